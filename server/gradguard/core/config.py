@@ -1,0 +1,270 @@
+"""Configuration: ``[tool.gradguard]`` in ``pyproject.toml`` (and editor settings).
+
+```toml
+[tool.gradguard]
+select = ["GG"]            # codes or prefixes; default: every rule
+ignore = ["GG102"]
+exclude = ["build/", "third_party/**"]   # gitignore-style, for `gradguard check DIR`
+[tool.gradguard.severity]
+GG102 = "warning"
+[tool.gradguard.per-file-ignores]
+"tests/**" = ["GG101"]
+```
+
+A broken config raises :class:`ConfigError` with a message naming the file
+and the key; nothing here ever falls back silently.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Dict, Iterable, Mapping, Optional, Tuple
+
+from gradguard.core.model import Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(ValueError):
+    """A configuration value or file that cannot be used."""
+
+
+_KNOWN_KEYS = {
+    "select",
+    "ignore",
+    "extend-select",
+    "extend-ignore",
+    "severity",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "language",
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    select: Tuple[str, ...] = ()  # empty = all rules
+    ignore: Tuple[str, ...] = ()
+    severity: Mapping[str, Severity] = field(default_factory=dict)
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    exclude: Tuple[str, ...] = ()
+    language: str = "en"
+    root: Optional[str] = None  # directory of the pyproject.toml it came from
+    source: Optional[str] = None  # path of that file, for messages
+
+    # -- rule selection -------------------------------------------------
+    def is_enabled(self, code: str, path: Optional[str] = None) -> bool:
+        if self.select and not _matches_any(code, self.select):
+            return False
+        if _matches_any(code, self.ignore):
+            # a more specific select beats a broader ignore (ruff's rule)
+            if not any(code.startswith(s) and len(s) > _longest(code, self.ignore) for s in self.select):
+                return False
+        if path and self.per_file_ignores:
+            rel = self._relative(path)
+            for pattern, codes in self.per_file_ignores:
+                if _path_matches(rel, pattern) and _matches_any(code, codes):
+                    return False
+        return True
+
+    def severity_for(self, code: str, default: Severity) -> Severity:
+        return self.severity.get(code, default)
+
+    def _relative(self, path: str) -> str:
+        p = os.path.abspath(path)
+        if self.root:
+            try:
+                return Path(p).relative_to(self.root).as_posix()
+            except ValueError:
+                pass
+        return Path(path).as_posix()
+
+    def is_excluded(self, path: str) -> bool:
+        if not self.exclude:
+            return False
+        rel = self._relative(path)
+        return any(_path_matches(rel, pat) for pat in self.exclude)
+
+    def merged(self, **overrides) -> "Config":
+        """Editor/CLI overrides on top of the file config (None = keep)."""
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        if "severity" in clean:
+            sev = dict(self.severity)
+            sev.update(clean["severity"])
+            clean["severity"] = sev
+        return replace(self, **clean)
+
+
+def _longest(code: str, prefixes: Iterable[str]) -> int:
+    return max((len(p) for p in prefixes if code.startswith(p)), default=0)
+
+
+def _matches_any(code: str, prefixes: Iterable[str]) -> bool:
+    for p in prefixes:
+        if p.upper() == "ALL" or code.startswith(p):
+            return True
+    return False
+
+
+def _path_matches(rel: str, pattern: str) -> bool:
+    """gitignore-flavoured glob: ``dir/`` matches everything below it,
+    a pattern without ``/`` matches any path component, ``**`` spans dirs."""
+    pat = pattern.strip()
+    if not pat:
+        return False
+    anchored = pat.startswith("/")
+    pat = pat.lstrip("/")
+    if pat.endswith("/"):
+        pat = pat + "**"
+    parts = rel.split("/")
+    if "/" not in pat.rstrip("*").rstrip("/") and not anchored:
+        # match against any component, or any suffix
+        if any(fnmatch.fnmatchcase(part, pat) for part in parts):
+            return True
+    if fnmatch.fnmatchcase(rel, pat):
+        return True
+    if pat.endswith("/**"):
+        base = pat[:-3]
+        if rel == base or fnmatch.fnmatchcase(rel, base + "/*") or rel.startswith(base + "/"):
+            return True
+    # "**/x" also matches "x" at the root
+    if pat.startswith("**/") and fnmatch.fnmatchcase(rel, pat[3:]):
+        return True
+    return False
+
+
+def _codes(value, key: str, where: str) -> Tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: '{key}' must be a list of rule codes like [\"GG101\"], got {value!r}")
+    out = []
+    for v in value:
+        v = v.strip().upper()
+        if v != "ALL" and not (v.startswith("GG") and (len(v) == 2 or v[2:].isdigit())):
+            raise ConfigError(f"{where}: '{key}' has {v!r}, which is not a gradguard rule code (GGnnn)")
+        out.append(v)
+    return tuple(out)
+
+
+def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[str] = None) -> Config:
+    """Validate a ``[tool.gradguard]``-shaped mapping. Raises ConfigError."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where}: [tool.gradguard] must be a table, got {type(table).__name__}")
+    unknown = set(table) - _KNOWN_KEYS - {k.replace("-", "_") for k in _KNOWN_KEYS}
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))} in [tool.gradguard] "
+            f"(known: {', '.join(sorted(_KNOWN_KEYS))})"
+        )
+
+    def get(key):
+        return table.get(key, table.get(key.replace("-", "_")))
+
+    select = _codes(get("select") or [], "select", where)
+    select += _codes(get("extend-select") or [], "extend-select", where)
+    ignore = _codes(get("ignore") or [], "ignore", where)
+    ignore += _codes(get("extend-ignore") or [], "extend-ignore", where)
+
+    severity: Dict[str, Severity] = {}
+    sev = get("severity") or {}
+    if not isinstance(sev, Mapping):
+        raise ConfigError(f"{where}: 'severity' must be a table of code = \"error|warning|info|hint\"")
+    for code, value in sev.items():
+        (code_,) = _codes([code], "severity", where)
+        try:
+            severity[code_] = Severity.parse(value)
+        except ValueError as e:
+            raise ConfigError(f"{where}: severity.{code}: {e}") from None
+
+    pfi = get("per-file-ignores") or {}
+    if not isinstance(pfi, Mapping):
+        raise ConfigError(f"{where}: 'per-file-ignores' must be a table of \"glob\" = [codes]")
+    per_file = tuple((str(pat), _codes(codes, f"per-file-ignores.{pat}", where)) for pat, codes in pfi.items())
+
+    exclude = []
+    for key in ("exclude", "extend-exclude"):
+        v = get(key) or []
+        if isinstance(v, str):
+            v = [v]
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise ConfigError(f"{where}: '{key}' must be a list of glob patterns")
+        exclude.extend(v)
+
+    language = get("language") or "en"
+    if not isinstance(language, str) or normalize_language(language) is None:
+        raise ConfigError(f"{where}: 'language' must be \"en\" or \"zh\", got {language!r}")
+
+    return Config(
+        select=select,
+        ignore=ignore,
+        severity=severity,
+        per_file_ignores=per_file,
+        exclude=tuple(exclude),
+        language=normalize_language(language) or "en",
+        root=root,
+        source=where,
+    )
+
+
+def normalize_language(value: Optional[str]) -> Optional[str]:
+    """'zh-CN', 'zh_cn', 'zh-Hans', 'Chinese' → 'zh'; 'en-US' → 'en'; 'auto' → None-ish."""
+    if value is None:
+        return None
+    v = str(value).strip().lower().replace("_", "-")
+    if v.startswith("zh") or v in ("chinese", "中文"):
+        return "zh"
+    if v.startswith("en") or v in ("english",):
+        return "en"
+    if v in ("", "auto"):
+        return "en"
+    return None
+
+
+def find_pyproject(start: str) -> Optional[Path]:
+    """Nearest pyproject.toml with a [tool.gradguard] table (or any pyproject as a root marker)."""
+    p = Path(start).resolve()
+    if p.is_file() or not p.exists():
+        p = p.parent
+    for d in (p, *p.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if "[tool.gradguard" in text:
+                return candidate
+    return None
+
+
+def load_config_file(pyproject: Path) -> Config:
+    where = str(pyproject)
+    try:
+        raw = pyproject.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not valid UTF-8") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: invalid TOML: {e}") from None
+    table = data.get("tool", {}).get("gradguard", {})
+    return config_from_mapping(table, where=where, root=str(pyproject.parent.resolve()))
+
+
+def load_config(start: str) -> Config:
+    """Config for a path: the nearest ``[tool.gradguard]``, else defaults."""
+    found = find_pyproject(start)
+    if found is None:
+        return Config()
+    return load_config_file(found)

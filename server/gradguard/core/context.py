@@ -1,0 +1,112 @@
+"""What a rule sees: one unit of analysis plus facts about the whole module.
+
+A *unit* is a function body (methods and nested functions included, each a
+unit of its own) or the module-level statements. Units are what the engine
+caches and re-analyses incrementally; a rule must therefore depend only on
+its unit and on the module :class:`Summary` (never on another unit's AST).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from gradguard.core.model import Position, Range
+from gradguard.core.text import LineIndex
+
+
+@dataclass
+class Unit:
+    kind: str  # "module" | "function"
+    body: List[ast.stmt]
+    node: Optional[ast.AST] = None  # FunctionDef / AsyncFunctionDef for functions
+    qualname: str = "<module>"
+    class_node: Optional[ast.ClassDef] = None  # enclosing class, for methods
+    parents: Tuple[ast.AST, ...] = ()  # enclosing defs/classes, outermost first
+
+
+@dataclass
+class ModuleContext:
+    path: Optional[str]
+    index: LineIndex
+    # Merged module summary: name → hashable fact object (see core/summary.py).
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    imports: Mapping[str, str] = field(default_factory=dict)  # local alias → qualified name
+
+    # -- positions -------------------------------------------------------
+    def pos(self, lineno: int, byte_col: int) -> Position:
+        return Position(lineno - 1, self.index.char_col(lineno, byte_col))
+
+    def range(self, node: ast.AST) -> Range:
+        """The node's own range (start..end), in characters."""
+        start = self.pos(node.lineno, node.col_offset)
+        end_lineno = getattr(node, "end_lineno", None) or node.lineno
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end = Position(end_lineno - 1, len(self.index.line(end_lineno - 1)))
+        else:
+            end = self.pos(end_lineno, end_col)
+        return Range(start, end)
+
+    def line_range(self, node: ast.AST) -> Range:
+        """From the node's start to the end of its first line (statement squiggle)."""
+        start = self.pos(node.lineno, node.col_offset)
+        text = self.index.line(node.lineno - 1)
+        end_char = len(text.rstrip())
+        # do not run into a trailing comment
+        r = self.range(node)
+        if r.end.line == start.line:
+            end_char = r.end.character
+        return Range(start, Position(start.line, max(end_char, start.character)))
+
+    def indent_of(self, lineno: int) -> str:
+        text = self.index.line(lineno - 1)
+        return text[: len(text) - len(text.lstrip())]
+
+    # -- names -----------------------------------------------------------
+    def qualify(self, expr: ast.AST) -> Optional[str]:
+        """Dotted name of an expression through import aliases:
+        ``nn.LSTM`` → ``torch.nn.LSTM`` when ``from torch import nn``."""
+        parts: List[str] = []
+        cur = expr
+        while isinstance(cur, ast.Attribute):
+            parts.append(cur.attr)
+            cur = cur.value
+        if not isinstance(cur, ast.Name):
+            return None
+        head = self.imports.get(cur.id, cur.id)
+        parts.append(head)
+        return ".".join(reversed(parts))
+
+
+def iter_units(stmts: List[ast.stmt], module_level: bool) -> List[Unit]:
+    """All units inside ``stmts``. With ``module_level`` the non-def statements
+    form the module unit (returned first, only if there are any)."""
+    units: List[Unit] = []
+    if module_level:
+        body = [s for s in stmts if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        if body:
+            units.append(Unit("module", body))
+    for s in stmts:
+        _collect_defs(s, units, (), None, "")
+    return units
+
+
+def _collect_defs(node: ast.AST, out: List[Unit], parents, cls, prefix):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        qual = f"{prefix}{node.name}"
+        out.append(Unit("function", node.body, node, qual, cls, parents))
+        for child in node.body:
+            _collect_defs(child, out, parents + (node,), None, qual + ".<locals>.")
+        return
+    if isinstance(node, ast.ClassDef):
+        qual = f"{prefix}{node.name}"
+        for child in node.body:
+            _collect_defs(child, out, parents + (node,), node, qual + ".")
+        return
+    # compound statements (if __name__ == "__main__": def ...; try: ...)
+    for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for child in getattr(node, field_name, ()) or ():
+            if isinstance(child, ast.AST):
+                _collect_defs(child, out, parents, cls, prefix)

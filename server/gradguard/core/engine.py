@@ -1,0 +1,352 @@
+"""The analysis engine: source → findings, whole or incremental.
+
+The document is cut into *chunks*, one per top-level statement (a chunk owns
+its decorators, and the blank lines and comments that follow it). Each chunk
+is parsed, summarised and analysed on its own and keeps its results; an edit
+re-parses only the chunks it touched, shifts the rest, and re-analyses only
+what changed (a def chunk whose text and module fingerprint are unchanged
+reuses its findings, moved by the line delta). ``check_source`` is the same
+machinery with nothing cached, so incremental and full runs agree by
+construction — ``tests/test_incremental.py`` checks it on random edits.
+
+With a syntax error, the chunks outside the broken region are still analysed
+(their text is unchanged and parsed on its own before), so the user keeps
+seeing what can be seen; ``CheckResult.syntax_error`` says what is broken.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from gradguard.core import noqa as _noqa
+from gradguard.core.config import Config
+from gradguard.core.context import ModuleContext, Unit, iter_units
+from gradguard.core.model import Finding
+from gradguard.core.summary import local_imports, summarize
+from gradguard.core.text import LineIndex, split_lines
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class SyntaxProblem:
+    message: str
+    line: int  # 0-based
+    character: int  # 0-based, characters
+
+    def __str__(self) -> str:
+        return f"{self.line + 1}:{self.character + 1}: {self.message}"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    findings: Tuple[Finding, ...]
+    syntax_error: Optional[SyntaxProblem] = None
+
+    @property
+    def partial(self) -> bool:
+        return self.syntax_error is not None
+
+
+class _Chunk:
+    __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "fp", "analyzed_start")
+
+    def __init__(self, start: int, nlines: int, text: str, tree: Optional[ast.Module], kind: str):
+        self.start = start  # 0-based first line
+        self.nlines = nlines
+        self.text = text
+        self.tree = tree  # linenos absolute as of tree_start
+        self.tree_start = start
+        self.kind = kind  # "def" | "stmt" | "empty" | "broken"
+        self.facts: Optional[tuple] = None
+        self.findings: Optional[Tuple[Finding, ...]] = None
+        self.fp: Optional[int] = None
+        self.analyzed_start = start
+
+    @property
+    def end(self) -> int:
+        return self.start + self.nlines
+
+    def positioned_tree(self) -> ast.Module:
+        delta = self.start - self.tree_start
+        if delta:
+            ast.increment_lineno(self.tree, delta)
+            self.tree_start = self.start
+        return self.tree
+
+    def get_facts(self) -> tuple:
+        if self.facts is None:
+            facts: list = []
+            if self.tree is not None:
+                for stmt in self.tree.body:
+                    facts.extend(summarize(stmt))
+            self.facts = tuple(facts)
+        return self.facts
+
+
+def _parse(text: str) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
+        return ast.parse(text)
+
+
+def _stmt_first_line(stmt: ast.stmt) -> int:
+    line = stmt.lineno
+    for d in getattr(stmt, "decorator_list", ()) or ():
+        line = min(line, d.lineno)
+    return line
+
+
+def _chunks_from_tree(tree: ast.Module, lines: Sequence[str], rs: int, re_: int) -> List[_Chunk]:
+    """Cut a parsed region [rs, re_) (tree linenos already absolute) into chunks."""
+    groups: List[Tuple[int, List[ast.stmt]]] = []
+    for stmt in tree.body:
+        b = _stmt_first_line(stmt) - 1
+        if groups and groups[-1][0] >= b:
+            groups[-1][1].append(stmt)
+        else:
+            groups.append((b, [stmt]))
+    if not groups:
+        return [_Chunk(rs, re_ - rs, "\n".join(lines[rs:re_]), ast.Module(body=[], type_ignores=[]), "empty")]
+    out: List[_Chunk] = []
+    for i, (b, stmts) in enumerate(groups):
+        start = rs if i == 0 else b
+        end = groups[i + 1][0] if i + 1 < len(groups) else re_
+        kind = "def" if all(isinstance(s, _DEFS) for s in stmts) else "stmt"
+        out.append(_Chunk(start, end - start, "\n".join(lines[start:end]), ast.Module(body=stmts, type_ignores=[]), kind))
+    return out
+
+
+_CONTINUATION = re.compile(r"(else|elif|except|finally)\b|[)\]}]")
+
+
+def _heuristic_chunks(lines: Sequence[str], rs: int, re_: int) -> List[_Chunk]:
+    """Chunks of a region that does not parse as a whole: split at column-0
+    statements, merge pieces until they parse, mark what never does 'broken'."""
+    starts = [rs]
+    for i in range(rs + 1, re_):
+        ln = lines[i]
+        if ln and not ln[0].isspace() and ln[0] != "#" and not _CONTINUATION.match(ln):
+            prev = lines[i - 1].rstrip()
+            if prev.startswith("@") or prev.endswith("\\"):
+                continue
+            starts.append(i)
+    starts.append(re_)
+    out: List[_Chunk] = []
+    i = 0
+    while i < len(starts) - 1:
+        done = False
+        for j in range(i + 1, min(i + 12, len(starts))):
+            a, b = starts[i], starts[j]
+            text = "\n".join(lines[a:b])
+            try:
+                tree = _parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            ast.increment_lineno(tree, a)
+            out.extend(_chunks_from_tree(tree, lines, a, b))
+            i = j
+            done = True
+            break
+        if not done:
+            a, b = starts[i], starts[i + 1]
+            out.append(_Chunk(a, b - a, "\n".join(lines[a:b]), None, "broken"))
+            i += 1
+    return out
+
+
+def _syntax_problem(err: Exception, index: LineIndex, offset: int = 0) -> SyntaxProblem:
+    if isinstance(err, SyntaxError):
+        line = max(0, (err.lineno or 1) - 1 + offset)
+        col = max(0, (err.offset or 1) - 1)  # SyntaxError.offset counts characters (1-based)
+        line, col = index.clamp(line, col)
+        return SyntaxProblem(err.msg or "invalid syntax", line, col)
+    return SyntaxProblem(str(err), 0, 0)
+
+
+class Document:
+    """One source text, re-analysed incrementally by :meth:`update`."""
+
+    def __init__(self, source: str, path: Optional[str] = None, config: Optional[Config] = None):
+        self.path = path
+        self.config = config or Config()
+        self.lines: List[str] = []
+        self.chunks: List[_Chunk] = []
+        self.syntax_error: Optional[SyntaxProblem] = None
+        self._module_key: Optional[tuple] = None
+        self._module_findings: Tuple[Finding, ...] = ()
+        self._result: Optional[CheckResult] = None
+        self._set_full(source)
+
+    # -- text → chunks ---------------------------------------------------
+    def _set_full(self, source: str) -> None:
+        lines = split_lines(source)
+        self.index = LineIndex.__new__(LineIndex)
+        self.index.lines = lines
+        self.lines = lines
+        old = {c.text: c for c in self.chunks if c.kind != "broken"}
+        try:
+            tree = _parse(source)
+        except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes
+            self.syntax_error = _syntax_problem(e, self.index)
+            chunks = _heuristic_chunks(lines, 0, len(lines))
+        else:
+            self.syntax_error = None
+            chunks = _chunks_from_tree(tree, lines, 0, len(lines))
+        self.chunks = [self._reuse(c, old) for c in chunks]
+        self._result = None
+
+    @staticmethod
+    def _reuse(new: _Chunk, old: Dict[str, _Chunk]) -> _Chunk:
+        prev = old.get(new.text)
+        if prev is None or prev.kind != new.kind:
+            return new
+        del old[new.text]  # one old chunk can stand for one new chunk only
+        prev.start = new.start  # same text elsewhere: keep its tree, facts and findings
+        return prev
+
+    def update(self, source: str) -> CheckResult:
+        new_lines = split_lines(source)
+        old_lines = self.lines
+        if new_lines == old_lines:
+            return self.result()
+        if not self.chunks or any(c.kind == "broken" for c in self.chunks):
+            self._set_full(source)
+            return self.result()
+        n_old, n_new = len(old_lines), len(new_lines)
+        p = 0
+        lim = min(n_old, n_new)
+        while p < lim and old_lines[p] == new_lines[p]:
+            p += 1
+        s = 0
+        while s < lim - p and old_lines[n_old - 1 - s] == new_lines[n_new - 1 - s]:
+            s += 1
+        delta = n_new - n_old
+        lo = max(p - 1, 0)
+        hi = min(n_old - s + 1, n_old)
+        a = b = None
+        for i, c in enumerate(self.chunks):
+            if c.end > lo and c.start < max(hi, lo + 1):
+                if a is None:
+                    a = i
+                b = i
+        if a is None:
+            self._set_full(source)
+            return self.result()
+        rs = self.chunks[a].start
+        re_new = self.chunks[b].end + delta
+        text = "\n".join(new_lines[rs:re_new])
+        try:
+            tree = _parse(text)
+        except (SyntaxError, ValueError):
+            # maybe the edit needs its neighbours (a string opened here closes
+            # below): only the whole file can tell.
+            self._set_full(source)
+            return self.result()
+        ast.increment_lineno(tree, rs)
+        self.lines = new_lines
+        self.index = LineIndex.__new__(LineIndex)
+        self.index.lines = new_lines
+        old_texts = {c.text: c for c in self.chunks[a : b + 1]}
+        region = [self._reuse(c, old_texts) for c in _chunks_from_tree(tree, new_lines, rs, re_new)]
+        tail = self.chunks[b + 1 :]
+        if delta:
+            for c in tail:
+                c.start += delta
+        self.chunks = self.chunks[:a] + region + tail
+        self.syntax_error = None
+        self._result = None
+        return self.result()
+
+    # -- analysis --------------------------------------------------------
+    def result(self) -> CheckResult:
+        if self._result is None:
+            self._result = CheckResult(self._analyse(), self.syntax_error)
+        return self._result
+
+    def _analyse(self) -> Tuple[Finding, ...]:
+        from gradguard.rules import all_rules
+
+        rules = [r for r in all_rules() if self.config.is_enabled(r.code, self.path)]
+        merged: Dict[str, object] = {}
+        for c in self.chunks:
+            for k, v in c.get_facts():
+                merged[k] = v
+        try:
+            fp = hash(frozenset(merged.items()))
+        except TypeError:  # an unhashable fact: never reuse
+            fp = object().__hash__()
+        fp = hash((fp, tuple(r.code for r in rules)))
+        imports = {k[7:]: v for k, v in merged.items() if k.startswith("import:")}
+        ctx = ModuleContext(self.path, self.index, merged, imports)
+
+        raw: List[Finding] = []
+        module_stmts: List[ast.stmt] = []
+        module_key: List[tuple] = []
+        for c in self.chunks:
+            if c.kind == "def":
+                if c.findings is None or c.fp != fp:
+                    tree = c.positioned_tree()
+                    c.findings = tuple(self._run(rules, iter_units(tree.body, False), ctx))
+                    c.fp = fp
+                    c.analyzed_start = c.start
+                shift = c.start - c.analyzed_start
+                raw.extend(f.shifted(shift) for f in c.findings) if shift else raw.extend(c.findings)
+            elif c.kind == "stmt":
+                module_key.append((c.start, c.text))
+                module_stmts.append(c)  # type: ignore[arg-type]
+        key = (tuple(module_key), fp)
+        if key != self._module_key:
+            body: List[ast.stmt] = []
+            for c in module_stmts:
+                body.extend(c.positioned_tree().body)  # type: ignore[union-attr]
+            self._module_findings = tuple(self._run(rules, iter_units(body, True), ctx))
+            self._module_key = key
+        raw.extend(self._module_findings)
+        return self._postprocess(raw)
+
+    def _run(self, rules, units: List[Unit], ctx: ModuleContext):
+        out: List[Finding] = []
+        for unit in units:
+            uctx = ctx
+            if unit.kind == "function":
+                extra = local_imports(unit.body)
+                if extra:
+                    imports = dict(ctx.imports)
+                    imports.update((k[7:], v) for k, v in extra)
+                    uctx = ModuleContext(ctx.path, ctx.index, ctx.summary, imports)
+            for rule in rules:
+                out.extend(rule.check(unit, uctx))
+        return out
+
+    def _postprocess(self, raw: List[Finding]) -> Tuple[Finding, ...]:
+        from dataclasses import replace
+
+        cfg = self.config
+        out: List[Finding] = []
+        seen = set()
+        n = len(self.lines)
+        for f in raw:
+            if not (0 <= f.range.start.line < n):
+                continue  # never report outside the document
+            if _noqa.is_suppressed(self.lines[f.range.start.line], f.code):
+                continue
+            sev = cfg.severity_for(f.code, f.severity)
+            if sev != f.severity:
+                f = replace(f, severity=sev)
+            key = (f.code, f.range)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(f)
+        out.sort(key=Finding.sort_key)
+        return tuple(out)
+
+
+def check_source(source: str, path: Optional[str] = None, config: Optional[Config] = None) -> CheckResult:
+    """Analyse one source text from scratch."""
+    return Document(source, path, config).result()

@@ -1,0 +1,37 @@
+"""Rule registry. A rule is one module in this package that defines a
+:class:`gradguard.rules.base.Rule` subclass and is listed in ``_RULE_MODULES``."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Dict, List, Optional
+
+from gradguard.rules.base import Rule
+
+_RULE_MODULES = (
+    "gradguard.rules.gg101_carried_graph",
+    "gradguard.rules.gg102_stale_graph",
+)
+
+_REGISTRY: Optional[Dict[str, Rule]] = None
+
+
+def _load() -> Dict[str, Rule]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        reg: Dict[str, Rule] = {}
+        for mod_name in _RULE_MODULES:
+            mod = importlib.import_module(mod_name)
+            for obj in vars(mod).values():
+                if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and getattr(obj, "code", None):
+                    reg[obj.code] = obj()
+        _REGISTRY = dict(sorted(reg.items()))
+    return _REGISTRY
+
+
+def all_rules() -> List[Rule]:
+    return list(_load().values())
+
+
+def get_rule(code: str) -> Optional[Rule]:
+    return _load().get(str(code).upper())

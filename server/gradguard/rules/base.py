@@ -1,0 +1,37 @@
+"""The contract every rule implements."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Iterable, Mapping
+
+from gradguard.core.model import Finding, Severity
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gradguard.core.context import ModuleContext, Unit
+
+
+class Rule:
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""  # kebab-case, e.g. "carried-graph"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    # One line, both languages: {"en": ..., "zh": ...}
+    title: ClassVar[Mapping[str, str]] = {}
+    # Markdown, ruff-style sections: what it does / why / example / fix / FAQ.
+    # The same text serves `gradguard rule CODE`, hovers and docs/rules/*.md.
+    explanation: ClassVar[Mapping[str, str]] = {}
+
+    def check(self, unit: "Unit", ctx: "ModuleContext") -> Iterable[Finding]:
+        """Findings for one unit of analysis (a function body, or the
+        module-level statements). Must not descend into nested function or
+        class bodies: those are units of their own."""
+        raise NotImplementedError
+
+    def explain(self, lang: str = "en") -> str:
+        if lang.lower().startswith("zh") and self.explanation.get("zh"):
+            return self.explanation["zh"]
+        return self.explanation.get("en", "")
+
+    def docs_url(self) -> str:
+        from gradguard import DOCS_BASE
+
+        return f"{DOCS_BASE}/{self.code}.md"
