@@ -1,0 +1,89 @@
+"""What gradguard knows about torch, in one place.
+
+Rules ask questions of these tables (by *qualified* name, after import
+aliases are resolved by ``ModuleContext.qualify``); nothing else in the code
+base hard-codes torch API names. Add knowledge here, not in a rule.
+"""
+
+from __future__ import annotations
+
+# Recurrent modules: calling one returns (output, state); the state carries a graph.
+RECURRENT_MODULES = frozenset(
+    {
+        "torch.nn.RNN", "torch.nn.GRU", "torch.nn.LSTM",
+        "torch.nn.modules.rnn.RNN", "torch.nn.modules.rnn.GRU", "torch.nn.modules.rnn.LSTM",
+    }
+)
+# Cells: calling one returns the state itself (LSTMCell: a (h, c) tuple).
+RECURRENT_CELLS = frozenset(
+    {
+        "torch.nn.RNNCell", "torch.nn.GRUCell", "torch.nn.LSTMCell",
+        "torch.nn.modules.rnn.RNNCell", "torch.nn.modules.rnn.GRUCell", "torch.nn.modules.rnn.LSTMCell",
+    }
+)
+# Modules whose state is a (h, c) pair.
+LSTM_LIKE = frozenset({"torch.nn.LSTM", "torch.nn.LSTMCell", "torch.nn.modules.rnn.LSTM", "torch.nn.modules.rnn.LSTMCell"})
+
+# Base classes that make a user class an nn.Module.
+MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "pytorch_lightning.LightningModule",
+                          "lightning.LightningModule", "lightning.pytorch.LightningModule"})
+
+# Tensor methods / functions that return a value with NO graph.
+GRAPH_CUT_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "cpu_detach"})
+GRAPH_CUT_ATTRS = frozenset({"data"})  # legacy: x.data (works, but hides bugs)
+# Context managers under which no graph is recorded.
+NO_GRAD_CONTEXTS = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
+     "torch.autograd.grad_mode.inference_mode", "torch.set_grad_enabled"}  # set_grad_enabled(False) only
+)
+NO_GRAD_DECORATORS = NO_GRAD_CONTEXTS
+
+# Backward entry points. Method names on any receiver:
+BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # loss.backward(), self.manual_backward(loss), accelerator.backward(loss)
+# Functions (qualified):
+BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
+
+# Tensor factories; with requires_grad=True they make *leaves* (safe to reuse).
+TENSOR_FACTORIES = frozenset(
+    {"torch.tensor", "torch.rand", "torch.randn", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
+     "torch.arange", "torch.linspace", "torch.randint", "torch.normal", "torch.eye", "torch.rand_like",
+     "torch.randn_like", "torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
+     "torch.from_numpy", "torch.as_tensor"}
+)
+# Tensor methods that do not change graph-ness: result has a graph iff the receiver has one.
+PASSTHROUGH_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "double", "half", "long", "int", "view", "reshape", "squeeze", "unsqueeze",
+     "permute", "transpose", "contiguous", "expand", "flatten", "clone", "t", "type", "sum", "mean"}
+)
+
+# Which operations SAVE tensors for backward (a stale graph through them
+# crashes the second time) vs which do not (no crash: gradients silently keep
+# flowing into the leaf). Binary operators by ast node type name:
+SAVING_BINOPS = frozenset({"Mult", "Div", "Pow", "MatMult", "FloorDiv", "Mod"})
+NONSAVING_BINOPS = frozenset({"Add", "Sub"})
+SAVING_FUNCTIONS = frozenset(
+    {"torch.matmul", "torch.mm", "torch.bmm", "torch.mul", "torch.div", "torch.pow", "torch.tanh", "torch.sigmoid",
+     "torch.exp", "torch.log", "torch.sin", "torch.cos", "torch.relu", "torch.softmax", "torch.log_softmax",
+     "torch.nn.functional.relu", "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
+     "torch.nn.functional.linear", "torch.nn.functional.conv2d", "torch.einsum", "torch.sqrt", "torch.abs",
+     "torch.norm", "torch.prod", "torch.max", "torch.min", "torch.nn.functional.mse_loss",
+     "torch.nn.functional.cross_entropy", "torch.nn.functional.gelu", "torch.nn.functional.dropout"}
+)
+SAVING_METHODS = frozenset(
+    {"matmul", "mm", "bmm", "mul", "div", "pow", "tanh", "sigmoid", "exp", "log", "sin", "cos", "relu", "softmax",
+     "log_softmax", "sqrt", "abs", "norm", "prod", "max", "min", "mul_", "div_", "pow_"}
+)
+NONSAVING_FUNCTIONS = frozenset({"torch.add", "torch.sub", "torch.cat", "torch.stack", "torch.sum", "torch.mean"})
+NONSAVING_METHODS = frozenset({"add", "sub", "add_", "sub_", "sum", "mean", "view", "reshape", "__getitem__", "squeeze",
+                               "unsqueeze", "permute", "transpose", "flatten", "expand", "clone", "t", "contiguous"})
+
+# Objects that have .zero_grad(): any nn.Module and any optimizer (a tensor does not).
+OPTIMIZER_PREFIXES = ("torch.optim.",)
+
+
+def is_recurrent(qualname: str | None) -> bool:
+    return bool(qualname) and (qualname in RECURRENT_MODULES or qualname in RECURRENT_CELLS)
+
+
+def is_lstm_like(qualname: str | None) -> bool:
+    return bool(qualname) and qualname in LSTM_LIKE
