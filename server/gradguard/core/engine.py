@@ -171,9 +171,18 @@ def _syntax_problem(err: Exception, index: LineIndex, offset: int = 0) -> Syntax
 class Document:
     """One source text, re-analysed incrementally by :meth:`update`."""
 
-    def __init__(self, source: str, path: Optional[str] = None, config: Optional[Config] = None):
+    def __init__(
+        self,
+        source: str,
+        path: Optional[str] = None,
+        config: Optional[Config] = None,
+        external_facts: Optional[Dict[str, object]] = None,
+    ):
         self.path = path
         self.config = config or Config()
+        # Facts about names defined in *other* files (see core/resolve.py), merged
+        # under the in-file facts; the fast path never waits for them.
+        self.external_facts: Dict[str, object] = dict(external_facts or {})
         self.lines: List[str] = []
         self.chunks: List[_Chunk] = []
         self.syntax_error: Optional[SyntaxProblem] = None
@@ -262,6 +271,18 @@ class Document:
         self._result = None
         return self.result()
 
+    def set_external_facts(self, facts: Dict[str, object]) -> CheckResult:
+        if facts != self.external_facts:
+            self.external_facts = dict(facts)
+            self._result = None
+        return self.result()
+
+    def set_config(self, config: Config) -> CheckResult:
+        if config != self.config:
+            self.config = config
+            self._result = None
+        return self.result()
+
     # -- analysis --------------------------------------------------------
     def result(self) -> CheckResult:
         if self._result is None:
@@ -272,7 +293,7 @@ class Document:
         from gradguard.rules import all_rules
 
         rules = [r for r in all_rules() if self.config.is_enabled(r.code, self.path)]
-        merged: Dict[str, object] = {}
+        merged: Dict[str, object] = dict(self.external_facts)
         for c in self.chunks:
             for k, v in c.get_facts():
                 merged[k] = v
@@ -347,6 +368,11 @@ class Document:
         return tuple(out)
 
 
-def check_source(source: str, path: Optional[str] = None, config: Optional[Config] = None) -> CheckResult:
+def check_source(
+    source: str,
+    path: Optional[str] = None,
+    config: Optional[Config] = None,
+    external_facts: Optional[Dict[str, object]] = None,
+) -> CheckResult:
     """Analyse one source text from scratch."""
-    return Document(source, path, config).result()
+    return Document(source, path, config, external_facts).result()
