@@ -1,0 +1,483 @@
+"""``gradguard`` command line: check, rule, serve.
+
+Exit codes of ``check``: 0 clean, 1 findings (or, with ``--diff``, changes to
+make), 2 usage errors or files that could not be read or parsed (those are
+reported; every other file is still checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from gradguard import __version__
+
+_DEFAULT_EXCLUDES = (
+    ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "node_modules", ".tox", ".nox",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", "site-packages", ".ipynb_checkpoints",
+    ".eggs",
+)
+
+
+# ---------------------------------------------------------------- discovery
+class _Ignore:
+    """gitignore-style patterns from ``.gitignore`` files met while walking."""
+
+    def __init__(self) -> None:
+        self._by_dir: Dict[Path, List[Tuple[str, bool]]] = {}
+
+    def load(self, directory: Path) -> None:
+        gi = directory / ".gitignore"
+        pats: List[Tuple[str, bool]] = []
+        if gi.is_file():
+            try:
+                for raw in gi.read_text(encoding="utf-8", errors="replace").splitlines():
+                    line = raw.strip()
+                    if not line or line.startswith("#"):
+                        continue
+                    neg = line.startswith("!")
+                    pats.append((line[1:] if neg else line, neg))
+            except OSError:
+                pass
+        self._by_dir[directory] = pats
+
+    def ignored(self, path: Path, roots: Sequence[Path]) -> bool:
+        from gradguard.core.config import _path_matches
+
+        verdict = False
+        for d in roots:
+            pats = self._by_dir.get(d)
+            if not pats:
+                continue
+            try:
+                rel = path.relative_to(d).as_posix()
+            except ValueError:
+                continue
+            if path.is_dir():
+                rel_dir = rel + "/"
+            else:
+                rel_dir = None
+            for pat, neg in pats:
+                if pat.endswith("/") and rel_dir is None:
+                    # a directory pattern only matches directories (and what is below them)
+                    if not any(_path_matches(p, pat) for p in _parents(rel)):
+                        continue
+                elif not (_path_matches(rel, pat) or (rel_dir and _path_matches(rel_dir, pat))):
+                    continue
+                verdict = not neg
+        return verdict
+
+
+def _parents(rel: str) -> List[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[: i + 1]) + "/" for i in range(len(parts) - 1)]
+
+
+def discover(paths: Sequence[str], config_for) -> Iterator[Tuple[str, bool]]:
+    """(path, explicit) for every file to check. Files named explicitly are
+    always checked; directories are walked for ``*.py``/``*.pyi``/``*.ipynb``,
+    skipping default excludes, ``.gitignore`` patterns and config ``exclude``."""
+    seen = set()
+    for p in paths:
+        path = Path(p)
+        if not path.is_dir():
+            if p not in seen:
+                seen.add(p)
+                yield p, True
+            continue
+        ign = _Ignore()
+        stack: List[Tuple[Path, Tuple[Path, ...]]] = [(path, ())]
+        while stack:
+            d, roots = stack.pop()
+            ign.load(d)
+            roots = roots + (d,)
+            try:
+                entries = sorted(os.scandir(d), key=lambda e: e.name)
+            except OSError as e:
+                yield f"{d}\0{e.strerror or e}", True
+                continue
+            subdirs = []
+            for e in entries:
+                child = Path(e.path)
+                if e.is_dir(follow_symlinks=False):
+                    if e.name in _DEFAULT_EXCLUDES or ign.ignored(child, roots):
+                        continue
+                    if config_for(e.path).is_excluded(e.path + "/"):
+                        continue
+                    subdirs.append((child, roots))
+                elif e.name.endswith((".py", ".pyi", ".ipynb")):
+                    if ign.ignored(child, roots) or config_for(e.path).is_excluded(e.path):
+                        continue
+                    if e.path not in seen:
+                        seen.add(e.path)
+                        yield e.path, False
+            stack.extend(reversed(subdirs))
+
+
+# ---------------------------------------------------------------- reading
+class ReadError(Exception):
+    pass
+
+
+def read_source(path: str) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        raise ReadError("is a directory") from None
+    except OSError as e:
+        raise ReadError(e.strerror or str(e)) from None
+    if b"\0" in data[:8192]:
+        raise ReadError("binary file (contains NUL bytes), not Python source")
+    if path.endswith(".ipynb"):
+        from gradguard.core.notebook import notebook_source
+
+        try:
+            return notebook_source(data)
+        except ValueError as e:
+            raise ReadError(f"malformed notebook: {e}") from None
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as e:
+        raise ReadError(f"cannot decode as Python source ({e.__class__.__name__}: {e})") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+# ---------------------------------------------------------------- check
+def _check_one(args) -> dict:
+    """Worker: check one file; returns a picklable record."""
+    path, config, fix, external = args
+    from gradguard.core.engine import check_source
+
+    rec = {"path": path, "error": None, "findings": (), "syntax": None, "source": None, "fixed": None}
+    try:
+        src = read_source(path)
+    except ReadError as e:
+        rec["error"] = str(e)
+        return rec
+    facts = None
+    if external:
+        facts = _external_facts(src, path, config)
+    res = check_source(src, path, config, facts)
+    rec["findings"] = res.findings
+    rec["syntax"] = res.syntax_error
+    rec["source"] = src
+    if fix and res.findings and not path.endswith(".ipynb"):
+        rec["fixed"], rec["findings"], rec["syntax"] = _fix_loop(src, path, config, facts, res)
+    return rec
+
+
+def _external_facts(src: str, path: str, config):
+    try:
+        from gradguard.core import resolve
+    except ImportError:
+        return None
+    fn = getattr(resolve, "resolve_external_facts", None)
+    if fn is None or not resolve_needed(src):
+        return None
+    try:
+        return fn(src, path, config.root or str(Path(path).resolve().parent))
+    except Exception:  # resolution is best effort; the in-file pass stands alone
+        return None
+
+
+def resolve_needed(src: str) -> bool:
+    """Cheap textual test: does the file import from a module that could be the user's own?"""
+    for line in src.splitlines():
+        s = line.lstrip()
+        if s.startswith("from ") and " import " in s:
+            mod = s[5:].split(" import ", 1)[0].strip()
+            top = mod.lstrip(".").split(".")[0]
+            if mod.startswith(".") or top not in _KNOWN_LIBS:
+                return True
+    return False
+
+
+_KNOWN_LIBS = frozenset(
+    "torch torchvision torchaudio torchtext numpy scipy pandas matplotlib sklearn typing collections os sys math "
+    "random time json re itertools functools pathlib argparse dataclasses abc logging tqdm __future__ lightning "
+    "pytorch_lightning accelerate transformers datasets copy warnings contextlib io pickle csv".split()
+)
+
+
+def _fix_loop(src, path, config, facts, res):
+    from gradguard.core.engine import check_source
+    from gradguard.core.text import apply_text_edits
+
+    text = src
+    for _ in range(8):  # fixes for one finding may unveil or settle another
+        edits = _non_overlapping([f.preferred_fix for f in res.findings if f.preferred_fix])
+        if not edits:
+            break
+        try:
+            new = apply_text_edits(text, edits)
+        except ValueError:
+            break
+        if new == text:
+            break
+        text = new
+        res = check_source(text, path, config, facts)
+    return text, res.findings, res.syntax_error
+
+
+def _non_overlapping(fixes) -> list:
+    """Edits of the given fixes, skipping whole fixes that overlap an earlier one."""
+    taken: List = []
+    out: List = []
+    for fx in fixes:
+        spans = [(e.range.start, e.range.end) for e in fx.edits]
+        if any(a < tb and ta < b or (a == b == ta == tb) for a, b in spans for ta, tb in taken):
+            continue
+        taken.extend(spans)
+        out.extend(fx.edits)
+    return out
+
+
+def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, external: bool) -> List[dict]:
+    tasks = []
+    records: Dict[int, dict] = {}
+    for i, (path, explicit) in enumerate(files):
+        if "\0" in path:  # an unreadable directory, from discovery
+            d, why = path.split("\0", 1)
+            records[i] = {"path": d, "error": why, "findings": (), "syntax": None, "source": None, "fixed": None}
+            continue
+        cfg = config_for(path)
+        tasks.append((i, (path, cfg, fix, external)))
+    if jobs > 1 and len(tasks) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+            chunk = max(1, len(tasks) // (jobs * 4))
+            for (i, _), rec in zip(tasks, ex.map(_check_one, [t for _, t in tasks], chunksize=chunk)):
+                records[i] = rec
+    else:
+        for i, t in tasks:
+            records[i] = _check_one(t)
+    return [records[i] for i in sorted(records)]
+
+
+def _make_config_for(args):
+    from gradguard.core.config import Config, ConfigError, load_config, load_config_file
+
+    cache: Dict[str, Config] = {}
+    explicit = None
+    if args.config:
+        explicit = load_config_file(Path(args.config))
+
+    def overrides(cfg: Config) -> Config:
+        select = tuple(_split_codes(args.select)) if args.select else None
+        ignore = tuple(cfg.ignore) + tuple(_split_codes(args.ignore)) if args.ignore else None
+        cfg = cfg.merged(select=select, ignore=ignore)
+        if args.extend_select:
+            cfg = cfg.merged(select=tuple(cfg.select) + tuple(_split_codes(args.extend_select)) if cfg.select else ())
+        return cfg
+
+    def config_for(path: str) -> Config:
+        if explicit is not None:
+            return overrides(explicit)
+        d = os.path.dirname(os.path.abspath(path))
+        got = cache.get(d)
+        if got is None:
+            got = overrides(load_config(d))  # ConfigError propagates: a broken config is a usage error
+            cache[d] = got
+        return got
+
+    return config_for, ConfigError
+
+
+def _split_codes(values: Sequence[str]) -> List[str]:
+    out: List[str] = []
+    for v in values:
+        out.extend(c.strip().upper() for c in v.split(",") if c.strip())
+    for c in out:
+        if c != "ALL" and not (c.startswith("GG") and (len(c) == 2 or c[2:].isdigit())):
+            raise SystemExit(_usage_error(f"{c!r} is not a gradguard rule code (GGnnn)"))
+    return out
+
+
+def _usage_error(msg: str) -> int:
+    sys.stderr.write(f"gradguard: error: {msg}\n")
+    return 2
+
+
+def cmd_check(args) -> int:
+    from gradguard.core.config import normalize_language
+
+    lang = normalize_language(args.lang) or "en"
+    try:
+        config_for, ConfigError = _make_config_for(args)
+    except Exception as e:  # ConfigError from --config
+        return _usage_error(str(e))
+    try:
+        files = list(discover(args.paths, config_for))
+    except ConfigError as e:
+        return _usage_error(str(e))
+    missing = [p for p, explicit in files if explicit and "\0" not in p and not os.path.exists(p)]
+    jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
+    if len(files) < 8:
+        jobs = 1  # process start-up would cost more than it saves
+    try:
+        records = _run_all(files, config_for, args.fix, jobs, args.resolve)
+    except ConfigError as e:
+        return _usage_error(str(e))
+
+    from gradguard import output
+
+    status = 0
+    errors = 0
+    n_findings = 0
+    diffs: List[str] = []
+    for rec in records:
+        if rec["path"] in missing:
+            rec["error"] = "no such file or directory"
+        if rec["error"] or rec["syntax"]:
+            errors += 1
+        n_findings += len(rec["findings"])
+        if args.fix and rec["fixed"] is not None and rec["fixed"] != rec["source"]:
+            try:
+                _write_preserving(rec["path"], rec["source"], rec["fixed"])
+                rec["fixed_written"] = True
+            except OSError as e:
+                rec["error"] = f"cannot write fixes: {e.strerror or e}"
+                errors += 1
+        if args.diff:
+            d = output.diff(rec, lang, config_for)
+            if d:
+                diffs.append(d)
+    if args.diff:
+        sys.stdout.write("".join(diffs))
+        status = 1 if diffs else 0
+    else:
+        output.emit(records, args.format, lang, sys.stdout, statistics=args.statistics)
+        status = 1 if n_findings else 0
+    if errors:
+        status = 2
+    return status
+
+
+def _write_preserving(path: str, original: str, fixed: str) -> None:
+    """Write fixed text back with the file's own newline style and encoding."""
+    data = Path(path).read_bytes()
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+        prefix = b"\xef\xbb\xbf"
+    else:
+        prefix = b""
+    with open(path, "w", encoding=encoding, newline="") as fh:
+        if prefix:
+            fh.flush()
+            fh.buffer.write(prefix)
+        fh.write(fixed)
+
+
+# ---------------------------------------------------------------- rule
+def cmd_rule(args) -> int:
+    from gradguard.core.config import normalize_language
+    from gradguard.rules import all_rules, get_rule
+
+    lang = normalize_language(args.lang) or "en"
+    if args.all or not args.code:
+        for r in all_rules():
+            sys.stdout.write(f"{r.code}  {r.name:<16} {r.default_severity.value:<8} {r.title.get(lang) or r.title.get('en', '')}\n")
+        return 0
+    rule = get_rule(args.code)
+    if rule is None:
+        known = ", ".join(r.code for r in all_rules())
+        return _usage_error(f"unknown rule {args.code!r} (known: {known})")
+    if args.format == "json":
+        import json
+
+        json.dump(
+            {"code": rule.code, "name": rule.name, "severity": rule.default_severity.value,
+             "title": rule.title.get(lang), "explanation": rule.explain(lang), "url": rule.docs_url()},
+            sys.stdout, ensure_ascii=False, indent=2,
+        )
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(f"# {rule.code} {rule.name}\n\n{rule.explain(lang).strip()}\n")
+    return 0
+
+
+# ---------------------------------------------------------------- serve
+def cmd_serve(argv: List[str]) -> int:
+    from gradguard.lsp.server import main as serve_main
+
+    return serve_main(argv) or 0
+
+
+# ---------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gradguard",
+        description="Catch PyTorch autograd graph-lifetime bugs (\"Trying to backward through the graph a second time\").",
+    )
+    p.add_argument("--version", action="version", version=f"gradguard {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="{check,rule,serve}")
+
+    c = sub.add_parser("check", help="check files and directories")
+    c.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    c.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    c.add_argument("--fix", action="store_true", help="apply the preferred fix of every finding, in place")
+    c.add_argument("--diff", action="store_true", help="print the preferred fixes as a unified diff; change nothing")
+    c.add_argument("--select", action="append", metavar="CODES", help="only these rules (codes or prefixes, comma-separated)")
+    c.add_argument("--extend-select", action="append", metavar="CODES", help=argparse.SUPPRESS)
+    c.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules")
+    c.add_argument("--lang", default=os.environ.get("GRADGUARD_LANG", "en"), help="message language: en or zh")
+    c.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of the nearest one")
+    c.add_argument("--jobs", "-j", type=int, default=0, help="parallel processes (default: number of cores)")
+    c.add_argument("--statistics", action="store_true", help="(text format) count findings per rule")
+    c.add_argument("--no-resolve", dest="resolve", action="store_false",
+                   help="never resolve names imported from other files (faster, less precise)")
+
+    r = sub.add_parser("rule", help="explain a rule")
+    r.add_argument("code", nargs="?")
+    r.add_argument("--all", action="store_true", help="list every rule")
+    r.add_argument("--lang", default=os.environ.get("GRADGUARD_LANG", "en"))
+    r.add_argument("--format", choices=("text", "json"), default="text")
+
+    sub.add_parser("serve", help="run the language server (stdio; --tcp HOST:PORT for debugging)", add_help=False)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "serve":
+        return cmd_serve(argv[1:])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0) if isinstance(e.code, int) else 2
+    try:
+        if args.command == "check":
+            if args.fix and args.diff:
+                return _usage_error("--fix and --diff cannot be used together")
+            return cmd_check(args)
+        if args.command == "rule":
+            return cmd_rule(args)
+    except SystemExit as e:
+        return int(e.code) if isinstance(e.code, int) else 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

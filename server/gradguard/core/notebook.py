@@ -1,0 +1,88 @@
+"""Jupyter notebooks as one program.
+
+Code cells are concatenated in order (each cell starts on a new line) and
+analysed once; :class:`CellMap` maps a line of the concatenation back to
+(cell, line in cell). IPython syntax that is not Python — ``%magic``,
+``!shell``, ``%%cell_magic`` cells, ``?help`` — is blanked out with the line
+count preserved, so positions stay right.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+from gradguard.core.text import split_lines
+
+_IPY_LINE = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
+
+
+def blank_ipython(cell_source: str) -> str:
+    lines = split_lines(cell_source)
+    if lines and lines[0].lstrip().startswith("%%"):
+        return "\n".join("" for _ in lines)  # a cell magic: the whole cell is not Python
+    return "\n".join("" if _IPY_LINE.match(ln) else ln for ln in lines)
+
+
+@dataclass(frozen=True)
+class CellMap:
+    starts: Tuple[int, ...]  # first line of each cell in the concatenation
+    keys: Tuple[object, ...]  # cell identity (index in the notebook, or URI)
+
+    def locate(self, line: int) -> Tuple[int, int]:
+        """(cell position in ``keys``, line within the cell)."""
+        i = max(0, bisect_right(self.starts, line) - 1)
+        return i, line - self.starts[i]
+
+
+def concatenate(cells: Sequence[Tuple[object, str]]) -> Tuple[str, CellMap]:
+    parts: List[str] = []
+    starts: List[int] = []
+    keys: List[object] = []
+    line = 0
+    for key, src in cells:
+        text = blank_ipython(src)
+        starts.append(line)
+        keys.append(key)
+        parts.append(text)
+        line += len(split_lines(text))
+    return "\n".join(parts), CellMap(tuple(starts), tuple(keys))
+
+
+def code_cells(data: bytes) -> List[Tuple[int, str]]:
+    """(1-based cell number, source) of the code cells of an .ipynb file. Raises ValueError."""
+    try:
+        nb = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"not JSON: {e}") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise ValueError("no 'cells' list (nbformat 4 expected)")
+    lang = (nb.get("metadata") or {}).get("kernelspec", {}).get("language", "python") if isinstance(nb.get("metadata"), dict) else "python"
+    if isinstance(lang, str) and lang.lower() not in ("python", "python3", ""):
+        return []
+    out: List[Tuple[int, str]] = []
+    for n, cell in enumerate(nb["cells"], 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        if isinstance(src, list):
+            if not all(isinstance(s, str) for s in src):
+                raise ValueError(f"cell {n}: 'source' is not text")
+            src = "".join(src)
+        elif not isinstance(src, str):
+            raise ValueError(f"cell {n}: 'source' is not text")
+        out.append((n, src))
+    return out
+
+
+def notebook_source(data: bytes) -> str:
+    text, _ = concatenate(code_cells(data))
+    return text
+
+
+def notebook_map(data: bytes) -> CellMap:
+    _, m = concatenate(code_cells(data))
+    return m

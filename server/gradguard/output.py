@@ -1,0 +1,303 @@
+"""Output formats of ``gradguard check``: text, json, sarif, github; and --diff.
+
+The JSON shape is a public contract (editors and CI scripts parse it):
+a list of objects with ``path, line, column, end_line, end_column, code, name,
+severity, message, related[{path, line, column, message}], fixes[{title,
+preferred, edits[{line, column, end_line, end_column, new_text}]}]``. Lines
+and columns are 1-based; columns count characters. Notebook findings also
+carry ``cell`` (1-based cell number) and their lines count within the cell.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO, List, Optional
+
+from gradguard import __version__
+
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
+
+
+class _Locator:
+    """Maps core positions of one file to (cell, line) for notebooks."""
+
+    def __init__(self, rec: dict):
+        self.cells = None
+        if rec["path"].endswith(".ipynb") and rec.get("source") is not None:
+            from pathlib import Path
+
+            from gradguard.core.notebook import notebook_map
+
+            try:
+                self.cells = notebook_map(Path(rec["path"]).read_bytes())
+            except (OSError, ValueError):
+                self.cells = None
+
+    def line(self, line0: int):
+        """(1-based line, cell number or None)."""
+        if self.cells is None:
+            return line0 + 1, None
+        i, ln = self.cells.locate(line0)
+        return ln + 1, self.cells.keys[i]
+
+
+def finding_dict(path: str, f, lang: str, loc: Optional[_Locator] = None) -> dict:
+    loc = loc or _Locator({"path": path})
+    line, cell = loc.line(f.range.start.line)
+    end_line, _ = loc.line(f.range.end.line)
+    d = {
+        "path": path,
+        "line": line,
+        "column": f.range.start.character + 1,
+        "end_line": end_line,
+        "end_column": f.range.end.character + 1,
+        "code": f.code,
+        "name": f.name,
+        "severity": f.severity.value,
+        "message": f.message_in(lang),
+        "related": [
+            {
+                "path": path,
+                "line": loc.line(r.range.start.line)[0],
+                "column": r.range.start.character + 1,
+                "message": r.message_in(lang),
+            }
+            for r in f.related
+        ],
+        "fixes": [
+            {
+                "title": fx.title_in(lang),
+                "preferred": bool(fx.preferred),
+                "edits": [
+                    {
+                        "line": loc.line(e.range.start.line)[0],
+                        "column": e.range.start.character + 1,
+                        "end_line": loc.line(e.range.end.line)[0],
+                        "end_column": e.range.end.character + 1,
+                        "new_text": e.new_text,
+                    }
+                    for e in fx.edits
+                ],
+            }
+            for fx in f.fixes
+        ],
+    }
+    if cell is not None:
+        d["cell"] = cell
+    return d
+
+
+def _problems(rec: dict) -> List[str]:
+    out = []
+    if rec.get("error"):
+        out.append(rec["error"])
+    if rec.get("syntax") is not None:
+        s = rec["syntax"]
+        out.append(f"syntax error at {s.line + 1}:{s.character + 1}: {s.message} (the rest of the file was still checked)")
+    return out
+
+
+def emit(records: List[dict], fmt: str, lang: str, out: IO[str], statistics: bool = False) -> None:
+    if fmt == "json":
+        _emit_json(records, lang, out)
+    elif fmt == "sarif":
+        _emit_sarif(records, lang, out)
+    elif fmt == "github":
+        _emit_github(records, lang, out)
+    else:
+        _emit_text(records, lang, out, statistics)
+
+
+def _emit_json(records, lang, out):
+    import json
+
+    items = []
+    for rec in records:
+        loc = _Locator(rec)
+        items.extend(finding_dict(rec["path"], f, lang, loc) for f in rec["findings"])
+    json.dump(items, out, ensure_ascii=False, indent=2)
+    out.write("\n")
+    for rec in records:
+        for p in _problems(rec):
+            sys.stderr.write(f"{rec['path']}: {p}\n")
+
+
+def _color(out) -> bool:
+    return hasattr(out, "isatty") and out.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _emit_text(records, lang, out, statistics):
+    color = _color(out)
+    bold = (lambda s: f"\033[1m{s}\033[0m") if color else (lambda s: s)
+    sev_color = {"error": "31", "warning": "33", "info": "36", "hint": "36"}
+    counts = {}
+    total = 0
+    fixable = 0
+    for rec in records:
+        loc = _Locator(rec)
+        for p in _problems(rec):
+            sys.stderr.write(f"{rec['path']}: {'错误' if lang == 'zh' else 'error'}: {p}\n")
+        for f in rec["findings"]:
+            line, cell = loc.line(f.range.start.line)
+            where = f"{rec['path']}:{'cell ' + str(cell) + ':' if cell else ''}{line}:{f.range.start.character + 1}"
+            sev = f.severity.value
+            sev_s = f"\033[{sev_color[sev]}m{sev}\033[0m" if color else sev
+            out.write(f"{bold(where)}: {bold(f.code)} [{sev_s}] {f.message_in(lang)}\n")
+            for r in f.related:
+                rl, _ = loc.line(r.range.start.line)
+                out.write(f"    {rec['path']}:{rl}:{r.range.start.character + 1}: {r.message_in(lang)}\n")
+            fx = f.preferred_fix
+            if fx:
+                fixable += 1
+                label = "修复" if lang == "zh" else "fix"
+                out.write(f"    {label}: {fx.title_in(lang)}\n")
+            counts[f.code] = counts.get(f.code, 0) + 1
+            total += 1
+        if rec.get("fixed_written"):
+            out.write(f"{rec['path']}: {'已修复' if lang == 'zh' else 'fixed'}\n")
+    if statistics and counts:
+        from gradguard.rules import get_rule
+
+        for code, n in sorted(counts.items()):
+            rule = get_rule(code)
+            out.write(f"{n:6d}  {code}  {rule.name if rule else ''}\n")
+    files = len(records)
+    if lang == "zh":
+        summary = f"检查了 {files} 个文件,发现 {total} 个问题" + (f"({fixable} 个可用 --fix 自动修复)" if fixable else "")
+    else:
+        summary = f"Checked {files} file{'s' if files != 1 else ''}: {total} finding{'s' if total != 1 else ''}" + (
+            f" ({fixable} fixable with --fix)" if fixable else ""
+        )
+    if total or files:
+        out.write(("\n" if total else "") + summary + "\n")
+
+
+def _emit_github(records, lang, out):
+    def esc(s: str) -> str:
+        return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    def prop(s: str) -> str:
+        return esc(s).replace(":", "%3A").replace(",", "%2C")
+
+    kind = {"error": "error", "warning": "warning", "info": "notice", "hint": "notice"}
+    for rec in records:
+        loc = _Locator(rec)
+        for p in _problems(rec):
+            out.write(f"::error file={prop(rec['path'])},title=gradguard::{esc(p)}\n")
+        for f in rec["findings"]:
+            line, _ = loc.line(f.range.start.line)
+            end_line, _ = loc.line(f.range.end.line)
+            out.write(
+                f"::{kind[f.severity.value]} file={prop(rec['path'])},line={line},col={f.range.start.character + 1},"
+                f"endLine={end_line},endColumn={f.range.end.character + 1},title={prop(f.code + ' ' + f.name)}::"
+                f"{esc(f.message_in(lang))}\n"
+            )
+
+
+def _emit_sarif(records, lang, out):
+    import json
+    from pathlib import Path
+
+    from gradguard.rules import all_rules
+
+    rules = all_rules()
+    index = {r.code: i for i, r in enumerate(rules)}
+
+    def uri(path: str) -> str:
+        p = Path(path)
+        return p.as_posix() if not p.is_absolute() else p.as_uri()
+
+    def region(loc, rng) -> dict:
+        sl, _ = loc.line(rng.start.line)
+        el, _ = loc.line(rng.end.line)
+        return {"startLine": sl, "startColumn": rng.start.character + 1, "endLine": el, "endColumn": rng.end.character + 1}
+
+    results = []
+    notifications = []
+    for rec in records:
+        loc = _Locator(rec)
+        for p in _problems(rec):
+            notifications.append({"level": "error", "message": {"text": p},
+                                  "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(rec["path"])}}}]})
+        for f in rec["findings"]:
+            art = {"uri": uri(rec["path"])}
+            results.append(
+                {
+                    "ruleId": f.code,
+                    "ruleIndex": index.get(f.code, 0),
+                    "level": _SARIF_LEVEL[f.severity.value],
+                    "message": {"text": f.message_in(lang)},
+                    "locations": [{"physicalLocation": {"artifactLocation": art, "region": region(loc, f.range)}}],
+                    "relatedLocations": [
+                        {"id": i, "message": {"text": r.message_in(lang)},
+                         "physicalLocation": {"artifactLocation": art, "region": region(loc, r.range)}}
+                        for i, r in enumerate(f.related)
+                    ],
+                    "fixes": [
+                        {
+                            "description": {"text": fx.title_in(lang)},
+                            "artifactChanges": [
+                                {"artifactLocation": art,
+                                 "replacements": [{"deletedRegion": region(loc, e.range), "insertedContent": {"text": e.new_text}}
+                                                  for e in fx.edits]}
+                            ],
+                        }
+                        for fx in f.fixes
+                    ],
+                }
+            )
+    sarif = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gradguard",
+                        "version": __version__,
+                        "informationUri": "https://github.com/gradguard/gradguard",
+                        "rules": [
+                            {
+                                "id": r.code,
+                                "name": r.name,
+                                "shortDescription": {"text": r.title.get(lang) or r.title.get("en", "")},
+                                "fullDescription": {"text": r.title.get(lang) or r.title.get("en", "")},
+                                "help": {"text": r.explain(lang), "markdown": r.explain(lang)},
+                                "helpUri": r.docs_url(),
+                                "defaultConfiguration": {"level": _SARIF_LEVEL[r.default_severity.value]},
+                            }
+                            for r in rules
+                        ],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+                "invocations": [{"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}],
+            }
+        ],
+    }
+    json.dump(sarif, out, ensure_ascii=False, indent=2)
+    out.write("\n")
+
+
+def diff(rec: dict, lang: str, config_for) -> str:
+    """Unified diff of the preferred fixes for one file ('' if none)."""
+    if rec.get("error") or not rec["findings"] or rec["path"].endswith(".ipynb"):
+        return ""
+    import difflib
+
+    from gradguard.cli import _fix_loop
+    from gradguard.core.engine import CheckResult
+
+    fixed, _, _ = _fix_loop(rec["source"], rec["path"], config_for(rec["path"]), None,
+                            CheckResult(tuple(rec["findings"]), rec["syntax"]))
+    if fixed == rec["source"]:
+        return ""
+    a = rec["source"].splitlines(keepends=True)
+    b = fixed.splitlines(keepends=True)
+    if a and not a[-1].endswith("\n"):
+        a[-1] += "\n"
+    if b and not b[-1].endswith("\n"):
+        b[-1] += "\n"
+    return "".join(difflib.unified_diff(a, b, f"a/{rec['path']}", f"b/{rec['path']}"))
