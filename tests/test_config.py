@@ -1,0 +1,65 @@
+"""[tool.gradguard] parsing, selection and clear errors for broken configs."""
+
+import pytest
+
+from gradguard.core.config import Config, ConfigError, config_from_mapping, load_config, normalize_language
+from gradguard.core.model import Severity
+
+
+def test_select_ignore_severity_and_per_file_ignores(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.gradguard]\nselect = ["GG1"]\nignore = ["GG102"]\n'
+        '[tool.gradguard.severity]\nGG101 = "warning"\n'
+        '[tool.gradguard.per-file-ignores]\n"tests/**" = ["GG101"]\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "tests").mkdir()
+    cfg = load_config(str(tmp_path / "tests" / "x.py"))
+    assert cfg.is_enabled("GG101", str(tmp_path / "train.py"))
+    assert not cfg.is_enabled("GG102", str(tmp_path / "train.py"))
+    assert not cfg.is_enabled("GG101", str(tmp_path / "tests" / "x.py"))
+    assert cfg.severity_for("GG101", Severity.ERROR) is Severity.WARNING
+    assert cfg.severity_for("GG102", Severity.ERROR) is Severity.ERROR
+
+
+@pytest.mark.parametrize(
+    "table, fragment",
+    [
+        ({"select": "GG101,E501"}, "'E501'"),
+        ({"severity": {"GG101": "fatal"}}, "unknown severity"),
+        ({"selekt": ["GG101"]}, "unknown key"),
+        ({"per-file-ignores": ["x"]}, "per-file-ignores"),
+        ({"language": "fr"}, "language"),
+    ],
+)
+def test_broken_config_is_a_clear_error(table, fragment):
+    with pytest.raises(ConfigError) as e:
+        config_from_mapping(table, where="pyproject.toml")
+    assert fragment in str(e.value)
+    assert "pyproject.toml" in str(e.value)
+
+
+def test_invalid_toml_names_the_file(tmp_path):
+    p = tmp_path / "pyproject.toml"
+    p.write_text("[tool.gradguard\nselect = [", encoding="utf-8")
+    with pytest.raises(ConfigError) as e:
+        load_config(str(tmp_path))
+    assert str(p) in str(e.value) and "invalid TOML" in str(e.value)
+
+
+def test_no_config_means_every_rule():
+    cfg = Config()
+    assert cfg.is_enabled("GG101") and cfg.is_enabled("GG102")
+
+
+def test_exclude_patterns_are_gitignore_flavoured(tmp_path):
+    cfg = config_from_mapping({"exclude": ["build/", "*_pb2.py", "/scripts/old"]}, root=str(tmp_path))
+    assert cfg.is_excluded(str(tmp_path / "build" / "a.py"))
+    assert cfg.is_excluded(str(tmp_path / "pkg" / "x_pb2.py"))
+    assert cfg.is_excluded(str(tmp_path / "scripts" / "old"))
+    assert not cfg.is_excluded(str(tmp_path / "train.py"))
+
+
+@pytest.mark.parametrize("value, expected", [("zh-CN", "zh"), ("zh_cn", "zh"), ("zh-Hans", "zh"), ("en-US", "en"), ("auto", "en"), ("fr", None)])
+def test_language_normalisation(value, expected):
+    assert normalize_language(value) == expected
