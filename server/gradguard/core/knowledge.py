@@ -30,7 +30,9 @@ MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "
 
 # Tensor methods / functions that return a value with NO graph.
 GRAPH_CUT_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "cpu_detach"})
-GRAPH_CUT_ATTRS = frozenset({"data"})  # legacy: x.data (works, but hides bugs)
+GRAPH_CUT_ATTRS = frozenset({"data"})
+# Statement-level in-place cuts: ``h.detach_()``, ``h.requires_grad_(False)``.
+INPLACE_CUT_METHODS = frozenset({"detach_", "requires_grad_"})  # legacy: x.data (works, but hides bugs)
 # Context managers under which no graph is recorded.
 NO_GRAD_CONTEXTS = frozenset(
     {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
@@ -40,6 +42,10 @@ NO_GRAD_DECORATORS = NO_GRAD_CONTEXTS
 
 # Backward entry points. Method names on any receiver:
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # loss.backward(), self.manual_backward(loss), accelerator.backward(loss)
+# Receivers whose ``.backward(x)`` takes the LOSS as argument (``accelerator.backward(loss)``);
+# on any other receiver ``t.backward(g)`` back-propagates ``t`` (``g`` is a gradient).
+BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "self", "trainer", "engine", "model_engine", "deepspeed",
+                             "amp", "accelerate"})
 # Functions (qualified):
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 
