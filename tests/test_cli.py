@@ -1,0 +1,192 @@
+"""The `gradguard` command line, run as a real process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+GRU_SEED = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+    # 序列模型:隐状态跨批次传递
+    gru = nn.GRU(input_size=4, hidden_size=8, batch_first=True)
+    head = nn.Linear(8, 1)
+    opt = torch.optim.SGD(list(gru.parameters()) + list(head.parameters()), lr=0.1)
+    hidden = torch.zeros(1, 2, 8)
+    for step in range(3):
+        x = torch.randn(2, 5, 4)
+        y = torch.randn(2, 5, 1)
+        out, hidden = gru(x, hidden)
+        loss = ((head(out) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """
+)
+
+REGRESSION_SEED = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+    X = torch.rand(size = (2,5),requires_grad = True)
+    true_w = torch.tensor([1,2,3,4,5.]).reshape((X.shape[1],-1))
+    true_b = torch.zeros(X.shape[0]).reshape((-1,1))
+    Y = torch.matmul(X,true_w) + true_b
+    Y += torch.rand(size=(Y.shape))
+    linear1 = nn.Linear(5,1)
+    lr = 0.01
+    for i in range(10):
+        Y_hat = linear1(X)
+        l = (Y_hat-Y)**2
+        linear1.zero_grad()
+        l.sum().backward()
+        linear1.weight.data[:] -= lr*linear1.weight.grad
+    """
+)
+
+CLEAN = "import torch\n\nprint(torch.ones(2).sum().item())\n"
+
+
+def run(*args, cwd=None, env=None):
+    e = dict(os.environ, NO_COLOR="1")
+    e.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "gradguard", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", env=e
+    )
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "gru_train.py").write_text(GRU_SEED, encoding="utf-8")
+    (tmp_path / "regression.py").write_text(REGRESSION_SEED, encoding="utf-8")
+    (tmp_path / "clean.py").write_text(CLEAN, encoding="utf-8")
+    return tmp_path
+
+
+def test_json_shape_is_the_documented_contract(project):
+    r = run("check", "--format", "json", "gru_train.py", cwd=project)
+    assert r.returncode == 1, r.stderr
+    items = json.loads(r.stdout)
+    assert len(items) == 1
+    f = items[0]
+    assert set(f) == {"path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message",
+                      "related", "fixes"}
+    assert (f["path"], f["line"], f["column"], f["code"], f["name"], f["severity"]) == (
+        "gru_train.py", 12, 5, "GG101", "carried-graph", "error")
+    assert "hidden" in f["message"]
+    assert {tuple(sorted(r)) for r in f["related"]} == {("column", "line", "message", "path")}
+    assert any(r["line"] == 15 for r in f["related"]), "the backward() that fails is a related location"
+    assert sum(fx["preferred"] for fx in f["fixes"]) == 1
+    for fx in f["fixes"]:
+        assert fx["title"] and fx["edits"]
+        for e in fx["edits"]:
+            assert set(e) == {"line", "column", "end_line", "end_column", "new_text"}
+            assert e["line"] >= 1 and e["column"] >= 1
+
+
+def test_exit_codes_clean_findings_and_errors(project):
+    assert run("check", "clean.py", cwd=project).returncode == 0
+    assert run("check", "gru_train.py", cwd=project).returncode == 1
+    (project / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    r = run("check", ".", cwd=project)
+    assert r.returncode == 2
+    assert "broken.py" in r.stderr and "syntax error" in r.stderr
+    # the other files were still checked
+    assert "gru_train.py:12:5: GG101" in r.stdout and "regression.py" in r.stdout
+    assert run("check", "nope.py", cwd=project).returncode == 2
+    assert run("check", "--select", "E501", ".", cwd=project).returncode == 2
+
+
+def test_unreadable_inputs_are_reported_and_the_rest_checked(project):
+    (project / "blob.py").write_bytes(b"\x00\x01\x02")
+    (project / "latin.py").write_bytes(b"# -*- coding: ascii -*-\nx = '\xe9'\n")
+    (project / "nb.ipynb").write_text('{"cells": "nope"}', encoding="utf-8")
+    r = run("check", ".", cwd=project)
+    assert r.returncode == 2
+    assert "blob.py: error: binary file" in r.stderr
+    assert "latin.py: error: cannot decode" in r.stderr
+    assert "nb.ipynb: error: malformed notebook" in r.stderr
+    assert "gru_train.py:12:5: GG101" in r.stdout
+
+
+def test_select_ignore_and_pyproject(project):
+    assert run("check", "--ignore", "GG101", "gru_train.py", cwd=project).returncode == 0
+    assert run("check", "--select", "GG102", "gru_train.py", cwd=project).returncode == 0
+    (project / "pyproject.toml").write_text('[tool.gradguard]\nignore = ["GG102"]\n', encoding="utf-8")
+    assert run("check", "regression.py", cwd=project).returncode == 0
+    (project / "pyproject.toml").write_text('[tool.gradguard]\nignore = "GG1O2"\n', encoding="utf-8")
+    r = run("check", "regression.py", cwd=project)
+    assert r.returncode == 2 and "pyproject.toml" in r.stderr and "GG1O2" in r.stderr
+
+
+def test_gitignore_and_default_excludes(project):
+    (project / ".gitignore").write_text("generated/\n", encoding="utf-8")
+    for d in ("generated", ".venv", "nested"):
+        (project / d).mkdir()
+        (project / d / "gru.py").write_text(GRU_SEED, encoding="utf-8")
+    r = run("check", "--format", "json", ".", cwd=project)
+    paths = {Path(f["path"]).as_posix() for f in json.loads(r.stdout)}
+    assert "nested/gru.py" in paths
+    assert not any(p.startswith(("generated/", ".venv/")) for p in paths)
+
+
+def test_fix_and_diff(project):
+    d = run("check", "--diff", "gru_train.py", cwd=project)
+    assert d.returncode == 1
+    assert "+" in d.stdout and "detach" in d.stdout
+    assert (project / "gru_train.py").read_text(encoding="utf-8") == GRU_SEED  # --diff changes nothing
+    f = run("check", "--fix", "gru_train.py", "regression.py", cwd=project)
+    assert f.returncode == 0, f.stdout + f.stderr
+    assert "detach" in (project / "gru_train.py").read_text(encoding="utf-8")
+    again = run("check", "--fix", "gru_train.py", "regression.py", cwd=project)
+    assert again.returncode == 0
+    assert run("check", "--diff", ".", cwd=project).stdout == ""
+
+
+def test_chinese_messages_and_rule_pages(project):
+    r = run("check", "--lang", "zh", "gru_train.py", cwd=project)
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in r.stdout.split("GG101", 1)[1].splitlines()[0])
+    en = run("rule", "GG101")
+    zh = run("rule", "GG101", "--lang", "zh")
+    assert en.returncode == zh.returncode == 0
+    assert "detach" in en.stdout and "retain_graph" in en.stdout
+    assert "detach" in zh.stdout and "计算图" in zh.stdout
+    assert run("rule", "GG999").returncode == 2
+
+
+def test_sarif_and_github_formats(project):
+    s = json.loads(run("check", "--format", "sarif", ".", cwd=project).stdout)
+    run0 = s["runs"][0]
+    assert {r["id"] for r in run0["tool"]["driver"]["rules"]} >= {"GG101", "GG102"}
+    ids = {res["ruleId"] for res in run0["results"]}
+    assert ids == {"GG101", "GG102"}
+    res = next(x for x in run0["results"] if x["ruleId"] == "GG101")
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 12
+    g = run("check", "--format", "github", "gru_train.py", cwd=project).stdout
+    assert g.startswith("::error file=gru_train.py,line=12,col=5,")
+
+
+def test_notebook_findings_map_to_cells(project):
+    cells = [
+        {"cell_type": "markdown", "source": ["# 训练"], "metadata": {}},
+        {"cell_type": "code", "source": GRU_SEED.splitlines(keepends=True)[:8], "metadata": {}, "outputs": [], "execution_count": None},
+        {"cell_type": "code", "source": ["%matplotlib inline\n"] + GRU_SEED.splitlines(keepends=True)[8:], "metadata": {}, "outputs": [], "execution_count": None},
+    ]
+    (project / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    items = json.loads(run("check", "--format", "json", "nb.ipynb", cwd=project).stdout)
+    assert [(f["code"], f["cell"], f["line"]) for f in items] == [("GG101", 3, 5)]
+
+
+def test_jobs_gives_the_same_result(project):
+    for i in range(12):
+        (project / f"copy_{i}.py").write_text(GRU_SEED, encoding="utf-8")
+    one = run("check", "--format", "json", "--jobs", "1", ".", cwd=project)
+    two = run("check", "--format", "json", "--jobs", "2", ".", cwd=project)
+    assert json.loads(one.stdout) == json.loads(two.stdout)
+    assert len(json.loads(two.stdout)) == 14
