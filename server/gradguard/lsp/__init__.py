@@ -1,0 +1,1 @@
+"""gradguard's language server. The only package that imports pygls."""

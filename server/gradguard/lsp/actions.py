@@ -1,0 +1,194 @@
+"""Code actions from diagnostics: quick fixes, ``# noqa`` suppression, fix-all.
+
+Quick fixes are read from the diagnostic's ``data`` (computed with the
+findings), so offering them needs no re-analysis. Every edit is a
+``TextDocumentEdit`` carrying the version the diagnostic was computed for:
+a client applying it to a newer text refuses it instead of corrupting code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from lsprotocol import types as lsp
+
+from gradguard.core.noqa import add_noqa
+from gradguard.core.text import apply_text_edits, split_lines
+from gradguard.lsp.convert import DATA_MARK, SOURCE, Codec, range_from_json, sequence
+
+FIX_ALL_KIND = "source.fixAll.gradguard"
+FIX_ALL_COMMAND = "gradguard.fixAll"
+
+_SUPPRESS = {"en": "Suppress {code} on this line", "zh": "在此行忽略 {code}（# noqa）"}
+_FIX_ALL = {"en": "gradguard: fix all auto-fixable problems", "zh": "gradguard：修复所有可自动修复的问题"}
+
+
+def kind_wanted(kind: str, only: Optional[Sequence[str]]) -> bool:
+    """LSP kind matching: ``source`` asks for ``source.fixAll.gradguard`` too."""
+    if not only:
+        return True
+    return any(kind == k or kind.startswith(k + ".") for k in only)
+
+
+def workspace_edit(changes: Mapping[str, Tuple[Optional[int], List[lsp.TextEdit]]]) -> lsp.WorkspaceEdit:
+    return lsp.WorkspaceEdit(
+        document_changes=[
+            lsp.TextDocumentEdit(
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                edits=list(edits),
+            )
+            for uri, (version, edits) in changes.items()
+            if edits
+        ]
+    )
+
+
+def is_ours(diag: lsp.Diagnostic) -> bool:
+    return diag.source == SOURCE and isinstance(diag.code, str) and diag.code.upper().startswith("GG")
+
+
+def quick_fixes(uri: str, diag: lsp.Diagnostic, data: Any, current_version: Optional[int]) -> List[lsp.CodeAction]:
+    """One ``quickfix`` per fix carried in the diagnostic's data."""
+    out: List[lsp.CodeAction] = []
+    if not isinstance(data, Mapping) or not data.get(DATA_MARK):
+        return out
+    for fix in sequence(data.get("fixes")):
+        if not isinstance(fix, Mapping):
+            continue
+        changes: Dict[str, Tuple[Optional[int], List[lsp.TextEdit]]] = {}
+        ok = True
+        for e in sequence(fix.get("edits")):
+            rng = range_from_json(e.get("range")) if isinstance(e, Mapping) else None
+            new_text = e.get("newText") if isinstance(e, Mapping) else None
+            if rng is None or not isinstance(new_text, str):
+                ok = False
+                break
+            e_uri = e.get("uri") or uri
+            version = e.get("version", data.get("version", current_version))
+            changes.setdefault(e_uri, (version, []))[1].append(lsp.TextEdit(range=rng, new_text=new_text))
+        if not ok or not changes:
+            continue
+        out.append(
+            lsp.CodeAction(
+                title=str(fix.get("title") or f"Fix {diag.code}"),
+                kind=lsp.CodeActionKind.QuickFix,
+                diagnostics=[diag],
+                is_preferred=bool(fix.get("preferred")) or None,
+                edit=workspace_edit(changes),
+            )
+        )
+    return out
+
+
+def suppress_action(
+    uri: str, diag: lsp.Diagnostic, lines: Sequence[str], version: Optional[int], codec: Codec, lang: str
+) -> Optional[lsp.CodeAction]:
+    """Add (or extend) ``# noqa: GGxxx`` on the diagnostic's first line."""
+    code = str(diag.code)
+    ln = diag.range.start.line
+    if not (0 <= ln < len(lines)):
+        return None
+    old = lines[ln]
+    new = add_noqa(old, code)
+    if new == old:
+        return None
+    edit = lsp.TextEdit(
+        range=lsp.Range(lsp.Position(ln, 0), lsp.Position(ln, codec.to_client(old, len(old)))),
+        new_text=new,
+    )
+    title = (_SUPPRESS["zh"] if lang == "zh" else _SUPPRESS["en"]).format(code=code)
+    return lsp.CodeAction(
+        title=title,
+        kind=lsp.CodeActionKind.QuickFix,
+        diagnostics=[diag],
+        edit=workspace_edit({uri: (version, [edit])}),
+    )
+
+
+def fix_all_title(lang: str) -> str:
+    return _FIX_ALL["zh"] if lang == "zh" else _FIX_ALL["en"]
+
+
+def _conflict(x: Tuple[Any, Any], y: Tuple[Any, Any]) -> bool:
+    (a, b), (c, d) = x, y
+    if a < d and c < b:  # the spans share text
+        return True
+    if a == b and c == d and a == c:  # two insertions at one point: order unknown
+        return True
+    if a == b and c < a < d or c == d and a < c < b:  # an insertion inside a replaced span
+        return True
+    return False
+
+
+def preferred_edits(findings: Iterable[Any]) -> List[Any]:
+    """Core edits of every finding's preferred fix. A fix that conflicts
+    with one already chosen is left for a later round (identical edits merge)."""
+    chosen: List[Any] = []
+    for f in findings:
+        fix = next((x for x in f.fixes if x.preferred), None)
+        if fix is None or not fix.edits:
+            continue
+        fresh = [e for e in fix.edits if e not in chosen]
+        spans = [(e.range.start, e.range.end) for e in chosen]
+        if any(_conflict((e.range.start, e.range.end), s) for e in fresh for s in spans):
+            continue
+        chosen.extend(fresh)
+    return chosen
+
+
+def iterate_fixes(text: str, check, max_rounds: int = 5) -> str:
+    """Apply preferred fixes until none is left (or nothing changes).
+
+    ``check(text) -> findings``. Fixes of one round must not overlap;
+    later rounds pick up what the first round could not apply together.
+    """
+    for _ in range(max_rounds):
+        edits = preferred_edits(check(text))
+        if not edits:
+            break
+        try:
+            new = apply_text_edits(text, edits)
+        except ValueError:
+            new = apply_text_edits(text, edits[:1])
+        if new == text:
+            break
+        text = new
+    return text
+
+
+def whole_line_diff(old: str, new: str, codec: Codec) -> Optional[lsp.TextEdit]:
+    """One edit replacing the changed lines of ``old`` to obtain ``new``."""
+    if old == new:
+        return None
+    a, b = split_lines(old), split_lines(new)
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    s = 0
+    while s < min(len(a), len(b)) - p and a[len(a) - 1 - s] == b[len(b) - 1 - s]:
+        s += 1
+    eol = _eol(old)
+    old_mid, new_mid = a[p : len(a) - s], b[p : len(b) - s]
+    if s > 0:
+        # replace [p, len(a)-s) whole lines, terminators included
+        start = lsp.Position(p, 0)
+        end = lsp.Position(len(a) - s, 0)
+        text = "".join(ln + eol for ln in new_mid)
+        return lsp.TextEdit(range=lsp.Range(start, end), new_text=text)
+    # the change reaches the end of the document
+    start = lsp.Position(p, 0)
+    last = a[-1]
+    end = lsp.Position(len(a) - 1, codec.to_client(last, len(last)))
+    if p >= len(a):  # only appended lines
+        start = end
+        return lsp.TextEdit(range=lsp.Range(start, end), new_text=eol + eol.join(new_mid))
+    return lsp.TextEdit(range=lsp.Range(start, end), new_text=eol.join(new_mid))
+
+
+def _eol(text: str) -> str:
+    i = text.find("\n")
+    if i > 0 and text[i - 1] == "\r":
+        return "\r\n"
+    if i < 0 and "\r" in text:
+        return "\r"
+    return "\n"

@@ -1,0 +1,829 @@
+"""gradguard's language server (pygls 2): thin glue over the analysis core.
+
+* documents (and notebooks, as one program) are kept as incremental
+  :class:`gradguard.core.Document`\\ s and re-analysed on a worker thread,
+  debounced per document; work made stale by a newer edit is dropped;
+* findings become diagnostics (push; pull when the client supports it),
+  with fixes carried in ``data`` for code actions;
+* hover explains findings and a few autograd idioms, in English or Chinese.
+
+No detection logic lives here. Run with ``gradguard serve`` or
+``python -m gradguard.lsp.server``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import logging
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from gradguard import __version__
+from gradguard.core.config import Config, ConfigError, find_pyproject, load_config_file
+from gradguard.core.engine import CheckResult, Document
+from gradguard.core.model import Finding, Position
+from gradguard.core.text import split_lines
+from gradguard.lsp import actions as act
+from gradguard.lsp.convert import Codec, SourceMap, to_diagnostics
+from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
+from gradguard.lsp.notebook import build_source
+from gradguard.lsp.settings import Settings, parse_settings, resolve_language
+
+log = logging.getLogger("gradguard.lsp")
+
+NAME = "gradguard"
+MAX_SOURCE_CHARS = 2_000_000  # larger buffers are not analysed (the server keeps serving)
+_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+
+
+class Target:
+    """What is analysed as one program: a text document, or a notebook's code cells."""
+
+    def __init__(self, key: str, kind: str, path: Optional[str]):
+        self.key = key
+        self.kind = kind  # "text" | "notebook"
+        self.path = path
+        self.doc: Optional[Document] = None  # touched only on the worker thread
+        self.lock = asyncio.Lock()
+        self.task: Optional[asyncio.Task] = None
+        self.generation = 0
+        self.result: Optional[CheckResult] = None
+        self.result_key: Optional[tuple] = None  # (version, config, source hash)
+        self.result_smap: Optional[SourceMap] = None
+        self.result_version: Optional[int] = None
+        self.published: Set[str] = set()  # part URIs that hold our diagnostics
+        self.too_big_logged = False
+
+
+class GradguardServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            NAME,
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=lsp.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    lsp.NotebookDocumentFilterWithCells(
+                        notebook="*", cells=[lsp.NotebookCellLanguage(language="python")]
+                    )
+                ],
+                save=True,
+            ),
+        )
+        self.settings = Settings()
+        self.locale: Optional[str] = None
+        self.codec = Codec("utf-16")
+        self.pull = False  # the client pulls diagnostics for text documents
+        self.targets: Dict[str, Target] = {}
+        self.cell_owner: Dict[str, str] = {}  # cell URI → notebook URI
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradguard-analysis")
+        self.settings_ready: Optional[asyncio.Event] = None
+        self._pyproject_dirs: Dict[str, Optional[Path]] = {}
+        self._configs: Dict[Tuple[str, float], Any] = {}
+        self._reported_config_errors: Set[str] = set()
+        self._client_handler: Optional[ClientLogHandler] = None
+
+    # -- helpers ------------------------------------------------------------
+    @property
+    def lang(self) -> str:
+        return resolve_language(self.settings.language, self.locale)
+
+    def show_error(self, message: str) -> None:
+        log.error(message)
+        try:
+            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message))
+        except Exception:  # no client yet / connection gone
+            pass
+
+    def cap(self, dotted: str, default: Any = None) -> Any:
+        cur: Any = getattr(self.protocol, "client_capabilities", None)
+        for name in dotted.split("."):
+            if cur is None:
+                return default
+            cur = getattr(cur, name, None)
+        return default if cur is None else cur
+
+    def set_log_level(self) -> None:
+        if self._client_handler is not None:
+            level = self.settings.log_level
+            self._client_handler.setLevel(_LEVELS.get(level, logging.CRITICAL + 10))
+
+    # -- configuration ------------------------------------------------------
+    def project_config(self, path: Optional[str]) -> Config:
+        """The nearest pyproject's [tool.gradguard]; a broken one → error message + defaults."""
+        start = path or self.workspace_root()
+        if not start:
+            return Config()
+        d = str(Path(start).parent if path else Path(start))
+        if d not in self._pyproject_dirs:
+            try:
+                self._pyproject_dirs[d] = find_pyproject(d)
+            except OSError:
+                self._pyproject_dirs[d] = None
+        found = self._pyproject_dirs[d]
+        if found is None:
+            return Config()
+        try:
+            mtime = found.stat().st_mtime
+        except OSError:
+            return Config()
+        key = (str(found), mtime)
+        cached = self._configs.get(key)
+        if cached is None:
+            try:
+                cached = load_config_file(found)
+            except ConfigError as e:
+                cached = e
+            except Exception as e:  # never let a config file take the server down
+                cached = ConfigError(f"{found}: {e}")
+            self._configs[key] = cached
+        if isinstance(cached, Exception):
+            msg = f"gradguard: {cached} — using the default configuration"
+            if msg not in self._reported_config_errors:
+                self._reported_config_errors.add(msg)
+                self.show_error(msg)
+            return Config()
+        return cached
+
+    def workspace_root(self) -> Optional[str]:
+        try:
+            return self.workspace.root_path
+        except RuntimeError:
+            return None
+
+    def config_for(self, target: Target) -> Config:
+        return self.settings.apply_to(self.project_config(target.path))
+
+    def forget_configs(self) -> None:
+        self._pyproject_dirs.clear()
+        self._configs.clear()
+        self._reported_config_errors.clear()
+
+    # -- snapshots ------------------------------------------------------------
+    def snapshot(self, target: Target) -> Optional[Tuple[str, SourceMap, int]]:
+        """(source, map, version) of the target's current text, on the event loop."""
+        ws = self.workspace
+        if target.kind == "text":
+            doc = ws.text_documents.get(target.key)
+            if doc is None:
+                return None
+            text = doc.source
+            return text, SourceMap.single(target.key, text, doc.version), doc.version or 0
+        nb = ws.get_notebook_document(notebook_uri=target.key)
+        if nb is None:
+            return None
+        cells = []
+        for cell in nb.cells:
+            if cell.kind != lsp.NotebookCellKind.Code:
+                continue
+            td = ws.text_documents.get(cell.document)
+            if td is None:
+                continue
+            if td.language_id and td.language_id.lower() not in ("python", "python3"):
+                continue
+            cells.append((cell.document, td.source, td.version))
+        source, smap = build_source(cells)
+        return source, smap, nb.version
+
+    # -- analysis -------------------------------------------------------------
+    def schedule(self, target: Target, delay: Optional[float] = None) -> None:
+        if delay is None:
+            delay = self.settings.debounce / 1000.0
+        if target.task is not None and not target.task.done():
+            target.task.cancel()
+        target.generation += 1
+        target.task = asyncio.ensure_future(self._debounced(target, target.generation, delay))
+
+    async def _debounced(self, target: Target, generation: int, delay: float) -> None:
+        try:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if self.settings_ready is not None and not self.settings_ready.is_set():
+                try:
+                    await asyncio.wait_for(self.settings_ready.wait(), 3.0)
+                except asyncio.TimeoutError:
+                    pass
+            ok = await self.analyse(target)
+            if not ok or generation != target.generation or self.targets.get(target.key) is not target:
+                return  # superseded by a newer edit, or closed meanwhile
+            self.publish(target)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("analysis of %s failed", target.key)
+
+    async def analyse(self, target: Target) -> bool:
+        """Bring ``target.result`` up to date with its text and settings."""
+        async with target.lock:
+            snap = self.snapshot(target)
+            if snap is None:
+                return False
+            source, smap, version = snap
+            config = self.config_for(target)
+            digest = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=12).digest()
+            key = (version, config, digest, self.settings.enable)
+            if target.result is not None and target.result_key == key:
+                target.result_smap = smap  # same text; part versions may have moved
+                return True
+            if not self.settings.enable:
+                result = CheckResult(())
+            elif len(source) > MAX_SOURCE_CHARS:
+                if not target.too_big_logged:
+                    log.warning("%s: %d characters, larger than %d: not analysed", target.key, len(source), MAX_SOURCE_CHARS)
+                    target.too_big_logged = True
+                result = CheckResult(())
+            else:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(self.executor, _compute, target, source, config)
+                if result is None:
+                    return target.result is not None  # keep the previous diagnostics
+            target.result, target.result_key, target.result_smap, target.result_version = result, key, smap, version
+            if result.syntax_error is not None:
+                log.debug("%s: syntax error at %s; published the findings outside it", target.key, result.syntax_error)
+            return True
+
+    async def current(self, target: Target) -> Optional[Tuple[CheckResult, SourceMap]]:
+        """The result for the target's current text, computing it if needed."""
+        if self.settings.run == "onSave" and target.result is not None:
+            return target.result, target.result_smap  # type: ignore[return-value]
+        try:
+            ok = await self.analyse(target)
+        except Exception:
+            log.exception("analysis of %s failed", target.key)
+            ok = target.result is not None
+        if not ok or target.result is None or target.result_smap is None:
+            return None
+        return target.result, target.result_smap
+
+    def diagnostics_for(self, target: Target) -> Dict[str, List[lsp.Diagnostic]]:
+        if target.result is None or target.result_smap is None:
+            return {}
+        return to_diagnostics(target.result.findings, target.result_smap, self.codec, self.lang)
+
+    def publish(self, target: Target) -> None:
+        if target.result_smap is None:
+            return
+        if target.kind == "text" and self.pull:
+            return  # the client pulls; pushing too would show everything twice
+        per_uri = self.diagnostics_for(target)
+        parts = {p.uri: p for p in target.result_smap.parts}
+        for uri, diags in per_uri.items():
+            part = parts.get(uri)
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=part.version if part else None)
+            )
+        for uri in target.published - set(per_uri):
+            self.clear(uri)  # a cell that left the notebook
+        target.published = set(per_uri)
+        n = sum(len(v) for v in per_uri.values())
+        log.debug("published %d diagnostic(s) for %s (version %s)", n, target.key, target.result_version)
+
+    def clear(self, uri: str) -> None:
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def target_for(self, uri: str) -> Optional[Target]:
+        owner = self.cell_owner.get(uri)
+        return self.targets.get(owner or uri)
+
+    def refresh_all(self) -> None:
+        for target in list(self.targets.values()):
+            self.schedule(target, 0)
+        if self.pull and self.cap("workspace.diagnostics.refresh_support", False):
+            try:
+                self.workspace_diagnostic_refresh(None)
+            except Exception:
+                log.debug("workspace/diagnostic/refresh failed", exc_info=True)
+
+    def close_target(self, target: Target, extra_uris: Sequence[str] = ()) -> None:
+        if target.task is not None and not target.task.done():
+            target.task.cancel()
+        target.generation += 1
+        self.targets.pop(target.key, None)
+        uris = set(target.published) | set(extra_uris)
+        if target.kind == "text":
+            uris.add(target.key)
+        for uri in sorted(uris):
+            self.clear(uri)
+            self.cell_owner.pop(uri, None)
+
+    # -- settings ---------------------------------------------------------------
+    def apply_settings(self, raw: Any, where: str) -> None:
+        new, problems = parse_settings(raw, self.settings)
+        for p in problems:
+            self.show_error(p)
+        changed = new != self.settings
+        self.settings = new
+        self.set_log_level()
+        if changed:
+            log.info("settings (%s): %s", where, new.as_dict())
+
+    async def pull_configuration(self) -> Optional[Any]:
+        if not self.cap("workspace.configuration", False):
+            return None
+        try:
+            items = await asyncio.wait_for(
+                self.workspace_configuration_async(
+                    lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="gradguard")])
+                ),
+                5.0,
+            )
+        except Exception as e:
+            log.warning("workspace/configuration failed: %s", e)
+            return None
+        if items and isinstance(items[0], dict):
+            return items[0]
+        return None
+
+
+def _compute(target: Target, source: str, config: Config) -> Optional[CheckResult]:
+    """On the worker thread: incremental analysis, restarting from scratch if the
+    incremental state ever fails. None: analysis is impossible (logged)."""
+    try:
+        if target.doc is None:
+            target.doc = Document(source, target.path, config)
+            return target.doc.result()
+        target.doc.set_config(config)
+        return target.doc.update(source)
+    except Exception:
+        log.exception("incremental analysis of %s failed; retrying from scratch", target.key)
+    try:
+        target.doc = Document(source, target.path, config)
+        return target.doc.result()
+    except Exception:
+        log.exception("analysis of %s failed", target.key)
+        target.doc = None
+        return None
+
+
+class ClientLogHandler(logging.Handler):
+    """Forwards log records to the client's output (``window/logMessage``)."""
+
+    _TYPES = [
+        (logging.ERROR, lsp.MessageType.Error),
+        (logging.WARNING, lsp.MessageType.Warning),
+        (logging.INFO, lsp.MessageType.Info),
+        (0, lsp.MessageType.Log),
+    ]
+
+    def __init__(self, server: GradguardServer, loop: asyncio.AbstractEventLoop):
+        super().__init__()
+        self.server = server
+        self.loop = loop
+        self.loop_thread = threading.get_ident()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            mtype = next(t for lvl, t in self._TYPES if record.levelno >= lvl)
+            params = lsp.LogMessageParams(type=mtype, message=self.format(record))
+            if threading.get_ident() == self.loop_thread:
+                self.server.window_log_message(params)
+            elif not self.loop.is_closed():
+                self.loop.call_soon_threadsafe(self._send, params)
+        except Exception:  # logging must never raise
+            pass
+
+    def _send(self, params: lsp.LogMessageParams) -> None:
+        try:
+            self.server.window_log_message(params)
+        except Exception:
+            pass
+
+
+def _path_of(uri: str) -> Optional[str]:
+    if not uri.startswith("file:"):
+        return None
+    try:
+        return to_fs_path(uri)
+    except Exception:
+        return None
+
+
+def create_server() -> GradguardServer:
+    ls = GradguardServer()
+
+    # ---- lifecycle --------------------------------------------------------------
+    @ls.feature(lsp.INITIALIZE)
+    def initialize(ls: GradguardServer, params: lsp.InitializeParams) -> None:
+        ls.locale = params.locale
+        ls.codec = Codec(str(getattr(ls.workspace, "position_encoding", None) or "utf-16"))
+        ls.pull = ls.cap("text_document.diagnostic") is not None
+        ls.settings_ready = asyncio.Event()
+        if ls._client_handler is None:
+            ls._client_handler = ClientLogHandler(ls, asyncio.get_event_loop())
+            logging.getLogger("gradguard").addHandler(ls._client_handler)
+        ls.apply_settings(params.initialization_options, "initializationOptions")
+        ls.set_log_level()
+
+    @ls.feature(lsp.INITIALIZED)
+    async def initialized(ls: GradguardServer, params: lsp.InitializedParams) -> None:
+        try:
+            if ls.cap("workspace.did_change_configuration.dynamic_registration", False):
+                try:
+                    await asyncio.wait_for(
+                        ls.client_register_capability_async(
+                            lsp.RegistrationParams(
+                                registrations=[
+                                    lsp.Registration(id="gradguard-config", method=lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+                                ]
+                            )
+                        ),
+                        5.0,
+                    )
+                except Exception as e:
+                    log.debug("could not register for configuration changes: %s", e)
+            pulled = await ls.pull_configuration()
+            if pulled is not None:
+                ls.apply_settings(pulled, "workspace/configuration")
+        finally:
+            if ls.settings_ready is not None:
+                ls.settings_ready.set()
+        log.info(
+            "gradguard %s (Python %s) ready; position encoding %s; diagnostics %s; language %s; settings %s",
+            __version__,
+            sys.version.split()[0],
+            ls.codec.encoding,
+            "pull" if ls.pull else "push",
+            ls.lang,
+            ls.settings.as_dict(),
+        )
+
+    @ls.feature(lsp.SHUTDOWN)
+    def shutdown(ls: GradguardServer, params: Any) -> None:
+        for t in ls.targets.values():
+            if t.task is not None:
+                t.task.cancel()
+        ls.executor.shutdown(wait=False, cancel_futures=True)
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: GradguardServer, params: lsp.DidChangeConfigurationParams) -> None:
+        raw = params.settings
+        if isinstance(raw, dict) and ("gradguard" in raw or raw and not ls.cap("workspace.configuration", False)):
+            ls.apply_settings(raw, "didChangeConfiguration")
+        else:
+            pulled = await ls.pull_configuration()
+            if pulled is not None:
+                ls.apply_settings(pulled, "workspace/configuration")
+        ls.forget_configs()
+        ls.refresh_all()
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: GradguardServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        if any(c.uri.endswith("pyproject.toml") for c in params.changes):
+            ls.forget_configs()
+            ls.refresh_all()
+
+    # ---- text documents --------------------------------------------------------
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: GradguardServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri in ls.cell_owner:
+            return
+        target = ls.targets.get(uri)
+        if target is None:
+            target = ls.targets[uri] = Target(uri, "text", _path_of(uri))
+        ls.schedule(target, 0)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: GradguardServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        target = ls.targets.get(params.text_document.uri)
+        if target is None or target.kind != "text":
+            return
+        if ls.settings.run == "onType":
+            ls.schedule(target)
+        else:
+            target.generation += 1  # whatever runs now is stale for this text
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: GradguardServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri.endswith("pyproject.toml"):
+            ls.forget_configs()
+            ls.refresh_all()
+            return
+        target = ls.targets.get(uri)
+        if target is not None:
+            ls.schedule(target, 0)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: GradguardServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        target = ls.targets.get(uri)
+        if target is not None and target.kind == "text":
+            ls.close_target(target)
+        elif uri not in ls.cell_owner:
+            ls.clear(uri)
+
+    # ---- notebooks ----------------------------------------------------------------
+    @ls.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def nb_did_open(ls: GradguardServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        target = ls.targets.get(uri)
+        if target is None:
+            target = ls.targets[uri] = Target(uri, "notebook", _path_of(uri))
+        for cell in params.cell_text_documents:
+            ls.cell_owner[cell.uri] = uri
+        ls.schedule(target, 0)
+
+    @ls.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def nb_did_change(ls: GradguardServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        target = ls.targets.get(uri)
+        if target is None:
+            return
+        structure = params.change.cells.structure if params.change.cells else None
+        if structure is not None:
+            for cell in structure.did_open or ():
+                ls.cell_owner[cell.uri] = uri
+            for cell in structure.did_close or ():
+                ls.cell_owner.pop(cell.uri, None)
+                target.published.discard(cell.uri)
+                ls.clear(cell.uri)  # at once: the cell is gone, whatever the debounce
+        if structure is not None or ls.settings.run == "onType":
+            ls.schedule(target, 0 if structure is not None else None)
+        else:
+            target.generation += 1
+
+    @ls.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def nb_did_save(ls: GradguardServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
+        target = ls.targets.get(params.notebook_document.uri)
+        if target is not None:
+            ls.schedule(target, 0)
+
+    @ls.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def nb_did_close(ls: GradguardServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        cells = [c.uri for c in params.cell_text_documents]
+        target = ls.targets.get(uri)
+        if target is not None:
+            ls.close_target(target, cells)
+        else:
+            for c in cells:
+                ls.clear(c)
+
+    # ---- pull diagnostics -----------------------------------------------------
+    @ls.feature(
+        lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+        lsp.DiagnosticOptions(identifier="gradguard", inter_file_dependencies=False, workspace_diagnostics=False),
+    )
+    async def pull_diagnostics(ls: GradguardServer, params: lsp.DocumentDiagnosticParams):
+        uri = params.text_document.uri
+        target = ls.targets.get(uri)
+        if target is None or target.kind != "text":
+            # notebook cells are pushed (see publish); unknown documents have nothing
+            return lsp.RelatedFullDocumentDiagnosticReport(items=[])
+        cur = await ls.current(target)
+        if cur is None:
+            return lsp.RelatedFullDocumentDiagnosticReport(items=[])
+        items = ls.diagnostics_for(target).get(uri, [])
+        result_id = _result_id(target, items)
+        if params.previous_result_id == result_id:
+            return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return lsp.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)
+
+    # ---- hover --------------------------------------------------------------------
+    @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: GradguardServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
+        uri = params.text_document.uri
+        target = ls.target_for(uri)
+        if target is None or not ls.settings.enable:
+            return None
+        cur = await ls.current(target)
+        if cur is None:
+            return None
+        result, smap = cur
+        pos = smap.from_client_position(uri, params.position, ls.codec)
+        if pos is None:
+            return None
+        lang = ls.lang
+        blocks: List[str] = []
+        hits = [f for f in result.findings if f.range.contains(pos)]
+        if hits:
+            blocks.append(finding_markdown(hits, lang))
+        part = smap.part_for_uri(uri)
+        line_text = part.line(pos.line - part.start) if part else ""
+        idiom = idiom_at(line_text, pos.character)
+        rng = None
+        if idiom is not None:
+            blocks.append(idiom_markdown(idiom[0], lang))
+            ln = params.position.line
+            rng = lsp.Range(
+                lsp.Position(ln, ls.codec.to_client(line_text, idiom[1])),
+                lsp.Position(ln, ls.codec.to_client(line_text, idiom[2])),
+            )
+        if not blocks:
+            return None
+        return lsp.Hover(
+            contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(blocks)),
+            range=rng if not hits else None,
+        )
+
+    # ---- code actions -----------------------------------------------------------
+    @ls.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(
+            code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.SourceFixAll, act.FIX_ALL_KIND],
+            resolve_provider=True,
+        ),
+    )
+    async def code_action(ls: GradguardServer, params: lsp.CodeActionParams) -> Optional[List[lsp.CodeAction]]:
+        uri = params.text_document.uri
+        target = ls.target_for(uri)
+        if target is None or not ls.settings.enable:
+            return []
+        only = params.context.only
+        td = ls.workspace.text_documents.get(uri)
+        if td is None:
+            return []
+        lines = split_lines(td.source)
+        if params.range.start.line >= len(lines) or params.range.start.line < 0:
+            return []  # past the end: nothing to offer
+        lang = ls.lang
+        out: List[lsp.CodeAction] = []
+        if act.kind_wanted(lsp.CodeActionKind.QuickFix, only):
+            ours = [d for d in params.context.diagnostics if act.is_ours(d)]
+            fixes: List[lsp.CodeAction] = []
+            suppress: List[lsp.CodeAction] = []
+            seen_codes: Set[Tuple[str, int]] = set()
+            for d in ours:
+                data = d.data
+                if not isinstance(data, dict) or not data.get("gradguard"):
+                    data = await _lookup_data(ls, target, uri, d)
+                fixes.extend(act.quick_fixes(uri, d, data, td.version))
+                key = (str(d.code), d.range.start.line)
+                if key not in seen_codes:
+                    seen_codes.add(key)
+                    a = act.suppress_action(uri, d, lines, td.version, ls.codec, lang)
+                    if a is not None:
+                        suppress.append(a)
+            out.extend(fixes)
+            out.extend(suppress)
+        if only and act.kind_wanted(act.FIX_ALL_KIND, only):
+            edit = await fix_all_edit(ls, uri)
+            if edit is not None:
+                out.append(lsp.CodeAction(title=act.fix_all_title(lang), kind=act.FIX_ALL_KIND, edit=edit))
+        elif not only and ls.cap("text_document.code_action.resolve_support") is not None:
+            cur = await ls.current(target)
+            if cur is not None and any(any(x.preferred for x in f.fixes) for f in cur[0].findings):
+                out.append(
+                    lsp.CodeAction(title=act.fix_all_title(lang), kind=act.FIX_ALL_KIND, data={"uri": uri, "gradguard": "fixAll"})
+                )
+        return out
+
+    @ls.feature(lsp.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: GradguardServer, action: lsp.CodeAction) -> lsp.CodeAction:
+        data = action.data
+        if isinstance(data, dict) and data.get("gradguard") == "fixAll" and isinstance(data.get("uri"), str):
+            action.edit = await fix_all_edit(ls, data["uri"]) or lsp.WorkspaceEdit(document_changes=[])
+        return action
+
+    @ls.command(act.FIX_ALL_COMMAND)
+    async def fix_all_command(ls: GradguardServer, *args: Any) -> Dict[str, Any]:
+        uri = None
+        for a in args:
+            if isinstance(a, str):
+                uri = a
+            elif isinstance(a, dict) and isinstance(a.get("uri"), str):
+                uri = a["uri"]
+            if uri:
+                break
+        if uri is None:
+            return {"applied": False, "reason": "no document given"}
+        edit = await fix_all_edit(ls, uri)
+        if edit is None:
+            return {"applied": False, "reason": "nothing to fix"}
+        res = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(edit=edit, label="gradguard: fix all"))
+        return {"applied": bool(res.applied), "reason": res.failure_reason}
+
+    return ls
+
+
+def _result_id(target: Target, items: List[lsp.Diagnostic]) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    h.update(repr(target.result_version).encode())
+    for d in items:
+        h.update(repr((d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character, d.message, d.severity)).encode())
+    return h.hexdigest()
+
+
+async def _lookup_data(ls: GradguardServer, target: Target, uri: str, diag: lsp.Diagnostic) -> Any:
+    """The data of one of our diagnostics, when the client did not send it back."""
+    for d in ls.diagnostics_for(target).get(uri, []):
+        if d.code == diag.code and d.range == diag.range:
+            return d.data
+    return None
+
+
+async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceEdit]:
+    """Every preferred fix in the document, as one versioned edit of it."""
+    target = ls.target_for(uri)
+    td = ls.workspace.text_documents.get(uri)
+    if target is None or td is None:
+        return None
+    cur = await ls.current(target)
+    if cur is None:
+        return None
+    result, smap = cur
+    if target.kind == "notebook":
+        # one round over the whole program; only this cell's edits
+        edits = []
+        for e in act.preferred_edits(result.findings):
+            conv = smap.to_client_range(e.range, ls.codec)
+            if conv is not None and conv[0].uri == uri:
+                edits.append(lsp.TextEdit(range=conv[1], new_text=e.new_text))
+        if not edits:
+            return None
+        return act.workspace_edit({uri: (td.version, edits)})
+    if not any(any(x.preferred for x in f.fixes) for f in result.findings):
+        return None
+    text = td.source
+    version = td.version
+    config = ls.config_for(target)
+    path = target.path
+    first = result.findings
+
+    def run() -> str:
+        from gradguard.core.engine import check_source
+
+        state = {"first": True}
+
+        def check(t: str):
+            if state["first"] and t == text:
+                state["first"] = False
+                return first
+            return check_source(t, path, config).findings
+
+        return act.iterate_fixes(text, check)
+
+    loop = asyncio.get_running_loop()
+    new_text = await loop.run_in_executor(ls.executor, run)
+    edit = act.whole_line_diff(text, new_text, ls.codec)
+    if edit is None:
+        return None
+    return act.workspace_edit({uri: (version, [edit])})
+
+
+# ---- entry point -----------------------------------------------------------------
+def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="gradguard serve", description="Run the gradguard language server (stdio by default).")
+    p.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP socket instead (for debugging)")
+    p.add_argument("--log-file", metavar="FILE", help="also write the server's log to FILE")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="level for --log-file and stderr (the client's output follows the logLevel setting)",
+    )
+    p.add_argument("--version", action="version", version=f"gradguard {__version__}")
+    return p.parse_args(list(argv) if argv is not None else None)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parse_args(argv)
+    level = _LEVELS[args.log_level]
+    root = logging.getLogger("gradguard")
+    root.setLevel(logging.DEBUG)  # handlers filter
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setLevel(max(level, logging.WARNING))  # stderr stays quiet: clients show it as noise
+    stderr.setFormatter(fmt)
+    root.addHandler(stderr)
+    if args.log_file:
+        try:
+            fh = logging.FileHandler(args.log_file, encoding="utf-8")
+        except OSError as e:
+            print(f"gradguard serve: cannot open log file {args.log_file}: {e}", file=sys.stderr)
+            return 2
+        fh.setLevel(level)
+        fh.setFormatter(fmt)
+        root.addHandler(fh)
+        logging.getLogger("pygls").addHandler(fh)
+        logging.getLogger("pygls").setLevel(max(level, logging.INFO))
+    root.info("gradguard %s language server starting (pid %d, %s)", __version__, os.getpid(), "tcp " + args.tcp if args.tcp else "stdio")
+    server = create_server()
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        try:
+            port_no = int(port)
+        except ValueError:
+            print(f"gradguard serve: --tcp wants HOST:PORT, got {args.tcp!r}", file=sys.stderr)
+            return 2
+        server.start_tcp(host or "127.0.0.1", port_no)
+    else:
+        server.start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
