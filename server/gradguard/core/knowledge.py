@@ -93,3 +93,18 @@ def is_recurrent(qualname: str | None) -> bool:
 
 def is_lstm_like(qualname: str | None) -> bool:
     return bool(qualname) and qualname in LSTM_LIKE
+
+# nn modules without parameters (calling one builds a graph only from its input).
+PARAMETERLESS_MODULES = frozenset(
+    {"Identity", "Flatten", "Unflatten", "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
+     "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softplus", "Hardtanh", "Hardswish", "Hardsigmoid", "Dropout",
+     "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
+     "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Upsample",
+     "PixelShuffle", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
+     "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance"}
+)
+# ...of which these save nothing for backward (a stale graph through them does not crash;
+# checked against torch 2.x: Identity, Flatten, Unflatten are views/no-ops).
+NONSAVING_MODULES = frozenset({"Identity", "Flatten", "Unflatten"})
+# Containers: trainable iff one of their children is.
+CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})

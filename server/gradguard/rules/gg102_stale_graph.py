@@ -1,9 +1,227 @@
-"""GG102 stale-graph: a tensor whose graph is built before the loop is back-propagated in every iteration."""
+"""GG102 stale-graph: a tensor whose graph is built before the loop is back-propagated in every iteration.
+
+How it works (one unit at a time, two linear walks):
+
+1. An abstract interpretation of the unit's statements, in order, tracks what
+   each local name holds: a *leaf* that requires grad (a factory called with
+   ``requires_grad=True``, an ``nn.Parameter``), a *module*, or a *graph*
+   value (a non-leaf tensor) together with where its graph comes from, whether
+   one of the operations that built it saves tensors for backward (tri-state:
+   yes / no / cannot tell) and which statements built it.
+2. At every loop that calls ``backward()``, the graph values alive at loop
+   entry and never re-bound inside the loop are followed forward through the
+   loop body (a simple taint pass, run twice for loop-carried names) into the
+   losses that are back-propagated. A reached value is a finding: an error
+   when a saving operation makes the second iteration's crash certain, a
+   warning otherwise.
+
+The torch facts (which calls cut graphs, which operations save tensors, which
+modules have no parameters) come from :mod:`gradguard.core.knowledge`.
+"""
 
 from __future__ import annotations
 
-from gradguard.core.model import Severity
+import ast
+import builtins
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+
+from gradguard.core import flow as F
+from gradguard.core import knowledge as K
+from gradguard.core import summary as _summary
+from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+# ---------------------------------------------------------------------------
+# abstract values
+
+
+@dataclass(frozen=True)
+class Src:
+    """Where a graph originates."""
+
+    name: Optional[str]  # "X", "w", "encoder"; None for an inline factory call
+    kind: str  # "data" (requires_grad=True factory), "param" (nn.Parameter), "module"
+    stmt: Optional[ast.stmt] = field(default=None, compare=False, hash=False)  # defining statement
+    node: Optional[ast.AST] = field(default=None, compare=False, hash=False)  # related location
+    # How to drop requires_grad from a data leaf: ("kw", keyword node, call node)
+    # or ("method", call node) for a `.requires_grad_()` suffix; None if not removable.
+    removal: Optional[tuple] = field(default=None, compare=False, hash=False)
+    order: int = field(default=0, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    src: Src
+
+
+@dataclass(frozen=True)
+class Mod:
+    src: Src
+    trainable: bool  # has parameters that require grad
+    saving: Optional[bool]  # for parameter-free modules: does its op save tensors?
+
+
+@dataclass(frozen=True)
+class Graph:
+    sources: FrozenSet[Src]
+    saving: Optional[bool]  # True: certainly saves tensors; False: certainly not; None: unknown
+    stmts: Tuple[ast.stmt, ...] = ()  # statements that built it, in order
+    unknown_op: Optional[str] = None  # an operation whose saving is unknown (for the message)
+
+
+def _sv(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
+    """Combine saving flags: True wins, then unknown, then False."""
+    if a is True or b is True:
+        return True
+    if a is None or b is None:
+        return None
+    return False
+
+
+def _as_graph(v) -> Optional[Graph]:
+    if isinstance(v, Graph):
+        return v
+    if isinstance(v, Leaf):
+        return Graph(frozenset({v.src}), False, ())
+    return None
+
+
+def _merge(values: Iterable, saving: Optional[bool] = False, op: Optional[str] = None) -> Optional[Graph]:
+    """A non-leaf computed from ``values`` by an op with the given saving flag."""
+    gs = [g for g in (_as_graph(v) for v in values) if g is not None]
+    if not gs:
+        return None
+    sources: Set[Src] = set()
+    stmts: List[ast.stmt] = []
+    sv = saving
+    unknown = op if saving is None else None
+    for g in gs:
+        sources |= g.sources
+        for s in g.stmts:
+            if s not in stmts:
+                stmts.append(s)
+        sv = _sv(sv, g.saving)
+        if unknown is None and g.unknown_op:
+            unknown = g.unknown_op
+    return Graph(frozenset(sources), sv, tuple(stmts), unknown if sv is None else None)
+
+
+def _with_stmt(g: Optional[Graph], stmt: ast.stmt) -> Optional[Graph]:
+    if g is None or stmt in g.stmts:
+        return g
+    return Graph(g.sources, g.saving, g.stmts + (stmt,), g.unknown_op)
+
+
+# ---------------------------------------------------------------------------
+# module summary facts: user classes deriving from nn.Module, and `.grad` reads
+
+
+@_summary.register
+def _class_facts(stmt: ast.stmt):
+    if isinstance(stmt, ast.ClassDef):
+        bases = []
+        for b in stmt.bases:
+            parts = []
+            cur = b
+            while isinstance(cur, ast.Attribute):
+                parts.append(cur.attr)
+                cur = cur.value
+            if isinstance(cur, ast.Name):
+                parts.append(cur.id)
+                bases.append(".".join(reversed(parts)))
+        yield f"gg102:class:{stmt.name}", tuple(bases)
+    # names whose .grad is read anywhere in this top-level statement (a global
+    # data tensor whose gradient a function inspects must keep requires_grad)
+    names = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name):
+            names.add(node.value.id)
+    for n in sorted(names):
+        yield f"gg102:gradread:{n}", True
+
+
+def _qualify_str(dotted: str, imports) -> str:
+    head, _, rest = dotted.partition(".")
+    q = imports.get(head, head)
+    return f"{q}.{rest}" if rest else q
+
+
+def _is_module_class(name: str, ctx, depth: int = 0) -> bool:
+    bases = ctx.summary.get(f"gg102:class:{name}")
+    if not bases or depth > 5:
+        return False
+    for b in bases:
+        q = _qualify_str(b, ctx.imports)
+        if q in K.MODULE_BASES:
+            return True
+        if "." not in b and _is_module_class(b, ctx, depth + 1):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------
+# helpers on the AST
+
+
+def _const_true(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _const_false(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (False, None, 0)
+
+
+def _kw(call: ast.Call, name: str) -> Optional[ast.keyword]:
+    for k in call.keywords:
+        if k.arg == name:
+            return k
+    return None
+
+
+def _walk_no_scopes(node: ast.AST):
+    """ast.walk that does not enter nested defs, classes or lambdas."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for c in ast.iter_child_nodes(n):
+            if not isinstance(c, _SCOPES):
+                stack.append(c)
+
+
+def _bound_names(target: ast.AST) -> List[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: List[str] = []
+        for e in target.elts:
+            out.extend(_bound_names(e))
+        return out
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
+def _assigned_in(stmts: Sequence[ast.stmt]) -> Set[str]:
+    """Every name (re)bound anywhere in ``stmts`` (not in nested scopes)."""
+    out: Set[str] = set()
+    for s in stmts:
+        for n in _walk_no_scopes(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                out.add(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(n.name)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the rule
 
 
 class StaleGraph(Rule):
@@ -14,7 +232,958 @@ class StaleGraph(Rule):
         "en": "A tensor whose graph was built before the loop is back-propagated in every iteration",
         "zh": "循环前构建计算图的张量在每轮迭代中被反向传播",
     }
-    explanation = {"en": "", "zh": ""}
+    explanation = {"en": "", "zh": ""}  # filled in below
 
     def check(self, unit, ctx):
-        return ()
+        try:
+            return _Analysis(unit, ctx).run()
+        except RecursionError:  # absurdly deep expressions: say nothing rather than crash
+            return ()
+
+
+@dataclass
+class _Hit:
+    var: str
+    graph: Graph
+    loop: ast.stmt
+    backward: ast.Call
+    env: dict
+
+
+class _Analysis:
+    def __init__(self, unit, ctx):
+        self.unit = unit
+        self.ctx = ctx
+        self.env: Dict[str, object] = {}
+        self.nograd = 0
+        self.order = 0
+        self.hits: List[_Hit] = []
+        self.reported: Set[Tuple[str, int]] = set()
+        self.parent: Dict[int, Tuple[list, int]] = {}  # id(stmt) → (block, index)
+        self.frozen: Set[str] = set()
+        self.owner: Dict[int, ast.stmt] = {}  # id(block) → compound statement owning it
+        self.rg_false_nonleaf: Dict[str, ast.stmt] = {}  # Y.requires_grad_(False) on a non-leaf
+        self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
+        self._collect_unit_facts(unit.body)
+
+    # -- unit-wide facts --------------------------------------------------
+    def _collect_unit_facts(self, body):
+        self.module_evidence: Set[str] = set()
+        self.grad_used: Set[str] = set()
+        for s in body:
+            for n in _walk_no_scopes(s):
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+                    if n.attr in ("parameters", "named_parameters", "zero_grad"):
+                        self.module_evidence.add(n.value.id)
+                    if n.attr in ("grad", "retain_grad", "register_hook", "requires_grad"):
+                        if not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
+                            self.grad_used.add(n.value.id)
+                elif isinstance(n, (ast.List, ast.Tuple, ast.Set)):
+                    if isinstance(n.ctx if hasattr(n, "ctx") else ast.Load(), ast.Load):
+                        for e in n.elts:
+                            if isinstance(e, ast.Name):
+                                self.grad_used.add(e.id)  # e.g. optim.SGD([X, w]): a trained tensor
+                elif isinstance(n, ast.Dict):
+                    for e in n.values:
+                        if isinstance(e, ast.Name):
+                            self.grad_used.add(e.id)
+                elif isinstance(n, ast.Call):
+                    q = self.ctx.qualify(n.func) or ""
+                    if q.startswith(K.OPTIMIZER_PREFIXES) or q in K.BACKWARD_FUNCTIONS:
+                        for a in list(n.args) + [k.value for k in n.keywords]:
+                            if isinstance(a, ast.Name):
+                                self.grad_used.add(a.id)
+                    if isinstance(n.func, ast.Attribute) and n.func.attr in K.BACKWARD_METHODS:
+                        k = _kw(n, "inputs")
+                        if k is not None:
+                            for e in _walk_no_scopes(k.value):
+                                if isinstance(e, ast.Name):
+                                    self.grad_used.add(e.id)
+        for k in self.ctx.summary:
+            if k.startswith("gg102:gradread:") and self.unit.kind == "module":
+                self.grad_used.add(k[len("gg102:gradread:"):])
+
+    # -- driver -------------------------------------------------------------
+    def run(self) -> List[Finding]:
+        node = self.unit.node
+        if node is not None:
+            for d in getattr(node, "decorator_list", ()):
+                if self._is_nograd_ctx(d.func if isinstance(d, ast.Call) else d, d):
+                    return []
+        self._block(self.unit.body)
+        return [f for f in (self._finding(h) for h in self.hits) if f is not None]
+
+    def _block(self, stmts: list):
+        for i, s in enumerate(stmts):
+            self.parent[id(s)] = (stmts, i)
+            self._stmt(s)
+
+    # -- findings ---------------------------------------------------------------
+    def _finding(self, h: _Hit) -> Optional[Finding]:
+        ctx, var, g = self.ctx, h.var, h.graph
+        origin = next((s for s in g.stmts if var in _stmt_binds(s)), g.stmts[0])
+        srcs = sorted(g.sources, key=lambda s: s.order)
+        if not srcs:
+            return None
+        primary = next((s for s in srcs if s.name), srcs[0])
+        trained = any(s.kind in ("param", "module") or (s.name in self.grad_used) for s in srcs)
+        certain = g.saving is True
+        src_en, src_zh = _describe(primary)
+        into_en, into_zh = _into(primary)
+        if certain:
+            msg = {
+                "en": f"`{var}` is built before the loop from {src_en}, so the first `backward()` in the loop frees its "
+                      f"graph and the next iteration fails with \"Trying to backward through the graph a second time\".",
+                "zh": f"`{var}` 在循环之前由{src_zh}计算得到，循环中第一次 `backward()` 就会释放它的计算图，"
+                      f"下一轮迭代会报错 “Trying to backward through the graph a second time”。",
+            }
+        elif g.saving is False:
+            tail_en = f", and `{var}` is never recomputed when `{primary.name}` changes" if trained and primary.name else ""
+            tail_zh = f"，而且 `{primary.name}` 更新后 `{var}` 也不会重新计算" if trained and primary.name else ""
+            msg = {
+                "en": f"`{var}` is built before the loop from {src_en}, so every iteration back-propagates through the "
+                      f"same pre-loop graph: this does not crash (none of its operations saves tensors for backward), "
+                      f"but gradients silently keep flowing into {into_en}{tail_en}.",
+                "zh": f"`{var}` 在循环之前由{src_zh}计算得到，每轮迭代都会反向传播经过同一张循环前的计算图：不会报错"
+                      f"（构建它的运算都不为反向传播保存张量），但梯度会悄悄地持续流入{into_zh}{tail_zh}。",
+            }
+        else:
+            op = g.unknown_op or "an operation"
+            msg = {
+                "en": f"`{var}` is built before the loop from {src_en}, so every iteration back-propagates through the "
+                      f"same pre-loop graph: the second iteration crashes if {op} saved tensors for backward, "
+                      f"otherwise gradients silently keep flowing into {into_en}.",
+                "zh": f"`{var}` 在循环之前由{src_zh}计算得到，每轮迭代都会反向传播经过同一张循环前的计算图：如果 "
+                      f"{op} 为反向传播保存了张量，第二轮迭代就会报错，否则梯度会悄悄地持续流入{into_zh}。",
+            }
+        related: List[Related] = []
+        for src in srcs[:3]:
+            node = src.stmt or src.node
+            if node is None:
+                continue
+            rng = ctx.line_range(node) if isinstance(node, ast.stmt) else ctx.range(node)
+            related.append(Related(rng, _origin_message(src)))
+        if certain:
+            bmsg = {"en": f"this `backward()` frees `{var}`'s graph; in the next iteration it fails",
+                    "zh": f"这里的 `backward()` 会释放 `{var}` 的计算图，下一轮迭代再调用时报错"}
+        else:
+            bmsg = {"en": f"this `backward()` runs through `{var}`'s pre-loop graph in every iteration",
+                    "zh": f"这里的 `backward()` 每轮迭代都会经过 `{var}` 在循环前构建的计算图"}
+        related.append(Related(ctx.range(h.backward), bmsg))
+        rg = self.rg_false_nonleaf.get(var)
+        if rg is not None:
+            related.append(Related(ctx.line_range(rg), {
+                "en": f"`{var}.requires_grad_(False)` raises here: `{var}` is not a leaf; use `{var} = {var}.detach()`",
+                "zh": f"`{var}` 不是叶子张量，`{var}.requires_grad_(False)` 在这里就会报错；请改用 `{var} = {var}.detach()`"}))
+        fixes = self._fixes(h, srcs, trained)
+        return Finding(
+            code="GG102",
+            range=ctx.line_range(origin),
+            message=msg,
+            severity=Severity.ERROR if certain else Severity.WARNING,
+            related=tuple(related),
+            fixes=fixes,
+            data={"variable": var, "source": primary.name, "certain": certain},
+        )
+
+    # -- fixes ----------------------------------------------------------------------
+    def _fixes(self, h: _Hit, srcs: List[Src], trained: bool) -> Tuple[Fix, ...]:
+        var, g = h.var, h.graph
+        remove = None if trained else self._fix_remove(var, srcs)
+        detach = self._fix_detach(h)
+        nograd = self._fix_nograd(h)
+        recompute = self._fix_recompute(h) if trained else None
+        order = [recompute, detach, nograd] if trained else [remove, detach, nograd]
+        out: List[Fix] = []
+        for f in order:
+            if f is not None:
+                out.append(Fix(f.title, f.edits, preferred=not out))
+        return tuple(out)
+
+    def _fix_remove(self, var: str, srcs: List[Src]) -> Optional[Fix]:
+        if not srcs or any(s.kind != "data" or s.removal is None or s.name in self.grad_used for s in srcs):
+            return None
+        edits: List[TextEdit] = []
+        for s in srcs:
+            e = self._removal_edit(s.removal)
+            if e is None:
+                return None
+            edits.append(e)
+        names = ", ".join(f"`{s.name}`" for s in srcs if s.name) or "the tensor"
+        return Fix({"en": f"Remove `requires_grad=True` from {names} (nothing reads its `.grad`)",
+                    "zh": f"去掉 {names.replace('the tensor', '该张量')} 的 `requires_grad=True`（没有代码读取它的 `.grad`）"},
+                   tuple(edits))
+
+    def _removal_edit(self, removal) -> Optional[TextEdit]:
+        ctx = self.ctx
+        if removal[0] == "method":  # torch.rand(3).requires_grad_()
+            call = removal[1]
+            recv = call.func.value
+            start = ctx.pos(recv.end_lineno, recv.end_col_offset)
+            end = ctx.pos(call.end_lineno, call.end_col_offset)
+            return TextEdit(Range(start, end), "")
+        _, kw, call = removal
+        items = sorted(list(call.args) + list(call.keywords), key=lambda n: (n.lineno, n.col_offset))
+        i = next((j for j, n in enumerate(items) if n is kw), None)
+        if i is None:
+            return None
+        kw_start = ctx.pos(kw.lineno, kw.col_offset)
+        kw_end = ctx.pos(kw.end_lineno, kw.end_col_offset)
+        if i > 0:
+            prev = items[i - 1]
+            start = ctx.pos(prev.end_lineno, prev.end_col_offset)
+            end = kw_end
+        elif i + 1 < len(items):
+            nxt = items[i + 1]
+            start = kw_start
+            end = ctx.pos(nxt.lineno, nxt.col_offset)
+        else:
+            start, end = kw_start, kw_end
+            # also drop a trailing comma: torch.rand(requires_grad=True,)
+            line = ctx.index.line(end.line)
+            j = end.character
+            while j < len(line) and line[j] in " \t":
+                j += 1
+            if j < len(line) and line[j] == ",":
+                end = Position(end.line, j + 1)
+        if "#" in self._text(Range(start, end)):
+            return None
+        return TextEdit(Range(start, end), "")
+
+    def _text(self, r: Range) -> str:
+        lines = [self.ctx.index.line(n) for n in range(r.start.line, r.end.line + 1)]
+        if len(lines) == 1:
+            return lines[0][r.start.character:r.end.character]
+        return "\n".join([lines[0][r.start.character:]] + lines[1:-1] + [lines[-1][:r.end.character]])
+
+    def _whole_lines(self, s: ast.stmt) -> bool:
+        """The statement owns its lines: nothing but indentation before it and
+        nothing but a comment after it."""
+        ctx = self.ctx
+        first = ctx.index.line(s.lineno - 1)
+        start = ctx.pos(s.lineno, s.col_offset).character
+        if first[:start].strip():
+            return False
+        last = ctx.index.line(s.end_lineno - 1)
+        end = ctx.pos(s.end_lineno, s.end_col_offset).character
+        rest = last[end:].strip()
+        return not rest or rest.startswith("#")
+
+    def _loop_blocks(self, loop: ast.stmt) -> Set[int]:
+        out: Set[int] = set()
+        cur = loop
+        while id(cur) in self.parent:
+            block, _ = self.parent[id(cur)]
+            out.add(id(block))
+            nxt = self.owner.get(id(block))
+            if nxt is None:
+                break
+            cur = nxt
+        return out
+
+    def _lift(self, s: ast.stmt, blocks: Set[int]) -> Optional[ast.stmt]:
+        """The statement, or the compound statement containing it, that sits in one
+        of ``blocks`` (the blocks enclosing the loop)."""
+        cur = s
+        for _ in range(100):
+            if id(cur) not in self.parent:
+                return None
+            block, _i = self.parent[id(cur)]
+            if id(block) in blocks:
+                return cur
+            cur = self.owner.get(id(block))
+            if cur is None:
+                return None
+        return None
+
+    def _insert_after(self, s: ast.stmt, text_lines: List[str]) -> TextEdit:
+        nlines = len(self.ctx.index.lines)
+        body = "".join(t + "\n" for t in text_lines)
+        if s.end_lineno < nlines:
+            p = Position(s.end_lineno, 0)
+            return TextEdit(Range(p, p), body)
+        last = self.ctx.index.line(s.end_lineno - 1)
+        p = Position(s.end_lineno - 1, len(last))
+        return TextEdit(Range(p, p), "\n" + body.rstrip("\n"))
+
+    def _fix_detach(self, h: _Hit) -> Optional[Fix]:
+        var = h.var
+        last = self._lift(h.graph.stmts[-1], self._loop_blocks(h.loop))
+        if last is None or not self._whole_lines(last):
+            return None
+        indent = self.ctx.indent_of(last.lineno)
+        edit = self._insert_after(last, [f"{indent}{var} = {var}.detach()"])
+        return Fix({"en": f"Detach `{var}` once it is built (`{var} = {var}.detach()`)",
+                    "zh": f"在 `{var}` 构建完成后将其分离（`{var} = {var}.detach()`）"}, (edit,))
+
+    def _nograd_expr(self) -> Optional[str]:
+        imports = self.ctx.imports
+        for k, v in sorted(imports.items()):
+            if v == "torch":
+                return f"{k}.no_grad()"
+        for k, v in sorted(imports.items()):
+            if v in ("torch.no_grad", "torch.autograd.no_grad"):
+                return f"{k}()"
+        return None
+
+    def _fix_nograd(self, h: _Hit) -> Optional[Fix]:
+        expr = self._nograd_expr()
+        if expr is None:
+            return None
+        blocks = self._loop_blocks(h.loop)
+        first = self._lift(h.graph.stmts[0], blocks)
+        last = self._lift(h.graph.stmts[-1], blocks)
+        if first is None or last is None or self.parent[id(first)][0] is not self.parent[id(last)][0]:
+            return None
+        if not (self._whole_lines(first) and self._whole_lines(last)):
+            return None
+        block, i = self.parent[id(first)]
+        _, j = self.parent[id(last)]
+        if any(isinstance(x, _LOOPS) for x in block[i:j + 1]):
+            return None
+        indent = self.ctx.indent_of(first.lineno)
+        unit = "\t" if indent.startswith("\t") else "    "
+        lines = [self.ctx.index.line(n) for n in range(first.lineno - 1, last.end_lineno)]
+        new = [f"{indent}with {expr}:"] + [(unit + ln) if ln.strip() else ln for ln in lines]
+        end_line = last.end_lineno - 1
+        rng = Range(Position(first.lineno - 1, 0), Position(end_line, len(self.ctx.index.line(end_line))))
+        return Fix({"en": f"Build `{h.var}` under `{expr}`", "zh": f"在 `{expr}` 下构建 `{h.var}`"},
+                   (TextEdit(rng, "\n".join(new)),))
+
+    def _fix_recompute(self, h: _Hit) -> Optional[Fix]:
+        loop, g = h.loop, h.graph
+        if id(loop) not in self.parent or not loop.body or loop.body[0].lineno <= loop.lineno:
+            return None
+        block, li = self.parent[id(loop)]
+        stmts = list(g.stmts)
+        idxs = []
+        for s in stmts:
+            pb = self.parent.get(id(s))
+            if pb is None or pb[0] is not block or not self._whole_lines(s):
+                return None
+            idxs.append(pb[1])
+        bound: Set[str] = set()
+        reads: Set[str] = set()
+        for s in stmts:
+            bound |= _stmt_binds(s)
+            reads |= {n.id for n in _walk_no_scopes(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        moved = {id(s) for s in stmts}
+        for other in block[min(idxs):li]:
+            if id(other) in moved:
+                continue
+            used = {n.id for n in _walk_no_scopes(other) if isinstance(n, ast.Name)}
+            if used & bound:
+                return None
+        loop_assigned = _assigned_in(loop.body)
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            loop_assigned |= set(_bound_names(loop.target))
+        if (reads - bound) & loop_assigned:
+            return None
+        first_body = loop.body[0]
+        new_indent = self.ctx.indent_of(first_body.lineno)
+        edits: List[TextEdit] = []
+        text: List[str] = []
+        for s in stmts:
+            old_indent = self.ctx.indent_of(s.lineno)
+            for n in range(s.lineno - 1, s.end_lineno):
+                ln = self.ctx.index.line(n)
+                text.append(new_indent + ln[len(old_indent):] if ln.startswith(old_indent) and ln.strip() else ln)
+            edits.append(TextEdit(Range(Position(s.lineno - 1, 0), Position(s.end_lineno, 0)), ""))
+        p = Position(first_body.lineno - 1, 0)
+        edits.append(TextEdit(Range(p, p), "".join(t + "\n" for t in text)))
+        if any(s.end_lineno >= len(self.ctx.index.lines) for s in stmts):
+            return None
+        return Fix({"en": f"Recompute `{h.var}` inside the loop", "zh": f"在循环内重新计算 `{h.var}`"}, tuple(edits))
+
+    # -- statements -----------------------------------------------------------
+    def _stmt(self, s: ast.stmt):
+        for block in F.child_blocks(s):
+            self.owner[id(block)] = s
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.env[s.name] = None
+            return
+        if isinstance(s, _LOOPS):
+            if not self.nograd:
+                self._check_loop(s)
+            if isinstance(s, (ast.For, ast.AsyncFor)):
+                it = self._eval(s.iter)
+                if self._frozen_params_loop(s):
+                    pass
+                for n in _bound_names(s.target):
+                    self.env[n] = _as_graph(it) if isinstance(it, (Graph, Leaf)) else None
+            else:
+                self._eval(s.test)
+            self._block(s.body)
+            self._block(s.orelse)
+            return
+        if isinstance(s, ast.Assign):
+            v = self._eval(s.value)
+            for t in s.targets:
+                self._assign(t, v, s)
+            return
+        if isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self._assign(s.target, self._eval(s.value), s)
+            return
+        if isinstance(s, ast.AugAssign):
+            v = self._eval(s.value)
+            if isinstance(s.target, ast.Name):
+                cur = self.env.get(s.target.id)
+                opname = type(s.op).__name__
+                if isinstance(cur, (Graph, Leaf)) or isinstance(v, (Graph, Leaf)):
+                    g = _merge([cur, v], self._binop_saving(opname, s.target, s.value), opname)
+                    self.env[s.target.id] = _with_stmt(g, s)
+            return
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            ng = any(self._is_nograd_ctx(it.context_expr.func if isinstance(it.context_expr, ast.Call) else it.context_expr, it.context_expr) for it in s.items)
+            for it in s.items:
+                v = self._eval(it.context_expr)
+                if it.optional_vars is not None:
+                    self._assign(it.optional_vars, None, s)
+            if ng:
+                self.nograd += 1
+            self._block(s.body)
+            if ng:
+                self.nograd -= 1
+            return
+        if isinstance(s, ast.If):
+            self._eval(s.test)
+            self._block(s.body)
+            self._block(s.orelse)
+            return
+        if isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+            self._block(s.body)
+            for h in s.handlers:
+                self._block(h.body)
+            self._block(s.orelse)
+            self._block(s.finalbody)
+            return
+        if type(s).__name__ == "Match":
+            self._eval(s.subject)
+            for c in s.cases:
+                self._block(c.body)
+            return
+        if isinstance(s, ast.Expr):
+            self._expr_stmt(s)
+            return
+        if isinstance(s, ast.Delete):
+            for t in s.targets:
+                for n in _bound_names(t):
+                    self.env.pop(n, None)
+            return
+
+    # -- loops ------------------------------------------------------------------
+    def _check_loop(self, loop: ast.stmt):
+        assigned = _assigned_in(loop.body)
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            assigned |= set(_bound_names(loop.target))
+        cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and n not in assigned}
+        if not cands:
+            return
+        taint: Dict[str, Set[str]] = {n: {n} for n in cands}
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            t = self._taint(loop.iter, taint) & set(cands)
+            for n in _bound_names(loop.target):
+                taint[n] = set(t)
+        backs: Dict[int, Tuple[ast.Call, bool, Set[str]]] = {}
+        for _ in range(2):  # twice: values carried from one iteration into the next
+            self._taint_block(loop.body, taint, backs, 0)
+        for var in sorted(cands, key=lambda n: (self._first_line(cands[n]), n)):
+            g = cands[var]
+            reaching = [(c, keep) for c, keep, t in backs.values() if var in t]
+            if not reaching:
+                continue
+            freeing = [c for c, keep in reaching if not keep]
+            if not freeing:
+                continue  # every backward through it retains the graph: legal
+            key = (var, id(g.stmts[0]) if g.stmts else 0)
+            if key in self.reported or not g.stmts:
+                continue
+            self.reported.add(key)
+            freeing.sort(key=lambda c: (c.lineno, c.col_offset))
+            self.hits.append(_Hit(var, g, loop, freeing[0], dict(self.env)))
+
+    @staticmethod
+    def _first_line(g: Graph) -> int:
+        return g.stmts[0].lineno if g.stmts else 0
+
+    def _taint_block(self, stmts, taint, backs, nograd):
+        for s in stmts:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(s, (ast.With, ast.AsyncWith)):
+                ng = any(F.is_no_grad_context(it.context_expr, self.ctx) for it in s.items)
+                self._taint_block(s.body, taint, backs, nograd + (1 if ng else 0))
+                continue
+            if isinstance(s, (ast.For, ast.AsyncFor)):
+                t = self._taint(s.iter, taint) if not nograd else set()
+                for n in _bound_names(s.target):
+                    taint[n] = set(t)
+                self._backwards_in(s.iter, taint, backs)
+                self._taint_block(s.body, taint, backs, nograd)
+                self._taint_block(s.orelse, taint, backs, nograd)
+                continue
+            if isinstance(s, (ast.While, ast.If)):
+                self._backwards_in(s.test, taint, backs)
+                self._taint_block(s.body, taint, backs, nograd)
+                self._taint_block(s.orelse, taint, backs, nograd)
+                continue
+            if isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+                self._taint_block(s.body, taint, backs, nograd)
+                for h in s.handlers:
+                    self._taint_block(h.body, taint, backs, nograd)
+                self._taint_block(s.orelse, taint, backs, nograd)
+                self._taint_block(s.finalbody, taint, backs, nograd)
+                continue
+            if type(s).__name__ == "Match":
+                for c in s.cases:
+                    self._taint_block(c.body, taint, backs, nograd)
+                continue
+            self._backwards_in(s, taint, backs)
+            if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                if s.value is None:
+                    continue
+                t = set() if nograd else self._taint(s.value, taint)
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                for tg in targets:
+                    names = _bound_names(tg)
+                    for n in names:
+                        if isinstance(s, ast.AugAssign):
+                            taint.setdefault(n, set()).update(t)
+                        else:
+                            taint[n] = set(t)
+                    if not names:  # buf[i] = loss / self.total = loss: the container now holds it
+                        base = tg
+                        while isinstance(base, (ast.Attribute, ast.Subscript)):
+                            base = base.value
+                        if isinstance(base, ast.Name) and t:
+                            taint.setdefault(base.id, set()).update(t)
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+                c = s.value
+                # losses.append(loss): the list now carries the graph
+                if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name) and c.func.attr in (
+                        "append", "extend", "add", "insert", "add_", "copy_"):
+                    t = set()
+                    for a in c.args:
+                        t |= self._taint(a, taint)
+                    if t and not nograd:
+                        taint.setdefault(c.func.value.id, set()).update(t)
+
+    def _backwards_in(self, node: ast.AST, taint, backs):
+        for c in _walk_no_scopes(node):
+            if not (isinstance(c, ast.Call) and F.is_backward_call(c, self.ctx)):
+                continue
+            if _kw(c, "inputs") is not None:
+                continue  # backward(inputs=...) only runs the nodes leading to those inputs
+            target = F.backward_target(c, self.ctx)
+            if target is None:
+                continue
+            t = self._taint(target, taint)
+            q = self.ctx.qualify(c.func)
+            if q == "torch.autograd.grad":
+                # grad(outputs, inputs) runs only the part of the graph leading to `inputs`
+                inputs = c.args[1] if len(c.args) > 1 else (_kw(c, "inputs").value if _kw(c, "inputs") else None)
+                names = {n.id for n in _walk_no_scopes(inputs)} if inputs is not None else set()
+                t = {v for v in t if self._sources_named(v, names)}
+            keep = F.has_retain_graph(c)
+            prev = backs.get(id(c))
+            backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
+
+    def _sources_named(self, var: str, names: Set[str]) -> bool:
+        g = self.env.get(var)
+        return isinstance(g, Graph) and any(s.name in names for s in g.sources)
+
+    def _taint(self, e: Optional[ast.AST], taint) -> Set[str]:
+        out: Set[str] = set()
+        if e is None:
+            return out
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Name):
+                if isinstance(n.ctx, ast.Load):
+                    out |= taint.get(n.id, set())
+                continue
+            if isinstance(n, _SCOPES) or isinstance(n, (ast.Compare, ast.Constant)):
+                continue
+            if isinstance(n, ast.Attribute) and n.attr in _CUT_ATTRS:
+                continue
+            if isinstance(n, ast.Call):
+                f = n.func
+                if isinstance(f, ast.Attribute) and (f.attr in K.GRAPH_CUT_METHODS or f.attr in _NON_TENSOR_METHODS):
+                    continue
+                if isinstance(f, ast.Name) and f.id in _CUT_BUILTINS and f.id not in taint:
+                    continue
+                q = self.ctx.qualify(f)
+                if q in _GRAPHLESS_FUNCTIONS:
+                    continue
+            stack.extend(ast.iter_child_nodes(n))
+        return out
+
+    def _frozen_params_loop(self, s) -> bool:
+        """``for p in m.parameters(): p.requires_grad = False`` (or ``_(False)``)."""
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
+                and isinstance(it.func.value, ast.Name) and isinstance(s.target, ast.Name)):
+            return False
+        p = s.target.id
+        for n in s.body:
+            for x in _walk_no_scopes(n):
+                if isinstance(x, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and t.attr == "requires_grad" and isinstance(t.value, ast.Name)
+                    and t.value.id == p for t in x.targets) and _const_false(x.value):
+                    self._freeze(it.func.value.id)
+                    return True
+                if (isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr == "requires_grad_"
+                        and isinstance(x.func.value, ast.Name) and x.func.value.id == p and x.args
+                        and _const_false(x.args[0])):
+                    self._freeze(it.func.value.id)
+                    return True
+        return False
+
+    def _freeze(self, name: str):
+        self.frozen.add(name)
+        m = self.env.get(name)
+        if isinstance(m, Mod):
+            self.env[name] = Mod(m.src, False, m.saving)
+
+    def _expr_stmt(self, s: ast.Expr):
+        call = s.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+            name = call.func.value.id
+            meth = call.func.attr
+            cur = self.env.get(name)
+            if meth == "requires_grad_":
+                flag = call.args[0] if call.args else _kw(call, "requires_grad")
+                flag = flag.value if isinstance(flag, ast.keyword) else flag
+                off = flag is not None and _const_false(flag)
+                if isinstance(cur, Mod) or name in self.module_evidence:
+                    if off:
+                        self._freeze(name)
+                    return
+                if off:
+                    if isinstance(cur, Graph):
+                        self.rg_false_nonleaf[name] = s  # raises at run time; the graph stays
+                    else:
+                        self.env[name] = None
+                elif not isinstance(cur, Graph):
+                    self.env[name] = Leaf(self._src(name, "data", s, call, ("method", call)))
+                return
+            if meth in ("detach_",):
+                self.env[name] = None
+                return
+            if isinstance(cur, (Graph, Leaf)) and meth.endswith("_") and not meth.startswith("_"):
+                base = meth[:-1]
+                sv = True if base in K.SAVING_METHODS or meth in K.SAVING_METHODS else (
+                    False if meth in K.NONSAVING_METHODS or base in K.NONSAVING_METHODS else None)
+                args = [self._eval(a) for a in call.args] + [self._eval(k.value) for k in call.keywords]
+                g = _merge([cur] + args, sv, f".{meth}()")
+                self.env[name] = _with_stmt(g, s)
+                return
+        self._eval(s.value)
+
+    def _assign(self, target: ast.AST, v, stmt: ast.stmt):
+        if isinstance(target, ast.Name):
+            if isinstance(v, Leaf) and v.src.name is None:
+                v = Leaf(Src(target.id, v.src.kind, stmt, v.src.node, v.src.removal, v.src.order))
+            elif isinstance(v, Mod) and v.src.name is None:
+                v = Mod(Src(target.id, "module", stmt, v.src.node, None, v.src.order),
+                        v.trainable and target.id not in self.frozen, v.saving)
+            elif isinstance(v, Graph):
+                v = _with_stmt(v, stmt)
+            self.env[target.id] = v
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            g = _as_graph(v) if isinstance(v, (Graph, Leaf)) else None
+            for e in target.elts:
+                self._assign(e.value if isinstance(e, ast.Starred) else e, g, stmt)
+        elif isinstance(target, ast.Attribute):
+            if target.attr == "requires_grad" and isinstance(target.value, ast.Name):
+                name = target.value.id
+                cur = self.env.get(name)
+                val = stmt.value if isinstance(stmt, ast.Assign) else None
+                if _const_true(val) and not isinstance(cur, Graph):
+                    self.env[name] = Leaf(self._src(name, "data", stmt, stmt, None))
+                elif val is not None and _const_false(val) and not isinstance(cur, Graph):
+                    self.env[name] = None
+        elif isinstance(target, ast.Subscript):
+            base = target.value
+            if isinstance(base, ast.Name) and isinstance(v, (Graph, Leaf)):
+                cur = self.env.get(base.id)
+                self.env[base.id] = _with_stmt(_merge([cur, v], False), stmt)
+
+    def _src(self, name, kind, stmt, node, removal) -> Src:
+        self.order += 1
+        return Src(name, kind, stmt, node, removal, self.order)
+
+    # -- expressions ------------------------------------------------------------
+    def _binop_saving(self, opname: str, left: ast.AST, right: ast.AST) -> Optional[bool]:
+        if opname in ("Mult", "Div", "Pow", "MatMult"):
+            return True
+        if opname in K.NONSAVING_BINOPS:
+            return False
+        return None
+
+    def _eval(self, e: Optional[ast.AST]):
+        if e is None:
+            return None
+        if isinstance(e, ast.Name):
+            return self.env.get(e.id)
+        if isinstance(e, ast.Constant):
+            return None
+        if isinstance(e, ast.BinOp):
+            l, r = self._eval(e.left), self._eval(e.right)
+            if self.nograd:
+                return None
+            opname = type(e.op).__name__
+            return _merge([l, r], self._binop_saving(opname, e.left, e.right), f"`{_OPS.get(opname, opname)}`")
+        if isinstance(e, ast.UnaryOp):
+            v = self._eval(e.operand)
+            if self.nograd or isinstance(e.op, (ast.Not, ast.Invert)):
+                return None
+            return _merge([v], False)
+        if isinstance(e, (ast.Compare, ast.BoolOp)):
+            for x in ast.iter_child_nodes(e):
+                if isinstance(x, ast.expr):
+                    self._eval(x)
+            return None
+        if isinstance(e, ast.IfExp):
+            self._eval(e.test)
+            return _merge([self._eval(e.body), self._eval(e.orelse)], False)
+        if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+            vs = [self._eval(x) for x in e.elts]
+            return None if self.nograd else _merge(vs, False)
+        if isinstance(e, ast.Starred):
+            return self._eval(e.value)
+        if isinstance(e, ast.NamedExpr):
+            v = self._eval(e.value)
+            self.env[e.target.id] = v
+            return v
+        if isinstance(e, ast.Await):
+            return self._eval(e.value)
+        if isinstance(e, ast.Attribute):
+            v = self._eval(e.value)
+            if e.attr in ("T", "mT", "H", "mH", "real") and not self.nograd:
+                return _merge([v], False)
+            return None
+        if isinstance(e, ast.Subscript):
+            v = self._eval(e.value)
+            idx_saving = self._index_saving(e.slice)
+            if self.nograd or not isinstance(v, (Graph, Leaf)):
+                return None
+            return _merge([v], idx_saving, "indexing")
+        if isinstance(e, ast.Call):
+            return self._call(e)
+        return None
+
+    def _index_saving(self, sl: ast.AST) -> Optional[bool]:
+        """Basic indexing (ints, slices) saves nothing; a tensor index saves it."""
+        parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        result: Optional[bool] = False
+        for p in parts:
+            if isinstance(p, ast.Slice):
+                for b in (p.lower, p.upper, p.step):
+                    self._eval(b)
+                continue
+            if isinstance(p, ast.Constant) or (isinstance(p, ast.UnaryOp) and isinstance(p.operand, ast.Constant)):
+                continue
+            v = self._eval(p)
+            if isinstance(p, (ast.Compare, ast.List)) or isinstance(v, (Graph, Leaf)):
+                result = True
+            elif isinstance(p, ast.Name) and p.id in self.env:
+                result = _sv(result, None)
+            else:
+                result = _sv(result, None)
+        return result
+
+    def _is_nograd_ctx(self, func: ast.AST, call: ast.AST) -> bool:
+        q = self.ctx.qualify(func)
+        if q not in K.NO_GRAD_CONTEXTS:
+            return False
+        if q == "torch.set_grad_enabled":
+            return isinstance(call, ast.Call) and bool(call.args) and _const_false(call.args[0])
+        return True
+
+    def _call(self, e: ast.Call):
+        func = e.func
+        q = self.ctx.qualify(func) or ""
+        args = [self._eval(a) for a in e.args] + [self._eval(k.value) for k in e.keywords]
+        # module construction: nn.Linear(5, 1), MyNet()
+        ctor = self._module_ctor(func, q, args)
+        if ctor is not None:
+            return ctor
+        # factories: leaves
+        if q in K.TENSOR_FACTORIES:
+            kw = _kw(e, "requires_grad")
+            if kw is not None and _const_true(kw.value):
+                return Leaf(self._src(None, "data", None, e, ("kw", kw, e)))
+            return None
+        if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            kw = _kw(e, "requires_grad")
+            if (kw is not None and _const_false(kw.value)) or (len(e.args) > 1 and _const_false(e.args[1])):
+                return None
+            return Leaf(self._src(None, "param", None, e, None))
+        if isinstance(func, ast.Attribute):
+            recv = self._eval(func.value) if not q.startswith("torch.") else None
+            meth = func.attr
+            if (meth in K.GRAPH_CUT_METHODS or meth in _NON_TENSOR_METHODS) and not isinstance(recv, Mod):
+                return None
+            if meth == "requires_grad_" and not isinstance(recv, Mod):
+                flag = e.args[0] if e.args else (_kw(e, "requires_grad").value if _kw(e, "requires_grad") else None)
+                if flag is not None and _const_false(flag):
+                    return None if not isinstance(recv, Graph) else recv
+                if recv is None and isinstance(func.value, ast.Call):
+                    return Leaf(self._src(None, "data", None, e, ("method", e)))
+                return recv
+            if isinstance(recv, Mod):  # module.forward(x), model.to(device), ...
+                if meth in ("forward", "__call__"):
+                    return self._module_call(recv, args, e)
+                if meth == "requires_grad_":
+                    flag = e.args[0] if e.args else None
+                    return Mod(recv.src, not (flag is not None and _const_false(flag)) and recv.trainable, recv.saving)
+                if meth in _MODULE_SELF_METHODS:
+                    return recv
+                return None
+            if isinstance(recv, (Graph, Leaf)):
+                if self.nograd:
+                    return None
+                if meth in K.SAVING_METHODS:
+                    sv: Optional[bool] = True
+                elif meth in K.PASSTHROUGH_METHODS or meth in K.NONSAVING_METHODS:
+                    sv = False
+                else:
+                    sv = None
+                return _merge([recv] + args, sv, f"`.{meth}()`")
+        # module calls
+        mod = self._module_of(func)
+        if mod is not None:
+            return self._module_call(mod, args, e)
+        if self.nograd:
+            return None
+        if q.startswith("torch."):
+            if not any(isinstance(a, (Graph, Leaf)) for a in args):
+                return None
+            if q in K.SAVING_FUNCTIONS:
+                return _merge(args, True)
+            if q in K.NONSAVING_FUNCTIONS:
+                return _merge(args, False)
+            if q in _GRAPHLESS_FUNCTIONS:
+                return None
+            return _merge(args, None, f"`{q}`")
+        if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES and func.id not in self.env:
+            if func.id in ("sum",):
+                return _merge(args, False)
+            if func.id in ("abs", "max", "min", "pow", "divmod", "round"):
+                return _merge(args, None, f"`{func.id}()`")
+            if func.id in ("list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"):
+                return _merge(args, False)
+            return None
+        if any(isinstance(a, (Graph, Leaf)) for a in args):
+            name = ast.unparse(func) if hasattr(ast, "unparse") else "call"
+            return _merge(args, None, f"`{name}()`")
+        return None
+
+    def _module_of(self, func: ast.AST) -> Optional[Mod]:
+        if isinstance(func, ast.Name):
+            v = self.env.get(func.id)
+            if isinstance(v, Mod):
+                return v
+            if func.id in self.module_evidence and func.id not in self.env:
+                return Mod(Src(func.id, "module", None, None), func.id not in self.frozen, None)
+            return None
+        if isinstance(func, ast.Call):
+            # nn.Linear(5, 1)(x)
+            m = self._eval(func)
+            return m if isinstance(m, Mod) else None
+        return None
+
+    def _module_call(self, mod: Mod, args, call: ast.Call):
+        if self.nograd:
+            return None
+        if mod.trainable:
+            src = mod.src if mod.src.node is not None else Src(mod.src.name, "module", None, call, None, mod.src.order)
+            return _merge([Leaf(src)] + list(args), True)
+        return _merge(args, mod.saving, f"`{ast.unparse(call.func)}`")
+
+    def _module_ctor(self, func: ast.AST, q: str, args) -> Optional[Mod]:
+        if q.startswith("torch.nn.") and not q.startswith(("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")):
+            last = q.rsplit(".", 1)[-1]
+            if not last[:1].isupper() or last in ("Parameter", "Buffer"):
+                return None
+            if last in K.PARAMETERLESS_MODULES:
+                return Mod(self._src(None, "module", None, func, None), False, last not in K.NONSAVING_MODULES)
+            if last in K.CONTAINER_MODULES:
+                mods = [a for a in args if isinstance(a, Mod)]
+                trainable = any(m.trainable for m in mods) if mods else True
+                saving = None if not mods else (True if any(m.saving is not False for m in mods) else False)
+                return Mod(self._src(None, "module", None, func, None), trainable, saving)
+            return Mod(self._src(None, "module", None, func, None), True, True)
+        if isinstance(func, ast.Name) and func.id not in self.env and _is_module_class(func.id, self.ctx):
+            return Mod(self._src(None, "module", None, func, None), True, True)
+        return None
+
+
+def _stmt_binds(s: ast.stmt) -> Set[str]:
+    out: Set[str] = set()
+    if isinstance(s, ast.Assign):
+        for t in s.targets:
+            out |= set(_bound_names(t))
+            base = t
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if base is not t and isinstance(base, ast.Name):
+                out.add(base.id)
+    elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
+        out |= set(_bound_names(s.target))
+    elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute):
+        if isinstance(s.value.func.value, ast.Name):
+            out.add(s.value.func.value.id)  # Y.add_(noise)
+    return out
+
+
+def _describe(src: Src) -> Tuple[str, str]:
+    if src.kind == "param":
+        return (f"parameter `{src.name}`", f"参数 `{src.name}` ") if src.name else ("a parameter", "一个参数")
+    if src.kind == "module":
+        return (f"module `{src.name}`", f"模块 `{src.name}` ") if src.name else ("a module", "一个模块")
+    if src.name:
+        return f"`{src.name}`, which requires grad", f"需要梯度的 `{src.name}` "
+    return "a tensor created with `requires_grad=True`", "一个 `requires_grad=True` 的张量"
+
+
+def _into(src: Src) -> Tuple[str, str]:
+    if src.kind == "module":
+        return (f"`{src.name}`'s parameters", f" `{src.name}` 的参数") if src.name else ("the module's parameters", "模块的参数")
+    if src.name:
+        return f"`{src.name}`", f" `{src.name}`"
+    return "that tensor", "该张量"
+
+
+def _origin_message(src: Src) -> Dict[str, str]:
+    n = src.name or "this tensor"
+    nz = src.name or "这个张量"
+    if src.kind == "param":
+        return {"en": f"the graph starts at parameter `{n}`", "zh": f"计算图从参数 `{nz}` 开始"}
+    if src.kind == "module":
+        return {"en": f"the graph starts at the trainable parameters of `{n}`",
+                "zh": f"计算图从 `{nz}` 的可训练参数开始"}
+    return {"en": f"the graph starts here: `{n}` is created with `requires_grad=True`",
+            "zh": f"计算图从这里开始：`{nz}` 创建时设置了 `requires_grad=True`"}
+
+
+_OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
+_NON_TENSOR_METHODS = frozenset(
+    {"size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "storage_offset", "is_contiguous",
+     "data_ptr", "get_device", "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf",
+     "isfinite", "nonzero", "sign", "round", "floor", "ceil", "bool", "byte", "any", "all", "__len__", "keys",
+     "values", "items", "format", "append", "extend", "state_dict", "zero_grad", "parameters", "named_parameters",
+     "train", "eval", "apply", "register_buffer", "load_state_dict"}
+)
+_CUT_ATTRS = frozenset({"data", "shape", "grad", "dtype", "device", "requires_grad", "is_leaf", "ndim", "grad_fn"})
+_CUT_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "print", "isinstance", "repr", "format", "id", "type"})
+_MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "type"})
+_GRAPHLESS_FUNCTIONS = frozenset(
+    {"torch.argmax", "torch.argmin", "torch.argsort", "torch.eq", "torch.ne", "torch.lt", "torch.le", "torch.gt",
+     "torch.ge", "torch.isnan", "torch.isinf", "torch.isfinite", "torch.nonzero", "torch.sign", "torch.round",
+     "torch.floor", "torch.ceil", "torch.numel", "torch.is_tensor", "torch.equal", "torch.allclose",
+     "torch.no_grad", "torch.manual_seed", "torch.save", "torch.load", "torch.set_grad_enabled"}
+)
