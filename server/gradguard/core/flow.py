@@ -319,3 +319,918 @@ def backprop_loops(stmts: Sequence[ast.stmt], ctx=None, extra: Optional[Callable
         if isinstance(s, LOOPS) and loop_backprops(s, ctx, extra):
             out.append(s)
     return out
+
+
+# ---------------------------------------------------------------------------
+# Graph taint interpreter
+# ---------------------------------------------------------------------------
+# A small abstract interpreter over one unit. Each value is a :class:`Val`: a
+# set of *tokens* saying where its autograd graph comes from, plus its tuple
+# structure (LSTM ``(h, c)``) and, for objects, what it is (a module, a
+# function). Tokens:
+#
+#   ("G", node)                 graph built by ``node`` (a module call, an op on a leaf) in this unit
+#   ("L",)                      a leaf that requires grad (nn.Parameter, requires_grad=True)
+#   ("P", i)                    flows from parameter ``i`` (function summaries)
+#   ("C", name, loop, idx)      carried into ``loop``'s next iteration by ``name``
+#                               (element ``idx`` of a tuple state, or -1)
+#
+# It is linear in the unit's size except that a back-propagating loop body is
+# walked twice (once to learn what an iteration leaves behind, once with those
+# values carried in), so nested loops cost 2^depth walks of the inner body.
+
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any, Dict, FrozenSet, Iterable, Optional as _Opt, Tuple  # noqa: E402
+
+EMPTY: FrozenSet = frozenset()
+
+
+@dataclass(frozen=True, eq=False)
+class Val:
+    """Abstract value. ``taints`` of a tuple is the union of its elements'."""
+
+    taints: FrozenSet = EMPTY
+    elems: _Opt[Tuple["Val", ...]] = None
+    obj: _Opt[str] = None  # "inst:torch.nn.GRU", "user:Model", "ucls:Model", "cls:torch.nn.GRU", "fn:name"
+    none: bool = False  # may be None
+    undef: bool = False  # may be unbound
+    param: bool = False  # comes from a function parameter (unknown caller value)
+    site: _Opt[ast.stmt] = None  # statement that assigned it (for reporting)
+
+    def graph_tokens(self) -> FrozenSet:
+        return frozenset(t for t in self.taints if t[0] == "G")
+
+    def has_grad(self) -> bool:
+        return any(t[0] in ("G", "L") for t in self.taints)
+
+
+CLEAN = Val()
+NONE = Val(none=True)
+
+
+def tup(elems: Sequence[Val]) -> Val:
+    taints: FrozenSet = frozenset().union(*(e.taints for e in elems)) if elems else EMPTY
+    return Val(taints, tuple(elems))
+
+
+def plain(taints: Iterable) -> Val:
+    t = frozenset(taints)
+    return Val(t) if t else CLEAN
+
+
+def join(a: _Opt[Val], b: _Opt[Val]) -> Val:
+    if a is None and b is None:
+        return Val(undef=True)
+    if a is None:
+        return _with(b, undef=True)
+    if b is None:
+        return _with(a, undef=True)
+    if a is b:
+        return a
+    elems = None
+    if a.elems is not None and b.elems is not None and len(a.elems) == len(b.elems):
+        elems = tuple(join(x, y) for x, y in zip(a.elems, b.elems))
+    elif a.elems is not None and b.none and not b.taints:
+        elems = a.elems
+    elif b.elems is not None and a.none and not a.taints:
+        elems = b.elems
+    site = a.site
+    if b.site is not None and (site is None or (b.graph_tokens() and not a.graph_tokens())):
+        site = b.site
+    return Val(
+        a.taints | b.taints,
+        elems,
+        a.obj if a.obj == b.obj else (a.obj or b.obj),
+        a.none or b.none,
+        a.undef or b.undef,
+        a.param or b.param,
+        site,
+    )
+
+
+def _with(v: Val, **kw) -> Val:
+    d = dict(taints=v.taints, elems=v.elems, obj=v.obj, none=v.none, undef=v.undef, param=v.param, site=v.site)
+    d.update(kw)
+    return Val(**d)
+
+
+def join_env(a: Dict[str, Val], b: Dict[str, Val]) -> Dict[str, Val]:
+    out: Dict[str, Val] = {}
+    for k in a.keys() | b.keys():
+        va, vb = a.get(k), b.get(k)
+        out[k] = va if va is vb else join(va, vb)
+    return out
+
+
+@dataclass(frozen=True)
+class RetPos:
+    """One returned position of a function: does it carry a graph built inside,
+    which parameters flow into it, and its tuple arity when known (LSTM state: 2)."""
+
+    graph: bool = False
+    params: FrozenSet[int] = EMPTY
+    arity: _Opt[int] = None
+
+
+@dataclass(frozen=True)
+class FnFacts:
+    """Coarse, hashable facts about a same-file function or method.
+
+    ``params`` excludes ``self``/``cls`` for methods. ``returns`` is the per-position
+    summary when every ``return`` returns a tuple of the same length, else None;
+    ``ret`` is the whole returned value. ``backward_params``: parameters whose value
+    reaches a backward() inside. ``detaches``: takes arguments and returns none of
+    their graphs nor a new one (a ``repackage_hidden``-style helper, by its body)."""
+
+    params: Tuple[str, ...] = ()
+    ret: RetPos = RetPos()
+    returns: _Opt[Tuple[RetPos, ...]] = None
+    calls_backward: bool = False
+    backward_params: FrozenSet[int] = EMPTY
+    detaches: bool = False
+    no_grad: bool = False
+    returns_value: bool = False
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    """Facts about a same-file class: raw dotted base names, ``self.<attr> = Ctor(...)``
+    constructors (raw dotted names), method facts, and a few derived flags."""
+
+    bases: Tuple[str, ...] = ()
+    attrs: Tuple[Tuple[str, str], ...] = ()
+    methods: Tuple[Tuple[str, FnFacts], ...] = ()
+    has_forward: bool = False
+    has_init_hidden: bool = False
+    forward_detaches_hidden: bool = False
+
+    def attr(self, name: str) -> _Opt[str]:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return None
+
+    def method(self, name: str) -> _Opt[FnFacts]:
+        for k, v in self.methods:
+            if k == name:
+                return v
+        return None
+
+
+_RECURRENT_SHORT = {q.rsplit(".", 1)[-1] for q in K.RECURRENT_MODULES | K.RECURRENT_CELLS}
+
+
+class Resolver:
+    """What names mean. The base class knows torch (through ``ctx`` import aliases
+    or the default ones); :class:`gradguard.rules` subclass it to add same-file facts."""
+
+    def __init__(self, ctx=None, summary: _Opt[Mapping[str, Any]] = None, local_aliases=None):
+        self.ctx = ctx
+        self.summary = summary if summary is not None else (getattr(ctx, "summary", None) or {})
+        self.local_aliases = local_aliases or {}
+
+    def qualify(self, expr: ast.AST) -> _Opt[str]:
+        return qualify(expr, self.ctx, self.local_aliases)
+
+    def qualify_raw(self, raw: str) -> str:
+        head, _, rest = raw.partition(".")
+        imports = getattr(self.ctx, "imports", None) or {}
+        full = imports.get(head) or self.local_aliases.get(head) or (DEFAULT_ALIASES.get(head) if head not in imports else None)
+        if full is None:
+            return raw
+        return f"{full}.{rest}" if rest else full
+
+    @staticmethod
+    def torch_class(q: _Opt[str]) -> _Opt[str]:
+        """Normalise a qualified class name to a torch.nn class, with a bare-name
+        fallback for the recurrent ones (``GRU`` from an unseen import)."""
+        if not q:
+            return None
+        if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper():
+            return q
+        if "." not in q and q in _RECURRENT_SHORT:
+            return "torch.nn." + q
+        return None
+
+    # -- same-file facts ------------------------------------------------
+    def fn(self, name: str) -> _Opt[FnFacts]:
+        v = self.summary.get("fn:" + name)
+        return v if isinstance(v, FnFacts) else None
+
+    def cls(self, name: str) -> _Opt[ClassFacts]:
+        v = self.summary.get("class:" + name)
+        return v if isinstance(v, ClassFacts) else None
+
+    def global_obj(self, name: str) -> _Opt[str]:
+        """Object descriptor for a module-level name seen from a unit."""
+        if self.cls(name) is not None:
+            return "ucls:" + name
+        if self.fn(name) is not None:
+            return "fn:" + name
+        raw = self.summary.get("var:" + name)
+        if isinstance(raw, str):
+            return self.ctor_obj(raw)
+        return None
+
+    def ctor_obj(self, raw: str) -> _Opt[str]:
+        """What calling the (raw dotted) constructor ``raw`` gives."""
+        q = self.qualify_raw(raw)
+        tc = self.torch_class(q)
+        if tc:
+            return "inst:" + tc
+        if "." not in raw and self.cls(raw) is not None:
+            return "user:" + raw
+        return None
+
+    def is_module_class(self, name: str, _depth: int = 0) -> bool:
+        cf = self.cls(name)
+        if cf is None or _depth > 5:
+            return False
+        if cf.has_forward:
+            return True
+        for b in cf.bases:
+            q = self.qualify_raw(b)
+            if q in K.MODULE_BASES or (q.startswith("torch.nn.") and q[9:10].isupper()):
+                return True
+            if "." not in b and self.is_module_class(b, _depth + 1):
+                return True
+        return False
+
+    def attr_obj(self, obj: _Opt[str], attr: str) -> _Opt[str]:
+        if obj and obj.startswith("user:"):
+            cf = self.cls(obj[5:])
+            if cf is not None:
+                raw = cf.attr(attr)
+                if raw:
+                    return self.ctor_obj(raw)
+        return None
+
+    def method_facts(self, obj: _Opt[str], name: str) -> _Opt[FnFacts]:
+        if obj and obj.startswith("user:"):
+            cf = self.cls(obj[5:])
+            if cf is not None:
+                return cf.method(name)
+        return None
+
+
+@dataclass
+class BackwardEvent:
+    call: ast.Call  # the backward() (or the call of a helper that back-propagates)
+    loss: Val
+    retain: bool
+
+
+@dataclass
+class LoopFrame:
+    loop: ast.stmt
+    second: bool = False  # pass 2: carried values seeded
+    backprop: bool = False
+    reached: set = field(default_factory=set)  # G tokens some backward traversed (pass 1)
+    hits: Dict[Tuple, BackwardEvent] = field(default_factory=dict)  # C token → first event
+
+
+@dataclass
+class Carry:
+    """A value carried into the next iteration of ``loop`` that reaches a backward."""
+
+    loop: ast.stmt
+    names: Tuple[str, ...]  # variables (several when a tuple is unpacked: h, c)
+    site: ast.stmt  # the assignment that leaves it with a graph
+    built_by: _Opt[ast.AST]  # where that graph is built
+    event: BackwardEvent  # the backward that fails
+    missing: Tuple[int, ...]  # tuple state: the elements still attached (() = whole value)
+    arity: _Opt[int]  # tuple arity of the carried state, if known
+    entry: Dict[str, Val]  # values before the loop (for fixes)
+    end: Dict[str, Val]  # values at the end of an iteration
+
+
+_CLEAN_BUILTINS = frozenset(
+    {"len", "range", "print", "isinstance", "issubclass", "int", "float", "bool", "str", "repr", "hasattr",
+     "callable", "id", "type", "format", "open", "round", "hash", "divmod", "ord", "chr", "input", "super"}
+)
+_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+                       "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script"})
+_MODULE_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "modules", "children", "buffers",
+                             "zero_grad", "load_state_dict", "apply", "register_buffer", "flatten_parameters",
+                             "named_modules", "register_forward_hook"})
+_SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16",
+                           "requires_grad_", "share_memory", "type"})
+
+
+class GraphFlow:
+    """Run the taint interpreter over one unit.
+
+    After :meth:`run`, ``carries`` lists GG101 candidates, ``events`` the backward
+    events (outside loops too) and ``returns`` the returned values (for summaries)."""
+
+    def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None):
+        self.r = resolver
+        self.no_grad = 1 if no_grad else 0
+        self.self_obj = self_obj
+        self.frames: List[LoopFrame] = []
+        self.carries: List[Carry] = []
+        self._carried_keys: set = set()
+        self.events: List[BackwardEvent] = []
+        self.returns: List[Val] = []
+        self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated
+        self._stmt: _Opt[ast.stmt] = None
+
+    # -- entry points ----------------------------------------------------
+    def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
+        env = dict(env or {})
+        if self.self_obj:
+            env.setdefault("self", Val(obj=self.self_obj))
+        return self.block(body, env)
+
+    # -- statements ------------------------------------------------------
+    def block(self, stmts: Sequence[ast.stmt], env: Dict[str, Val]) -> Dict[str, Val]:
+        for s in stmts:
+            env = self.stmt(s, env)
+        return env
+
+    def stmt(self, s: ast.stmt, env: Dict[str, Val]) -> Dict[str, Val]:
+        self._stmt = s
+        if isinstance(s, ast.Assign):
+            self._targets = tuple(n for t in s.targets for n in target_names(t))
+            v = self.eval(s.value, env)
+            self._targets = ()
+            for t in s.targets:
+                self.bind(t, v, env, s)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self._targets = tuple(target_names(s.target))
+                v = self.eval(s.value, env)
+                self._targets = ()
+                self.bind(s.target, v, env, s)
+        elif isinstance(s, ast.AugAssign):
+            cur = self.eval(s.target, env)
+            v = self.eval(s.value, env)
+            res = plain(cur.taints | v.taints)
+            if not self.no_grad and "L" in {t[0] for t in res.taints}:
+                res = plain(res.taints | {("G", s)})
+            self.bind(s.target, res, env, s)
+        elif isinstance(s, ast.Expr):
+            name = inplace_cut_target(s)
+            if name is not None:
+                old = env.get(name)
+                env[name] = _with(old or CLEAN, taints=EMPTY, elems=None, site=s)
+            else:
+                self.eval(s.value, env)
+        elif isinstance(s, ast.If):
+            self.eval(s.test, env)
+            e1, e2 = dict(env), dict(env)
+            self._narrow(s.test, e1, e2)
+            e1 = self.block(s.body, e1)
+            e2 = self.block(s.orelse, e2)
+            env = join_env(e1, e2)
+        elif isinstance(s, LOOPS):
+            env = self.loop(s, env)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            ng = is_no_grad_with(s, self.r.ctx)
+            for item in s.items:
+                v = self.eval(item.context_expr, env)
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, v, env, s)
+            if ng:
+                self.no_grad += 1
+            env = self.block(s.body, env)
+            if ng:
+                self.no_grad -= 1
+        elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+            env = self.block(s.body, env)
+            out = env
+            for h in s.handlers:
+                out = join_env(out, self.block(h.body, dict(env)))
+            out = self.block(s.orelse, out)
+            env = self.block(s.finalbody, out)
+        elif isinstance(s, ast.Return):
+            if s.value is not None:
+                self.returns.append(self.eval(s.value, env))
+            else:
+                self.returns.append(NONE)
+        elif isinstance(s, ast.Delete):
+            for t in s.targets:
+                for n in target_names(t):
+                    env.pop(n, None)
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            env[s.name] = Val(obj="local")
+        elif type(s).__name__ == "Match":
+            self.eval(s.subject, env)  # type: ignore[attr-defined]
+            out = None
+            for c in s.cases:  # type: ignore[attr-defined]
+                e = self.block(c.body, dict(env))
+                out = e if out is None else join_env(out, e)
+            env = join_env(env, out) if out is not None else env
+        elif isinstance(s, (ast.Raise, ast.Assert)):
+            for child in ast.iter_child_nodes(s):
+                if isinstance(child, ast.expr):
+                    self.eval(child, env)
+        return env
+
+    @staticmethod
+    def _narrow(test: ast.expr, yes: Dict[str, Val], no: Dict[str, Val]) -> None:
+        """``if h is not None:`` → on the other path h is None (carries nothing)."""
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            name = dotted(test.left)
+            if name is None:
+                return
+            if isinstance(test.ops[0], ast.IsNot):
+                no[name] = NONE
+            elif isinstance(test.ops[0], ast.Is):
+                yes[name] = NONE
+
+    def bind(self, target: ast.AST, v: Val, env: Dict[str, Val], s: ast.stmt) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            elts = target.elts
+            starred = any(isinstance(e, ast.Starred) for e in elts)
+            if v.elems is not None and len(v.elems) == len(elts) and not starred:
+                for e, ev in zip(elts, v.elems):
+                    self.bind(e, ev, env, s)
+            else:
+                part = plain(v.taints)
+                for e in elts:
+                    self.bind(e, part, env, s)
+            return
+        if isinstance(target, ast.Starred):
+            self.bind(target.value, plain(v.taints), env, s)
+            return
+        name = dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+        if name is not None:
+            env[name] = _with(v, site=s, undef=False, param=False)
+            # rebinding x invalidates x.attr entries
+            if isinstance(target, ast.Name):
+                prefix = name + "."
+                for k in [k for k in env if k.startswith(prefix)]:
+                    del env[k]
+        elif isinstance(target, ast.Subscript):
+            # x[i] = y: x now also holds y's graph
+            base = dotted(target.value)
+            self.eval(target.slice, env)
+            if base is not None and base in env:
+                old = env[base]
+                env[base] = _with(old, taints=old.taints | v.taints, elems=None)
+
+    # -- loops -----------------------------------------------------------
+    def _bind_loop_target(self, loop: ast.stmt, env: Dict[str, Val]) -> None:
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            it = self.eval(loop.iter, env)
+            self.bind(loop.target, plain(it.taints), env, loop)
+        else:
+            self.eval(loop.test, env)  # type: ignore[attr-defined]
+
+    def loop(self, loop: ast.stmt, env: Dict[str, Val]) -> Dict[str, Val]:
+        entry = dict(env)
+        frame = LoopFrame(loop)
+        self.frames.append(frame)
+        e1 = dict(entry)
+        self._bind_loop_target(loop, e1)
+        e1 = self.block(loop.body, e1)  # type: ignore[attr-defined]
+        self.frames.pop()
+        out = join_env(entry, e1)
+        if frame.backprop and not self.no_grad:
+            seeds: Dict[str, Val] = {}
+            for name, v in e1.items():
+                if v.graph_tokens() & frame.reached:
+                    seeds[name] = v
+            if seeds:
+                e2 = dict(out)
+                for name, v in seeds.items():
+                    e2[name] = self._seed(name, loop, e2[name], v)
+                frame2 = LoopFrame(loop, second=True)
+                self.frames.append(frame2)
+                self._bind_loop_target(loop, e2)
+                e2 = self.block(loop.body, e2)  # type: ignore[attr-defined]
+                self.frames.pop()
+                self._report(frame2, seeds, entry, e1)
+                out = join_env(out, self._strip(e2, loop))
+        # a loop's else: runs once after it
+        orelse = getattr(loop, "orelse", None)
+        if orelse:
+            out = self.block(orelse, out)
+        return out
+
+    @staticmethod
+    def _seed(name: str, loop: ast.stmt, cur: Val, end: Val) -> Val:
+        if end.elems is not None:
+            elems = tuple(
+                _with(ce, taints=ce.taints | {("C", name, loop, i)})
+                for i, ce in enumerate(cur.elems if cur.elems is not None and len(cur.elems) == len(end.elems) else end.elems)
+            )
+            return _with(cur, taints=frozenset().union(*(e.taints for e in elems)), elems=elems)
+        return _with(cur, taints=cur.taints | {("C", name, loop, -1)})
+
+    @staticmethod
+    def _strip(env: Dict[str, Val], loop: ast.stmt) -> Dict[str, Val]:
+        out = {}
+        for k, v in env.items():
+            if any(t[0] == "C" and t[2] is loop for t in v.taints):
+                v = _with(v, taints=frozenset(t for t in v.taints if not (t[0] == "C" and t[2] is loop)), elems=None)
+            out[k] = v
+        return out
+
+    def _report(self, frame: LoopFrame, seeds: Dict[str, Val], entry: Dict[str, Val], end: Dict[str, Val]) -> None:
+        by_site: Dict[int, Dict[str, Any]] = {}
+        for tok, ev in frame.hits.items():
+            _, name, _, idx = tok
+            v = seeds[name]
+            site = v.site
+            if site is None:
+                continue
+            key = (id(site), name)
+            if key in self._carried_keys:
+                continue
+            g = by_site.setdefault(id(site), {"site": site, "names": [], "idx": {}, "event": ev, "val": v})
+            if name not in g["names"]:
+                g["names"].append(name)
+            g["idx"].setdefault(name, set()).add(idx)
+        for g in by_site.values():
+            names = tuple(g["names"])
+            v = g["val"]
+            missing: Tuple[int, ...] = ()
+            arity = len(v.elems) if v.elems is not None else None
+            if len(names) == 1 and arity:
+                idx = sorted(i for i in g["idx"][names[0]] if i >= 0)
+                if idx and len(idx) < arity:
+                    missing = tuple(idx)
+            for n in names:
+                self._carried_keys.add((id(g["site"]), n))
+            self.carries.append(
+                Carry(frame.loop, names, g["site"], _built_by(v), g["event"], missing, arity, entry, end)
+            )
+
+    # -- backward events ---------------------------------------------------
+    def _event(self, call: ast.Call, loss: Val, retain: bool, freed: Iterable = ()) -> None:
+        ev = BackwardEvent(call, loss, retain)
+        self.events.append(ev)
+        if self.no_grad:
+            pass  # backward under no_grad still runs; graph-less values simply carry no tokens
+        for fr in self.frames:
+            fr.backprop = True
+            if fr.second:
+                for t in loss.taints:
+                    if t[0] == "C" and t[2] is fr.loop and t not in fr.hits:
+                        fr.hits[t] = ev
+            else:
+                fr.reached.update(t for t in loss.taints if t[0] == "G")
+                fr.reached.update(freed)
+
+    # -- expressions -----------------------------------------------------
+    def eval(self, e: ast.AST, env: Dict[str, Val]) -> Val:
+        if isinstance(e, ast.Constant):
+            return NONE if e.value is None else CLEAN
+        if isinstance(e, ast.Name):
+            v = env.get(e.id)
+            if v is not None:
+                return v
+            obj = self.r.global_obj(e.id)
+            return Val(obj=obj) if obj else CLEAN
+        if isinstance(e, ast.Attribute):
+            key = dotted(e)
+            if key is not None and key in env:
+                return env[key]
+            if e.attr in K.GRAPH_CUT_ATTRS:
+                self.eval(e.value, env)
+                return CLEAN
+            base = self.eval(e.value, env)
+            obj = self.r.attr_obj(base.obj, e.attr)
+            if obj is None and base.obj and base.obj.startswith("user:"):
+                # self.fc, model.encoder: an unknown attribute of a module is a submodule or a parameter
+                return Val(obj="inst:?")
+            if obj is not None:
+                return Val(obj=obj)
+            return plain(base.taints) if base.taints else CLEAN
+        if isinstance(e, ast.Subscript):
+            base = self.eval(e.value, env)
+            self.eval(e.slice, env)
+            if base.elems is not None:
+                idx = e.slice
+                if isinstance(idx, ast.Constant) and isinstance(idx.value, int) and -len(base.elems) <= idx.value < len(base.elems):
+                    return base.elems[idx.value]
+            return plain(base.taints)
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return tup([self.eval(x, env) for x in e.elts])
+        if isinstance(e, ast.Starred):
+            return self.eval(e.value, env)
+        if isinstance(e, ast.BinOp):
+            a = self.eval(e.left, env)
+            b = self.eval(e.right, env)
+            return self._op(e, a.taints | b.taints)
+        if isinstance(e, ast.UnaryOp):
+            return self._op(e, self.eval(e.operand, env).taints)
+        if isinstance(e, ast.BoolOp):
+            v = CLEAN
+            for x in e.values:
+                v = join(v, self.eval(x, env))
+            return _with(v, site=None)
+        if isinstance(e, ast.Compare):
+            self.eval(e.left, env)
+            for c in e.comparators:
+                self.eval(c, env)
+            return CLEAN
+        if isinstance(e, ast.IfExp):
+            self.eval(e.test, env)
+            yes, no = dict(env), dict(env)
+            self._narrow(e.test, yes, no)
+            return join(self.eval(e.body, yes), self.eval(e.orelse, no))
+        if isinstance(e, ast.Call):
+            return self.call(e, env)
+        if isinstance(e, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+            return plain(self._comp(e, [e.elt], env))
+        if isinstance(e, ast.DictComp):
+            return plain(self._comp(e, [e.key, e.value], env))
+        if isinstance(e, ast.Dict):
+            t: set = set()
+            for x in list(e.keys) + list(e.values):
+                if x is not None:
+                    t |= self.eval(x, env).taints
+            return plain(t)
+        if isinstance(e, ast.Set):
+            t = set()
+            for x in e.elts:
+                t |= self.eval(x, env).taints
+            return plain(t)
+        if isinstance(e, ast.NamedExpr):
+            v = self.eval(e.value, env)
+            self.bind(e.target, v, env, self._stmt)  # type: ignore[arg-type]
+            return v
+        if isinstance(e, (ast.Await, ast.YieldFrom)):
+            return self.eval(e.value, env)
+        if isinstance(e, ast.Yield):
+            if e.value is not None:
+                self.returns.append(self.eval(e.value, env))
+            return CLEAN
+        if isinstance(e, ast.JoinedStr):
+            for x in e.values:
+                self.eval(x, env)
+            return CLEAN
+        if isinstance(e, ast.FormattedValue):
+            self.eval(e.value, env)
+            return CLEAN
+        if isinstance(e, ast.Slice):
+            for x in (e.lower, e.upper, e.step):
+                if x is not None:
+                    self.eval(x, env)
+            return CLEAN
+        return CLEAN  # Lambda and anything exotic
+
+    def _op(self, node: ast.AST, taints: FrozenSet) -> Val:
+        if self.no_grad:
+            return CLEAN
+        if any(t[0] == "L" for t in taints):
+            taints = frozenset(t for t in taints if t[0] != "L") | {("G", node)}
+        return plain(taints)
+
+    def _comp(self, e, elts, env) -> FrozenSet:
+        inner = dict(env)
+        for gen in e.generators:
+            it = self.eval(gen.iter, inner)
+            part = plain(it.taints)
+            if it.elems is not None:
+                v = CLEAN
+                for x in it.elems:
+                    v = join(v, x)
+                part = plain(v.taints)
+            self.bind(gen.target, part, inner, self._stmt)  # type: ignore[arg-type]
+            for cond in gen.ifs:
+                self.eval(cond, inner)
+        t: FrozenSet = EMPTY
+        for x in elts:
+            t = t | self.eval(x, inner).taints
+        return t
+
+    # -- calls -------------------------------------------------------------
+    def _args(self, call: ast.Call, env) -> Tuple[List[Val], Dict[str, Val]]:
+        pos = [self.eval(a, env) for a in call.args]
+        kws = {}
+        for kw in call.keywords:
+            v = self.eval(kw.value, env)
+            kws[kw.arg or "**"] = v
+        return pos, kws
+
+    def call(self, call: ast.Call, env: Dict[str, Val]) -> Val:
+        func = call.func
+        ctx = self.r.ctx
+        # backward() and friends
+        if is_backward_call(call, ctx):
+            tgt = backward_target(call, ctx)
+            if isinstance(func, ast.Attribute):
+                self.eval(func.value, env)
+            pos, kws = self._args(call, env)
+            loss = self.eval(tgt, env) if tgt is not None else CLEAN
+            if is_backward_call(call, ctx) and qualify(func, ctx) in K.BACKWARD_FUNCTIONS:
+                # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated
+                pass
+            self._event(call, loss, has_retain_graph(call))
+            return CLEAN
+        if isinstance(func, ast.Attribute):
+            return self._method_call(call, func, env)
+        callee = self.eval(func, env)
+        pos, kws = self._args(call, env)
+        args_taints = frozenset().union(*(v.taints for v in pos), *(v.taints for v in kws.values())) if (pos or kws) else EMPTY
+        q = self.r.qualify(func) if isinstance(func, ast.Name) else None
+        if isinstance(func, ast.Name) and func.id in env and callee.obj is None:
+            q = None  # a local callable shadows any import
+        return self._apply(call, callee, q, pos, kws, args_taints, env)
+
+    def _method_call(self, call: ast.Call, func: ast.Attribute, env) -> Val:
+        m = func.attr
+        ctx = self.r.ctx
+        q = None
+        key = dotted(func.value)
+        base_known = key is not None and (key in env or key.split(".")[0] in env)
+        if not base_known:
+            q = self.r.qualify(func)
+        if q and (q.startswith("torch.") or q in _WRAPPERS):
+            pos, kws = self._args(call, env)
+            t = frozenset().union(*(v.taints for v in pos), *(v.taints for v in kws.values())) if (pos or kws) else EMPTY
+            return self._torch_call(call, q, pos, kws, t)
+        recv = self.eval(func.value, env)
+        if m in K.GRAPH_CUT_METHODS or m in K.FACTORY_METHODS:
+            self._args(call, env)
+            if m == "detach_" and key is not None:
+                env[key] = _with(env.get(key, CLEAN), taints=EMPTY, elems=None)
+            return CLEAN
+        pos, kws = self._args(call, env)
+        if m == "requires_grad_":
+            if call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
+                if key is not None:
+                    env[key] = _with(env.get(key, CLEAN), taints=EMPTY, elems=None)
+                return CLEAN
+            if key is not None:
+                env[key] = _with(env.get(key, CLEAN), taints=env.get(key, CLEAN).taints | {("L",)})
+            return plain(recv.taints | {("L",)})
+        if recv.obj and recv.obj.startswith(("user:", "inst:")):
+            if m in _SELF_METHODS:
+                return recv
+            facts = self.r.method_facts(recv.obj, m)
+            if facts is not None:
+                return self._apply_facts(call, facts, pos, kws, env, m)
+            if m == "forward":
+                return self._apply(call, recv, None, pos, kws, _union(pos, kws), env)
+            sub = self.r.attr_obj(recv.obj, m)
+            if sub is None and recv.obj.startswith("user:") and m not in _MODULE_METHODS:
+                sub = "inst:?"  # self.fc(x): an attribute we cannot see is a submodule
+            if sub is not None:
+                return self._apply(call, Val(obj=sub), None, pos, kws, _union(pos, kws), env)
+            return CLEAN if m in _MODULE_METHODS else plain(_union(pos, kws))
+        t = recv.taints | _union(pos, kws)
+        if m in ("append", "extend", "insert", "add", "update") and key is not None and key in env:
+            # list.append(x): the list now holds x's graph
+            old = env[key]
+            env[key] = _with(old, taints=old.taints | _union(pos, kws), elems=None)
+            return NONE
+        if m in ("copy_",) and key is not None and key in env:
+            old = env[key]
+            env[key] = _with(old, taints=old.taints | _union(pos, kws), elems=None)
+            return env[key]
+        return self._op(call, t) if t else CLEAN
+
+    def _apply(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
+        obj = callee.obj
+        if q is not None and obj is None:
+            if q in _CLEAN_BUILTINS:
+                return CLEAN
+            if q.startswith("torch.") or q in _WRAPPERS:
+                return self._torch_call(call, q, pos, kws, args_taints)
+            tc = Resolver.torch_class(q)
+            if tc:
+                return Val(obj="cls:" + tc)
+        if obj is not None:
+            if obj.startswith("cls:"):
+                return self._construct(obj[4:], pos)
+            if obj.startswith("ucls:"):
+                return Val(obj="user:" + obj[5:])
+            if obj.startswith("fn:"):
+                facts = self.r.fn(obj[3:])
+                if facts is not None:
+                    return self._apply_facts(call, facts, pos, kws, env, obj[3:])
+            if obj.startswith("inst:"):
+                tq = obj[5:]
+                if self.no_grad:
+                    return CLEAN
+                return self._module_result(call, tq, args_taints)
+            if obj.startswith("user:"):
+                if self.no_grad:
+                    return CLEAN
+                facts = self.r.method_facts(obj, "forward")
+                if facts is not None:
+                    return self._apply_facts(call, facts, pos, kws, env, "forward", graph_node=call)
+                return plain(args_taints | {("G", call)})
+        # unknown callable
+        if self.no_grad:
+            return CLEAN
+        name = func_name = call.func.id if isinstance(call.func, ast.Name) else None
+        targets = self._targets
+        argnames = [dotted(a) for a in call.args]
+        if (
+            name is not None
+            and len(call.args) == 1
+            and not call.keywords
+            and len(targets) == 1
+            and argnames[0] == targets[0]
+            and (callee.obj is None or callee.obj == "local")
+            and not callee.param
+        ):
+            # h = repackage(h) with a helper we cannot see: a state-cutting helper by shape.
+            return CLEAN
+        if func_name in ("tuple", "list", "sorted", "reversed", "zip", "enumerate", "iter", "next", "dict", "set"):
+            if func_name in ("tuple", "list") and len(pos) == 1:
+                v = pos[0]
+                return v if v.elems is not None else plain(v.taints)
+            return plain(args_taints)
+        if len(targets) >= 2 and any(n in targets for n in argnames if n):
+            # out, h = f(x, h): a state threaded through an unknown model call
+            return plain(args_taints | {("G", call)})
+        if len(targets) == 1 and len(call.args) >= 2 and targets[0] in argnames and (
+            callee.param or (callee.obj or "").startswith(("inst:", "user:"))
+        ):
+            return plain(args_taints | {("G", call)})
+        return self._op(call, args_taints) if args_taints else CLEAN
+
+    def _torch_call(self, call, q: str, pos, kws, args_taints) -> Val:
+        if q in _WRAPPERS:
+            return pos[0] if pos else CLEAN
+        tc = Resolver.torch_class(q)
+        if tc:
+            if tc in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                return plain({("L",)})
+            return self._construct(tc, pos)
+        if q in K.TENSOR_FACTORIES:
+            for kw in call.keywords:
+                if kw.arg == "requires_grad" and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
+                    return plain({("L",)})
+            return CLEAN
+        if self.no_grad:
+            return CLEAN
+        return self._op(call, args_taints)
+
+    def _construct(self, tq: str, pos) -> Val:
+        if tq in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return plain({("L",)})
+        return Val(obj="inst:" + tq)
+
+    def _module_result(self, call: ast.Call, tq: str, args_taints) -> Val:
+        g = args_taints | {("G", call)}
+        if tq in K.RECURRENT_MODULES:
+            state = tup([plain(g), plain(g)]) if tq in K.LSTM_LIKE else plain(g)
+            return tup([plain(g), state])
+        if tq in K.RECURRENT_CELLS and tq in K.LSTM_LIKE:
+            return tup([plain(g), plain(g)])
+        return plain(g)
+
+    def _apply_facts(self, call, facts: FnFacts, pos, kws, env, fname, graph_node=None) -> Val:
+        node = graph_node or call
+
+        def argval(i: int) -> Val:
+            if i < len(pos):
+                return pos[i]
+            if i < len(facts.params) and facts.params[i] in kws:
+                return kws[facts.params[i]]
+            return CLEAN
+
+        def posval(rp: RetPos) -> Val:
+            t: set = set()
+            if rp.graph and not facts.no_grad and not self.no_grad:
+                t.add(("G", node))
+            for i in rp.params:
+                t |= argval(i).taints
+            v = plain(t)
+            if rp.arity:
+                v = tup([plain(t)] * rp.arity)
+            return v
+
+        freed = set()
+        if facts.calls_backward:
+            loss_t: set = set()
+            for i in facts.backward_params:
+                loss_t |= argval(i).taints
+            # graphs it returns were built (and back-propagated) inside
+            freed.add(("G", node))
+            self._event(call, plain(loss_t), False, freed)
+        if facts.returns is not None:
+            return tup([posval(rp) for rp in facts.returns])
+        return posval(facts.ret) if facts.returns_value else CLEAN
+
+
+def _union(pos, kws) -> FrozenSet:
+    if not pos and not kws:
+        return EMPTY
+    return frozenset().union(*(v.taints for v in pos), *(v.taints for v in kws.values()))
+
+
+def _built_by(v: Val) -> _Opt[ast.AST]:
+    best = None
+    for t in v.taints:
+        if t[0] == "G":
+            n = t[1]
+            if best is None or (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)) < (
+                getattr(best, "lineno", 0), getattr(best, "col_offset", 0)
+            ):
+                if isinstance(n, ast.Call) or best is None:
+                    best = n
+    return best

@@ -49,6 +49,11 @@ BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "self", "trainer", "engine
 # Functions (qualified):
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 
+# Methods returning a NEW tensor without a graph (x.new_zeros(...)).
+FACTORY_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "size", "dim",
+                             "numel", "nelement", "argmax", "argmin", "eq", "ne", "lt", "gt", "le", "ge",
+                             "isnan", "isinf", "nonzero", "any", "all", "zero_"})
+
 # Tensor factories; with requires_grad=True they make *leaves* (safe to reuse).
 TENSOR_FACTORIES = frozenset(
     {"torch.tensor", "torch.rand", "torch.randn", "torch.zeros", "torch.ones", "torch.empty", "torch.full",

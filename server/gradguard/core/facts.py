@@ -1,0 +1,207 @@
+"""Module facts for the graph-lifetime rules (registered with core.summary).
+
+Per top-level statement, coarse and hashable:
+
+* ``fn:<name>``    → :class:`gradguard.core.flow.FnFacts` (what a same-file function
+  returns, whether it back-propagates and which parameters reach that backward,
+  whether it is a detaching helper — recognised by its body, not its name);
+* ``class:<name>`` → :class:`gradguard.core.flow.ClassFacts` (bases, ``self.x = Ctor(...)``
+  attributes, method facts: ``forward``, ``init_hidden``, ...);
+* ``var:<name>``   → raw dotted constructor name of a module-level ``name = Ctor(...)``
+  (``"nn.GRU"``, ``"RNNModel"``), qualified later through the import table.
+
+Facts never hold AST nodes, and they summarise *interfaces*: an edit inside a
+body changes them only when what the function returns or back-propagates changes.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from gradguard.core import flow as F
+from gradguard.core.summary import Fact, register
+
+_STATIC = ("staticmethod",)
+
+
+class _FactResolver(F.Resolver):
+    """Resolution while summarising: default torch aliases, the class being
+    summarised, and an optimistic assumption for recursion (a recursive call
+    of the function being summarised returns what the function returns
+    elsewhere — so ``tuple(repackage(v) for v in h)`` is a cut when the base
+    case is)."""
+
+    def __init__(self, self_name: Optional[str] = None, cls: Optional[F.ClassFacts] = None):
+        summary = {}
+        if cls is not None and self_name:
+            summary["class:" + self_name] = cls
+        super().__init__(None, summary)
+        self.current: Optional[str] = None
+
+    def fn(self, name):
+        if name == self.current:
+            return F.FnFacts(returns_value=False)
+        return None
+
+    def global_obj(self, name):
+        if name == self.current:
+            return "fn:" + name
+        return super().global_obj(name)
+
+
+def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.expr]]:
+    a = fn.args  # type: ignore[attr-defined]
+    positional = list(a.posonlyargs) + list(a.args)
+    defaults: Dict[str, ast.expr] = {}
+    for arg, d in zip(reversed(positional), reversed(a.defaults)):
+        defaults[arg.arg] = d
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+        if d is not None:
+            defaults[arg.arg] = d
+    names = [p.arg for p in positional] + [p.arg for p in a.kwonlyargs]
+    if method and names:
+        names = names[1:]
+    return tuple(names), defaults
+
+
+def _retpos(v: F.Val) -> F.RetPos:
+    graph = any(t[0] == "G" or t[0] == "L" for t in v.taints)
+    params = frozenset(t[1] for t in v.taints if t[0] == "P")
+    arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
+    return F.RetPos(graph, params, arity)
+
+
+def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self_obj: Optional[str] = None) -> F.FnFacts:
+    """Summarise one def by running the graph interpreter over its body with
+    each parameter as a ``("P", i)`` token."""
+    is_static = any(isinstance(d, ast.Name) and d.id in _STATIC for d in fn.decorator_list)  # type: ignore[attr-defined]
+    names, defaults = _params(fn, method and not is_static)
+    env = {}
+    for i, n in enumerate(names):
+        d = defaults.get(n)
+        env[n] = F.Val(frozenset({("P", i)}), param=True, none=isinstance(d, ast.Constant) and d.value is None)
+    no_grad = F.is_no_grad_function(fn)
+    g = F.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None)
+    try:
+        g.run(fn.body, env)  # type: ignore[attr-defined]
+    except RecursionError:  # pathological nesting: say nothing rather than crash
+        return F.FnFacts(params=names)
+    rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
+    whole = F.CLEAN
+    for r in rets:
+        whole = F.join(whole, r)
+    returns = None
+    if rets and all(r.elems is not None for r in rets) and len({len(r.elems) for r in rets}) == 1:  # type: ignore[arg-type]
+        n = len(rets[0].elems)  # type: ignore[arg-type]
+        returns = tuple(_retpos(_join_all([r.elems[i] for r in rets])) for i in range(n))  # type: ignore[index]
+    ret = _retpos(whole)
+    bparams: set = set()
+    for ev in g.events:
+        bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
+    detaches = bool(names) and bool(rets) and not ret.graph and not ret.params and (
+        returns is None or all(not p.graph and not p.params for p in returns)
+    )
+    return F.FnFacts(
+        params=names,
+        ret=F.RetPos(False, frozenset(), ret.arity) if no_grad else ret,
+        returns=tuple(F.RetPos(False, frozenset(), p.arity) for p in returns) if (no_grad and returns) else returns,
+        calls_backward=bool(g.events),
+        backward_params=frozenset(bparams),
+        detaches=detaches,
+        no_grad=no_grad,
+        returns_value=bool(rets),
+    )
+
+
+def _join_all(vals: List[F.Val]) -> F.Val:
+    out = vals[0]
+    for v in vals[1:]:
+        out = F.join(out, v)
+    return out
+
+
+def _ctor_name(value: ast.expr) -> Optional[str]:
+    """``nn.GRU(...)`` → ``"nn.GRU"``; ``Model(...).to(dev)`` → ``"Model"``;
+    ``getattr(nn, t)(...)`` → ``"?"`` (a constructor we cannot name)."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in ("to", "cuda", "cpu", "float", "double", "half", "train", "eval")
+    ):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return None
+    name = F.dotted(value.func)
+    if name is None:
+        return "?" if isinstance(value.func, ast.Call) else None
+    last = name.rsplit(".", 1)[-1]
+    if not last[:1].isupper():
+        return None
+    return name
+
+
+def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
+    bases = tuple(b for b in (F.dotted(x) for x in cls.bases) if b)
+    attrs: Dict[str, str] = {}
+    defs = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for fn in defs:
+        for node in F.iter_nodes(fn.body):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                t = node.targets[0]
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    ctor = _ctor_name(node.value)
+                    if ctor and t.attr not in attrs:
+                        attrs[t.attr] = ctor
+    for s in cls.body:  # class-level: rnn = nn.GRU(...)
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            ctor = _ctor_name(s.value)
+            if ctor:
+                attrs.setdefault(s.targets[0].id, ctor)
+    attr_t = tuple(sorted(attrs.items()))
+    partial = F.ClassFacts(bases=bases, attrs=attr_t, has_forward=True)
+    methods: List[Tuple[str, F.FnFacts]] = []
+    for fn in defs:
+        r = _FactResolver(cls.name, partial)
+        r.current = None
+        methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name)))
+    mdict = dict(methods)
+    fwd = mdict.get("forward")
+    fwd_detaches = False
+    if fwd is not None and fwd.returns is not None and len(fwd.returns) >= 2:
+        fwd_detaches = all(not p.graph for p in fwd.returns[1:])
+    return F.ClassFacts(
+        bases=bases,
+        attrs=attr_t,
+        methods=tuple(sorted(methods)),
+        has_forward="forward" in mdict,
+        has_init_hidden="init_hidden" in mdict,
+        forward_detaches_hidden=fwd_detaches,
+    )
+
+
+def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
+    if isinstance(stmt, ast.Assign):
+        ctor = _ctor_name(stmt.value)
+        if ctor:
+            for t in stmt.targets:
+                if isinstance(t, ast.Name):
+                    yield "var:" + t.id, ctor
+    elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+        for block in F.child_blocks(stmt):
+            for s in block:
+                yield from _var_facts(s)
+
+
+@register
+def summarize_graph_facts(stmt: ast.stmt) -> Iterable[Fact]:
+    try:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            r = _FactResolver()
+            r.current = stmt.name
+            return [("fn:" + stmt.name, function_facts(stmt, r))]
+        if isinstance(stmt, ast.ClassDef):
+            return [("class:" + stmt.name, class_facts(stmt))]
+        return list(_var_facts(stmt))
+    except RecursionError:
+        return []
