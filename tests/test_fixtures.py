@@ -1,0 +1,277 @@
+"""gradguard's proof on a catalogue of runnable training programs.
+
+Every program in ``tests/fixtures`` declares, in its header, what torch does
+with it and which findings gradguard must report (see ``torch_harness.py``).
+These tests prove each label both ways:
+
+1. torch agrees with the runtime label (a ``crash`` program raises the graph
+   error, a ``train`` program completes) -- run for real, in one subprocess;
+2. ``check_source`` reports exactly the expected (code, line) set, with the
+   expected severity;
+3. applying every finding's preferred fix gives a program that trains, is
+   clean on a re-check, and is a fixed point of fixing;
+4. for GG101, the fixed program's first-iteration parameter gradients equal
+   the original's (the fix cuts the graph *between* iterations only).
+
+The runtime tests need torch and are skipped without it; 2 and the fix
+round-trip on text run everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch_harness as th  # noqa: E402
+
+from gradguard.core import check_source  # noqa: E402
+from gradguard.core.text import apply_text_edits  # noqa: E402
+from gradguard.rules import get_rule  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_PATHS = th.fixture_paths()
+SPECS = {p.name: th.parse_header(p.read_text(encoding="utf-8"), str(p)) for p in FIXTURE_PATHS}
+NAMES = sorted(SPECS)
+WITH_FINDINGS = [n for n in NAMES if SPECS[n].expect]
+GG101_NAMES = [n for n in NAMES if "GG101" in SPECS[n].codes]
+
+# The README demo programs: (what torch does, which rule codes gradguard reports)
+EXAMPLES_DIR = REPO / "examples"
+EXAMPLES = {
+    "gru_hidden_across_batches.py": ("crash", {"GG101"}),
+    "regression_requires_grad_labels.py": ("crash", {"GG102"}),
+    "lstm_language_model_correct.py": ("train", set()),
+}
+
+
+def _source(name: str) -> str:
+    return (th.FIXTURES / name).read_text(encoding="utf-8")
+
+
+def _found(result) -> set:
+    return {(f.code, f.range.start.line + 1) for f in result.findings}
+
+
+def _describe(result) -> str:
+    return "\n".join(
+        f"  {f.code}@{f.range.start.line + 1} [{f.severity.value}] {f.message_in('en')}" for f in result.findings
+    ) or "  (no findings)"
+
+
+def _apply_preferred(source: str, result) -> str:
+    edits = []
+    for f in result.findings:
+        fix = f.preferred_fix
+        assert fix is not None, f"{f.code}@{f.range.start.line + 1} offers no fix"
+        edits.extend(fix.edits)
+    return apply_text_edits(source, edits)
+
+
+# --------------------------------------------------------------------------
+# the catalogue itself
+
+
+def test_catalogue_size_and_label_coverage():
+    labels = Counter(s.label for s in SPECS.values())
+    summary = "\n".join(f"  {n:3}  {k}" for k, n in sorted(labels.items()))
+    print(f"\nfixture catalogue: {len(SPECS)} programs\n{summary}")
+    assert len(SPECS) >= 40, summary
+    for kind in ("crash:GG101", "crash:GG101/alt-error", "crash:GG102", "train:GG102", "train:none"):
+        assert labels[kind] >= 1, f"no fixture labelled {kind}\n{summary}"
+    assert labels["crash:GG101"] >= 10 and labels["train:none"] >= 15, summary
+    assert any(s.severity for s in SPECS.values()), "no fixture declares a non-default severity"
+
+
+def test_headers_are_strict():
+    with pytest.raises(th.HeaderError):
+        th.parse_header("# gradguard-fixture\n# runtime: maybe\n# expect: none\n")
+    with pytest.raises(th.HeaderError):
+        th.parse_header("# gradguard-fixture\n# runtime: crash\n# expect: GG101:3\n")
+    with pytest.raises(th.HeaderError):
+        th.parse_header("# gradguard-fixture\n# runtime: train\n# expect: GG102@3\n# severity: GG102@4=warning\n")
+    with pytest.raises(th.HeaderError):
+        th.parse_header("import torch\n")
+    spec = th.parse_header(
+        "# gradguard-fixture\n# runtime: crash\n# error: inplace\n# expect: GG101@5 GG101@9\n"
+        "# severity: GG101@9=warning\n"
+    )
+    assert spec.expect == {("GG101", 5), ("GG101", 9)} and spec.error == "inplace"
+    assert spec.severity == {("GG101", 9): "warning"} and spec.label == "crash:GG101/alt-error"
+
+
+def test_expected_lines_point_at_code():
+    """A label that points at a blank line or a comment is a typo."""
+    for name, spec in SPECS.items():
+        lines = _source(name).splitlines()
+        for code, line in spec.expect:
+            text = lines[line - 1].strip() if line <= len(lines) else ""
+            assert text and not text.startswith("#"), f"{name}: {code}@{line} points at {text!r}"
+
+
+# --------------------------------------------------------------------------
+# 2. static analysis: exactly the expected findings
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_findings_match_label(name):
+    spec = SPECS[name]
+    result = check_source(_source(name), str(th.FIXTURES / name))
+    assert result.syntax_error is None
+    got = _found(result)
+    missing = sorted(spec.expect - got)
+    extra = sorted(got - spec.expect)
+    assert not missing and not extra, (
+        f"{name}: missing {missing}, unexpected {extra}\nreported:\n{_describe(result)}"
+    )
+    for f in result.findings:
+        key = (f.code, f.range.start.line + 1)
+        rule = get_rule(f.code)
+        want = spec.severity.get(key, rule.default_severity.value)
+        assert f.severity.value == want, f"{name}: {f.code}@{key[1]} severity {f.severity.value}, want {want}"
+
+
+# --------------------------------------------------------------------------
+# 3a. fixing, on text (no torch needed)
+
+
+@pytest.mark.parametrize("name", WITH_FINDINGS)
+def test_preferred_fix_is_clean_and_idempotent(name):
+    source = _source(name)
+    result = check_source(source, name)
+    assert result.findings, f"{name}: nothing reported, so nothing to fix"
+    fixed = _apply_preferred(source, result)
+    assert fixed != source
+    again = check_source(fixed, name)
+    assert again.syntax_error is None, f"{name}: the fix breaks the syntax: {again.syntax_error}\n{fixed}"
+    assert not again.findings, f"{name}: still reported after fixing:\n{_describe(again)}\n--- fixed ---\n{fixed}"
+    assert _apply_preferred(fixed, again) == fixed
+
+
+# --------------------------------------------------------------------------
+# 1, 3b, 4. runtime, under real torch (one subprocess for everything)
+
+
+def _fixed_source(path: Path):
+    source = path.read_text(encoding="utf-8")
+    result = check_source(source, str(path))
+    if not result.findings:
+        return None
+    try:
+        return _apply_preferred(source, result)
+    except (AssertionError, ValueError):
+        return None
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory):
+    """Run every fixture, its fixed version, and the examples, in one process."""
+    work = tmp_path_factory.mktemp("fixed")
+    jobs = []
+    targets = [(n, th.FIXTURES / n) for n in NAMES]
+    targets += [(f"examples/{n}", EXAMPLES_DIR / n) for n in EXAMPLES if (EXAMPLES_DIR / n).exists()]
+    for name, path in targets:
+        job = {"name": name, "original": str(path), "fixed": None, "seed": 0}
+        fixed = _fixed_source(path)
+        if fixed is not None:
+            out = work / name.replace("/", "__")
+            out.write_text(fixed, encoding="utf-8")
+            job["fixed"] = str(out)
+        jobs.append(job)
+    manifest = work / "jobs.json"
+    manifest.write_text(json.dumps(jobs), encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+    proc = subprocess.run(
+        [sys.executable, str(Path(th.__file__)), "--manifest", str(manifest)],
+        capture_output=True, text=True, encoding="utf-8", env=env, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert set(results) == {j["name"] for j in jobs}
+    return results
+
+
+def _why(run: dict) -> str:
+    return f"{run['status']} ({run['error_type']}: {(run['error'] or '')[:200]})"
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", NAMES)
+def test_torch_agrees_with_runtime_label(runtime, name):
+    spec = SPECS[name]
+    run = runtime[name]["original"]
+    if spec.runtime == "crash":
+        assert run["status"] == "crash" and run["error_type"] == "RuntimeError", _why(run)
+        assert spec.error in run["error"], f"expected {spec.error!r}, got {_why(run)}"
+        assert run["captured"], "the first iteration's backward should succeed before the crash"
+    else:
+        assert run["status"] == "train", _why(run)
+        assert run["backward_calls"] >= 2, "a training fixture should back-propagate more than once"
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", WITH_FINDINGS)
+def test_fixed_program_trains(runtime, name):
+    entry = runtime[name]
+    assert "fixed" in entry, f"{name}: no preferred fix could be applied (see test_findings_match_label)"
+    assert entry["fixed"]["status"] == "train", f"{name}: fixed program: {_why(entry['fixed'])}"
+    assert entry["fixed"]["backward_calls"] >= 2
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", GG101_NAMES)
+def test_fix_keeps_first_iteration_gradients(runtime, name):
+    entry = runtime[name]
+    assert "fixed" in entry, f"{name}: no preferred fix could be applied"
+    assert entry["grads_equal"], f"{name}: {entry['grads_why']}"
+
+
+# --------------------------------------------------------------------------
+# the README demo programs
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_examples_are_reported_as_documented(name):
+    path = EXAMPLES_DIR / name
+    assert path.exists(), f"examples/{name} is missing"
+    result = check_source(path.read_text(encoding="utf-8"), str(path))
+    assert {f.code for f in result.findings} == EXAMPLES[name][1], _describe(result)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_examples_behave_as_documented(runtime, name):
+    entry = runtime[f"examples/{name}"]
+    want = EXAMPLES[name][0]
+    assert entry["original"]["status"] == want, _why(entry["original"])
+    if want == "crash":
+        assert th.DEFAULT_ERROR in entry["original"]["error"]
+        assert "fixed" in entry and entry["fixed"]["status"] == "train"
+
+
+# --------------------------------------------------------------------------
+# the reference idioms of pytorch/examples must stay silent
+
+
+PYTORCH_EXAMPLES = os.environ.get("GRADGUARD_PYTORCH_EXAMPLES")
+SILENT_DIRS = ("word_language_model", "time_sequence_prediction", "dcgan", "mnist", "reinforcement_learning")
+
+
+@pytest.mark.skipif(not PYTORCH_EXAMPLES, reason="set GRADGUARD_PYTORCH_EXAMPLES to a pytorch/examples checkout")
+@pytest.mark.parametrize("folder", SILENT_DIRS)
+def test_pytorch_examples_are_silent(folder):
+    root = Path(PYTORCH_EXAMPLES) / folder
+    files = sorted(root.rglob("*.py"))
+    assert files, f"no Python files under {root}"
+    noisy = []
+    for p in files:
+        result = check_source(p.read_text(encoding="utf-8", errors="replace"), str(p))
+        noisy += [f"{p.relative_to(root)}:{f.range.start.line + 1}: {f.code} {f.message_in('en')}" for f in result.findings]
+    assert not noisy, "\n".join(noisy)

@@ -1,0 +1,331 @@
+"""Run fixture programs under real torch and record what torch does with them.
+
+This is the *runtime* half of gradguard's proof: every fixture under
+``tests/fixtures`` declares in its header what torch does with it
+(``# runtime: crash`` or ``# runtime: train``) and which findings gradguard
+must report (``# expect: GG101@42``). This module parses those headers and
+runs many programs in ONE process (``import torch`` costs seconds), each in a
+fresh ``__main__`` namespace, seeded, single-threaded, stdout silenced.
+
+While a program runs, the first *outermost* backward call is observed: when it
+returns, the ``.grad`` of every parameter of every ``nn.Module`` created so far
+(in creation order) is snapshotted. Comparing the snapshot of an original
+program with that of its fixed version proves a fix does not change what the
+first iteration learns.
+
+Header format (comment lines at the top of the file, any order)::
+
+    # gradguard-fixture
+    # runtime: crash | train
+    # expect: GG101@42 GG101@77        (1-based lines; or "expect: none")
+    # severity: GG102@12=warning       (optional; default is the rule's)
+    # error: modified by an inplace operation   (optional; for runtime: crash,
+    #        the substring torch's error must contain instead of the default)
+
+Command line::
+
+    python tests/torch_harness.py [FILES or DIRS ...]      # label check + summary
+    python tests/torch_harness.py --manifest jobs.json     # used by the tests; JSON out
+
+The module does not import torch at import time, so the analysis tests can
+import :func:`parse_header` without torch installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import runpy
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Set, Tuple
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures"
+
+DEFAULT_ERROR = "Trying to backward through the graph a second time"
+HEADER_MARK = "gradguard-fixture"
+
+_HEADER_LINE = re.compile(r"^#\s*([a-z-]+)\s*:\s*(.*?)\s*$")
+_EXPECT_ITEM = re.compile(r"^(GG\d{3})@(\d+)$")
+_SEVERITY_ITEM = re.compile(r"^(GG\d{3})@(\d+)=(error|warning|info|hint)$")
+
+
+class HeaderError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class FixtureSpec:
+    path: str
+    runtime: str  # "crash" | "train"
+    expect: frozenset  # {(code, line1)}
+    severity: Dict[Tuple[str, int], str] = field(default_factory=dict, hash=False, compare=False)
+    error: str = DEFAULT_ERROR
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    @property
+    def codes(self) -> Set[str]:
+        return {c for c, _ in self.expect}
+
+    @property
+    def label(self) -> str:
+        """A coarse label kind, for coverage accounting."""
+        codes = "+".join(sorted(self.codes)) or "none"
+        extra = "" if self.error == DEFAULT_ERROR else "/alt-error"
+        return f"{self.runtime}:{codes}{extra}"
+
+
+def parse_header(source: str, path: str = "<fixture>") -> FixtureSpec:
+    lines = source.splitlines()
+    if not lines or HEADER_MARK not in lines[0]:
+        raise HeaderError(f"{path}: first line must be '# {HEADER_MARK}'")
+    fields: Dict[str, str] = {}
+    for ln in lines[1:]:
+        if not ln.startswith("#"):
+            break
+        m = _HEADER_LINE.match(ln)
+        if not m:
+            continue
+        key, value = m.group(1), m.group(2)
+        if key in fields:
+            raise HeaderError(f"{path}: duplicate header {key!r}")
+        fields[key] = value
+    runtime = fields.get("runtime")
+    if runtime not in ("crash", "train"):
+        raise HeaderError(f"{path}: 'runtime:' must be crash or train, got {runtime!r}")
+    if "expect" not in fields:
+        raise HeaderError(f"{path}: missing 'expect:'")
+    expect: Set[Tuple[str, int]] = set()
+    if fields["expect"].strip().lower() != "none":
+        for item in fields["expect"].split():
+            m = _EXPECT_ITEM.match(item)
+            if not m:
+                raise HeaderError(f"{path}: bad expect item {item!r} (want GG101@42)")
+            expect.add((m.group(1), int(m.group(2))))
+        if not expect:
+            raise HeaderError(f"{path}: empty 'expect:' (write 'expect: none')")
+    severity: Dict[Tuple[str, int], str] = {}
+    for item in fields.get("severity", "").split():
+        m = _SEVERITY_ITEM.match(item)
+        if not m:
+            raise HeaderError(f"{path}: bad severity item {item!r} (want GG102@12=warning)")
+        key = (m.group(1), int(m.group(2)))
+        if key not in expect:
+            raise HeaderError(f"{path}: severity for {item!r} which is not expected")
+        severity[key] = m.group(3)
+    error = fields.get("error", DEFAULT_ERROR)
+    if "error" in fields and runtime != "crash":
+        raise HeaderError(f"{path}: 'error:' only makes sense with runtime: crash")
+    return FixtureSpec(path, runtime, frozenset(expect), severity, error)
+
+
+def fixture_paths(root: Path = FIXTURES) -> List[Path]:
+    return sorted(p for p in root.glob("*.py") if p.read_text(encoding="utf-8").startswith(f"# {HEADER_MARK}"))
+
+
+# --------------------------------------------------------------------------
+# Running programs (needs torch)
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    status: str  # "train" | "crash"
+    error_type: Optional[str] = None
+    error: Optional[str] = None
+    seconds: float = 0.0
+    backward_calls: int = 0
+    # [(module index, parameter name, grad or None)] after the first backward
+    first_grads: Optional[list] = None
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status,
+            "error_type": self.error_type,
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+            "backward_calls": self.backward_calls,
+            "captured": self.first_grads is not None,
+        }
+
+
+class _Recorder:
+    """Tracks nn.Modules created during a run and the first backward's grads."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.modules: list = []
+        self.depth = 0
+        self.calls = 0
+        self.first_grads: Optional[list] = None
+
+    def snapshot(self) -> list:
+        out = []
+        seen = set()
+        for i, mod in enumerate(self.modules):
+            for name, p in mod.named_parameters(recurse=False):
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                out.append((i, name, None if p.grad is None else p.grad.detach().clone()))
+        return out
+
+    @contextlib.contextmanager
+    def installed(self):
+        torch = self.torch
+        nn = torch.nn
+        rec = self
+        orig_init = nn.Module.__init__
+        orig_tensor_backward = torch.Tensor.backward
+        orig_autograd_backward = torch.autograd.backward
+
+        def module_init(self, *args, **kwargs):
+            rec.modules.append(self)
+            return orig_init(self, *args, **kwargs)
+
+        def wrap(fn):
+            def wrapper(*args, **kwargs):
+                rec.depth += 1
+                try:
+                    result = fn(*args, **kwargs)
+                finally:
+                    rec.depth -= 1
+                if rec.depth == 0:
+                    rec.calls += 1
+                    if rec.first_grads is None:
+                        rec.first_grads = rec.snapshot()
+                return result
+
+            wrapper.__wrapped__ = fn
+            return wrapper
+
+        nn.Module.__init__ = module_init
+        torch.Tensor.backward = wrap(orig_tensor_backward)
+        torch.autograd.backward = wrap(orig_autograd_backward)
+        try:
+            yield self
+        finally:
+            nn.Module.__init__ = orig_init
+            torch.Tensor.backward = orig_tensor_backward
+            torch.autograd.backward = orig_autograd_backward
+
+
+def run_program(path: str, seed: int = 0) -> RunResult:
+    """Run one program as ``__main__`` in a fresh namespace; never raises
+    for the program's own exceptions."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    import random
+
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except Exception:  # pragma: no cover - numpy optional
+        pass
+    rec = _Recorder(torch)
+    t0 = time.perf_counter()
+    status, etype, emsg = "train", None, None
+    old_argv = sys.argv
+    sys.argv = [path]
+    try:
+        with rec.installed(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.enable_grad():
+                runpy.run_path(path, run_name="__main__")
+    except BaseException as e:  # noqa: BLE001 - a program may raise anything, even SystemExit
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        status, etype, emsg = "crash", type(e).__name__, str(e)
+    finally:
+        sys.argv = old_argv
+    return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads)
+
+
+def crash_matches(result: RunResult, expected_error: str) -> bool:
+    return result.status == "crash" and result.error_type == "RuntimeError" and expected_error in (result.error or "")
+
+
+def compare_grads(a: Optional[list], b: Optional[list]) -> Tuple[bool, str]:
+    """Equal first-iteration parameter gradients? (ok, why-not)"""
+    import torch
+
+    if a is None or b is None:
+        return False, f"no backward observed (original={a is not None}, fixed={b is not None})"
+    if len(a) != len(b):
+        return False, f"different parameter count: {len(a)} vs {len(b)}"
+    if not a:
+        return False, "no nn.Module parameters were created"
+    for (i, n, g), (j, m, h) in zip(a, b):
+        if (i, n) != (j, m):
+            return False, f"parameter mismatch: module#{i}.{n} vs module#{j}.{m}"
+        if (g is None) != (h is None):
+            return False, f"module#{i}.{n}: grad is None in only one run"
+        if g is not None and (g.shape != h.shape or not torch.allclose(g, h, rtol=1e-5, atol=1e-7)):
+            return False, f"module#{i}.{n}: gradients differ"
+    return True, ""
+
+
+def run_manifest(jobs: List[dict]) -> List[dict]:
+    """jobs: [{"name", "original", "fixed" (path or None), "seed"}] → results."""
+    out = []
+    for job in jobs:
+        seed = int(job.get("seed", 0))
+        orig = run_program(job["original"], seed)
+        entry = {"name": job["name"], "original": orig.to_json()}
+        if job.get("fixed"):
+            fixed = run_program(job["fixed"], seed)
+            ok, why = compare_grads(orig.first_grads, fixed.first_grads)
+            entry["fixed"] = fixed.to_json()
+            entry["grads_equal"] = ok
+            entry["grads_why"] = why
+        out.append(entry)
+    return out
+
+
+def _main(argv: List[str]) -> int:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if argv[:1] == ["--manifest"]:
+        jobs = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+        results = run_manifest(jobs)
+        sys.stdout.write(json.dumps(results))
+        return 0
+    targets: List[Path] = []
+    for a in argv or [str(FIXTURES)]:
+        p = Path(a)
+        targets.extend(fixture_paths(p) if p.is_dir() else [p])
+    bad = 0
+    counts: Dict[str, int] = {}
+    t0 = time.perf_counter()
+    for p in targets:
+        spec = parse_header(p.read_text(encoding="utf-8"), str(p))
+        counts[spec.label] = counts.get(spec.label, 0) + 1
+        res = run_program(str(p))
+        if spec.runtime == "crash":
+            ok = crash_matches(res, spec.error)
+        else:
+            ok = res.status == "train"
+        bad += not ok
+        detail = "" if res.status == "train" else f"{res.error_type}: {(res.error or '').splitlines()[0][:90]}"
+        print(f"{'ok ' if ok else 'BAD'} {spec.runtime:5} -> {res.status:5} {res.seconds:5.2f}s bw={res.backward_calls:<3} {p.name} {detail}")
+    print(f"\n{len(targets)} programs, {bad} mislabelled, {time.perf_counter() - t0:.1f}s")
+    for k in sorted(counts):
+        print(f"  {counts[k]:3}  {k}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
