@@ -89,6 +89,8 @@ def _as_graph(v) -> Optional[Graph]:
         return v
     if isinstance(v, Leaf):
         return Graph(frozenset({v.src}), False, ())
+    if isinstance(v, Mod) and v.trainable and v.src.kind == "param":  # scaler.gain used as a tensor
+        return Graph(frozenset({v.src}), False, ())
     return None
 
 
@@ -144,6 +146,55 @@ def _class_facts(stmt: ast.stmt):
             names.add(node.value.id)
     for n in sorted(names):
         yield f"gg102:gradread:{n}", True
+    yield from _rg_facts(stmt)
+
+
+def _is_rg_expr(e: Optional[ast.AST]) -> bool:
+    """Syntactically a tensor made to require grad: ``f(..., requires_grad=True)``
+    or ``....requires_grad_()``."""
+    if not isinstance(e, ast.Call):
+        return False
+    if any(k.arg == "requires_grad" and _const_true(k.value) for k in e.keywords):
+        return True
+    if isinstance(e.func, ast.Attribute) and e.func.attr == "requires_grad_":
+        return not e.args or _const_true(e.args[0])
+    return False
+
+
+def _rg_facts(stmt: ast.stmt):
+    """Which functions receive a requires-grad tensor as an argument, which
+    return one, and which module-level names hold one; resolved when the
+    called function's unit is checked."""
+    rg_names: Set[str] = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Assign) and _is_rg_expr(n.value):
+            for t in n.targets:
+                rg_names.update(_bound_names(t))
+    if isinstance(stmt, ast.Assign) and _is_rg_expr(stmt.value):
+        for t in stmt.targets:
+            for name in _bound_names(t):
+                yield f"gg102:rgglobal:{name}", True
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Return) and (
+                    _is_rg_expr(n.value) or (isinstance(n.value, ast.Name) and n.value.id in rg_names)):
+                yield f"gg102:returns_rg:{stmt.name}", True
+                break
+    for n in ast.walk(stmt):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+            continue
+        pairs = [(str(i), a) for i, a in enumerate(n.args) if not isinstance(a, ast.Starred)]
+        pairs += [(k.arg, k.value) for k in n.keywords if k.arg]
+        for key, a in pairs:
+            val = None
+            if _is_rg_expr(a) or (isinstance(a, ast.Name) and a.id in rg_names):
+                val = "rg"
+            elif isinstance(a, ast.Name):
+                val = f"name:{a.id}"
+            elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name):
+                val = f"call:{a.func.id}"
+            if val is not None:
+                yield f"gg102:rgarg:{n.func.id}:{key}", val
 
 
 def _qualify_str(dotted: str, imports) -> str:
@@ -310,8 +361,30 @@ class _Analysis:
             for d in getattr(node, "decorator_list", ()):
                 if self._is_nograd_ctx(d.func if isinstance(d, ast.Call) else d, d):
                     return []
+        self._seed_params()
         self._block(self.unit.body)
         return [f for f in (self._finding(h) for h in self.hits) if f is not None]
+
+    def _seed_params(self):
+        """Parameters of a module-level function that some call site passes a
+        requires-grad tensor to."""
+        node = self.unit.node
+        if node is None or self.unit.class_node is not None or self.unit.parents:
+            return
+        summ = self.ctx.summary
+        params = list(node.args.posonlyargs) + list(node.args.args)
+        for i, a in enumerate(params):
+            for key in (str(i), a.arg):
+                val = summ.get(f"gg102:rgarg:{node.name}:{key}")
+                if val is None or a.arg in self.module_evidence:
+                    continue
+                ok = val == "rg" or (
+                    isinstance(val, str) and (
+                        (val.startswith("call:") and summ.get(f"gg102:returns_rg:{val[5:]}"))
+                        or (val.startswith("name:") and summ.get(f"gg102:rgglobal:{val[5:]}"))))
+                if ok:
+                    self.env[a.arg] = Leaf(self._src(a.arg, "data", None, a, None))
+                    break
 
     def _block(self, stmts: list):
         for i, s in enumerate(stmts):
@@ -607,8 +680,7 @@ class _Analysis:
                 self._check_loop(s)
             if isinstance(s, (ast.For, ast.AsyncFor)):
                 it = self._eval(s.iter)
-                if self._frozen_params_loop(s):
-                    pass
+                self._frozen_params_loop(s)
                 for n in _bound_names(s.target):
                     self.env[n] = _as_graph(it) if isinstance(it, (Graph, Leaf)) else None
             else:
@@ -962,11 +1034,20 @@ class _Analysis:
             return self._eval(e.value)
         if isinstance(e, ast.Attribute):
             v = self._eval(e.value)
+            if isinstance(v, Mod):
+                if not v.trainable or e.attr in _CUT_ATTRS or e.attr.startswith("_") or e.attr in _MODULE_PLAIN_ATTRS:
+                    return None
+                # a submodule or a parameter: model.fc, scaler.gain
+                return Mod(Src(f"{v.src.name}.{e.attr}" if v.src.name else e.attr, "param", None, e, None,
+                               v.src.order), True, True)
             if e.attr in ("T", "mT", "H", "mH", "real") and not self.nograd:
                 return _merge([v], False)
             return None
         if isinstance(e, ast.Subscript):
             v = self._eval(e.value)
+            if isinstance(v, Mod):  # model[0]
+                self._eval(e.slice)
+                return v
             idx_saving = self._index_saving(e.slice)
             if self.nograd or not isinstance(v, (Graph, Leaf)):
                 return None
@@ -1034,6 +1115,9 @@ class _Analysis:
                 if recv is None and isinstance(func.value, ast.Call):
                     return Leaf(self._src(None, "data", None, e, ("method", e)))
                 return recv
+            if isinstance(recv, Mod) and recv.src.kind == "param" and meth not in ("forward", "__call__") \
+                    and meth not in _MODULE_SELF_METHODS and meth not in _NON_TENSOR_METHODS:
+                recv = _as_graph(recv)
             if isinstance(recv, Mod):  # module.forward(x), model.to(device), ...
                 if meth in ("forward", "__call__"):
                     return self._module_call(recv, args, e)
@@ -1083,6 +1167,9 @@ class _Analysis:
         return None
 
     def _module_of(self, func: ast.AST) -> Optional[Mod]:
+        if isinstance(func, (ast.Attribute, ast.Subscript)):
+            m = self._eval(func)
+            return m if isinstance(m, Mod) else None
         if isinstance(func, ast.Name):
             v = self.env.get(func.id)
             if isinstance(v, Mod):
@@ -1100,7 +1187,9 @@ class _Analysis:
         if self.nograd:
             return None
         if mod.trainable:
-            src = mod.src if mod.src.node is not None else Src(mod.src.name, "module", None, call, None, mod.src.order)
+            src = mod.src
+            if src.node is None or src.kind != "module":
+                src = Src(src.name, "module", src.stmt, src.node if src.node is not None else call, None, src.order)
             return _merge([Leaf(src)] + list(args), True)
         return _merge(args, mod.saving, f"`{ast.unparse(call.func)}`")
 
@@ -1161,6 +1250,9 @@ def _into(src: Src) -> Tuple[str, str]:
 def _origin_message(src: Src) -> Dict[str, str]:
     n = src.name or "this tensor"
     nz = src.name or "这个张量"
+    if isinstance(src.node, ast.arg):
+        return {"en": f"the graph starts at argument `{n}`: a caller passes a tensor created with `requires_grad=True`",
+                "zh": f"计算图从参数 `{nz}` 开始：调用方传入了一个 `requires_grad=True` 的张量"}
     if src.kind == "param":
         return {"en": f"the graph starts at parameter `{n}`", "zh": f"计算图从参数 `{nz}` 开始"}
     if src.kind == "module":
@@ -1180,6 +1272,8 @@ _NON_TENSOR_METHODS = frozenset(
 )
 _CUT_ATTRS = frozenset({"data", "shape", "grad", "dtype", "device", "requires_grad", "is_leaf", "ndim", "grad_fn"})
 _CUT_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "print", "isinstance", "repr", "format", "id", "type"})
+_MODULE_PLAIN_ATTRS = frozenset({"training", "in_features", "out_features", "in_channels", "out_channels",
+                                 "kernel_size", "stride", "padding", "hidden_size", "num_layers", "p", "eps"})
 _MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "type"})
 _GRAPHLESS_FUNCTIONS = frozenset(
     {"torch.argmax", "torch.argmin", "torch.argsort", "torch.eq", "torch.ne", "torch.lt", "torch.le", "torch.gt",
