@@ -142,12 +142,12 @@ def _heuristic_chunks(lines: Sequence[str], rs: int, re_: int) -> List[_Chunk]:
         done = False
         for j in range(i + 1, min(i + 12, len(starts))):
             a, b = starts[i], starts[j]
-            text = "\n".join(lines[a:b])
             try:
-                tree = _parse(text)
+                # leading newlines put the linenos where they belong: far cheaper
+                # than ast.increment_lineno's walk over the whole tree
+                tree = _parse("\n" * a + "\n".join(lines[a:b]))
             except (SyntaxError, ValueError):
                 continue
-            ast.increment_lineno(tree, a)
             out.extend(_chunks_from_tree(tree, lines, a, b))
             i = j
             done = True
@@ -250,13 +250,12 @@ class Document:
         re_new = self.chunks[b].end + delta
         text = "\n".join(new_lines[rs:re_new])
         try:
-            tree = _parse(text)
+            tree = _parse("\n" * rs + text)  # linenos absolute without a tree walk
         except (SyntaxError, ValueError):
             # maybe the edit needs its neighbours (a string opened here closes
             # below): only the whole file can tell.
             self._set_full(source)
             return self.result()
-        ast.increment_lineno(tree, rs)
         self.lines = new_lines
         self.index = LineIndex.__new__(LineIndex)
         self.index.lines = new_lines
