@@ -1,0 +1,517 @@
+"""Facts about names a file imports from the user's *other* modules.
+
+``from utils import repackage_hidden`` or ``from model import RNNModel``: the
+in-file pass cannot know whether ``repackage_hidden`` detaches or what
+``RNNModel.forward`` returns. This module finds the defining file, parses it
+with :mod:`ast` (never imports or runs it), and summarises the definition with
+the same summarizers the engine uses for same-file definitions
+(:func:`gradguard.core.summary.summarize`), renamed to the local alias — so a
+rule sees ``fn:repackage_hidden`` exactly as if it were defined in the file.
+
+How a name is found, cheapest first:
+
+1. names that are not used in the file, and imports from torch, the standard
+   library or installed packages, are skipped without any lookup;
+2. the module is looked up *by path* (next to the file, under the project
+   root, under ``<root>/src``; relative imports from the file's package), and
+   re-exports (``from .model import RNNModel`` in a package ``__init__``) are
+   followed a few levels;
+3. only what that cannot settle goes to ``jedi`` (``Script.goto`` with a
+   ``jedi.Project``), and only if its answer lies inside the project.
+
+Results are cached per (path, source hash) and validated against the
+modification time and size of every file consulted; a time budget (default
+2 s) bounds the work, after which the facts found so far are returned.
+Nothing here raises.
+
+Two uses::
+
+    # CLI: once per file, only when the file imports from a possibly-local module
+    from gradguard.core.resolve import resolve_external_facts
+    facts = resolve_external_facts(source, path, project_root)
+    result = check_source(source, path, config, external_facts=facts)
+
+    # language server: off the keystroke path, after the first publish
+    facts = await loop.run_in_executor(None, resolve_external_facts, text, path, root)
+    result = document.set_external_facts(facts)   # no re-parse; re-publish if changed
+
+:func:`stats` reports how often jedi was consulted and how long it took.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import sys
+import threading
+import time
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+__all__ = ["resolve_external_facts", "stats", "clear_cache"]
+
+DEFAULT_BUDGET = 2.0  # seconds
+
+# Top-level modules that are never the user's own (besides the standard library).
+_THIRD_PARTY = frozenset(
+    "torch torchvision torchaudio torchtext numpy scipy pandas matplotlib sklearn tqdm lightning pytorch_lightning "
+    "accelerate transformers datasets tensorboard wandb einops timm PIL cv2 yaml h5py jax flax tensorflow keras "
+    "hydra omegaconf apex deepspeed fairseq sentencepiece tokenizers safetensors huggingface_hub".split()
+)
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
+_MAX_FOLLOW = 4  # re-export hops
+_MAX_FILE_BYTES = 2_000_000
+
+_lock = threading.Lock()
+# (abs path, sha1 of source, root) -> (facts, deps: ((path, mtime_ns, size), ...))
+_RESULTS: Dict[Tuple[str, str, str], Tuple[Dict[str, object], Tuple[Tuple[str, int, int], ...]]] = {}
+# abs path -> (mtime_ns, size, _ModuleInfo or None)
+_MODULES: Dict[str, Tuple[int, int, Optional["_ModuleInfo"]]] = {}
+_STATS = {"calls": 0, "cache_hits": 0, "files_resolved": 0, "names_resolved": 0, "jedi_files": 0,
+          "jedi_calls": 0, "jedi_seconds": 0.0, "seconds": 0.0, "timeouts": 0}
+
+
+def stats() -> Dict[str, float]:
+    """Counters since start (or :func:`clear_cache`): ``calls``, ``cache_hits``,
+    ``jedi_files`` (files on which jedi was consulted), ``jedi_calls``,
+    ``jedi_seconds``, ``seconds`` (total time in this module), ``timeouts``."""
+    with _lock:
+        return dict(_STATS)
+
+
+def clear_cache() -> None:
+    with _lock:
+        _RESULTS.clear()
+        _MODULES.clear()
+        for k in _STATS:
+            _STATS[k] = 0.0 if isinstance(_STATS[k], float) else 0
+
+
+# ---------------------------------------------------------------- module info
+class _ModuleInfo:
+    """What one parsed module defines at top level."""
+
+    __slots__ = ("path", "defs", "imports", "aliases", "is_package", "stars")
+
+    def __init__(self, path: str, tree: ast.Module):
+        self.path = path
+        self.is_package = os.path.basename(path) == "__init__.py"
+        self.defs: Dict[str, ast.stmt] = {}
+        # name -> (module, level, original name) for `from m import x as name`
+        self.imports: Dict[str, Tuple[str, int, str]] = {}
+        # alias -> qualified name, for qualifying raw dotted names in facts
+        self.aliases: Dict[str, str] = {}
+        self.stars: List[Tuple[str, int]] = []  # `from m import *`
+        for stmt in _top_level(tree.body):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.defs[stmt.name] = stmt
+            elif isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    if isinstance(t, ast.Name):
+                        self.defs[t.id] = stmt
+            elif isinstance(stmt, ast.ImportFrom):
+                for a in stmt.names:
+                    if a.name == "*":
+                        self.stars.append((stmt.module or "", stmt.level or 0))
+                    else:
+                        local = a.asname or a.name
+                        self.imports[local] = (stmt.module or "", stmt.level or 0, a.name)
+                        if not stmt.level and stmt.module:
+                            self.aliases[local] = f"{stmt.module}.{a.name}"
+            elif isinstance(stmt, ast.Import):
+                for a in stmt.names:
+                    if a.asname:
+                        self.aliases[a.asname] = a.name
+                    else:
+                        top = a.name.split(".")[0]
+                        self.aliases[top] = top
+
+
+def _top_level(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
+    """Top-level statements, entering ``if``/``try`` blocks (guarded imports/defs)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.If, ast.Try)) or type(stmt).__name__ == "TryStar":
+            yield from _top_level(stmt.body)
+            yield from _top_level(getattr(stmt, "orelse", ()))
+            for h in getattr(stmt, "handlers", ()):
+                yield from _top_level(h.body)
+        else:
+            yield stmt
+
+
+def _stat(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _load_module(path: str, deps: Dict[str, Tuple[int, int]]) -> Optional[_ModuleInfo]:
+    st = _stat(path)
+    if st is None:
+        return None
+    deps[path] = st
+    with _lock:
+        hit = _MODULES.get(path)
+    if hit is not None and hit[:2] == st:
+        return hit[2]
+    info: Optional[_ModuleInfo] = None
+    if st[1] <= _MAX_FILE_BYTES:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            tree = ast.parse(data.decode("utf-8", errors="replace"), filename=path)
+            info = _ModuleInfo(path, tree)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            info = None
+    with _lock:
+        _MODULES[path] = (st[0], st[1], info)
+    return info
+
+
+# ---------------------------------------------------------------- finding modules
+def _module_file(base: str, parts: List[str]) -> Optional[str]:
+    if not parts:
+        init = os.path.join(base, "__init__.py")
+        return init if os.path.isfile(init) else None
+    stem = os.path.join(base, *parts)
+    for cand in (stem + ".py", os.path.join(stem, "__init__.py")):
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def _search_bases(path: Optional[str], root: Optional[str]) -> List[str]:
+    bases: List[str] = []
+    if path:
+        bases.append(os.path.dirname(os.path.abspath(path)))
+    if root:
+        r = os.path.abspath(root)
+        bases.extend([r, os.path.join(r, "src")])
+    out: List[str] = []
+    for b in bases:
+        if b not in out and os.path.isdir(b):
+            out.append(b)
+    return out
+
+
+def _find_module(module: str, level: int, from_file: Optional[str], root: Optional[str]) -> Optional[str]:
+    parts = [p for p in module.split(".") if p] if module else []
+    if level:
+        if not from_file:
+            return None
+        base = os.path.dirname(os.path.abspath(from_file))
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        return _module_file(base, parts)
+    for base in _search_bases(from_file, root):
+        found = _module_file(base, parts)
+        if found:
+            return found
+    return None
+
+
+_INSTALLED: Dict[str, bool] = {}
+
+
+def _is_installed(top: str, root: Optional[str]) -> bool:
+    """Is ``top`` an installed top-level module outside the project? Asks the path
+    finder (a directory scan; nothing is imported), once per name."""
+    hit = _INSTALLED.get(top)
+    if hit is None:
+        hit = False
+        try:
+            from importlib.machinery import PathFinder
+
+            spec = PathFinder.find_spec(top)
+            origin = (spec.origin or (list(spec.submodule_search_locations or [])[:1] or [""])[0]) if spec else ""
+            hit = bool(origin) and ("site-packages" in origin or "dist-packages" in origin
+                                    or not (root and os.path.abspath(origin).startswith(os.path.abspath(root))))
+        except (ImportError, ValueError, AttributeError, TypeError):
+            hit = False
+        _INSTALLED[top] = hit
+    return hit
+
+
+def _is_external_module(module: str, level: int) -> bool:
+    if level:
+        return False
+    top = module.split(".")[0]
+    return top in _THIRD_PARTY or top in _STDLIB
+
+
+# ---------------------------------------------------------------- facts
+def _qualify_raw(raw: str, info: _ModuleInfo) -> str:
+    head, _, rest = raw.partition(".")
+    full = info.aliases.get(head)
+    if not full:
+        return raw
+    return f"{full}.{rest}" if rest else full
+
+
+def _requalify(value: object, info: _ModuleInfo) -> object:
+    """Raw dotted constructor/base names inside a fact are written with the
+    *defining* module's import aliases; qualify them there, so the importing
+    file reads ``torch.nn.LSTM`` whatever aliases it uses itself."""
+    import dataclasses
+
+    if isinstance(value, str):
+        return _qualify_raw(value, info)
+    if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
+        return tuple(_qualify_raw(v, info) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for name in ("bases", "attrs"):
+            if hasattr(value, name):
+                old = getattr(value, name)
+                if name == "bases" and isinstance(old, tuple):
+                    changes[name] = tuple(_qualify_raw(b, info) if isinstance(b, str) else b for b in old)
+                elif name == "attrs" and isinstance(old, tuple):
+                    changes[name] = tuple(
+                        (k, _qualify_raw(v, info)) if isinstance(v, str) else (k, v) for k, v in old
+                    )
+        if changes:
+            try:
+                return dataclasses.replace(value, **changes)
+            except (TypeError, ValueError):
+                return value
+    return value
+
+
+def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo) -> List[Tuple[str, object]]:
+    from gradguard.core.summary import summarize
+
+    out: List[Tuple[str, object]] = []
+    try:
+        facts = summarize(stmt)
+    except Exception:  # a summarizer tripping on odd code: know less, never fail
+        return out
+    for key, value in facts:
+        if key.startswith("import:"):
+            continue
+        prefix, sep, tail = key.rpartition(":")
+        if not sep or tail != name:
+            continue
+        try:
+            out.append((f"{prefix}:{alias}", _requalify(value, info)))
+        except Exception:
+            out.append((f"{prefix}:{alias}", value))
+    return out
+
+
+def _lookup(module: str, level: int, name: str, from_file: Optional[str], root: Optional[str],
+            deps: Dict[str, Tuple[int, int]], depth: int = 0) -> Optional[Tuple[ast.stmt, _ModuleInfo]]:
+    """The defining statement of ``name`` in ``module`` (by path), following re-exports."""
+    if depth > _MAX_FOLLOW or _is_external_module(module, level):
+        return None
+    mod_file = _find_module(module, level, from_file, root)
+    if mod_file is None:
+        return None
+    info = _load_module(mod_file, deps)
+    if info is None:
+        return None
+    stmt = info.defs.get(name)
+    if stmt is not None:
+        return stmt, info
+    imp = info.imports.get(name)
+    if imp is not None:
+        m, lvl, orig = imp
+        return _lookup(m, lvl, orig, mod_file, root, deps, depth + 1)
+    for m, lvl in info.stars:
+        found = _lookup(m, lvl, name, mod_file, root, deps, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _used_names(tree: ast.Module) -> Set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _imports_of(tree: ast.Module) -> List[Tuple[str, int, str, str, int, int]]:
+    """``(module, level, name, alias, lineno, col)`` for every ``from m import name``
+    (module level and inside functions/classes)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name != "*":
+                    out.append((node.module or "", node.level or 0, a.name, a.asname or a.name, node.lineno, node.col_offset))
+    return out
+
+
+def _parse_imports_only(source: str) -> Optional[ast.Module]:
+    """A file with a syntax error: its single-line ``from ... import`` lines still tell."""
+    body: List[ast.stmt] = []
+    names: List[str] = []
+    for i, line in enumerate(source.splitlines()):
+        s = line.strip()
+        if s.startswith("from ") and " import " in s and not s.endswith(("(", "\\")):
+            try:
+                mod = ast.parse(s)
+            except (SyntaxError, ValueError):
+                continue
+            for st in mod.body:
+                ast.increment_lineno(st, i)
+            body.extend(mod.body)
+        else:
+            names.append(s)
+    if not body:
+        return None
+    # usage cannot be known reliably: treat every imported name as used
+    return ast.Module(body=body, type_ignores=[])
+
+
+# ---------------------------------------------------------------- jedi
+def _jedi_lookup(source: str, path: Optional[str], root: Optional[str], line: int, col: int, alias: str,
+                 deadline: float) -> Optional[Tuple[str, int]]:
+    """(defining file, line) of ``alias`` as imported at ``line``, per jedi; only
+    inside the project. Counted in :func:`stats`."""
+    if time.monotonic() >= deadline:
+        return None
+    t0 = time.monotonic()
+    try:
+        import jedi  # lazily: only a file jedi is really needed for pays for it
+
+        project = jedi.Project(os.path.abspath(root)) if root else None
+        script = jedi.Script(source, path=path, project=project)
+        lines = source.splitlines()
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        c = _find_word(text, alias, col)
+        if c is None:
+            return None
+        names = script.goto(line, c, follow_imports=True)
+    except Exception:
+        return None
+    finally:
+        with _lock:
+            _STATS["jedi_calls"] += 1
+            _STATS["jedi_seconds"] += time.monotonic() - t0
+    for n in names:
+        mp = getattr(n, "module_path", None)
+        if mp is None or n.line is None:
+            continue
+        mp = str(mp)
+        if root and not os.path.abspath(mp).startswith(os.path.abspath(root) + os.sep):
+            continue
+        if "site-packages" in mp or "dist-packages" in mp:
+            continue
+        return mp, n.line
+    return None
+
+
+def _find_word(text: str, word: str, start: int) -> Optional[int]:
+    """Character column of ``word`` as a whole word after ``import`` on ``text``."""
+    i = text.find(" import ", start)
+    i = 0 if i < 0 else i
+    while True:
+        j = text.find(word, i)
+        if j < 0:
+            return None
+        before = text[j - 1] if j else " "
+        after = text[j + len(word)] if j + len(word) < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            return j
+        i = j + 1
+
+
+# ---------------------------------------------------------------- public API
+def resolve_external_facts(
+    source: str,
+    path: Optional[str],
+    project_root: Optional[str] = None,
+    budget: float = DEFAULT_BUDGET,
+    use_jedi: bool = True,
+) -> Dict[str, object]:
+    """Facts (``fn:<alias>``, ``class:<alias>``, ``var:<alias>``, ...) for the names
+    ``source`` imports from the user's other modules and actually uses.
+
+    ``path`` is the file's path (relative imports and sibling modules are found
+    from it), ``project_root`` where top-level imports are looked up (default:
+    the file's directory). Gives up after ``budget`` seconds with what it has.
+    Never raises; returns ``{}`` when there is nothing to say."""
+    t0 = time.monotonic()
+    try:
+        return _resolve(source, path, project_root, budget, use_jedi, t0)
+    except Exception:
+        return {}
+    finally:
+        with _lock:
+            _STATS["calls"] += 1
+            _STATS["seconds"] += time.monotonic() - t0
+
+
+def _resolve(source: str, path: Optional[str], root: Optional[str], budget: float, use_jedi: bool,
+             t0: float) -> Dict[str, object]:
+    if not isinstance(source, str):
+        return {}
+    if root is None and path:
+        root = os.path.dirname(os.path.abspath(path))
+    abspath = os.path.abspath(path) if path else ""
+    digest = hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()
+    key = (abspath, digest, os.path.abspath(root) if root else "")
+    with _lock:
+        hit = _RESULTS.get(key)
+    if hit is not None and all(_stat(p) == (m, s) for p, m, s in hit[1]):
+        with _lock:
+            _STATS["cache_hits"] += 1
+        return dict(hit[0])
+
+    deadline = t0 + budget
+    try:
+        tree = ast.parse(source)
+        used: Optional[Set[str]] = _used_names(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = _parse_imports_only(source)
+        used = None
+        if tree is None:
+            return {}
+    facts: Dict[str, object] = {}
+    deps: Dict[str, Tuple[int, int]] = {}
+    jedi_used = False
+    complete = True
+    for module, level, name, alias, lineno, col in _imports_of(tree):
+        if used is not None and alias not in used:
+            continue
+        if _is_external_module(module, level):
+            continue
+        if time.monotonic() >= deadline:
+            complete = False
+            break
+        found = _lookup(module, level, name, path, root, deps)
+        if found is None and use_jedi:
+            if _find_module(module, level, path, root) is not None:
+                continue  # the module is local and by path it does not define the name: jedi would not either
+            if not level and _is_installed(module.split(".")[0], root):
+                continue  # an installed package, not the user's code
+            jedi_used = True
+            loc = _jedi_lookup(source, path or None, root, lineno, col, alias, deadline)
+            if loc is not None:
+                info = _load_module(loc[0], deps)
+                if info is not None:
+                    for stmt in info.defs.values():
+                        if getattr(stmt, "lineno", None) == loc[1] or (
+                            hasattr(stmt, "decorator_list") and stmt.lineno <= loc[1] <= (stmt.end_lineno or stmt.lineno)
+                            and getattr(stmt, "name", None) == name
+                        ):
+                            found = (stmt, info)
+                            break
+        if found is None:
+            continue
+        stmt, info = found
+        def_name = getattr(stmt, "name", None) or name
+        for k, v in _facts_for(stmt, def_name, alias, info):
+            facts[k] = v
+        with _lock:
+            _STATS["names_resolved"] += 1
+    with _lock:
+        if jedi_used:
+            _STATS["jedi_files"] += 1
+        if facts:
+            _STATS["files_resolved"] += 1
+        if not complete:
+            _STATS["timeouts"] += 1
+        elif len(_RESULTS) < 4096:
+            _RESULTS[key] = (dict(facts), tuple((p, m, s) for p, (m, s) in deps.items()))
+    return facts

@@ -1,0 +1,228 @@
+"""Cross-file resolution: facts about names imported from the user's other modules."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+
+import pytest
+
+from gradguard.core import check_source
+from gradguard.core import resolve
+from gradguard.core.resolve import resolve_external_facts
+
+UTILS = textwrap.dedent('''\
+    import torch
+
+
+    def repackage_hidden(h):
+        """Detach hidden states from their history."""
+        if isinstance(h, torch.Tensor):
+            return h.detach()
+        return tuple(repackage_hidden(v) for v in h)
+
+
+    def passthrough(h):
+        return h
+''')
+
+MODEL = textwrap.dedent('''\
+    import torch.nn as nn
+
+
+    class RNNModel(nn.Module):
+        def __init__(self, ntoken, nhid):
+            super().__init__()
+            self.encoder = nn.Embedding(ntoken, nhid)
+            self.rnn = nn.GRU(nhid, nhid)
+            self.decoder = nn.Linear(nhid, ntoken)
+
+        def forward(self, x, hidden):
+            out, hidden = self.rnn(self.encoder(x), hidden)
+            return self.decoder(out), hidden
+''')
+
+TRAIN = textwrap.dedent('''\
+    import torch
+    from model import RNNModel
+    from utils import repackage_hidden as detach_all, passthrough
+
+
+    def train(data, targets):
+        model = RNNModel(10, 8)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        hidden = torch.zeros(1, 4, 8)
+        for x, y in zip(data, targets):
+            hidden = detach_all(hidden)
+            out, hidden = model(x, hidden)
+            loss = (out - y).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+''')
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    resolve.clear_cache()
+    yield
+    resolve.clear_cache()
+
+
+def _project(tmp_path, **files):
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_two_file_project_facts_are_renamed_to_the_local_alias(tmp_path):
+    root = _project(tmp_path, **{"utils.py": UTILS, "model.py": MODEL, "train.py": TRAIN})
+    facts = resolve_external_facts(TRAIN, str(root / "train.py"), str(root))
+    assert "class:RNNModel" in facts
+    assert "fn:detach_all" in facts  # `as` alias, not the defining name
+    assert "fn:repackage_hidden" not in facts
+    assert "fn:passthrough" not in facts  # imported but never used
+    fn = facts["fn:detach_all"]
+    # same facts the summarizer gives the definition in its own file
+    own = {k: v for k, v in check_source_facts(UTILS).items()}
+    assert fn == own["fn:repackage_hidden"]
+    assert fn.detaches
+    cls = facts["class:RNNModel"]
+    # raw constructor names are qualified with the *defining* file's aliases
+    assert dict(cls.attrs)["rnn"] == "torch.nn.GRU"
+    assert cls.bases == ("torch.nn.Module",)
+    assert resolve.stats()["jedi_calls"] == 0  # local modules are found by path
+
+
+def check_source_facts(src):
+    import ast
+
+    from gradguard.core.summary import summarize
+
+    out = {}
+    for stmt in ast.parse(src).body:
+        out.update(dict(summarize(stmt)))
+    return out
+
+
+def test_facts_change_the_findings_like_a_same_file_definition(tmp_path):
+    """A detaching helper from another file silences GG101 exactly like a local one;
+    a passthrough helper does not."""
+    root = _project(tmp_path, **{"utils.py": UTILS, "model.py": MODEL, "train.py": TRAIN})
+    facts = resolve_external_facts(TRAIN, str(root / "train.py"), str(root))
+    with_facts = check_source(TRAIN, str(root / "train.py"), external_facts=facts).findings
+    assert [f.code for f in with_facts if f.code == "GG101"] == []
+
+    buggy = TRAIN.replace("hidden = detach_all(hidden)", "hidden = passthrough(hidden)")
+    facts2 = resolve_external_facts(buggy, str(root / "train.py"), str(root))
+    assert "fn:passthrough" in facts2 and "fn:detach_all" not in facts2
+    inline = buggy.replace("from utils import repackage_hidden as detach_all, passthrough\n", "") + "\n\n" + \
+        "def passthrough(h):\n    return h\n"
+    # the same program with the helper pasted in gives the same GG101 verdict
+    want = [f.code for f in check_source(inline, "inline.py").findings if f.code == "GG101"]
+    got = [f.code for f in check_source(buggy, str(root / "train.py"), external_facts=facts2).findings
+           if f.code == "GG101"]
+    assert got == want == ["GG101"]
+    # without the facts the in-file pass cannot know what `passthrough` does
+    assert [f.code for f in check_source(buggy, str(root / "train.py")).findings if f.code == "GG101"] == []
+
+
+def test_package_relative_and_reexport(tmp_path):
+    root = _project(tmp_path, **{
+        "pkg/__init__.py": "from .nets import RNNModel\nfrom .helpers import *\n",
+        "pkg/nets.py": MODEL,
+        "pkg/helpers.py": UTILS,
+        "pkg/train.py": "from .nets import RNNModel as M\n\nm = M(1, 2)\n",
+        "main.py": "from pkg import RNNModel, repackage_hidden\n\nRNNModel(1, 2)\nrepackage_hidden(None)\n",
+    })
+    facts = resolve_external_facts((root / "pkg/train.py").read_text(), str(root / "pkg/train.py"), str(root))
+    assert "class:M" in facts
+    facts = resolve_external_facts((root / "main.py").read_text(), str(root / "main.py"), str(root))
+    assert "class:RNNModel" in facts and "fn:repackage_hidden" in facts
+
+
+def test_torch_stdlib_and_installed_names_never_reach_jedi(tmp_path):
+    src = ("import os\nfrom torch import nn\nfrom collections import OrderedDict\nfrom pygls import uris\n"
+           "from torch.nn import GRU\nx = nn.GRU(1, 2)\nGRU\nOrderedDict()\nuris\n")
+    root = _project(tmp_path, **{"a.py": src})
+    assert resolve_external_facts(src, str(root / "a.py"), str(root)) == {}
+    st = resolve.stats()
+    assert st["jedi_calls"] == 0 and st["jedi_files"] == 0
+
+
+def test_jedi_fallback_finds_what_paths_cannot(tmp_path):
+    """A module reachable only through the project's sys.path (here: a `lib/`
+    folder that is neither next to the file nor the root) goes to jedi."""
+    root = _project(tmp_path, **{
+        "lib/helpers_x.py": UTILS,
+        "app/train.py": "import sys\nsys.path.insert(0, '../lib')\nfrom helpers_x import repackage_hidden\n"
+                        "repackage_hidden(None)\n",
+    })
+    src = (root / "app/train.py").read_text()
+    jedi = pytest.importorskip("jedi")
+    orig = jedi.Project
+
+    def project_with_lib(path, **kw):
+        kw.setdefault("added_sys_path", [str(root / "lib")])
+        return orig(path, **kw)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(jedi, "Project", project_with_lib)
+    try:
+        facts = resolve_external_facts(src, str(root / "app/train.py"), str(root))
+    finally:
+        mp.undo()
+    assert "fn:repackage_hidden" in facts
+    assert resolve.stats()["jedi_calls"] >= 1 and resolve.stats()["jedi_files"] == 1
+
+
+def test_cache_per_content_and_dependency_mtime(tmp_path):
+    root = _project(tmp_path, **{"utils.py": UTILS, "model.py": MODEL, "train.py": TRAIN})
+    path, r = str(root / "train.py"), str(root)
+    first = resolve_external_facts(TRAIN, path, r)
+    assert resolve_external_facts(TRAIN, path, r) == first
+    assert resolve.stats()["cache_hits"] == 1
+    # the dependency changes: the cache must not answer
+    new_utils = UTILS.replace("return h.detach()", "return h")
+    (root / "utils.py").write_text(new_utils, encoding="utf-8")
+    st = os.stat(root / "utils.py")
+    os.utime(root / "utils.py", ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    second = resolve_external_facts(TRAIN, path, r)
+    assert resolve.stats()["cache_hits"] == 1
+    assert second["fn:detach_all"] != first["fn:detach_all"]
+    # the file's own content changes: a new key
+    resolve_external_facts(TRAIN + "\n# 注释\n", path, r)
+    assert resolve.stats()["cache_hits"] == 1
+
+
+def test_bad_input_never_raises(tmp_path):
+    root = _project(tmp_path, **{"utils.py": "def broken(:\n", "model.py": MODEL})
+    bad_src = "from utils import broken\nfrom model import RNNModel\nbroken(\nRNNModel(\n"
+    facts = resolve_external_facts(bad_src, str(root / "x.py"), str(root))  # syntax error: import lines still tell
+    assert "class:RNNModel" in facts and "fn:broken" not in facts
+    assert resolve_external_facts("", None, None) == {}
+    assert resolve_external_facts("from nowhere_at_all import x\nx()\n", str(root / "x.py"), str(root),
+                                  use_jedi=False) == {}
+    assert resolve_external_facts("\x00", str(root / "x.py"), "/does/not/exist") == {}
+    assert resolve_external_facts(None, None, None) == {}  # type: ignore[arg-type]
+
+
+def test_time_budget(tmp_path):
+    root = _project(tmp_path, **{"utils.py": UTILS, "train.py": TRAIN})
+    t0 = time.monotonic()
+    facts = resolve_external_facts(TRAIN, str(root / "train.py"), str(root), budget=0.0)
+    assert time.monotonic() - t0 < 1.0
+    assert facts == {}
+    assert resolve.stats()["timeouts"] == 1
+
+
+def test_importing_resolve_does_not_import_jedi():
+    import subprocess
+    import sys
+
+    code = "import sys, gradguard.core.resolve; print('jedi' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
