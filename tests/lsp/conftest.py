@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import pytest
+import pytest_asyncio
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
@@ -25,7 +26,8 @@ from pygls.protocol import default_converter
 
 from gradguard.core.text import split_lines, utf16_to_char
 
-SERVER_CMD = [sys.executable, "-m", "gradguard.lsp.server"]
+# GRADGUARD_LSP_SERVER overrides the command (e.g. to test an installed `gradguard serve`)
+SERVER_CMD = os.environ.get("GRADGUARD_LSP_SERVER", f"{sys.executable} -m gradguard.lsp.server").split()
 TIMEOUT = 20.0
 
 # ---- the two seed programs -------------------------------------------------------
@@ -96,12 +98,25 @@ def _record_publish(client: LanguageClient, params: lsp.PublishDiagnosticsParams
     client.published.append(params)  # type: ignore[attr-defined]
 
 
+def _apply_edit(client: LanguageClient, params: lsp.ApplyWorkspaceEditParams) -> lsp.ApplyWorkspaceEditResult:
+    client.applied_edits.append(params)  # type: ignore[attr-defined]
+    return lsp.ApplyWorkspaceEditResult(applied=True)
+
+
+def _register_capability(client: LanguageClient, params: lsp.RegistrationParams) -> None:
+    client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
+
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _record_publish
+    features[lsp.WORKSPACE_APPLY_EDIT] = _apply_edit
+    features[lsp.CLIENT_REGISTER_CAPABILITY] = _register_capability
     register_lsp_features(client, features)
     client.published = []  # type: ignore[attr-defined]
+    client.applied_edits = []  # type: ignore[attr-defined]
+    client.registrations = []  # type: ignore[attr-defined]
     return client
 
 
@@ -142,6 +157,20 @@ async def start_session(
         except Exception:
             pass
         await client.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared():
+    """One server (VS Code capabilities, fast debounce) shared by a module's tests
+    that need nothing special; each test uses its own document URIs."""
+    async with start_session(init_options=FAST) as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def use(client: LanguageClient):
+    """``async with use(shared) as client`` — reads like a session of its own."""
+    yield client
 
 
 @pytest.fixture
@@ -238,3 +267,39 @@ def apply_workspace_edit(text: str, uri: str, edit: lsp.WorkspaceEdit, expect_ve
 
 def file_uri(tmp_path: Path, name: str) -> str:
     return (tmp_path / name).as_uri()
+
+
+FAST = {"debounce": 20}  # settings that keep tests quick
+
+
+async def code_actions(
+    client: LanguageClient, uri: str, rng: lsp.Range, diagnostics: Sequence[lsp.Diagnostic] = (), only: Optional[List[str]] = None
+) -> List[lsp.CodeAction]:
+    res = await asyncio.wait_for(
+        client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                range=rng,
+                context=lsp.CodeActionContext(diagnostics=list(diagnostics), only=only),
+            )
+        ),
+        TIMEOUT,
+    )
+    return [a for a in (res or []) if isinstance(a, lsp.CodeAction)]
+
+
+async def hover(client: LanguageClient, uri: str, line: int, character: int) -> Optional[lsp.Hover]:
+    return await asyncio.wait_for(
+        client.text_document_hover_async(
+            lsp.HoverParams(text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line, character))
+        ),
+        TIMEOUT,
+    )
+
+
+def codes(params: lsp.PublishDiagnosticsParams) -> List[str]:
+    return sorted(str(d.code) for d in params.diagnostics)
+
+
+def utf16_col(line: str, chars: int) -> int:
+    return len(line[:chars].encode("utf-16-le")) // 2

@@ -81,6 +81,7 @@ class GradguardServer(LanguageServer):
             ),
         )
         self.settings = Settings()
+        self.base_settings = Settings()
         self.locale: Optional[str] = None
         self.codec = Codec("utf-16")
         self.pull = False  # the client pulls diagnostics for text documents
@@ -318,7 +319,11 @@ class GradguardServer(LanguageServer):
 
     # -- settings ---------------------------------------------------------------
     def apply_settings(self, raw: Any, where: str) -> None:
-        new, problems = parse_settings(raw, self.settings)
+        """A settings snapshot on top of the initializationOptions (not of the
+        previous snapshot: a key the user removed goes back to its default)."""
+        new, problems = parse_settings(raw, self.base_settings)
+        if where == "initializationOptions":
+            self.base_settings = new
         for p in problems:
             self.show_error(p)
         changed = new != self.settings
