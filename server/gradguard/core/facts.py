@@ -173,7 +173,7 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
     return F.ClassFacts(
         bases=bases,
         attrs=attr_t,
-        methods=tuple(sorted(methods)),
+        methods=tuple(sorted(mdict.items(), key=lambda kv: kv[0])),
         has_forward="forward" in mdict,
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
@@ -203,5 +203,7 @@ def summarize_graph_facts(stmt: ast.stmt) -> Iterable[Fact]:
         if isinstance(stmt, ast.ClassDef):
             return [("class:" + stmt.name, class_facts(stmt))]
         return list(_var_facts(stmt))
-    except RecursionError:
+    except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
+        # never let an odd construct take the whole file down; the rule then
+        # simply knows less about this definition
         return []

@@ -794,9 +794,14 @@ class GraphFlow:
         out = join_env(entry, e1)
         if frame.backprop and not self.no_grad:
             seeds: Dict[str, Val] = {}
+            lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
             for name, v in e1.items():
-                if v.graph_tokens() & frame.reached:
-                    seeds[name] = v
+                if v is entry.get(name):
+                    continue  # not reassigned by the loop (a graph built before it is GG102's business)
+                for t in v.graph_tokens() & frame.reached:
+                    if lo <= getattr(t[1], "lineno", 0) <= hi:  # built in this loop's body
+                        seeds[name] = v
+                        break
             if seeds:
                 e2 = dict(out)
                 for name, v in seeds.items():
@@ -848,8 +853,9 @@ class GraphFlow:
             if name not in g["names"]:
                 g["names"].append(name)
             g["idx"].setdefault(name, set()).add(idx)
-        for g in by_site.values():
-            names = tuple(g["names"])
+        for g in sorted(by_site.values(), key=lambda g: (g["site"].lineno, g["site"].col_offset)):
+            order = {n: i for i, n in enumerate(_assigned_names(g["site"]))}
+            names = tuple(sorted(g["names"], key=lambda n: (order.get(n, len(order)), n)))
             v = g["val"]
             missing: Tuple[int, ...] = ()
             arity = len(v.elems) if v.elems is not None else None
@@ -860,7 +866,7 @@ class GraphFlow:
             for n in names:
                 self._carried_keys.add((id(g["site"]), n))
             self.carries.append(
-                Carry(frame.loop, names, g["site"], _built_by(v), g["event"], missing, arity, entry, end)
+                Carry(frame.loop, names, g["site"], _built_by(v, frame.loop), g["event"], missing, arity, entry, end)
             )
 
     # -- backward events ---------------------------------------------------
@@ -1079,6 +1085,9 @@ class GraphFlow:
                 return self._apply(call, Val(obj=sub), None, pos, kws, _union(pos, kws), env)
             return CLEAN if m in _MODULE_METHODS else plain(_union(pos, kws))
         t = recv.taints | _union(pos, kws)
+        if not self.no_grad and self._threads_state(call, recv, unknown_ok=True):
+            # out, h = obj.step(x, h) / h = model.cell(x, h) on an object we cannot see
+            return plain(t | {("G", call)})
         if m in ("append", "extend", "insert", "add", "update") and key is not None and key in env:
             # list.append(x): the list now holds x's graph
             old = env[key]
@@ -1127,6 +1136,8 @@ class GraphFlow:
         name = func_name = call.func.id if isinstance(call.func, ast.Name) else None
         targets = self._targets
         argnames = [dotted(a) for a in call.args]
+        if self._threads_state(call, callee, unknown_ok=False):
+            return plain(args_taints | {("G", call)})
         if (
             name is not None
             and len(call.args) == 1
@@ -1143,14 +1154,31 @@ class GraphFlow:
                 v = pos[0]
                 return v if v.elems is not None else plain(v.taints)
             return plain(args_taints)
-        if len(targets) >= 2 and any(n in targets for n in argnames if n):
-            # out, h = f(x, h): a state threaded through an unknown model call
-            return plain(args_taints | {("G", call)})
-        if len(targets) == 1 and len(call.args) >= 2 and targets[0] in argnames and (
-            callee.param or (callee.obj or "").startswith(("inst:", "user:"))
-        ):
-            return plain(args_taints | {("G", call)})
         return self._op(call, args_taints) if args_taints else CLEAN
+
+    def _threads_state(self, call: ast.Call, callee: Val, unknown_ok: bool) -> bool:
+        """The shape of a recurrent step through a callable we cannot see:
+        ``out, h = f(x, h)`` / ``out, (h, c) = f(x, (h, c))`` (the result unpacked
+        into a name that is also an argument), or ``h = f(x, h)`` with two or more
+        arguments when ``f`` is an object (a parameter, an attribute, a module).
+        Assuming a graph there is the unsafe-for-silence choice only when the
+        callee detaches internally, which a same-file model's facts would show."""
+        targets = self._targets
+        if not targets:
+            return False
+        argnames = set()
+        for a in list(call.args) + [k.value for k in call.keywords]:
+            if isinstance(a, (ast.Tuple, ast.List)):
+                argnames.update(n for n in (dotted(e) for e in a.elts) if n)
+            else:
+                n = dotted(a)
+                if n:
+                    argnames.add(n)
+        if len(targets) >= 2 and argnames & set(targets):
+            return True
+        if len(targets) == 1 and len(call.args) >= 2 and targets[0] in argnames:
+            return unknown_ok or callee.param or (callee.obj or "").startswith(("inst:", "user:"))
+        return False
 
     def _torch_call(self, call, q: str, pos, kws, args_taints) -> Val:
         if q in _WRAPPERS:
@@ -1223,14 +1251,30 @@ def _union(pos, kws) -> FrozenSet:
     return frozenset().union(*(v.taints for v in pos), *(v.taints for v in kws.values()))
 
 
-def _built_by(v: Val) -> _Opt[ast.AST]:
-    best = None
-    for t in v.taints:
-        if t[0] == "G":
-            n = t[1]
-            if best is None or (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)) < (
-                getattr(best, "lineno", 0), getattr(best, "col_offset", 0)
-            ):
-                if isinstance(n, ast.Call) or best is None:
-                    best = n
-    return best
+def _assigned_names(stmt: ast.AST) -> List[str]:
+    if isinstance(stmt, ast.Assign):
+        return [n for t in stmt.targets for n in target_names(t)]
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        return target_names(stmt.target)
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return target_names(stmt.target)
+    return []
+
+
+def _built_by(v: Val, loop: _Opt[ast.AST] = None) -> _Opt[ast.AST]:
+    """Where the carried value's graph is built: a graph-building node on the
+    assigning statement if any, else the first one inside the loop, else any."""
+    nodes = [t[1] for t in v.taints if t[0] == "G" and hasattr(t[1], "lineno")]
+    if not nodes:
+        return None
+    site = v.site
+    if site is not None:
+        lo, hi = site.lineno, getattr(site, "end_lineno", site.lineno) or site.lineno
+        on_site = [n for n in nodes if lo <= n.lineno <= hi]
+        if on_site:
+            nodes = on_site
+    if loop is not None and site is None:
+        lo, hi = loop.lineno, getattr(loop, "end_lineno", loop.lineno) or loop.lineno
+        inside = [n for n in nodes if lo <= n.lineno <= hi]
+        nodes = inside or nodes
+    return min(nodes, key=lambda n: (not isinstance(n, ast.Call), n.lineno, n.col_offset))

@@ -165,7 +165,7 @@ def _message(carry: F.Carry) -> Dict[str, str]:
     return {
         "en": f"{n_en} {verb} this iteration's autograd graph into the next iteration, where `{bw}` back-propagates "
         f"into that already-freed graph (\"Trying to backward through the graph a second time\"){retain_en}; "
-        f"detach it between iterations.",
+        f"detach {'it' if len(carry.names) == 1 else 'them'} between iterations.",
         "zh": f"{n_zh} 把本轮迭代的计算图带进了下一轮，下一轮的 `{bw}` 会反向传播进这张已经释放的图"
         f"（报错 \"Trying to backward through the graph a second time\"）{retain_zh}；请在两轮之间 detach。",
     }
@@ -178,7 +178,10 @@ def _related(carry: F.Carry, ctx) -> Tuple[Related, ...]:
         out.append(
             Related(
                 ctx.range(carry.built_by),
-                {"en": f"the graph that {n_en} carries is built here", "zh": f"{n_zh} 携带的计算图在这里构建"},
+                {
+                    "en": f"the graph that {n_en} {'carries' if len(carry.names) == 1 else 'carry'} is built here",
+                    "zh": f"{n_zh} 携带的计算图在这里构建",
+                },
             )
         )
     out.append(
