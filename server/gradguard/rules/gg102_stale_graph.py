@@ -138,6 +138,17 @@ def _class_facts(stmt: ast.stmt):
                 parts.append(cur.id)
                 bases.append(".".join(reversed(parts)))
         yield f"gg102:class:{stmt.name}", tuple(bases)
+        for n in ast.walk(stmt):
+            if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)):
+                continue
+            callee = n.value.func
+            last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    if last == "Parameter":
+                        yield f"gg102:paramattr:{t.attr}", True
+                    elif last[:1].isupper():
+                        yield f"gg102:modattr:{t.attr}", True
     # names whose .grad is read anywhere in this top-level statement (a global
     # data tensor whose gradient a function inspects must keep requires_grad)
     names = set()
@@ -855,7 +866,7 @@ class _Analysis:
             if q == "torch.autograd.grad":
                 # grad(outputs, inputs) runs only the part of the graph leading to `inputs`
                 inputs = c.args[1] if len(c.args) > 1 else (_kw(c, "inputs").value if _kw(c, "inputs") else None)
-                names = {n.id for n in _walk_no_scopes(inputs)} if inputs is not None else set()
+                names = {n.id for n in _walk_no_scopes(inputs) if isinstance(n, ast.Name)} if inputs is not None else set()
                 t = {v for v in t if self._sources_named(v, names)}
             keep = F.has_retain_graph(c)
             prev = backs.get(id(c))
@@ -1033,16 +1044,7 @@ class _Analysis:
         if isinstance(e, ast.Await):
             return self._eval(e.value)
         if isinstance(e, ast.Attribute):
-            v = self._eval(e.value)
-            if isinstance(v, Mod):
-                if not v.trainable or e.attr in _CUT_ATTRS or e.attr.startswith("_") or e.attr in _MODULE_PLAIN_ATTRS:
-                    return None
-                # a submodule or a parameter: model.fc, scaler.gain
-                return Mod(Src(f"{v.src.name}.{e.attr}" if v.src.name else e.attr, "param", None, e, None,
-                               v.src.order), True, True)
-            if e.attr in ("T", "mT", "H", "mH", "real") and not self.nograd:
-                return _merge([v], False)
-            return None
+            return self._attr_value(self._eval(e.value), e)
         if isinstance(e, ast.Subscript):
             v = self._eval(e.value)
             if isinstance(v, Mod):  # model[0]
@@ -1054,6 +1056,22 @@ class _Analysis:
             return _merge([v], idx_saving, "indexing")
         if isinstance(e, ast.Call):
             return self._call(e)
+        return None
+
+    def _attr_value(self, v, e: ast.Attribute):
+        attr = e.attr
+        if isinstance(v, Mod):
+            if not v.trainable or attr in _CUT_ATTRS or attr.startswith("_"):
+                return None
+            summ = self.ctx.summary
+            name = f"{v.src.name}.{attr}" if v.src.name else attr
+            if attr in ("weight", "bias") or attr.startswith(("weight_", "bias_")) or summ.get(f"gg102:paramattr:{attr}"):
+                return Mod(Src(name, "param", None, e, None, v.src.order), True, True)  # a parameter
+            if summ.get(f"gg102:modattr:{attr}"):
+                return Mod(Src(name, "module", None, e, None, v.src.order), True, True)  # a submodule
+            return None
+        if attr in ("T", "mT", "H", "mH", "real") and not self.nograd:
+            return _merge([v], False)
         return None
 
     def _index_saving(self, sl: ast.AST) -> Optional[bool]:
@@ -1068,7 +1086,8 @@ class _Analysis:
             if isinstance(p, ast.Constant) or (isinstance(p, ast.UnaryOp) and isinstance(p.operand, ast.Constant)):
                 continue
             v = self._eval(p)
-            if isinstance(p, (ast.Compare, ast.List)) or isinstance(v, (Graph, Leaf)):
+            if isinstance(p, (ast.Compare, ast.List)) or isinstance(v, (Graph, Leaf)) or (
+                    isinstance(p, ast.Call) and (self.ctx.qualify(p.func) or "") in K.TENSOR_FACTORIES):
                 result = True
             elif isinstance(p, ast.Name) and p.id in self.env:
                 result = _sv(result, None)
@@ -1126,7 +1145,8 @@ class _Analysis:
                     return Mod(recv.src, not (flag is not None and _const_false(flag)) and recv.trainable, recv.saving)
                 if meth in _MODULE_SELF_METHODS:
                     return recv
-                return None
+                sub = self._attr_value(recv, func)  # model.fc(x)
+                return self._module_call(sub, args, e) if isinstance(sub, Mod) else None
             if isinstance(recv, (Graph, Leaf)):
                 if self.nograd:
                     return None
@@ -1137,14 +1157,16 @@ class _Analysis:
                 else:
                     sv = None
                 return _merge([recv] + args, sv, f"`.{meth}()`")
+            mod = None
+        else:
+            mod = self._module_of(func)
         # module calls
-        mod = self._module_of(func)
         if mod is not None:
             return self._module_call(mod, args, e)
         if self.nograd:
             return None
         if q.startswith("torch."):
-            if not any(isinstance(a, (Graph, Leaf)) for a in args):
+            if not any(_as_graph(a) is not None for a in args):
                 return None
             if q in K.SAVING_FUNCTIONS:
                 return _merge(args, True)
@@ -1161,13 +1183,13 @@ class _Analysis:
             if func.id in ("list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"):
                 return _merge(args, False)
             return None
-        if any(isinstance(a, (Graph, Leaf)) for a in args):
+        if any(_as_graph(a) is not None for a in args):
             name = ast.unparse(func) if hasattr(ast, "unparse") else "call"
             return _merge(args, None, f"`{name}()`")
         return None
 
     def _module_of(self, func: ast.AST) -> Optional[Mod]:
-        if isinstance(func, (ast.Attribute, ast.Subscript)):
+        if isinstance(func, ast.Subscript):
             m = self._eval(func)
             return m if isinstance(m, Mod) else None
         if isinstance(func, ast.Name):
@@ -1281,3 +1303,171 @@ _GRAPHLESS_FUNCTIONS = frozenset(
      "torch.floor", "torch.ceil", "torch.numel", "torch.is_tensor", "torch.equal", "torch.allclose",
      "torch.no_grad", "torch.manual_seed", "torch.save", "torch.load", "torch.set_grad_enabled"}
 )
+
+
+# ---------------------------------------------------------------------------
+# explanation (gradguard rule GG102, hover, docs/rules/GG102.md)
+
+_EXPLANATION_EN = r'''# GG102 stale-graph
+
+## What it does
+
+Finds a tensor that is **computed before a training loop from something that requires grad** (a tensor created
+with `requires_grad=True`, an `nn.Parameter`, or the output of a module with trainable parameters) and is then
+used in a loss that is back-propagated **inside** the loop.
+
+Such a tensor is a *non-leaf*: it carries a `grad_fn` and the graph that produced it. That graph is built once,
+before the loop, but every `backward()` in the loop walks through it again.
+
+- **error** — one of the operations that built the tensor saved tensors for backward (`@`/`matmul`, `*`, `/`,
+  `**`, `tanh`, `sigmoid`, `relu`, `exp`, tensor indexing, any module call...). The first `backward()` frees
+  those saved tensors, so the second iteration crashes with
+  `RuntimeError: Trying to backward through the graph a second time`.
+- **warning** — the tensor was built only with operations that save nothing (`+`, `-`, slicing, `view`,
+  `reshape`, `sum`, `mean`, `cat`...). Nothing crashes, but every iteration silently sends gradient back into
+  the source tensor through the same old graph; or gradguard cannot tell whether an operation (e.g. an unknown
+  function) saves tensors.
+
+## Why is this bad?
+
+The loop means "a fresh forward and backward per step", but part of the forward was done only once. If that
+part saved tensors, the program dies on the second step. If it did not, the program runs but keeps
+accumulating gradient into data that nobody trains (wasted work, a growing `X.grad`), or — when the source is a
+parameter — uses a value that is never recomputed after the optimizer updates the parameter.
+
+## Example
+
+```python
+import torch
+from torch import nn
+
+X = torch.rand(size=(2, 5), requires_grad=True)      # data that "requires grad" for no reason
+true_w = torch.tensor([1, 2, 3, 4, 5.]).reshape((5, -1))
+Y = torch.matmul(X, true_w)                          # GG102: Y is a non-leaf built before the loop
+Y += torch.rand(size=Y.shape)
+linear1 = nn.Linear(5, 1)
+for i in range(10):
+    l = (linear1(X) - Y) ** 2
+    linear1.zero_grad()
+    l.sum().backward()                               # 2nd iteration: "backward through the graph a second time"
+```
+
+## Fix
+
+Make the data plain data. The preferred fix depends on where the graph comes from:
+
+- **Data created with `requires_grad=True` whose `.grad` nothing reads**: remove `requires_grad=True`
+  (`X = torch.rand(size=(2, 5))`). The gradients of the parameters you train are exactly the same.
+- **Otherwise, to keep the value fixed**: detach it once it is built (`Y = Y.detach()`), or build it inside
+  `with torch.no_grad():`.
+- **When it comes from a parameter or a module you train** (`feats = encoder(X)`, `w2 = w * 2`): recompute it
+  inside the loop, so each step builds (and frees) its own graph and sees the updated parameters. Detach it
+  instead only if that part is meant to stay frozen.
+
+## FAQ
+
+**Leaf vs non-leaf?** A *leaf* is a tensor you created yourself (`torch.rand(..., requires_grad=True)`,
+`nn.Parameter`). It has no `grad_fn`; using it in every iteration is normal — that is how parameters work. A
+*non-leaf* is the result of an operation on something that requires grad (`X @ w`, `encoder(X)`); it remembers
+how it was computed, and that record is what the first `backward()` frees.
+
+**Why does the `Conv2d` version of the same loop work?** There `X` and `Y` are plain tensors
+(`requires_grad=False`): `Y` has no graph, each iteration builds a new graph from the convolution's parameters,
+and `backward()` frees only that new graph.
+
+**Which objects have `zero_grad()`?** Every `nn.Module` (`nn.Linear`, `nn.Conv2d`, your own model classes: it
+zeroes the gradients of all its parameters) and every optimizer (`torch.optim.SGD(...)`). A tensor has no
+`zero_grad()`; you reset a tensor's gradient with `x.grad = None` or `x.grad.zero_()`.
+
+**Why is `retain_graph=True` not the fix?** It does stop the crash — the old graph is kept alive, so gradguard
+stays quiet when every `backward()` that reaches the tensor passes it — but it keeps every iteration
+back-propagating through the pre-loop graph into `X`, keeps that memory alive, and hides the real problem: the
+tensor should never have had a graph. `Y.requires_grad_(False)` is not the fix either: on a non-leaf it raises
+("you can only change requires_grad flags of leaf variables"); use `Y = Y.detach()`.
+
+**Which operations save tensors for backward?** Those whose derivative needs their inputs or output:
+`matmul`/`@` (the gradient for `X` in `X @ w` needs `w`, even when `w` does not require grad), `*` and `/`
+(even by a Python number), `**`, `tanh`, `sigmoid`, `relu`, `exp`, `log`, indexing with a tensor or mask,
+`F.linear`, every layer with weights, dropout. Those that save nothing: `+`, `-`, negation, slicing and integer
+indexing, `view`/`reshape`/`permute`/`transpose`, `sum`, `mean`, `cat`, `stack`, `clone`, dtype conversion.
+Through a graph of only the latter, a second `backward()` succeeds — the *silent gradient leak* variant, which
+GG102 reports as a warning.
+'''
+
+_EXPLANATION_ZH = r'''# GG102 stale-graph（循环前构建的陈旧计算图）
+
+## 它检查什么
+
+检查这样一种张量：它在训练循环**之前**，由需要梯度的东西计算得到（用 `requires_grad=True` 创建的张量、
+`nn.Parameter`，或带可训练参数的模块的输出），然后在循环**内部**参与计算损失并被反向传播。
+
+这样的张量是*非叶子*张量：它带着 `grad_fn` 以及产生它的那张计算图。这张图只在循环前构建了一次，
+但循环里的每一次 `backward()` 都要再经过它一遍。
+
+- **error（错误）**：构建它的某个运算为反向传播保存了张量（`@`/`matmul`、`*`、`/`、`**`、`tanh`、`sigmoid`、
+  `relu`、`exp`、用张量做索引、任何模块调用……）。第一次 `backward()` 会释放这些保存的张量，
+  所以第二轮迭代必然报错 `RuntimeError: Trying to backward through the graph a second time`。
+- **warning（警告）**：它只经过不保存任何张量的运算（`+`、`-`、切片、`view`、`reshape`、`sum`、`mean`、
+  `cat`……）。程序不会报错，但每一轮都会沿着同一张旧图把梯度悄悄地传回源张量；或者 gradguard
+  无法判断某个运算（例如未知函数）是否保存了张量。
+
+## 为什么这是个问题
+
+循环的本意是“每一步都做一次新的前向和反向”，可前向计算中有一部分只做了一次。如果这部分保存了张量，
+程序会在第二步崩溃；如果没有保存，程序能跑，但会不断把梯度累加到没人训练的数据上（白白浪费计算，
+`X.grad` 越积越大）；当源头是参数时，这个值在优化器更新参数后也不会重新计算。
+
+## 示例
+
+```python
+import torch
+from torch import nn
+
+X = torch.rand(size=(2, 5), requires_grad=True)      # 数据无缘无故设置了 requires_grad
+true_w = torch.tensor([1, 2, 3, 4, 5.]).reshape((5, -1))
+Y = torch.matmul(X, true_w)                          # GG102：Y 是在循环前构建的非叶子张量
+Y += torch.rand(size=Y.shape)
+linear1 = nn.Linear(5, 1)
+for i in range(10):
+    l = (linear1(X) - Y) ** 2
+    linear1.zero_grad()
+    l.sum().backward()                               # 第二轮：Trying to backward through the graph a second time
+```
+
+## 修复
+
+让数据回归普通数据。首选的修复方式取决于计算图从哪里来：
+
+- **数据用 `requires_grad=True` 创建，但没有代码读取它的 `.grad`**：去掉 `requires_grad=True`
+  （`X = torch.rand(size=(2, 5))`）。被训练参数的梯度完全不变。
+- **其他情况下，如果这个值本来就应该固定**：构建完成后立即分离（`Y = Y.detach()`），
+  或者把构建它的语句放进 `with torch.no_grad():`。
+- **如果它来自正在训练的参数或模块**（`feats = encoder(X)`、`w2 = w * 2`）：把它移到循环内部重新计算，
+  这样每一步都构建（并释放）自己的计算图，也能用上更新后的参数。只有当这部分本来就要冻结时，才改用 detach。
+
+## 常见问题
+
+**叶子张量和非叶子张量有什么区别？** *叶子*张量是你自己创建的（`torch.rand(..., requires_grad=True)`、
+`nn.Parameter`），没有 `grad_fn`；在每一轮中直接使用它完全正常，参数就是这样工作的。*非叶子*张量是对需要梯度的
+东西做运算的结果（`X @ w`、`encoder(X)`），它记录了自己是如何算出来的，第一次 `backward()` 释放的正是这份记录。
+
+**为什么同样的循环换成 `Conv2d` 版本就能正常运行？** 那里的 `X` 和 `Y` 都是普通张量（`requires_grad=False`）：
+`Y` 没有计算图，每一轮都从卷积层的参数构建一张新图，`backward()` 释放的只是这张新图。
+
+**哪些对象可以调用 `zero_grad()`？** 所有 `nn.Module`（`nn.Linear`、`nn.Conv2d` 以及你自己的模型类，
+它会把所有参数的梯度清零）和所有优化器（`torch.optim.SGD(...)`）。张量没有 `zero_grad()`；
+清空张量的梯度用 `x.grad = None` 或 `x.grad.zero_()`。
+
+**为什么 `retain_graph=True` 不是正确的修复？** 它确实能消除报错——旧图被保留下来，所以当所有经过该张量的
+`backward()` 都传了它时，gradguard 不会报告——但每一轮仍然沿着循环前的旧图把梯度传回 `X`，这部分内存也一直
+无法释放，真正的问题被掩盖了：这个张量根本就不该带计算图。`Y.requires_grad_(False)` 也不是修复：
+对非叶子张量调用它会直接报错（“you can only change requires_grad flags of leaf variables”），应使用 `Y = Y.detach()`。
+
+**哪些运算会为反向传播保存张量？** 求导时需要用到输入或输出的运算：`matmul`/`@`（`X @ w` 对 `X` 求梯度需要 `w`，
+即使 `w` 不需要梯度）、`*` 和 `/`（即使乘除的是 Python 数字）、`**`、`tanh`、`sigmoid`、`relu`、`exp`、`log`、
+用张量或掩码做索引、`F.linear`、所有带权重的层、dropout。不保存任何张量的运算：`+`、`-`、取负、切片和整数索引、
+`view`/`reshape`/`permute`/`transpose`、`sum`、`mean`、`cat`、`stack`、`clone`、类型转换。
+如果计算图只由后者构成，第二次 `backward()` 能够成功——这就是*梯度悄悄泄漏*的情形，GG102 将其报告为警告。
+'''
+
+StaleGraph.explanation = {"en": _EXPLANATION_EN, "zh": _EXPLANATION_ZH}

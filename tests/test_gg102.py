@@ -1,0 +1,870 @@
+"""GG102 stale-graph: behaviour on realistic snippets.
+
+Which operations crash (saved tensors) and which only leak gradient was
+measured with torch itself; the runnable counterparts of these snippets live in
+tests/fixtures (gg102_*, ok_*) and are executed by tests/test_fixtures.py.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+import pytest
+
+from gradguard.core import Position, Range, Severity, check_source
+from gradguard.core.text import apply_text_edits
+from gradguard.rules import get_rule
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def gg102(source: str):
+    return [f for f in check_source(source).findings if f.code == "GG102"]
+
+
+def only(source: str):
+    found = gg102(source)
+    assert len(found) == 1, [(f.range.start.line + 1, f.message_in("en")) for f in found]
+    return found[0]
+
+
+def line_of(source: str, needle: str) -> int:
+    """0-based line of the first line containing ``needle``."""
+    for i, line in enumerate(source.splitlines()):
+        if needle in line:
+            return i
+    raise AssertionError(needle)
+
+
+def apply(source: str, fix) -> str:
+    return apply_text_edits(source, fix.edits)
+
+
+def fix_titled(f, word: str):
+    for fx in f.fixes:
+        if word in fx.title_in("en"):
+            return fx
+    raise AssertionError(f"no fix with {word!r}: {[x.title_in('en') for x in f.fixes]}")
+
+
+def assert_fixed(source: str, fix, variable: str):
+    """The fix removes the finding for ``variable``, and fixing again is a no-op."""
+    fixed = apply(source, fix)
+    assert fixed != source
+    assert not [f for f in gg102(fixed) if f.data["variable"] == variable], fixed
+    compile(fixed, "<fixed>", "exec")
+    return fixed
+
+
+SEED = src(
+    """
+    import torch
+    from torch import nn
+    X = torch.rand(size = (2,5),requires_grad = True)
+    true_w = torch.tensor([1,2,3,4,5.]).reshape((X.shape[1],-1))
+    true_b = torch.zeros(X.shape[0]).reshape((-1,1))
+    Y = torch.matmul(X,true_w) + true_b
+    Y += torch.rand(size=(Y.shape))
+    linear1 = nn.Linear(5,1)
+    lr = 0.01
+    for i in range(10):
+        Y_hat = linear1(X)
+        l = (Y_hat-Y)**2
+        print(l)
+        linear1.zero_grad()
+        l.sum().backward()
+        linear1.weight.data[:] -= lr*linear1.weight.grad
+        if(i + 1) % 2 == 0:
+            print(f"epoch{i+1},loss{l.sum():.3f}")
+    """
+)
+
+
+# ---------------------------------------------------------------------------
+# the seed program
+
+
+def test_seed_finding_range_severity_data_messages():
+    f = only(SEED)
+    y_line = line_of(SEED, "Y = torch.matmul")
+    assert f.range == Range(Position(y_line, 0), Position(y_line, len("Y = torch.matmul(X,true_w) + true_b")))
+    assert f.severity is Severity.ERROR
+    assert dict(f.data) == {"variable": "Y", "source": "X", "certain": True}
+    en, zh = f.message_in("en"), f.message_in("zh")
+    assert "`Y`" in en and "`X`" in en and "second time" in en
+    assert "`Y`" in zh and "`X`" in zh and "循环" in zh
+    assert en.count(". ") == 0 and en.endswith(".")  # one sentence
+    # related: where the graph starts, and the backward that fails
+    x_line = line_of(SEED, "X = torch.rand")
+    bw_line = line_of(SEED, "l.sum().backward()")
+    assert [r.range.start.line for r in f.related] == [x_line, bw_line]
+    assert "requires_grad=True" in f.related[0].message_in("en")
+    assert "requires_grad=True" in f.related[0].message_in("zh")
+    bw = f.related[1]
+    assert SEED.splitlines()[bw_line][bw.range.start.character:bw.range.end.character] == "l.sum().backward()"
+    assert "next iteration" in bw.message_in("en") and "下一轮" in bw.message_in("zh")
+
+
+def test_seed_preferred_fix_removes_requires_grad_cleanly():
+    f = only(SEED)
+    assert [fx.preferred for fx in f.fixes] == [True, False, False]
+    fixed = assert_fixed(SEED, f.preferred_fix, "Y")
+    assert "X = torch.rand(size = (2,5))\n" in fixed
+    assert fixed.replace("X = torch.rand(size = (2,5))", "X = torch.rand(size = (2,5),requires_grad = True)") == SEED
+    assert "去掉" in f.preferred_fix.title_in("zh")
+    # idempotent: nothing left to fix
+    assert gg102(fixed) == []
+
+
+def test_seed_detach_fix_inserts_after_last_building_statement():
+    f = only(SEED)
+    fixed = assert_fixed(SEED, fix_titled(f, "Detach"), "Y")
+    lines = fixed.splitlines()
+    i = line_of(fixed, "Y += torch.rand")
+    assert lines[i + 1] == "Y = Y.detach()"
+    assert gg102(fixed) == []
+
+
+def test_seed_no_grad_fix_wraps_and_reindents():
+    f = only(SEED)
+    fixed = assert_fixed(SEED, fix_titled(f, "no_grad"), "Y")
+    assert "with torch.no_grad():\n    Y = torch.matmul(X,true_w) + true_b\n    Y += torch.rand(size=(Y.shape))\nlinear1" in fixed
+
+
+def test_seed_with_requires_grad_false_on_non_leaf_is_still_reported_with_a_note():
+    source = SEED.replace("linear1 = nn.Linear(5,1)", "Y.requires_grad_(False)\nlinear1 = nn.Linear(5,1)")
+    f = only(source)
+    notes = [r for r in f.related if "requires_grad_(False)" in r.message_in("en")]
+    assert len(notes) == 1 and "detach" in notes[0].message_in("en") and "叶子" in notes[0].message_in("zh")
+
+
+# ---------------------------------------------------------------------------
+# requires_grad removal: keyword surgery
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("torch.rand(size = (2,5),requires_grad = True)", "torch.rand(size = (2,5))"),
+        ("torch.rand(2, 5, requires_grad=True)", "torch.rand(2, 5)"),
+        ("torch.rand(2, 5, requires_grad=True, dtype=torch.float64)", "torch.rand(2, 5, dtype=torch.float64)"),
+        ("torch.rand(requires_grad=True, size=(2, 5))", "torch.rand(size=(2, 5))"),
+        ("torch.randn(2, 5, requires_grad=True,)", "torch.randn(2, 5,)"),
+        ("torch.ones(2, 5).requires_grad_()", "torch.ones(2, 5)"),
+        ("torch.ones(2, 5).requires_grad_(True)", "torch.ones(2, 5)"),
+        ("torch.randn(\n    2, 5,\n    requires_grad=True,\n)", "torch.randn(\n    2, 5,\n)"),
+    ],
+)
+def test_remove_requires_grad_variants(before, after):
+    source = (
+        "import torch\n"
+        f"X = {before}\n"
+        "Y = X * 3.0\n"
+        "lin = torch.nn.Linear(5, 1)\n"
+        "for _ in range(3):\n"
+        "    ((lin(X) - Y[:, :1]) ** 2).sum().backward()\n"
+    )
+    f = only(source)
+    assert f.severity is Severity.ERROR
+    fixed = apply(source, f.preferred_fix)
+    assert fixed == source.replace(before, after)
+    assert gg102(fixed) == []
+
+
+def test_grad_read_keeps_requires_grad_and_prefers_another_fix():
+    source = SEED + "print(X.grad)\n"
+    f = only(source)
+    assert not any("requires_grad" in fx.title_in("en") for fx in f.fixes)
+    assert f.preferred_fix is not None
+    assert_fixed(source, f.preferred_fix, "Y")
+
+
+def test_optimizer_over_data_tensor_keeps_requires_grad():
+    source = src(
+        """
+        import torch
+        X = torch.randn(4, 3, requires_grad=True)
+        target = X @ torch.ones(3, 1)
+        lin = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD([X] + list(lin.parameters()), lr=0.1)
+        for _ in range(5):
+            opt.zero_grad()
+            ((lin(X) - target) ** 2).mean().backward()
+            opt.step()
+        """
+    )
+    f = only(source)
+    assert not any("requires_grad" in fx.title_in("en") for fx in f.fixes)
+    fixed = assert_fixed(source, f.preferred_fix, "target")
+    assert "Recompute" in f.preferred_fix.title_in("en")
+    assert "    target = X @ torch.ones(3, 1)\n" in fixed
+
+
+# ---------------------------------------------------------------------------
+# functions, aliases, loops
+
+
+def test_function_with_aliases_and_while_loop():
+    source = src(
+        """
+        import torch as T
+        from torch import rand, nn
+
+        def train():
+            X = rand(8, 5, requires_grad=True)
+            w = T.ones(5, 1)
+            Y = X @ w
+            Y = Y.reshape(-1)
+            model = nn.Linear(5, 1)
+            opt = T.optim.SGD(model.parameters(), lr=0.1)
+            epoch = 0
+            while epoch < 10:
+                opt.zero_grad()
+                loss = ((model(X).squeeze(1) - Y) ** 2).mean()
+                loss.backward()
+                opt.step()
+                epoch += 1
+        """
+    )
+    f = only(source)
+    assert f.range.start.line == line_of(source, "Y = X @ w")
+    assert f.range.start.character == 4
+    assert f.severity is Severity.ERROR and f.data["certain"] is True
+    assert [r.range.start.line for r in f.related] == [line_of(source, "X = rand"), line_of(source, "loss.backward()")]
+    assert "rand(8, 5)\n" in apply(source, f.preferred_fix)
+    detach = apply(source, fix_titled(f, "Detach"))
+    assert "\n    Y = Y.reshape(-1)\n    Y = Y.detach()\n    model" in detach
+    ng = fix_titled(f, "no_grad")
+    assert ng.title_in("en") == "Build `Y` under `T.no_grad()`"
+    wrapped = apply(source, ng)
+    assert "\n    with T.no_grad():\n        Y = X @ w\n        Y = Y.reshape(-1)\n    model" in wrapped
+    for fx in f.fixes:
+        assert_fixed(source, fx, "Y")
+
+
+def test_no_torch_module_name_means_no_no_grad_fix():
+    source = src(
+        """
+        from torch import rand, nn
+        X = rand(4, 3, requires_grad=True)
+        Y = X * 2
+        lin = nn.Linear(3, 1)
+        for _ in range(3):
+            (lin(X) - Y[:, :1]).pow(2).sum().backward()
+        """
+    )
+    f = only(source)
+    assert not any("no_grad" in fx.title_in("en") for fx in f.fixes)
+    assert sum(fx.preferred for fx in f.fixes) == 1
+
+
+def test_module_output_before_loop_prefers_recompute_inside_loop():
+    source = src(
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        encoder = nn.Sequential(nn.Linear(10, 16), nn.ReLU())
+        head = nn.Linear(16, 1)
+        X = torch.randn(32, 10)
+        y = torch.randn(32, 1)
+        opt = torch.optim.Adam(list(encoder.parameters()) + list(head.parameters()))
+        feats = encoder(X)
+        for step in range(100):
+            opt.zero_grad()
+            loss = F.mse_loss(head(feats), y)
+            loss.backward()
+            opt.step()
+        """
+    )
+    f = only(source)
+    assert f.severity is Severity.ERROR
+    assert dict(f.data) == {"variable": "feats", "source": "encoder", "certain": True}
+    assert "module `encoder`" in f.message_in("en") and "模块 `encoder`" in f.message_in("zh")
+    assert f.related[0].range.start.line == line_of(source, "encoder = nn.Sequential")
+    assert f.preferred_fix.title_in("en") == "Recompute `feats` inside the loop"
+    fixed = assert_fixed(source, f.preferred_fix, "feats")
+    assert "for step in range(100):\n    feats = encoder(X)\n    opt.zero_grad()\n" in fixed
+    assert "\nfeats = encoder(X)\n" not in fixed
+    assert gg102(fixed) == []
+
+
+def test_user_module_class_attribute_parameter():
+    source = src(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Scaler(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.gain = nn.Parameter(torch.ones(dim))
+                self.size = dim
+
+        def main():
+            scaler = Scaler(4)
+            model = nn.Linear(4, 1)
+            data = torch.randn(8, 4)
+            n = scaler.size * 2
+            scaled = data * scaler.gain
+            opt = torch.optim.SGD(list(model.parameters()) + list(scaler.parameters()), lr=0.01)
+            for epoch in range(3):
+                opt.zero_grad()
+                loss = model(scaled).sum() / n
+                loss.backward()
+                opt.step()
+        """
+    )
+    f = only(source)
+    assert f.data["variable"] == "scaled" and f.data["source"] == "scaler.gain"
+    assert "parameter `scaler.gain`" in f.message_in("en")
+    assert_fixed(source, f.preferred_fix, "scaled")
+
+
+def test_parameter_derived_values_error_vs_warning():
+    source = src(
+        """
+        import torch
+        from torch import nn
+        w = nn.Parameter(torch.randn(3, 3))
+        w2 = w * 2
+        w3 = w + 1
+        x = torch.randn(4, 3)
+        opt = torch.optim.SGD([w], lr=0.1)
+        for i in range(5):
+            opt.zero_grad()
+            (x @ w2).sum().backward()
+            opt.step()
+        for i in range(5):
+            opt.zero_grad()
+            (x * w3).sum().backward()
+            opt.step()
+        """
+    )
+    by_var = {f.data["variable"]: f for f in gg102(source)}
+    assert set(by_var) == {"w2", "w3"}
+    assert by_var["w2"].severity is Severity.ERROR and by_var["w2"].data["certain"] is True
+    assert by_var["w3"].severity is Severity.WARNING and by_var["w3"].data["certain"] is False
+    assert "does not crash" in by_var["w3"].message_in("en")
+    assert "never recomputed" in by_var["w3"].message_in("en")
+    assert "不会报错" in by_var["w3"].message_in("zh")
+    assert by_var["w2"].range.start.line == line_of(source, "w2 = w * 2")
+    for var, f in by_var.items():
+        assert_fixed(source, f.preferred_fix, var)
+
+
+def test_nonsaving_graph_is_a_warning_that_says_so():
+    source = src(
+        """
+        import torch
+        X = torch.randn(4, 3, requires_grad=True)
+        Y = X[:, :1] + 1
+        Y = Y.view(-1)
+        lin = torch.nn.Linear(3, 1)
+        for i in range(3):
+            loss = (lin(X.detach()).view(-1) - Y).abs().sum()
+            loss.backward()
+        """
+    )
+    f = only(source)
+    assert f.severity is Severity.WARNING and f.data["certain"] is False
+    assert "does not crash" in f.message_in("en") and "flowing into `X`" in f.message_in("en")
+    assert "悄悄" in f.message_in("zh")
+    assert "every iteration" in f.related[-1].message_in("en")
+    assert gg102(apply(source, f.preferred_fix)) == []
+
+
+def test_unknown_operation_is_a_warning_naming_it():
+    source = src(
+        """
+        import torch
+        def featurize(t):
+            return t
+        X = torch.randn(4, 3, requires_grad=True)
+        Y = featurize(X)
+        lin = torch.nn.Linear(3, 1)
+        for i in range(3):
+            ((lin(X) - Y[:, :1]) ** 2).sum().backward()
+        """
+    )
+    f = only(source)
+    assert f.severity is Severity.WARNING
+    assert "`featurize()`" in f.message_in("en") and "crashes if" in f.message_in("en")
+
+
+@pytest.mark.parametrize(
+    "expr, certain",
+    [
+        ("X @ w", True), ("torch.matmul(X, w)", True), ("X * 2", True), ("X / 2", True), ("X ** 2", True),
+        ("torch.tanh(X)", True), ("torch.sigmoid(X)", True), ("X.exp()", True), ("X[:, torch.tensor([0])]", True),
+        ("X[X > 0.5]", True), ("X + 1", False), ("X - w.T", False), ("X[:, 0:2]", False), ("X[:, 0]", False),
+        ("X.view(-1)", False), ("X.sum(1)", False), ("X.mean(0)", False), ("-X", False),
+        ("torch.cat([X, X])", False), ("X.clone()", False), ("X.float()", False),
+    ],
+)
+def test_saving_and_nonsaving_operations(expr, certain):
+    source = (
+        "import torch\n"
+        "X = torch.randn(4, 3, requires_grad=True)\n"
+        "w = torch.ones(4, 3)\n"
+        f"Y = {expr}\n"
+        "lin = torch.nn.Linear(3, 1)\n"
+        "for i in range(3):\n"
+        "    (lin(X).sum() - Y.sum()).backward()\n"
+    )
+    f = only(source)
+    assert f.data["certain"] is certain
+    assert f.severity is (Severity.ERROR if certain else Severity.WARNING)
+
+
+def test_inner_loop_uses_value_built_in_outer_loop():
+    source = src(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+            def forward(self, x):
+                return self.fc(x)
+
+        def run(data):
+            enc = Net()
+            head = nn.Linear(2, 1)
+            opt = torch.optim.SGD(head.parameters(), lr=0.1)
+            for epoch in range(3):
+                z = enc(data)
+                for b in range(4):
+                    opt.zero_grad()
+                    out = head(z)
+                    out.mean().backward()
+                    opt.step()
+        """
+    )
+    f = only(source)
+    assert f.range.start.line == line_of(source, "z = enc(data)")
+    fixed = assert_fixed(source, f.preferred_fix, "z")
+    assert "        for b in range(4):\n            z = enc(data)\n" in fixed
+
+
+def test_stale_value_reported_once_for_nested_loops():
+    source = src(
+        """
+        import torch
+        X = torch.randn(4, 3, requires_grad=True)
+        Y = X * 3
+        lin = torch.nn.Linear(3, 1)
+        for epoch in range(2):
+            for i in range(3):
+                ((lin(X) - Y[:, :1]) ** 2).sum().backward()
+        """
+    )
+    only(source)
+
+
+def test_value_reaching_backward_through_a_list_and_a_criterion():
+    source = src(
+        """
+        import torch
+        X = torch.randn(4, 3, requires_grad=True)
+        Y = X @ torch.ones(3, 1)
+        lin = torch.nn.Linear(3, 1)
+        crit = torch.nn.MSELoss()
+        for i in range(3):
+            losses = []
+            losses.append(crit(lin(X), Y))
+            total = sum(losses)
+            total.backward()
+        """
+    )
+    assert only(source).data["variable"] == "Y"
+
+
+def test_iterating_over_a_stale_tensor():
+    source = src(
+        """
+        import torch
+        X = torch.randn(4, 3, requires_grad=True)
+        Y = torch.sigmoid(X)
+        lin = torch.nn.Linear(3, 3)
+        for row in Y:
+            lin(row).sum().backward()
+        """
+    )
+    assert only(source).data["variable"] == "Y"
+
+
+def test_retain_graph_on_one_backward_only_still_crashes():
+    source = src(
+        """
+        import torch
+        X = torch.randn(4, 3, requires_grad=True)
+        Y = X @ torch.ones(3, 1)
+        lin = torch.nn.Linear(1, 1)
+        for i in range(3):
+            l = ((lin(torch.ones(4, 1)) - Y) ** 2).sum()
+            l.backward(retain_graph=True)
+            l2 = ((lin(torch.ones(4, 1)) - Y) ** 2).sum()
+            l2.backward()
+        """
+    )
+    f = only(source)
+    assert f.related[-1].range.start.line == line_of(source, "l2.backward()")
+
+
+def test_arguments_receiving_requires_grad_tensors_from_callers():
+    source = src(
+        """
+        import torch
+        from torch import nn
+
+        def make_dataset(n=20):
+            x = torch.linspace(-1, 1, n).unsqueeze(1).requires_grad_()
+            return x
+
+        def fit(model, x, epochs=4):
+            y = torch.sin(3 * x) * 0.5
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(epochs):
+                loss = ((model(x) - y) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+        def train(x, epochs=4):
+            target = x.sum(dim=1, keepdim=True) - 1.0
+            model = nn.Linear(x.size(1), 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            for _ in range(epochs):
+                opt.zero_grad()
+                (model(x) - target).pow(2).mean().backward()
+                opt.step()
+
+        if __name__ == "__main__":
+            fit(nn.Linear(1, 1), make_dataset())
+            train(torch.randn(10, 3, requires_grad=True))
+        """
+    )
+    by_var = {f.data["variable"]: f for f in gg102(source)}
+    assert set(by_var) == {"y", "target"}
+    assert by_var["y"].severity is Severity.ERROR
+    assert by_var["target"].severity is Severity.WARNING
+    rel = by_var["y"].related[0]
+    assert rel.range.start.line == line_of(source, "def fit(")
+    assert "caller" in rel.message_in("en")
+    # the caller's tensor is in another function: detach here
+    assert by_var["y"].preferred_fix.title_in("en").startswith("Detach")
+    assert_fixed(source, by_var["y"].preferred_fix, "y")
+    # without a requires-grad caller, the same function is silent
+    quiet = source.replace("make_dataset())", "torch.linspace(-1, 1, 20).unsqueeze(1))").replace(
+        "torch.randn(10, 3, requires_grad=True)", "torch.randn(10, 3)")
+    assert gg102(quiet) == []
+
+
+def test_chinese_identifiers_and_comments_on_flagged_line():
+    source = src(
+        """
+        import torch as T
+        from torch import rand, nn
+
+
+        def fit(epochs):
+            # 数据：带梯度的输入
+            输入 = rand(4, 3, requires_grad=True)
+            标签 = T.tanh(输入).sum(1, keepdim=True)  # 标签在循环前构建
+            模型 = nn.Linear(3, 1)
+            优化器 = T.optim.SGD(模型.parameters(), lr=0.1)
+            while epochs > 0:
+                优化器.zero_grad()
+                损失 = ((模型(输入) - 标签) ** 2).mean()
+                损失.backward()
+                优化器.step()
+                epochs -= 1
+        """
+    )
+    f = only(source)
+    n = line_of(source, "标签 = T.tanh")
+    stmt = "标签 = T.tanh(输入).sum(1, keepdim=True)"
+    assert f.range == Range(Position(n, 4), Position(n, 4 + len(stmt)))  # code points, comment excluded
+    assert dict(f.data) == {"variable": "标签", "source": "输入", "certain": True}
+    assert "`标签`" in f.message_in("zh") and "`输入`" in f.message_in("zh")
+    bw = f.related[-1]
+    line = source.splitlines()[bw.range.start.line]
+    assert line[bw.range.start.character:bw.range.end.character] == "损失.backward()"
+    fixed = apply(source, f.preferred_fix)
+    assert "    输入 = rand(4, 3)\n" in fixed
+    detach = apply(source, fix_titled(f, "Detach"))
+    assert f"    {stmt}  # 标签在循环前构建\n    标签 = 标签.detach()\n" in detach
+    wrapped = apply(source, fix_titled(f, "no_grad"))
+    assert f"    with T.no_grad():\n        {stmt}  # 标签在循环前构建\n" in wrapped
+    for fx in f.fixes:
+        assert_fixed(source, fx, "标签")
+
+
+# ---------------------------------------------------------------------------
+# must stay silent
+
+
+SILENT = {
+    "built_under_no_grad": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        with torch.no_grad():
+            Y = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(5, 1)
+        for i in range(10):
+            ((lin(X) - Y) ** 2).sum().backward()
+        """,
+    "detached": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        Y = (X @ torch.ones(5, 1)).detach()
+        lin = torch.nn.Linear(5, 1)
+        for i in range(10):
+            ((lin(X) - Y) ** 2).sum().backward()
+        """,
+    "detached_then_requires_grad_false": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        Y = X @ torch.ones(5, 1)
+        Y = Y.detach()
+        Y.requires_grad_(False)
+        lin = torch.nn.Linear(5, 1)
+        for i in range(10):
+            ((lin(X) - Y) ** 2).sum().backward()
+        """,
+    "seed_fixed_by_the_note": """
+        import torch
+        from torch import nn
+        X = torch.rand(size = (2,5))
+        true_w = torch.tensor([1,2,3,4,5.]).reshape((X.shape[1],-1))
+        true_b = torch.zeros(X.shape[0]).reshape((-1,1))
+        Y = torch.matmul(X,true_w) + true_b
+        Y += torch.rand(size=(Y.shape))
+        Y.requires_grad_(False)
+        linear1 = nn.Linear(5,1)
+        for i in range(10):
+            l = (linear1(X)-Y)**2
+            linear1.zero_grad()
+            l.sum().backward()
+        """,
+    "cnn_seed": """
+        import torch
+        from torch import nn
+
+
+        def corr2d(X, K):
+            h, w = K.shape
+            Y = torch.zeros((X.shape[0] - h + 1, X.shape[1] - w + 1))
+            for i in range(Y.shape[0]):
+                for j in range(Y.shape[1]):
+                    Y[i, j] = (X[i:i + h, j:j + w] * K).sum()
+            return Y
+
+
+        X = torch.ones((6, 8))
+        X[:, 2:6] = 0
+        K = torch.tensor([[1.0, -1.0]])
+        Y = corr2d(X, K)
+        conv2d = nn.Conv2d(in_channels=1, out_channels=1, kernel_size=(1, 2), bias=False)
+        X = X.reshape((1, 1, 6, 8))
+        Y = Y.reshape((1, 1, 6, 7))
+        lr = 3e-2
+
+        for i in range(10):
+            Y_hat = conv2d(X)
+            l = (Y_hat - Y) ** 2
+            conv2d.zero_grad()
+            l.sum().backward()
+            conv2d.weight.data[:] -= lr * conv2d.weight.grad
+        """,
+    "leaf_factory_used_directly": """
+        import torch
+        w = torch.randn(3, 1, requires_grad=True)
+        b = torch.zeros(1, requires_grad=True)
+        x = torch.randn(8, 3)
+        for i in range(10):
+            loss = ((x @ w + b) ** 2).mean()
+            loss.backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+                w.grad.zero_()
+        """,
+    "parameter_used_directly": """
+        import torch
+        from torch import nn
+        P = nn.Parameter(torch.ones(5, 1))
+        X = torch.randn(4, 5)
+        opt = torch.optim.SGD([P], lr=0.1)
+        for i in range(10):
+            opt.zero_grad()
+            (X @ P).sum().backward()
+            opt.step()
+        """,
+    "graph_rebuilt_inside_loop": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        Y = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(5, 1)
+        for i in range(10):
+            Y = X @ torch.ones(5, 1)
+            ((lin(X) - Y) ** 2).sum().backward()
+        """,
+    "backward_once_after_loop": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        S = X * 2
+        lin = torch.nn.Linear(5, 1)
+        tot = 0
+        for i in range(10):
+            tot = tot + (lin(X) - S[:, :1]).pow(2).sum()
+        tot.backward()
+        """,
+    "item_and_tolist": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        V = (X * 3).sum().item()
+        L = (X * 3).tolist()
+        lin = torch.nn.Linear(5, 1)
+        for i in range(10):
+            (lin(X).sum() * V + L[0][0]).backward()
+        """,
+    "tensor_from_data": """
+        import torch
+        D = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]])
+        E = D * 3
+        F = torch.as_tensor([[1.0]]) @ D
+        lin = torch.nn.Linear(5, 1)
+        for i in range(10):
+            ((lin(D) - E.sum() - F.sum()) ** 2).sum().backward()
+        """,
+    "retain_graph_true": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        R = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(5, 1)
+        for i in range(10):
+            ((lin(X) - R) ** 2).sum().backward(retain_graph=True)
+        """,
+    "create_graph_true": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        R = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(5, 1)
+        for i in range(3):
+            ((lin(X) - R) ** 2).sum().backward(create_graph=True)
+        """,
+    "eval_loop_under_no_grad": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        Q = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(5, 1)
+        with torch.no_grad():
+            for i in range(3):
+                print(((lin(X) - Q) ** 2).sum())
+        """,
+    "no_grad_decorated_function": """
+        import torch
+        @torch.no_grad()
+        def evaluate(model, X):
+            Q = model(X)
+            for i in range(3):
+                print(Q.sum())
+        """,
+    "frozen_feature_extractor": """
+        import torch
+        from torch import nn
+        backbone = nn.Linear(8, 4)
+        for p in backbone.parameters():
+            p.requires_grad = False
+        head = nn.Linear(4, 1)
+        x = torch.randn(16, 8)
+        feats = backbone(x)
+        opt = torch.optim.SGD(head.parameters(), lr=0.1)
+        for i in range(5):
+            opt.zero_grad()
+            head(feats).sum().backward()
+            opt.step()
+        """,
+    "frozen_module_requires_grad_false": """
+        import torch
+        from torch import nn
+        backbone = nn.Linear(8, 4).requires_grad_(False)
+        head = nn.Linear(4, 1)
+        feats = backbone(torch.randn(16, 8))
+        for i in range(5):
+            head(feats).sum().backward()
+        """,
+    "autograd_grad_wrt_parameters_only": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        Y = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(1, 1)
+        for i in range(3):
+            l = ((lin(torch.ones(2, 1)) - Y) ** 2).sum()
+            g = torch.autograd.grad(l, list(lin.parameters()))
+        """,
+    "stale_value_used_only_in_no_grad_block": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        Y = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(5, 1)
+        for i in range(3):
+            lin(X).sum().backward()
+            with torch.no_grad():
+                err = (lin(X) - Y).abs().mean()
+        """,
+    "module_attribute_that_is_not_a_parameter": """
+        import torch
+        from torch import nn
+        model = nn.Linear(3, 1)
+        n = model.in_features * 2
+        x = torch.randn(4, 3)
+        for i in range(3):
+            (model(x).sum() / n).backward()
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SILENT))
+def test_silent(name):
+    assert gg102(src(SILENT[name])) == []
+
+
+# ---------------------------------------------------------------------------
+# robustness, explanation, speed
+
+
+def test_bad_input_never_crashes():
+    for text in ["for i in range(:\n", "X = torch.rand(2, requires_grad=True\n", "\x00", "", "Y = (((((" * 50]:
+        check_source(text)
+
+
+def test_explanation_sections_in_both_languages():
+    rule = get_rule("GG102")
+    assert rule.name == "stale-graph"
+    en, zh = rule.explain("en"), rule.explain("zh")
+    for section in ("## What it does", "## Why is this bad?", "## Example", "## Fix", "## FAQ"):
+        assert section in en
+    for section in ("## 它检查什么", "## 为什么这是个问题", "## 示例", "## 修复", "## 常见问题"):
+        assert section in zh
+    for text in (en, zh):
+        assert "retain_graph=True" in text and "zero_grad()" in text and "Conv2d" in text
+    assert "leaf" in en.lower() and "叶子" in zh
+
+
+def test_long_method_chains_and_large_units_stay_fast():
+    chain = "X" + ".view(-1).reshape(2, 12).contiguous().float()" * 40
+    big = ["import torch", "X = torch.randn(2, 12, requires_grad=True)", f"Y = {chain}"]
+    big += [f"a{i} = torch.randn(3) * {i}" for i in range(3000)]
+    big += ["lin = torch.nn.Linear(12, 1)", "for i in range(3):", "    (lin(X).sum() - Y.sum()).backward()"]
+    t0 = time.perf_counter()
+    found = gg102("\n".join(big) + "\n")
+    assert time.perf_counter() - t0 < 3.0
+    assert [f.data["variable"] for f in found] == ["Y"]
