@@ -868,3 +868,11 @@ def test_long_method_chains_and_large_units_stay_fast():
     found = gg102("\n".join(big) + "\n")
     assert time.perf_counter() - t0 < 3.0
     assert [f.data["variable"] for f in found] == ["Y"]
+
+
+def test_docs_page_is_the_explanation():
+    from pathlib import Path
+
+    rule = get_rule("GG102")
+    page = (Path(__file__).resolve().parent.parent / "docs" / "rules" / "GG102.md").read_text(encoding="utf-8")
+    assert page == rule.explain("en").rstrip() + "\n\n---\n\n" + rule.explain("zh").rstrip() + "\n"
