@@ -19,7 +19,218 @@ from gradguard.core import flow as F
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
 
-EXPLANATION = {"en": "", "zh": ""}  # filled below
+
+# The rule page: `gradguard rule GG101`, hovers and docs/rules/GG101.md all use this text.
+EXPLANATION = {
+    "en": '''\
+## What it does
+
+Finds loops that back-propagate (`loss.backward()`, `torch.autograd.backward/grad`,
+`scaler.scale(loss).backward()`, `accelerator.backward(loss)`, `self.manual_backward(loss)`,
+or a same-file helper that calls one of these) in which a value computed *with an
+autograd graph* in one iteration is kept for the next iteration and reaches that
+iteration's backward, with no `.detach()` in between.
+
+The classic case is the hidden state of an `nn.RNN` / `nn.GRU` / `nn.LSTM` (or an
+`RNNCell` / `GRUCell` / `LSTMCell`, or a model that wraps one) passed from batch to batch:
+
+```python
+out, hidden = model(x, hidden)   # hidden now points into this batch's graph
+```
+
+The rule follows the value through tuple unpacking, same-file models and helper
+functions, `self.rnn = nn.GRU(...)` attributes and import aliases, and it knows the
+usual cuts: `.detach()`, `.detach_()`, `tuple(s.detach() for s in h)`, a
+`repackage_hidden`-style helper (recognised by what its body does, not by its name),
+resetting the state to `None` or fresh zeros, and `torch.no_grad()` /
+`torch.inference_mode()` blocks.
+
+## Why is this bad?
+
+`hidden` is not just numbers: its `grad_fn` links it to everything that produced it
+in this iteration. `loss.backward()` walks that graph and then frees the tensors it
+saved. In the next iteration the new loss is built on top of the old `hidden`, so the
+new backward walks into the previous iteration's graph as well, finds its buffers
+gone, and stops with
+
+```
+RuntimeError: Trying to backward through the graph a second time (or directly access
+saved tensors after they have already been freed).
+```
+
+Even where it does not crash (`retain_graph=True`), every batch would back-propagate
+through every earlier batch: time and memory grow with each step, and the optimizer's
+in-place weight updates soon make the old graph invalid anyway.
+
+## Example
+
+```python
+hidden = None
+for x, y in loader:
+    out, hidden = gru(x, hidden)      # GG101: hidden carries this batch's graph
+    loss = criterion(out, y)
+    optimizer.zero_grad()
+    loss.backward()                   # the next batch's backward fails here
+    optimizer.step()
+```
+
+## Fix
+
+Keep the *values* of the state and drop its history: detach it at the start of each
+iteration, before anything uses it.
+
+```python
+hidden = None
+for x, y in loader:
+    if hidden is not None:
+        hidden = hidden.detach()      # LSTM: hidden = tuple(s.detach() for s in hidden)
+    out, hidden = gru(x, hidden)
+    loss = criterion(out, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+
+The quick fix inserts exactly this as the first statement of the loop body. There the
+value is either the loop's starting state or what the previous iteration left behind,
+and nothing of the current iteration has used it yet, so only the link *between*
+iterations is cut: the gradients computed inside an iteration are exactly what they
+were. (Detaching "right after `backward()`" is not always equivalent: a state
+reassigned after the backward, or an early `continue`, would still be carried.) The
+`None` check is added when the state can be `None` before the first batch. An
+alternative fix resets the state every iteration; it removes the error but also the
+information carried between batches.
+
+## FAQ
+
+**Can I just reset the state to `None` (or zeros) every batch?**
+Yes, the error goes away, but the model then starts every batch from an empty state.
+That is right when batches are independent samples; for a long stream split into
+chunks (language models, streaming time series) it throws away exactly the context
+the recurrent state exists to carry. Detach instead.
+
+**`hidden.detach()` or `hidden.data`?**
+Use `.detach()`. `.data` also gives a tensor without history, but it is the old API:
+autograd does not track changes made through it, so an in-place update through `.data`
+can silently produce wrong gradients instead of an error.
+
+**My model is an LSTM. Is detaching `h` enough?**
+No. The LSTM state is a pair `(h, c)` and both elements carry the graph. Detaching only
+`h` (`hidden = (hidden[0].detach(), hidden[1])`) still fails through `c`. Detach both:
+`hidden = tuple(s.detach() for s in hidden)`, or `h, c = h.detach(), c.detach()`.
+
+**After detaching, do gradients still flow across batches?**
+No. Each batch back-propagates only through its own steps (truncated backpropagation
+through time, with the batch length as the truncation window). The state's *values*
+still carry over, so the model keeps its context; only the gradient path is cut at the
+batch boundary. If you need longer gradient paths, use longer sequences per batch.
+
+**Why is `loss.backward(retain_graph=True)` not the fix?**
+It only stops PyTorch from freeing the graph, so the next backward walks through this
+batch *and every batch before it*: memory and time grow with every step. And because
+`optimizer.step()` updates the weights in place, the next backward through the old graph
+fails anyway, with "one of the variables needed for gradient computation has been
+modified by an inplace operation". `retain_graph=True` is meant for two backward passes
+through the *same* graph within one iteration (which this rule leaves alone).
+''',
+    "zh": '''\
+## 规则说明
+
+检查会做反向传播的循环（`loss.backward()`、`torch.autograd.backward/grad`、
+`scaler.scale(loss).backward()`、`accelerator.backward(loss)`、`self.manual_backward(loss)`，
+或同一文件中调用了它们的辅助函数）：如果某个值在一轮迭代中*带着计算图*被算出来，
+被保留到下一轮，并且在下一轮参与了 backward，中间却没有任何 `.detach()` 截断，就会报告。
+
+最典型的是 `nn.RNN` / `nn.GRU` / `nn.LSTM`（以及 `RNNCell` / `GRUCell` / `LSTMCell`，
+或包了它们的模型）的隐状态在批次之间直接传递：
+
+```python
+out, hidden = model(x, hidden)   # 此时 hidden 挂在本批次的计算图上
+```
+
+规则会顺着元组解包、同文件中定义的模型和辅助函数、`self.rnn = nn.GRU(...)` 这类属性以及
+import 别名去追踪这个值，也认得常见的截断写法：`.detach()`、`.detach_()`、
+`tuple(s.detach() for s in h)`、`repackage_hidden` 式的辅助函数（看函数体做了什么，而不是看名字）、
+每批重置为 `None` 或新建的全零张量，以及 `torch.no_grad()` / `torch.inference_mode()` 代码块。
+
+## 为什么有问题
+
+`hidden` 不只是一组数值，它的 `grad_fn` 把它和本轮迭代中产生它的所有运算连在一起。
+`loss.backward()` 沿着这张图回溯完之后，会释放图里保存的中间结果。下一轮的 loss
+是在旧的 `hidden` 之上继续算出来的，于是新的 backward 会一路回溯进上一轮的计算图，
+发现中间结果已经被释放，直接报错：
+
+```
+RuntimeError: Trying to backward through the graph a second time (or directly access
+saved tensors after they have already been freed).
+```
+
+即使加了 `retain_graph=True` 不再报这个错，每个批次也都要回溯之前所有批次的图：
+耗时和显存随步数不断增长，而且优化器原地更新权重之后，旧图很快也会失效。
+
+## 示例
+
+```python
+hidden = None
+for x, y in loader:
+    out, hidden = gru(x, hidden)      # GG101：hidden 带着本批次的计算图
+    loss = criterion(out, y)
+    optimizer.zero_grad()
+    loss.backward()                   # 下一批次的 backward 会在这里报错
+    optimizer.step()
+```
+
+## 修复方法
+
+保留状态的数值，丢掉它的历史：在每轮迭代开始、还没有任何地方用到它之前先 detach。
+
+```python
+hidden = None
+for x, y in loader:
+    if hidden is not None:
+        hidden = hidden.detach()      # LSTM：hidden = tuple(s.detach() for s in hidden)
+    out, hidden = gru(x, hidden)
+    loss = criterion(out, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+
+快速修复就是把这样一行插到循环体的第一句。此时这个值要么是循环开始前的初始状态，
+要么是上一轮留下来的结果，本轮还没有用过它，所以只切断了迭代*之间*的联系，每轮内部
+算出的梯度与原来完全一样。（放在 `backward()` 之后并不总是等价：如果状态在 backward
+之后又被重新赋值，或者循环中途 `continue` 跳过了那一行，状态依然会被带到下一轮。）
+当第一批之前状态可能是 `None` 时，修复会加上 `None` 判断。另一个可选修复是每轮重置状态，
+它同样能消除报错，但也丢掉了批次之间传递的信息。
+
+## 常见问题
+
+**每个批次直接把状态重置成 `None`（或全零）行不行？**
+可以消除报错，但模型每个批次都要从空状态开始。如果批次之间是互相独立的样本，这样做没问题；
+如果是一条长序列被切成若干块（语言模型、流式时间序列），这恰恰丢掉了循环状态本该传递的上下文。
+这种情况请用 detach。
+
+**用 `hidden.detach()` 还是 `hidden.data`？**
+用 `.detach()`。`.data` 同样能拿到不带历史的张量，但它是旧接口：通过它做的修改不会被自动求导记录，
+原地修改时可能悄悄算出错误的梯度，而不是报错提醒你。
+
+**我的模型是 LSTM，只 detach `h` 够吗？**
+不够。LSTM 的状态是 `(h, c)` 两个张量，两者都连着计算图。只 detach `h`
+（`hidden = (hidden[0].detach(), hidden[1])`）照样会通过 `c` 报错。两个都要 detach：
+`hidden = tuple(s.detach() for s in hidden)`，或 `h, c = h.detach(), c.detach()`。
+
+**detach 之后，梯度还会跨批次传递吗？**
+不会。每个批次只在自己的时间步内反向传播（即截断的时间反向传播，截断长度就是每批的序列长度）。
+状态的*数值*仍然会传到下一批，模型保留了上下文，只是梯度在批次边界处被截断。
+如果需要更长的梯度路径，请增大每批的序列长度。
+
+**为什么 `loss.backward(retain_graph=True)` 不是正确的修复？**
+它只是让 PyTorch 不释放计算图，于是下一次 backward 要回溯本批次*以及之前所有批次*的图：
+显存和耗时随步数不断增长。而且 `optimizer.step()` 会原地更新权重，之后再回溯旧图照样会失败，
+报错变成 "one of the variables needed for gradient computation has been modified by an inplace
+operation"。`retain_graph=True` 的正确用途是在同一轮迭代里对*同一张*图做两次反向传播（这种情况本规则不会报告）。
+''',
+}
 
 
 class CarriedGraph(Rule):
