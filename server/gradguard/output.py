@@ -164,7 +164,7 @@ def _emit_text(records, lang, out, statistics):
             out.write(f"{n:6d}  {code}  {rule.name if rule else ''}\n")
     files = len(records)
     if lang == "zh":
-        summary = f"检查了 {files} 个文件,发现 {total} 个问题" + (f"({fixable} 个可用 --fix 自动修复)" if fixable else "")
+        summary = f"检查了 {files} 个文件，发现 {total} 个问题" + (f"（{fixable} 个可用 --fix 自动修复）" if fixable else "")
     else:
         summary = f"Checked {files} file{'s' if files != 1 else ''}: {total} finding{'s' if total != 1 else ''}" + (
             f" ({fixable} fixable with --fix)" if fixable else ""
