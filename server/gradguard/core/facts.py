@@ -170,7 +170,23 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
     fwd_detaches = False
     if fwd is not None and fwd.returns is not None and len(fwd.returns) >= 2:
         fwd_detaches = all(not p.graph for p in fwd.returns[1:])
+    cuts = []
+    for fn in defs:
+        attrs_cut = set()
+        for node in F.iter_statements(fn.body):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        if _is_reset_value(node.value):
+                            attrs_cut.add("self." + t.attr)
+            else:
+                name = F.inplace_cut_target(node)
+                if name and name.startswith("self."):
+                    attrs_cut.add(name)
+        if attrs_cut:
+            cuts.append((fn.name, frozenset(attrs_cut)))
     return F.ClassFacts(
+        cuts=tuple(sorted(cuts, key=lambda kv: kv[0])),
         bases=bases,
         attrs=attr_t,
         methods=tuple(sorted(mdict.items(), key=lambda kv: kv[0])),
@@ -178,6 +194,67 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
     )
+
+
+def _is_reset_value(value: ast.expr) -> bool:
+    """None, a graph cut, or a fresh tensor (``torch.zeros(...)``, ``x.new_zeros(...)``,
+    ``self.init_hidden(...)``-style calls are not assumed)."""
+    if F.is_graph_cut(value):
+        return True
+    if isinstance(value, ast.Call):
+        q = F.qualify(value.func)
+        if q in F.K.TENSOR_FACTORIES:
+            return not any(k.arg == "requires_grad" for k in value.keywords)
+        if isinstance(value.func, ast.Attribute) and value.func.attr in F.K.FACTORY_METHODS:
+            return True
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return all(_is_reset_value(e) for e in value.elts)
+    return False
+
+
+def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
+    """Which objects are called inside back-propagating loops of this statement:
+    ``(callee, raw ctor or "", methods called on it, attributes assigned on it)``.
+    Lets a stateful module's forward (``self.hidden = ...``) know it is driven by
+    a training loop, and whether that loop resets the state."""
+    body = stmt.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else [stmt]
+    if isinstance(stmt, ast.ClassDef):
+        return []
+    ctors: Dict[str, str] = {}
+    loops = []
+    for s in F.iter_statements(body):
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            c = _ctor_name(s.value)
+            if c:
+                ctors[s.targets[0].id] = c
+        if isinstance(s, F.LOOPS) and F.loop_backprops(s):
+            loops.append(s)
+    if not loops:
+        return []
+    entries: Dict[str, Tuple[set, set]] = {}
+    for loop in loops:
+        for node in F.iter_nodes(loop.body):
+            if isinstance(node, ast.Call):
+                name = F.dotted(node.func)
+                if name is None:
+                    continue
+                entries.setdefault(name, (set(), set()))[0].add("__call__")
+                if isinstance(node.func, ast.Attribute):
+                    recv = F.dotted(node.func.value)
+                    if recv is not None:
+                        entries.setdefault(recv, (set(), set()))[0].add(node.func.attr)
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute):
+                        recv = F.dotted(t.value)
+                        if recv is not None:
+                            entries.setdefault(recv, (set(), set()))[1].add(t.attr)
+    value = frozenset(
+        (callee, ctors.get(callee, ""), frozenset(ms), frozenset(ats)) for callee, (ms, ats) in entries.items()
+    )
+    key = "loopcalls:" + (stmt.name if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                          ",".join(sorted(entries)))
+    return [(key, value)]
 
 
 def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
@@ -199,10 +276,10 @@ def summarize_graph_facts(stmt: ast.stmt) -> Iterable[Fact]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             r = _FactResolver()
             r.current = stmt.name
-            return [("fn:" + stmt.name, function_facts(stmt, r))]
+            return [("fn:" + stmt.name, function_facts(stmt, r))] + list(_loop_calls(stmt))
         if isinstance(stmt, ast.ClassDef):
             return [("class:" + stmt.name, class_facts(stmt))]
-        return list(_var_facts(stmt))
+        return list(_var_facts(stmt)) + list(_loop_calls(stmt))
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         # never let an odd construct take the whole file down; the rule then
         # simply knows less about this definition

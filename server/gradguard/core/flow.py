@@ -463,6 +463,11 @@ class ClassFacts:
     has_forward: bool = False
     has_init_hidden: bool = False
     forward_detaches_hidden: bool = False
+    # (method, attrs it resets or detaches: self.x = None / zeros / self.x.detach())
+    cuts: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
+
+    def methods_cutting(self, attr: str) -> FrozenSet[str]:
+        return frozenset(m for m, attrs in self.cuts if attr in attrs)
 
     def attr(self, name: str) -> _Opt[str]:
         for k, v in self.attrs:
@@ -623,8 +628,12 @@ class GraphFlow:
     After :meth:`run`, ``carries`` lists GG101 candidates, ``events`` the backward
     events (outside loops too) and ``returns`` the returned values (for summaries)."""
 
-    def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None):
+    def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None,
+                 track_self_state: bool = False):
         self.r = resolver
+        # mark ``self.x`` read before any assignment with ("A", "self.x"): a value
+        # the object kept from a previous call (stateful modules)
+        self.track_self_state = track_self_state
         self.no_grad = 1 if no_grad else 0
         self.self_obj = self_obj
         self.frames: List[LoopFrame] = []
@@ -640,7 +649,25 @@ class GraphFlow:
         env = dict(env or {})
         if self.self_obj:
             env.setdefault("self", Val(obj=self.self_obj))
-        return self.block(body, env)
+        self.final = self.block(body, env)
+        return self.final
+
+    def self_states(self) -> List[Tuple[str, Val]]:
+        """After :meth:`run` with ``track_self_state``: attributes ``self.x`` that the
+        unit reassigns from a graph built on their own previous value — state the
+        object carries from one call into the next — when that graph also reaches
+        what the unit returns (so the caller's backward frees it)."""
+        out = []
+        returned: set = set()
+        for r in self.returns:
+            returned |= r.graph_tokens()
+        for key, v in (getattr(self, "final", None) or {}).items():
+            if not key.startswith("self.") or ("A", key) not in v.taints:
+                continue
+            g = v.graph_tokens()
+            if g and (g & returned or not self.returns):
+                out.append((key, v))
+        return sorted(out, key=lambda kv: kv[0])
 
     # -- statements ------------------------------------------------------
     def block(self, stmts: Sequence[ast.stmt], env: Dict[str, Val]) -> Dict[str, Val]:
@@ -906,6 +933,8 @@ class GraphFlow:
             obj = self.r.attr_obj(base.obj, e.attr)
             if obj is None and base.obj and base.obj.startswith("user:"):
                 # self.fc, model.encoder: an unknown attribute of a module is a submodule or a parameter
+                if self.track_self_state and key is not None and key.count(".") == 1 and key.startswith("self."):
+                    return Val(frozenset({("A", key)}), obj="inst:?")
                 return Val(obj="inst:?")
             if obj is not None:
                 return Val(obj=obj)

@@ -244,7 +244,7 @@ class CarriedGraph(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not _worth_running(unit.body, ctx):
+        if not _worth_running(unit.body, ctx) and not _maybe_stateful(unit, ctx):
             return ()
         resolver = F.Resolver(ctx)
         self_obj = None
@@ -256,23 +256,26 @@ class CarriedGraph(Rule):
         env: Dict[str, F.Val] = {}
         if unit.kind == "function" and unit.node is not None:
             env = _param_env(unit.node, unit.class_node is not None)
-        flow = F.GraphFlow(resolver, self_obj=self_obj)
+        stateful = self_obj is not None and unit.kind == "function" and unit.node is not None
+        flow = F.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful)
         try:
             flow.run(unit.body, env)
         except RecursionError:
             return ()
         out = []
         for carry in flow.carries:
-            f = _finding(self, carry, flow, ctx)
+            f = _finding(self, carry, flow, ctx, unit)
             if f is not None:
                 out.append(f)
+        if stateful:
+            out.extend(_stateful_findings(self, unit, flow, ctx))
         return out
 
 
 # ---------------------------------------------------------------------------
 # pre-filter: one cheap walk; most units have no loop or no backward at all
 # ---------------------------------------------------------------------------
-def _worth_running(body: Sequence[ast.stmt], ctx) -> bool:
+def _worth_running(body: Sequence[ast.stmt], ctx, unit=None) -> bool:
     has_loop = has_bw = False
     summary = ctx.summary
     bw_methods = None
@@ -299,6 +302,103 @@ def _worth_running(body: Sequence[ast.stmt], ctx) -> bool:
         if has_loop and has_bw:
             return True
     return False
+
+
+def _maybe_stateful(unit, ctx) -> bool:
+    """A method of a class some back-propagating loop in this file drives."""
+    if unit.class_node is None or unit.node is None:
+        return False
+    return bool(_driving_loops(unit, ctx))
+
+
+def _driving_loops(unit, ctx) -> List[Tuple[str, frozenset, frozenset]]:
+    """(callee, methods called on it, attributes assigned on it) for every object
+    of this method's class called in a back-propagating loop of the file."""
+    cls = unit.class_node.name
+    meth = unit.node.name
+    out = []
+    for key, value in ctx.summary.items():
+        if not key.startswith("loopcalls:") or not isinstance(value, frozenset):
+            continue
+        for callee, ctor, methods, attrs in value:
+            if not ctor:
+                raw = ctx.summary.get("var:" + callee)
+                ctor = raw if isinstance(raw, str) else ""
+            if ctor and ctor.rsplit(".", 1)[-1] != cls:
+                continue
+            if not ctor and ("." in callee or ctx.summary.get("fn:" + callee) is not None
+                             or ctx.summary.get("class:" + callee) is not None or callee in ctx.imports):
+                continue  # a function, a class, an import: not an instance we could not type
+            called = meth in methods or (meth == "forward" and "__call__" in methods)
+            if called:
+                out.append((callee, methods, attrs))
+    return out
+
+
+def _stateful_findings(rule, unit, flow: F.GraphFlow, ctx) -> List[Finding]:
+    """``out, self.hidden = self.rnn(x, self.hidden)`` in a module's forward, with
+    the module called by a training loop that never resets or detaches the state."""
+    states = flow.self_states()
+    if not states:
+        return []
+    loops = _driving_loops(unit, ctx)
+    if not loops:
+        return []
+    cf = ctx.summary.get("class:" + unit.class_node.name)
+    out = []
+    for key, v in states:
+        attr = key.split(".", 1)[1]
+        cutting = cf.methods_cutting(key) if isinstance(cf, F.ClassFacts) else frozenset()
+        cutting = cutting - {unit.node.name}
+        live = [c for c, methods, attrs in loops if not (methods & cutting) and attr not in attrs]
+        if not live or v.site is None:
+            continue
+        built = F._built_by(v)
+        carry = F.Carry(unit.node, (key,), v.site, built, None, (), len(v.elems) if v.elems else None, {}, {})
+        shape = _structure(carry, flow, ctx, unit)
+        msg = {
+            "en": f"`{key}` keeps this call's autograd graph on the module, and the next call (the next training "
+            f"iteration, through `{live[0]}(...)`) builds on it, so that iteration's backward() runs into the "
+            f"already-freed graph (\"Trying to backward through the graph a second time\"); detach it at the start "
+            f"of `{unit.node.name}`.",
+            "zh": f"`{key}` 把本次调用的计算图留在了模块上，下一次调用（即下一轮训练迭代中的 `{live[0]}(...)`）"
+            f"会接着它继续计算，那一轮的 backward() 就会回溯进已经释放的图（报错 \"Trying to backward through "
+            f"the graph a second time\"）；请在 `{unit.node.name}` 开头对它 detach。",
+        }
+        related = []
+        if built is not None:
+            related.append(Related(ctx.range(built), {"en": f"the graph that `{key}` keeps is built here",
+                                                      "zh": f"`{key}` 保留的计算图在这里构建"}))
+        fixes = _method_top_fix(unit, key, shape, ctx)
+        out.append(Finding(rule.code, ctx.line_range(v.site), msg, rule.default_severity, tuple(related), fixes,
+                           {"variable": key, "variables": [key], "stateful": True}))
+    return out
+
+
+def _method_top_fix(unit, key: str, shape: str, ctx) -> Tuple[Fix, ...]:
+    body = unit.node.body
+    first = body[0]
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str) and len(body) > 1):
+        first = body[1]  # keep the docstring first
+    if first.lineno == unit.node.lineno:
+        return ()
+    line = ctx.index.line(first.lineno - 1)
+    indent = line[: len(line) - len(line.lstrip())]
+    if len(indent) != ctx.index.char_col(first.lineno, first.col_offset):
+        return ()
+    head = ctx.indent_of(unit.node.lineno)
+    step = indent[len(head):] if indent.startswith(head) and len(indent) > len(head) else "    "
+    text = f"{indent}if {key} is not None:\n{indent}{step}{_detach_line((key,), shape)}\n"
+    pos = Position(first.lineno - 1, 0)
+    return (
+        Fix(
+            {"en": f"Detach `{key}` at the start of `{unit.node.name}` (keeps the state, cuts the graph)",
+             "zh": f"在 `{unit.node.name}` 开头 detach `{key}`（保留状态，切断计算图）"},
+            (TextEdit(Range(pos, pos), text),),
+            preferred=True,
+        ),
+    )
 
 
 def _backprop_methods(summary) -> frozenset:
@@ -455,25 +555,27 @@ def _fresh(name: str, avoid: Sequence[str]) -> str:
     return "_gg_s"
 
 
-def _structure(carry: F.Carry, flow: F.GraphFlow, ctx) -> str:
+def _structure(carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> str:
     """'tuple' | 'tensor' | 'unknown': the shape of the carried state."""
     if carry.arity and carry.arity >= 2:
         return "tuple"
     node = carry.built_by
     if isinstance(node, ast.Call):
-        kind = _callee_kind(node, carry, ctx)
-        return kind
+        return _callee_kind(node, carry, ctx, unit)
     return "tensor" if node is not None else "unknown"
 
 
-def _callee_kind(call: ast.Call, carry: F.Carry, ctx) -> str:
+def _callee_kind(call: ast.Call, carry: Optional[F.Carry], ctx, unit=None) -> str:
     r = F.Resolver(ctx)
     func = call.func
     q = None
     name = F.dotted(func)
-    if name and name.startswith("self.") and carry is not None:
-        return _user_kind_from_attr(r, carry, name.split(".", 1)[1])
-    if isinstance(func, ast.Name):
+    if name and name.startswith("self.") and name.count(".") == 1 and unit is not None and unit.class_node is not None:
+        cf = r.cls(unit.class_node.name)
+        raw = cf.attr(name[5:]) if cf is not None else None
+        if raw:
+            q = r.qualify_raw(raw)
+    elif isinstance(func, ast.Name):
         obj = r.global_obj(func.id)
         raw = ctx.summary.get("var:" + func.id)
         if isinstance(raw, str):
@@ -485,10 +587,6 @@ def _callee_kind(call: ast.Call, carry: F.Carry, ctx) -> str:
         if tc in F.K.LSTM_LIKE:
             return "tuple"
         return "tensor" if F.K.is_recurrent(tc) else "unknown"
-    return "unknown"
-
-
-def _user_kind_from_attr(r: F.Resolver, carry, attr: str) -> str:
     return "unknown"
 
 
@@ -504,14 +602,14 @@ def _detach_line(names: Tuple[str, ...], shape: str) -> str:
     return f'{n} = {n}.detach() if hasattr({n}, "detach") else tuple({s}.detach() for {s} in {n})'
 
 
-def _fixes(carry: F.Carry, flow: F.GraphFlow, ctx) -> Tuple[Fix, ...]:
+def _fixes(carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> Tuple[Fix, ...]:
     loop = carry.loop
     indent = _body_indent(loop, ctx)
     if indent is None:
         return ()
     unit_ = _indent_unit(loop, indent, ctx)
     names = carry.names
-    shape = _structure(carry, flow, ctx)
+    shape = _structure(carry, flow, ctx, unit)
     first = loop.body[0]  # type: ignore[attr-defined]
     entry = [carry.entry.get(n) for n in names]
     unbound = any(v is None or v.undef for v in entry)
@@ -556,7 +654,7 @@ def _fixes(carry: F.Carry, flow: F.GraphFlow, ctx) -> Tuple[Fix, ...]:
     # Alternative: start every iteration from a fresh (None) state. Offered only
     # when None is known to be accepted: a torch recurrent module takes
     # hx=None, and a loop that already starts from None handles it.
-    if len(names) == 1 and not grad_entry and (shape in ("tensor", "tuple") and _direct_torch(carry, ctx) or _starts_none(entry)):
+    if len(names) == 1 and not grad_entry and (shape in ("tensor", "tuple") and _direct_torch(carry, ctx, unit) or _starts_none(entry)):
         top = Position(first.lineno - 1, 0)
         fixes.append(
             Fix(
@@ -575,11 +673,11 @@ def _starts_none(entry) -> bool:
     return all(v is not None and v.none and not v.taints for v in entry)
 
 
-def _direct_torch(carry: F.Carry, ctx) -> bool:
+def _direct_torch(carry: F.Carry, ctx, unit=None) -> bool:
     node = carry.built_by
     if not isinstance(node, ast.Call):
         return False
-    return _callee_kind(node, carry, ctx) in ("tensor", "tuple")
+    return _callee_kind(node, carry, ctx, unit) in ("tensor", "tuple")
 
 
 def _after_statement(loop: ast.stmt, carry: F.Carry, names) -> int:
@@ -603,7 +701,7 @@ def _after_statement(loop: ast.stmt, carry: F.Carry, names) -> int:
     return getattr(last, "end_lineno", last.lineno)
 
 
-def _finding(rule: Rule, carry: F.Carry, flow: F.GraphFlow, ctx) -> Optional[Finding]:
+def _finding(rule: Rule, carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> Optional[Finding]:
     site = carry.site
     if not hasattr(site, "lineno"):
         return None
@@ -618,6 +716,6 @@ def _finding(rule: Rule, carry: F.Carry, flow: F.GraphFlow, ctx) -> Optional[Fin
         message=_message(carry),
         severity=rule.default_severity,
         related=_related(carry, ctx),
-        fixes=_fixes(carry, flow, ctx),
+        fixes=_fixes(carry, flow, ctx, unit),
         data=data,
     )
