@@ -220,9 +220,20 @@ class _Recorder:
             torch.autograd.backward = orig_autograd_backward
 
 
-def run_program(path: str, seed: int = 0) -> RunResult:
+class ProgramTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # pragma: no cover - only on a hanging program
+    raise ProgramTimeout("program exceeded its time budget")
+
+
+def run_program(path: str, seed: int = 0, timeout: int = 60) -> RunResult:
     """Run one program as ``__main__`` in a fresh namespace; never raises
-    for the program's own exceptions."""
+    for the program's own exceptions. A program that runs longer than
+    ``timeout`` seconds is stopped and reported as a ProgramTimeout crash."""
+    import signal
+
     import torch
 
     torch.set_num_threads(1)
@@ -241,6 +252,10 @@ def run_program(path: str, seed: int = 0) -> RunResult:
     status, etype, emsg = "train", None, None
     old_argv = sys.argv
     sys.argv = [path]
+    can_alarm = hasattr(signal, "SIGALRM")
+    if can_alarm:
+        old_handler = signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(timeout)
     try:
         with rec.installed(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -252,6 +267,9 @@ def run_program(path: str, seed: int = 0) -> RunResult:
         status, etype, emsg = "crash", type(e).__name__, str(e)
     finally:
         sys.argv = old_argv
+        if can_alarm:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old_handler)
     return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads)
 
 
