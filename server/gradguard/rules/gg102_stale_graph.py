@@ -125,8 +125,21 @@ def _with_stmt(g: Optional[Graph], stmt: ast.stmt) -> Optional[Graph]:
 
 
 @_summary.register
-def _class_facts(stmt: ast.stmt):
-    if isinstance(stmt, ast.ClassDef):
+def _gg102_facts(stmt: ast.stmt):
+    """Cross-unit facts, in one walk of the top-level statement:
+
+    - ``class:<C>``: base classes of a module-level class (is it an nn.Module?);
+      ``paramattr:<a>`` / ``modattr:<a>``: ``self.a = nn.Parameter(...)`` / ``self.a = SomeModule(...)``;
+    - ``gradread:<x>``: ``x.grad`` is read (a data tensor whose gradient is inspected keeps requires_grad);
+    - ``rgglobal:<x>``: module-level ``x`` is made to require grad; ``returns_rg:<f>``: ``f`` returns such a
+      tensor; ``rgarg:<f>:<i|name>``: some call passes ``f`` a requires-grad tensor (``"rg"``) or a name/call
+      to resolve later (``"name:x"``, ``"call:g"``);
+    - ``bw:<f>`` / ``bwloop:<f>``: see :func:`_backprop_facts`.
+    """
+    is_fn = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+    is_cls = isinstance(stmt, ast.ClassDef)
+    out: List[Tuple[str, object]] = []
+    if is_cls:
         bases = []
         for b in stmt.bases:
             parts = []
@@ -137,27 +150,61 @@ def _class_facts(stmt: ast.stmt):
             if isinstance(cur, ast.Name):
                 parts.append(cur.id)
                 bases.append(".".join(reversed(parts)))
-        yield f"gg102:class:{stmt.name}", tuple(bases)
-        for n in ast.walk(stmt):
-            if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)):
-                continue
-            callee = n.value.func
-            last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
-            for t in n.targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    if last == "Parameter":
-                        yield f"gg102:paramattr:{t.attr}", True
-                    elif last[:1].isupper():
-                        yield f"gg102:modattr:{t.attr}", True
-    # names whose .grad is read anywhere in this top-level statement (a global
-    # data tensor whose gradient a function inspects must keep requires_grad)
-    names = set()
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name):
-            names.add(node.value.id)
-    for n in sorted(names):
-        yield f"gg102:gradread:{n}", True
-    yield from _rg_facts(stmt)
+        out.append((f"gg102:class:{stmt.name}", tuple(bases)))
+    grad_names: Set[str] = set()
+    rg_names: Set[str] = set()
+    returns: List[ast.Return] = []
+    calls: List[ast.Call] = []
+    has_bw = False
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Attribute):
+            if n.attr == "grad" and isinstance(n.value, ast.Name):
+                grad_names.add(n.value.id)
+        elif isinstance(n, ast.Call):
+            if isinstance(n.func, ast.Name) and n.func.id not in _BUILTIN_NAMES and (n.args or n.keywords):
+                calls.append(n)
+            elif isinstance(n.func, ast.Attribute) and n.func.attr in K.BACKWARD_METHODS:
+                has_bw = True
+        elif isinstance(n, ast.Assign):
+            if _is_rg_expr(n.value):
+                for t in n.targets:
+                    rg_names.update(_bound_names(t))
+            if is_cls and isinstance(n.value, ast.Call):
+                callee = n.value.func
+                last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+                for t in n.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        if last == "Parameter":
+                            out.append((f"gg102:paramattr:{t.attr}", True))
+                        elif last[:1].isupper():
+                            out.append((f"gg102:modattr:{t.attr}", True))
+        elif isinstance(n, ast.Return) and is_fn:
+            returns.append(n)
+    for name in sorted(grad_names):
+        out.append((f"gg102:gradread:{name}", True))
+    if isinstance(stmt, ast.Assign) and _is_rg_expr(stmt.value):
+        for t in stmt.targets:
+            for name in _bound_names(t):
+                out.append((f"gg102:rgglobal:{name}", True))
+    if any(_is_rg_expr(r.value) or (isinstance(r.value, ast.Name) and r.value.id in rg_names) for r in returns):
+        out.append((f"gg102:returns_rg:{stmt.name}", True))
+    for c in calls:
+        pairs = [(str(i), a) for i, a in enumerate(c.args) if not isinstance(a, ast.Starred)]
+        pairs += [(k.arg, k.value) for k in c.keywords if k.arg]
+        for key, a in pairs:
+            val = None
+            if _is_rg_expr(a) or (isinstance(a, ast.Name) and a.id in rg_names):
+                val = "rg"
+            elif isinstance(a, ast.Name) and not (is_fn or is_cls):
+                val = f"name:{a.id}"  # a module-level name: resolved through rgglobal
+            elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and not a.func.id[:1].isupper() \
+                    and a.func.id not in _BUILTIN_NAMES:
+                val = f"call:{a.func.id}"
+            if val is not None:
+                out.append((f"gg102:rgarg:{c.func.id}:{key}", val))
+    if is_fn and has_bw:
+        out.extend(_backprop_facts(stmt))
+    return out
 
 
 def _is_rg_expr(e: Optional[ast.AST]) -> bool:
@@ -172,40 +219,49 @@ def _is_rg_expr(e: Optional[ast.AST]) -> bool:
     return False
 
 
-def _rg_facts(stmt: ast.stmt):
-    """Which functions receive a requires-grad tensor as an argument, which
-    return one, and which module-level names hold one; resolved when the
-    called function's unit is checked."""
-    rg_names: Set[str] = set()
-    for n in ast.walk(stmt):
-        if isinstance(n, ast.Assign) and _is_rg_expr(n.value):
-            for t in n.targets:
-                rg_names.update(_bound_names(t))
-    if isinstance(stmt, ast.Assign) and _is_rg_expr(stmt.value):
-        for t in stmt.targets:
-            for name in _bound_names(t):
-                yield f"gg102:rgglobal:{name}", True
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        for n in ast.walk(stmt):
-            if isinstance(n, ast.Return) and (
-                    _is_rg_expr(n.value) or (isinstance(n.value, ast.Name) and n.value.id in rg_names)):
-                yield f"gg102:returns_rg:{stmt.name}", True
-                break
-    for n in ast.walk(stmt):
-        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
-            continue
-        pairs = [(str(i), a) for i, a in enumerate(n.args) if not isinstance(a, ast.Starred)]
-        pairs += [(k.arg, k.value) for k in n.keywords if k.arg]
-        for key, a in pairs:
-            val = None
-            if _is_rg_expr(a) or (isinstance(a, ast.Name) and a.id in rg_names):
-                val = "rg"
-            elif isinstance(a, ast.Name):
-                val = f"name:{a.id}"
-            elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name):
-                val = f"call:{a.func.id}"
-            if val is not None:
-                yield f"gg102:rgarg:{n.func.id}:{key}", val
+def _backprop_facts(fn):
+    """For a module-level function: which of its parameters (index and name)
+    and which globals reach a backward() (``gg102:bw:<name>``), and which reach
+    one inside a loop while never re-bound in the function (``gg102:bwloop:<name>``).
+    Computed without import information (``torch.no_grad`` spelled out)."""
+    from gradguard.core.context import ModuleContext, Unit
+    from gradguard.core.text import LineIndex
+
+    ctx = ModuleContext(None, LineIndex(""), {}, {})
+    an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx)
+    a = fn.args
+    params = [x.arg for x in list(a.posonlyargs) + list(a.args)]
+    assigned = _assigned_in(fn.body)
+    loaded = {n.id for n in _walk_no_scopes(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    globs = {g for g in loaded - assigned - set(params) - {x.arg for x in a.kwonlyargs} if g not in _BUILTIN_NAMES}
+    names = params + sorted(globs) + [x.arg for x in a.kwonlyargs]
+
+    def reach(stmts, start):
+        taint = {n: {n} for n in start}
+        backs: dict = {}
+        for _ in range(2):
+            an._taint_block(stmts, taint, backs, 0)
+        out: Set[str] = set()
+        for _c, keep, t in backs.values():
+            if not keep:
+                out |= t
+        return out
+
+    def encode(found):
+        idx = tuple(sorted({i for i, p in enumerate(params) if p in found} | {p for p in names if p in found},
+                           key=str))
+        return idx, tuple(sorted(g for g in globs if g in found))
+
+    any_reach = reach(fn.body, names)
+    if any_reach:
+        yield f"gg102:bw:{fn.name}", encode(any_reach)
+    unchanged = [n for n in names if n not in assigned]
+    loop_reach: Set[str] = set()
+    for st in F.iter_statements(fn.body):
+        if isinstance(st, _LOOPS):
+            loop_reach |= reach(st.body, unchanged)
+    if loop_reach:
+        yield f"gg102:bwloop:{fn.name}", encode(loop_reach)
 
 
 def _qualify_str(dotted: str, imports) -> str:
@@ -307,9 +363,10 @@ class StaleGraph(Rule):
 class _Hit:
     var: str
     graph: Graph
-    loop: ast.stmt
+    loop: ast.stmt  # the loop; or the statement calling a function whose loop back-propagates
     backward: ast.Call
     env: dict
+    via: Optional[str] = None  # the called function that runs backward(), if not a backward call itself
 
 
 class _Analysis:
@@ -325,6 +382,7 @@ class _Analysis:
         self.frozen: Set[str] = set()
         self.owner: Dict[int, ast.stmt] = {}  # id(block) → compound statement owning it
         self.rg_false_nonleaf: Dict[str, ast.stmt] = {}  # Y.requires_grad_(False) on a non-leaf
+        self.has_bwloop = any(k.startswith("gg102:bwloop:") for k in ctx.summary)
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         self._collect_unit_facts(unit.body)
 
@@ -414,30 +472,32 @@ class _Analysis:
         certain = g.saving is True
         src_en, src_zh = _describe(primary)
         into_en, into_zh = _into(primary)
+        before_en = f"before the loop in `{h.via}()`" if h.via else "before the loop"
+        before_zh = f"在 `{h.via}()` 的循环之前" if h.via else "在循环之前"
         if certain:
             msg = {
-                "en": f"`{var}` is built before the loop from {src_en}, so the first `backward()` in the loop frees its "
+                "en": f"`{var}` is built {before_en} from {src_en}, so the first `backward()` in the loop frees its "
                       f"graph and the next iteration fails with \"Trying to backward through the graph a second time\".",
-                "zh": f"`{var}` 在循环之前由{src_zh}计算得到，循环中第一次 `backward()` 就会释放它的计算图，"
+                "zh": f"`{var}` {before_zh}由{src_zh}计算得到，循环中第一次 `backward()` 就会释放它的计算图，"
                       f"下一轮迭代会报错 “Trying to backward through the graph a second time”。",
             }
         elif g.saving is False:
             tail_en = f", and `{var}` is never recomputed when `{primary.name}` changes" if trained and primary.name else ""
             tail_zh = f"，而且 `{primary.name}` 更新后 `{var}` 也不会重新计算" if trained and primary.name else ""
             msg = {
-                "en": f"`{var}` is built before the loop from {src_en}, so every iteration back-propagates through the "
+                "en": f"`{var}` is built {before_en} from {src_en}, so every iteration back-propagates through the "
                       f"same pre-loop graph: this does not crash (none of its operations saves tensors for backward), "
                       f"but gradients silently keep flowing into {into_en}{tail_en}.",
-                "zh": f"`{var}` 在循环之前由{src_zh}计算得到，每轮迭代都会反向传播经过同一张循环前的计算图：不会报错"
+                "zh": f"`{var}` {before_zh}由{src_zh}计算得到，每轮迭代都会反向传播经过同一张循环前的计算图：不会报错"
                       f"（构建它的运算都不为反向传播保存张量），但梯度会悄悄地持续流入{into_zh}{tail_zh}。",
             }
         else:
             op = g.unknown_op or "an operation"
             msg = {
-                "en": f"`{var}` is built before the loop from {src_en}, so every iteration back-propagates through the "
+                "en": f"`{var}` is built {before_en} from {src_en}, so every iteration back-propagates through the "
                       f"same pre-loop graph: the second iteration crashes if {op} saved tensors for backward, "
                       f"otherwise gradients silently keep flowing into {into_en}.",
-                "zh": f"`{var}` 在循环之前由{src_zh}计算得到，每轮迭代都会反向传播经过同一张循环前的计算图：如果 "
+                "zh": f"`{var}` {before_zh}由{src_zh}计算得到，每轮迭代都会反向传播经过同一张循环前的计算图：如果 "
                       f"{op} 为反向传播保存了张量，第二轮迭代就会报错，否则梯度会悄悄地持续流入{into_zh}。",
             }
         related: List[Related] = []
@@ -447,7 +507,11 @@ class _Analysis:
                 continue
             rng = ctx.line_range(node) if isinstance(node, ast.stmt) else ctx.range(node)
             related.append(Related(rng, _origin_message(src)))
-        if certain:
+        if h.via:
+            bmsg = {"en": f"`{h.via}()` back-propagates through `{var}` in a loop"
+                          + (": its second iteration fails" if certain else ""),
+                    "zh": f"`{h.via}()` 在循环中反向传播经过 `{var}`" + ("，第二轮迭代会报错" if certain else "")}
+        elif certain:
             bmsg = {"en": f"this `backward()` frees `{var}`'s graph; in the next iteration it fails",
                     "zh": f"这里的 `backward()` 会释放 `{var}` 的计算图，下一轮迭代再调用时报错"}
         else:
@@ -476,7 +540,7 @@ class _Analysis:
         remove = None if trained else self._fix_remove(var, srcs)
         detach = self._fix_detach(h)
         nograd = self._fix_nograd(h)
-        recompute = self._fix_recompute(h) if trained else None
+        recompute = self._fix_recompute(h) if trained and isinstance(h.loop, _LOOPS) else None
         order = [recompute, detach, nograd] if trained else [remove, detach, nograd]
         out: List[Fix] = []
         for f in order:
@@ -699,6 +763,8 @@ class _Analysis:
             self._block(s.body)
             self._block(s.orelse)
             return
+        if self.has_bwloop and isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
+            self._check_call(s)
         if isinstance(s, ast.Assign):
             v = self._eval(s.value)
             for t in s.targets:
@@ -854,7 +920,16 @@ class _Analysis:
 
     def _backwards_in(self, node: ast.AST, taint, backs):
         for c in _walk_no_scopes(node):
-            if not (isinstance(c, ast.Call) and F.is_backward_call(c, self.ctx)):
+            if not isinstance(c, ast.Call):
+                continue
+            fact = self._fn_fact("bw", c)
+            if fact is not None:
+                t = self._fact_taint(fact, c, taint)
+                if t:
+                    prev = backs.get(id(c))
+                    backs[id(c)] = (c, False, (prev[2] if prev else set()) | t)
+                continue
+            if not F.is_backward_call(c, self.ctx):
                 continue
             if _kw(c, "inputs") is not None:
                 continue  # backward(inputs=...) only runs the nodes leading to those inputs
@@ -871,6 +946,51 @@ class _Analysis:
             keep = F.has_retain_graph(c)
             prev = backs.get(id(c))
             backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
+
+    def _fn_fact(self, kind: str, c: ast.Call):
+        if isinstance(c.func, ast.Name) and c.func.id not in self.env:
+            return self.ctx.summary.get(f"gg102:{kind}:{c.func.id}")
+        return None
+
+    def _fact_taint(self, fact, c: ast.Call, taint) -> Set[str]:
+        """Names whose values reach a backward() inside the called function:
+        through the arguments it back-propagates, or as globals it reads."""
+        params, globs = fact
+        out: Set[str] = set()
+        for i, a in enumerate(c.args):
+            if isinstance(a, ast.Starred):
+                break
+            if i in params:
+                out |= self._taint(a, taint)
+        for k in c.keywords:
+            if k.arg in params:
+                out |= self._taint(k.value, taint)
+        for g in globs:
+            if self.unit.kind == "module" or g not in _assigned_in(self.unit.body):
+                out |= taint.get(g, set())
+        return out
+
+    def _check_call(self, s: ast.stmt):
+        """``train(model, X, Y)`` where ``train`` loops and back-propagates through
+        its ``Y`` (or a global it reads): the stale graph is reused inside the callee's loop."""
+        if self.nograd:
+            return
+        for c in _walk_no_scopes(s):
+            if not isinstance(c, ast.Call):
+                continue
+            fact = self._fn_fact("bwloop", c)
+            if fact is None:
+                continue
+            taint = {n: {n} for n, v in self.env.items() if isinstance(v, Graph)}
+            for var in sorted(self._fact_taint(fact, c, taint)):
+                g = self.env.get(var)
+                if not isinstance(g, Graph) or not g.stmts:
+                    continue
+                key = (var, id(g.stmts[0]))
+                if key in self.reported:
+                    continue
+                self.reported.add(key)
+                self.hits.append(_Hit(var, g, s, c, dict(self.env), via=c.func.id))
 
     def _sources_named(self, var: str, names: Set[str]) -> bool:
         g = self.env.get(var)
