@@ -167,7 +167,7 @@ def backward_target(call: ast.Call, ctx=None) -> Optional[ast.expr]:
     ``loss`` in ``loss.backward()``, ``scaler.scale(loss).backward()``,
     ``accelerator.backward(loss)``, ``torch.autograd.grad(loss, params)``."""
     m = _method(call)
-    if m in K.BACKWARD_METHODS:
+    if m in K.BACKWARD_METHODS and qualify(call.func, ctx) not in K.BACKWARD_FUNCTIONS:
         if call.args:
             # accelerator.backward(loss) / self.manual_backward(loss) / fabric.backward(loss)
             recv = call.func.value  # type: ignore[union-attr]
@@ -356,6 +356,7 @@ class Val:
     undef: bool = False  # may be unbound
     param: bool = False  # comes from a function parameter (unknown caller value)
     site: _Opt[ast.stmt] = None  # statement that assigned it (for reporting)
+    const: bool = False  # may be a plain Python number/str constant (not a tensor)
 
     def graph_tokens(self) -> FrozenSet:
         return frozenset(t for t in self.taints if t[0] == "G")
@@ -366,6 +367,7 @@ class Val:
 
 CLEAN = Val()
 NONE = Val(none=True)
+CONST = Val(const=True)
 
 
 def tup(elems: Sequence[Val]) -> Val:
@@ -405,11 +407,13 @@ def join(a: _Opt[Val], b: _Opt[Val]) -> Val:
         a.undef or b.undef,
         a.param or b.param,
         site,
+        a.const or b.const,
     )
 
 
 def _with(v: Val, **kw) -> Val:
-    d = dict(taints=v.taints, elems=v.elems, obj=v.obj, none=v.none, undef=v.undef, param=v.param, site=v.site)
+    d = dict(taints=v.taints, elems=v.elems, obj=v.obj, none=v.none, undef=v.undef, param=v.param, site=v.site,
+             const=v.const)
     d.update(kw)
     return Val(**d)
 
@@ -613,6 +617,7 @@ _CLEAN_BUILTINS = frozenset(
     {"len", "range", "print", "isinstance", "issubclass", "int", "float", "bool", "str", "repr", "hasattr",
      "callable", "id", "type", "format", "open", "round", "hash", "divmod", "ord", "chr", "input", "super"}
 )
+_BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
                        "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script"})
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "modules", "children", "buffers",
@@ -756,7 +761,20 @@ class GraphFlow:
 
     @staticmethod
     def _narrow(test: ast.expr, yes: Dict[str, Val], no: Dict[str, Val]) -> None:
-        """``if h is not None:`` → on the other path h is None (carries nothing)."""
+        """``if h is not None:`` → on the other path h is None (carries nothing);
+        ``if hasattr(h, "detach"):`` → on the other path h is not a tensor."""
+        if (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "hasattr"
+            and len(test.args) == 2
+            and isinstance(test.args[1], ast.Constant)
+            and test.args[1].value == "detach"
+        ):
+            name = dotted(test.args[0])
+            if name is not None:
+                no[name] = CONST
+            return
         if (
             isinstance(test, ast.Compare)
             and len(test.ops) == 1
@@ -825,10 +843,11 @@ class GraphFlow:
             for name, v in e1.items():
                 if v is entry.get(name):
                     continue  # not reassigned by the loop (a graph built before it is GG102's business)
-                for t in v.graph_tokens() & frame.reached:
-                    if lo <= getattr(t[1], "lineno", 0) <= hi:  # built in this loop's body
-                        seeds[name] = v
-                        break
+                g = v.graph_tokens()
+                # built in this loop's body, and attached to a graph some backward of
+                # the iteration traversed (and so freed)
+                if g & frame.reached and any(lo <= getattr(t[1], "lineno", 0) <= hi for t in g):
+                    seeds[name] = v
             if seeds:
                 e2 = dict(out)
                 for name, v in seeds.items():
@@ -915,7 +934,7 @@ class GraphFlow:
     # -- expressions -----------------------------------------------------
     def eval(self, e: ast.AST, env: Dict[str, Val]) -> Val:
         if isinstance(e, ast.Constant):
-            return NONE if e.value is None else CLEAN
+            return NONE if e.value is None else CONST
         if isinstance(e, ast.Name):
             v = env.get(e.id)
             if v is not None:
@@ -1165,7 +1184,7 @@ class GraphFlow:
         name = func_name = call.func.id if isinstance(call.func, ast.Name) else None
         targets = self._targets
         argnames = [dotted(a) for a in call.args]
-        if self._threads_state(call, callee, unknown_ok=False):
+        if self._threads_state(call, callee, unknown_ok=True):
             return plain(args_taints | {("G", call)})
         if (
             name is not None
@@ -1178,6 +1197,12 @@ class GraphFlow:
         ):
             # h = repackage(h) with a helper we cannot see: a state-cutting helper by shape.
             return CLEAN
+        if name is not None and (name in env or (self.r.ctx is None and name not in _BUILTIN_NAMES)) and (
+            callee.obj in (None, "local") or callee.param
+        ) and name not in ("tuple", "list"):
+            # model(x) where `model` is a parameter / a local we cannot type (or, while
+            # summarising a def, a module-level name we cannot see): assume a module
+            return plain(args_taints | {("G", call)})
         if func_name in ("tuple", "list", "sorted", "reversed", "zip", "enumerate", "iter", "next", "dict", "set"):
             if func_name in ("tuple", "list") and len(pos) == 1:
                 v = pos[0]

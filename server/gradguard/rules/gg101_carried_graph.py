@@ -597,6 +597,8 @@ def _detach_line(names: Tuple[str, ...], shape: str) -> str:
     s = _fresh(n, names)
     if shape == "tensor":
         return f"{n} = {n}.detach()"
+    if shape == "maybe-number":
+        return f'{n} = {n}.detach() if hasattr({n}, "detach") else {n}'
     if shape == "tuple":
         return f"{n} = tuple({s}.detach() for {s} in {n})"
     return f'{n} = {n}.detach() if hasattr({n}, "detach") else tuple({s}.detach() for {s} in {n})'
@@ -607,6 +609,14 @@ def _fixes(carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> Tuple[Fix, ...]
     indent = _body_indent(loop, ctx)
     if indent is None:
         return ()
+    bw = carry.event.call
+    built_line = getattr(carry.built_by, "lineno", None) or carry.site.lineno
+    if built_line > getattr(bw, "end_lineno", bw.lineno) and loop.lineno < bw.lineno:
+        # The graph is rebuilt AFTER this iteration's backward (a look-ahead step,
+        # `out, h = rnn(x_next, h)` at the end of the body): the next backward uses a
+        # value computed before its iteration started, so no single detach at the top
+        # or after backward() is certain to keep the gradients. No automatic fix.
+        return ()
     unit_ = _indent_unit(loop, indent, ctx)
     names = carry.names
     shape = _structure(carry, flow, ctx, unit)
@@ -615,6 +625,8 @@ def _fixes(carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> Tuple[Fix, ...]
     unbound = any(v is None or v.undef for v in entry)
     maybe_none = unbound or any(v is not None and (v.none or v.param) for v in entry)
     grad_entry = any(v is not None and v.has_grad() for v in entry)
+    if any(v is not None and v.const for v in entry) and len(names) == 1:
+        shape = "maybe-number"  # running = 0 before the loop: an int has no .detach()
     line = _detach_line(names, shape)
     head = names[0]
     edits: List[TextEdit] = []

@@ -1,0 +1,1305 @@
+"""GG101 carried-graph, statically: snippet → findings / silence / fixes.
+
+Markers in the snippets (comments) name the lines the assertions talk about:
+``# <carry>`` the statement that carries the graph (the finding's line),
+``# <bw>`` the backward() that fails, ``# <build>`` where the graph is built
+when that is not the carry line itself.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gradguard.core import Document, check_source
+from gradguard.core.text import apply_text_edits
+from gradguard.rules import get_rule
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def gg101(text: str):
+    r = check_source(text, "snippet.py")
+    assert r.syntax_error is None, r.syntax_error
+    return [f for f in r.findings if f.code == "GG101"]
+
+
+def line(text: str, marker: str) -> int:
+    hits = [i for i, ln in enumerate(text.splitlines()) if marker in ln]
+    assert len(hits) == 1, f"marker {marker!r} found {len(hits)} times"
+    return hits[0]
+
+
+def apply_preferred(text: str) -> str:
+    """Apply every GG101 finding's preferred fix (one finding at a time, re-checking
+    in between, the way an editor's fix-all converges)."""
+    for _ in range(10):
+        fs = gg101(text)
+        if not fs:
+            return text
+        text = apply_text_edits(text, fs[0].preferred_fix.edits)
+    raise AssertionError("fixes did not converge")
+
+
+def assert_single(text: str, variable: str):
+    fs = gg101(text)
+    assert len(fs) == 1, [(f.range, f.message_in("en")) for f in fs]
+    f = fs[0]
+    assert f.range.start.line == line(text, "# <carry>")
+    assert f.data["variable"] == variable
+    assert f"`{variable}`" in f.message_in("en") and f"`{variable}`" in f.message_in("zh")
+    bw_lines = {r.range.start.line for r in f.related}
+    if "# <bw>" in text:
+        assert line(text, "# <bw>") in bw_lines, "the failing backward() is a related location"
+    if "# <build>" in text:
+        assert line(text, "# <build>") in bw_lines, "where the graph is built is a related location"
+    else:
+        assert f.range.start.line in bw_lines, "the graph is built on the carry line"
+    assert f.severity.value == "error"
+    return f
+
+
+def assert_single_line(text: str):
+    fs = gg101(text)
+    assert len(fs) == 1, [(f.range, f.message_in("en")) for f in fs]
+    assert fs[0].range.start.line == line(text, "# <carry>")
+    return fs[0]
+
+
+def assert_fixed_cleanly(text: str):
+    fixed = apply_preferred(text)
+    assert fixed != text
+    assert gg101(fixed) == [], fixed
+    compile(fixed, "fixed.py", "exec")
+    # a second application finds nothing to do
+    assert apply_preferred(fixed) == fixed
+    return fixed
+
+
+# ---------------------------------------------------------------------------
+# flagged programs
+# ---------------------------------------------------------------------------
+SEED_GRU = src(
+    """
+    import torch
+    from torch import nn
+
+    # 序列模型:隐状态跨批次传递
+    gru = nn.GRU(input_size=4, hidden_size=8, batch_first=True)
+    head = nn.Linear(8, 1)
+    opt = torch.optim.SGD(list(gru.parameters()) + list(head.parameters()), lr=0.1)
+    hidden = torch.zeros(1, 2, 8)
+    for step in range(3):
+        x = torch.randn(2, 5, 4)
+        y = torch.randn(2, 5, 1)
+        out, hidden = gru(x, hidden)  # <carry>
+        loss = ((head(out) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()  # <bw>
+        opt.step()
+    """
+)
+
+MODEL_CLASS_GRU = src(
+    """
+    import torch
+    import torch.nn as nn
+
+
+    class Encoder(nn.Module):
+        def __init__(self, vocab, dim):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, dim)
+            self.rnn = nn.GRU(dim, dim, batch_first=True)
+            self.out = nn.Linear(dim, vocab)
+
+        def forward(self, tokens, h=None):
+            y, h = self.rnn(self.emb(tokens), h)
+            return self.out(y), h
+
+
+    def train(loader, epochs=2):
+        model = Encoder(100, 32)
+        opt = torch.optim.Adam(model.parameters())
+        crit = nn.CrossEntropyLoss()
+        state = None
+        for epoch in range(epochs):
+            for i, (x, y) in enumerate(loader):
+                logits, state = model(x, state)  # <carry>
+                loss = crit(logits.view(-1, 100), y.view(-1))
+                opt.zero_grad()
+                loss.backward()  # <bw>
+                opt.step()
+    """
+)
+
+FROM_TORCH_NN_IMPORT = src(
+    """
+    import torch
+    from torch.nn import GRU, Linear
+
+    rnn = GRU(3, 5)
+    fc = Linear(5, 1)
+    opt = torch.optim.SGD(list(rnn.parameters()) + list(fc.parameters()), lr=0.01)
+    h = torch.zeros(1, 1, 5)
+    i = 0
+    while i < 100:
+        out, h = rnn(stream[i], h)  # <carry>
+        loss = (fc(out[-1]) - target[i]).pow(2).sum()
+        opt.zero_grad()
+        loss.backward()  # <bw>
+        opt.step()
+        i += 1
+    """
+)
+
+INIT_HIDDEN_PARAM_MODEL = src(
+    """
+    import torch
+
+
+    def fit(model, batches, optimizer, criterion):
+        hidden = model.init_hidden(16)
+        for inputs, targets in batches:
+            optimizer.zero_grad()
+            output, hidden = model(inputs, hidden)  # <carry>
+            loss = criterion(output, targets)
+            loss.backward()  # <bw>
+            optimizer.step()
+    """
+)
+
+TRAINER_METHOD = src(
+    """
+    import torch
+    from torch import nn
+
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 8)
+            self.dec = nn.Linear(8, 8)
+
+        def forward(self, x, hc):
+            y, hc = self.lstm(x, hc)
+            return self.dec(y), hc
+
+
+    class Trainer:
+        def __init__(self, model, opt, accelerator):
+            self.model = model
+            self.opt = opt
+            self.accelerator = accelerator
+
+        def run(self, loader):
+            hc = None
+            for x, y in loader:
+                pred, hc = self.model(x, hc)  # <carry>
+                loss = torch.nn.functional.mse_loss(pred, y)
+                self.accelerator.backward(loss)  # <bw>
+                self.opt.step()
+                self.opt.zero_grad()
+    """
+)
+
+HELPER_BACKWARD_INSIDE = src(
+    """
+    import torch
+    from torch import nn
+
+    cell = nn.GRUCell(4, 8)
+    opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+
+
+    def train_step(x, h):
+        h = cell(x, h)
+        loss = h.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item(), h
+
+
+    def main(loader):
+        h = torch.zeros(2, 8)
+        for x in loader:
+            loss, h = train_step(x, h)  # <carry>
+    """
+)
+
+HELPER_RETURNS_GRAPH = src(
+    """
+    import torch
+    import torch.nn as nn
+
+    lstm = nn.LSTM(4, 4)
+
+
+    def step(x, state):
+        y, state = lstm(x, state)
+        return y.sum(), state
+
+
+    def main(data, scaler, opt):
+        state = None
+        for x in data:
+            loss, state = step(x, state)  # <carry>
+            scaler.scale(loss).backward()  # <bw>
+            scaler.step(opt)
+            scaler.update()
+    """
+)
+
+LSTM_ONLY_H = src(
+    """
+    import torch
+    import torch.nn as nn
+
+    lstm = nn.LSTM(10, 20, num_layers=2)
+    opt = torch.optim.Adam(lstm.parameters())
+    hidden = (torch.zeros(2, 3, 20), torch.zeros(2, 3, 20))
+    for x, y in loader:
+        hidden = (hidden[0].detach(), hidden[1])
+        out, hidden = lstm(x, hidden)  # <carry>
+        loss = (out - y).abs().mean()
+        opt.zero_grad()
+        loss.backward()  # <bw>
+        opt.step()
+    """
+)
+
+LSTM_UNPACKED = src(
+    """
+    import torch
+    import torch.nn as nn
+
+    lstm = nn.LSTM(10, 20)
+    opt = torch.optim.Adam(lstm.parameters())
+    h, c = torch.zeros(1, 3, 20), torch.zeros(1, 3, 20)
+    for x, y in loader:
+        out, (h, c) = lstm(x, (h, c))  # <carry>
+        loss = (out - y).abs().mean()
+        opt.zero_grad()
+        loss.backward()  # <bw>
+        opt.step()
+    """
+)
+
+LSTMCELL = src(
+    """
+    import torch
+    from torch import nn
+
+    cell = nn.LSTMCell(5, 7)
+    opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+    hx = torch.zeros(3, 7)
+    cx = torch.zeros(3, 7)
+    for x in chunks:
+        hx, cx = cell(x, (hx, cx))  # <carry>
+        loss = hx.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()  # <bw>
+        opt.step()
+    """
+)
+
+RNNCELL_INNER_UNROLL = src(
+    """
+    import torch
+    import torch.nn as nn
+
+    cell = nn.RNNCell(4, 6)
+    head = nn.Linear(6, 2)
+    opt = torch.optim.SGD(list(cell.parameters()) + list(head.parameters()), lr=0.1)
+    h = torch.zeros(3, 6)
+    for chunk, label in zip(chunks, labels):
+        for t in range(chunk.size(0)):
+            h = cell(chunk[t], h)  # <carry>
+        loss = nn.functional.cross_entropy(head(h), label)
+        opt.zero_grad()
+        loss.backward()  # <bw>
+        opt.step()
+    """
+)
+
+RETAIN_GRAPH = src(
+    """
+    import torch
+    import torch.nn as nn
+
+    gru = nn.GRU(4, 4)
+    opt = torch.optim.SGD(gru.parameters(), lr=0.1)
+    h = torch.zeros(1, 1, 4)
+    for x in xs:
+        out, h = gru(x, h)  # <carry>
+        loss = out.sum()
+        opt.zero_grad()
+        loss.backward(retain_graph=True)  # <bw>
+        opt.step()
+    """
+)
+
+AUTOGRAD_BACKWARD = src(
+    """
+    import torch
+    import torch.nn as nn
+
+    rnn = nn.RNN(2, 3)
+    h = torch.zeros(1, 1, 3)
+    for x in xs:
+        out, h = rnn(x, h)  # <carry>
+        torch.autograd.backward(out.sum())  # <bw>
+    """
+)
+
+MANUAL_BACKWARD = src(
+    """
+    import torch
+    from torch import nn
+    import lightning as L
+
+
+    class TBPTT(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.automatic_optimization = False
+            self.rnn = nn.GRU(4, 4, batch_first=True)
+
+        def training_step(self, batch, batch_idx):
+            opt = self.optimizers()
+            hiddens = None
+            for split in batch.split(10, dim=1):
+                out, hiddens = self.rnn(split, hiddens)  # <carry>
+                loss = out.pow(2).mean()
+                opt.zero_grad()
+                self.manual_backward(loss)  # <bw>
+                opt.step()
+    """
+)
+
+ACCUMULATED_LOSS_BACKWARD = src(
+    """
+    import torch
+
+    def train(model, loader, opt):
+        running = 0
+        for x, y in loader:
+            loss = ((model(x) - y) ** 2).mean()  # <build>
+            running = running + loss  # <carry>
+            opt.zero_grad()
+            running.backward()  # <bw>
+            opt.step()
+    """
+)
+
+FLAGGED = {
+    "seed_gru": (SEED_GRU, "hidden"),
+    "model_class_gru_nested": (MODEL_CLASS_GRU, "state"),
+    "from_torch_nn_import_while": (FROM_TORCH_NN_IMPORT, "h"),
+    "init_hidden_param_model": (INIT_HIDDEN_PARAM_MODEL, "hidden"),
+    "trainer_method_accelerator": (TRAINER_METHOD, "hc"),
+    "helper_backward_inside": (HELPER_BACKWARD_INSIDE, "h"),
+    "helper_returns_graph_scaler": (HELPER_RETURNS_GRAPH, "state"),
+    "lstm_only_h": (LSTM_ONLY_H, "hidden"),
+    "lstm_unpacked": (LSTM_UNPACKED, "h"),
+    "lstmcell": (LSTMCELL, "hx"),
+    "rnncell_inner_unroll": (RNNCELL_INNER_UNROLL, "h"),
+    "retain_graph": (RETAIN_GRAPH, "h"),
+    "autograd_backward": (AUTOGRAD_BACKWARD, "h"),
+    "manual_backward": (MANUAL_BACKWARD, "hiddens"),
+    "accumulated_loss": (ACCUMULATED_LOSS_BACKWARD, "running"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLAGGED))
+def test_flagged(name):
+    text, var = FLAGGED[name]
+    assert_single(text, var)
+
+
+@pytest.mark.parametrize("name", sorted(FLAGGED))
+def test_preferred_fix_is_silent_and_idempotent(name):
+    text, _ = FLAGGED[name]
+    assert_fixed_cleanly(text)
+
+
+def test_seed_positions_message_and_related():
+    f = assert_single(SEED_GRU, "hidden")
+    carry = line(SEED_GRU, "# <carry>")
+    assert (f.range.start.character, f.range.end.character) == (4, len("    out, hidden = gru(x, hidden)"))
+    build = [r for r in f.related if r.range.start.line == carry][0]
+    assert SEED_GRU.splitlines()[carry][build.range.start.character:build.range.end.character] == "gru(x, hidden)"
+    assert "loss.backward()" in f.message_in("en")
+    assert "Trying to backward through the graph a second time" in f.message_in("en")
+    assert "计算图" in f.message_in("zh") and "下一轮" in f.message_in("zh")
+    for r in f.related:
+        assert r.message_in("en") and r.message_in("zh") != r.message_in("en")
+
+
+def test_seed_preferred_fix_text():
+    f = gg101(SEED_GRU)[0]
+    fix = f.preferred_fix
+    assert fix.preferred and len([x for x in f.fixes if x.preferred]) == 1
+    (edit,) = fix.edits
+    first_body_line = line(SEED_GRU, "x = torch.randn(2, 5, 4)")
+    assert edit.range.start.line == edit.range.end.line == first_body_line
+    assert edit.range.start.character == 0
+    # the loop starts from zeros (no None, no grad): a plain detach at the top of the body
+    assert edit.new_text == "    hidden = hidden.detach()\n"
+    assert "detach" in fix.title_in("en").lower() and "detach" in fix.title_in("zh")
+
+
+def test_fix_guards_a_state_that_starts_as_none():
+    text = SEED_GRU.replace("hidden = torch.zeros(1, 2, 8)", "hidden = None")
+    f = gg101(text)[0]
+    assert f.preferred_fix.edits[0].new_text == "    if hidden is not None:\n        hidden = hidden.detach()\n"
+    assert_fixed_cleanly(text)
+
+
+def test_fix_for_lstm_is_tuple_aware():
+    f = gg101(LSTM_ONLY_H)[0]
+    assert f.preferred_fix.edits[-1].new_text == "    hidden = tuple(s.detach() for s in hidden)\n"
+    f = gg101(LSTM_UNPACKED)[0]
+    assert f.data["variables"] == ["h", "c"]
+    assert "`h`" in f.message_in("en") and "`c`" in f.message_in("en")
+    assert f.preferred_fix.edits[-1].new_text == "    h, c = h.detach(), c.detach()\n"
+
+
+def test_lstm_partial_detach_names_the_missing_element():
+    f = gg101(LSTM_ONLY_H)[0]
+    en, zh = f.message_in("en"), f.message_in("zh")
+    assert "`hidden[1]`" in en and "cell state" in en and "`hidden[0]`" not in en
+    assert "`hidden[1]`" in zh and "细胞状态" in zh
+    assert f.data["attached_elements"] == [1]
+
+
+def test_fix_for_unknown_model_state_handles_tensor_or_tuple():
+    f = gg101(INIT_HIDDEN_PARAM_MODEL)[0]
+    text = f.preferred_fix.edits[-1].new_text
+    # the model is a parameter: its state may be a tensor (GRU) or a tuple (LSTM); `model` may also be None-free
+    assert 'hasattr(hidden, "detach")' in text and "tuple(" in text
+
+
+def test_fix_for_a_number_accumulator_keeps_the_first_iteration_working():
+    f = gg101(ACCUMULATED_LOSS_BACKWARD)[0]
+    assert f.preferred_fix.edits[-1].new_text == '        running = running.detach() if hasattr(running, "detach") else running\n'
+
+
+def test_fix_when_the_loop_first_binds_the_state():
+    text = src(
+        """
+        import torch
+        from torch import nn
+
+        gru = nn.GRU(4, 4)
+        opt = torch.optim.SGD(gru.parameters(), lr=0.1)
+        for i, x in enumerate(xs):
+            if i == 0:
+                h = torch.zeros(1, 1, 4)
+            out, h = gru(x, h)  # <carry>
+            loss = out.sum()
+            opt.zero_grad()
+            loss.backward()  # <bw>
+            opt.step()
+        """
+    )
+    f = assert_single(text, "h")
+    edits = sorted(f.preferred_fix.edits, key=lambda e: e.range.start)
+    assert edits[0].new_text == "h = None\n" and edits[0].range.start.line == line(text, "for i, x")
+    assert edits[1].new_text.startswith("    if h is not None:\n")
+    assert_fixed_cleanly(text)
+
+
+def test_fix_keeps_tabs_and_nested_indentation():
+    text = SEED_GRU.replace("    ", "\t")
+    f = gg101(text)[0]
+    assert f.preferred_fix.edits[0].new_text == "\thidden = hidden.detach()\n"
+    nested = gg101(MODEL_CLASS_GRU)[0].preferred_fix.edits[-1].new_text
+    assert nested.startswith(" " * 12 + "if state is not None:\n" + " " * 16 + "state = state.detach()")
+    assert_fixed_cleanly(text)
+
+
+def test_look_ahead_state_is_flagged_without_a_risky_fix():
+    # the next step's output is computed after backward(): the graph it carries
+    # already links to the freed one; no single detach is certain to keep gradients
+    text = src(
+        """
+        import torch
+        from torch import nn
+
+        gru = nn.GRU(4, 4)
+        opt = torch.optim.SGD(gru.parameters(), lr=0.1)
+        h = torch.zeros(1, 1, 4)
+        out, h = gru(xs[0], h)
+        for x in xs[1:]:
+            loss = out.sum()
+            opt.zero_grad()
+            loss.backward()  # <bw>
+            opt.step()
+            out, h = gru(x, h)  # <carry>
+        """
+    )
+    fs = gg101(text)
+    assert len(fs) == 1 and fs[0].range.start.line == line(text, "# <carry>")
+    assert fs[0].fixes == ()
+
+
+def test_fix_at_the_top_when_the_state_is_post_processed_after_backward():
+    text = src(
+        """
+        import torch
+        from torch import nn
+
+        cell = nn.GRUCell(4, 4)
+        opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+        h = torch.zeros(1, 4)
+        for x in xs:
+            h = cell(x, h)
+            loss = h.sum()
+            opt.zero_grad()
+            loss.backward()  # <bw>
+            opt.step()
+            h = 0.5 * h + 0.5 * torch.tanh(h)  # <carry>
+        """
+    )
+    f = assert_single_line(text)
+    edit = f.preferred_fix.edits[-1]
+    assert edit.range.start.line == line(text, "h = cell(x, h)")
+    assert edit.new_text == "    h = h.detach()\n"
+    assert_fixed_cleanly(text)
+
+
+def test_alternative_fix_resets_and_says_it_loses_state():
+    text = SEED_GRU.replace("hidden = torch.zeros(1, 2, 8)", "hidden = None")
+    f = gg101(text)[0]
+    alts = [x for x in f.fixes if not x.preferred]
+    assert alts, "a reset-per-iteration alternative is offered for a torch GRU"
+    alt = alts[0]
+    assert "None" in alt.title_in("en") and "loses" in alt.title_in("en") and "丢失" in alt.title_in("zh")
+    assert alt.edits[0].new_text == "    hidden = None\n"
+    assert gg101(apply_text_edits(text, alt.edits)) == []
+
+
+def test_retain_graph_is_still_flagged_and_explained():
+    f = gg101(RETAIN_GRAPH)[0]
+    assert f.data.get("retain_graph") is True
+    assert "retain_graph=True" in f.message_in("en") and "retain_graph=True" in f.message_in("zh")
+
+
+def test_stateful_module_forward_is_flagged_and_fixed_in_forward():
+    text = src(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class Stateful(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(3, 5, batch_first=True)
+                self.fc = nn.Linear(5, 1)
+                self.hidden = None
+
+            def reset(self):
+                self.hidden = None
+
+            def forward(self, x):
+                out, self.hidden = self.lstm(x, self.hidden)  # <carry>
+                return self.fc(out[:, -1])
+
+
+        model = Stateful()
+        opt = torch.optim.Adam(model.parameters())
+        model.reset()
+        for x, y in loader:
+            loss = (model(x) - y).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    )
+    fs = gg101(text)
+    assert len(fs) == 1 and fs[0].range.start.line == line(text, "# <carry>")
+    assert fs[0].data["variable"] == "self.hidden"
+    fix = fs[0].preferred_fix.edits[0]
+    assert fix.range.start.line == line(text, "# <carry>")
+    assert fix.new_text == (
+        "        if self.hidden is not None:\n            self.hidden = tuple(s.detach() for s in self.hidden)\n"
+    )
+    assert_fixed_cleanly(text)
+    # resetting the state every iteration is correct usage: silent
+    per_batch = text.replace("for x, y in loader:\n", "for x, y in loader:\n    model.reset()\n")
+    assert gg101(per_batch) == []
+
+
+def test_chinese_identifiers_and_comments_on_the_flagged_line():
+    text = src(
+        """
+        import torch
+        from torch import nn
+
+        循环网络 = nn.GRU(4, 8)
+        优化器 = torch.optim.SGD(循环网络.parameters(), lr=0.1)
+        隐状态 = torch.zeros(1, 2, 8)
+        for 批次 in 数据:
+            输出, 隐状态 = 循环网络(批次, 隐状态)  # <carry> 这里没有 detach
+            损失 = 输出.pow(2).mean()
+            优化器.zero_grad()
+            损失.backward()  # <bw>
+            优化器.step()
+        """
+    )
+    f = assert_single(text, "隐状态")
+    ln = text.splitlines()[f.range.start.line]
+    assert ln[f.range.start.character:f.range.end.character] == "输出, 隐状态 = 循环网络(批次, 隐状态)"
+    build = [r for r in f.related if r.range.start.line == f.range.start.line][0]
+    assert ln[build.range.start.character:build.range.end.character] == "循环网络(批次, 隐状态)"
+    fixed = assert_fixed_cleanly(text)
+    assert "    隐状态 = 隐状态.detach()\n" in fixed
+
+
+def test_incremental_document_agrees():
+    doc = Document(SEED_GRU, "a.py")
+    assert [f.code for f in doc.result().findings] == ["GG101"]
+    fixed = apply_preferred(SEED_GRU)
+    assert [f for f in doc.update(fixed).findings if f.code == "GG101"] == []
+    assert [f.code for f in doc.update(SEED_GRU).findings] == ["GG101"]
+
+
+# ---------------------------------------------------------------------------
+# silent idioms
+# ---------------------------------------------------------------------------
+def _seed_with(body_line: str, at: str = "after") -> str:
+    """SEED_GRU with one line added inside the loop (after the backward, or at the top)."""
+    lines = SEED_GRU.splitlines(keepends=True)
+    idx = line(SEED_GRU, "opt.step()") + 1 if at == "after" else line(SEED_GRU, "x = torch.randn(2, 5, 4)")
+    return "".join(lines[:idx] + ["    " + body_line + "\n"] + lines[idx:])
+
+
+SILENT = {
+    "detach": _seed_with("hidden = hidden.detach()"),
+    "detach_top": _seed_with("hidden = hidden.detach()", at="top"),
+    "detach_inplace": _seed_with("hidden.detach_()"),
+    "tuple_genexp": _seed_with("hidden = tuple(s.detach() for s in hidden)"),
+    "data_attr": _seed_with("hidden = hidden.data"),
+    "reset_none": _seed_with("hidden = None", at="top"),
+    "fresh_zeros": _seed_with("hidden = torch.zeros(1, 2, 8)", at="top"),
+    "guarded_detach": _seed_with("if hidden is not None: hidden = hidden.detach()", at="top"),
+    "lstm_pair": LSTM_UNPACKED.replace("    out, (h, c) =", "    h, c = h.detach(), c.detach()\n    out, (h, c) ="),
+    "lstm_tuple_pair": LSTM_ONLY_H.replace("(hidden[0].detach(), hidden[1])", "(hidden[0].detach(), hidden[1].detach())"),
+    "repackage_any_name": src(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        def cut_history(h):
+            if isinstance(h, torch.Tensor):
+                return h.detach()
+            else:
+                return tuple(cut_history(v) for v in h)
+
+
+        def train(model, loader, opt, bsz):
+            hidden = model.init_hidden(bsz)
+            for x, y in loader:
+                hidden = cut_history(hidden)
+                output, hidden = model(x, hidden)
+                loss = nn.functional.nll_loss(output, y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """
+    ),
+    "imported_repackage": src(
+        """
+        import torch
+        from utils import repackage_hidden
+
+
+        def train(model, loader, opt, bsz):
+            hidden = model.init_hidden(bsz)
+            for x, y in loader:
+                hidden = repackage_hidden(hidden)
+                output, hidden = model(x, hidden)
+                loss = output.sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """
+    ),
+    "init_hidden_each_batch": INIT_HIDDEN_PARAM_MODEL.replace(
+        "        optimizer.zero_grad()\n", "        hidden = model.init_hidden(16)\n        optimizer.zero_grad()\n"
+    ),
+    "epoch_reinit_batch_detach": MODEL_CLASS_GRU.replace(
+        "            logits, state = model(x, state)  # <carry>\n",
+        "            if state is not None:\n                state = state.detach()\n"
+        "            logits, state = model(x, state)\n",
+    ),
+    "eval_no_grad": src(
+        """
+        import torch
+
+
+        def evaluate(model, loader, crit):
+            hidden = model.init_hidden(8)
+            total = 0.0
+            with torch.no_grad():
+                for x, y in loader:
+                    out, hidden = model(x, hidden)
+                    total += crit(out, y).item()
+            return total
+        """
+    ),
+    "eval_inference_mode": src(
+        """
+        import torch
+        from torch import nn
+
+        gru = nn.GRU(4, 4)
+        h = None
+        with torch.inference_mode():
+            for x in xs:
+                out, h = gru(x, h)
+                out.sum().backward()
+        """
+    ),
+    "eval_decorated": src(
+        """
+        import torch
+
+
+        @torch.no_grad()
+        def evaluate(model, loader):
+            hidden = None
+            for x in loader:
+                out, hidden = model(x, hidden)
+                out.sum().backward()
+        """
+    ),
+    "backward_after_loop": src(
+        """
+        import torch
+        from torch import nn
+
+        gru = nn.GRU(4, 4)
+        h = torch.zeros(1, 1, 4)
+        outs = []
+        for x in xs:
+            out, h = gru(x, h)
+            outs.append(out)
+        loss = torch.cat(outs).sum()
+        loss.backward()
+        """
+    ),
+    "detach_in_forward_attr": src(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class Stateful(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(3, 5, batch_first=True)
+                self.hidden = None
+
+            def forward(self, x):
+                if self.hidden is not None:
+                    self.hidden = self.hidden.detach()
+                out, self.hidden = self.gru(x, self.hidden)
+                return out[:, -1].sum(-1)
+
+
+        model = Stateful()
+        opt = torch.optim.Adam(model.parameters())
+        for x, y in loader:
+            loss = (model(x) - y).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    ),
+    "forward_returns_detached": src(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.GRU(3, 5)
+
+            def forward(self, x, h):
+                y, h = self.rnn(x, h)
+                return y, h.detach()
+
+
+        net = Net()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        h = torch.zeros(1, 1, 5)
+        for x in xs:
+            y, h = net(x, h)
+            loss = y.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    ),
+    "item_accumulation": _seed_with("total = total + loss.item()").replace(
+        "for step in range(3):", "total = 0.0\nfor step in range(3):"
+    ).replace("out, hidden = gru(x, hidden)  # <carry>", "out, _ = gru(x)"),
+    "tensor_accumulation_never_backpropagated": src(
+        """
+        import torch
+
+        def train(model, loader, opt):
+            total = 0
+            for x, y in loader:
+                loss = ((model(x) - y) ** 2).mean()
+                total += loss
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            return total
+        """
+    ),
+    "retain_graph_two_losses_same_iteration": src(
+        """
+        import torch
+        from torch import nn
+
+        enc = nn.GRU(4, 4)
+        head_a, head_b = nn.Linear(4, 1), nn.Linear(4, 1)
+        opt = torch.optim.SGD(enc.parameters(), lr=0.1)
+        for x in xs:
+            out, h = enc(x)
+            loss_a = head_a(out).sum()
+            loss_b = head_b(h).sum()
+            opt.zero_grad()
+            loss_a.backward(retain_graph=True)
+            loss_b.backward()
+            opt.step()
+        """
+    ),
+    "graph_built_before_the_loop_is_not_gg101": src(
+        """
+        import torch
+        from torch import nn
+        X = torch.rand(2, 5, requires_grad=True)
+        Y = X @ torch.ones(5, 1)
+        lin = nn.Linear(5, 1)
+        for i in range(10):
+            l = ((lin(X) - Y) ** 2).sum()
+            lin.zero_grad()
+            l.backward()
+        """
+    ),
+}
+
+# Programs in the style of the canonical PyTorch examples (written here, not copied).
+EXAMPLES_STYLE = {
+    "word_language_model": src(
+        """
+        import math
+        import torch
+        import torch.nn as nn
+
+
+        class RNNModel(nn.Module):
+            def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5):
+                super().__init__()
+                self.drop = nn.Dropout(dropout)
+                self.encoder = nn.Embedding(ntoken, ninp)
+                if rnn_type in ['LSTM', 'GRU']:
+                    self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+                else:
+                    self.rnn = nn.RNN(ninp, nhid, nlayers, nonlinearity='tanh', dropout=dropout)
+                self.decoder = nn.Linear(nhid, ntoken)
+                self.rnn_type, self.nhid, self.nlayers = rnn_type, nhid, nlayers
+
+            def forward(self, input, hidden):
+                emb = self.drop(self.encoder(input))
+                output, hidden = self.rnn(emb, hidden)
+                output = self.drop(output)
+                decoded = self.decoder(output).view(-1, self.decoder.out_features)
+                return nn.functional.log_softmax(decoded, dim=1), hidden
+
+            def init_hidden(self, bsz):
+                weight = next(self.parameters())
+                if self.rnn_type == 'LSTM':
+                    return (weight.new_zeros(self.nlayers, bsz, self.nhid),
+                            weight.new_zeros(self.nlayers, bsz, self.nhid))
+                return weight.new_zeros(self.nlayers, bsz, self.nhid)
+
+
+        def repackage_hidden(h):
+            if isinstance(h, torch.Tensor):
+                return h.detach()
+            return tuple(repackage_hidden(v) for v in h)
+
+
+        model = RNNModel('LSTM', 1000, 32, 32, 2)
+        criterion = nn.NLLLoss()
+
+
+        def evaluate(data_source, bptt=35):
+            model.eval()
+            total_loss = 0.
+            hidden = model.init_hidden(10)
+            with torch.no_grad():
+                for i in range(0, data_source.size(0) - 1, bptt):
+                    data, targets = get_batch(data_source, i)
+                    output, hidden = model(data, hidden)
+                    hidden = repackage_hidden(hidden)
+                    total_loss += len(data) * criterion(output, targets).item()
+            return total_loss / (len(data_source) - 1)
+
+
+        def train(lr, epoch, bptt=35):
+            model.train()
+            total_loss = 0.
+            hidden = model.init_hidden(20)
+            for batch, i in enumerate(range(0, train_data.size(0) - 1, bptt)):
+                data, targets = get_batch(train_data, i)
+                model.zero_grad()
+                hidden = repackage_hidden(hidden)
+                output, hidden = model(data, hidden)
+                loss = criterion(output, targets)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+                for p in model.parameters():
+                    p.data.add_(p.grad, alpha=-lr)
+                total_loss += loss.item()
+                if batch % 200 == 0 and batch > 0:
+                    print(math.exp(total_loss / 200))
+                    total_loss = 0
+
+
+        for epoch in range(1, 4):
+            train(20, epoch)
+            val_loss = evaluate(val_data)
+        """
+    ),
+    "time_sequence_prediction": src(
+        """
+        import torch
+        import torch.nn as nn
+        import torch.optim as optim
+
+
+        class Sequence(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm1 = nn.LSTMCell(1, 51)
+                self.lstm2 = nn.LSTMCell(51, 51)
+                self.linear = nn.Linear(51, 1)
+
+            def forward(self, input, future=0):
+                outputs = []
+                h_t = torch.zeros(input.size(0), 51, dtype=torch.double)
+                c_t = torch.zeros(input.size(0), 51, dtype=torch.double)
+                h_t2 = torch.zeros(input.size(0), 51, dtype=torch.double)
+                c_t2 = torch.zeros(input.size(0), 51, dtype=torch.double)
+                for input_t in input.split(1, dim=1):
+                    h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+                    h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                    output = self.linear(h_t2)
+                    outputs += [output]
+                for i in range(future):
+                    h_t, c_t = self.lstm1(output, (h_t, c_t))
+                    h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                    output = self.linear(h_t2)
+                    outputs += [output]
+                return torch.cat(outputs, dim=1)
+
+
+        if __name__ == '__main__':
+            seq = Sequence().double()
+            criterion = nn.MSELoss()
+            optimizer = optim.LBFGS(seq.parameters(), lr=0.8)
+            for i in range(15):
+                def closure():
+                    optimizer.zero_grad()
+                    out = seq(input)
+                    loss = criterion(out, target)
+                    loss.backward()
+                    return loss
+                optimizer.step(closure)
+                with torch.no_grad():
+                    pred = seq(test_input, future=1000)
+                    y = pred.detach().numpy()
+        """
+    ),
+    "dcgan": src(
+        """
+        import torch
+        import torch.nn as nn
+
+        netG, netD = Generator(), Discriminator()
+        criterion = nn.BCELoss()
+        optimizerD = torch.optim.Adam(netD.parameters(), lr=2e-4)
+        optimizerG = torch.optim.Adam(netG.parameters(), lr=2e-4)
+        for epoch in range(5):
+            for i, data in enumerate(dataloader, 0):
+                netD.zero_grad()
+                real = data[0]
+                label = torch.full((real.size(0),), 1.0)
+                output = netD(real)
+                errD_real = criterion(output, label)
+                errD_real.backward()
+                noise = torch.randn(real.size(0), 100, 1, 1)
+                fake = netG(noise)
+                label.fill_(0.0)
+                output = netD(fake.detach())
+                errD_fake = criterion(output, label)
+                errD_fake.backward()
+                optimizerD.step()
+                netG.zero_grad()
+                label.fill_(1.0)
+                output = netD(fake)
+                errG = criterion(output, label)
+                errG.backward()
+                optimizerG.step()
+        """
+    ),
+    "mnist": src(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def train(model, device, train_loader, optimizer, epoch):
+            model.train()
+            for batch_idx, (data, target) in enumerate(train_loader):
+                data, target = data.to(device), target.to(device)
+                optimizer.zero_grad()
+                output = model(data)
+                loss = F.nll_loss(output, target)
+                loss.backward()
+                optimizer.step()
+                if batch_idx % 10 == 0:
+                    print(epoch, loss.item())
+
+
+        def test(model, device, test_loader):
+            model.eval()
+            test_loss = 0
+            with torch.no_grad():
+                for data, target in test_loader:
+                    output = model(data)
+                    test_loss += F.nll_loss(output, target, reduction='sum').item()
+            return test_loss
+        """
+    ),
+    "reinforce": src(
+        """
+        from itertools import count
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.distributions import Categorical
+
+
+        class Policy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.affine1 = nn.Linear(4, 128)
+                self.affine2 = nn.Linear(128, 2)
+                self.saved_log_probs = []
+                self.rewards = []
+
+            def forward(self, x):
+                return F.softmax(self.affine2(F.relu(self.affine1(x))), dim=1)
+
+
+        policy = Policy()
+        optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+
+
+        def select_action(state):
+            state = torch.from_numpy(state).float().unsqueeze(0)
+            probs = policy(state)
+            m = Categorical(probs)
+            action = m.sample()
+            policy.saved_log_probs.append(m.log_prob(action))
+            return action.item()
+
+
+        def finish_episode():
+            R = 0
+            policy_loss = []
+            returns = []
+            for r in policy.rewards[::-1]:
+                R = r + 0.99 * R
+                returns.insert(0, R)
+            returns = torch.tensor(returns)
+            for log_prob, R in zip(policy.saved_log_probs, returns):
+                policy_loss.append(-log_prob * R)
+            optimizer.zero_grad()
+            policy_loss = torch.cat(policy_loss).sum()
+            policy_loss.backward()
+            optimizer.step()
+            del policy.rewards[:]
+            del policy.saved_log_probs[:]
+
+
+        def main():
+            running_reward = 10
+            for i_episode in count(1):
+                state, _ = env.reset()
+                ep_reward = 0
+                for t in range(1, 10000):
+                    action = select_action(state)
+                    state, reward, done, _, _ = env.step(action)
+                    policy.rewards.append(reward)
+                    ep_reward += reward
+                    if done:
+                        break
+                running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+                finish_episode()
+        """
+    ),
+    "actor_critic": src(
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Policy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.affine1 = nn.Linear(4, 128)
+                self.action_head = nn.Linear(128, 2)
+                self.value_head = nn.Linear(128, 1)
+                self.saved_actions = []
+                self.rewards = []
+
+            def forward(self, x):
+                x = F.relu(self.affine1(x))
+                return F.softmax(self.action_head(x), dim=-1), self.value_head(x)
+
+
+        model = Policy()
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
+
+
+        def finish_episode():
+            R = 0
+            policy_losses, value_losses, returns = [], [], []
+            for r in model.rewards[::-1]:
+                R = r + 0.99 * R
+                returns.insert(0, R)
+            returns = torch.tensor(returns)
+            for (log_prob, value), R in zip(model.saved_actions, returns):
+                advantage = R - value.item()
+                policy_losses.append(-log_prob * advantage)
+                value_losses.append(F.smooth_l1_loss(value, torch.tensor([R])))
+            optimizer.zero_grad()
+            loss = torch.stack(policy_losses).sum() + torch.stack(value_losses).sum()
+            loss.backward()
+            optimizer.step()
+            del model.rewards[:]
+            del model.saved_actions[:]
+
+
+        def main():
+            running_reward = 10
+            for i_episode in range(1000):
+                state, _ = env.reset()
+                ep_reward = 0
+                for t in range(1, 10000):
+                    action = select_action(state)
+                    state, reward, done, _, _ = env.step(action)
+                    model.rewards.append(reward)
+                    ep_reward += reward
+                    if done:
+                        break
+                running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+                finish_episode()
+        """
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SILENT))
+def test_silent_idioms(name):
+    text = SILENT[name]
+    assert gg101(text) == [], [f.message_in("en") for f in gg101(text)]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES_STYLE))
+def test_canonical_programs_are_silent(name):
+    assert gg101(EXAMPLES_STYLE[name]) == []
+
+
+def test_silent_idioms_really_differ_from_the_bug():
+    # guard against a vacuous silence: removing the cut brings the finding back
+    assert gg101(SILENT["detach"].replace("    hidden = hidden.detach()\n", "")) != []
+    broken = EXAMPLES_STYLE["word_language_model"].replace(
+        "    model.zero_grad()\n        hidden = repackage_hidden(hidden)\n", "    model.zero_grad()\n"
+    )
+    assert broken != EXAMPLES_STYLE["word_language_model"]
+    assert [f.data["variable"] for f in gg101(broken)] == ["hidden"]
+
+
+# ---------------------------------------------------------------------------
+# robustness, explanation, docs
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        "for x in y: out, h = gru(x, h); loss.backward()\n",
+        "while True:\n    h = f(h)\n    h.backward()\n",
+        "def f():\n    for x in xs:\n        h, = g(x, h)\n        (h * 2).backward()\n",
+        "async def f():\n    async for x in xs:\n        out, h = await m(x, h)\n        out.backward()\n",
+        "for x in xs:\n    match x:\n        case 1:\n            out, h = m(x, h)\n    out.backward()\n",
+        "class A:\n    def f(self):\n        for x in xs:\n            out, self.h = self.m(x, self.h)\n            out.backward()\n",
+    ],
+)
+def test_odd_shapes_never_crash(text):
+    r = check_source(text)
+    for f in r.findings:
+        if f.preferred_fix:
+            apply_text_edits(text, f.preferred_fix.edits)
+
+
+def test_one_line_loop_body_gets_no_broken_fix():
+    text = "import torch\nfrom torch import nn\ngru = nn.GRU(2, 2)\nh = None\nfor x in xs: out, h = gru(x, h); out.sum().backward()\n"
+    fs = gg101(text)
+    assert len(fs) == 1 and fs[0].fixes == ()
+
+
+def test_explanation_sections_both_languages():
+    rule = get_rule("GG101")
+    en, zh = rule.explain("en"), rule.explain("zh")
+    for h in ("## What it does", "## Why is this bad?", "## Example", "## Fix", "## FAQ"):
+        assert h in en
+    for h in ("## 规则说明", "## 为什么有问题", "## 示例", "## 修复方法", "## 常见问题"):
+        assert h in zh
+    for topic in ("None", ".data", "(h, c)", "truncated", "retain_graph=True"):
+        assert topic in en, topic
+    for topic in ("None", ".data", "(h, c)", "截断", "retain_graph=True"):
+        assert topic in zh, topic
+
+
+def test_docs_page_is_generated_from_the_explanation():
+    r = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gen_rule_docs.py"), "--check", "GG101"],
+        capture_output=True, text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    page = (REPO / "docs" / "rules" / "GG101.md").read_text(encoding="utf-8")
+    assert get_rule("GG101").explain("en").strip() in page
+    assert get_rule("GG101").explain("zh").strip() in page
