@@ -11,7 +11,9 @@ These tests prove each label both ways:
 3. applying every finding's preferred fix gives a program that trains, is
    clean on a re-check, and is a fixed point of fixing;
 4. for GG101, the fixed program's first-iteration parameter gradients equal
-   the original's (the fix cuts the graph *between* iterations only).
+   the original's (the fix cuts the graph *between* iterations only), and its
+   second loss equals the original's second loss, computed just before the
+   crash (the fix keeps the carried state's value).
 
 The runtime tests need torch and are skipped without it; 2 and the fix
 round-trip on text run everywhere.
@@ -231,6 +233,17 @@ def test_fix_keeps_first_iteration_gradients(runtime, name):
     entry = runtime[name]
     assert "fixed" in entry, f"{name}: no preferred fix could be applied"
     assert entry["grads_equal"], f"{name}: {entry['grads_why']}"
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", GG101_NAMES)
+def test_fix_keeps_the_carried_state(runtime, name):
+    """The original computes its second loss before the second backward
+    raises. Detaching keeps the state's value, so the fixed program's second
+    loss is the same number; a "fix" that reset the state would change it."""
+    entry = runtime[name]
+    assert "fixed" in entry, f"{name}: no preferred fix could be applied"
+    assert entry["losses_equal"], f"{name}: {entry['losses_why']}"
 
 
 # --------------------------------------------------------------------------

@@ -9,7 +9,8 @@ fresh ``__main__`` namespace, seeded, single-threaded, stdout silenced.
 
 While a program runs, the first *outermost* backward call is observed: when it
 returns, the ``.grad`` of every parameter of every ``nn.Module`` created so far
-(in creation order) is snapshotted. Comparing the snapshot of an original
+(in creation order) is snapshotted (for ``torch.autograd.grad``, which fills no
+``.grad``, the gradients it returns are). Comparing the snapshot of an original
 program with that of its fixed version proves a fix does not change what the
 first iteration learns.
 
@@ -147,6 +148,8 @@ class RunResult:
     backward_calls: int = 0
     # [(module index, parameter name, grad or None)] after the first backward
     first_grads: Optional[list] = None
+    # values differentiated by the first two backward calls
+    roots: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -168,6 +171,18 @@ class _Recorder:
         self.depth = 0
         self.calls = 0
         self.first_grads: Optional[list] = None
+        # values of what the first two outermost backward calls differentiate
+        # (recorded on entry, so the call that crashes is recorded too)
+        self.roots: list = []
+
+    def root_value(self, args, kwargs):
+        torch = self.torch
+        root = args[0] if args else (kwargs.get("tensors") or kwargs.get("outputs"))
+        if isinstance(root, (list, tuple)):
+            root = root[0] if root else None
+        if isinstance(root, torch.Tensor):
+            return root.detach().clone()
+        return None
 
     def snapshot(self) -> list:
         out = []
@@ -188,13 +203,16 @@ class _Recorder:
         orig_init = nn.Module.__init__
         orig_tensor_backward = torch.Tensor.backward
         orig_autograd_backward = torch.autograd.backward
+        orig_autograd_grad = torch.autograd.grad
 
         def module_init(self, *args, **kwargs):
             rec.modules.append(self)
             return orig_init(self, *args, **kwargs)
 
-        def wrap(fn):
+        def wrap(fn, returns_grads=False):
             def wrapper(*args, **kwargs):
+                if rec.depth == 0 and len(rec.roots) < 2:
+                    rec.roots.append(rec.root_value(args, kwargs))
                 rec.depth += 1
                 try:
                     result = fn(*args, **kwargs)
@@ -203,7 +221,13 @@ class _Recorder:
                 if rec.depth == 0:
                     rec.calls += 1
                     if rec.first_grads is None:
-                        rec.first_grads = rec.snapshot()
+                        if returns_grads:  # torch.autograd.grad: the gradients are its result
+                            rec.first_grads = [
+                                (-1, f"grad[{k}]", None if g is None else g.detach().clone())
+                                for k, g in enumerate(result)
+                            ]
+                        else:
+                            rec.first_grads = rec.snapshot()
                 return result
 
             wrapper.__wrapped__ = fn
@@ -212,12 +236,14 @@ class _Recorder:
         nn.Module.__init__ = module_init
         torch.Tensor.backward = wrap(orig_tensor_backward)
         torch.autograd.backward = wrap(orig_autograd_backward)
+        torch.autograd.grad = wrap(orig_autograd_grad, returns_grads=True)
         try:
             yield self
         finally:
             nn.Module.__init__ = orig_init
             torch.Tensor.backward = orig_tensor_backward
             torch.autograd.backward = orig_autograd_backward
+            torch.autograd.grad = orig_autograd_grad
 
 
 class ProgramTimeout(Exception):
@@ -270,7 +296,7 @@ def run_program(path: str, seed: int = 0, timeout: int = 60) -> RunResult:
         if can_alarm:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old_handler)
-    return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads)
+    return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads, rec.roots)
 
 
 def crash_matches(result: RunResult, expected_error: str) -> bool:
@@ -297,6 +323,21 @@ def compare_grads(a: Optional[list], b: Optional[list]) -> Tuple[bool, str]:
     return True, ""
 
 
+def compare_roots(a: list, b: list) -> Tuple[bool, str]:
+    """Do the first two backward calls of two runs differentiate equal values?
+    (For a carried-state bug: the original computes its second loss before
+    the second backward raises; a fix that keeps the state gives the same
+    second loss, a fix that resets it does not.)"""
+    import torch
+
+    if len(a) < 2 or len(b) < 2:
+        return False, f"fewer than two backward calls observed (original={len(a)}, fixed={len(b)})"
+    for k, (x, y) in enumerate(zip(a[:2], b[:2]), 1):
+        if x is None or y is None or x.shape != y.shape or not torch.allclose(x, y, rtol=1e-5, atol=1e-7):
+            return False, f"backward call #{k} differentiates a different value: {x} vs {y}"
+    return True, ""
+
+
 def run_manifest(jobs: List[dict]) -> List[dict]:
     """jobs: [{"name", "original", "fixed" (path or None), "seed"}] → results."""
     out = []
@@ -310,6 +351,9 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
             entry["fixed"] = fixed.to_json()
             entry["grads_equal"] = ok
             entry["grads_why"] = why
+            ok, why = compare_roots(orig.roots, fixed.roots)
+            entry["losses_equal"] = ok
+            entry["losses_why"] = why
         out.append(entry)
     return out
 
