@@ -968,3 +968,49 @@ def test_incremental_edits_agree_with_a_full_check():
     got = doc.update(no_loop).findings
     assert got == check_source(no_loop).findings
     assert {f.data["variable"] for f in got if f.code == "GG102"} == {"Y", "Z"}
+
+
+def test_user_module_certainty_depends_on_holding_a_layer():
+    template = src(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Enc(nn.Module):
+            def __init__(self):
+                super().__init__()
+                BODY
+
+            def forward(self, x):
+                return FORWARD
+
+        enc = Enc()
+        head = nn.Linear(4, 1)
+        feats = enc(torch.randn(3, 4))
+        for i in range(3):
+            head(feats).sum().backward()
+        """
+    )
+    with_layer = template.replace("BODY", "self.fc = nn.Linear(4, 4)").replace("FORWARD", "self.fc(x)")
+    f = only(with_layer)
+    assert f.severity is Severity.ERROR and f.data["certain"] is True
+    bias_only = template.replace("BODY", "self.shift = nn.Parameter(torch.zeros(4))").replace("FORWARD", "x + self.shift")
+    f = only(bias_only)
+    assert f.severity is Severity.WARNING and f.data["certain"] is False
+    assert "`enc`" in f.message_in("en") and "crashes if" in f.message_in("en")
+
+
+def test_legacy_variable_with_requires_grad():
+    source = src(
+        """
+        import torch
+        from torch.autograd import Variable
+        x = Variable(torch.randn(4, 3), requires_grad=True)
+        y = x.pow(2)
+        lin = torch.nn.Linear(3, 3)
+        for i in range(3):
+            ((lin(x) - y) ** 2).sum().backward()
+        """
+    )
+    f = only(source)
+    assert "Variable(torch.randn(4, 3))" in apply(source, f.preferred_fix)

@@ -156,6 +156,7 @@ def _gg102_facts(stmt: ast.stmt):
     returns: List[ast.Return] = []
     calls: List[ast.Call] = []
     has_bw = False
+    saves_cls = False
     for n in ast.walk(stmt):
         if isinstance(n, ast.Attribute):
             if n.attr == "grad" and isinstance(n.value, ast.Name):
@@ -178,8 +179,13 @@ def _gg102_facts(stmt: ast.stmt):
                             out.append((f"gg102:paramattr:{t.attr}", True))
                         elif last[:1].isupper():
                             out.append((f"gg102:modattr:{t.attr}", True))
+                            if last not in K.NONSAVING_MODULES and not last.startswith("Parameter"):
+                                saves_cls = True
         elif isinstance(n, ast.Return) and is_fn:
             returns.append(n)
+    if saves_cls:
+        # it holds a layer (self.fc = nn.Linear(...)): calling it saves tensors for backward
+        out.append((f"gg102:classsaves:{stmt.name}", True))
     for name in sorted(grad_names):
         out.append((f"gg102:gradread:{name}", True))
     if isinstance(stmt, ast.Assign) and _is_rg_expr(stmt.value):
@@ -268,6 +274,18 @@ def _qualify_str(dotted: str, imports) -> str:
     head, _, rest = dotted.partition(".")
     q = imports.get(head, head)
     return f"{q}.{rest}" if rest else q
+
+
+def _module_class_saves(name: str, ctx, depth: int = 0) -> Optional[bool]:
+    """True if the user module class (or a user base class) holds a layer; None: cannot tell."""
+    if ctx.summary.get(f"gg102:classsaves:{name}"):
+        return True
+    if depth > 5:
+        return None
+    for b in ctx.summary.get(f"gg102:class:{name}") or ():
+        if "." not in b and _module_class_saves(b, ctx, depth + 1):
+            return True
+    return None
 
 
 def _is_module_class(name: str, ctx, depth: int = 0) -> bool:
@@ -1232,7 +1250,7 @@ class _Analysis:
         if ctor is not None:
             return ctor
         # factories: leaves
-        if q in K.TENSOR_FACTORIES:
+        if q in K.TENSOR_FACTORIES or q in ("torch.autograd.Variable", "torch.autograd.variable.Variable"):
             kw = _kw(e, "requires_grad")
             if kw is not None and _const_true(kw.value):
                 return Leaf(self._src(None, "data", None, e, ("kw", kw, e)))
@@ -1317,7 +1335,7 @@ class _Analysis:
             if isinstance(v, Mod):
                 return v
             if func.id in self.module_evidence and func.id not in self.env:
-                return Mod(Src(func.id, "module", None, None), func.id not in self.frozen, None)
+                return Mod(Src(func.id, "module", None, None), func.id not in self.frozen, True)
             return None
         if isinstance(func, ast.Call):
             # nn.Linear(5, 1)(x)
@@ -1332,7 +1350,8 @@ class _Analysis:
             src = mod.src
             if src.node is None or src.kind != "module":
                 src = Src(src.name, "module", src.stmt, src.node if src.node is not None else call, None, src.order)
-            return _merge([Leaf(src)] + list(args), True)
+            return _merge([Leaf(src)] + list(args), mod.saving if mod.saving is not False else None,
+                          f"`{ast.unparse(call.func)}`")
         return _merge(args, mod.saving, f"`{ast.unparse(call.func)}`")
 
     def _module_ctor(self, func: ast.AST, q: str, args) -> Optional[Mod]:
@@ -1349,7 +1368,7 @@ class _Analysis:
                 return Mod(self._src(None, "module", None, func, None), trainable, saving)
             return Mod(self._src(None, "module", None, func, None), True, True)
         if isinstance(func, ast.Name) and func.id not in self.env and _is_module_class(func.id, self.ctx):
-            return Mod(self._src(None, "module", None, func, None), True, True)
+            return Mod(self._src(None, "module", None, func, None), True, _module_class_saves(func.id, self.ctx))
         return None
 
 
