@@ -1014,3 +1014,28 @@ def test_legacy_variable_with_requires_grad():
     )
     f = only(source)
     assert "Variable(torch.randn(4, 3))" in apply(source, f.preferred_fix)
+
+
+def test_recompute_fix_is_not_offered_when_the_value_is_needed_outside_the_loop():
+    source = src(
+        """
+        import torch
+        from torch import nn
+
+        def probe(backbone, head, x, y):
+            feats = backbone(x)
+            opt = torch.optim.SGD(head.parameters(), lr=0.1)
+            for _ in range(3):
+                opt.zero_grad()
+                nn.functional.mse_loss(head(feats), y).backward()
+                opt.step()
+            return feats
+        """
+    )
+    # backbone is a module by evidence only when its parameters are used somewhere
+    assert gg102(source) == []
+    source = source.replace("lr=0.1)", "lr=0.1)\n    n = sum(p.numel() for p in backbone.parameters())")
+    f = only(source)
+    assert not any("Recompute" in fx.title_in("en") for fx in f.fixes)
+    assert f.preferred_fix.title_in("en").startswith("Detach")
+    assert_fixed(source, f.preferred_fix, "feats")

@@ -740,6 +740,12 @@ class _Analysis:
             used = {n.id for n in _walk_no_scopes(other) if isinstance(n, ast.Name)}
             if used & bound:
                 return None
+        # the loop header and the code after the loop must not need the moved values
+        header = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
+        after = [header] + list(getattr(loop, "orelse", [])) + list(block[li + 1:])
+        for node in after:
+            if {n.id for n in _walk_no_scopes(node) if isinstance(n, ast.Name)} & bound:
+                return None
         loop_assigned = _assigned_in(loop.body)
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             loop_assigned |= set(_bound_names(loop.target))
