@@ -10,9 +10,9 @@ These tests prove each label both ways:
    expected severity;
 3. applying every finding's preferred fix gives a program that trains, is
    clean on a re-check, and is a fixed point of fixing;
-4. for GG101, the fixed program's first-iteration parameter gradients equal
-   the original's (the fix cuts the graph *between* iterations only), and its
-   second loss equals the original's second loss, computed just before the
+4. the fixed program's first-iteration parameter gradients equal the
+   original's (the fix cuts the graph *between* iterations only); for GG101
+   also its second loss equals the original's second loss, computed just before the
    crash (the fix keeps the carried state's value).
 
 The runtime tests need torch and are skipped without it; 2 and the fix
@@ -228,8 +228,12 @@ def test_fixed_program_trains(runtime, name):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.parametrize("name", GG101_NAMES)
+@pytest.mark.parametrize("name", WITH_FINDINGS)
 def test_fix_keeps_first_iteration_gradients(runtime, name):
+    """The original's first iteration is right (the bug only bites from the
+    second); a fix must not change what it learns. For GG102 this rules out,
+    e.g., detaching a parameter-derived penalty, which would silently drop
+    its gradient."""
     entry = runtime[name]
     assert "fixed" in entry, f"{name}: no preferred fix could be applied"
     assert entry["grads_equal"], f"{name}: {entry['grads_why']}"
