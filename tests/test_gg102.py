@@ -1039,3 +1039,165 @@ def test_recompute_fix_is_not_offered_when_the_value_is_needed_outside_the_loop(
     assert not any("Recompute" in fx.title_in("en") for fx in f.fixes)
     assert f.preferred_fix.title_in("en").startswith("Detach")
     assert_fixed(source, f.preferred_fix, "feats")
+
+
+# ---------------------------------------------------------------------------
+# the torch facts behind "certain": checked against torch itself
+
+_TABLE_CHECK = r'''
+import json, torch, torch.nn as nn, torch.nn.functional as F
+from gradguard.core import knowledge as K
+
+def reuse(build, retain=False, create=False):
+    """Build Y from a requires-grad leaf once, then back-propagate through it twice."""
+    X = torch.rand(4, 4, requires_grad=True)
+    Y = build(X)
+    if isinstance(Y, tuple):
+        Y = Y[0]
+    if not Y.requires_grad:
+        return "nograph"
+    try:
+        for _ in range(2):
+            (Y.float().sum() * 1.0).backward(retain_graph=True if retain else None, create_graph=create)
+        return "ok"
+    except RuntimeError as e:
+        return "crash" if "second time" in str(e) else "error"
+
+W = torch.rand(4, 4) + 0.5
+special = {
+    "torch.einsum": lambda X: torch.einsum("ij,jk->ik", X, W),
+    "torch.nn.functional.cross_entropy": lambda X: F.cross_entropy(X, torch.tensor([0, 1, 2, 3])),
+    "torch.nn.functional.mse_loss": lambda X: F.mse_loss(X, W),
+    "torch.nn.functional.dropout": lambda X: F.dropout(X, 0.5, training=True),
+    "torch.nn.functional.conv2d": lambda X: F.conv2d(X.view(1, 1, 4, 4), W.view(1, 1, 4, 4)),
+    "torch.nn.functional.linear": lambda X: F.linear(X, W),
+    "torch.softmax": lambda X: torch.softmax(X, 1), "torch.log_softmax": lambda X: torch.log_softmax(X, 1),
+    "torch.nn.functional.softmax": lambda X: F.softmax(X, 1),
+    "torch.nn.functional.log_softmax": lambda X: F.log_softmax(X, 1),
+    "torch.cat": lambda X: torch.cat([X, X]), "torch.stack": lambda X: torch.stack([X, X]),
+    "torch.max": lambda X: torch.max(X, 1), "torch.min": lambda X: torch.min(X, 1),
+    "torch.bmm": lambda X: torch.bmm(X.view(1, 4, 4), W.view(1, 4, 4)),
+}
+binary = {"torch.matmul", "torch.mm", "torch.mul", "torch.div", "torch.add", "torch.sub", "torch.pow"}
+
+def fn(q):
+    if q in special:
+        return special[q]
+    f = eval(q.replace("torch.nn.functional", "F"))
+    return (lambda X: f(X, W)) if q in binary else (lambda X: f(X))
+
+margs = {"matmul": (W,), "mm": (W,), "mul": (W,), "div": (W,), "pow": (2,), "softmax": (1,), "log_softmax": (1,),
+         "add": (W,), "sub": (W,), "view": (16,), "reshape": (16,), "unsqueeze": (0,), "permute": (1, 0),
+         "transpose": (0, 1), "expand": (4, 4), "mul_": (W,), "div_": (W,), "pow_": (2,), "add_": (W,),
+         "sub_": (W,), "__getitem__": (0,)}
+
+def meth(m):
+    a = margs.get(m, ())
+    if m == "bmm":
+        return lambda X: X.view(1, 4, 4).bmm(W.view(1, 4, 4))
+    if m.endswith("_") and not m.startswith("__"):
+        return lambda X: getattr(X.clone(), m)(*a)
+    return lambda X: getattr(X, m)(*a)
+
+ops = {"Mult": lambda X: X * 2, "Div": lambda X: X / 2, "Pow": lambda X: X ** 2, "MatMult": lambda X: X @ W,
+       "Add": lambda X: X + 1, "Sub": lambda X: X - W}
+out = {}
+for q in K.SAVING_FUNCTIONS | K.NONSAVING_FUNCTIONS:
+    out["f:" + q] = reuse(fn(q))
+for m in (K.SAVING_METHODS | K.NONSAVING_METHODS | K.PASSTHROUGH_METHODS) - {"to", "cuda", "cpu", "type"}:
+    out["m:" + m] = reuse(meth(m))
+for m in K.INTEGER_CASTS:
+    out["cast:" + m] = reuse(lambda X, m=m: getattr(X, m)())
+for b in K.SAVING_BINOPS | K.NONSAVING_BINOPS:
+    out["b:" + b] = reuse(ops[b])
+for name in K.PARAMETERLESS_MODULES:
+    mod = getattr(nn, name)
+    try:
+        x4 = lambda X: X.view(1, 1, 4, 4)
+        if name in ("Softmax", "LogSoftmax", "PixelShuffle") or name.startswith("Adaptive"):
+            inst = mod(1)
+        elif name.startswith(("MaxPool", "AvgPool")):
+            inst = mod(2)
+        elif name == "Upsample":
+            inst = mod(scale_factor=2)
+        elif name == "Unflatten":
+            inst = mod(1, (2, 2))
+        else:
+            inst = mod()
+        if name.endswith("Loss") or name in ("CosineSimilarity", "PairwiseDistance"):
+            if name in ("CrossEntropyLoss", "NLLLoss"):
+                build = lambda X: inst(X, torch.tensor([0, 1, 2, 3]))
+            elif name.startswith("BCE"):
+                build = lambda X: inst(X.sigmoid() if name == "BCELoss" else X, W / 2)
+            else:
+                build = lambda X: inst(X, W)
+        elif name.endswith(("1d",)):
+            build = lambda X: inst(X.view(1, 4, 4))
+        elif name.endswith(("2d",)) or name in ("Upsample", "PixelShuffle"):
+            build = lambda X: inst(x4(X))
+        elif name.endswith("3d"):
+            build = lambda X: inst(X.view(1, 1, 2, 2, 4))
+        else:
+            build = lambda X: inst(X)
+        out["mod:" + name] = reuse(build)
+    except Exception as e:  # a module this harness cannot call: report it
+        out["mod:" + name] = "harness:" + type(e).__name__
+out["retain_graph"] = reuse(lambda X: X @ W, retain=True)
+out["create_graph"] = reuse(lambda X: X @ W, create=True)
+print(json.dumps(out))
+'''
+
+
+def test_knowledge_tables_match_torch():
+    """Every 'saves tensors' claim behind an error is checked by running torch: a
+    graph built once and back-propagated twice crashes exactly for the saving ops."""
+    import importlib.util
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch not installed")
+    from gradguard.core import knowledge as K
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _TABLE_CHECK], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    wrong = []
+    for q in K.SAVING_FUNCTIONS:
+        wrong += [] if got["f:" + q] == "crash" else [("f:" + q, got["f:" + q])]
+    for q in K.NONSAVING_FUNCTIONS:
+        wrong += [] if got["f:" + q] == "ok" else [("f:" + q, got["f:" + q])]
+    for m in K.SAVING_METHODS:
+        wrong += [] if got["m:" + m] == "crash" else [("m:" + m, got["m:" + m])]
+    for m in (K.NONSAVING_METHODS | K.PASSTHROUGH_METHODS) - {"to", "cuda", "cpu", "type"} - K.INTEGER_CASTS:
+        wrong += [] if got["m:" + m] == "ok" else [("m:" + m, got["m:" + m])]
+    for m in K.INTEGER_CASTS:
+        wrong += [] if got["cast:" + m] == "nograph" else [("cast:" + m, got["cast:" + m])]
+    for b in K.SAVING_BINOPS:
+        wrong += [] if got["b:" + b] == "crash" else [("b:" + b, got["b:" + b])]
+    for b in K.NONSAVING_BINOPS:
+        wrong += [] if got["b:" + b] == "ok" else [("b:" + b, got["b:" + b])]
+    for name in K.PARAMETERLESS_MODULES - K.CONFIG_DEPENDENT_MODULES:
+        want = "ok" if name in K.NONSAVING_MODULES else "crash"
+        wrong += [] if got["mod:" + name] == want else [("mod:" + name, got["mod:" + name])]
+    assert got["retain_graph"] == "ok" and got["create_graph"] == "ok"
+    assert not wrong, wrong
+
+
+def test_explicit_retain_graph_false_wins_over_create_graph():
+    source = src(
+        """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        R = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(5, 1)
+        for i in range(3):
+            ((lin(X) - R) ** 2).sum().backward(retain_graph=False, create_graph=True)
+        """
+    )
+    assert only(source).severity is Severity.ERROR
+    assert gg102(source.replace("retain_graph=False, ", "")) == []
+    assert gg102(source.replace("retain_graph=False", "retain_graph=None")) == []

@@ -70,7 +70,10 @@ PASSTHROUGH_METHODS = frozenset(
 # Which operations SAVE tensors for backward (a stale graph through them
 # crashes the second time) vs which do not (no crash: gradients silently keep
 # flowing into the leaf). Binary operators by ast node type name:
-SAVING_BINOPS = frozenset({"Mult", "Div", "Pow", "MatMult", "FloorDiv", "Mod"})
+# (Checked with torch 2.x, tests/test_gg102.py::test_knowledge_tables_match_torch: `x * 2` and `x / 2` save
+# too -- the Python number is wrapped as a tensor. `//` has no derivative at all and `%` saves nothing for
+# its left operand, so neither is listed.)
+SAVING_BINOPS = frozenset({"Mult", "Div", "Pow", "MatMult"})
 NONSAVING_BINOPS = frozenset({"Add", "Sub"})
 SAVING_FUNCTIONS = frozenset(
     {"torch.matmul", "torch.mm", "torch.bmm", "torch.mul", "torch.div", "torch.pow", "torch.tanh", "torch.sigmoid",
@@ -108,8 +111,32 @@ PARAMETERLESS_MODULES = frozenset(
      "PixelShuffle", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
      "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance"}
 )
-# ...of which these save nothing for backward (a stale graph through them does not crash;
-# checked against torch 2.x: Identity, Flatten, Unflatten are views/no-ops).
-NONSAVING_MODULES = frozenset({"Identity", "Flatten", "Unflatten"})
+# ...of which these save nothing for backward (a stale graph through them does not crash), and these
+# depend on their configuration (AdaptiveAvgPool2d(1) is a mean and saves nothing; other output sizes
+# save the input). Checked with torch 2.x by tests/test_gg102.py::test_knowledge_tables_match_torch.
+NONSAVING_MODULES = frozenset({"Identity", "Flatten", "Unflatten", "Upsample", "PixelShuffle"})
+CONFIG_DEPENDENT_MODULES = frozenset({"AdaptiveAvgPool1d", "AdaptiveAvgPool2d"})
 # Containers: trainable iff one of their children is.
 CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+# Conversions to integer/bool dtypes: the result has no graph at all.
+INTEGER_CASTS = frozenset({"long", "int", "short", "char", "byte", "bool"})
+# Tensor methods returning non-tensors or tensors without a graph (shape queries, comparisons, argmax...).
+NON_TENSOR_METHODS = frozenset(
+    {"size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "storage_offset", "is_contiguous",
+     "data_ptr", "get_device", "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf",
+     "isfinite", "nonzero", "sign", "round", "floor", "ceil", "any", "all", "__len__"}
+) | INTEGER_CASTS
+# torch functions whose result has no graph.
+GRAPHLESS_FUNCTIONS = frozenset(
+    {"torch.argmax", "torch.argmin", "torch.argsort", "torch.eq", "torch.ne", "torch.lt", "torch.le", "torch.gt",
+     "torch.ge", "torch.isnan", "torch.isinf", "torch.isfinite", "torch.nonzero", "torch.sign", "torch.round",
+     "torch.floor", "torch.ceil", "torch.numel", "torch.is_tensor", "torch.equal", "torch.allclose",
+     "torch.no_grad", "torch.manual_seed", "torch.save", "torch.load", "torch.set_grad_enabled"}
+)
+# Tensor attributes that are not (graph-carrying) tensors.
+GRAPHLESS_ATTRS = frozenset({"data", "shape", "grad", "dtype", "device", "requires_grad", "is_leaf", "ndim", "grad_fn"})
+# Module methods that return the module itself.
+MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "type"})
+# Legacy leaf constructors taking requires_grad= like the factories.
+VARIABLE_CONSTRUCTORS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})

@@ -967,7 +967,7 @@ class _Analysis:
                 inputs = c.args[1] if len(c.args) > 1 else (_kw(c, "inputs").value if _kw(c, "inputs") else None)
                 names = {n.id for n in _walk_no_scopes(inputs) if isinstance(n, ast.Name)} if inputs is not None else set()
                 t = {v for v in t if self._sources_named(v, names)}
-            keep = F.has_retain_graph(c)
+            keep = _retains(c)
             prev = backs.get(id(c))
             backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
 
@@ -1144,7 +1144,7 @@ class _Analysis:
 
     # -- expressions ------------------------------------------------------------
     def _binop_saving(self, opname: str, left: ast.AST, right: ast.AST) -> Optional[bool]:
-        if opname in ("Mult", "Div", "Pow", "MatMult"):
+        if opname in K.SAVING_BINOPS:
             return True
         if opname in K.NONSAVING_BINOPS:
             return False
@@ -1256,7 +1256,7 @@ class _Analysis:
         if ctor is not None:
             return ctor
         # factories: leaves
-        if q in K.TENSOR_FACTORIES or q in ("torch.autograd.Variable", "torch.autograd.variable.Variable"):
+        if q in K.TENSOR_FACTORIES or q in K.VARIABLE_CONSTRUCTORS:
             kw = _kw(e, "requires_grad")
             if kw is not None and _const_true(kw.value):
                 return Leaf(self._src(None, "data", None, e, ("kw", kw, e)))
@@ -1366,7 +1366,8 @@ class _Analysis:
             if not last[:1].isupper() or last in ("Parameter", "Buffer"):
                 return None
             if last in K.PARAMETERLESS_MODULES:
-                return Mod(self._src(None, "module", None, func, None), False, last not in K.NONSAVING_MODULES)
+                saving = None if last in K.CONFIG_DEPENDENT_MODULES else last not in K.NONSAVING_MODULES
+                return Mod(self._src(None, "module", None, func, None), False, saving)
             if last in K.CONTAINER_MODULES:
                 mods = [a for a in args if isinstance(a, Mod)]
                 trainable = any(m.trainable for m in mods) if mods else True
@@ -1376,6 +1377,17 @@ class _Analysis:
         if isinstance(func, ast.Name) and func.id not in self.env and _is_module_class(func.id, self.ctx):
             return Mod(self._src(None, "module", None, func, None), True, _module_class_saves(func.id, self.ctx))
         return None
+
+
+def _retains(c: ast.Call) -> bool:
+    """Does this backward keep the graph? ``retain_graph`` defaults to
+    ``create_graph``; an explicit ``retain_graph=False`` frees it even with
+    ``create_graph=True`` (checked with torch)."""
+    r = _kw(c, "retain_graph")
+    if r is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None):
+        return not _const_false(r.value)
+    g = _kw(c, "create_graph")
+    return g is not None and not _const_false(g.value)
 
 
 def _stmt_binds(s: ast.stmt) -> Set[str]:
@@ -1430,24 +1442,14 @@ def _origin_message(src: Src) -> Dict[str, str]:
 
 
 _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
-_NON_TENSOR_METHODS = frozenset(
-    {"size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "storage_offset", "is_contiguous",
-     "data_ptr", "get_device", "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf",
-     "isfinite", "nonzero", "sign", "round", "floor", "ceil", "bool", "byte", "any", "all", "__len__", "keys",
-     "values", "items", "format", "append", "extend", "state_dict", "zero_grad", "parameters", "named_parameters",
-     "train", "eval", "apply", "register_buffer", "load_state_dict"}
+_NON_TENSOR_METHODS = K.NON_TENSOR_METHODS | frozenset(
+    {"keys", "values", "items", "format", "append", "extend", "state_dict", "zero_grad", "parameters",
+     "named_parameters", "train", "eval", "apply", "register_buffer", "load_state_dict"}
 )
-_CUT_ATTRS = frozenset({"data", "shape", "grad", "dtype", "device", "requires_grad", "is_leaf", "ndim", "grad_fn"})
+_CUT_ATTRS = K.GRAPHLESS_ATTRS
 _CUT_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "print", "isinstance", "repr", "format", "id", "type"})
-_MODULE_PLAIN_ATTRS = frozenset({"training", "in_features", "out_features", "in_channels", "out_channels",
-                                 "kernel_size", "stride", "padding", "hidden_size", "num_layers", "p", "eps"})
-_MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "type"})
-_GRAPHLESS_FUNCTIONS = frozenset(
-    {"torch.argmax", "torch.argmin", "torch.argsort", "torch.eq", "torch.ne", "torch.lt", "torch.le", "torch.gt",
-     "torch.ge", "torch.isnan", "torch.isinf", "torch.isfinite", "torch.nonzero", "torch.sign", "torch.round",
-     "torch.floor", "torch.ceil", "torch.numel", "torch.is_tensor", "torch.equal", "torch.allclose",
-     "torch.no_grad", "torch.manual_seed", "torch.save", "torch.load", "torch.set_grad_enabled"}
-)
+_MODULE_SELF_METHODS = K.MODULE_SELF_METHODS
+_GRAPHLESS_FUNCTIONS = K.GRAPHLESS_FUNCTIONS
 
 
 # ---------------------------------------------------------------------------
