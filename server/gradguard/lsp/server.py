@@ -23,6 +23,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -175,7 +176,7 @@ class GradguardServer(LanguageServer):
         """(source, map, version) of the target's current text, on the event loop."""
         ws = self.workspace
         if target.kind == "text":
-            doc = ws.text_documents.get(target.key)
+            doc = ws.text_documents.get(unquote(target.key))  # pygls keys documents by the unquoted URI
             if doc is None:
                 return None
             text = doc.source
@@ -187,7 +188,7 @@ class GradguardServer(LanguageServer):
         for cell in nb.cells:
             if cell.kind != lsp.NotebookCellKind.Code:
                 continue
-            td = ws.text_documents.get(cell.document)
+            td = ws.text_documents.get(unquote(cell.document))
             if td is None:
                 continue
             if td.language_id and td.language_id.lower() not in ("python", "python3"):
@@ -647,7 +648,7 @@ def create_server() -> GradguardServer:
         if target is None or not ls.settings.enable:
             return []
         only = params.context.only
-        td = ls.workspace.text_documents.get(uri)
+        td = ls.workspace.text_documents.get(unquote(uri))
         if td is None:
             return []
         lines = split_lines(td.source)
@@ -732,7 +733,7 @@ async def _lookup_data(ls: GradguardServer, target: Target, uri: str, diag: lsp.
 async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceEdit]:
     """Every preferred fix in the document, as one versioned edit of it."""
     target = ls.target_for(uri)
-    td = ls.workspace.text_documents.get(uri)
+    td = ls.workspace.text_documents.get(unquote(uri))
     if target is None or td is None:
         return None
     cur = await ls.current(target)
