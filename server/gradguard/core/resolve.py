@@ -40,11 +40,10 @@ Two uses::
 
 from __future__ import annotations
 
+import _thread
 import ast
-import hashlib
 import os
 import sys
-import threading
 import time
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -62,9 +61,9 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 _MAX_FOLLOW = 4  # re-export hops
 _MAX_FILE_BYTES = 2_000_000
 
-_lock = threading.Lock()
-# (abs path, sha1 of source, root) -> (facts, deps: ((path, mtime_ns, size), ...))
-_RESULTS: Dict[Tuple[str, str, str], Tuple[Dict[str, object], Tuple[Tuple[str, int, int], ...]]] = {}
+_lock = _thread.allocate_lock()  # (not `threading`: the CLI should not pay for importing it)
+# (abs path, content key, root) -> (facts, deps: ((path, mtime_ns, size), ...))
+_RESULTS: Dict[Tuple[str, Tuple[int, int], str], Tuple[Dict[str, object], Tuple[Tuple[str, int, int], ...]]] = {}
 # abs path -> (mtime_ns, size, _ModuleInfo or None)
 _MODULES: Dict[str, Tuple[int, int, Optional["_ModuleInfo"]]] = {}
 _STATS = {"calls": 0, "cache_hits": 0, "files_resolved": 0, "names_resolved": 0, "jedi_files": 0,
@@ -449,7 +448,9 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
     if root is None and path:
         root = os.path.dirname(os.path.abspath(path))
     abspath = os.path.abspath(path) if path else ""
-    digest = hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()
+    # an in-process cache: the string hash (plus the length) is key enough, and
+    # cheaper than a cryptographic digest of the whole text
+    digest = (len(source), hash(source))
     key = (abspath, digest, os.path.abspath(root) if root else "")
     with _lock:
         hit = _RESULTS.get(key)
