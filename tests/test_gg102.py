@@ -1201,3 +1201,39 @@ def test_explicit_retain_graph_false_wins_over_create_graph():
     assert only(source).severity is Severity.ERROR
     assert gg102(source.replace("retain_graph=False, ", "")) == []
     assert gg102(source.replace("retain_graph=False", "retain_graph=None")) == []
+
+
+def test_stale_tensor_wrapped_in_a_dataset_is_reported_where_it_is_built():
+    source = src(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        def main():
+            backbone = nn.Sequential(nn.Linear(12, 8), nn.ReLU())
+            head = nn.Linear(8, 3)
+            images = torch.randn(12, 12)
+            labels = torch.randint(0, 3, (12,))
+            features = backbone(images)
+            loader = DataLoader(TensorDataset(features, labels), batch_size=4, shuffle=False)
+            pairs = list(zip(features, labels))
+            optimizer = torch.optim.SGD(head.parameters(), lr=0.1)
+            for epoch in range(2):
+                for feats, y in loader:
+                    loss = nn.functional.cross_entropy(head(feats), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            for f, y in pairs:
+                head(f).sum().backward()
+        """
+    )
+    f = only(source)
+    assert f.data["variable"] == "features"
+    assert f.range.start.line == line_of(source, "features = backbone(images)")
+    # the loader is read between the build and the loop: no move; detach right after the build
+    assert f.preferred_fix.title_in("en").startswith("Detach")
+    fixed = assert_fixed(source, f.preferred_fix, "features")
+    assert "features = backbone(images)\n    features = features.detach()\n    loader" in fixed
+    assert gg102(fixed) == []

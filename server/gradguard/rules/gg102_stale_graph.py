@@ -73,6 +73,9 @@ class Graph:
     saving: Optional[bool]  # True: certainly saves tensors; False: certainly not; None: unknown
     stmts: Tuple[ast.stmt, ...] = ()  # statements that built it, in order
     unknown_op: Optional[str] = None  # an operation whose saving is unknown (for the message)
+    # A container or opaque object holding stale tensors (DataLoader(TensorDataset(feats, y)), (a, b)):
+    # the names of those tensors, which are what a finding is about.
+    carried: Tuple[str, ...] = ()
 
 
 def _sv(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
@@ -114,10 +117,35 @@ def _merge(values: Iterable, saving: Optional[bool] = False, op: Optional[str] =
     return Graph(frozenset(sources), sv, tuple(stmts), unknown if sv is None else None)
 
 
+def _carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence = ()) -> Optional[Graph]:
+    """``g`` built by an opaque call or a display from ``nodes`` (evaluated to
+    ``values``): remember which named stale tensors it holds."""
+    if g is None:
+        return None
+    names: List[str] = []
+    for v in values:
+        if isinstance(v, Graph):
+            for c in v.carried:
+                if c not in names:
+                    names.append(c)
+    for n in nodes:
+        if isinstance(n, ast.Starred):
+            n = n.value
+        if isinstance(n, ast.Name):
+            v = env.get(n.id)
+            if isinstance(v, Graph):
+                for c in (v.carried or (n.id,)):
+                    if c not in names:
+                        names.append(c)
+    if not names:
+        return g
+    return Graph(g.sources, g.saving, g.stmts, g.unknown_op, tuple(names))
+
+
 def _with_stmt(g: Optional[Graph], stmt: ast.stmt) -> Optional[Graph]:
     if g is None or stmt in g.stmts:
         return g
-    return Graph(g.sources, g.saving, g.stmts + (stmt,), g.unknown_op)
+    return Graph(g.sources, g.saving, g.stmts + (stmt,), g.unknown_op, g.carried)
 
 
 # ---------------------------------------------------------------------------
@@ -861,20 +889,23 @@ class _Analysis:
         backs: Dict[int, Tuple[ast.Call, bool, Set[str]]] = {}
         for _ in range(2):  # twice: values carried from one iteration into the next
             self._taint_block(loop.body, taint, backs, 0)
-        for var in sorted(cands, key=lambda n: (self._first_line(cands[n]), n)):
-            g = cands[var]
-            reaching = [(c, keep) for c, keep, t in backs.values() if var in t]
+        for cand in sorted(cands, key=lambda n: (self._first_line(cands[n]), n)):
+            reaching = [(c, keep) for c, keep, t in backs.values() if cand in t]
             if not reaching:
                 continue
             freeing = [c for c, keep in reaching if not keep]
             if not freeing:
                 continue  # every backward through it retains the graph: legal
-            key = (var, id(g.stmts[0]) if g.stmts else 0)
-            if key in self.reported or not g.stmts:
-                continue
-            self.reported.add(key)
             freeing.sort(key=lambda c: (c.lineno, c.col_offset))
-            self.hits.append(_Hit(var, g, loop, freeing[0], dict(self.env)))
+            for var in cands[cand].carried or (cand,):
+                g = self.env.get(var)
+                if not isinstance(g, Graph) or not g.stmts:
+                    continue
+                key = (var, id(g.stmts[0]))
+                if key in self.reported:
+                    continue
+                self.reported.add(key)
+                self.hits.append(_Hit(var, g, loop, freeing[0], dict(self.env)))
 
     @staticmethod
     def _first_line(g: Graph) -> int:
@@ -1006,7 +1037,12 @@ class _Analysis:
             if fact is None:
                 continue
             taint = {n: {n} for n, v in self.env.items() if isinstance(v, Graph)}
-            for var in sorted(self._fact_taint(fact, c, taint)):
+            reached = []
+            for cand in sorted(self._fact_taint(fact, c, taint)):
+                for var in self.env[cand].carried or (cand,):
+                    if var not in reached:
+                        reached.append(var)
+            for var in reached:
                 g = self.env.get(var)
                 if not isinstance(g, Graph) or not g.stmts:
                     continue
@@ -1178,7 +1214,7 @@ class _Analysis:
             return _merge([self._eval(e.body), self._eval(e.orelse)], False)
         if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
             vs = [self._eval(x) for x in e.elts]
-            return None if self.nograd else _merge(vs, False)
+            return None if self.nograd else _carrier(_merge(vs, False), e.elts, self.env, vs)
         if isinstance(e, ast.Starred):
             return self._eval(e.value)
         if isinstance(e, ast.NamedExpr):
@@ -1318,6 +1354,9 @@ class _Analysis:
                 return _merge(args, False)
             if q in _GRAPHLESS_FUNCTIONS:
                 return None
+            if q.startswith("torch.utils."):  # TensorDataset(x, y), DataLoader(...): containers
+                return _carrier(_merge(args, None, f"`{q}`"), list(e.args) + [k.value for k in e.keywords],
+                                self.env, args)
             return _merge(args, None, f"`{q}`")
         if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES and func.id not in self.env:
             if func.id in ("sum",):
@@ -1325,11 +1364,12 @@ class _Analysis:
             if func.id in ("abs", "max", "min", "pow", "divmod", "round"):
                 return _merge(args, None, f"`{func.id}()`")
             if func.id in ("list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"):
-                return _merge(args, False)
+                return _carrier(_merge(args, False), list(e.args) + [k.value for k in e.keywords], self.env, args)
             return None
         if any(_as_graph(a) is not None for a in args):
             name = ast.unparse(func) if hasattr(ast, "unparse") else "call"
-            return _merge(args, None, f"`{name}()`")
+            return _carrier(_merge(args, None, f"`{name}()`"), list(e.args) + [k.value for k in e.keywords],
+                            self.env, args)
         return None
 
     def _module_of(self, func: ast.AST) -> Optional[Mod]:
