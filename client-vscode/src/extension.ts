@@ -439,7 +439,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<{ clie
     gg,
     vscode.commands.registerCommand("gradguard.restart", () => gg.restart()),
     vscode.commands.registerCommand("gradguard.showOutput", () => output.show(true)),
-    vscode.commands.registerCommand("gradguard.fixAll", () => gg.fixAll()),
+    // Not "gradguard.fixAll": that id is the server's workspace/executeCommand, which
+    // vscode-languageclient registers as a VS Code command itself.
+    vscode.commands.registerCommand("gradguard.fixAllInFile", () => gg.fixAll()),
     vscode.workspace.onDidChangeConfiguration((e) => gg.onConfigurationChanged(e)),
     vscode.workspace.onDidChangeWorkspaceFolders(() => gg.onEnvironmentMaybeChanged("the workspace folders changed")),
     vscode.extensions.onDidChange(() => {

@@ -92,6 +92,6 @@ test("package.json contributes every setting the client reads, with a descriptio
     }
   }
   const commands = (pkg.contributes.commands as { command: string }[]).map((c) => c.command).sort();
-  assert.deepEqual(commands, ["gradguard.fixAll", "gradguard.restart", "gradguard.showOutput"]);
+  assert.deepEqual(commands, ["gradguard.fixAllInFile", "gradguard.restart", "gradguard.showOutput"]);
   assert.equal(pkg.extensionDependencies, undefined, "the Python extension stays optional");
 });

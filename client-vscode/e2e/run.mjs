@@ -1,0 +1,497 @@
+// The real-VS-Code end-to-end test: the packaged .vsix in a fresh code-server (VS Code in
+// the browser; its extension host is a real one and really spawns the Python server),
+// driven through Debian's Chromium with playwright-core.
+//
+//   phase "en": open the seed GRU program → squiggle + Problems entry → hover explains →
+//               Ctrl+. applies the preferred quick fix → save → detach on disk, squiggle gone;
+//               "gradguard: Show Output" shows the server version.
+//   phase "zh": a new code-server with the UI locale zh-cn → the hover is in Chinese
+//               (the server picks the language from initialize.locale) → "gradguard: Fix All
+//               in File" from the command palette fixes the file.
+//
+// Environment (set by scripts/e2e.sh): CODE_SERVER_BIN, NODE24_DIR, GRADGUARD_VSIX,
+// GRADGUARD_PYTHON, CHROMIUM, E2E_MEDIA (where README screenshots go; optional).
+import { spawn, execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { createServer } from "node:net";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const env = (name, fallback) => {
+  const v = process.env[name] ?? fallback;
+  if (!v) throw new Error(`e2e: ${name} is not set`);
+  return v;
+};
+const CODE_SERVER = env("CODE_SERVER_BIN");
+const NODE24 = env("NODE24_DIR");
+const VSIX = env("GRADGUARD_VSIX");
+const PYTHON = env("GRADGUARD_PYTHON");
+const CHROMIUM = env("CHROMIUM", "/usr/bin/chromium");
+const MEDIA = process.env.E2E_MEDIA || "";
+const KEEP = process.env.E2E_KEEP === "1";
+
+const t0 = Date.now();
+const secs = (from = t0) => ((Date.now() - from) / 1000).toFixed(1);
+const log = (msg) => console.log(`[e2e ${secs()}s] ${msg}`);
+
+let passed = 0;
+let failed = 0;
+const timings = {};
+function check(name, ok, detail = "") {
+  if (ok) {
+    passed++;
+    log(`ok   ${name}`);
+  } else {
+    failed++;
+    log(`FAIL ${name}${detail ? `: ${detail}` : ""}`);
+  }
+  return ok;
+}
+
+// ------------------------------------------------------------------ fixture
+const SEED = `import torch
+import torch.nn as nn
+
+# 序列模型：GRU 跨批次复用隐状态
+gru = nn.GRU(input_size=8, hidden_size=16, batch_first=True)
+head = nn.Linear(16, 1)
+optimizer = torch.optim.SGD(list(gru.parameters()) + list(head.parameters()), lr=0.01)
+loss_fn = nn.MSELoss()
+
+hidden = torch.zeros(1, 4, 16)
+for step in range(100):
+    x = torch.randn(4, 10, 8)
+    y = torch.randn(4, 1)
+    out, hidden = gru(x, hidden)  # 隐状态带着上一批的计算图
+    loss = loss_fn(head(out[:, -1]), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+`;
+const SEED_LINE = 14; // 1-based line of `out, hidden = gru(x, hidden)`
+
+// ------------------------------------------------------------------ processes
+const runRoot = path.join(here, "..", ".e2e-run");
+mkdirSync(runRoot, { recursive: true });
+const runDir = mkdtempSync(path.join(runRoot, "run-"));
+const tmp = path.join(runDir, "tmp");
+mkdirSync(tmp);
+const children = new Set();
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function childEnv() {
+  return {
+    ...process.env,
+    PATH: `${NODE24}/bin:${process.env.PATH}`,
+    TMPDIR: tmp, // sockets and IPC handles of this run stay in this run's folder
+    XDG_CONFIG_HOME: path.join(runDir, "xdg-config"),
+    XDG_DATA_HOME: path.join(runDir, "xdg-data"),
+    XDG_CACHE_HOME: path.join(runDir, "xdg-cache"),
+    VSCODE_CLI: "",
+  };
+}
+
+function killGroup(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, "SIGTERM");
+  } catch {
+    /* already gone */
+  }
+}
+
+async function stopCodeServer(child) {
+  killGroup(child);
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline && child.exitCode === null && child.signalCode === null) {
+    await sleep(100);
+  }
+  // The extension host (and the Python server under it) may outlive SIGTERM: kill the group.
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    /* already gone */
+  }
+  children.delete(child);
+}
+
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, () => {
+    for (const c of children) {
+      try {
+        process.kill(-c.pid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }
+    process.exit(130);
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function writeJson(file, value) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(value, null, 2));
+}
+
+function prepareProfile(name, { locale } = {}) {
+  const dir = path.join(runDir, name);
+  const userData = path.join(dir, "user-data");
+  const extensions = path.join(runDir, "extensions"); // shared by both phases
+  writeJson(path.join(userData, "User", "settings.json"), {
+    "workbench.startupEditor": "none",
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "extensions.ignoreRecommendations": true,
+    "chat.disableAIFeatures": true,
+    "git.enabled": false,
+    "editor.hover.delay": 200,
+    "editor.minimap.enabled": false,
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "window.restoreWindows": "none",
+    "files.autoSave": "off",
+  });
+  if (locale) writeJson(path.join(userData, "User", "argv.json"), { locale });
+  const config = path.join(dir, "config.yaml");
+  writeFileSync(config, "auth: none\ncert: false\n");
+  return { dir, userData, extensions, config };
+}
+
+function installExtension(profile, vsix = VSIX) {
+  const started = Date.now();
+  const out = execFileSync(
+    CODE_SERVER,
+    ["--config", profile.config, "--user-data-dir", profile.userData, "--extensions-dir", profile.extensions, "--install-extension", vsix],
+    { env: childEnv(), encoding: "utf8", timeout: 120_000 },
+  );
+  if (vsix === VSIX) timings.installExtension = secs(started);
+  return out;
+}
+
+/**
+ * VS Code reports a display language (vscode.env.language, sent as initialize.locale)
+ * only when a language pack for it is installed; there is no marketplace here, so the
+ * fixture in e2e/zh-langpack (no translations, just the zh-cn localization) is packaged.
+ */
+function packageLanguagePack() {
+  const out = path.join(runDir, "zh-langpack.vsix");
+  execFileSync(
+    path.join(NODE24, "bin", "node"), // @vscode/vsce needs Node >= 22
+    [path.join(here, "..", "node_modules", "@vscode", "vsce", "vsce"), "package", "--allow-missing-repository", "--skip-license", "-o", out],
+    { cwd: path.join(here, "zh-langpack"), env: childEnv(), stdio: ["ignore", "ignore", "inherit"], timeout: 120_000 },
+  );
+  return out;
+}
+
+async function startCodeServer(profile, workspace, { locale } = {}) {
+  const port = await freePort();
+  const args = [
+    "--config", profile.config,
+    "--user-data-dir", profile.userData,
+    "--extensions-dir", profile.extensions,
+    "--bind-addr", `127.0.0.1:${port}`,
+    "--auth", "none",
+    "--disable-telemetry",
+    "--disable-update-check",
+    "--disable-workspace-trust",
+    "--disable-getting-started-override",
+    ...(locale ? ["--locale", locale] : []),
+    workspace,
+  ];
+  const logFile = path.join(profile.dir, "code-server.log");
+  const { openSync } = await import("node:fs");
+  const fd = openSync(logFile, "a");
+  // detached: its own process group (setsid), so the whole tree can be killed at the end.
+  const child = spawn(CODE_SERVER, args, { env: childEnv(), detached: true, stdio: ["ignore", fd, fd] });
+  children.add(child);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`code-server exited early (${child.exitCode}); see ${logFile}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`code-server did not answer /healthz in 60 s; see ${logFile}`);
+    await sleep(250);
+  }
+  return { child, url, logFile };
+}
+
+// ------------------------------------------------------------------ UI helpers
+async function openFile(page, name) {
+  const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: name }).first();
+  try {
+    await row.waitFor({ state: "visible", timeout: 30_000 });
+    await row.click();
+  } catch {
+    // Explorer not shown: Quick Open instead.
+    await page.keyboard.press("Control+P");
+    await page.keyboard.type(name);
+    await sleep(1500);
+    await page.keyboard.press("Enter");
+  }
+  await page.locator(`.tabs-container .tab[aria-label*="${name}"], .tabs-container .tab:has-text("${name}")`).first().waitFor({ timeout: 30_000 });
+  await page.locator(".monaco-editor .view-lines").first().waitFor();
+}
+
+/** Waits for the first squiggle, failing fast when gradguard's status item turns to error. */
+async function waitForSquiggle(page, timeout) {
+  const error = page.locator(".statusbar-item", { hasText: "gradguard" }).locator(".codicon-error").first();
+  const squiggle = squiggles(page).first();
+  const which = await Promise.race([
+    squiggle.waitFor({ state: "visible", timeout }).then(() => "squiggle"),
+    error.waitFor({ state: "attached", timeout: timeout + 1000 }).then(() => "error", () => "timeout"),
+  ]);
+  if (which !== "squiggle") throw new Error(`gradguard reported an error before any squiggle appeared (${which})`);
+}
+
+const squiggles = (page) => page.locator(".monaco-editor .squiggly-error, .monaco-editor .squiggly-warning");
+
+async function lineElement(page, lineNumber) {
+  // Monaco lays lines out absolutely; the line-number gutter tells which .view-line is which.
+  const top = await page
+    .locator(".monaco-editor .margin-view-overlays .line-numbers", { hasText: new RegExp(`^${lineNumber}$`) })
+    .first()
+    .evaluate((el) => el.parentElement.style.top);
+  return page.locator(`.monaco-editor .view-lines .view-line[style*="top:${top}"], .monaco-editor .view-lines .view-line[style*="top: ${top}"]`).first();
+}
+
+async function hoverSquiggle(page) {
+  const box = await squiggles(page).first().boundingBox();
+  if (!box) throw new Error("no squiggle box");
+  await page.mouse.move(box.x + Math.min(box.width / 2, 20), box.y + box.height / 2 - 6);
+  const hover = page.locator(".monaco-hover:not(.hidden)").filter({ hasText: "GG101" }).first();
+  try {
+    await hover.waitFor({ state: "visible", timeout: 8000 });
+  } catch {
+    // nudge the mouse: the hover controller needs a move inside the word
+    await page.mouse.move(box.x + Math.min(box.width / 2, 20) + 4, box.y + box.height / 2 - 6);
+    await hover.waitFor({ state: "visible", timeout: 15_000 });
+  }
+  await sleep(400); // let the Markdown finish rendering before reading/screenshotting
+  return hover;
+}
+
+async function closeHover(page) {
+  await page.mouse.move(5, 5);
+  await page.keyboard.press("Escape");
+  await page.locator(".monaco-hover:not(.hidden)").filter({ hasText: "GG101" }).waitFor({ state: "hidden", timeout: 10_000 }).catch(() => {});
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input").first();
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(`>${title}`);
+  const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
+  await row.waitFor({ state: "visible", timeout: 10_000 });
+  await page.keyboard.press("Enter");
+}
+
+async function shot(page, name, locator) {
+  // Failure screenshots stay in the run folder; the others illustrate the README.
+  const dir = name.startsWith("failure") ? runDir : MEDIA;
+  if (!dir) return;
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, name);
+  if (locator) await locator.screenshot({ path: file });
+  else await page.screenshot({ path: file });
+  log(`screenshot ${path.relative(process.cwd(), file)}`);
+}
+
+async function openWorkbench(browser, url, workspace) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 760 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const started = Date.now();
+  await page.goto(`${url}/?folder=${encodeURIComponent(workspace)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+  return { context, page, started };
+}
+
+// ------------------------------------------------------------------ phases
+async function phaseEnglish(browser, workspace, file) {
+  const profile = prepareProfile("en");
+  const installed = installExtension(profile);
+  check("the .vsix installs into a fresh code-server", /successfully installed/i.test(installed), installed.trim());
+  const cs = await startCodeServer(profile, workspace);
+  const { page, context, started } = await openWorkbench(browser, cs.url, workspace);
+  try {
+    await openFile(page, "train_gru.py");
+    await waitForSquiggle(page, 120_000);
+    timings.squiggleAfterPageLoad = secs(started);
+    check("a gradguard squiggle appears on the carried hidden state", true);
+
+    const status = page.locator(".statusbar-item", { hasText: "gradguard" }).first();
+    await status.waitFor({ timeout: 10_000 });
+    const statusHtml = await status.innerHTML();
+    check("the status bar shows the server ready", /codicon-check/.test(statusHtml), statusHtml.slice(0, 200));
+
+    await page.keyboard.press("Control+Shift+M");
+    const problem = page.locator(".markers-panel .monaco-list-row", { hasText: "GG101" }).first();
+    await problem.waitFor({ timeout: 20_000 });
+    const problemText = await problem.innerText();
+    check("the Problems panel lists GG101", /carries this iteration's autograd graph/.test(problemText), problemText);
+    await shot(page, "problems.png");
+
+    const hover = await hoverSquiggle(page);
+    const hoverText = await hover.innerText();
+    check(
+      "the hover explains the error in English",
+      /Trying to backward through the graph a second time/.test(hoverText) && /detach/.test(hoverText),
+      hoverText.slice(0, 400),
+    );
+    await shot(page, "hover-en.png");
+    await closeHover(page);
+
+    // Ctrl+. on the squiggle's line, then the preferred fix (the detach).
+    const line = await lineElement(page, SEED_LINE);
+    await line.click({ position: { x: 60, y: 5 } });
+    await page.mouse.move(5, 5);
+    let fixRow;
+    for (let attempt = 1; attempt <= 4 && !fixRow; attempt++) {
+      await page.keyboard.press("Control+.");
+      const row = page.locator(".action-widget .monaco-list-row", { hasText: /Detach `?hidden/ }).first();
+      try {
+        await row.waitFor({ state: "visible", timeout: 6000 });
+        fixRow = row;
+      } catch {
+        await page.keyboard.press("Escape");
+        log(`Ctrl+. attempt ${attempt}: no quick-fix menu yet`);
+      }
+    }
+    if (!check("Ctrl+. offers the detach quick fix", fixRow !== undefined)) throw new Error("no quick fix");
+    const menuText = await page.locator(".action-widget").first().innerText();
+    await shot(page, "quickfix.png");
+    const firstRow = await page.locator(".action-widget .monaco-list-row.action").first().innerText();
+    check("the detach fix is the first (preferred) entry", /Detach `?hidden/.test(firstRow), `${firstRow} | menu: ${menuText}`);
+    await fixRow.click();
+    await page.keyboard.press("Control+S");
+    let onDisk = "";
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      onDisk = readFileSync(file, "utf8");
+      if (onDisk !== SEED) break;
+      await sleep(200);
+    }
+    check(
+      "after save the file on disk detaches hidden before it is reused",
+      /\n {4}hidden = hidden\.detach\(\)\n/.test(onDisk) && onDisk.includes("out, hidden = gru(x, hidden)  # 隐状态带着上一批的计算图"),
+      onDisk,
+    );
+    await squiggles(page).first().waitFor({ state: "detached", timeout: 30_000 }).catch(() => {});
+    check("the squiggle is gone", (await squiggles(page).count()) === 0);
+    await page.locator(".markers-panel .monaco-list-row", { hasText: "GG101" }).first().waitFor({ state: "detached", timeout: 15_000 }).catch(() => {});
+    check("the Problems entry is gone", (await page.locator(".markers-panel .monaco-list-row", { hasText: "GG101" }).count()) === 0);
+
+    await runCommand(page, "gradguard: Show Output");
+    // (Monaco renders spaces as U+00A0: match with \s.)
+    const outputText = page.locator(".panel .view-lines").filter({ hasText: /gradguard\s\d+\.\d+\.\d+\sfound\sin\sPython/ });
+    const sawVersion = await outputText.first().waitFor({ timeout: 15_000 }).then(() => true, () => false);
+    check("gradguard: Show Output shows the server's version", sawVersion);
+    await shot(page, "output.png");
+  } catch (e) {
+    await shot(page, "failure-en.png").catch(() => {});
+    throw e;
+  } finally {
+    await context.close();
+    await stopCodeServer(cs.child);
+  }
+}
+
+async function phaseChinese(browser, workspace, file) {
+  writeFileSync(file, SEED);
+  const profile = prepareProfile("zh", { locale: "zh-cn" });
+  const packed = installExtension(profile, packageLanguagePack());
+  check("a zh-cn language pack installs", /successfully installed/i.test(packed), packed.trim());
+  const cs = await startCodeServer(profile, workspace, { locale: "zh-cn" });
+  const { page, context, started } = await openWorkbench(browser, cs.url, workspace);
+  try {
+    await openFile(page, "train_gru.py");
+    await waitForSquiggle(page, 120_000);
+    timings.squiggleAfterPageLoadZh = secs(started);
+    const hover = await hoverSquiggle(page);
+    const hoverText = await hover.innerText();
+    check("with the UI in Chinese the hover is in Chinese", /计算图/.test(hoverText) && /detach/.test(hoverText), hoverText.slice(0, 400));
+    await shot(page, "hover-zh.png");
+    await closeHover(page);
+
+    await runCommand(page, "gradguard: Fix All in File");
+    await squiggles(page).first().waitFor({ state: "detached", timeout: 30_000 }).catch(() => {});
+    check("gradguard: Fix All in File removes the finding", (await squiggles(page).count()) === 0);
+    await page.keyboard.press("Control+S");
+    let onDisk = "";
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline && !/hidden\.detach\(\)/.test(onDisk)) {
+      onDisk = readFileSync(file, "utf8");
+      await sleep(200);
+    }
+    check("Fix All's edit reaches the disk on save", /\n {4}hidden = hidden\.detach\(\)\n/.test(onDisk), onDisk);
+  } catch (e) {
+    await shot(page, "failure-zh.png").catch(() => {});
+    throw e;
+  } finally {
+    await context.close();
+    await stopCodeServer(cs.child);
+  }
+}
+
+// ------------------------------------------------------------------ main
+let browser;
+let exitCode = 1;
+try {
+  if (!existsSync(VSIX)) throw new Error(`no .vsix at ${VSIX}`);
+  const workspace = path.join(runDir, "工作区 workspace"); // a non-ASCII, spaced path on purpose
+  mkdirSync(path.join(workspace, ".vscode"), { recursive: true });
+  const file = path.join(workspace, "train_gru.py");
+  writeFileSync(file, SEED);
+  writeJson(path.join(workspace, ".vscode", "settings.json"), {
+    "gradguard.interpreter": PYTHON,
+    ...(process.env.E2E_TRACE ? { "gradguard.trace.server": "verbose", "gradguard.logLevel": "debug" } : {}),
+  });
+
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  let phase = Date.now();
+  await phaseEnglish(browser, workspace, file);
+  timings.phaseEnglish = secs(phase);
+  phase = Date.now();
+  await phaseChinese(browser, workspace, file);
+  timings.phaseChinese = secs(phase);
+  exitCode = failed === 0 ? 0 : 1;
+} catch (e) {
+  failed++;
+  log(`FAIL ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  for (const name of ["en", "zh"]) {
+    const f = path.join(runDir, name, "code-server.log");
+    if (existsSync(f)) log(`--- ${f} (tail)\n${readFileSync(f, "utf8").split("\n").slice(-30).join("\n")}`);
+  }
+} finally {
+  await browser?.close().catch(() => {});
+  for (const c of [...children]) await stopCodeServer(c);
+  timings.total = secs();
+  log(`timings (s): ${JSON.stringify(timings)}`);
+  if (!KEEP && exitCode === 0) rmSync(runDir, { recursive: true, force: true });
+  else log(`run folder kept: ${runDir}`);
+}
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(exitCode);
