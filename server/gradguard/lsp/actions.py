@@ -168,7 +168,7 @@ def whole_line_diff(old: str, new: str, codec: Codec) -> Optional[lsp.TextEdit]:
     while s < min(len(a), len(b)) - p and a[len(a) - 1 - s] == b[len(b) - 1 - s]:
         s += 1
     eol = _eol(old)
-    old_mid, new_mid = a[p : len(a) - s], b[p : len(b) - s]
+    new_mid = b[p : len(b) - s]
     if s > 0:
         # replace [p, len(a)-s) whole lines, terminators included
         start = lsp.Position(p, 0)

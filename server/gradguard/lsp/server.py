@@ -20,7 +20,8 @@ import logging
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import queue
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote
@@ -32,7 +33,6 @@ from pygls.uris import to_fs_path
 from gradguard import __version__
 from gradguard.core.config import Config, ConfigError, find_pyproject, load_config_file
 from gradguard.core.engine import CheckResult, Document
-from gradguard.core.model import Finding, Position
 from gradguard.core.text import split_lines
 from gradguard.lsp import actions as act
 from gradguard.lsp.convert import Codec, SourceMap, to_diagnostics
@@ -43,7 +43,11 @@ from gradguard.lsp.settings import Settings, parse_settings, resolve_language
 log = logging.getLogger("gradguard.lsp")
 
 NAME = "gradguard"
-MAX_SOURCE_CHARS = 2_000_000  # larger buffers are not analysed (the server keeps serving)
+# Larger buffers are not analysed (logged once; the server keeps serving). Parsing
+# holds the GIL, and a 30k-line parse can take seconds on a slow machine.
+MAX_SOURCE_CHARS = 1_000_000
+MAX_SOURCE_LINES = 20_000
+ANALYSIS_THREADS = 2  # a slow document must not starve the others
 _LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 
 
@@ -54,7 +58,8 @@ class Target:
         self.key = key
         self.kind = kind  # "text" | "notebook"
         self.path = path
-        self.doc: Optional[Document] = None  # touched only on the worker thread
+        self.doc: Optional[Document] = None  # touched only on a worker thread, under doc_lock
+        self.doc_lock = threading.Lock()
         self.lock = asyncio.Lock()
         self.task: Optional[asyncio.Task] = None
         self.generation = 0
@@ -88,7 +93,7 @@ class GradguardServer(LanguageServer):
         self.pull = False  # the client pulls diagnostics for text documents
         self.targets: Dict[str, Target] = {}
         self.cell_owner: Dict[str, str] = {}  # cell URI → notebook URI
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradguard-analysis")
+        self.executor = DaemonExecutor(ANALYSIS_THREADS)
         self.settings_ready: Optional[asyncio.Event] = None
         self._pyproject_dirs: Dict[str, Optional[Path]] = {}
         self._configs: Dict[Tuple[str, float], Any] = {}
@@ -239,9 +244,12 @@ class GradguardServer(LanguageServer):
                 return True
             if not self.settings.enable:
                 result = CheckResult(())
-            elif len(source) > MAX_SOURCE_CHARS:
+            elif len(source) > MAX_SOURCE_CHARS or source.count("\n") > MAX_SOURCE_LINES:
                 if not target.too_big_logged:
-                    log.warning("%s: %d characters, larger than %d: not analysed", target.key, len(source), MAX_SOURCE_CHARS)
+                    log.warning(
+                        "%s: %d characters / %d lines, over the limit (%d / %d): not analysed",
+                        target.key, len(source), source.count("\n") + 1, MAX_SOURCE_CHARS, MAX_SOURCE_LINES,
+                    )
                     target.too_big_logged = True
                 result = CheckResult(())
             else:
@@ -351,9 +359,65 @@ class GradguardServer(LanguageServer):
         return None
 
 
+class DaemonExecutor(Executor):
+    """Worker threads that never delay the process's exit.
+
+    ``ThreadPoolExecutor`` joins its threads at interpreter exit, so a
+    long analysis still running when the client says ``exit`` would keep the
+    server alive; analysis has nothing to save, so these threads are daemons.
+    """
+
+    def __init__(self, workers: int):
+        self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._closed = False
+        for i in range(workers):
+            threading.Thread(target=self._work, name=f"gradguard-analysis-{i}", daemon=True).start()
+        self._workers = workers
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
+        fut: Future = Future()
+        if self._closed:
+            fut.cancel()
+            fut.set_running_or_notify_cancel()
+            return fut
+        self._queue.put((fut, fn, args, kwargs))
+        return fut
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fut, fn, args, kwargs = item
+            if not fut.set_running_or_notify_cancel():
+                continue  # cancelled while queued: stale work is dropped
+            try:
+                fut.set_result(fn(*args, **kwargs))
+            except BaseException as e:
+                fut.set_exception(e)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._closed = True
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in range(self._workers):
+            self._queue.put(None)
+
+
 def _compute(target: Target, source: str, config: Config) -> Optional[CheckResult]:
-    """On the worker thread: incremental analysis, restarting from scratch if the
+    """On a worker thread: incremental analysis, restarting from scratch if the
     incremental state ever fails. None: analysis is impossible (logged)."""
+    with target.doc_lock:  # a cancelled run may still be finishing on another thread
+        return _compute_locked(target, source, config)
+
+
+def _compute_locked(target: Target, source: str, config: Config) -> Optional[CheckResult]:
     try:
         if target.doc is None:
             target.doc = Document(source, target.path, config)
