@@ -494,6 +494,30 @@ def test_fix_for_a_number_accumulator_keeps_the_first_iteration_working():
     assert f.preferred_fix.edits[-1].new_text == '        running = running.detach() if hasattr(running, "detach") else running\n'
 
 
+def test_history_list_is_flagged_at_the_append_and_fixed_as_a_list():
+    text = src(
+        """
+        import torch
+        import torch.nn as nn
+
+        net = nn.Linear(3, 2)
+        opt = torch.optim.Adam(net.parameters())
+        history = []
+        for step in range(4):
+            action = net(torch.randn(1, 3))
+            history.append(action)  # <carry>
+            loss = torch.stack(history).pow(2).sum()
+            opt.zero_grad()
+            loss.backward()  # <bw>
+            opt.step()
+        """
+    )
+    f = assert_single_line(text)
+    assert f.data["variable"] == "history"
+    assert f.preferred_fix.edits[-1].new_text == "    history = [s.detach() for s in history]\n"
+    assert_fixed_cleanly(text)
+
+
 def test_fix_when_the_loop_first_binds_the_state():
     text = src(
         """
@@ -890,6 +914,45 @@ SILENT = {
             loss_a.backward(retain_graph=True)
             loss_b.backward()
             opt.step()
+        """
+    ),
+    "frozen_encoder_requires_grad_": src(
+        """
+        import torch
+        from torch import nn
+
+        encoder = nn.LSTM(4, 6, batch_first=True)
+        encoder.requires_grad_(False)
+        probe = nn.Linear(6, 2)
+        opt = torch.optim.Adam(probe.parameters())
+        state = None
+        for x, y in batches:
+            feats, state = encoder(x, state)
+            loss = nn.functional.cross_entropy(probe(feats[:, -1]), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    ),
+    "frozen_encoder_parameter_loop": src(
+        """
+        import torch
+        from torch import nn
+
+
+        def main(batches):
+            encoder = nn.GRU(4, 6, batch_first=True)
+            for p in encoder.parameters():
+                p.requires_grad = False
+            probe = nn.Linear(6, 2)
+            opt = torch.optim.Adam(probe.parameters())
+            state = None
+            for x, y in batches:
+                feats, state = encoder(x, state)
+                loss = nn.functional.cross_entropy(probe(feats[:, -1]), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
         """
     ),
     "graph_built_before_the_loop_is_not_gg101": src(

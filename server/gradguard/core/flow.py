@@ -357,6 +357,8 @@ class Val:
     param: bool = False  # comes from a function parameter (unknown caller value)
     site: _Opt[ast.stmt] = None  # statement that assigned it (for reporting)
     const: bool = False  # may be a plain Python number/str constant (not a tensor)
+    frozen: bool = False  # a module whose parameters were all set requires_grad=False
+    kind: _Opt[str] = None  # "list" for a Python list (fixes keep it a list)
 
     def graph_tokens(self) -> FrozenSet:
         return frozenset(t for t in self.taints if t[0] == "G")
@@ -408,12 +410,14 @@ def join(a: _Opt[Val], b: _Opt[Val]) -> Val:
         a.param or b.param,
         site,
         a.const or b.const,
+        a.frozen and b.frozen,
+        a.kind if a.kind == b.kind else None,
     )
 
 
 def _with(v: Val, **kw) -> Val:
     d = dict(taints=v.taints, elems=v.elems, obj=v.obj, none=v.none, undef=v.undef, param=v.param, site=v.site,
-             const=v.const)
+             const=v.const, frozen=v.frozen, kind=v.kind)
     d.update(kw)
     return Val(**d)
 
@@ -647,6 +651,7 @@ class GraphFlow:
         self.events: List[BackwardEvent] = []
         self.returns: List[Val] = []
         self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated
+        self._dotted_bases: set = set()
         self._stmt: _Opt[ast.stmt] = None
 
     # -- entry points ----------------------------------------------------
@@ -705,7 +710,10 @@ class GraphFlow:
             name = inplace_cut_target(s)
             if name is not None:
                 old = env.get(name)
-                env[name] = _with(old or CLEAN, taints=EMPTY, elems=None, site=s)
+                if old is not None and old.obj and old.obj.startswith(("inst:", "user:")):
+                    env[name] = _with(old, frozen=True)  # encoder.requires_grad_(False)
+                else:
+                    env[name] = _with(old or CLEAN, taints=EMPTY, elems=None, site=s)
             else:
                 self.eval(s.value, env)
         elif isinstance(s, ast.If):
@@ -807,8 +815,11 @@ class GraphFlow:
         name = dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
         if name is not None:
             env[name] = _with(v, site=s, undef=False, param=False)
-            # rebinding x invalidates x.attr entries
-            if isinstance(target, ast.Name):
+            if "." in name:
+                self._dotted_bases.add(name.split(".", 1)[0])
+            elif name in self._dotted_bases:
+                # rebinding x invalidates x.attr entries (only scanned for names
+                # that ever had one: keeps long straight-line code linear)
                 prefix = name + "."
                 for k in [k for k in env if k.startswith(prefix)]:
                     del env[k]
@@ -823,10 +834,28 @@ class GraphFlow:
     # -- loops -----------------------------------------------------------
     def _bind_loop_target(self, loop: ast.stmt, env: Dict[str, Val]) -> None:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
+            self._freeze_loop(loop, env)
             it = self.eval(loop.iter, env)
             self.bind(loop.target, plain(it.taints), env, loop)
         else:
             self.eval(loop.test, env)  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _freeze_loop(loop: ast.stmt, env: Dict[str, Val]) -> None:
+        """``for p in enc.parameters(): p.requires_grad = False`` freezes ``enc``."""
+        it = loop.iter  # type: ignore[attr-defined]
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
+                and isinstance(loop.target, ast.Name)):  # type: ignore[attr-defined]
+            return
+        owner = dotted(it.func.value)
+        var = loop.target.id  # type: ignore[attr-defined]
+        if owner is None or owner not in env:
+            return
+        for s in loop.body:  # type: ignore[attr-defined]
+            if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Attribute)
+                    and s.targets[0].attr == "requires_grad" and dotted(s.targets[0].value) == var
+                    and isinstance(s.value, ast.Constant) and s.value.value is False):
+                env[owner] = _with(env[owner], frozen=True)
 
     def loop(self, loop: ast.stmt, env: Dict[str, Val]) -> Dict[str, Val]:
         entry = dict(env)
@@ -966,8 +995,10 @@ class GraphFlow:
                 if isinstance(idx, ast.Constant) and isinstance(idx.value, int) and -len(base.elems) <= idx.value < len(base.elems):
                     return base.elems[idx.value]
             return plain(base.taints)
-        if isinstance(e, (ast.Tuple, ast.List)):
+        if isinstance(e, ast.Tuple):
             return tup([self.eval(x, env) for x in e.elts])
+        if isinstance(e, ast.List):
+            return _with(tup([self.eval(x, env) for x in e.elts]), kind="list")
         if isinstance(e, ast.Starred):
             return self.eval(e.value, env)
         if isinstance(e, ast.BinOp):
@@ -993,7 +1024,9 @@ class GraphFlow:
             return join(self.eval(e.body, yes), self.eval(e.orelse, no))
         if isinstance(e, ast.Call):
             return self.call(e, env)
-        if isinstance(e, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+        if isinstance(e, ast.ListComp):
+            return _with(plain(self._comp(e, [e.elt], env)), kind="list")
+        if isinstance(e, (ast.GeneratorExp, ast.SetComp)):
             return plain(self._comp(e, [e.elt], env))
         if isinstance(e, ast.DictComp):
             return plain(self._comp(e, [e.key, e.value], env))
@@ -1113,6 +1146,9 @@ class GraphFlow:
         if m == "requires_grad_":
             if call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
                 if key is not None:
+                    if recv.obj and recv.obj.startswith(("inst:", "user:")):
+                        env[key] = _with(recv, frozen=True)  # encoder.requires_grad_(False)
+                        return env[key]
                     env[key] = _with(env.get(key, CLEAN), taints=EMPTY, elems=None)
                 return CLEAN
             if key is not None:
@@ -1139,7 +1175,9 @@ class GraphFlow:
         if m in ("append", "extend", "insert", "add", "update") and key is not None and key in env:
             # list.append(x): the list now holds x's graph
             old = env[key]
-            env[key] = _with(old, taints=old.taints | _union(pos, kws), elems=None)
+            added = _union(pos, kws)
+            env[key] = _with(old, taints=old.taints | added, elems=None,
+                             site=self._stmt if added else old.site)
             return NONE
         if m in ("copy_",) and key is not None and key in env:
             old = env[key]
@@ -1170,10 +1208,12 @@ class GraphFlow:
                 tq = obj[5:]
                 if self.no_grad:
                     return CLEAN
-                return self._module_result(call, tq, args_taints)
+                return self._module_result(call, tq, args_taints, graph=not callee.frozen)
             if obj.startswith("user:"):
                 if self.no_grad:
                     return CLEAN
+                if callee.frozen:
+                    return plain(args_taints)
                 facts = self.r.method_facts(obj, "forward")
                 if facts is not None:
                     return self._apply_facts(call, facts, pos, kws, env, "forward", graph_node=call)
@@ -1256,8 +1296,8 @@ class GraphFlow:
             return plain({("L",)})
         return Val(obj="inst:" + tq)
 
-    def _module_result(self, call: ast.Call, tq: str, args_taints) -> Val:
-        g = args_taints | {("G", call)}
+    def _module_result(self, call: ast.Call, tq: str, args_taints, graph: bool = True) -> Val:
+        g = args_taints | {("G", call)} if graph else args_taints
         if tq in K.RECURRENT_MODULES:
             state = tup([plain(g), plain(g)]) if tq in K.LSTM_LIKE else plain(g)
             return tup([plain(g), state])

@@ -276,32 +276,22 @@ class CarriedGraph(Rule):
 # pre-filter: one cheap walk; most units have no loop or no backward at all
 # ---------------------------------------------------------------------------
 def _worth_running(body: Sequence[ast.stmt], ctx, unit=None) -> bool:
-    has_loop = has_bw = False
-    summary = ctx.summary
-    bw_methods = None
-    for node in F.iter_nodes(list(body)):
-        if isinstance(node, F.LOOPS):
-            has_loop = True
-        elif isinstance(node, ast.Call) and not has_bw:
-            func = node.func
-            if isinstance(func, ast.Attribute):
-                if func.attr in F.K.BACKWARD_METHODS:
-                    has_bw = True
-                else:
-                    # method of a same-file class that back-propagates (trainer.step(...))
-                    if bw_methods is None:
-                        bw_methods = _backprop_methods(summary)
-                    if func.attr in bw_methods:
-                        has_bw = True
-            elif isinstance(func, ast.Name):
-                fx = summary.get("fn:" + func.id)
-                if isinstance(fx, F.FnFacts) and fx.calls_backward:
-                    has_bw = True
-                elif F.qualify(func, ctx) in F.K.BACKWARD_FUNCTIONS:
-                    has_bw = True
-        if has_loop and has_bw:
-            return True
-    return False
+    """Cheap pre-filter on the unit's TEXT: a loop keyword and something that
+    back-propagates (a backward/grad call, or a same-file helper that does)."""
+    if not body:
+        return False
+    first = body[0].lineno
+    last = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in (body[-1],))
+    if len(body) > 1:
+        first = min(first, min(s.lineno for s in body))
+        last = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in body)
+    text = "\n".join(ctx.index.lines[first - 1:last])
+    if "for" not in text and "while" not in text:
+        return False
+    if "backward" in text or "grad(" in text:
+        return True
+    _, bw_methods, bw_functions = _summary_index(ctx.summary)
+    return any(n in text for n in bw_functions) or any(n in text for n in bw_methods if n != "grad")
 
 
 def _maybe_stateful(unit, ctx) -> bool:
@@ -311,16 +301,38 @@ def _maybe_stateful(unit, ctx) -> bool:
     return bool(_driving_loops(unit, ctx))
 
 
+_INDEX_CACHE: list = [None, None]  # [summary object, index]: the engine builds one summary per analysis
+
+
+def _summary_index(summary):
+    """Per-summary index (built once, not once per unit): loop-call entries and the
+    names of same-file methods that back-propagate."""
+    if _INDEX_CACHE[0] is summary:
+        return _INDEX_CACHE[1]
+    loopcalls = []
+    bw_methods = {"grad"}
+    bw_functions = set()
+    for key, value in summary.items():
+        if key.startswith("loopcalls:") and isinstance(value, frozenset):
+            loopcalls.extend(value)
+        elif isinstance(value, F.ClassFacts):
+            bw_methods.update(name for name, m in value.methods if m.calls_backward)
+        elif isinstance(value, F.FnFacts) and value.calls_backward and key.startswith("fn:"):
+            bw_functions.add(key[3:])
+    index = (tuple(loopcalls), frozenset(bw_methods), frozenset(bw_functions))
+    _INDEX_CACHE[0], _INDEX_CACHE[1] = summary, index
+    return index
+
+
 def _driving_loops(unit, ctx) -> List[Tuple[str, frozenset, frozenset]]:
     """(callee, methods called on it, attributes assigned on it) for every object
     of this method's class called in a back-propagating loop of the file."""
     cls = unit.class_node.name
     meth = unit.node.name
     out = []
-    for key, value in ctx.summary.items():
-        if not key.startswith("loopcalls:") or not isinstance(value, frozenset):
-            continue
-        for callee, ctor, methods, attrs in value:
+    for entry in _summary_index(ctx.summary)[0]:
+        if True:
+            callee, ctor, methods, attrs = entry
             if not ctor:
                 raw = ctx.summary.get("var:" + callee)
                 ctor = raw if isinstance(raw, str) else ""
@@ -399,14 +411,6 @@ def _method_top_fix(unit, key: str, shape: str, ctx) -> Tuple[Fix, ...]:
             preferred=True,
         ),
     )
-
-
-def _backprop_methods(summary) -> frozenset:
-    out = {"grad"}
-    for v in summary.values():
-        if isinstance(v, F.ClassFacts):
-            out.update(name for name, m in v.methods if m.calls_backward)
-    return frozenset(out)
 
 
 def _param_env(fn: ast.AST, method: bool) -> Dict[str, F.Val]:
@@ -597,6 +601,8 @@ def _detach_line(names: Tuple[str, ...], shape: str) -> str:
     s = _fresh(n, names)
     if shape == "tensor":
         return f"{n} = {n}.detach()"
+    if shape == "list":
+        return f"{n} = [{s}.detach() for {s} in {n}]"
     if shape == "maybe-number":
         return f'{n} = {n}.detach() if hasattr({n}, "detach") else {n}'
     if shape == "tuple":
@@ -625,7 +631,11 @@ def _fixes(carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> Tuple[Fix, ...]
     unbound = any(v is None or v.undef for v in entry)
     maybe_none = unbound or any(v is not None and (v.none or v.param) for v in entry)
     grad_entry = any(v is not None and v.has_grad() for v in entry)
-    if any(v is not None and v.const for v in entry) and len(names) == 1:
+    end_v = carry.end.get(names[0])
+    if len(names) == 1 and (any(v is not None and v.kind == "list" for v in entry)
+                            or (end_v is not None and end_v.kind == "list")):
+        shape = "list"  # history = []; history.append(out): stays a list
+    elif any(v is not None and v.const for v in entry) and len(names) == 1:
         shape = "maybe-number"  # running = 0 before the loop: an int has no .detach()
     line = _detach_line(names, shape)
     head = names[0]
