@@ -114,6 +114,31 @@ async def test_odd_text_and_huge_files_keep_the_server_serving(shared, tmp_path)
         await asyncio.sleep(0.1)
 
 
+async def test_paths_with_spaces_non_ascii_and_lone_surrogates(shared, tmp_path):
+    folder = tmp_path / "我的 项目 (v2)"
+    folder.mkdir()
+    uri = (folder / "train file #1.py").as_uri()  # percent-encoded by the client
+    assert "%20" in uri
+    lines = GRU_SEED.split("\n")
+    lines[GRU_LINE] = '    s = "\udcff"; out, hidden = gru(x, hidden)'
+    text = "\n".join(lines)
+    async with use(shared) as client:
+        open_doc(client, uri, text, 1)
+        pub = await wait_for_diagnostics(client, uri, 1)
+        assert codes(pub) == ["GG101"]
+        d = pub.diagnostics[0]
+        assert d.range.start.character == lines[GRU_LINE].index("out")  # the lone surrogate is one unit
+        h = await hover(client, uri, GRU_LINE, d.range.start.character + 1)
+        assert h is not None and "GG101" in h.contents.value
+        from conftest import apply_workspace_edit, code_actions
+
+        actions = await code_actions(client, uri, d.range, [d], only=["source.fixAll"])
+        assert len(actions) == 1
+        fixed = apply_workspace_edit(text, uri, actions[0].edit, expect_version=1)
+        change_full(client, uri, fixed, 2)
+        assert list((await wait_for_diagnostics(client, uri, 2)).diagnostics) == []
+
+
 async def test_enable_false_and_on_save_mode(session, tmp_path):
     uri = file_uri(tmp_path, "m.py")
     async with session(init_options={"debounce": 20, "run": "onSave"}) as client:

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from lsprotocol import types as lsp
 
 from gradguard.core.model import Finding, Fix, Position, Range, Severity, TextEdit
-from gradguard.core.text import char_to_utf16, split_lines, utf16_to_char
+from gradguard.core.text import split_lines, utf16_to_char
 
 SOURCE = "gradguard"
 DATA_MARK = "gradguard"
@@ -41,7 +41,10 @@ class Codec:
     def to_client(self, line: str, col: int) -> int:
         col = max(0, min(col, len(line)))
         if self.encoding == "utf-16":
-            return char_to_utf16(line, col)
+            if line.isascii():
+                return col
+            # surrogatepass: a lone surrogate (possible in JSON text) is one unit, not an error
+            return len(line[:col].encode("utf-16-le", errors="surrogatepass")) // 2
         if self.encoding == "utf-8":
             return len(line[:col].encode("utf-8", errors="surrogatepass"))
         return col

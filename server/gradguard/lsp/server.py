@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import queue
+import re
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -185,7 +186,7 @@ class GradguardServer(LanguageServer):
             if doc is None:
                 return None
             text = doc.source
-            return text, SourceMap.single(target.key, text, doc.version), doc.version or 0
+            return _analysable(text), SourceMap.single(target.key, text, doc.version), doc.version or 0
         nb = ws.get_notebook_document(notebook_uri=target.key)
         if nb is None:
             return None
@@ -200,7 +201,7 @@ class GradguardServer(LanguageServer):
                 continue
             cells.append((cell.document, td.source, td.version))
         source, smap = build_source(cells)
-        return source, smap, nb.version
+        return _analysable(source), smap, nb.version
 
     # -- analysis -------------------------------------------------------------
     def schedule(self, target: Target, delay: Optional[float] = None) -> None:
@@ -468,6 +469,15 @@ class ClientLogHandler(logging.Handler):
             self.server.window_log_message(params)
         except Exception:
             pass
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _analysable(text: str) -> str:
+    """JSON text can hold lone surrogates, which no parser accepts; each becomes
+    U+FFFD (one code point for one: every position stays where it was)."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
 def _path_of(uri: str) -> Optional[str]:
@@ -831,7 +841,7 @@ async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceE
             if state["first"] and t == text:
                 state["first"] = False
                 return first
-            return check_source(t, path, config).findings
+            return check_source(_analysable(t), path, config).findings
 
         return act.iterate_fixes(text, check)
 
