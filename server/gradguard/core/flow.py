@@ -834,7 +834,6 @@ class GraphFlow:
     # -- loops -----------------------------------------------------------
     def _bind_loop_target(self, loop: ast.stmt, env: Dict[str, Val]) -> None:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
-            self._freeze_loop(loop, env)
             it = self.eval(loop.iter, env)
             self.bind(loop.target, plain(it.taints), env, loop)
         else:
@@ -858,6 +857,8 @@ class GraphFlow:
                 env[owner] = _with(env[owner], frozen=True)
 
     def loop(self, loop: ast.stmt, env: Dict[str, Val]) -> Dict[str, Val]:
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            self._freeze_loop(loop, env)
         entry = dict(env)
         frame = LoopFrame(loop)
         self.frames.append(frame)
