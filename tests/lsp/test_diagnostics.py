@@ -292,6 +292,19 @@ async def test_pull_diagnostics_without_double_reporting(session, tmp_path):
         assert report2.kind == "full" and list(report2.items) == []
         await asyncio.sleep(0.3)
         assert not [p for p in client.published if p.uri == uri], "pulled documents must not also be pushed"
+        # a settings change asks the client to pull again
+        refreshes = client.diagnostic_refresh_count
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"gradguard": {"debounce": 20, "ignore": ["GG101"]}}))
+        for _ in range(200):
+            if client.diagnostic_refresh_count > refreshes:
+                break
+            await asyncio.sleep(0.05)
+        assert client.diagnostic_refresh_count > refreshes
+        change_full(client, uri, GRU_SEED, 3)
+        report3 = await asyncio.wait_for(
+            client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri))), 20
+        )
+        assert report3.kind == "full" and list(report3.items) == []  # GG101 is ignored now
         # closing still clears
         client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri)))
         closed = await wait_for_diagnostics(client, uri)
