@@ -1237,3 +1237,26 @@ def test_stale_tensor_wrapped_in_a_dataset_is_reported_where_it_is_built():
     fixed = assert_fixed(source, f.preferred_fix, "features")
     assert "features = backbone(images)\n    features = features.detach()\n    loader" in fixed
     assert gg102(fixed) == []
+
+
+def test_pinn_style_input_differentiated_on_purpose_is_silent_unless_it_crashes():
+    source = src(
+        """
+        import torch
+        from torch import nn
+        net = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
+        x = torch.linspace(0, 1, 50, requires_grad=True).unsqueeze(1)
+        opt = torch.optim.Adam(net.parameters())
+        for step in range(100):
+            u = net(x)
+            du = torch.autograd.grad(u.sum(), x, create_graph=True)[0]
+            loss = ((du - 1.0) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    )
+    assert gg102(source) == []
+    crashing = source.replace(".unsqueeze(1)", ".unsqueeze(1) * 2")
+    f = only(crashing)
+    assert f.severity is Severity.ERROR and f.data["variable"] == "x"

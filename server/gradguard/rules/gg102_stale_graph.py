@@ -901,6 +901,10 @@ class _Analysis:
                 g = self.env.get(var)
                 if not isinstance(g, Graph) or not g.stmts:
                     continue
+                if g.saving is not True and var in self.grad_used:
+                    # differentiated against on purpose (autograd.grad(u, x), x.grad, x.retain_grad()):
+                    # without a certain crash, the reuse is what the program asks for
+                    continue
                 key = (var, id(g.stmts[0]))
                 if key in self.reported:
                     continue
