@@ -1260,3 +1260,50 @@ def test_pinn_style_input_differentiated_on_purpose_is_silent_unless_it_crashes(
     crashing = source.replace(".unsqueeze(1)", ".unsqueeze(1) * 2")
     f = only(crashing)
     assert f.severity is Severity.ERROR and f.data["variable"] == "x"
+
+
+def test_method_of_a_module_class_with_self_attributes():
+    source = src(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class Probe(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.backbone = nn.Linear(8, 4)
+                self.head = nn.Linear(4, 1)
+
+            def fit(self, x, y, steps=3):
+                self.feats = self.backbone(x)
+                opt = torch.optim.SGD(self.head.parameters(), lr=0.1)
+                for _ in range(steps):
+                    opt.zero_grad()
+                    loss = ((self.head(self.feats) - y) ** 2).mean()
+                    loss.backward()
+                    opt.step()
+
+            def fit_frozen(self, x, y, steps=3):
+                with torch.no_grad():
+                    feats = self.backbone(x)
+                opt = torch.optim.SGD(self.head.parameters(), lr=0.1)
+                for _ in range(steps):
+                    opt.zero_grad()
+                    ((self.head(feats) - y) ** 2).mean().backward()
+                    opt.step()
+
+            def fit_fresh(self, x, y, steps=3):
+                self.feats = self.backbone(x)
+                for _ in range(steps):
+                    self.feats = self.backbone(x)
+                    ((self.head(self.feats) - y) ** 2).mean().backward()
+        """
+    )
+    f = only(source)
+    assert f.range.start.line == line_of(source, "self.feats = self.backbone(x)")
+    assert dict(f.data) == {"variable": "self.feats", "source": "self.backbone", "certain": True}
+    fixed = assert_fixed(source, f.preferred_fix, "self.feats")
+    assert "for _ in range(steps):\n            self.feats = self.backbone(x)\n            opt.zero_grad()" in fixed
+    detach = apply(source, fix_titled(f, "Detach"))
+    assert "        self.feats = self.feats.detach()\n" in detach

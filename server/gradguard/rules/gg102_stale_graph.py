@@ -359,6 +359,13 @@ def _walk_no_scopes(node: ast.AST):
                 stack.append(c)
 
 
+def _attr_name(node: ast.AST) -> Optional[str]:
+    """``self.target`` → "self.target" (an attribute of a plain name), else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
 def _bound_names(target: ast.AST) -> List[str]:
     if isinstance(target, ast.Name):
         return [target.id]
@@ -379,6 +386,10 @@ def _assigned_in(stmts: Sequence[ast.stmt]) -> Set[str]:
         for n in _walk_no_scopes(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
                 out.add(n.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                d = _attr_name(n)
+                if d:
+                    out.add(d)
             elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 out.add(n.name)
     return out
@@ -428,6 +439,12 @@ class _Analysis:
         self.frozen: Set[str] = set()
         self.owner: Dict[int, ast.stmt] = {}  # id(block) → compound statement owning it
         self.rg_false_nonleaf: Dict[str, ast.stmt] = {}  # Y.requires_grad_(False) on a non-leaf
+        self.self_name = None
+        node = unit.node
+        if unit.class_node is not None and node is not None and _is_module_class(unit.class_node.name, ctx):
+            args = list(node.args.posonlyargs) + list(node.args.args)
+            if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
+                self.self_name = args[0].arg
         self.has_bwloop = any(k.startswith("gg102:bwloop:") for k in ctx.summary)
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         self._collect_unit_facts(unit.body)
@@ -760,19 +777,18 @@ class _Analysis:
         reads: Set[str] = set()
         for s in stmts:
             bound |= _stmt_binds(s)
-            reads |= {n.id for n in _walk_no_scopes(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            reads |= _names_read(s)
         moved = {id(s) for s in stmts}
         for other in block[min(idxs):li]:
             if id(other) in moved:
                 continue
-            used = {n.id for n in _walk_no_scopes(other) if isinstance(n, ast.Name)}
-            if used & bound:
+            if _names_read(other, loads_only=False) & bound:
                 return None
         # the loop header and the code after the loop must not need the moved values
         header = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
         after = [header] + list(getattr(loop, "orelse", [])) + list(block[li + 1:])
         for node in after:
-            if {n.id for n in _walk_no_scopes(node) if isinstance(n, ast.Name)} & bound:
+            if _names_read(node, loads_only=False) & bound:
                 return None
         loop_assigned = _assigned_in(loop.body)
         if isinstance(loop, (ast.For, ast.AsyncFor)):
@@ -828,12 +844,13 @@ class _Analysis:
             return
         if isinstance(s, ast.AugAssign):
             v = self._eval(s.value)
-            if isinstance(s.target, ast.Name):
-                cur = self.env.get(s.target.id)
+            key = s.target.id if isinstance(s.target, ast.Name) else _attr_name(s.target)
+            if key:
+                cur = self.env.get(key)
                 opname = type(s.op).__name__
                 if isinstance(cur, (Graph, Leaf)) or isinstance(v, (Graph, Leaf)):
                     g = _merge([cur, v], self._binop_saving(opname, s.target, s.value), opname)
-                    self.env[s.target.id] = _with_stmt(g, s)
+                    self.env[key] = _with_stmt(g, s)
             return
         if isinstance(s, (ast.With, ast.AsyncWith)):
             ng = any(self._is_nograd_ctx(it.context_expr.func if isinstance(it.context_expr, ast.Call) else it.context_expr, it.context_expr) for it in s.items)
@@ -960,7 +977,13 @@ class _Analysis:
                             taint.setdefault(n, set()).update(t)
                         else:
                             taint[n] = set(t)
-                    if not names:  # buf[i] = loss / self.total = loss: the container now holds it
+                    d = _attr_name(tg)
+                    if d:  # self.total = loss
+                        if isinstance(s, ast.AugAssign):
+                            taint.setdefault(d, set()).update(t)
+                        else:
+                            taint[d] = set(t)
+                    elif not names:  # buf[i] = loss: the container now holds it
                         base = tg
                         while isinstance(base, (ast.Attribute, ast.Subscript)):
                             base = base.value
@@ -1073,8 +1096,12 @@ class _Analysis:
                 continue
             if isinstance(n, _SCOPES) or isinstance(n, (ast.Compare, ast.Constant)):
                 continue
-            if isinstance(n, ast.Attribute) and n.attr in _CUT_ATTRS:
-                continue
+            if isinstance(n, ast.Attribute):
+                if n.attr in _CUT_ATTRS:
+                    continue
+                d = _attr_name(n)
+                if d and isinstance(n.ctx, ast.Load):
+                    out |= taint.get(d, set())
             if isinstance(n, ast.Call):
                 f = n.func
                 if isinstance(f, ast.Attribute) and (f.attr in K.GRAPH_CUT_METHODS or f.attr in _NON_TENSOR_METHODS):
@@ -1163,6 +1190,15 @@ class _Analysis:
             g = _as_graph(v) if isinstance(v, (Graph, Leaf)) else None
             for e in target.elts:
                 self._assign(e.value if isinstance(e, ast.Starred) else e, g, stmt)
+        elif isinstance(target, ast.Attribute) and target.attr != "requires_grad":
+            d = _attr_name(target)
+            if d:
+                if isinstance(v, Graph):
+                    self.env[d] = _with_stmt(v, stmt)
+                elif isinstance(v, (Leaf, Mod)):
+                    self.env[d] = v
+                else:
+                    self.env.pop(d, None)
         elif isinstance(target, ast.Attribute):
             if target.attr == "requires_grad" and isinstance(target.value, ast.Name):
                 name = target.value.id
@@ -1228,6 +1264,11 @@ class _Analysis:
         if isinstance(e, ast.Await):
             return self._eval(e.value)
         if isinstance(e, ast.Attribute):
+            d = _attr_name(e)
+            if d is not None and d in self.env:
+                return self.env[d]
+            if d is not None and self.self_name and e.value.id == self.self_name and e.value.id not in self.env:
+                return self._self_attr(e)
             return self._attr_value(self._eval(e.value), e)
         if isinstance(e, ast.Subscript):
             v = self._eval(e.value)
@@ -1240,6 +1281,15 @@ class _Analysis:
             return _merge([v], idx_saving, "indexing")
         if isinstance(e, ast.Call):
             return self._call(e)
+        return None
+
+    def _self_attr(self, e: ast.Attribute):
+        """``self.fc`` / ``self.gain`` in a method of a module class."""
+        summ = self.ctx.summary
+        if summ.get(f"gg102:modattr:{e.attr}"):
+            return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True, True)
+        if summ.get(f"gg102:paramattr:{e.attr}"):
+            return Mod(Src(f"{self.self_name}.{e.attr}", "param", None, e, None, 0), True, True)
         return None
 
     def _attr_value(self, v, e: ast.Attribute):
@@ -1307,6 +1357,12 @@ class _Analysis:
                 return None
             return Leaf(self._src(None, "param", None, e, None))
         if isinstance(func, ast.Attribute):
+            d = _attr_name(func)
+            if d is not None and not q.startswith("torch."):
+                held = self.env.get(d) if d in self.env else (
+                    self._self_attr(func) if self.self_name and func.value.id == self.self_name else None)
+                if isinstance(held, Mod):
+                    return self._module_call(held, args, e)
             recv = self._eval(func.value) if not q.startswith("torch.") else None
             meth = func.attr
             if (meth in K.GRAPH_CUT_METHODS or meth in _NON_TENSOR_METHODS) and not isinstance(recv, Mod):
@@ -1423,6 +1479,19 @@ class _Analysis:
         return None
 
 
+def _names_read(node: ast.AST, loads_only: bool = True) -> Set[str]:
+    """Names and ``name.attr`` attributes used in ``node`` (not in nested scopes)."""
+    out: Set[str] = set()
+    for n in _walk_no_scopes(node):
+        if isinstance(n, ast.Name) and (not loads_only or isinstance(n.ctx, ast.Load)):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute) and (not loads_only or isinstance(n.ctx, ast.Load)):
+            d = _attr_name(n)
+            if d:
+                out.add(d)
+    return out
+
+
 def _retains(c: ast.Call) -> bool:
     """Does this backward keep the graph? ``retain_graph`` defaults to
     ``create_graph``; an explicit ``retain_graph=False`` frees it even with
@@ -1439,6 +1508,9 @@ def _stmt_binds(s: ast.stmt) -> Set[str]:
     if isinstance(s, ast.Assign):
         for t in s.targets:
             out |= set(_bound_names(t))
+            if _attr_name(t):
+                out.add(_attr_name(t))
+                continue
             base = t
             while isinstance(base, (ast.Subscript, ast.Attribute)):
                 base = base.value
@@ -1446,6 +1518,8 @@ def _stmt_binds(s: ast.stmt) -> Set[str]:
                 out.add(base.id)
     elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
         out |= set(_bound_names(s.target))
+        if _attr_name(s.target):
+            out.add(_attr_name(s.target))
     elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute):
         if isinstance(s.value.func.value, ast.Name):
             out.add(s.value.func.value.id)  # Y.add_(noise)
