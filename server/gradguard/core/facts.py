@@ -222,13 +222,20 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
         return []
     ctors: Dict[str, str] = {}
     loops = []
-    for s in F.iter_statements(body):
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
-            c = _ctor_name(s.value)
-            if c:
-                ctors[s.targets[0].id] = c
-        if isinstance(s, F.LOOPS) and F.loop_backprops(s):
-            loops.append(s)
+
+    def visit(stmts):
+        for s in stmts:
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+                c = _ctor_name(s.value)
+                if c:
+                    ctors[s.targets[0].id] = c
+            if isinstance(s, F.LOOPS) and F.loop_backprops(s):
+                loops.append(s)  # its whole body is collected below: no need to look inside
+                continue
+            for block in F.child_blocks(s):
+                visit(block)
+
+    visit(body)
     if not loops:
         return []
     entries: Dict[str, Tuple[set, set]] = {}

@@ -47,12 +47,21 @@ def iter_nodes(nodes: Sequence[ast.AST] | ast.AST) -> Iterator[ast.AST]:
     without entering nested def/class/lambda bodies (the def/lambda node
     itself is yielded, its decorators and defaults are not walked)."""
     stack: List[ast.AST] = list(reversed(nodes)) if isinstance(nodes, (list, tuple)) else [nodes]
+    AST = ast.AST
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, _NESTED):
             continue
-        children = list(ast.iter_child_nodes(node))
+        children: List[ast.AST] = []
+        for name in node._fields:  # inlined ast.iter_child_nodes (hot path)
+            v = getattr(node, name, None)
+            if isinstance(v, list):
+                for x in v:
+                    if isinstance(x, AST):
+                        children.append(x)
+            elif isinstance(v, AST):
+                children.append(v)
         children.reverse()
         stack.extend(children)
 
@@ -293,6 +302,7 @@ def is_loop(node: ast.AST) -> bool:
 
 def _contains_backward(stmts: Sequence[ast.stmt], ctx, extra: Optional[Callable[[ast.Call], bool]]) -> bool:
     stack: List[ast.AST] = list(stmts)
+    AST = ast.AST
     while stack:
         node = stack.pop()
         if isinstance(node, _NESTED):
@@ -301,7 +311,12 @@ def _contains_backward(stmts: Sequence[ast.stmt], ctx, extra: Optional[Callable[
             continue
         if isinstance(node, ast.Call) and (is_backward_call(node, ctx) or (extra is not None and extra(node))):
             return True
-        stack.extend(ast.iter_child_nodes(node))
+        for name in node._fields:
+            v = getattr(node, name, None)
+            if isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, AST))
+            elif isinstance(v, AST):
+                stack.append(v)
     return False
 
 

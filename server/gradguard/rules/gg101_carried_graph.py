@@ -309,17 +309,25 @@ def _summary_index(summary):
     names of same-file methods that back-propagate."""
     if _INDEX_CACHE[0] is summary:
         return _INDEX_CACHE[1]
-    loopcalls = []
+    loopcalls: Dict[str, list] = {}  # class short name ("" = untyped) → entries
     bw_methods = {"grad"}
     bw_functions = set()
     for key, value in summary.items():
         if key.startswith("loopcalls:") and isinstance(value, frozenset):
-            loopcalls.extend(value)
+            for entry in value:
+                callee, ctor = entry[0], entry[1]
+                if not ctor:
+                    raw = summary.get("var:" + callee)
+                    ctor = raw if isinstance(raw, str) else ""
+                    if not ctor and ("." in callee or "fn:" + callee in summary or "class:" + callee in summary
+                                     or "import:" + callee in summary):
+                        continue  # a function, a class, an import: not an instance we could not type
+                loopcalls.setdefault(ctor.rsplit(".", 1)[-1], []).append(entry)
         elif isinstance(value, F.ClassFacts):
             bw_methods.update(name for name, m in value.methods if m.calls_backward)
         elif isinstance(value, F.FnFacts) and value.calls_backward and key.startswith("fn:"):
             bw_functions.add(key[3:])
-    index = (tuple(loopcalls), frozenset(bw_methods), frozenset(bw_functions))
+    index = (loopcalls, frozenset(bw_methods), frozenset(bw_functions))
     _INDEX_CACHE[0], _INDEX_CACHE[1] = summary, index
     return index
 
@@ -330,20 +338,11 @@ def _driving_loops(unit, ctx) -> List[Tuple[str, frozenset, frozenset]]:
     cls = unit.class_node.name
     meth = unit.node.name
     out = []
-    for entry in _summary_index(ctx.summary)[0]:
-        if True:
-            callee, ctor, methods, attrs = entry
-            if not ctor:
-                raw = ctx.summary.get("var:" + callee)
-                ctor = raw if isinstance(raw, str) else ""
-            if ctor and ctor.rsplit(".", 1)[-1] != cls:
-                continue
-            if not ctor and ("." in callee or ctx.summary.get("fn:" + callee) is not None
-                             or ctx.summary.get("class:" + callee) is not None or callee in ctx.imports):
-                continue  # a function, a class, an import: not an instance we could not type
-            called = meth in methods or (meth == "forward" and "__call__" in methods)
-            if called:
-                out.append((callee, methods, attrs))
+    index = _summary_index(ctx.summary)[0]
+    for entry in index.get(cls, []) + index.get("", []):
+        callee, ctor, methods, attrs = entry
+        if meth in methods or (meth == "forward" and "__call__" in methods):
+            out.append((callee, methods, attrs))
     return out
 
 
