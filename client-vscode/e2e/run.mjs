@@ -12,7 +12,7 @@
 // Environment (set by scripts/e2e.sh): CODE_SERVER_BIN, NODE24_DIR, GRADGUARD_VSIX,
 // GRADGUARD_PYTHON, CHROMIUM, E2E_MEDIA (where README screenshots go; optional).
 import { spawn, execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -168,6 +168,8 @@ function prepareProfile(name, { locale } = {}) {
     "workbench.enableExperiments": false,
     "window.restoreWindows": "none",
     "files.autoSave": "off",
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "workbench.layoutControl.enabled": false,
   });
   if (locale) writeJson(path.join(userData, "User", "argv.json"), { locale });
   const config = path.join(dir, "config.yaml");
@@ -236,6 +238,13 @@ async function startCodeServer(profile, workspace, { locale } = {}) {
     await sleep(250);
   }
   return { child, url, logFile };
+}
+
+function findFiles(dir, name) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true })
+    .map((rel) => path.join(dir, String(rel)))
+    .filter((f) => path.basename(f) === name);
 }
 
 // ------------------------------------------------------------------ UI helpers
@@ -309,14 +318,15 @@ async function runCommand(page, title) {
   await page.keyboard.press("Enter");
 }
 
-async function shot(page, name, locator) {
+async function shot(page, name, clip) {
   // Failure screenshots stay in the run folder; the others illustrate the README.
   const dir = name.startsWith("failure") ? runDir : MEDIA;
   if (!dir) return;
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, name);
-  if (locator) await locator.screenshot({ path: file });
-  else await page.screenshot({ path: file });
+  // Cropped to the editor area (no explorer) to keep the PNGs small.
+  const full = name.startsWith("failure");
+  await page.screenshot({ path: file, ...(full ? {} : { clip: clip ?? { x: 350, y: 30, width: 930, height: 730 } }) });
   log(`screenshot ${path.relative(process.cwd(), file)}`);
 }
 
@@ -361,7 +371,7 @@ async function phaseEnglish(browser, workspace, file) {
       /Trying to backward through the graph a second time/.test(hoverText) && /detach/.test(hoverText),
       hoverText.slice(0, 400),
     );
-    await shot(page, "hover-en.png");
+    await shot(page, "hover-en.png", { x: 350, y: 30, width: 930, height: 450 });
     await closeHover(page);
 
     // Ctrl+. on the squiggle's line, then the preferred fix (the detach).
@@ -382,7 +392,7 @@ async function phaseEnglish(browser, workspace, file) {
     }
     if (!check("Ctrl+. offers the detach quick fix", fixRow !== undefined)) throw new Error("no quick fix");
     const menuText = await page.locator(".action-widget").first().innerText();
-    await shot(page, "quickfix.png");
+    await shot(page, "quickfix.png", { x: 350, y: 30, width: 930, height: 450 });
     const firstRow = await page.locator(".action-widget .monaco-list-row.action").first().innerText();
     check("the detach fix is the first (preferred) entry", /Detach `?hidden/.test(firstRow), `${firstRow} | menu: ${menuText}`);
     await fixRow.click();
@@ -424,6 +434,18 @@ async function phaseChinese(browser, workspace, file) {
   const profile = prepareProfile("zh", { locale: "zh-cn" });
   const packed = installExtension(profile, packageLanguagePack());
   check("a zh-cn language pack installs", /successfully installed/i.test(packed), packed.trim());
+  // A running VS Code server records installed language packs in <user-data>/languagepacks.json
+  // (its post-install hook); the command-line install does not run that hook, so record it
+  // here the same way. The server resolves the display language from this file.
+  const packDir = path.join(profile.extensions, "gradguard-e2e.e2e-zh-hans-locale-0.0.1");
+  writeJson(path.join(profile.userData, "languagepacks.json"), {
+    "zh-cn": {
+      hash: "e2e-zh-hans-locale-0.0.1",
+      extensions: [{ extensionIdentifier: { id: "gradguard-e2e.e2e-zh-hans-locale" }, version: "0.0.1" }],
+      translations: { vscode: path.join(packDir, "translations", "main.i18n.json") },
+      label: "中文(简体)",
+    },
+  });
   const cs = await startCodeServer(profile, workspace, { locale: "zh-cn" });
   const { page, context, started } = await openWorkbench(browser, cs.url, workspace);
   try {
@@ -432,8 +454,11 @@ async function phaseChinese(browser, workspace, file) {
     timings.squiggleAfterPageLoadZh = secs(started);
     const hover = await hoverSquiggle(page);
     const hoverText = await hover.innerText();
+    // The extension logs vscode.env.language (what the client sends as initialize.locale).
+    const extLog = findFiles(path.join(profile.userData, "logs"), "gradguard.log").map((f) => readFileSync(f, "utf8")).join("\n");
+    check("the extension host runs with the zh-cn display language", /activated \(VS Code [^,]+, UI zh-cn\)/.test(extLog), extLog.split("\n")[0]);
     check("with the UI in Chinese the hover is in Chinese", /计算图/.test(hoverText) && /detach/.test(hoverText), hoverText.slice(0, 400));
-    await shot(page, "hover-zh.png");
+    await shot(page, "hover-zh.png", { x: 350, y: 30, width: 930, height: 450 });
     await closeHover(page);
 
     await runCommand(page, "gradguard: Fix All in File");
