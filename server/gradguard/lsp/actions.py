@@ -175,14 +175,14 @@ def whole_line_diff(old: str, new: str, codec: Codec) -> Optional[lsp.TextEdit]:
         end = lsp.Position(len(a) - s, 0)
         text = "".join(ln + eol for ln in new_mid)
         return lsp.TextEdit(range=lsp.Range(start, end), new_text=text)
-    # the change reaches the end of the document
-    start = lsp.Position(p, 0)
+    # the change reaches the end of the document: replace from the end of the last
+    # unchanged line (so trailing lines can also be removed) to the end
     last = a[-1]
     end = lsp.Position(len(a) - 1, codec.to_client(last, len(last)))
-    if p >= len(a):  # only appended lines
-        start = end
-        return lsp.TextEdit(range=lsp.Range(start, end), new_text=eol + eol.join(new_mid))
-    return lsp.TextEdit(range=lsp.Range(start, end), new_text=eol.join(new_mid))
+    if p == 0:
+        return lsp.TextEdit(range=lsp.Range(lsp.Position(0, 0), end), new_text=eol.join(new_mid))
+    start = lsp.Position(p - 1, codec.to_client(a[p - 1], len(a[p - 1])))
+    return lsp.TextEdit(range=lsp.Range(start, end), new_text="".join(eol + ln for ln in new_mid))
 
 
 def _eol(text: str) -> str:

@@ -581,8 +581,7 @@ def create_server() -> GradguardServer:
             return
         if ls.settings.run == "onType":
             ls.schedule(target)
-        else:
-            target.generation += 1  # whatever runs now is stale for this text
+        # onSave: an analysis started by the last save still publishes (for the saved text)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GradguardServer, params: lsp.DidSaveTextDocumentParams) -> None:
@@ -631,8 +630,6 @@ def create_server() -> GradguardServer:
                 ls.clear(cell.uri)  # at once: the cell is gone, whatever the debounce
         if structure is not None or ls.settings.run == "onType":
             ls.schedule(target, 0 if structure is not None else None)
-        else:
-            target.generation += 1
 
     @ls.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
     def nb_did_save(ls: GradguardServer, params: lsp.DidSaveNotebookDocumentParams) -> None:

@@ -1,0 +1,120 @@
+"""The server's pure helpers, in process (no subprocess, milliseconds)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from lsprotocol import types as lsp
+
+from conftest import apply_lsp_edits
+from gradguard.core.model import Position, Range
+from gradguard.lsp.actions import kind_wanted, whole_line_diff
+from gradguard.lsp.convert import Codec, SourceMap
+from gradguard.lsp.hover import idiom_at
+from gradguard.lsp.notebook import build_source
+from gradguard.lsp.settings import Settings, parse_settings, resolve_language
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def test_codec_round_trips_in_every_encoding():
+    line = '标记 = "😀"; out, hidden = gru(x, 隐)  # 🚀'
+    for enc, width in (("utf-16", lambda c: 2 if ord(c) > 0xFFFF else 1), ("utf-8", lambda c: len(c.encode())), ("utf-32", lambda c: 1)):
+        codec = Codec(enc)
+        units = 0
+        for i, ch in enumerate(line):
+            assert codec.to_client(line, i) == units
+            assert codec.from_client(line, units) == i
+            if width(ch) > 1:  # inside a multi-unit character rounds down
+                assert codec.from_client(line, units + 1) == i
+            units += width(ch)
+        assert codec.to_client(line, 10_000) == units  # clamped
+        assert codec.from_client(line, 10_000) == len(line)
+    assert Codec("utf-16").to_client('s = "\udcff"; x', 8) == 8  # a lone surrogate is one unit
+    assert Codec("latin-1").encoding == "utf-16"
+
+
+def test_source_map_clamps_and_never_spills_into_the_next_cell():
+    text, smap = build_source([("c0", "a = 1\nb = 2", 1), ("c1", "%time\nfor i in x:\n    y = 😀", 3)])
+    assert text.split("\n") == ["a = 1", "b = 2", "", "for i in x:", "    y = 😀"]
+    codec = Codec("utf-16")
+    part, rng = smap.to_client_range(Range(Position(3, 0), Position(99, 99)), codec)
+    assert part.uri == "c1" and part.version == 3
+    assert (rng.start.line, rng.start.character, rng.end.line, rng.end.character) == (1, 0, 2, 10)  # 😀 = 2 units
+    part, rng = smap.to_client_range(Range(Position(1, 2), Position(4, 0)), codec)
+    assert part.uri == "c0" and rng.end.line == 1  # clamped to its own cell
+    assert smap.to_client_range(Range(Position(50, 0), Position(50, 1)), codec) is None
+    assert smap.from_client_position("c1", lsp.Position(2, 10), codec) == Position(4, 9)
+    assert smap.from_client_position("c1", lsp.Position(7, 0), codec) is None
+    assert smap.from_client_position("c1", lsp.Position(2, 11), codec) is None
+    single = SourceMap.single("u", "x", 1)
+    assert single.to_client_range(Range(Position(0, 5), Position(0, 9)), codec)[1].start.character == 1
+
+
+def test_whole_line_diff_rebuilds_the_new_text():
+    rng = random.Random(7)
+    words = ["a = 1", "    hidden = hidden.detach()", "# 注释 😀", "", "for i in x:", "with torch.no_grad():"]
+    codec = Codec("utf-16")
+    for _ in range(400):
+        old = [rng.choice(words) for _ in range(rng.randint(1, 8))]
+        new = list(old)
+        for _ in range(rng.randint(1, 3)):
+            op = rng.random()
+            if op < 0.4:
+                new.insert(rng.randint(0, len(new)), rng.choice(words))
+            elif op < 0.7 and len(new) > 1:
+                del new[rng.randrange(len(new))]
+            else:
+                new[rng.randrange(len(new))] = rng.choice(words)
+        old_text, new_text = "\n".join(old), "\n".join(new)
+        if rng.random() < 0.5:
+            old_text += "\n"
+            new_text += "\n"
+        edit = whole_line_diff(old_text, new_text, codec)
+        if old_text == new_text:
+            assert edit is None
+            continue
+        assert apply_lsp_edits(old_text, [edit]) == new_text, (old, new)
+
+
+def test_whole_line_diff_keeps_crlf():
+    old = "a = 1\r\nb = 2\r\n"
+    new = "a = 1\r\nx = 0\r\nb = 2\r\n"
+    edit = whole_line_diff(old, new, Codec("utf-16"))
+    assert edit.new_text == "x = 0\r\n"
+
+
+def test_kind_matching():
+    assert kind_wanted("source.fixAll.gradguard", ["source"])
+    assert kind_wanted("source.fixAll.gradguard", ["source.fixAll"])
+    assert not kind_wanted("source.fixAll.gradguard", ["source.organizeImports"])
+    assert not kind_wanted("quickfix", ["source"])
+    assert kind_wanted("quickfix", None) and kind_wanted("quickfix", [])
+
+
+def test_settings_parsing_and_precedence():
+    s, problems = parse_settings({"gradguard": {"Run": "onsave", "log_level": "WARN", "severity": {"gg102": "information"}, "select": "GG101, GG102"}})
+    assert problems == []
+    assert (s.run, s.log_level, s.select) == ("onSave", "warning", ("GG101", "GG102"))
+    assert s.severity["GG102"].value == "info"
+    base, _ = parse_settings({"debounce": 50, "language": "zh_CN"})
+    snap, _ = parse_settings({"ignore": ["GG101"]}, base)
+    assert (snap.debounce, snap.language, snap.ignore) == (50, "zh-cn", ("GG101",))
+    bad, problems = parse_settings({"debounce": True, "language": "fr", "bogus": 1})
+    assert bad.debounce == Settings().debounce and bad.language == "auto"
+    assert len(problems) == 3 and any("bogus" in p for p in problems)
+    assert parse_settings(["not", "a", "table"])[1]
+    assert parse_settings(None) == (Settings(), [])
+    assert resolve_language("auto", "zh-TW") == "zh" and resolve_language("auto", "en-GB") == "en"
+    assert resolve_language("en", "zh-CN") == "en" and resolve_language("zh-cn", None) == "zh"
+
+
+def test_idioms_ignore_comments_and_strings():
+    line = 'y = x.detach()  # not .data here'
+    assert idiom_at(line, line.index("detach"))[0].key == "detach"
+    assert idiom_at(line, line.index("data")) is None
+    s = 'msg = "# call .backward( later"; z.backward()'
+    assert idiom_at(s, s.rindex("backward"))[0].key == "backward"
+    assert idiom_at("opt.zero_grad()", 5)[0].key == "zero_grad"
+    assert idiom_at("x.detach_()", 3)[0].key == "detach_"
