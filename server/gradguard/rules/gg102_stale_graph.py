@@ -266,7 +266,7 @@ def _backprop_facts(fn):
     a = fn.args
     params = [x.arg for x in list(a.posonlyargs) + list(a.args)]
     assigned = _assigned_in(fn.body)
-    loaded = {n.id for n in _walk_no_scopes(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    loaded = {n.id for n in F.iter_nodes(fn.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     globs = {g for g in loaded - assigned - set(params) - {x.arg for x in a.kwonlyargs} if g not in _BUILTIN_NAMES}
     names = params + sorted(globs) + [x.arg for x in a.kwonlyargs]
 
@@ -349,14 +349,8 @@ def _kw(call: ast.Call, name: str) -> Optional[ast.keyword]:
 
 
 def _walk_no_scopes(node: ast.AST):
-    """ast.walk that does not enter nested defs, classes or lambdas."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        for c in ast.iter_child_nodes(n):
-            if not isinstance(c, _SCOPES):
-                stack.append(c)
+    """Nodes under ``node`` without entering nested defs, classes or lambdas."""
+    return F.iter_nodes(node)
 
 
 def _attr_name(node: ast.AST) -> Optional[str]:
@@ -489,10 +483,8 @@ class _Analysis:
     # -- driver -------------------------------------------------------------
     def run(self) -> List[Finding]:
         node = self.unit.node
-        if node is not None:
-            for d in getattr(node, "decorator_list", ()):
-                if self._is_nograd_ctx(d.func if isinstance(d, ast.Call) else d, d):
-                    return []
+        if node is not None and F.is_no_grad_function(node, self.ctx):
+            return []
         self._seed_params()
         self._block(self.unit.body)
         return [f for f in (self._finding(h) for h in self.hits) if f is not None]
@@ -853,7 +845,7 @@ class _Analysis:
                     self.env[key] = _with_stmt(g, s)
             return
         if isinstance(s, (ast.With, ast.AsyncWith)):
-            ng = any(self._is_nograd_ctx(it.context_expr.func if isinstance(it.context_expr, ast.Call) else it.context_expr, it.context_expr) for it in s.items)
+            ng = F.is_no_grad_with(s, self.ctx)
             for it in s.items:
                 v = self._eval(it.context_expr)
                 if it.optional_vars is not None:
@@ -1328,14 +1320,6 @@ class _Analysis:
             else:
                 result = _sv(result, None)
         return result
-
-    def _is_nograd_ctx(self, func: ast.AST, call: ast.AST) -> bool:
-        q = self.ctx.qualify(func)
-        if q not in K.NO_GRAD_CONTEXTS:
-            return False
-        if q == "torch.set_grad_enabled":
-            return isinstance(call, ast.Call) and bool(call.args) and _const_false(call.args[0])
-        return True
 
     def _call(self, e: ast.Call):
         func = e.func
