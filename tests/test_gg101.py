@@ -955,6 +955,29 @@ SILENT = {
                 opt.step()
         """
     ),
+    "maml_inner_loop_create_graph": src(
+        """
+        import torch
+
+
+        def adapt(model_fn, params, x, y, steps=3, lr=0.1):
+            fast = list(params)
+            for _ in range(steps):
+                loss = ((model_fn(x, fast) - y) ** 2).mean()
+                grads = torch.autograd.grad(loss, fast, create_graph=True)
+                fast = [w - lr * g for w, g in zip(fast, grads)]
+            return fast
+
+
+        def meta_train(model_fn, params, tasks, meta_opt):
+            for x, y, xq, yq in tasks:
+                fast = adapt(model_fn, params, x, y)
+                meta_loss = ((model_fn(xq, fast) - yq) ** 2).mean()
+                meta_opt.zero_grad()
+                meta_loss.backward()
+                meta_opt.step()
+        """
+    ),
     "graph_built_before_the_loop_is_not_gg101": src(
         """
         import torch

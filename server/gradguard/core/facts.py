@@ -23,6 +23,7 @@ from gradguard.core import flow as F
 from gradguard.core.summary import Fact, register
 
 _STATIC = ("staticmethod",)
+_BUILTINS = frozenset(dir(__import__("builtins")))
 
 
 class _FactResolver(F.Resolver):
@@ -256,9 +257,15 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
                         recv = F.dotted(t.value)
                         if recv is not None:
                             entries.setdefault(recv, (set(), set()))[1].add(t.attr)
+    # Keep the fact coarse (it is fingerprinted): only plain names that the loop
+    # invokes (an object called like a module), never builtins or dotted calls.
     value = frozenset(
-        (callee, ctors.get(callee, ""), frozenset(ms), frozenset(ats)) for callee, (ms, ats) in entries.items()
+        (callee, ctors.get(callee, ""), frozenset(ms), frozenset(ats))
+        for callee, (ms, ats) in entries.items()
+        if "." not in callee and callee not in _BUILTINS and ("__call__" in ms or "forward" in ms)
     )
+    if not value:
+        return []
     key = "loopcalls:" + (stmt.name if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else
                           ",".join(sorted(entries)))
     return [(key, value)]

@@ -7,7 +7,8 @@ Stable API (other rules import these; keep signatures):
 
 * walking:        :func:`iter_nodes`, :func:`iter_statements`, :func:`child_blocks`
 * names:          :func:`dotted`, :func:`qualify`, :func:`target_names`, :func:`loaded_names`
-* backward:       :func:`is_backward_call`, :func:`backward_target`, :func:`has_retain_graph`
+* backward:       :func:`is_backward_call`, :func:`backward_target`, :func:`has_retain_graph`,
+                  :func:`has_create_graph`
 * no_grad:        :func:`is_no_grad_context`, :func:`is_no_grad_with`, :func:`is_no_grad_function`
 * graph cuts:     :func:`is_graph_cut`, :func:`inplace_cut_target`
 * loops:          :func:`is_loop`, :func:`loop_backprops`, :func:`backprop_loops`
@@ -203,6 +204,16 @@ def _looks_like_tensor_receiver(recv: ast.AST) -> bool:
         return True  # (a + b).backward(g), scaler.scale(l).backward()
     last = name.rsplit(".", 1)[-1].lower()
     return last not in K.BACKWARD_OWNERS
+
+
+def has_create_graph(call: ast.Call) -> bool:
+    """``create_graph=True``: a higher-order step (MAML-style unrolling) that keeps
+    the graph on purpose; values carried through it are meant to be."""
+    for kw in call.keywords:
+        if kw.arg == "create_graph":
+            v = kw.value
+            return not (isinstance(v, ast.Constant) and v.value in (False, None))
+    return False
 
 
 def has_retain_graph(call: ast.Call) -> bool:
@@ -1128,7 +1139,8 @@ class GraphFlow:
             if is_backward_call(call, ctx) and qualify(func, ctx) in K.BACKWARD_FUNCTIONS:
                 # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated
                 pass
-            self._event(call, loss, has_retain_graph(call))
+            if not has_create_graph(call):
+                self._event(call, loss, has_retain_graph(call))
             return CLEAN
         if isinstance(func, ast.Attribute):
             return self._method_call(call, func, env)
