@@ -146,7 +146,7 @@ class RunResult:
     error: Optional[str] = None
     seconds: float = 0.0
     backward_calls: int = 0
-    # [(module index, parameter name, grad or None)] after the first backward
+    # [(key, grad or None, optimizer-owned)] after the first backward
     first_grads: Optional[list] = None
     # values differentiated by the first two backward calls
     roots: list = field(default_factory=list)
@@ -168,6 +168,7 @@ class _Recorder:
     def __init__(self, torch):
         self.torch = torch
         self.modules: list = []
+        self.optimizers: list = []
         self.depth = 0
         self.calls = 0
         self.first_grads: Optional[list] = None
@@ -185,14 +186,28 @@ class _Recorder:
         return None
 
     def snapshot(self) -> list:
+        """[(key, grad or None, owned)] for every parameter of every module
+        created so far (creation order), then every optimizer-owned tensor
+        that belongs to no module; ``owned``: some optimizer updates it."""
+        owned = {id(p) for opt in self.optimizers for g in opt.param_groups for p in g["params"]}
         out = []
         seen = set()
+
+        def grab(p):
+            return None if p.grad is None else p.grad.detach().clone()
+
         for i, mod in enumerate(self.modules):
             for name, p in mod.named_parameters(recurse=False):
                 if id(p) in seen:
                     continue
                 seen.add(id(p))
-                out.append((i, name, None if p.grad is None else p.grad.detach().clone()))
+                out.append((f"module#{i}.{name}", grab(p), id(p) in owned))
+        for k, opt in enumerate(self.optimizers):
+            for gi, group in enumerate(opt.param_groups):
+                for j, p in enumerate(group["params"]):
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        out.append((f"optimizer#{k}.group{gi}[{j}]", grab(p), True))
         return out
 
     @contextlib.contextmanager
@@ -205,9 +220,15 @@ class _Recorder:
         orig_autograd_backward = torch.autograd.backward
         orig_autograd_grad = torch.autograd.grad
 
+        orig_opt_init = torch.optim.Optimizer.__init__
+
         def module_init(self, *args, **kwargs):
             rec.modules.append(self)
             return orig_init(self, *args, **kwargs)
+
+        def optimizer_init(self, *args, **kwargs):
+            rec.optimizers.append(self)
+            return orig_opt_init(self, *args, **kwargs)
 
         def wrap(fn, returns_grads=False):
             def wrapper(*args, **kwargs):
@@ -223,7 +244,7 @@ class _Recorder:
                     if rec.first_grads is None:
                         if returns_grads:  # torch.autograd.grad: the gradients are its result
                             rec.first_grads = [
-                                (-1, f"grad[{k}]", None if g is None else g.detach().clone())
+                                (f"grad[{k}]", None if g is None else g.detach().clone(), True)
                                 for k, g in enumerate(result)
                             ]
                         else:
@@ -234,6 +255,7 @@ class _Recorder:
             return wrapper
 
         nn.Module.__init__ = module_init
+        torch.optim.Optimizer.__init__ = optimizer_init
         torch.Tensor.backward = wrap(orig_tensor_backward)
         torch.autograd.backward = wrap(orig_autograd_backward)
         torch.autograd.grad = wrap(orig_autograd_grad, returns_grads=True)
@@ -241,6 +263,7 @@ class _Recorder:
             yield self
         finally:
             nn.Module.__init__ = orig_init
+            torch.optim.Optimizer.__init__ = orig_opt_init
             torch.Tensor.backward = orig_tensor_backward
             torch.autograd.backward = orig_autograd_backward
             torch.autograd.grad = orig_autograd_grad
@@ -304,22 +327,34 @@ def crash_matches(result: RunResult, expected_error: str) -> bool:
 
 
 def compare_grads(a: Optional[list], b: Optional[list]) -> Tuple[bool, str]:
-    """Equal first-iteration parameter gradients? (ok, why-not)"""
+    """Equal first-iteration gradients of what the program learns? (ok, why-not)
+
+    When the original creates optimizers, only the tensors they update are
+    compared (a fix may stop gradients from reaching a frozen backbone that
+    no optimizer steps); without optimizers (hand-written SGD), every module
+    parameter is."""
     import torch
 
     if a is None or b is None:
         return False, f"no backward observed (original={a is not None}, fixed={b is not None})"
-    if len(a) != len(b):
-        return False, f"different parameter count: {len(a)} vs {len(b)}"
     if not a:
-        return False, "no nn.Module parameters were created"
-    for (i, n, g), (j, m, h) in zip(a, b):
-        if (i, n) != (j, m):
-            return False, f"parameter mismatch: module#{i}.{n} vs module#{j}.{m}"
+        return False, "no parameters were created"
+    if a[0][0].startswith("grad["):  # torch.autograd.grad results
+        keys_a = [e[0] for e in a]
+    elif any(e[2] for e in a):
+        keys_a = [e[0] for e in a if e[2]]
+    else:
+        keys_a = [e[0] for e in a]
+    ga = {e[0]: e[1] for e in a}
+    gb = {e[0]: e[1] for e in b}
+    for key in keys_a:
+        if key not in gb:
+            return False, f"{key}: missing from the fixed run"
+        g, h = ga[key], gb[key]
         if (g is None) != (h is None):
-            return False, f"module#{i}.{n}: grad is None in only one run"
+            return False, f"{key}: grad is None in only one run"
         if g is not None and (g.shape != h.shape or not torch.allclose(g, h, rtol=1e-5, atol=1e-7)):
-            return False, f"module#{i}.{n}: gradients differ"
+            return False, f"{key}: gradients differ"
     return True, ""
 
 
