@@ -1327,3 +1327,21 @@ def test_mangled_programs_never_crash_the_rule():
             i = rng.randrange(len(cut))
             variant = cut[:i] + cut[i + 1:] if rng.random() < 0.5 else cut[:i] + [cut[i]] + cut[i:]
             check_source("\n".join(variant) + "\n")
+
+
+def test_leaf_replaced_by_a_view_of_itself():
+    source = src(
+        """
+        import torch
+        X = torch.rand(4, 3, requires_grad=True)
+        X = X.reshape(3, 4)
+        lin = torch.nn.Linear(4, 1)
+        for i in range(3):
+            lin(X).sum().backward()
+        """
+    )
+    f = only(source)
+    assert f.severity is Severity.WARNING
+    assert "from a tensor created with `requires_grad=True`" in f.message_in("en")
+    assert "from `X`" not in f.message_in("en")
+    assert "X = torch.rand(4, 3)\n" in apply(source, f.preferred_fix)

@@ -529,8 +529,10 @@ class _Analysis:
         primary = next((s for s in srcs if s.name), srcs[0])
         trained = any(s.kind in ("param", "module") or (s.name in self.grad_used) for s in srcs)
         certain = g.saving is True
-        src_en, src_zh = _describe(primary)
-        into_en, into_zh = _into(primary)
+        # X = torch.rand(..., requires_grad=True); X = X.reshape(...): the source is the replaced leaf
+        shown = primary if primary.name != var else Src(None, primary.kind)
+        src_en, src_zh = _describe(shown)
+        into_en, into_zh = _into(shown)
         before_en = f"before the loop in `{h.via}()`" if h.via else "before the loop"
         before_zh = f"在 `{h.via}()` 的循环之前" if h.via else "在循环之前"
         if certain:
