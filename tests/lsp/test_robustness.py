@@ -139,6 +139,47 @@ async def test_paths_with_spaces_non_ascii_and_lone_surrogates(shared, tmp_path)
         assert list((await wait_for_diagnostics(client, uri, 2)).diagnostics) == []
 
 
+HELPER_KEEPS = '''def keep(h):
+    """Looks harmless, but keeps the graph."""
+    return h * 1.0
+'''
+HELPER_DETACHES = '''def keep(h):
+    """Cuts the graph."""
+    return h.detach()
+'''
+TRAIN_WITH_IMPORT = """\
+import torch
+from torch import nn
+from helpers import keep
+
+gru = nn.GRU(4, 6)
+opt = torch.optim.SGD(gru.parameters(), lr=0.1)
+hidden = torch.zeros(1, 3, 6)
+for step in range(4):
+    hidden = keep(hidden)
+    out, hidden = gru(torch.randn(5, 3, 4), hidden)
+    loss = out.sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+async def test_names_imported_from_the_users_other_files_are_resolved(shared, tmp_path):
+    """What `keep` does is only known from helpers.py: the server looks it up after
+    the first publish and publishes again; an edit to helpers.py is picked up."""
+    (tmp_path / "helpers.py").write_text(HELPER_KEEPS, encoding="utf-8")
+    uri = file_uri(tmp_path, "train.py")
+    async with use(shared) as client:
+        open_doc(client, uri, TRAIN_WITH_IMPORT, 1)
+        pub = await wait_for_diagnostics(client, uri, 1, check=lambda p: codes(p) == ["GG101"])
+        assert pub.diagnostics[0].range.start.line == 9
+
+        (tmp_path / "helpers.py").write_text(HELPER_DETACHES, encoding="utf-8")
+        change_full(client, uri, TRAIN_WITH_IMPORT + "# 改了一行\n", 2)
+        await wait_for_diagnostics(client, uri, 2, check=lambda p: codes(p) == [])
+
+
 async def test_enable_false_and_on_save_mode(session, tmp_path):
     uri = file_uri(tmp_path, "m.py")
     async with session(init_options={"debounce": 20, "run": "onSave", "logLevel": "error"}) as client:

@@ -69,6 +69,10 @@ class Target:
         self.result_smap: Optional[SourceMap] = None
         self.result_version: Optional[int] = None
         self.published: Set[str] = set()  # part URIs that hold our diagnostics
+        # facts about names imported from the user's other files (core/resolve), found
+        # off the keystroke path after a publish; read by the worker thread
+        self.external: Dict[str, object] = {}
+        self.resolve_task: Optional[asyncio.Task] = None
         self.too_big_logged = False
 
 
@@ -225,6 +229,7 @@ class GradguardServer(LanguageServer):
             if not ok or generation != target.generation or self.targets.get(target.key) is not target:
                 return  # superseded by a newer edit, or closed meanwhile
             self.publish(target)
+            self.schedule_resolve(target)
         except asyncio.CancelledError:
             pass
         except Exception:
@@ -276,6 +281,36 @@ class GradguardServer(LanguageServer):
             return None
         return target.result, target.result_smap
 
+    def schedule_resolve(self, target: Target) -> None:
+        """Look up names imported from the user's other modules, after the fast
+        pass has published; if that changes what is known, analyse again."""
+        if target.path is None or not self.settings.enable:
+            return
+        if target.resolve_task is not None and not target.resolve_task.done():
+            target.resolve_task.cancel()
+        target.resolve_task = asyncio.ensure_future(self._resolve(target))
+
+    async def _resolve(self, target: Target) -> None:
+        try:
+            snap = self.snapshot(target)
+            if snap is None or len(snap[0]) > MAX_SOURCE_CHARS:
+                return
+            root = self.project_config(target.path).root or self.workspace_root() or os.path.dirname(target.path or "")
+            loop = asyncio.get_running_loop()
+            facts = await loop.run_in_executor(self.executor, _resolve_facts, snap[0], target.path, root)
+            if facts is None or facts == target.external or self.targets.get(target.key) is not target:
+                return
+            log.debug("%s: %d fact(s) about imported names; re-analysing", target.key, len(facts))
+            target.external = facts
+            target.result_key = None
+            self.schedule(target, 0)
+            if self.pull and target.kind == "text" and self.cap("workspace.diagnostics.refresh_support", False):
+                self.workspace_diagnostic_refresh(None)  # pulled documents: ask the client to pull again
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("resolving imports of %s failed", target.key)
+
     def diagnostics_for(self, target: Target) -> Dict[str, List[lsp.Diagnostic]]:
         if target.result is None or target.result_smap is None:
             return {}
@@ -316,8 +351,9 @@ class GradguardServer(LanguageServer):
                 log.debug("workspace/diagnostic/refresh failed", exc_info=True)
 
     def close_target(self, target: Target, extra_uris: Sequence[str] = ()) -> None:
-        if target.task is not None and not target.task.done():
-            target.task.cancel()
+        for task in (target.task, target.resolve_task):
+            if task is not None and not task.done():
+                task.cancel()
         target.generation += 1
         self.targets.pop(target.key, None)
         uris = set(target.published) | set(extra_uris)
@@ -411,6 +447,16 @@ class DaemonExecutor(Executor):
             self._queue.put(None)
 
 
+def _resolve_facts(source: str, path: Optional[str], root: Optional[str]) -> Optional[Dict[str, object]]:
+    try:
+        from gradguard.core.resolve import resolve_external_facts
+
+        return resolve_external_facts(source, path, root)
+    except Exception:
+        log.debug("import resolution failed", exc_info=True)
+        return None
+
+
 def _compute(target: Target, source: str, config: Config) -> Optional[CheckResult]:
     """On a worker thread: incremental analysis, restarting from scratch if the
     incremental state ever fails. None: analysis is impossible (logged)."""
@@ -419,16 +465,18 @@ def _compute(target: Target, source: str, config: Config) -> Optional[CheckResul
 
 
 def _compute_locked(target: Target, source: str, config: Config) -> Optional[CheckResult]:
+    facts = target.external
     try:
         if target.doc is None:
-            target.doc = Document(source, target.path, config)
+            target.doc = Document(source, target.path, config, facts)
             return target.doc.result()
         target.doc.set_config(config)
+        target.doc.set_external_facts(facts)
         return target.doc.update(source)
     except Exception:
         log.exception("incremental analysis of %s failed; retrying from scratch", target.key)
     try:
-        target.doc = Document(source, target.path, config)
+        target.doc = Document(source, target.path, config, facts)
         return target.doc.result()
     except Exception:
         log.exception("analysis of %s failed", target.key)
@@ -593,6 +641,9 @@ def create_server() -> GradguardServer:
         target = ls.targets.get(uri)
         if target is not None:
             ls.schedule(target, 0)
+        for other in ls.targets.values():  # it may define names the others import
+            if other is not target:
+                ls.schedule_resolve(other)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GradguardServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -827,6 +878,7 @@ async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceE
     version = td.version
     config = ls.config_for(target)
     path = target.path
+    facts = target.external
     first = result.findings
 
     def run() -> str:
@@ -838,7 +890,7 @@ async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceE
             if state["first"] and t == text:
                 state["first"] = False
                 return first
-            return check_source(_analysable(t), path, config).findings
+            return check_source(_analysable(t), path, config, facts).findings
 
         return act.iterate_fixes(text, check)
 
