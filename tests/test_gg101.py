@@ -613,6 +613,15 @@ def test_alternative_fix_resets_and_says_it_loses_state():
     assert gg101(apply_text_edits(text, alt.edits)) == []
 
 
+def test_helper_that_back_propagates_is_named_in_the_related_location():
+    f = gg101(HELPER_BACKWARD_INSIDE)[0]
+    carry = line(HELPER_BACKWARD_INSIDE, "# <carry>")
+    (rel,) = [r for r in f.related if "train_step" in r.message_in("en")]
+    assert rel.range.start.line == carry and "backward()" in rel.message_in("en")
+    assert "train_step" in rel.message_in("zh")
+    assert "`train_step(x, h)`" in f.message_in("en")
+
+
 def test_retain_graph_is_still_flagged_and_explained():
     f = gg101(RETAIN_GRAPH)[0]
     assert f.data.get("retain_graph") is True
@@ -1389,3 +1398,72 @@ def test_docs_page_is_generated_from_the_explanation():
     page = (REPO / "docs" / "rules" / "GG101.md").read_text(encoding="utf-8")
     assert get_rule("GG101").explain("en").strip() in page
     assert get_rule("GG101").explain("zh").strip() in page
+
+
+# ---------------------------------------------------------------------------
+# core/flow helpers shared with GG102
+# ---------------------------------------------------------------------------
+def _expr(code: str):
+    import ast
+
+    return ast.parse(code, mode="eval").body
+
+
+@pytest.mark.parametrize(
+    "code, target",
+    [
+        ("loss.backward()", "loss"),
+        ("loss.backward(gradient=g)", "loss"),
+        ("(a + b).backward(g)", "a + b"),
+        ("scaler.scale(loss).backward()", "loss"),
+        ("accelerator.backward(loss)", "loss"),
+        ("self.manual_backward(loss)", "loss"),
+        ("torch.autograd.backward(out.sum())", "out.sum()"),
+        ("torch.autograd.grad(loss, params, create_graph=True)", "loss"),
+    ],
+)
+def test_backward_target(code, target):
+    import ast
+
+    from gradguard.core import flow
+
+    call = _expr(code)
+    assert flow.is_backward_call(call)
+    assert ast.unparse(flow.backward_target(call)) == target
+
+
+@pytest.mark.parametrize(
+    "code, cut",
+    [
+        ("h.detach()", True),
+        ("h.detach().to(dev)", True),
+        ("tuple(s.detach() for s in h)", True),
+        ("(h.detach(), c.detach())", True),
+        ("(h[0].detach(), h[1])", False),
+        ("h.data", True),
+        ("loss.item()", True),
+        ("None", True),
+        ("h.clone()", False),
+        ("h", False),
+    ],
+)
+def test_is_graph_cut(code, cut):
+    from gradguard.core import flow
+
+    assert flow.is_graph_cut(_expr(code)) is cut
+
+
+def test_no_grad_recognition_through_aliases():
+    import ast
+
+    from gradguard.core import flow
+
+    tree = ast.parse(
+        "import torch as th\n"
+        "with th.no_grad():\n    pass\n"
+        "with torch.set_grad_enabled(False):\n    pass\n"
+        "with torch.set_grad_enabled(True):\n    pass\n"
+        "with torch.inference_mode(False):\n    pass\n"
+    )
+    withs = [s for s in tree.body if isinstance(s, ast.With)]
+    assert [flow.is_no_grad_with(w) for w in withs] == [True, True, False, False]

@@ -498,15 +498,20 @@ def _related(carry: F.Carry, ctx) -> Tuple[Related, ...]:
                 },
             )
         )
-    out.append(
-        Related(
-            ctx.range(carry.event.call),
-            {
-                "en": f"this backward() reaches the previous iteration's freed graph through {n_en}",
-                "zh": f"这里的 backward() 会经由 {n_zh} 回溯到上一轮已释放的计算图",
-            },
-        )
-    )
+    call = carry.event.call
+    if F.is_backward_call(call, ctx):
+        msg = {
+            "en": f"this backward() reaches the previous iteration's freed graph through {n_en}",
+            "zh": f"这里的 backward() 会经由 {n_zh} 回溯到上一轮已释放的计算图",
+        }
+    else:  # a same-file helper that back-propagates its argument
+        name = _code(call.func, 32)
+        msg = {
+            "en": f"`{name}(...)` calls backward() on a graph that reaches the previous iteration's freed graph "
+            f"through {n_en}",
+            "zh": f"`{name}(...)` 内部调用了 backward()，其计算图经由 {n_zh} 连到上一轮已释放的图",
+        }
+    out.append(Related(ctx.range(call), msg))
     return tuple(out)
 
 
