@@ -890,6 +890,11 @@ class _Analysis:
 
     # -- loops ------------------------------------------------------------------
     def _check_loop(self, loop: ast.stmt):
+        if not any(isinstance(v, Graph) for v in self.env.values()):
+            return
+        if not any(isinstance(c, ast.Call) and (F.is_backward_call(c, self.ctx) or self._fn_fact("bw", c))
+                   for c in F.iter_nodes(loop.body)):
+            return
         assigned = _assigned_in(loop.body)
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             assigned |= set(_bound_names(loop.target))
