@@ -117,16 +117,26 @@ async def test_fix_all_source_action_and_command(shared, tmp_path):
         change_full(client, uri, fixed, 8)
         assert list((await wait_for_diagnostics(client, uri, 8)).diagnostics) == []
 
-        # the same through workspace/executeCommand → workspace/applyEdit
+        # unfiltered requests (the lightbulb) get fix-all unresolved; codeAction/resolve fills it in
         change_full(client, uri, text, 9)
-        assert codes(await wait_for_diagnostics(client, uri, 9)) == ["GG101", "GG102"]
+        d = (await wait_for_diagnostics(client, uri, 9)).diagnostics[0]
+        lazy = [a for a in await code_actions(client, uri, d.range, [d]) if a.kind == "source.fixAll.gradguard"]
+        assert len(lazy) == 1 and lazy[0].edit is None
+        resolved = await asyncio.wait_for(client.code_action_resolve_async(lazy[0]), 20)
+        assert apply_workspace_edit(text, uri, resolved.edit, expect_version=9) == fixed
+        change_full(client, uri, fixed, 10)
+        assert list((await wait_for_diagnostics(client, uri, 10)).diagnostics) == []
+
+        # the same through workspace/executeCommand → workspace/applyEdit
+        change_full(client, uri, text, 11)
+        assert codes(await wait_for_diagnostics(client, uri, 11)) == ["GG101", "GG102"]
         n_applied = len(client.applied_edits)
         res = await asyncio.wait_for(
             client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="gradguard.fixAll", arguments=[uri])), 20
         )
         assert res["applied"] is True
         assert len(client.applied_edits) == n_applied + 1
-        assert apply_workspace_edit(text, uri, client.applied_edits[-1].edit, expect_version=9) == fixed
+        assert apply_workspace_edit(text, uri, client.applied_edits[-1].edit, expect_version=11) == fixed
 
 
 async def test_noqa_action_suppresses_and_merges(shared, tmp_path):
