@@ -1345,3 +1345,36 @@ def test_leaf_replaced_by_a_view_of_itself():
     assert "from a tensor created with `requires_grad=True`" in f.message_in("en")
     assert "from `X`" not in f.message_in("en")
     assert "X = torch.rand(4, 3)\n" in apply(source, f.preferred_fix)
+
+
+def test_helper_functions_returning_no_graph():
+    source = src(
+        """
+        import torch
+        import torch.nn as nn
+
+        @torch.no_grad()
+        def make_targets(inputs, weight):
+            return torch.tanh(inputs @ weight)
+
+        def make_labels(inputs, weight):
+            return torch.tanh(inputs @ weight).detach()
+
+        def make_graph_labels(inputs, weight):
+            return torch.tanh(inputs @ weight)
+
+        def main():
+            inputs = torch.randn(10, 4, requires_grad=True)
+            weight = torch.randn(4, 2)
+            targets = make_targets(inputs, weight)
+            labels = make_labels(inputs, weight)
+            stale = make_graph_labels(inputs, weight)
+            model = nn.Linear(4, 2)
+            for epoch in range(4):
+                loss = nn.functional.mse_loss(model(inputs), targets) + nn.functional.mse_loss(model(inputs), labels)
+                loss = loss + nn.functional.mse_loss(model(inputs), stale)
+                loss.backward()
+        """
+    )
+    f = only(source)
+    assert f.data["variable"] == "stale" and "`make_graph_labels()`" in f.message_in("en")

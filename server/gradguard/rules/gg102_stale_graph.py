@@ -27,6 +27,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+from gradguard.core import facts as _facts  # noqa: F401  (registers the shared fn:/class: summaries used here)
 from gradguard.core import flow as F
 from gradguard.core import knowledge as K
 from gradguard.core import summary as _summary
@@ -1421,6 +1422,28 @@ class _Analysis:
             if func.id in ("list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"):
                 return _carrier(_merge(args, False), list(e.args) + [k.value for k in e.keywords], self.env, args)
             return None
+        if isinstance(func, ast.Name) and func.id not in self.env:
+            # a function defined in this file (or resolved from another): what does it return?
+            ff = self.ctx.summary.get(f"fn:{func.id}")
+            if ff is not None and hasattr(ff, "ret") and hasattr(ff, "no_grad"):
+                if ff.no_grad or ff.detaches or not ff.returns_value:
+                    return None
+                flows = set(getattr(ff.ret, "params", ()) or ())
+                nodes: List[ast.AST] = []
+                vals = []
+                pos = [a for a in e.args if not isinstance(a, ast.Starred)]
+                for i, a in enumerate(pos):
+                    if i in flows:
+                        nodes.append(a)
+                        vals.append(args[i])
+                names = list(getattr(ff, "params", ()) or ())
+                for j, k in enumerate(e.keywords):
+                    if k.arg in names and names.index(k.arg) in flows:
+                        nodes.append(k.value)
+                        vals.append(args[len(e.args) + j])
+                if not any(_as_graph(v) is not None for v in vals):
+                    return None
+                return _carrier(_merge(vals, None, f"`{func.id}()`"), nodes, self.env, vals)
         if any(_as_graph(a) is not None for a in args):
             name = ast.unparse(func) if hasattr(ast, "unparse") else "call"
             return _carrier(_merge(args, None, f"`{name}()`"), list(e.args) + [k.value for k in e.keywords],
