@@ -1378,3 +1378,21 @@ def test_helper_functions_returning_no_graph():
     )
     f = only(source)
     assert f.data["variable"] == "stale" and "`make_graph_labels()`" in f.message_in("en")
+
+
+def test_containers_of_leaves_hold_no_graph():
+    source = src(
+        """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        data = torch.randn(16, 4, requires_grad=True)
+        labels = torch.randn(16, 1)
+        loader = DataLoader(TensorDataset(data, labels), batch_size=4)
+        params = (torch.zeros(4, 1, requires_grad=True), torch.zeros(1, requires_grad=True))
+        for epoch in range(3):
+            for x, y in loader:
+                loss = ((x @ params[0] + params[1] - y) ** 2).mean()
+                loss.backward()
+        """
+    )
+    assert gg102(source) == []

@@ -78,6 +78,9 @@ class Graph:
     # A container or opaque object holding stale tensors (DataLoader(TensorDataset(feats, y)), (a, b)):
     # the names of those tensors, which are what a finding is about.
     carried: Tuple[str, ...] = ()
+    # A container of leaves only ((w, b), TensorDataset(X)): reusing it is reusing leaves, which is fine;
+    # a tensor op on it (torch.cat([X, X])) builds a real non-leaf.
+    holder: bool = False
 
 
 def _sv(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
@@ -119,11 +122,15 @@ def _merge(values: Iterable, saving: Optional[bool] = False, op: Optional[str] =
     return Graph(frozenset(sources), sv, tuple(stmts), unknown if sv is None else None)
 
 
-def _carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence = ()) -> Optional[Graph]:
+def _carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence = (),
+             container: bool = False) -> Optional[Graph]:
     """``g`` built by an opaque call or a display from ``nodes`` (evaluated to
-    ``values``): remember which named stale tensors it holds."""
+    ``values``): remember which named stale tensors it holds. A pure
+    ``container`` of leaves (``TensorDataset(X)``, ``(w, b)``) holds no graph."""
     if g is None:
         return None
+    if container and not any(isinstance(v, Graph) and not v.holder for v in values):
+        return Graph(g.sources, g.saving, g.stmts, g.unknown_op, (), True)
     names: List[str] = []
     for v in values:
         if isinstance(v, Graph):
@@ -135,7 +142,7 @@ def _carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence
             n = n.value
         if isinstance(n, ast.Name):
             v = env.get(n.id)
-            if isinstance(v, Graph):
+            if isinstance(v, Graph) and not v.holder:
                 for c in (v.carried or (n.id,)):
                     if c not in names:
                         names.append(c)
@@ -147,7 +154,7 @@ def _carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence
 def _with_stmt(g: Optional[Graph], stmt: ast.stmt) -> Optional[Graph]:
     if g is None or stmt in g.stmts:
         return g
-    return Graph(g.sources, g.saving, g.stmts + (stmt,), g.unknown_op, g.carried)
+    return Graph(g.sources, g.saving, g.stmts + (stmt,), g.unknown_op, g.carried, g.holder)
 
 
 # ---------------------------------------------------------------------------
@@ -899,7 +906,7 @@ class _Analysis:
         assigned = _assigned_in(loop.body)
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             assigned |= set(_bound_names(loop.target))
-        cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and n not in assigned}
+        cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and not v.holder and n not in assigned}
         if not cands:
             return
         taint: Dict[str, Set[str]] = {n: {n} for n in cands}
@@ -1067,7 +1074,7 @@ class _Analysis:
             fact = self._fn_fact("bwloop", c)
             if fact is None:
                 continue
-            taint = {n: {n} for n, v in self.env.items() if isinstance(v, Graph)}
+            taint = {n: {n} for n, v in self.env.items() if isinstance(v, Graph) and not v.holder}
             reached = []
             for cand in sorted(self._fact_taint(fact, c, taint)):
                 for var in self.env[cand].carried or (cand,):
@@ -1258,7 +1265,7 @@ class _Analysis:
             return _merge([self._eval(e.body), self._eval(e.orelse)], False)
         if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
             vs = [self._eval(x) for x in e.elts]
-            return None if self.nograd else _carrier(_merge(vs, False), e.elts, self.env, vs)
+            return None if self.nograd else _carrier(_merge(vs, False), e.elts, self.env, vs, container=True)
         if isinstance(e, ast.Starred):
             return self._eval(e.value)
         if isinstance(e, ast.NamedExpr):
@@ -1412,7 +1419,7 @@ class _Analysis:
                 return None
             if q.startswith("torch.utils."):  # TensorDataset(x, y), DataLoader(...): containers
                 return _carrier(_merge(args, None, f"`{q}`"), list(e.args) + [k.value for k in e.keywords],
-                                self.env, args)
+                                self.env, args, container=True)
             return _merge(args, None, f"`{q}`")
         if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES and func.id not in self.env:
             if func.id in ("sum",):
@@ -1420,7 +1427,8 @@ class _Analysis:
             if func.id in ("abs", "max", "min", "pow", "divmod", "round"):
                 return _merge(args, None, f"`{func.id}()`")
             if func.id in ("list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"):
-                return _carrier(_merge(args, False), list(e.args) + [k.value for k in e.keywords], self.env, args)
+                return _carrier(_merge(args, False), list(e.args) + [k.value for k in e.keywords], self.env, args,
+                                container=True)
             return None
         if isinstance(func, ast.Name) and func.id not in self.env:
             # a function defined in this file (or resolved from another): what does it return?
