@@ -1,18 +1,94 @@
-"""The server's entry point, and the CLI's promise not to load it."""
+"""The server's entry point (stdio is covered everywhere else; here --tcp and
+argument errors), and the CLI's promise never to load the server's libraries."""
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
+import time
+
+import pytest
 
 from conftest import GRU_SEED
+from gradguard.lsp.server import main
 
 
-def test_entry_point_and_cli_check_path_does_not_import_pygls(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "gradguard.lsp.server", "--version"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and "gradguard" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "gradguard.lsp.server", "--tcp", "nonsense"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2
+def test_bad_arguments_and_version(capsys):
+    assert main(["--tcp", "nonsense"]) == 2
+    assert "HOST:PORT" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and "gradguard" in capsys.readouterr().out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rpc(sock: socket.socket, payload: dict) -> None:
+    body = json.dumps(payload).encode("utf-8")
+    sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def _read_message(f) -> dict:
+    length = None
+    while True:
+        line = f.readline()
+        if not line:
+            raise EOFError
+        line = line.strip()
+        if not line:
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(f.read(length))
+
+
+def test_tcp_transport(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gradguard.lsp.server", "--tcp", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                assert time.monotonic() < deadline, "the server never listened"
+                time.sleep(0.1)
+        with sock, sock.makefile("rb") as f:
+            _rpc(sock, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": None}})
+            msg = _read_message(f)
+            while msg.get("id") != 1:
+                msg = _read_message(f)
+            assert msg["result"]["serverInfo"]["name"] == "gradguard"
+            assert msg["result"]["capabilities"]["hoverProvider"]
+            _rpc(sock, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            uri = (tmp_path / "t.py").as_uri()
+            _rpc(sock, {"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                        "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": GRU_SEED}}})
+            while True:
+                msg = _read_message(f)
+                if msg.get("method") == "textDocument/publishDiagnostics" and msg["params"]["uri"] == uri:
+                    break
+            assert msg["params"]["version"] == 1
+            assert [d["code"] for d in msg["params"]["diagnostics"]] == ["GG101"]
+            _rpc(sock, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+            _rpc(sock, {"jsonrpc": "2.0", "method": "exit"})
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_cli_check_path_does_not_import_pygls(tmp_path):
     src = tmp_path / "t.py"
     src.write_text(GRU_SEED, encoding="utf-8")
     probe = (

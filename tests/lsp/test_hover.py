@@ -124,11 +124,21 @@ async def test_chinese_locale_and_language_override(session, tmp_path):
         assert get_rule("GG102").explain("en").strip().splitlines()[0] in h.contents.value
 
 
-async def test_language_setting_zh_with_english_locale(session, tmp_path):
+async def test_language_setting_zh_with_english_locale(shared, tmp_path):
     uri = file_uri(tmp_path, "gru.py")
-    async with session(init_options={"debounce": 20, "language": "zh-cn"}, locale="en-US") as client:
+    async with use(shared) as client:  # the shared client has no locale: English
         open_doc(client, uri, GRU_SEED, 1)
         d = (await wait_for_diagnostics(client, uri, 1)).diagnostics[0]
-        assert not d.message.isascii()
-        h = await hover(client, uri, GRU_LINE, d.range.start.character + 1)
-        assert get_rule("GG101").explain("zh").strip().splitlines()[0] in h.contents.value
+        assert d.message.isascii()
+        mark = len(client.published)
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"gradguard": {"debounce": 20, "language": "zh-cn"}}))
+        try:
+            d = (await wait_for_diagnostics(client, uri, 1, since=mark)).diagnostics[0]
+            assert not d.message.isascii()
+            h = await hover(client, uri, GRU_LINE, d.range.start.character + 1)
+            assert get_rule("GG101").explain("zh").strip().splitlines()[0] in h.contents.value
+        finally:
+            mark = len(client.published)
+            client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"gradguard": FAST}))
+            d = (await wait_for_diagnostics(client, uri, 1, since=mark)).diagnostics[0]
+            assert d.message.isascii()

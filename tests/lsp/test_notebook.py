@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import pytest_asyncio
 from lsprotocol import types as lsp
 
-from conftest import FAST, apply_workspace_edit, code_actions, vscode_capabilities, wait_for_diagnostics
+from conftest import FAST, apply_workspace_edit, code_actions, start_session, use, vscode_capabilities, wait_for_diagnostics
 from gradguard.core import check_source
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -40,12 +41,14 @@ def _item(uri: str, text: str, lang: str = "python", version: int = 1) -> lsp.Te
     return lsp.TextDocumentItem(uri=uri, language_id=lang, version=version, text=text)
 
 
-@pytest.fixture
-def capabilities():
-    return vscode_capabilities(notebooks=True)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def nb_client():
+    """One server for this module, with a client that syncs notebooks."""
+    async with start_session(init_options=FAST, capabilities=vscode_capabilities(notebooks=True)) as client:
+        yield client
 
 
-async def test_notebook_open_change_close(session, tmp_path, capabilities):
+async def test_notebook_open_change_close(nb_client, tmp_path):
     nb = (tmp_path / "train.ipynb").as_uri()
     c = [cell_uri(nb, i) for i in range(6)]
     cells = [
@@ -54,7 +57,7 @@ async def test_notebook_open_change_close(session, tmp_path, capabilities):
         (c[2], MAGIC, "python", lsp.NotebookCellKind.Code),
         (c[3], LOOP, "python", lsp.NotebookCellKind.Code),
     ]
-    async with session(init_options=FAST, capabilities=capabilities) as client:
+    async with use(nb_client) as client:
         sync = client.init_result.capabilities.notebook_document_sync
         assert sync is not None and sync.notebook_selector[0].cells[0].language == "python"
         client.notebook_document_did_open(
@@ -169,7 +172,7 @@ async def test_notebook_open_change_close(session, tmp_path, capabilities):
             assert list((await wait_for_diagnostics(client, u, since=mark)).diagnostics) == []
 
 
-async def test_notebook_graph_built_in_one_cell_used_in_another(session, tmp_path, capabilities):
+async def test_notebook_graph_built_in_one_cell_used_in_another(nb_client, tmp_path):
     """GG102 across cells: Y built in cell 1, back-propagated in the loop of cell 2."""
     from conftest import REGRESSION_SEED
 
@@ -178,7 +181,7 @@ async def test_notebook_graph_built_in_one_cell_used_in_another(session, tmp_pat
     first, second = "\n".join(lines[:split]), "\n".join(lines[split:])
     nb = (tmp_path / "reg.ipynb").as_uri()
     c0, c1 = cell_uri(nb, 0), cell_uri(nb, 1)
-    async with session(init_options=FAST, capabilities=capabilities) as client:
+    async with use(nb_client) as client:
         client.notebook_document_did_open(
             lsp.DidOpenNotebookDocumentParams(
                 notebook_document=lsp.NotebookDocument(

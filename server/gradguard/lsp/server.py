@@ -919,15 +919,19 @@ def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``gradguard serve [--tcp HOST:PORT] [--log-file F] [--log-level L]``."""
     args = _parse_args(argv)
+    tcp: Optional[Tuple[str, int]] = None
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            print(f"gradguard serve: --tcp wants HOST:PORT, got {args.tcp!r}", file=sys.stderr)
+            return 2
+        tcp = (host or "127.0.0.1", int(port))
     level = _LEVELS[args.log_level]
     root = logging.getLogger("gradguard")
     root.setLevel(logging.DEBUG)  # handlers filter
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    stderr = logging.StreamHandler(sys.stderr)
-    stderr.setLevel(max(level, logging.WARNING))  # stderr stays quiet: clients show it as noise
-    stderr.setFormatter(fmt)
-    root.addHandler(stderr)
     if args.log_file:
         try:
             fh = logging.FileHandler(args.log_file, encoding="utf-8")
@@ -939,18 +943,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         root.addHandler(fh)
         logging.getLogger("pygls").addHandler(fh)
         logging.getLogger("pygls").setLevel(max(level, logging.INFO))
-    root.info("gradguard %s language server starting (pid %d, %s)", __version__, os.getpid(), "tcp " + args.tcp if args.tcp else "stdio")
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setLevel(max(level, logging.WARNING))  # stderr stays quiet: clients show it as noise
+    stderr.setFormatter(fmt)
+    root.addHandler(stderr)
+    root.info("gradguard %s language server starting (pid %d, %s)", __version__, os.getpid(), f"tcp {args.tcp}" if tcp else "stdio")
     server = create_server()
-    if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        try:
-            port_no = int(port)
-        except ValueError:
-            print(f"gradguard serve: --tcp wants HOST:PORT, got {args.tcp!r}", file=sys.stderr)
-            return 2
-        server.start_tcp(host or "127.0.0.1", port_no)
-    else:
-        server.start_io()
+    if tcp:
+        server.start_tcp(*tcp)
+        return 0
+    # stdout carries the protocol: anything else printing there would corrupt it
+    protocol_out = sys.stdout.buffer
+    sys.stdout = sys.stderr
+    server.start_io(sys.stdin.buffer, protocol_out)
     return 0
 
 
