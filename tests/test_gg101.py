@@ -432,6 +432,20 @@ def test_preferred_fix_is_silent_and_idempotent(name):
     assert_fixed_cleanly(text)
 
 
+def test_reinit_per_epoch_does_not_hide_the_carry_across_batches():
+    text = MODEL_CLASS_GRU.replace(
+        "        for i, (x, y) in enumerate(loader):\n",
+        "        state = None  # re-initialised every epoch\n        for i, (x, y) in enumerate(loader):\n",
+    )
+    assert text != MODEL_CLASS_GRU
+    f = assert_single(text, "state")
+    # the fix goes into the batch loop, not the epoch loop
+    edit = f.preferred_fix.edits[-1]
+    assert edit.range.start.line == line(text, "# <carry>")
+    assert edit.new_text.startswith(" " * 12 + "if state is not None:")
+    assert_fixed_cleanly(text)
+
+
 def test_seed_positions_message_and_related():
     f = assert_single(SEED_GRU, "hidden")
     carry = line(SEED_GRU, "# <carry>")
@@ -672,6 +686,73 @@ def test_stateful_module_forward_is_flagged_and_fixed_in_forward():
     # resetting the state every iteration is correct usage: silent
     per_batch = text.replace("for x, y in loader:\n", "for x, y in loader:\n    model.reset()\n")
     assert gg101(per_batch) == []
+
+
+GLOBAL_STEP = src(
+    """
+    import torch
+    import torch.nn as nn
+
+    rnn = nn.GRU(3, 5, batch_first=True)
+    head = nn.Linear(5, 1)
+    optimizer = torch.optim.SGD([*rnn.parameters(), *head.parameters()], lr=0.05)
+    hidden = torch.zeros(1, 2, 5)
+    total = 0
+
+
+    def train_step(x, y):
+        \"\"\"One step; the state lives in a global between calls.\"\"\"
+        global hidden, total
+        out, hidden = rnn(x, hidden)  # <carry>
+        loss = nn.functional.mse_loss(head(out), y)
+        total = total + loss
+        optimizer.zero_grad()
+        loss.backward()  # <bw>
+        optimizer.step()
+        return loss.item()
+
+
+    for x, y in batches:
+        train_step(x, y)
+    """
+)
+
+
+def test_global_state_between_calls_is_flagged_and_fixed_after_the_global_statement():
+    f = assert_single(GLOBAL_STEP, "hidden")  # `total` never reaches a backward: not reported
+    assert "train_step" in f.message_in("en") and "train_step" in f.message_in("zh")
+    edit = f.preferred_fix.edits[0]
+    assert edit.range.start.line == line(GLOBAL_STEP, "# <carry>")  # after the docstring and `global`
+    assert edit.new_text == "    if hidden is not None:\n        hidden = hidden.detach()\n"
+    assert_fixed_cleanly(GLOBAL_STEP)
+
+
+def test_trainer_keeping_state_on_self_between_steps():
+    text = src(
+        """
+        import torch
+        from torch import nn
+
+
+        class Trainer:
+            def __init__(self):
+                self.rnn = nn.LSTM(4, 4)
+                self.opt = torch.optim.SGD(self.rnn.parameters(), lr=0.1)
+                self.state = None
+
+            def step(self, x):
+                out, self.state = self.rnn(x, self.state)  # <carry>
+                loss = out.pow(2).mean()
+                self.opt.zero_grad()
+                loss.backward()  # <bw>
+                self.opt.step()
+        """
+    )
+    f = assert_single(text, "self.state")
+    assert f.preferred_fix.edits[0].new_text == (
+        "        if self.state is not None:\n            self.state = tuple(s.detach() for s in self.state)\n"
+    )
+    assert_fixed_cleanly(text)
 
 
 def test_chinese_identifiers_and_comments_on_the_flagged_line():

@@ -66,6 +66,23 @@ def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.e
     return tuple(names), defaults
 
 
+def _needs_interpretation(body) -> bool:
+    """A statement-level scan (no expression walk): a ``return <value>``, a
+    ``yield``, or a statement whose call back-propagates."""
+    for s in F.iter_statements(body):
+        if isinstance(s, ast.Return) and s.value is not None:
+            return True
+        value = s.value if isinstance(s, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)) else None
+        if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return True
+        if isinstance(value, ast.Call):
+            f = value.func
+            name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+            if name in F.K.BACKWARD_METHODS or name == "grad":
+                return True
+    return False
+
+
 def _retpos(v: F.Val) -> F.RetPos:
     graph = any(t[0] == "G" or t[0] == "L" for t in v.taints)
     params = frozenset(t[1] for t in v.taints if t[0] == "P")
@@ -78,6 +95,9 @@ def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self
     each parameter as a ``("P", i)`` token."""
     is_static = any(isinstance(d, ast.Name) and d.id in _STATIC for d in fn.decorator_list)  # type: ignore[attr-defined]
     names, defaults = _params(fn, method and not is_static)
+    if not _needs_interpretation(fn.body):  # type: ignore[attr-defined]
+        # returns nothing and back-propagates nothing: nothing to learn (most defs)
+        return F.FnFacts(params=names, no_grad=F.is_no_grad_function(fn))
     env = {}
     for i, n in enumerate(names):
         d = defaults.get(n)

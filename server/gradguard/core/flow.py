@@ -617,6 +617,7 @@ class BackwardEvent:
     call: ast.Call  # the backward() (or the call of a helper that back-propagates)
     loss: Val
     retain: bool
+    in_loop: bool = False  # inside a loop of the unit (then the loop analysis owns it)
 
 
 @dataclass
@@ -685,8 +686,32 @@ class GraphFlow:
         env = dict(env or {})
         if self.self_obj:
             env.setdefault("self", Val(obj=self.self_obj))
+        if self.track_self_state:
+            for s in iter_statements(body):
+                if isinstance(s, ast.Global):
+                    for n in s.names:
+                        env[n] = Val(frozenset({("A", n)}))
         self.final = self.block(body, env)
         return self.final
+
+    def call_carried_states(self) -> List[Tuple[str, Val, BackwardEvent]]:
+        """After :meth:`run`: state kept between CALLS of this unit (``global h`` or
+        ``self.h``, entered with an ("A", name) token) that is rebuilt here from its
+        previous value with a graph, fed into this unit's own backward (which frees
+        that graph), and kept for the next call: the next call's backward crashes."""
+        out = []
+        for key, v in (getattr(self, "final", None) or {}).items():
+            tok = ("A", key)
+            if tok not in v.taints:
+                continue
+            g = v.graph_tokens()
+            if not g:
+                continue
+            for ev in self.events:
+                if tok in ev.loss.taints and g & ev.loss.graph_tokens() and not ev.in_loop:
+                    out.append((key, v, ev))
+                    break
+        return sorted(out, key=lambda kv: kv[0])
 
     def self_states(self) -> List[Tuple[str, Val]]:
         """After :meth:`run` with ``track_self_state``: attributes ``self.x`` that the
@@ -973,7 +998,7 @@ class GraphFlow:
 
     # -- backward events ---------------------------------------------------
     def _event(self, call: ast.Call, loss: Val, retain: bool, freed: Iterable = ()) -> None:
-        ev = BackwardEvent(call, loss, retain)
+        ev = BackwardEvent(call, loss, retain, bool(self.frames))
         self.events.append(ev)
         if self.no_grad:
             pass  # backward under no_grad still runs; graph-less values simply carry no tokens

@@ -244,7 +244,7 @@ class CarriedGraph(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not _worth_running(unit.body, ctx) and not _maybe_stateful(unit, ctx):
+        if not _worth_running(unit.body, ctx, unit) and not _maybe_stateful(unit, ctx):
             return ()
         resolver = F.Resolver(ctx)
         self_obj = None
@@ -256,7 +256,7 @@ class CarriedGraph(Rule):
         env: Dict[str, F.Val] = {}
         if unit.kind == "function" and unit.node is not None:
             env = _param_env(unit.node, unit.class_node is not None)
-        stateful = self_obj is not None and unit.kind == "function" and unit.node is not None
+        stateful = unit.kind == "function" and unit.node is not None
         flow = F.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful)
         try:
             flow.run(unit.body, env)
@@ -268,7 +268,12 @@ class CarriedGraph(Rule):
             if f is not None:
                 out.append(f)
         if stateful:
-            out.extend(_stateful_findings(self, unit, flow, ctx))
+            done = set()
+            for f in _call_state_findings(self, unit, flow, ctx):
+                done.add(f.data["variable"])
+                out.append(f)
+            if self_obj is not None:
+                out.extend(f for f in _stateful_findings(self, unit, flow, ctx) if f.data["variable"] not in done)
         return out
 
 
@@ -287,7 +292,9 @@ def _worth_running(body: Sequence[ast.stmt], ctx, unit=None) -> bool:
         last = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in body)
     text = "\n".join(ctx.index.lines[first - 1:last])
     if "for" not in text and "while" not in text:
-        return False
+        # no loop: only state kept between calls (global h / self.h) can be carried
+        if unit is None or unit.kind != "function" or ("global" not in text and unit.class_node is None):
+            return False
     if "backward" in text or "grad(" in text:
         return True
     _, bw_methods, bw_functions = _summary_index(ctx.summary)
@@ -386,12 +393,50 @@ def _stateful_findings(rule, unit, flow: F.GraphFlow, ctx) -> List[Finding]:
     return out
 
 
+def _call_state_findings(rule, unit, flow: F.GraphFlow, ctx) -> List[Finding]:
+    """``global hidden`` (or ``self.hidden``) rebuilt from its previous value in a
+    function that back-propagates it: the next call runs into the freed graph."""
+    out = []
+    for key, v, ev in flow.call_carried_states():
+        if v.site is None:
+            continue
+        built = F._built_by(v)
+        carry = F.Carry(unit.node, (key,), v.site, built, ev, (), len(v.elems) if v.elems else None, {}, {})
+        shape = _structure(carry, flow, ctx, unit)
+        fname = unit.node.name
+        bw = _code(ev.call)
+        msg = {
+            "en": f"`{key}` is kept between calls of `{fname}` still attached to this call's autograd graph, and "
+            f"the next call's `{bw}` back-propagates into that already-freed graph (\"Trying to backward through "
+            f"the graph a second time\"); detach it at the start of `{fname}`.",
+            "zh": f"`{key}` 在两次调用 `{fname}` 之间被保留下来，却仍连着本次调用的计算图，下一次调用中的 `{bw}` "
+            f"会反向传播进这张已经释放的图（报错 \"Trying to backward through the graph a second time\"）；"
+            f"请在 `{fname}` 开头对它 detach。",
+        }
+        related = []
+        if built is not None:
+            related.append(Related(ctx.range(built), {"en": f"the graph that `{key}` keeps is built here",
+                                                      "zh": f"`{key}` 保留的计算图在这里构建"}))
+        related.append(Related(ctx.range(ev.call), {
+            "en": f"the next call's backward() reaches the freed graph through `{key}`",
+            "zh": f"下一次调用时，这里的 backward() 会经由 `{key}` 回溯到已释放的计算图"}))
+        out.append(Finding(rule.code, ctx.line_range(v.site), msg, rule.default_severity, tuple(related),
+                           _method_top_fix(unit, key, shape, ctx),
+                           {"variable": key, "variables": [key], "stateful": True}))
+    return out
+
+
 def _method_top_fix(unit, key: str, shape: str, ctx) -> Tuple[Fix, ...]:
     body = unit.node.body
-    first = body[0]
-    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str) and len(body) > 1):
-        first = body[1]  # keep the docstring first
+    i = 0
+    if (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        i = 1  # keep the docstring first
+    while i < len(body) and isinstance(body[i], (ast.Global, ast.Nonlocal)):
+        i += 1  # a `global h` must stay before any use of h
+    if i >= len(body):
+        return ()
+    first = body[i]
     if first.lineno == unit.node.lineno:
         return ()
     line = ctx.index.line(first.lineno - 1)
