@@ -825,6 +825,15 @@ SILENT = {
             with torch.no_grad():
                 err = (lin(X) - Y).abs().mean()
         """,
+    "loop_body_runs_once": """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        Y = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(5, 1)
+        for i in range(10):
+            ((lin(X) - Y) ** 2).sum().backward()
+            break
+        """,
     "module_attribute_that_is_not_a_parameter": """
         import torch
         from torch import nn

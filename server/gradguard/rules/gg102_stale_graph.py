@@ -605,7 +605,7 @@ class _Analysis:
 
     # -- fixes ----------------------------------------------------------------------
     def _fixes(self, h: _Hit, srcs: List[Src], trained: bool) -> Tuple[Fix, ...]:
-        var, g = h.var, h.graph
+        var = h.var
         remove = None if trained else self._fix_remove(var, srcs)
         detach = self._fix_detach(h)
         nograd = self._fix_nograd(h)
@@ -900,6 +900,8 @@ class _Analysis:
     def _check_loop(self, loop: ast.stmt):
         if not any(isinstance(v, Graph) for v in self.env.values()):
             return
+        if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):
+            return  # the body runs at most once: nothing is back-propagated a second time
         if not any(isinstance(c, ast.Call) and (F.is_backward_call(c, self.ctx) or self._fn_fact("bw", c))
                    for c in F.iter_nodes(loop.body)):
             return
