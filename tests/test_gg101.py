@@ -1068,6 +1068,33 @@ SILENT = {
                 meta_opt.step()
         """
     ),
+    "module_statistic_not_feeding_the_output": src(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class Tracker(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.ema = torch.zeros(4)
+
+            def forward(self, x):
+                h = self.fc(x)
+                self.ema = 0.9 * self.ema + 0.1 * h.mean(0)
+                return h
+
+
+        model = Tracker()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in xs:
+            loss = model(x).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    ),
     "graph_built_before_the_loop_is_not_gg101": src(
         """
         import torch

@@ -721,12 +721,15 @@ class GraphFlow:
         out = []
         returned: set = set()
         for r in self.returns:
-            returned |= r.graph_tokens()
+            returned |= r.taints
         for key, v in (getattr(self, "final", None) or {}).items():
             if not key.startswith("self.") or ("A", key) not in v.taints:
                 continue
             g = v.graph_tokens()
-            if g and (g & returned or not self.returns):
+            # the output depends on the previous call's state (so the caller's next
+            # backward walks into it) and shares this call's graph (so this call's
+            # backward frees it)
+            if g and g & returned and ("A", key) in returned:
                 out.append((key, v))
         return sorted(out, key=lambda kv: kv[0])
 
