@@ -1405,3 +1405,22 @@ def test_containers_of_leaves_hold_no_graph():
         """
     )
     assert gg102(source) == []
+
+
+def test_no_grad_fix_never_wraps_a_def_between_module_statements():
+    source = src(
+        """
+        import torch
+        X = torch.rand(4, 3, requires_grad=True)
+        Y = X @ torch.ones(3, 1)
+        def helper():
+            return 1
+        Y += torch.rand(4, 1)
+        lin = torch.nn.Linear(3, 1)
+        for i in range(3):
+            ((lin(X) - Y) ** 2).sum().backward()
+        """
+    )
+    f = only(source)
+    assert not any("no_grad" in fx.title_in("en") for fx in f.fixes)
+    assert "Y += torch.rand(4, 1)\\nY = Y.detach()\\n" in apply(source, fix_titled(f, "Detach"))

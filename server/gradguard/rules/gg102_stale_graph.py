@@ -758,6 +758,13 @@ class _Analysis:
         _, j = self.parent[id(last)]
         if any(isinstance(x, _LOOPS) for x in block[i:j + 1]):
             return None
+        # only these statements (and blank/comment lines) between first and last: a module unit's
+        # block skips the defs that may sit between its statements
+        for a, b in zip(block[i:j], block[i + 1:j + 1]):
+            for n in range(a.end_lineno, b.lineno - 1):
+                text = self.ctx.index.line(n).strip()
+                if text and not text.startswith("#"):
+                    return None
         indent = self.ctx.indent_of(first.lineno)
         unit = "\t" if indent.startswith("\t") else "    "
         lines = [self.ctx.index.line(n) for n in range(first.lineno - 1, last.end_lineno)]
