@@ -1423,4 +1423,4 @@ def test_no_grad_fix_never_wraps_a_def_between_module_statements():
     )
     f = only(source)
     assert not any("no_grad" in fx.title_in("en") for fx in f.fixes)
-    assert "Y += torch.rand(4, 1)\\nY = Y.detach()\\n" in apply(source, fix_titled(f, "Detach"))
+    assert "Y += torch.rand(4, 1)\nY = Y.detach()\n" in apply(source, fix_titled(f, "Detach"))
