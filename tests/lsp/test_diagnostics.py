@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from lsprotocol import types as lsp
 
-from conftest import (
+from lsp_harness import (
     FAST,
     GRU_LINE,
     GRU_SEED,
@@ -257,13 +257,13 @@ async def test_utf16_positions_with_chinese_and_emoji(shared, session, tmp_path)
         assert d.range.start.character >= utf16_col(flagged, flagged.index(stmt))
 
         # hover inside the flagged range (UTF-16 column of "gru")
-        from conftest import hover
+        from lsp_harness import hover
 
         h = await hover(client, uri, GRU_LINE, utf16_col(flagged, flagged.index("gru(")) + 1)
         assert h is not None and "GG101" in h.contents.value
 
     # the same document with a client that negotiates UTF-8
-    from conftest import vscode_capabilities
+    from lsp_harness import vscode_capabilities
 
     async with session(init_options=FAST, capabilities=vscode_capabilities(encodings=["utf-8", "utf-16"])) as client:
         assert client.init_result.capabilities.position_encoding == "utf-8"
@@ -274,7 +274,7 @@ async def test_utf16_positions_with_chinese_and_emoji(shared, session, tmp_path)
 
 
 async def test_pull_diagnostics_without_double_reporting(session, tmp_path):
-    from conftest import vscode_capabilities
+    from lsp_harness import vscode_capabilities
 
     uri = file_uri(tmp_path, "pull.py")
     async with session(init_options=FAST, capabilities=vscode_capabilities(pull=True)) as client:

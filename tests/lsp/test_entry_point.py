@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import GRU_SEED
+from lsp_harness import GRU_SEED
 from gradguard.lsp.server import main
 
 

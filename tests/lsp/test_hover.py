@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types as lsp
 
-from conftest import FAST, GRU_LINE, GRU_SEED, REGRESSION_SEED, code_actions, file_uri, hover, open_doc, use, wait_for_diagnostics
+from lsp_harness import FAST, GRU_LINE, GRU_SEED, REGRESSION_SEED, code_actions, file_uri, hover, open_doc, use, wait_for_diagnostics
 from gradguard.rules import get_rule
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

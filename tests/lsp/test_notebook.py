@@ -6,7 +6,7 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 
-from conftest import FAST, apply_workspace_edit, code_actions, start_session, use, vscode_capabilities, wait_for_diagnostics
+from lsp_harness import FAST, apply_workspace_edit, code_actions, start_session, use, vscode_capabilities, wait_for_diagnostics
 from gradguard.core import check_source
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -174,7 +174,7 @@ async def test_notebook_open_change_close(nb_client, tmp_path):
 
 async def test_notebook_graph_built_in_one_cell_used_in_another(nb_client, tmp_path):
     """GG102 across cells: Y built in cell 1, back-propagated in the loop of cell 2."""
-    from conftest import REGRESSION_SEED
+    from lsp_harness import REGRESSION_SEED
 
     lines = REGRESSION_SEED.split("\n")
     split = next(i for i, ln in enumerate(lines) if ln.startswith("for "))

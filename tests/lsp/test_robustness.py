@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from lsprotocol import types as lsp
 
-from conftest import (
+from lsp_harness import (
     FAST,
     GRU_LINE,
     GRU_SEED,
@@ -130,7 +130,7 @@ async def test_paths_with_spaces_non_ascii_and_lone_surrogates(shared, tmp_path)
         assert d.range.start.character == lines[GRU_LINE].index("out")  # the lone surrogate is one unit
         h = await hover(client, uri, GRU_LINE, d.range.start.character + 1)
         assert h is not None and "GG101" in h.contents.value
-        from conftest import apply_workspace_edit, code_actions
+        from lsp_harness import apply_workspace_edit, code_actions
 
         actions = await code_actions(client, uri, d.range, [d], only=["source.fixAll"])
         assert len(actions) == 1

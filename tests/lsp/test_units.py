@@ -7,7 +7,7 @@ import random
 import pytest
 from lsprotocol import types as lsp
 
-from conftest import apply_lsp_edits
+from lsp_harness import apply_lsp_edits
 from gradguard.core.model import Position, Range
 from gradguard.lsp.actions import kind_wanted, whole_line_diff
 from gradguard.lsp.convert import Codec, SourceMap
