@@ -128,6 +128,7 @@ async def start_session(
     init_options: Any = None,
     configuration: Optional[Dict[str, Any]] = None,
     root: Optional[Path] = None,
+    folders: Sequence[Path] = (),
     server_args: Sequence[str] = (),
     server_cmd: Optional[List[str]] = None,
 ):
@@ -144,7 +145,7 @@ async def start_session(
                     locale=locale,
                     initialization_options=init_options,
                     root_uri=root.as_uri() if root else None,
-                    workspace_folders=[lsp.WorkspaceFolder(uri=root.as_uri(), name=root.name)] if root else None,
+                    workspace_folders=[lsp.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in (folders or ([root] if root else []))] or None,
                 )
             ),
             TIMEOUT,

@@ -76,6 +76,32 @@ async def test_pyproject_config_is_merged_and_a_broken_one_reported(session, tmp
         assert codes(pub) == ["GG101"] and pub.diagnostics[0].severity == lsp.DiagnosticSeverity.Hint
 
 
+async def test_settings_per_workspace_folder(session, tmp_path):
+    """Resource-scoped settings: workspace/configuration is asked per folder."""
+    a, b = tmp_path / "proj_a", tmp_path / "项目 b"
+    a.mkdir()
+    b.mkdir()
+    config = {"debounce": 20}
+    async with session(init_options=FAST, root=a, folders=[a, b], configuration=config) as client:
+        client.set_configuration({"debounce": 20, "ignore": ["GG101"]}, section="gradguard", scope_uri=b.as_uri())
+        mark = len(client.published)
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+        ua, ub = (a / "t.py").as_uri(), (b / "t.py").as_uri()
+        await asyncio.sleep(0.2)
+        open_doc(client, ua, GRU_SEED, 1)
+        open_doc(client, ub, GRU_SEED, 1)
+        assert codes(await wait_for_diagnostics(client, ua, 1, since=mark)) == ["GG101"]
+        assert codes(await wait_for_diagnostics(client, ub, 1, since=mark)) == []
+
+        client.set_configuration({"debounce": 20, "severity": {"GG101": "warning"}}, section="gradguard", scope_uri=b.as_uri())
+        mark = len(client.published)
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+        pb = await wait_for_diagnostics(client, ub, 1, since=mark)
+        assert codes(pb) == ["GG101"] and pb.diagnostics[0].severity == lsp.DiagnosticSeverity.Warning
+        pa = await wait_for_diagnostics(client, ua, 1, since=mark)
+        assert pa.diagnostics[0].severity == lsp.DiagnosticSeverity.Error
+
+
 async def test_odd_text_and_huge_files_keep_the_server_serving(shared, tmp_path):
     async with use(shared) as client:
         nul = file_uri(tmp_path, "nul.py")

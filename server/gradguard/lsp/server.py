@@ -23,6 +23,7 @@ import threading
 import queue
 import re
 from concurrent.futures import Executor, Future
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote
@@ -91,8 +92,11 @@ class GradguardServer(LanguageServer):
                 save=True,
             ),
         )
-        self.settings = Settings()
+        self.settings = Settings()  # global (window) settings
         self.base_settings = Settings()
+        # per workspace folder, from workspace/configuration with a scopeUri:
+        # (folder path + separator, settings), longest path first
+        self.folder_settings: List[Tuple[str, Settings]] = []
         self.locale: Optional[str] = None
         self.codec = Codec("utf-16")
         self.pull = False  # the client pulls diagnostics for text documents
@@ -173,8 +177,17 @@ class GradguardServer(LanguageServer):
         except RuntimeError:
             return None
 
+    def settings_for(self, target: Optional[Target]) -> Settings:
+        """The settings of the workspace folder holding the target (else the global ones)."""
+        path = target.path if target is not None else None
+        if path and self.folder_settings:
+            for folder, settings in self.folder_settings:
+                if path.startswith(folder):
+                    return settings
+        return self.settings
+
     def config_for(self, target: Target) -> Config:
-        return self.settings.apply_to(self.project_config(target.path))
+        return self.settings_for(target).apply_to(self.project_config(target.path))
 
     def forget_configs(self) -> None:
         self._pyproject_dirs.clear()
@@ -244,11 +257,12 @@ class GradguardServer(LanguageServer):
             source, smap, version = snap
             config = self.config_for(target)
             digest = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=12).digest()
-            key = (version, config, digest, self.settings.enable)
+            enabled = self.settings_for(target).enable
+            key = (version, config, digest, enabled)
             if target.result is not None and target.result_key == key:
                 target.result_smap = smap  # same text; part versions may have moved
                 return True
-            if not self.settings.enable:
+            if not enabled:
                 result = CheckResult(())
             elif len(source) > MAX_SOURCE_CHARS or source.count("\n") > MAX_SOURCE_LINES:
                 if not target.too_big_logged:
@@ -270,7 +284,7 @@ class GradguardServer(LanguageServer):
 
     async def current(self, target: Target) -> Optional[Tuple[CheckResult, SourceMap]]:
         """The result for the target's current text, computing it if needed."""
-        if self.settings.run == "onSave" and target.result is not None:
+        if self.settings_for(target).run == "onSave" and target.result is not None:
             return target.result, target.result_smap  # type: ignore[return-value]
         try:
             ok = await self.analyse(target)
@@ -284,7 +298,7 @@ class GradguardServer(LanguageServer):
     def schedule_resolve(self, target: Target) -> None:
         """Look up names imported from the user's other modules, after the fast
         pass has published; if that changes what is known, analyse again."""
-        if target.path is None or not self.settings.enable:
+        if target.path is None or not self.settings_for(target).enable:
             return
         if target.resolve_task is not None and not target.resolve_task.done():
             target.resolve_task.cancel()
@@ -378,22 +392,47 @@ class GradguardServer(LanguageServer):
         if changed:
             log.info("settings (%s): %s", where, new.as_dict())
 
-    async def pull_configuration(self) -> Optional[Any]:
+    async def pull_configuration(self) -> bool:
+        """Ask the client for section ``gradguard``: globally, and for each
+        workspace folder (resource-scoped settings may differ per folder)."""
         if not self.cap("workspace.configuration", False):
-            return None
+            return False
         try:
-            items = await asyncio.wait_for(
-                self.workspace_configuration_async(
-                    lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="gradguard")])
-                ),
-                5.0,
-            )
+            folders = list(self.workspace.folders.values())
+        except RuntimeError:
+            folders = []
+        items = [lsp.ConfigurationItem(section="gradguard")]
+        items += [lsp.ConfigurationItem(scope_uri=f.uri, section="gradguard") for f in folders]
+        try:
+            answers = await asyncio.wait_for(self.workspace_configuration_async(lsp.ConfigurationParams(items=items)), 5.0)
         except Exception as e:
             log.warning("workspace/configuration failed: %s", e)
-            return None
-        if items and isinstance(items[0], dict):
-            return items[0]
-        return None
+            return False
+        answers = list(answers or [])
+        if not answers or not isinstance(answers[0], dict):
+            return False
+        self.apply_settings(answers[0], "workspace/configuration")
+        reported: Set[str] = set()
+        per_folder: List[Tuple[str, Settings]] = []
+        for folder, raw in zip(folders, answers[1:]):
+            path = _path_of(folder.uri)
+            if path is None or not isinstance(raw, dict):
+                continue
+            folder_settings, problems = parse_settings(raw, self.base_settings)
+            for p in problems:
+                if p not in reported:
+                    reported.add(p)
+                    if p not in parse_settings(answers[0], self.base_settings)[1]:
+                        self.show_error(p)
+            # window-scoped keys are the global ones
+            folder_settings = replace(
+                folder_settings, debounce=self.settings.debounce, language=self.settings.language, log_level=self.settings.log_level
+            )
+            if folder_settings != self.settings:
+                per_folder.append((os.path.join(os.path.abspath(path), ""), folder_settings))
+                log.info("settings for folder %s: %s", path, folder_settings.as_dict())
+        self.folder_settings = sorted(per_folder, key=lambda fs: -len(fs[0]))
+        return True
 
 
 class DaemonExecutor(Executor):
@@ -570,9 +609,7 @@ def create_server() -> GradguardServer:
                     )
                 except Exception as e:
                     log.debug("could not register for configuration changes: %s", e)
-            pulled = await ls.pull_configuration()
-            if pulled is not None:
-                ls.apply_settings(pulled, "workspace/configuration")
+            await ls.pull_configuration()
         finally:
             if ls.settings_ready is not None:
                 ls.settings_ready.set()
@@ -598,10 +635,15 @@ def create_server() -> GradguardServer:
         raw = params.settings
         if isinstance(raw, dict) and ("gradguard" in raw or raw and not ls.cap("workspace.configuration", False)):
             ls.apply_settings(raw, "didChangeConfiguration")
+            ls.folder_settings = []  # a client that pushes settings does not scope them
         else:
-            pulled = await ls.pull_configuration()
-            if pulled is not None:
-                ls.apply_settings(pulled, "workspace/configuration")
+            await ls.pull_configuration()
+        ls.forget_configs()
+        ls.refresh_all()
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(ls: GradguardServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+        await ls.pull_configuration()  # per-folder settings
         ls.forget_configs()
         ls.refresh_all()
 
@@ -627,7 +669,7 @@ def create_server() -> GradguardServer:
         target = ls.targets.get(params.text_document.uri)
         if target is None or target.kind != "text":
             return
-        if ls.settings.run == "onType":
+        if ls.settings_for(target).run == "onType":
             ls.schedule(target)
         # onSave: an analysis started by the last save still publishes (for the saved text)
 
@@ -679,7 +721,7 @@ def create_server() -> GradguardServer:
                 ls.cell_owner.pop(cell.uri, None)
                 target.published.discard(cell.uri)
                 ls.clear(cell.uri)  # at once: the cell is gone, whatever the debounce
-        if structure is not None or ls.settings.run == "onType":
+        if structure is not None or ls.settings_for(target).run == "onType":
             ls.schedule(target, 0 if structure is not None else None)
 
     @ls.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
@@ -724,7 +766,7 @@ def create_server() -> GradguardServer:
     async def hover(ls: GradguardServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
         uri = params.text_document.uri
         target = ls.target_for(uri)
-        if target is None or not ls.settings.enable:
+        if target is None or not ls.settings_for(target).enable:
             return None
         cur = await ls.current(target)
         if cur is None:
@@ -767,7 +809,7 @@ def create_server() -> GradguardServer:
     async def code_action(ls: GradguardServer, params: lsp.CodeActionParams) -> Optional[List[lsp.CodeAction]]:
         uri = params.text_document.uri
         target = ls.target_for(uri)
-        if target is None or not ls.settings.enable:
+        if target is None or not ls.settings_for(target).enable:
             return []
         only = params.context.only
         td = ls.workspace.text_documents.get(unquote(uri))
