@@ -226,3 +226,26 @@ def test_importing_resolve_does_not_import_jedi():
     code = "import sys, gradguard.core.resolve; print('jedi' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_package_absolute_import_without_a_root(tmp_path):
+    """`proj/pkg3/mod.py` importing `proj.pkg1.models`: found from the package
+    layout even when the caller passes the file's own directory as the root."""
+    root = _project(tmp_path, **{
+        "proj/__init__.py": "", "proj/pkg1/__init__.py": "", "proj/pkg3/__init__.py": "",
+        "proj/pkg1/models.py": MODEL,
+        "proj/pkg3/mod.py": "from proj.pkg1.models import RNNModel\n\nRNNModel(1, 2)\n",
+    })
+    path = root / "proj/pkg3/mod.py"
+    facts = resolve_external_facts(path.read_text(), str(path), str(path.parent))
+    assert "class:RNNModel" in facts
+    assert resolve.stats()["jedi_calls"] == 0
+
+
+def test_multiline_parenthesised_import_and_unused_names(tmp_path):
+    root = _project(tmp_path, **{"utils.py": UTILS, "model.py": MODEL})
+    src = ("from utils import (  # helpers\n    repackage_hidden,\n    passthrough as pt,\n)\n"
+           "from model import RNNModel\n\ndef f(h):\n    return pt(repackage_hidden(h))\n")
+    facts = resolve_external_facts(src, str(root / "t.py"), str(root))
+    assert {"fn:repackage_hidden", "fn:pt"} <= set(facts)
+    assert not any(k.endswith(":RNNModel") for k in facts)  # imported, never used

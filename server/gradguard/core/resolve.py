@@ -43,9 +43,10 @@ from __future__ import annotations
 import _thread
 import ast
 import os
+import re
 import sys
 import time
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 __all__ = ["resolve_external_facts", "stats", "clear_cache"]
 
@@ -82,6 +83,7 @@ def clear_cache() -> None:
     with _lock:
         _RESULTS.clear()
         _MODULES.clear()
+        _BASES.clear()
         for k in _STATS:
             _STATS[k] = 0.0 if isinstance(_STATS[k], float) else 0
 
@@ -181,10 +183,37 @@ def _module_file(base: str, parts: List[str]) -> Optional[str]:
     return None
 
 
+_BASES: Dict[Tuple[str, str], List[str]] = {}
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
 def _search_bases(path: Optional[str], root: Optional[str]) -> List[str]:
+    """Where top-level imports of ``path`` are looked for: its directory, the
+    directory above its package (``proj/pkg/mod.py`` importing ``proj.x`` when
+    ``proj/`` and ``proj/pkg/`` are packages), the project root given, and the
+    nearest ancestor that looks like a project (pyproject.toml, setup.py, .git),
+    each with its ``src/``."""
+    d = os.path.dirname(os.path.abspath(path)) if path else ""
+    key = (d, root or "")
+    hit = _BASES.get(key)
+    if hit is not None:
+        return hit
     bases: List[str] = []
-    if path:
-        bases.append(os.path.dirname(os.path.abspath(path)))
+    if d:
+        bases.append(d)
+        top = d
+        while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+            top = os.path.dirname(top)
+        bases.append(top)
+        cur = d
+        for _ in range(12):
+            if any(os.path.exists(os.path.join(cur, m)) for m in _PROJECT_MARKERS):
+                bases.extend([cur, os.path.join(cur, "src")])
+                break
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                break
+            cur = parent
     if root:
         r = os.path.abspath(root)
         bases.extend([r, os.path.join(r, "src")])
@@ -192,6 +221,8 @@ def _search_bases(path: Optional[str], root: Optional[str]) -> List[str]:
     for b in bases:
         if b not in out and os.path.isdir(b):
             out.append(b)
+    if len(_BASES) < 4096:
+        _BASES[key] = out
     return out
 
 
@@ -324,42 +355,46 @@ def _lookup(module: str, level: int, name: str, from_file: Optional[str], root: 
     return None
 
 
-def _used_names(tree: ast.Module) -> Set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+# `from <module> import <names>`, one line or parenthesised over several
+_FROM_RE = re.compile(r"^([ \t]*)from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
 
 
-def _imports_of(tree: ast.Module) -> List[Tuple[str, int, str, str, int, int]]:
-    """``(module, level, name, alias, lineno, col)`` for every ``from m import name``
-    (module level and inside functions/classes)."""
+def _imports_of(source: str) -> List[Tuple[str, int, str, str, int, int]]:
+    """``(module, level, name, alias, lineno, col)`` of every ``from m import name``
+    in the text (module level or indented), found textually: no parse and no tree
+    walk, so a file with a syntax error still tells, and the cost stays far below
+    the analysis itself."""
     out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if a.name != "*":
-                    out.append((node.module or "", node.level or 0, a.name, a.asname or a.name, node.lineno, node.col_offset))
+    for m in _FROM_RE.finditer(source):
+        mod = m.group(2)
+        level = len(mod) - len(mod.lstrip("."))
+        mod = mod[level:]
+        if not mod and not level:
+            continue
+        names = m.group(3)
+        if names.startswith("("):
+            names = names[1:-1]
+        lineno = source.count("\n", 0, m.start()) + 1
+        for line in names.splitlines():
+            line = line.split("#", 1)[0].rstrip().rstrip("\\")
+            for part in line.split(","):
+                bits = part.split()
+                if len(bits) == 1 and bits[0].isidentifier():
+                    out.append((mod, level, bits[0], bits[0], lineno, len(m.group(1))))
+                elif len(bits) == 3 and bits[1] == "as" and bits[0].isidentifier() and bits[2].isidentifier():
+                    out.append((mod, level, bits[0], bits[2], lineno, len(m.group(1))))
     return out
 
 
-def _parse_imports_only(source: str) -> Optional[ast.Module]:
-    """A file with a syntax error: its single-line ``from ... import`` lines still tell."""
-    body: List[ast.stmt] = []
-    names: List[str] = []
-    for i, line in enumerate(source.splitlines()):
-        s = line.strip()
-        if s.startswith("from ") and " import " in s and not s.endswith(("(", "\\")):
-            try:
-                mod = ast.parse(s)
-            except (SyntaxError, ValueError):
-                continue
-            for st in mod.body:
-                ast.increment_lineno(st, i)
-            body.extend(mod.body)
-        else:
-            names.append(s)
-    if not body:
-        return None
-    # usage cannot be known reliably: treat every imported name as used
-    return ast.Module(body=body, type_ignores=[])
+def _is_used(source: str, alias: str) -> bool:
+    """Does ``alias`` occur in the text besides its import? (Textual: a mention in
+    a comment counts, which only costs a lookup.)"""
+    n = 0
+    for _ in re.finditer(r"(?<![\w.])" + re.escape(alias) + r"\b", source):
+        n += 1
+        if n >= 2:
+            return True
+    return False
 
 
 # ---------------------------------------------------------------- jedi
@@ -460,22 +495,12 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
         return dict(hit[0])
 
     deadline = t0 + budget
-    try:
-        tree = ast.parse(source)
-        used: Optional[Set[str]] = _used_names(tree)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tree = _parse_imports_only(source)
-        used = None
-        if tree is None:
-            return {}
     facts: Dict[str, object] = {}
     deps: Dict[str, Tuple[int, int]] = {}
     jedi_used = False
     complete = True
-    for module, level, name, alias, lineno, col in _imports_of(tree):
-        if used is not None and alias not in used:
-            continue
-        if _is_external_module(module, level):
+    for module, level, name, alias, lineno, col in _imports_of(source):
+        if _is_external_module(module, level) or not _is_used(source, alias):
             continue
         if time.monotonic() >= deadline:
             complete = False
