@@ -92,7 +92,7 @@ def clear_cache() -> None:
 class _ModuleInfo:
     """What one parsed module defines at top level."""
 
-    __slots__ = ("path", "defs", "imports", "aliases", "is_package", "stars")
+    __slots__ = ("path", "defs", "imports", "aliases", "is_package", "stars", "summaries")
 
     def __init__(self, path: str, tree: ast.Module):
         self.path = path
@@ -103,6 +103,8 @@ class _ModuleInfo:
         # alias -> qualified name, for qualifying raw dotted names in facts
         self.aliases: Dict[str, str] = {}
         self.stars: List[Tuple[str, int]] = []  # `from m import *`
+        # def name -> its facts as (key prefix, value): summarised once per file version
+        self.summaries: Dict[str, List[Tuple[str, object]]] = {}
         for stmt in _top_level(tree.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[stmt.name] = stmt
@@ -310,6 +312,14 @@ def _requalify(value: object, info: _ModuleInfo) -> object:
 
 
 def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo) -> List[Tuple[str, object]]:
+    cached = info.summaries.get(name)
+    if cached is None:
+        cached = _summarise(stmt, name, info)
+        info.summaries[name] = cached
+    return [(f"{prefix}:{alias}", value) for prefix, value in cached]
+
+
+def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, object]]:
     from gradguard.core.summary import summarize
 
     out: List[Tuple[str, object]] = []
@@ -324,9 +334,9 @@ def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo) -> List
         if not sep or tail != name:
             continue
         try:
-            out.append((f"{prefix}:{alias}", _requalify(value, info)))
+            out.append((prefix, _requalify(value, info)))
         except Exception:
-            out.append((f"{prefix}:{alias}", value))
+            out.append((prefix, value))
     return out
 
 
