@@ -17,6 +17,7 @@ seeing what can be seen; ``CheckResult.syntax_error`` says what is broken.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ from gradguard.core.summary import local_imports, summarize
 from gradguard.core.text import LineIndex, split_lines
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# Tests set GRADGUARD_STRICT=1 (tests/conftest.py) so that a crash inside a
+# rule fails loudly instead of silently dropping that unit's findings.
+_STRICT_ENV = "GRADGUARD_STRICT"
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,8 @@ class Document:
     ):
         self.path = path
         self.config = config or Config()
+        # (rule, unit, error) for rules that crashed on this document; front ends log them.
+        self.internal_errors: List[Tuple[str, str, str]] = []
         # Facts about names defined in *other* files (see core/resolve.py), merged
         # under the in-file facts; the fast path never waits for them.
         self.external_facts: Dict[str, object] = dict(external_facts or {})
@@ -340,7 +346,14 @@ class Document:
                     imports.update((k[7:], v) for k, v in extra)
                     uctx = ModuleContext(ctx.path, ctx.index, ctx.summary, imports)
             for rule in rules:
-                out.extend(rule.check(unit, uctx))
+                try:
+                    out.extend(rule.check(unit, uctx))
+                except RecursionError:  # absurdly deep expressions: that unit says nothing
+                    self.internal_errors.append((rule.code, unit.qualname, "expression too deeply nested"))
+                except Exception as e:  # a rule bug must cost one unit's findings, never the editor
+                    if os.environ.get(_STRICT_ENV):
+                        raise
+                    self.internal_errors.append((rule.code, unit.qualname, f"{type(e).__name__}: {e}"))
         return out
 
     def _postprocess(self, raw: List[Finding]) -> Tuple[Finding, ...]:
