@@ -861,6 +861,11 @@ class GraphFlow:
             else:
                 part = plain(v.taints)
                 for e in elts:
+                    if isinstance(e, ast.Subscript):
+                        # out, opt[0] = f(...) with f's outputs unknown: do not smear
+                        # the whole result's graph over a container element
+                        self.eval(e.slice, env)
+                        continue
                     self.bind(e, part, env, s)
             return
         if isinstance(target, ast.Starred):

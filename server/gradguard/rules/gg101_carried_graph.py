@@ -7,6 +7,22 @@ iteration leaves behind still attached to a graph that iteration's backward
 traversed (and so freed), then once more with those values marked as carried;
 a carried mark reaching a backward (directly, or through a same-file helper
 that back-propagates its argument) is the bug.
+
+Assumptions about code it cannot see (chosen so that the common bug is caught
+and the common correct idioms stay silent):
+
+* a callable held in a variable or parameter (``model(x)``) is a module: its
+  result has a graph; a same-file ``nn.Module`` class is read instead (its
+  ``forward`` may detach, its submodules may be frozen);
+* ``out, h = f(x, h)`` / ``h = obj(x, h)`` through anything unseen threads a
+  recurrent state, with a graph;
+* ``h = helper(h)`` with a helper it cannot see (imported) is a repackaging
+  helper (a cut) — the usual reason to write that line; a same-file helper is
+  judged by its body instead, whatever its name;
+* ``create_graph=True`` steps keep graphs on purpose (MAML-style unrolling).
+
+State kept between *calls* (``global h`` in a step function, ``self.h`` in a
+module's ``forward`` driven by a training loop) is the same bug one level up.
 """
 
 from __future__ import annotations
