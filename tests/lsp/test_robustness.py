@@ -141,6 +141,57 @@ async def test_odd_text_and_huge_files_keep_the_server_serving(shared, tmp_path)
         assert list((await wait_for_diagnostics(client, big, since=mark)).diagnostics) == []
 
 
+async def test_paths_with_spaces_non_ascii_and_lone_surrogates(shared, tmp_path):
+    folder = tmp_path / "我的 项目 (v2)"
+    folder.mkdir()
+    uri = (folder / "train file #1.py").as_uri()  # percent-encoded by the client
+    assert "%20" in uri
+    lines = GRU_SEED.split("\n")
+    lines[GRU_LINE] = '    s = "\udcff"; out, hidden = gru(x, hidden)'
+    text = "\n".join(lines)
+    async with use(shared) as client:
+        open_doc(client, uri, text, 1)
+        pub = await wait_for_diagnostics(client, uri, 1)
+        assert codes(pub) == ["GG101"]
+        d = pub.diagnostics[0]
+        assert d.range.start.character == lines[GRU_LINE].index("out")  # the lone surrogate is one unit
+        h = await hover(client, uri, GRU_LINE, d.range.start.character + 1)
+        assert h is not None and "GG101" in h.contents.value
+        from lsp_harness import apply_workspace_edit, code_actions
+
+        actions = await code_actions(client, uri, d.range, [d], only=["source.fixAll"])
+        assert len(actions) == 1
+        fixed = apply_workspace_edit(text, uri, actions[0].edit, expect_version=1)
+        change_full(client, uri, fixed, 2)
+        assert list((await wait_for_diagnostics(client, uri, 2)).diagnostics) == []
+
+
+HELPER_KEEPS = '''def keep(h):
+    """Looks harmless, but keeps the graph."""
+    return h * 1.0
+'''
+HELPER_DETACHES = '''def keep(h):
+    """Cuts the graph."""
+    return h.detach()
+'''
+TRAIN_WITH_IMPORT = """\
+import torch
+from torch import nn
+from helpers import keep
+
+gru = nn.GRU(4, 6)
+opt = torch.optim.SGD(gru.parameters(), lr=0.1)
+hidden = torch.zeros(1, 3, 6)
+for step in range(4):
+    hidden = keep(hidden)
+    out, hidden = gru(torch.randn(5, 3, 4), hidden)
+    loss = out.sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
 async def test_names_imported_from_the_users_other_files_are_resolved(shared, tmp_path):
     """What `keep` does is only known from helpers.py: the server looks it up after
     the first publish and publishes again; an edit to helpers.py is picked up."""
