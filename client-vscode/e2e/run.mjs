@@ -455,7 +455,7 @@ async function phaseChinese(browser, workspace, file) {
     const hover = await hoverSquiggle(page);
     const hoverText = await hover.innerText();
     // The extension logs vscode.env.language (what the client sends as initialize.locale).
-    const extLog = findFiles(path.join(profile.userData, "logs"), "gradguard.log").map((f) => readFileSync(f, "utf8")).join("\n");
+    const extLog = extensionLog(profile);
     check("the extension host runs with the zh-cn display language", /activated \(VS Code [^,]+, UI zh-cn\)/.test(extLog), extLog.split("\n")[0]);
     check("with the UI in Chinese the hover is in Chinese", /计算图/.test(hoverText) && /detach/.test(hoverText), hoverText.slice(0, 400));
     await shot(page, "hover-zh.png", { x: 350, y: 30, width: 930, height: 450 });
@@ -481,6 +481,68 @@ async function phaseChinese(browser, workspace, file) {
   }
 }
 
+/** A venv where gradguard's dependencies import but gradguard does not (see bare_env.py). */
+function makeBareEnv() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(PYTHON, [path.join(here, "bare_env.py"), path.join(runDir, "bare")], {
+      env: { ...childEnv(), PYTHONPATH: "" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(out.trim().split("\n").pop()) : reject(new Error(`bare_env.py exited ${code}`))));
+  });
+}
+
+function extensionLog(profile) {
+  return findFiles(path.join(profile.userData, "logs"), "gradguard.log").map((f) => readFileSync(f, "utf8")).join("\n");
+}
+
+async function phaseInstall(browser, barePython) {
+  const workspace = path.join(runDir, "install-ws");
+  const file = path.join(workspace, "train_gru.py");
+  mkdirSync(path.join(workspace, ".vscode"), { recursive: true });
+  writeFileSync(file, SEED);
+  const settingsFile = path.join(workspace, ".vscode", "settings.json");
+  writeJson(settingsFile, { "gradguard.interpreter": barePython });
+  const profile = prepareProfile("install");
+  if (!existsSync(path.join(profile.extensions, "extensions.json"))) installExtension(profile);
+  const cs = await startCodeServer(profile, workspace);
+  const { page, context } = await openWorkbench(browser, cs.url, workspace);
+  try {
+    await openFile(page, "train_gru.py");
+    const toast = page.locator(".notifications-toasts .notification-list-item", { hasText: "gradguard is not installed in" }).first();
+    await toast.waitFor({ state: "visible", timeout: 90_000 });
+    check("a Python without gradguard gets a clear notification", (await toast.innerText()).includes(barePython), await toast.innerText());
+    await shot(page, "install-prompt.png", { x: 600, y: 500, width: 680, height: 260 });
+    const startedInstall = Date.now();
+    await toast.locator(".monaco-button", { hasText: "Install gradguard" }).first().click();
+    // The status item leaves its error state as soon as the install starts.
+    await page.locator(".statusbar-item", { hasText: "gradguard" }).locator(".codicon-error").first().waitFor({ state: "detached", timeout: 15_000 });
+    await waitForSquiggle(page, 180_000);
+    timings.installToSquiggle = secs(startedInstall);
+    check("Install gradguard installs the bundled wheel and the server starts", true);
+    const installedLog = extensionLog(profile);
+    check("the bundled wheel was used", /pip install --disable-pip-version-check \S*bundled\/gradguard-[\d.]+-py3-none-any\.whl/.test(installedLog), installedLog.slice(-600));
+
+    // A settings change reaches the running server without a restart.
+    const runningBefore = (extensionLog(profile).match(/ is running \(/g) ?? []).length;
+    writeJson(settingsFile, { "gradguard.interpreter": barePython, "gradguard.severity": { GG101: "warning" } });
+    const warned = await page.locator(".monaco-editor .squiggly-warning").first().waitFor({ state: "visible", timeout: 30_000 }).then(() => true, () => false);
+    const errors = await page.locator(".monaco-editor .squiggly-error").count();
+    check("gradguard.severity applies without a restart (error → warning)", warned && errors === 0, `warning=${warned} errors=${errors}`);
+    const runningAfter = (extensionLog(profile).match(/ is running \(/g) ?? []).length;
+    check("…and the server was not restarted", runningAfter === runningBefore, `${runningBefore} → ${runningAfter}`);
+  } catch (e) {
+    await shot(page, "failure-install.png").catch(() => {});
+    throw e;
+  } finally {
+    await context.close();
+    await stopCodeServer(cs.child);
+  }
+}
+
 // ------------------------------------------------------------------ main
 let browser;
 let exitCode = 1;
@@ -495,18 +557,31 @@ try {
     ...(process.env.E2E_TRACE ? { "gradguard.trace.server": "verbose", "gradguard.logLevel": "debug" } : {}),
   });
 
+  const bare = makeBareEnv(); // built while the first phase runs
+  bare.catch(() => {});
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  // E2E_PHASES=en,zh,install (the default) selects phases while developing the test.
+  const phases = (process.env.E2E_PHASES || "en,zh,install").split(",");
   let phase = Date.now();
-  await phaseEnglish(browser, workspace, file);
-  timings.phaseEnglish = secs(phase);
-  phase = Date.now();
-  await phaseChinese(browser, workspace, file);
-  timings.phaseChinese = secs(phase);
+  if (phases.includes("en")) {
+    await phaseEnglish(browser, workspace, file);
+    timings.phaseEnglish = secs(phase);
+  }
+  if (phases.includes("zh")) {
+    phase = Date.now();
+    await phaseChinese(browser, workspace, file);
+    timings.phaseChinese = secs(phase);
+  }
+  if (phases.includes("install")) {
+    phase = Date.now();
+    await phaseInstall(browser, await bare);
+    timings.phaseInstall = secs(phase);
+  }
   exitCode = failed === 0 ? 0 : 1;
 } catch (e) {
   failed++;
   log(`FAIL ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-  for (const name of ["en", "zh"]) {
+  for (const name of ["en", "zh", "install"]) {
     const f = path.join(runDir, name, "code-server.log");
     if (existsSync(f)) log(`--- ${f} (tail)\n${readFileSync(f, "utf8").split("\n").slice(-30).join("\n")}`);
   }

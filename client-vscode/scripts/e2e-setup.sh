@@ -4,13 +4,14 @@
 #   - Node 24 (code-server >= 4.135 refuses Node 20/22; @vscode/vsce wants >= 22),
 #     taken from the npm package that ships a Linux x64 node binary + headers;
 #   - code-server (VS Code in the browser; its extension host is a real one).
-# Everything lands in client-vscode/.e2e-cache (gitignored) and is reused by
-# later runs: a re-run with a warm cache takes well under a second.
+# Everything lands in ~/.cache/gradguard-e2e (GRADGUARD_E2E_CACHE to change) and is
+# reused by later runs: a re-run with a warm cache takes well under a second.
 # Prints the cache paths as shell assignments for `eval`. --node-only: just Node 24
 # (what packaging with @vscode/vsce needs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-cache="${GRADGUARD_E2E_CACHE:-$here/.e2e-cache}"
+# Outside the work tree by default, so a fresh clone on the same machine (CI) reuses it.
+cache="${GRADGUARD_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gradguard-e2e}"
 NODE24_VERSION=24.22.3
 CODE_SERVER_VERSION=4.139.1
 mkdir -p "$cache"
@@ -35,7 +36,8 @@ if [ ! -x "$cs/bin/code-server" ] || [ ! -f "$cs/.complete" ]; then
   t0=$(date +%s)
   # Node 24 first on PATH (code-server's scripts are `#!/usr/bin/env node`) and its
   # headers for node-gyp: a user ~/.npmrc may point nodedir at Node 20's headers.
-  PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" \
+  # JOBS=max: node-gyp compiles with every core.
+  PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" JOBS=max \
     npm install -g --prefix "$cs" "code-server@$CODE_SERVER_VERSION" \
       --foreground-scripts --no-audit --no-fund --loglevel=error >"$cache/code-server-install.log" 2>&1 \
     || { tail -50 "$cache/code-server-install.log" >&2; exit 1; }

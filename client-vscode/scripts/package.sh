@@ -21,7 +21,10 @@ ls bundled/gradguard-*.whl >/dev/null
 version="$(node -p 'require("./package.json").version')"
 out="gradguard-$version.vsix"
 rm -f "$out"
-PATH="$NODE24_DIR/bin:$PATH" node node_modules/@vscode/vsce/vsce package --no-dependencies --allow-missing-repository -o "$out" >/dev/null
+# README images and links resolve against the repository on the Marketplace page.
+base="$(node -p 'require("./package.json").repository.url.replace(/\.git$/, "")')"
+PATH="$NODE24_DIR/bin:$PATH" node node_modules/@vscode/vsce/vsce package --no-dependencies -o "$out" \
+  --baseContentUrl "$base/blob/HEAD/client-vscode" --baseImagesUrl "$base/raw/HEAD/client-vscode" >/dev/null
 # The package must hold the bundle, the wheel and the manifest, and nothing from src/ or node_modules/.
 listing="$("$PY" -m zipfile -l "$out")"
 for must in "extension/dist/extension.js" "extension/package.json" "extension/bundled/gradguard-"; do

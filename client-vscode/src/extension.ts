@@ -253,6 +253,7 @@ class GradguardClient implements vscode.Disposable {
 
   async install(python: string): Promise<void> {
     const { command, args } = installCommand(python, this.bundledWheel());
+    this.setState("starting", "installing gradguard");
     this.output.info(`gradguard: running ${command} ${args.join(" ")}`);
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Installing gradguard into ${python}…` },
