@@ -103,7 +103,7 @@ def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self
         d = defaults.get(n)
         env[n] = F.Val(frozenset({("P", i)}), param=True, none=isinstance(d, ast.Constant) and d.value is None)
     no_grad = F.is_no_grad_function(fn)
-    g = F.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None)
+    g = F.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None, find_carries=False)
     try:
         g.run(fn.body, env)  # type: ignore[attr-defined]
     except RecursionError:  # pathological nesting: say nothing rather than crash

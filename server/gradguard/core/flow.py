@@ -665,8 +665,10 @@ class GraphFlow:
     events (outside loops too) and ``returns`` the returned values (for summaries)."""
 
     def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None,
-                 track_self_state: bool = False):
+                 track_self_state: bool = False, find_carries: bool = True):
         self.r = resolver
+        # summaries only need returns and backward events: one walk per loop body
+        self.find_carries = find_carries
         # mark ``self.x`` read before any assignment with ("A", "self.x"): a value
         # the object kept from a previous call (stateful modules)
         self.track_self_state = track_self_state
@@ -926,7 +928,7 @@ class GraphFlow:
         e1 = self.block(loop.body, e1)  # type: ignore[attr-defined]
         self.frames.pop()
         out = join_env(entry, e1)
-        if frame.backprop and not self.no_grad:
+        if frame.backprop and not self.no_grad and self.find_carries:
             seeds: Dict[str, Val] = {}
             lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
             for name, v in e1.items():
