@@ -72,6 +72,21 @@ for step in range(100):
 `;
 const SEED_LINE = 14; // 1-based line of `out, hidden = gru(x, hidden)`
 
+// The same program as a notebook: the state is set up in one cell and carried in another.
+const NOTEBOOK = JSON.stringify(
+  {
+    cells: [
+      ["import torch\n", "import torch.nn as nn\n", "gru = nn.GRU(8, 16, batch_first=True)\n", "opt = torch.optim.SGD(gru.parameters(), lr=0.01)\n", "hidden = torch.zeros(1, 4, 16)"],
+      ["for step in range(100):\n", "    out, hidden = gru(torch.randn(4, 10, 8), hidden)\n", "    loss = out.pow(2).mean()\n", "    opt.zero_grad()\n", "    loss.backward()\n", "    opt.step()"],
+    ].map((source) => ({ cell_type: "code", execution_count: null, metadata: {}, outputs: [], source })),
+    metadata: { kernelspec: { display_name: "Python 3", language: "python", name: "python3" }, language_info: { name: "python" } },
+    nbformat: 4,
+    nbformat_minor: 5,
+  },
+  null,
+  1,
+);
+
 // ------------------------------------------------------------------ processes
 const runRoot = path.join(here, "..", ".e2e-run");
 mkdirSync(runRoot, { recursive: true });
@@ -420,6 +435,17 @@ async function phaseEnglish(browser, workspace, file) {
     const sawVersion = await outputText.first().waitFor({ timeout: 15_000 }).then(() => true, () => false);
     check("gradguard: Show Output shows the server's version", sawVersion);
     await shot(page, "output.png");
+
+    // Notebooks: the second cell's carried state is flagged, in the cell.
+    await openFile(page, "train_gru.ipynb");
+    const cellSquiggle = page.locator(".notebook-editor .monaco-editor .squiggly-error").first();
+    const inNotebook = await cellSquiggle.waitFor({ state: "visible", timeout: 60_000 }).then(() => true, () => false);
+    check("a notebook cell gets the GG101 squiggle", inNotebook);
+    if (inNotebook) {
+      const cellText = await cellSquiggle.evaluate((el) => el.closest(".cell-editor-container, .cell")?.textContent ?? "");
+      check("…in the cell that carries the state", /for\s+step/.test(cellText), cellText.slice(0, 120));
+      await shot(page, "notebook.png", { x: 350, y: 30, width: 930, height: 450 });
+    }
   } catch (e) {
     await shot(page, "failure-en.png").catch(() => {});
     throw e;
@@ -552,6 +578,7 @@ try {
   mkdirSync(path.join(workspace, ".vscode"), { recursive: true });
   const file = path.join(workspace, "train_gru.py");
   writeFileSync(file, SEED);
+  writeFileSync(path.join(workspace, "train_gru.ipynb"), NOTEBOOK);
   writeJson(path.join(workspace, ".vscode", "settings.json"), {
     "gradguard.interpreter": PYTHON,
     ...(process.env.E2E_TRACE ? { "gradguard.trace.server": "verbose", "gradguard.logLevel": "debug" } : {}),

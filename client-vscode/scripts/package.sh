@@ -14,8 +14,10 @@ eval "$(bash scripts/e2e-setup.sh --node-only)"
 
 node esbuild.mjs --production
 rm -rf bundled && mkdir -p bundled
-# --no-build-isolation: build with the venv's setuptools instead of downloading one.
+# --no-build-isolation: build with the venv's setuptools instead of downloading one; an old
+# setuptools without a built-in bdist_wheel (< 70.1, no `wheel`) falls back to an isolated build.
 "$PY" -m pip wheel -q --no-deps --no-build-isolation "$repo" -w bundled/ >bundled/.wheel.log 2>&1 \
+  || "$PY" -m pip wheel -q --no-deps "$repo" -w bundled/ >>bundled/.wheel.log 2>&1 \
   || { cat bundled/.wheel.log >&2; exit 1; }
 ls bundled/gradguard-*.whl >/dev/null
 version="$(node -p 'require("./package.json").version')"

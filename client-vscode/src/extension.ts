@@ -247,8 +247,17 @@ class GradguardClient implements vscode.Disposable {
     const install = "Install gradguard";
     const pick = await this.notify("error", msg, install, "Select Interpreter", "Show Output");
     if (pick === install) await this.install(python);
-    else if (pick === "Select Interpreter") void vscode.commands.executeCommand("workbench.action.openSettings", "gradguard.interpreter");
+    else if (pick === "Select Interpreter") void this.selectInterpreter();
     else if (pick === "Show Output") this.output.show(true);
+  }
+
+  /** The Python extension's picker when it is installed (its change restarts us), else our setting. */
+  private async selectInterpreter(): Promise<void> {
+    if (vscode.extensions.getExtension(PYTHON_EXTENSION_ID) && !vscode.workspace.getConfiguration(SECTION).get<string>("interpreter")) {
+      await vscode.commands.executeCommand("python.setInterpreter");
+    } else {
+      await vscode.commands.executeCommand("workbench.action.openSettings", "gradguard.interpreter");
+    }
   }
 
   async install(python: string): Promise<void> {
