@@ -6,7 +6,7 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 
-from lsp_harness import FAST, apply_workspace_edit, code_actions, start_session, use, vscode_capabilities, wait_for_diagnostics
+from lsp_harness import FAST, apply_workspace_edit, code_actions, hover, start_session, use, vscode_capabilities, wait_for_diagnostics
 from gradguard.core import check_source
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -78,6 +78,13 @@ async def test_notebook_open_change_close(nb_client, tmp_path):
         for other in (c[0], c[2]):
             assert list((await wait_for_diagnostics(client, other, 1)).diagnostics) == []
         assert not [p for p in client.published if p.uri == c[1]], "markdown cells are not analysed"
+
+        # hover in the cell's own coordinates; past the cell's end: nothing
+        h = await hover(client, c[3], LOOP_LINE, d.range.start.character + 2)
+        assert h is not None and h.contents.value.startswith("### GG101")
+        assert await hover(client, c[3], 50, 0) is None
+        h = await hover(client, c[2], 2, MAGIC.split("\n")[2].index("zeros"))
+        assert h is None  # nothing to say about torch.zeros; and the magic lines did not break anything
 
         # quick fix inside the cell: edits only that cell, versioned
         actions = await code_actions(client, c[3], d.range, [d], only=[lsp.CodeActionKind.QuickFix])
