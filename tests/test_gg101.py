@@ -1095,6 +1095,25 @@ SILENT = {
             opt.step()
         """
     ),
+    "integer_feedback": src(
+        """
+        import torch
+        import torch.nn as nn
+
+        net = nn.Linear(4, 3)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        prev = torch.zeros(2, dtype=torch.long)
+        bucket = torch.zeros(2, 1)
+        for x in xs:
+            logits = net(torch.cat([x, prev.unsqueeze(1).float(), bucket], dim=1))
+            loss = logits.logsumexp(-1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            prev = torch.multinomial(logits.softmax(-1), 1).squeeze(1)
+            bucket = (logits[:, :1] * 3).to(torch.long).float()
+        """
+    ),
     "graph_built_before_the_loop_is_not_gg101": src(
         """
         import torch

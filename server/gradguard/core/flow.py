@@ -49,22 +49,49 @@ def iter_nodes(nodes: Sequence[ast.AST] | ast.AST) -> Iterator[ast.AST]:
     itself is yielded, its decorators and defaults are not walked)."""
     stack: List[ast.AST] = list(reversed(nodes)) if isinstance(nodes, (list, tuple)) else [nodes]
     AST = ast.AST
+    fields_of = _CHILD_FIELDS
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, _NESTED):
             continue
+        cls = type(node)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = _child_fields(cls)
+        if not fields:
+            continue
         children: List[ast.AST] = []
-        for name in node._fields:  # inlined ast.iter_child_nodes (hot path)
+        for name in fields:  # inlined ast.iter_child_nodes (hot path)
             v = getattr(node, name, None)
-            if isinstance(v, list):
+            if v.__class__ is list:
                 for x in v:
                     if isinstance(x, AST):
                         children.append(x)
             elif isinstance(v, AST):
                 children.append(v)
-        children.reverse()
+        if len(children) > 1:
+            children.reverse()
         stack.extend(children)
+
+
+# Per node class: the fields that can hold child nodes. ``ctx`` (Load/Store/Del
+# singletons) is left out: nobody needs those nodes and every Name has one.
+_CHILD_FIELDS: dict = {}
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "name", "module", "level", "value_str",
+                          "lineno", "col_offset", "end_lineno", "end_col_offset", "type_comment",
+                          "kind", "conversion", "is_async", "simple", "asname", "n", "s"})
+
+
+def _child_fields(cls) -> tuple:
+    out = []
+    for f in cls._fields:
+        if f in _LEAF_FIELDS:
+            continue
+        if cls is ast.Constant and f == "value":
+            continue
+        out.append(f)
+    return tuple(out)
 
 
 def child_blocks(stmt: ast.stmt) -> List[List[ast.stmt]]:
@@ -274,7 +301,7 @@ def is_graph_cut(expr: ast.AST) -> bool:
         return True
     if isinstance(expr, ast.Call):
         m = _method(expr)
-        if m in K.GRAPH_CUT_METHODS:
+        if m in K.GRAPH_CUT_METHODS or m in K.INTEGER_METHODS:
             return True
         # .detach().to(device), .detach().clone(): a cut followed by a passthrough
         if m in K.PASSTHROUGH_METHODS and is_graph_cut(expr.func.value):  # type: ignore[union-attr]
@@ -1200,7 +1227,10 @@ class GraphFlow:
             t = frozenset().union(*(v.taints for v in pos), *(v.taints for v in kws.values())) if (pos or kws) else EMPTY
             return self._torch_call(call, q, pos, kws, t)
         recv = self.eval(func.value, env)
-        if m in K.GRAPH_CUT_METHODS or m in K.FACTORY_METHODS:
+        if m in K.GRAPH_CUT_METHODS or m in K.FACTORY_METHODS or m in K.INTEGER_METHODS or (
+            m in ("to", "type") and any(qualify(a, ctx) in K.INTEGER_DTYPES
+                                        for a in list(call.args) + [k.value for k in call.keywords])
+        ):
             self._args(call, env)
             if m == "detach_" and key is not None:
                 env[key] = _with(env.get(key, CLEAN), taints=EMPTY, elems=None)
@@ -1345,6 +1375,8 @@ class GraphFlow:
             if tc in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
                 return plain({("L",)})
             return self._construct(tc, pos)
+        if q in K.NONDIFF_FUNCTIONS:
+            return CLEAN
         if q in K.TENSOR_FACTORIES:
             for kw in call.keywords:
                 if kw.arg == "requires_grad" and not (isinstance(kw.value, ast.Constant) and not kw.value.value):

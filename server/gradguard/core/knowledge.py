@@ -54,6 +54,18 @@ FACTORY_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "
                              "numel", "nelement", "argmax", "argmin", "eq", "ne", "lt", "gt", "le", "ge",
                              "isnan", "isinf", "nonzero", "any", "all", "zero_"})
 
+# Methods whose result is an integer/bool tensor: no graph (x.long(), x.argmax()).
+# (Not bernoulli/poisson: sampling from a tensor that requires grad keeps a grad_fn.)
+INTEGER_METHODS = frozenset({"long", "int", "short", "bool", "byte", "char", "argmax", "argmin", "argsort",
+                             "multinomial"})
+INTEGER_DTYPES = frozenset({"torch.long", "torch.int", "torch.int64", "torch.int32", "torch.int16", "torch.int8",
+                            "torch.uint8", "torch.bool", "torch.short"})
+# Functions whose result carries no graph whatever the inputs (sampling, indices).
+NONDIFF_FUNCTIONS = frozenset({"torch.multinomial", "torch.argmax", "torch.argmin", "torch.argsort",
+                               "torch.searchsorted", "torch.bucketize", "torch.randint_like", "torch.eq", "torch.ne", "torch.gt", "torch.lt", "torch.ge",
+                               "torch.le", "torch.isnan", "torch.isinf", "torch.isfinite", "torch.nonzero",
+                               "torch.count_nonzero"})
+
 # Tensor factories; with requires_grad=True they make *leaves* (safe to reuse).
 TENSOR_FACTORIES = frozenset(
     {"torch.tensor", "torch.rand", "torch.randn", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
