@@ -170,7 +170,8 @@ def _gg102_facts(stmt: ast.stmt):
     - ``rgglobal:<x>``: module-level ``x`` is made to require grad; ``returns_rg:<f>``: ``f`` returns such a
       tensor; ``rgarg:<f>:<i|name>``: some call passes ``f`` a requires-grad tensor (``"rg"``) or a name/call
       to resolve later (``"name:x"``, ``"call:g"``);
-    - ``bw:<f>`` / ``bwloop:<f>``: see :func:`_backprop_facts`.
+    - ``bw:<f>`` / ``bwloop:<f>``: see :func:`_backprop_facts`;
+    - ``attrloop:<C>``: see :func:`_class_attr_loops`.
     """
     is_fn = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     is_cls = isinstance(stmt, ast.ClassDef)
@@ -246,6 +247,8 @@ def _gg102_facts(stmt: ast.stmt):
                 out.append((f"gg102:rgarg:{c.func.id}:{key}", val))
     if is_fn and has_bw:
         out.extend(_backprop_facts(stmt))
+    if is_cls and has_bw:
+        out.extend(_class_attr_loops(stmt))
     return out
 
 
@@ -304,6 +307,96 @@ def _backprop_facts(fn):
             loop_reach |= reach(st.body, unchanged)
     if loop_reach:
         yield f"gg102:bwloop:{fn.name}", encode(loop_reach)
+
+
+def _self_arg(fn) -> Optional[str]:
+    """The name a method calls its instance (``self``), or None for static/class methods."""
+    if any(getattr(d, "id", getattr(d, "attr", "")) in ("staticmethod", "classmethod") for d in fn.decorator_list):
+        return None
+    args = list(fn.args.posonlyargs) + list(fn.args.args)
+    return args[0].arg if args else None
+
+
+def _loops_with_grad(stmts):
+    """Outermost loops of a body, not inside ``with torch.no_grad():`` and not in nested scopes."""
+    for s in stmts:
+        if isinstance(s, _LOOPS):
+            yield s
+            continue
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or F.is_no_grad_with(s):
+            continue
+        for block in F.child_blocks(s):
+            yield from _loops_with_grad(block)
+
+
+def _class_attr_loops(cls: ast.ClassDef):
+    """``gg102:attrloop:<C>`` for a module-level class: which ``self.<attr>`` values
+    a back-propagating loop of some method (not ``__init__``) reaches while that
+    method never re-binds the attribute, so the loop reuses whatever an earlier
+    method (``__init__``) left there. The fact is ``(loops, grad_attrs)``:
+
+    - ``loops``: sorted ``(attr, method, line, col, end_line, end_col)``, the first
+      ``backward()`` that frees a graph through ``self.attr``, its line counted
+      from the ``class`` line (so the fact does not change when the class moves)
+      and its columns in UTF-8 bytes (``ast``'s);
+    - ``grad_attrs``: attributes whose gradient the class uses (``self.X.grad``,
+      ``retain_grad``, handed to an optimizer in a list): data the program means
+      to differentiate against.
+
+    The ``__init__`` unit of the same class consumes it (see
+    :meth:`_Analysis._check_init_attrs`); both live in the same top-level chunk."""
+    from gradguard.core.context import ModuleContext, Unit
+    from gradguard.core.text import LineIndex
+
+    ctx = ModuleContext(None, LineIndex(""), {}, {})
+    grad_attrs: Set[str] = set()
+    found: Dict[Tuple[str, str], tuple] = {}
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        me = _self_arg(fn)
+        if me is None:
+            continue
+        for n in F.iter_nodes(fn.body):
+            if isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook", "requires_grad"):
+                if isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name) \
+                        and n.value.value.id == me and not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
+                    grad_attrs.add(n.value.attr)
+            elif isinstance(n, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+                elts = n.values if isinstance(n, ast.Dict) else n.elts
+                for e in elts:
+                    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me:
+                        grad_attrs.add(e.attr)  # optim.SGD([self.X, ...]): a trained tensor
+        if fn.name == "__init__" or F.is_no_grad_function(fn):
+            continue
+        assigned = _assigned_in(fn.body)
+        an = None
+        for loop in _loops_with_grad(fn.body):
+            if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):
+                continue  # runs at most once
+            prefix = me + "."
+            attrs = {
+                d for d in (_attr_name(n) for n in F.iter_nodes(loop.body) if isinstance(n, ast.Attribute))
+                if d and d.startswith(prefix) and d not in assigned
+            }
+            if not attrs:
+                continue
+            if an is None:
+                an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx)
+            taint = {d: {d} for d in attrs}
+            backs: dict = {}
+            for _ in range(2):
+                an._taint_block(loop.body, taint, backs, 0)
+            calls = sorted([((c.lineno, c.col_offset), c, t) for c, keep, t in backs.values() if not keep],
+                           key=lambda x: x[0])
+            for _pos, c, t in calls:
+                for d in sorted(t):
+                    key = (d[len(prefix):], fn.name)
+                    if key not in found:
+                        found[key] = (key[0], fn.name, c.lineno - cls.lineno, c.col_offset,
+                                      (c.end_lineno or c.lineno) - cls.lineno, c.end_col_offset or c.col_offset)
+    if found:
+        yield f"gg102:attrloop:{cls.name}", (tuple(sorted(found.values())), tuple(sorted(grad_attrs)))
 
 
 def _qualify_str(dotted: str, imports) -> str:
@@ -423,6 +516,7 @@ class _Hit:
     loop: ast.stmt  # the loop; or the statement calling a function whose loop back-propagates
     backward: ast.Call
     via: Optional[str] = None  # the called function that runs backward(), if not a backward call itself
+    remote: Optional[Range] = None  # the backward() in another method (loop is then None): self.attr hits
 
 
 class _Analysis:
@@ -460,11 +554,16 @@ class _Analysis:
                     if n.attr in ("grad", "retain_grad", "register_hook", "requires_grad"):
                         if not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
                             self.grad_used.add(n.value.id)
+                elif isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook") \
+                        and _attr_name(n.value):
+                    self.grad_used.add(_attr_name(n.value))  # self.X.grad
                 elif isinstance(n, (ast.List, ast.Tuple, ast.Set)):
                     if isinstance(n.ctx if hasattr(n, "ctx") else ast.Load(), ast.Load):
                         for e in n.elts:
                             if isinstance(e, ast.Name):
                                 self.grad_used.add(e.id)  # e.g. optim.SGD([X, w]): a trained tensor
+                            elif _attr_name(e):
+                                self.grad_used.add(_attr_name(e))  # optim.SGD([self.X])
                 elif isinstance(n, ast.Dict):
                     for e in n.values:
                         if isinstance(e, ast.Name):
@@ -492,7 +591,45 @@ class _Analysis:
             return []
         self._seed_params()
         self._block(self.unit.body)
+        self._check_init_attrs()
         return [f for f in (self._finding(h) for h in self.hits) if f is not None]
+
+    def _check_init_attrs(self):
+        """In ``__init__`` of a module-level class: the ``self.<attr>`` graphs it
+        leaves behind that another method's back-propagating loop reuses
+        (``gg102:attrloop:<C>``, computed from the same class, hence the same
+        top-level chunk). Reported here, where the stale graph is built; the
+        method with the loop reports nothing about them (it never sees the graph)."""
+        node, cls = self.unit.node, self.unit.class_node
+        if node is None or cls is None or node.name != "__init__" or self.unit.parents != (cls,):
+            return
+        fact = self.ctx.summary.get(f"gg102:attrloop:{cls.name}")
+        me = _self_arg(node)
+        if not fact or me is None:
+            return
+        loops, grad_attrs = fact
+        self.grad_used.update(f"{me}.{a}" for a in grad_attrs)
+        index = self.ctx.index
+        for attr, method, line, col, end_line, end_col in loops:
+            var = f"{me}.{attr}"
+            g = self.env.get(var)
+            if not isinstance(g, Graph) or g.holder:
+                continue
+            for name in g.carried or (var,):
+                gv = self.env.get(name)
+                if not isinstance(gv, Graph) or not gv.stmts:
+                    continue
+                if gv.saving is not True and name in self.grad_used:
+                    continue
+                key = (name, id(gv.stmts[0]))
+                if key in self.reported:
+                    continue
+                a, b = cls.lineno + line, cls.lineno + end_line
+                if not (1 <= a <= b <= len(index.lines)):
+                    continue
+                rng = Range(self.ctx.pos(a, col), self.ctx.pos(b, end_col))
+                self.reported.add(key)
+                self.hits.append(_Hit(name, gv, None, None, via=method, remote=rng))  # type: ignore[arg-type]
 
     def _seed_params(self):
         """Parameters of a module-level function that some call site passes a
@@ -536,6 +673,9 @@ class _Analysis:
         into_en, into_zh = _into(shown)
         before_en = f"before the loop in `{h.via}()`" if h.via else "before the loop"
         before_zh = f"在 `{h.via}()` 的循环之前" if h.via else "在循环之前"
+        if h.remote is not None:
+            before_en = f"in `__init__()`, before the loop in `{h.via}()`,"
+            before_zh = f"在 `__init__()` 中（`{h.via}()` 的循环之前）"
         if certain:
             msg = {
                 "en": f"`{var}` is built {before_en} from {src_en}, so the first `backward()` in the loop frees its "
@@ -569,7 +709,11 @@ class _Analysis:
                 continue
             rng = ctx.line_range(node) if isinstance(node, ast.stmt) else ctx.range(node)
             related.append(Related(rng, _origin_message(src)))
-        if h.via:
+        if h.remote is not None:
+            bmsg = {"en": f"`{h.via}()` back-propagates through `{var}` here, in a loop"
+                          + (": its second iteration fails" if certain else ""),
+                    "zh": f"`{h.via}()` 在这里的循环中反向传播经过 `{var}`" + ("，第二轮迭代会报错" if certain else "")}
+        elif h.via:
             bmsg = {"en": f"`{h.via}()` back-propagates through `{var}` in a loop"
                           + (": its second iteration fails" if certain else ""),
                     "zh": f"`{h.via}()` 在循环中反向传播经过 `{var}`" + ("，第二轮迭代会报错" if certain else "")}
@@ -579,7 +723,7 @@ class _Analysis:
         else:
             bmsg = {"en": f"this `backward()` runs through `{var}`'s pre-loop graph in every iteration",
                     "zh": f"这里的 `backward()` 每轮迭代都会经过 `{var}` 在循环前构建的计算图"}
-        related.append(Related(ctx.range(h.backward), bmsg))
+        related.append(Related(h.remote if h.remote is not None else ctx.range(h.backward), bmsg))
         rg = self.rg_false_nonleaf.get(var)
         if rg is not None:
             related.append(Related(ctx.line_range(rg), {
@@ -679,7 +823,9 @@ class _Analysis:
         rest = last[end:].strip()
         return not rest or rest.startswith("#")
 
-    def _loop_blocks(self, loop: ast.stmt) -> Set[int]:
+    def _loop_blocks(self, loop: Optional[ast.stmt]) -> Set[int]:
+        if loop is None:  # the loop is in another method: fix at the top level of this one
+            return {id(self.unit.body)}
         out: Set[int] = set()
         cur = loop
         while id(cur) in self.parent:
@@ -1208,6 +1354,8 @@ class _Analysis:
             if d:
                 if isinstance(v, Graph):
                     self.env[d] = _with_stmt(v, stmt)
+                elif isinstance(v, Leaf) and v.src.name is None:  # self.X = torch.rand(..., requires_grad=True)
+                    self.env[d] = Leaf(Src(d, v.src.kind, stmt, v.src.node, v.src.removal, v.src.order))
                 elif isinstance(v, (Leaf, Mod)):
                     self.env[d] = v
                 else:
