@@ -12,7 +12,8 @@ medians of several runs (machines are noisy). Sections:
                latency for 500 single-character edits in a 2,000-line file
                (debounce 0), syntax-error edits separately, RSS over 1,000
                open/edit/close cycles;
-4. ``jedi``    how much of (1) and (3) goes to cross-file resolution / jedi.
+4. ``jedi``    how much of (1) and (3) goes to cross-file resolution / jedi;
+5. ``profile`` where the large-file time goes (start-up, parse, summarizers, rules).
 
 Writes bench/out/results.json and BENCHMARKS.md. ``--quick`` for a smoke run,
 ``--only SECTION[,SECTION]`` to run part of it.
@@ -423,6 +424,57 @@ def _server_uses_resolve() -> str:
     return "yes" if "resolve_external_facts" in text else "no"
 
 
+# ---------------------------------------------------------------- 5. where the time goes
+def bench_profile(runs: int) -> dict:
+    """Breakdown of the large-file CLI run: process start-up + imports (a one-line
+    file), then in process: parse, each summarizer, each rule."""
+    import ast
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    tiny = OUT / "tiny.py"
+    tiny.write_text("x = 1\n", encoding="utf-8")
+    gg = _tool("gradguard")
+    st = _median_runs({"floor": [PY, "-c", "import ast,sys; ast.parse(open(sys.argv[1]).read())", str(tiny)],
+                       "gradguard": [gg, "check", str(tiny), "--format", "json"]}, max(5, runs))
+    out: dict = {"startup": {k: v.get("median") for k, v in st.items()}}
+
+    from gradguard.core import check_source, summary
+    import gradguard.rules
+
+    rules = gradguard.rules.all_rules()
+    large = OUT / "large_training.py"
+    if not large.exists():
+        large.write_text(corpus.training_file(1800, seed=3), encoding="utf-8")
+    text = large.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    k = 5
+    out["parse_s"] = _best_of(lambda: ast.parse(text), k)
+    out["check_s"] = _best_of(lambda: check_source(text, str(large)), 3)
+    per_sum = {}
+    for fn in list(summary._SUMMARIZERS):
+        per_sum[f"{fn.__module__}.{fn.__name__}"] = _best_of(lambda: [list(fn(s)) for s in tree.body], 3)
+    out["summarizers_s"] = per_sum
+    per_rule = {r.code: 0.0 for r in rules}
+    originals = {}
+    for r in rules:
+        originals[r.code] = r.check
+
+        def timed(unit, ctx, _orig=r.check, _code=r.code):
+            t0 = time.perf_counter()
+            res = list(_orig(unit, ctx))
+            per_rule[_code] += time.perf_counter() - t0
+            return res
+
+        r.check = timed  # type: ignore[method-assign]
+    try:
+        check_source(text, str(large))
+    finally:
+        for r in rules:
+            r.check = originals[r.code]  # type: ignore[method-assign]
+    out["rules_s"] = per_rule
+    return out
+
+
 # ---------------------------------------------------------------- report
 def _ms(s: Optional[float]) -> str:
     return "—" if s is None else f"{1e3 * s:.1f} ms"
@@ -533,6 +585,19 @@ def render(results: dict) -> str:
         heavy_large = jd.get("cli_modules_large") or ""
         budgets.append(("jedi never on the CLI/keystroke path for files without local imports",
                         heavy_large or "no heavy modules", "jedi" not in heavy_large))
+    pf = results.get("profile")
+    if pf:
+        su = pf["startup"]
+        p = pf["parse_s"]
+        L += ["## 5. Where the time goes (large file)", "",
+              f"- Process start-up + imports, one-line file: gradguard check {_ms(su.get('gradguard'))} vs floor "
+              f"{_ms(su.get('floor'))} ({_ratio(su.get('gradguard'), su.get('floor'))}).",
+              f"- In process: `ast.parse` {_ms(p)}; `check_source` {_ms(pf['check_s'])} ({pf['check_s'] / p:.1f}× parse), of which:"]
+        for name, t in sorted(pf["summarizers_s"].items(), key=lambda kv: -kv[1]):
+            L.append(f"  - summarizer `{name}`: {_ms(t)} ({t / p:.1f}× parse)")
+        for code, t in sorted(pf["rules_s"].items(), key=lambda kv: -kv[1]):
+            L.append(f"  - rule {code} `check`: {_ms(t)} ({t / p:.1f}× parse)")
+        L.append("")
     L += ["## Budgets", "", "| budget | measured | met |", "|---|---|---|"]
     for name, val, ok in budgets:
         L.append(f"| {name} | {val} | {'yes' if ok else '**no**'} |")
@@ -554,7 +619,7 @@ def _commit() -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer runs / edits / cycles (smoke test)")
-    ap.add_argument("--only", default="cli,scaling,server,jedi")
+    ap.add_argument("--only", default="cli,scaling,server,jedi,profile")
     ap.add_argument("--runs", type=int, default=None)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = ap.parse_args(argv)
@@ -563,7 +628,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     prev = OUT / "results.json"
     results: dict = {}
-    if prev.exists() and only != {"cli", "scaling", "server", "jedi"}:
+    if prev.exists() and only != {"cli", "scaling", "server", "jedi", "profile"}:
         try:
             results = json.loads(prev.read_text())  # keep the other sections of the last run
         except ValueError:
@@ -572,7 +637,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        "cores": os.cpu_count(), "machine": platform.machine(), "commit": _commit()}
     steps = [("cli", lambda: bench_cli(runs, args.quick)), ("scaling", lambda: bench_scaling(args.quick)),
              ("server", lambda: bench_server(100 if args.quick else 500, 100 if args.quick else 1000)),
-             ("jedi", bench_jedi)]
+             ("jedi", bench_jedi), ("profile", lambda: bench_profile(runs))]
     for name, fn in steps:
         if name not in only:
             continue
