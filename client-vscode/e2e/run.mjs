@@ -560,6 +560,16 @@ async function phaseInstall(browser, barePython) {
     check("gradguard.severity applies without a restart (error → warning)", warned && errors === 0, `warning=${warned} errors=${errors}`);
     const runningAfter = (extensionLog(profile).match(/ is running \(/g) ?? []).length;
     check("…and the server was not restarted", runningAfter === runningBefore, `${runningBefore} → ${runningAfter}`);
+
+    await runCommand(page, "gradguard: Restart Server");
+    const deadline = Date.now() + 60_000;
+    let runningNow = runningAfter;
+    while (Date.now() < deadline && runningNow === runningAfter) {
+      await sleep(500);
+      runningNow = (extensionLog(profile).match(/ is running \(/g) ?? []).length;
+    }
+    const back = await page.locator(".monaco-editor .squiggly-warning").first().waitFor({ state: "visible", timeout: 30_000 }).then(() => true, () => false);
+    check("gradguard: Restart Server starts a new server, which reports again", runningNow === runningAfter + 1 && back, `${runningAfter} → ${runningNow}, squiggle ${back}`);
   } catch (e) {
     await shot(page, "failure-install.png").catch(() => {});
     throw e;
