@@ -1421,3 +1421,218 @@ def test_no_grad_fix_never_wraps_a_def_between_module_statements():
     f = only(source)
     assert not any("no_grad" in fx.title_in("en") for fx in f.fixes)
     assert "Y += torch.rand(4, 1)\nY = Y.detach()\n" in apply(source, fix_titled(f, "Detach"))
+
+
+# ---------------------------------------------------------------------------
+# self.<attr> graphs built in __init__ and reused by another method's training loop
+
+TRAINER = src(
+    """
+    import torch
+    import torch.nn as nn
+
+
+    class Regression:
+        def __init__(self, n=10, d=4):
+            self.X = torch.randn(n, d, requires_grad=True)
+            self.w_true = torch.randn(d, 1)
+            self.Y = self.X @ self.w_true + 0.01
+            self.model = nn.Linear(d, 1)
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05)
+
+        def fit(self, epochs=4):
+            for epoch in range(epochs):
+                loss = ((self.model(self.X) - self.Y) ** 2).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+    """
+)
+
+
+def with_method(source: str, method: str) -> str:
+    """``source`` (ending in a class) with one more method appended to that class."""
+    return source + "\n" + textwrap.indent(src(method), "    ")
+
+
+def test_init_attribute_graph_reused_by_fit_loop():
+    f = only(TRAINER)
+    assert f.severity is Severity.ERROR
+    assert f.range.start.line == line_of(TRAINER, "self.Y = self.X @")
+    assert f.data["variable"] == "self.Y" and f.data["source"] == "self.X"
+    msg = f.message_in("en")
+    assert "`__init__()`" in msg and "`fit()`" in msg and "a second time" in msg
+    assert "`__init__()`" in f.message_in("zh")
+    # related: where the graph starts, and the backward() in fit() that frees it
+    starts = [r for r in f.related if r.range.start.line == line_of(TRAINER, "self.X = torch.randn")]
+    assert starts
+    bw = [r for r in f.related if "`fit()`" in r.message["en"]]
+    assert len(bw) == 1
+    line = line_of(TRAINER, "loss.backward()")
+    text = TRAINER.splitlines()[line]
+    assert bw[0].range == Range(Position(line, text.index("loss")), Position(line, len(text)))
+    # preferred fix: drop requires_grad from the data (nothing reads self.X.grad); silent and idempotent after
+    fixed = apply(TRAINER, f.preferred_fix)
+    assert "self.X = torch.randn(n, d)\n" in fixed
+    assert gg102(fixed) == []
+    # the other fixes work too
+    detached = apply(TRAINER, fix_titled(f, "Detach"))
+    assert "self.Y = self.X @ self.w_true + 0.01\n        self.Y = self.Y.detach()\n" in detached
+    assert gg102(detached) == []
+    assert gg102(apply(TRAINER, fix_titled(f, "no_grad"))) == []
+
+
+def test_init_attribute_whose_grad_is_read_is_detached_not_stripped():
+    source = with_method(TRAINER, """
+        def input_saliency(self):
+            return self.X.grad.abs()
+        """)
+    f = only(source)
+    assert "Detach" in f.preferred_fix.title_in("en")
+    assert not any("Remove" in fx.title_in("en") for fx in f.fixes)
+    assert gg102(apply(source, f.preferred_fix)) == []
+
+
+def test_init_attribute_handed_to_an_optimizer_counts_as_trained():
+    # self.X is trained (handed to the optimizer): self.Y (built with + only) goes stale as self.X changes
+    source = TRAINER.replace("self.Y = self.X @ self.w_true + 0.01", "self.Y = self.X + 0.01").replace(
+        "torch.optim.SGD(self.model.parameters(), lr=0.05)", "torch.optim.SGD([self.X], lr=0.05)")
+    f = only(source)
+    assert f.severity is Severity.WARNING
+    assert "never recomputed when `self.X` changes" in f.message_in("en")
+    assert not any("Remove" in fx.title_in("en") for fx in f.fixes)
+    assert "Detach" in f.preferred_fix.title_in("en")
+    assert gg102(apply(source, f.preferred_fix)) == []
+
+
+def test_init_attribute_non_saving_build_is_a_warning():
+    source = TRAINER.replace("self.Y = self.X @ self.w_true + 0.01", "self.Y = self.X[:, :1] + 0.01")
+    f = only(source)
+    assert f.severity is Severity.WARNING and f.data["variable"] == "self.Y"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # rebuilt inside the loop: each iteration has its own graph
+        ("            loss = ((self.model",
+         "            self.Y = self.X @ self.w_true + 0.01\n            loss = ((self.model"),
+        # built under no_grad in __init__
+        ("        self.Y = self.X @ self.w_true + 0.01",
+         "        with torch.no_grad():\n            self.Y = self.X @ self.w_true + 0.01"),
+        # detached
+        ("self.Y = self.X @ self.w_true + 0.01", "self.Y = (self.X @ self.w_true + 0.01).detach()"),
+        # detached afterwards, in __init__
+        ("        self.model = nn.Linear(d, 1)",
+         "        self.Y = self.Y.detach()\n        self.model = nn.Linear(d, 1)"),
+        # a leaf used directly: that is how parameters work
+        ("self.Y = self.X @ self.w_true + 0.01", "self.Y = torch.randn(n, 1, requires_grad=True)"),
+        ("self.Y = self.X @ self.w_true + 0.01", "self.Y = nn.Parameter(torch.randn(n, 1))"),
+        # the loop body runs once
+        ("            self.opt.step()", "            self.opt.step()\n            break"),
+        # the loop keeps the graph on purpose
+        ("loss.backward()", "loss.backward(retain_graph=True)"),
+        # the method with the loop is a static method: no instance, no self.Y
+        ("    def fit(self, epochs=4):", "    @staticmethod\n    def fit(self, epochs=4):"),
+    ],
+)
+def test_init_attribute_silences(edit):
+    old, new = edit
+    assert TRAINER.count(old) == 1, old
+    source = TRAINER.replace(old, new)
+    assert gg102(source) == [], source
+
+
+def test_eval_only_methods_under_no_grad_are_not_training_loops():
+    source = TRAINER.replace("    def fit(self, epochs=4):", "    @torch.no_grad()\n    def fit(self, epochs=4):")
+    assert gg102(source) == []
+    # fit() trains on a detached copy; the evaluation loops reuse self.Y without recording a graph
+    evaluate = TRAINER.replace("- self.Y) ** 2", "- self.Y.detach()) ** 2")
+    assert evaluate != TRAINER
+    evaluate = with_method(evaluate, """
+        @torch.no_grad()
+        def evaluate(self):
+            total = 0.0
+            for i in range(3):
+                total += ((self.model(self.X) - self.Y) ** 2).mean().item()
+                ((self.model(self.X) - self.Y) ** 2).mean().backward()  # never runs with grad: not a training loop
+            return total
+
+        def evaluate_block(self):
+            with torch.no_grad():
+                for i in range(3):
+                    ((self.model(self.X) - self.Y) ** 2).mean().backward()
+        """)
+    assert gg102(evaluate) == []
+
+
+def test_init_attribute_reported_once_when_init_also_trains():
+    source = TRAINER.replace(
+        "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05)\n",
+        "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05)\n"
+        "        for _ in range(2):\n"
+        "            ((self.model(self.X) - self.Y) ** 2).mean().backward()\n",
+    )
+    assert source != TRAINER
+    f = only(source)
+    assert f.range.start.line == line_of(source, "self.Y = self.X @")
+
+
+def test_init_attribute_in_module_class_with_chinese_text():
+    source = src(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class 回归(nn.Module):  # 线性回归
+            def __init__(self):
+                super().__init__()
+                self.输入 = torch.randn(8, 3, requires_grad=True)  # 输入数据
+                self.目标 = torch.tanh(self.输入.sum(dim=1, keepdim=True))  # 目标
+                self.层 = nn.Linear(3, 1)
+
+            def 训练(self):
+                优化器 = torch.optim.Adam(self.parameters())
+                for 轮 in range(3):
+                    优化器.zero_grad()
+                    损失 = ((self.层(self.输入) - self.目标) ** 2).mean()
+                    损失.backward()  # 反向传播
+                    优化器.step()
+        """
+    )
+    f = only(source)
+    assert f.severity is Severity.ERROR and f.data["variable"] == "self.目标"
+    assert f.range.start.line == line_of(source, "self.目标 = torch.tanh")
+    line = line_of(source, "损失.backward()")
+    text = source.splitlines()[line]
+    bw = [r for r in f.related if "`训练()`" in r.message["en"]]
+    assert bw and bw[0].range == Range(Position(line, text.index("损失")), Position(line, text.index("  #")))
+    fixed = apply(source, f.preferred_fix)
+    assert "self.输入 = torch.randn(8, 3)  # 输入数据" in fixed and gg102(fixed) == []
+
+
+def test_init_attribute_findings_survive_incremental_edits():
+    from gradguard.core import Document
+
+    doc = Document(TRAINER)
+    steps = [
+        # lines inserted above the class, and a new top-level def: module facts change, the class chunk
+        # is reused and re-analysed with its cached facts (the backward's position must follow)
+        TRAINER.replace("import torch.nn as nn\n", "import torch.nn as nn\n\n\ndef helper(v):\n    return v * 2\n\n"),
+        # the loop now rebuilds self.Y: silent
+        TRAINER.replace("            loss = ((self.model",
+                        "            self.Y = self.X @ self.w_true\n            loss = ((self.model"),
+        TRAINER,
+        # a line added inside fit only (the class chunk changes, __init__'s text does not)
+        TRAINER.replace("            self.opt.step()", "            self.opt.step()\n            print(epoch)"),
+        "# 注释\n" * 3 + TRAINER,
+    ]
+    for text in steps:
+        got = doc.update(text).findings
+        assert got == check_source(text).findings, text
+        for f in got:
+            if f.code == "GG102":
+                bw = [r for r in f.related if "`fit()`" in r.message["en"]][0]
+                assert "loss.backward()" in text.splitlines()[bw.range.start.line]
+    assert [f.data["variable"] for f in doc.result().findings if f.code == "GG102"] == ["self.Y"]
