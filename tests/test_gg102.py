@@ -1636,3 +1636,64 @@ def test_init_attribute_findings_survive_incremental_edits():
                 bw = [r for r in f.related if "`fit()`" in r.message["en"]][0]
                 assert "loss.backward()" in text.splitlines()[bw.range.start.line]
     assert [f.data["variable"] for f in doc.result().findings if f.code == "GG102"] == ["self.Y"]
+
+
+HELPER_TRAINER = src(
+    """
+    import torch
+    import torch.nn as nn
+
+
+    class Regression:
+        def __init__(self, n=10, d=4):
+            self.X = torch.randn(n, d, requires_grad=True)
+            self.model = nn.Linear(d, 1)
+            self._make_targets(d)
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05)
+
+        def _make_targets(self, d):
+            w_true = torch.randn(d, 1)
+            self.Y = self.X @ w_true + 0.01
+
+        def fit(self, epochs=4):
+            for epoch in range(epochs):
+                loss = ((self.model(self.X) - self.Y) ** 2).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+    """
+)
+
+
+def test_attribute_built_by_a_helper_that_init_calls():
+    # checked with torch: crashes on fit()'s second epoch; the detach fix trains with the same first gradients
+    f = only(HELPER_TRAINER)
+    assert f.severity is Severity.ERROR and f.data["variable"] == "self.Y"
+    assert f.range.start.line == line_of(HELPER_TRAINER, "self.Y = self.X @ w_true")
+    assert "`_make_targets()` (called from `__init__()`)" in f.message_in("en")
+    # the leaf is made in another method: the fix detaches where the graph is built
+    assert f.preferred_fix.title_in("en").startswith("Detach")
+    fixed = apply(HELPER_TRAINER, f.preferred_fix)
+    assert "self.Y = self.X @ w_true + 0.01\n        self.Y = self.Y.detach()\n" in fixed
+    assert gg102(fixed) == []  # nothing left to fix
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # the helper is not called by __init__
+        ("        self._make_targets(d)\n", ""),
+        # called under no_grad
+        ("        self._make_targets(d)\n", "        with torch.no_grad():\n            self._make_targets(d)\n"),
+        # __init__ replaces what the helper built
+        ("        self._make_targets(d)\n", "        self._make_targets(d)\n        self.Y = self.Y.detach()\n"),
+        # the data does not require grad
+        ("torch.randn(n, d, requires_grad=True)", "torch.randn(n, d)"),
+        # the helper makes its own plain data
+        ("        w_true = torch.randn(d, 1)\n", "        w_true = torch.randn(d, 1)\n        self.X = torch.randn(10, d)\n"),
+    ],
+)
+def test_attribute_built_by_a_helper_silences(old, new):
+    assert HELPER_TRAINER.count(old) == 1, old
+    source = HELPER_TRAINER.replace(old, new)
+    assert gg102(source) == [], source

@@ -333,7 +333,8 @@ def _class_attr_loops(cls: ast.ClassDef):
     """``gg102:attrloop:<C>`` for a module-level class: which ``self.<attr>`` values
     a back-propagating loop of some method (not ``__init__``) reaches while that
     method never re-binds the attribute, so the loop reuses whatever an earlier
-    method (``__init__``) left there. The fact is ``(loops, grad_attrs)``:
+    method (``__init__``) left there. The fact is
+    ``(loops, grad_attrs, init_calls, init_assigned, init_leaves)``:
 
     - ``loops``: sorted ``(attr, method, line, col, end_line, end_col)``, the first
       ``backward()`` that frees a graph through ``self.attr``, its line counted
@@ -341,9 +342,15 @@ def _class_attr_loops(cls: ast.ClassDef):
       and its columns in UTF-8 bytes (``ast``'s);
     - ``grad_attrs``: attributes whose gradient the class uses (``self.X.grad``,
       ``retain_grad``, handed to an optimizer in a list): data the program means
-      to differentiate against.
+      to differentiate against;
+    - ``init_calls``: methods ``__init__`` calls as ``self.m(...)`` statements (not
+      under ``no_grad``): they build state before any training method runs too;
+      ``init_assigned``: attributes ``__init__`` itself assigns (a helper's value for
+      them may be replaced, so it is not reported); ``init_leaves``: ``(attr, kind)``
+      of the requires-grad leaves ``__init__`` creates (``"data"`` or ``"param"``),
+      which a helper starts from.
 
-    The ``__init__`` unit of the same class consumes it (see
+    The ``__init__`` unit (and the helpers it calls) of the same class consumes it (see
     :meth:`_Analysis._check_init_attrs`); both live in the same top-level chunk."""
     from gradguard.core.context import ModuleContext, Unit
     from gradguard.core.text import LineIndex
@@ -395,8 +402,46 @@ def _class_attr_loops(cls: ast.ClassDef):
                     if key not in found:
                         found[key] = (key[0], fn.name, c.lineno - cls.lineno, c.col_offset,
                                       (c.end_lineno or c.lineno) - cls.lineno, c.end_col_offset or c.col_offset)
-    if found:
-        yield f"gg102:attrloop:{cls.name}", (tuple(sorted(found.values())), tuple(sorted(grad_attrs)))
+    if not found:
+        return
+    calls: List[str] = []
+    assigned_init: Set[str] = set()
+    leaves: Dict[str, str] = {}
+    init = next((fn for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and fn.name == "__init__"), None)
+    me = _self_arg(init) if init is not None else None
+    if init is not None and me is not None:
+        prefix = me + "."
+        assigned_init = {d[len(prefix):] for d in _assigned_in(init.body) if d.startswith(prefix)}
+        for st in _stmts_with_grad(init.body):
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                f = st.value.func
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
+                        and f.attr != "__init__" and f.attr not in calls:
+                    calls.append(f.attr)
+            elif isinstance(st, ast.Assign) and len(st.targets) == 1:
+                d = _attr_name(st.targets[0])
+                if d and d.startswith(prefix):
+                    v = st.value
+                    callee = v.func if isinstance(v, ast.Call) else None
+                    last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+                    if _is_rg_expr(v):
+                        leaves[d[len(prefix):]] = "data"
+                    elif last == "Parameter" and not any(k.arg == "requires_grad" for k in v.keywords) \
+                            and len(v.args) < 2:
+                        leaves[d[len(prefix):]] = "param"
+    yield f"gg102:attrloop:{cls.name}", (tuple(sorted(found.values())), tuple(sorted(grad_attrs)), tuple(calls),
+                                         tuple(sorted(assigned_init)), tuple(sorted(leaves.items())))
+
+
+def _stmts_with_grad(stmts):
+    """Statements of a body (nested blocks included) outside ``no_grad`` blocks and nested scopes."""
+    for s in stmts:
+        yield s
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or F.is_no_grad_with(s):
+            continue
+        for block in F.child_blocks(s):
+            yield from _stmts_with_grad(block)
 
 
 def _qualify_str(dotted: str, imports) -> str:
@@ -590,27 +635,52 @@ class _Analysis:
         if node is not None and F.is_no_grad_function(node, self.ctx):
             return []
         self._seed_params()
+        self._seed_init_leaves()
         self._block(self.unit.body)
         self._check_init_attrs()
         return [f for f in (self._finding(h) for h in self.hits) if f is not None]
 
-    def _check_init_attrs(self):
-        """In ``__init__`` of a module-level class: the ``self.<attr>`` graphs it
-        leaves behind that another method's back-propagating loop reuses
-        (``gg102:attrloop:<C>``, computed from the same class, hence the same
-        top-level chunk). Reported here, where the stale graph is built; the
-        method with the loop reports nothing about them (it never sees the graph)."""
+    def _init_fact(self):
+        """``gg102:attrloop:<C>`` when this unit is ``__init__`` of a module-level
+        class or a method ``__init__`` calls; with the instance name."""
         node, cls = self.unit.node, self.unit.class_node
-        if node is None or cls is None or node.name != "__init__" or self.unit.parents != (cls,):
-            return
+        if node is None or cls is None or self.unit.parents != (cls,):
+            return None, None
         fact = self.ctx.summary.get(f"gg102:attrloop:{cls.name}")
         me = _self_arg(node)
-        if not fact or me is None:
+        if not fact or me is None or (node.name != "__init__" and node.name not in fact[2]):
+            return None, None
+        return fact, me
+
+    def _seed_init_leaves(self):
+        """A helper ``__init__`` calls starts from the requires-grad leaves ``__init__`` made."""
+        fact, me = self._init_fact()
+        if fact is None or self.unit.node.name == "__init__":
             return
-        loops, grad_attrs = fact
+        mine = _assigned_in(self.unit.body)
+        for attr, kind in fact[4]:
+            d = f"{me}.{attr}"
+            if d not in mine:
+                self.env[d] = Leaf(self._src(d, kind, None, None, None))
+
+    def _check_init_attrs(self):
+        """In ``__init__`` of a module-level class (or a method it calls): the
+        ``self.<attr>`` graphs it leaves behind that another method's
+        back-propagating loop reuses (``gg102:attrloop:<C>``, computed from the
+        same class, hence the same top-level chunk). Reported here, where the
+        stale graph is built; the method with the loop reports nothing about them
+        (it never sees the graph)."""
+        fact, me = self._init_fact()
+        if fact is None:
+            return
+        cls = self.unit.class_node
+        loops, grad_attrs, _calls, init_assigned, _leaves = fact
+        helper = self.unit.node.name != "__init__"
         self.grad_used.update(f"{me}.{a}" for a in grad_attrs)
         index = self.ctx.index
         for attr, method, line, col, end_line, end_col in loops:
+            if helper and attr in init_assigned:
+                continue  # __init__ may replace what the helper built
             var = f"{me}.{attr}"
             g = self.env.get(var)
             if not isinstance(g, Graph) or g.holder:
@@ -674,8 +744,13 @@ class _Analysis:
         before_en = f"before the loop in `{h.via}()`" if h.via else "before the loop"
         before_zh = f"在 `{h.via}()` 的循环之前" if h.via else "在循环之前"
         if h.remote is not None:
-            before_en = f"in `__init__()`, before the loop in `{h.via}()`,"
-            before_zh = f"在 `__init__()` 中（`{h.via}()` 的循环之前）"
+            builder = self.unit.node.name
+            if builder == "__init__":
+                before_en = f"in `__init__()`, before the loop in `{h.via}()`,"
+                before_zh = f"在 `__init__()` 中（`{h.via}()` 的循环之前）"
+            else:
+                before_en = f"in `{builder}()` (called from `__init__()`), before the loop in `{h.via}()`,"
+                before_zh = f"在 `__init__()` 调用的 `{builder}()` 中（`{h.via}()` 的循环之前）"
         if certain:
             msg = {
                 "en": f"`{var}` is built {before_en} from {src_en}, so the first `backward()` in the loop frees its "
