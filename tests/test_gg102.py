@@ -1697,3 +1697,27 @@ def test_attribute_built_by_a_helper_silences(old, new):
     assert HELPER_TRAINER.count(old) == 1, old
     source = HELPER_TRAINER.replace(old, new)
     assert gg102(source) == [], source
+
+
+def test_a_second_class_of_the_same_name_keeps_its_own_facts():
+    other = src(
+        """
+
+
+        class Regression:
+            def __init__(self):
+                self.lin = nn.Linear(4, 1)
+
+            def train(self, X):
+                for i in range(3):
+                    ((self.lin(X) - self.Y) ** 2).sum().backward()
+        """
+    )
+    # an unrelated class of the same name first: the trainer (last, its fact wins) is reported as usual
+    first = TRAINER.replace("class Regression:", other.strip() + "\n\n\nclass Regression:")
+    f = only(first)
+    assert f.range.start.line == line_of(first, "self.Y = self.X @")
+    assert any("`fit()`" in r.message["en"] for r in f.related)
+    # the unrelated class last: its loop facts are not applied to the trainer's __init__ (no wrong locations)
+    last = TRAINER + other
+    assert not [f for f in gg102(last) if any("`train()`" in r.message["en"] for r in f.related)]

@@ -334,7 +334,7 @@ def _class_attr_loops(cls: ast.ClassDef):
     a back-propagating loop of some method (not ``__init__``) reaches while that
     method never re-binds the attribute, so the loop reuses whatever an earlier
     method (``__init__``) left there. The fact is
-    ``(loops, grad_attrs, init_calls, init_assigned, init_leaves)``:
+    ``(loops, grad_attrs, init_calls, init_assigned, init_leaves, methods)``:
 
     - ``loops``: sorted ``(attr, method, line, col, end_line, end_col)``, the first
       ``backward()`` that frees a graph through ``self.attr``, its line counted
@@ -348,7 +348,8 @@ def _class_attr_loops(cls: ast.ClassDef):
       ``init_assigned``: attributes ``__init__`` itself assigns (a helper's value for
       them may be replaced, so it is not reported); ``init_leaves``: ``(attr, kind)``
       of the requires-grad leaves ``__init__`` creates (``"data"`` or ``"param"``),
-      which a helper starts from.
+      which a helper starts from; ``methods``: the class's method names, so that
+      a second class of the same name does not take this one's fact for its own.
 
     The ``__init__`` unit (and the helpers it calls) of the same class consumes it (see
     :meth:`_Analysis._check_init_attrs`); both live in the same top-level chunk."""
@@ -431,7 +432,11 @@ def _class_attr_loops(cls: ast.ClassDef):
                             and len(v.args) < 2:
                         leaves[d[len(prefix):]] = "param"
     yield f"gg102:attrloop:{cls.name}", (tuple(sorted(found.values())), tuple(sorted(grad_attrs)), tuple(calls),
-                                         tuple(sorted(assigned_init)), tuple(sorted(leaves.items())))
+                                         tuple(sorted(assigned_init)), tuple(sorted(leaves.items())), _method_names(cls))
+
+
+def _method_names(cls: ast.ClassDef) -> Tuple[str, ...]:
+    return tuple(fn.name for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 def _stmts_with_grad(stmts):
@@ -650,6 +655,8 @@ class _Analysis:
         me = _self_arg(node)
         if not fact or me is None or (node.name != "__init__" and node.name not in fact[2]):
             return None, None
+        if fact[5] != _method_names(cls):  # another class of the same name
+            return None, None
         return fact, me
 
     def _seed_init_leaves(self):
@@ -674,7 +681,7 @@ class _Analysis:
         if fact is None:
             return
         cls = self.unit.class_node
-        loops, grad_attrs, _calls, init_assigned, _leaves = fact
+        loops, grad_attrs, _calls, init_assigned, _leaves, _methods = fact
         helper = self.unit.node.name != "__init__"
         self.grad_used.update(f"{me}.{a}" for a in grad_attrs)
         index = self.ctx.index
@@ -1891,6 +1898,11 @@ how it was computed, and that record is what the first `backward()` frees.
 (`requires_grad=False`): `Y` has no graph, each iteration builds a new graph from the convolution's parameters,
 and `backward()` frees only that new graph.
 
+**Does it follow `self.` attributes across methods?** Yes, within one class: a `self.Y` built in `__init__`
+(or in a method that `__init__` calls) from something that requires grad, and back-propagated by a loop in
+another method (`fit()`) that never re-assigns `self.Y`, is reported at the line in `__init__` that builds it.
+Build it from plain data, detach it there, or build it inside the loop.
+
 **Which objects have `zero_grad()`?** Every `nn.Module` (`nn.Linear`, `nn.Conv2d`, your own model classes: it
 zeroes the gradients of all its parameters) and every optimizer (`torch.optim.SGD(...)`). A tensor has no
 `zero_grad()`; you reset a tensor's gradient with `x.grad = None` or `x.grad.zero_()`.
@@ -1969,6 +1981,10 @@ for i in range(10):
 
 **为什么同样的循环换成 `Conv2d` 版本就能正常运行？** 那里的 `X` 和 `Y` 都是普通张量（`requires_grad=False`）：
 `Y` 没有计算图，每一轮都从卷积层的参数构建一张新图，`backward()` 释放的只是这张新图。
+
+**它能跨方法跟踪 `self.` 属性吗？** 能，限于同一个类：在 `__init__`（或 `__init__` 调用的方法）中由需要梯度的东西
+构建的 `self.Y`，如果在另一个方法（`fit()`）的循环里被反向传播、而该方法从不重新赋值 `self.Y`，就会在 `__init__`
+中构建它的那一行报告。请用普通数据构建它、在那里 detach，或者在循环内构建它。
 
 **哪些对象可以调用 `zero_grad()`？** 所有 `nn.Module`（`nn.Linear`、`nn.Conv2d` 以及你自己的模型类，
 它会把所有参数的梯度清零）和所有优化器（`torch.optim.SGD(...)`）。张量没有 `zero_grad()`；
