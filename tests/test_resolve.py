@@ -249,3 +249,14 @@ def test_multiline_parenthesised_import_and_unused_names(tmp_path):
     facts = resolve_external_facts(src, str(root / "t.py"), str(root))
     assert {"fn:repackage_hidden", "fn:pt"} <= set(facts)
     assert not any(k.endswith(":RNNModel") for k in facts)  # imported, never used
+
+
+def test_jedi_asked_once_per_unknown_module(tmp_path):
+    """A package of another environment (unknown here, not local): jedi's
+    sys.path search is paid once per process, not in every file importing it."""
+    pytest.importorskip("jedi")
+    root = _project(tmp_path, **{"a.py": "", "b.py": ""})
+    for name in ("a.py", "b.py", "a.py"):
+        src = f"from some_pkg_nowhere_xyz import thing\nthing()\n# {name}\n"
+        assert resolve_external_facts(src, str(root / name), str(root)) == {}
+    assert resolve.stats()["jedi_calls"] == 1

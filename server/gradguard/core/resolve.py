@@ -67,6 +67,10 @@ _lock = _thread.allocate_lock()  # (not `threading`: the CLI should not pay for 
 _RESULTS: Dict[Tuple[str, Tuple[int, int], str], Tuple[Dict[str, object], Tuple[Tuple[str, int, int], ...]]] = {}
 # abs path -> (mtime_ns, size, _ModuleInfo or None)
 _MODULES: Dict[str, Tuple[int, int, Optional["_ModuleInfo"]]] = {}
+# (module, root) jedi could not find: asked once per process, not once per file
+# (a project importing a package gradguard's environment does not have would
+# otherwise pay jedi's whole sys.path search in every file)
+_JEDI_MISSES: set = set()
 _STATS = {"calls": 0, "cache_hits": 0, "files_resolved": 0, "names_resolved": 0, "jedi_files": 0,
           "jedi_calls": 0, "jedi_seconds": 0.0, "seconds": 0.0, "timeouts": 0}
 
@@ -84,6 +88,7 @@ def clear_cache() -> None:
         _RESULTS.clear()
         _MODULES.clear()
         _BASES.clear()
+        _JEDI_MISSES.clear()
         for k in _STATS:
             _STATS[k] = 0.0 if isinstance(_STATS[k], float) else 0
 
@@ -521,8 +526,17 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
                 continue  # the module is local and by path it does not define the name: jedi would not either
             if not level and _is_installed(module.split(".")[0], root):
                 continue  # an installed package, not the user's code
+            miss_key = (module if not level else f"{os.path.dirname(abspath)}:{'.' * level}{module}", key[2])
+            with _lock:
+                known_miss = miss_key in _JEDI_MISSES
+            if known_miss:
+                continue  # jedi already found nothing for this module (e.g. a package of another environment)
             jedi_used = True
             loc = _jedi_lookup(source, path or None, root, lineno, col, alias, deadline)
+            if loc is None:
+                with _lock:
+                    if len(_JEDI_MISSES) < 4096:
+                        _JEDI_MISSES.add(miss_key)
             if loc is not None:
                 info = _load_module(loc[0], deps)
                 if info is not None:
