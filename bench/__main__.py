@@ -107,7 +107,8 @@ def bench_cli(runs: int, quick: bool) -> dict:
     gg = _tool("gradguard")
     tf = _tool("torchfix")
     rf = _tool("ruff")
-    res: dict = {"cores": cores, "large_lines": len(large.read_text().splitlines()),
+    missing = [n for n, t in (("torchfix", tf), ("ruff", rf)) if not t]
+    res: dict = {"missing_tools": missing, "cores": cores, "large_lines": len(large.read_text().splitlines()),
                  "project_files": len(files), "project_lines": sum(len(p.read_text().splitlines()) for p in files)}
 
     floor_one = [PY, "-c", "import ast,sys; ast.parse(open(sys.argv[1]).read())", str(large)]
@@ -518,6 +519,9 @@ def render(results: dict) -> str:
             if a is None and b is None:
                 continue
             L.append(f"| {label} | {_ms(a)} | {_ratio(a, _med(lg, 'floor'))} | {_ms(b)} | {_ratio(b, _med(pj, 'floor'))} |")
+        if cli.get("missing_tools"):
+            L.append(f"\nNot installed, so not compared: {', '.join(cli['missing_tools'])} "
+                     "(`pip install -e '.[bench]' torch==2.13.0`).")
         for k in ("torchfix", "ruff"):
             for part, d in (("large", lg), ("project", pj)):
                 if "error" in (d.get(k) or {}):
