@@ -569,6 +569,30 @@ class _Hit:
     remote: Optional[Range] = None  # the backward() in another method (loop is then None): self.attr hits
 
 
+_INDEX: tuple = (None, None)  # (summary, (has_bwloop, grad_read)) for the last module summary seen
+
+
+def _summary_index(summary) -> Tuple[bool, FrozenSet[str]]:
+    """What the units need from scanning every summary key, computed once per
+    module summary (the engine builds one mapping per analysis and shares it by
+    all units) instead of once per unit, which is quadratic on a large file."""
+    global _INDEX
+    last = _INDEX  # one read, one rebinding below: safe if documents are analysed on several threads
+    if last[0] is summary:
+        return last[1]
+    has_bwloop = False
+    grad_read = set()
+    for k in summary:
+        if k.startswith("gg102:"):
+            if k.startswith("gg102:bwloop:"):
+                has_bwloop = True
+            elif k.startswith("gg102:gradread:"):
+                grad_read.add(k[len("gg102:gradread:"):])
+    out = (has_bwloop, frozenset(grad_read))
+    _INDEX = (summary, out)
+    return out
+
+
 class _Analysis:
     def __init__(self, unit, ctx):
         self.unit = unit
@@ -588,7 +612,7 @@ class _Analysis:
             args = list(node.args.posonlyargs) + list(node.args.args)
             if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
                 self.self_name = args[0].arg
-        self.has_bwloop = any(k.startswith("gg102:bwloop:") for k in ctx.summary)
+        self.has_bwloop, self.grad_read = _summary_index(ctx.summary)
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         self._collect_unit_facts(unit.body)
 
@@ -630,9 +654,8 @@ class _Analysis:
                             for e in _walk_no_scopes(k.value):
                                 if isinstance(e, ast.Name):
                                     self.grad_used.add(e.id)
-        for k in self.ctx.summary:
-            if k.startswith("gg102:gradread:") and self.unit.kind == "module":
-                self.grad_used.add(k[len("gg102:gradread:"):])
+        if self.unit.kind == "module":
+            self.grad_used |= self.grad_read
 
     # -- driver -------------------------------------------------------------
     def run(self) -> List[Finding]:
