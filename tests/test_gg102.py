@@ -1491,6 +1491,9 @@ def test_init_attribute_whose_grad_is_read_is_detached_not_stripped():
     assert "Detach" in f.preferred_fix.title_in("en")
     assert not any("Remove" in fx.title_in("en") for fx in f.fixes)
     assert gg102(apply(source, f.preferred_fix)) == []
+    # recomputing in fit()'s loop is offered too (self.X then gets a fresh gradient every iteration)
+    recompute = fix_titled(f, "Recompute")
+    assert not recompute.preferred and gg102(apply(source, recompute)) == []
 
 
 def test_init_attribute_handed_to_an_optimizer_counts_as_trained():
@@ -1501,8 +1504,10 @@ def test_init_attribute_handed_to_an_optimizer_counts_as_trained():
     assert f.severity is Severity.WARNING
     assert "never recomputed when `self.X` changes" in f.message_in("en")
     assert not any("Remove" in fx.title_in("en") for fx in f.fixes)
-    assert "Detach" in f.preferred_fix.title_in("en")
+    # a trained source: self.Y follows it when rebuilt in every iteration
+    assert f.preferred_fix.title_in("en") == "Recompute `self.Y` in every iteration of `fit()`'s loop"
     assert gg102(apply(source, f.preferred_fix)) == []
+    assert gg102(apply(source, fix_titled(f, "Detach"))) == []
 
 
 def test_init_attribute_non_saving_build_is_a_warning():
@@ -1721,3 +1726,58 @@ def test_a_second_class_of_the_same_name_keeps_its_own_facts():
     # the unrelated class last: its loop facts are not applied to the trainer's __init__ (no wrong locations)
     last = TRAINER + other
     assert not [f for f in gg102(last) if any("`train()`" in r.message["en"] for r in f.related)]
+
+
+PARAM_TRAINER = src(
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4, 1))
+            self.w2 = self.w * 2
+            self.X = torch.randn(16, 4, requires_grad=True)
+            self.feats = torch.tanh(self.X)
+            self.loader = DataLoader(TensorDataset(self.feats, torch.randn(16, 1)), batch_size=4)
+
+        def fit(self):
+            opt = torch.optim.SGD(self.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in self.loader:
+                    loss = ((x @ self.w2 - y) ** 2).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+    """
+)
+
+
+def test_init_attribute_from_a_parameter_is_recomputed_in_the_loop():
+    # checked with torch: crashes; with both preferred fixes it trains with the same first-iteration gradients
+    # (detaching self.w2 instead would leave the loss without a graph)
+    found = {f.data["variable"]: f for f in gg102(PARAM_TRAINER)}
+    assert set(found) == {"self.w2", "self.feats"}  # the loader is reported through the tensor it holds
+    w2 = found["self.w2"]
+    assert w2.severity is Severity.ERROR and w2.range.start.line == line_of(PARAM_TRAINER, "self.w2 = self.w * 2")
+    assert w2.preferred_fix.title_in("en") == "Recompute `self.w2` in every iteration of `fit()`'s loop"
+    fixed = apply(PARAM_TRAINER, w2.preferred_fix)
+    assert "            for x, y in self.loader:\n                self.w2 = self.w * 2\n                loss" in fixed
+    assert "        self.w2 = self.w * 2\n        self.X" in fixed  # __init__ keeps its own copy
+    assert [f.data["variable"] for f in gg102(fixed)] == ["self.feats"]
+    feats = found["self.feats"]
+    assert feats.range.start.line == line_of(PARAM_TRAINER, "self.feats = torch.tanh")
+    assert feats.preferred_fix.title_in("en").startswith("Remove")
+    both = apply_text_edits(PARAM_TRAINER, list(w2.preferred_fix.edits) + list(feats.preferred_fix.edits))
+    assert gg102(both) == []
+
+
+def test_recompute_in_another_method_needs_no_locals():
+    # the build reads a local of __init__ (scale): it cannot be copied into fit(), so detach is offered
+    source = PARAM_TRAINER.replace("        self.w2 = self.w * 2\n", "        scale = 2\n        self.w2 = self.w * scale\n")
+    f = [f for f in gg102(source) if f.data["variable"] == "self.w2"][0]
+    assert not any("Recompute" in fx.title_in("en") for fx in f.fixes)
+    assert f.preferred_fix.title_in("en").startswith("Detach")

@@ -139,10 +139,11 @@ def _carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence
     for n in nodes:
         if isinstance(n, ast.Starred):
             n = n.value
-        if isinstance(n, ast.Name):
-            v = env.get(n.id)
+        key = n.id if isinstance(n, ast.Name) else _attr_name(n)  # feats, self.feats
+        if key:
+            v = env.get(key)
             if isinstance(v, Graph) and not v.holder:
-                for c in (v.carried or (n.id,)):
+                for c in (v.carried or (key,)):
                     if c not in names:
                         names.append(c)
     if not names:
@@ -334,12 +335,13 @@ def _class_attr_loops(cls: ast.ClassDef):
     a back-propagating loop of some method (not ``__init__``) reaches while that
     method never re-binds the attribute, so the loop reuses whatever an earlier
     method (``__init__``) left there. The fact is
-    ``(loops, grad_attrs, init_calls, init_assigned, init_leaves, methods)``:
+    ``(loops, grad_attrs, init_calls, init_assigned, init_leaves, methods, trained_attrs)``:
 
-    - ``loops``: sorted ``(attr, method, line, col, end_line, end_col)``, the first
-      ``backward()`` that frees a graph through ``self.attr``, its line counted
-      from the ``class`` line (so the fact does not change when the class moves)
-      and its columns in UTF-8 bytes (``ast``'s);
+    - ``loops``: sorted ``(attr, method, line, col, end_line, end_col, self_name,
+      body_line, body_col)``, the first ``backward()`` that frees a graph through
+      ``self.attr`` and the first statement of the innermost loop around it (-1
+      when it shares the loop's line), lines counted from the ``class`` line (so
+      the fact does not change when the class moves), columns in UTF-8 bytes (``ast``'s);
     - ``grad_attrs``: attributes whose gradient the class uses (``self.X.grad``,
       ``retain_grad``, handed to an optimizer in a list): data the program means
       to differentiate against;
@@ -349,7 +351,8 @@ def _class_attr_loops(cls: ast.ClassDef):
       them may be replaced, so it is not reported); ``init_leaves``: ``(attr, kind)``
       of the requires-grad leaves ``__init__`` creates (``"data"`` or ``"param"``),
       which a helper starts from; ``methods``: the class's method names, so that
-      a second class of the same name does not take this one's fact for its own.
+      a second class of the same name does not take this one's fact for its own;
+      ``trained_attrs``: the part of ``grad_attrs`` handed to an optimizer (in a list).
 
     The ``__init__`` unit (and the helpers it calls) of the same class consumes it (see
     :meth:`_Analysis._check_init_attrs`); both live in the same top-level chunk."""
@@ -358,6 +361,7 @@ def _class_attr_loops(cls: ast.ClassDef):
 
     ctx = ModuleContext(None, LineIndex(""), {}, {})
     grad_attrs: Set[str] = set()
+    trained_attrs: Set[str] = set()
     found: Dict[Tuple[str, str], tuple] = {}
     for fn in cls.body:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -375,6 +379,7 @@ def _class_attr_loops(cls: ast.ClassDef):
                 for e in elts:
                     if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me:
                         grad_attrs.add(e.attr)  # optim.SGD([self.X, ...]): a trained tensor
+                        trained_attrs.add(e.attr)
         if fn.name == "__init__" or F.is_no_grad_function(fn):
             continue
         assigned = _assigned_in(fn.body)
@@ -397,12 +402,18 @@ def _class_attr_loops(cls: ast.ClassDef):
                 an._taint_block(loop.body, taint, backs, 0)
             calls = sorted([((c.lineno, c.col_offset), c, t) for c, keep, t in backs.values() if not keep],
                            key=lambda x: x[0])
+            inner = [x for x in F.iter_statements(loop.body) if isinstance(x, _LOOPS)]
             for _pos, c, t in calls:
+                # where a recomputation would go: the top of the innermost loop around this backward()
+                around = [x for x in [loop] + inner if x.lineno <= c.lineno <= (x.end_lineno or x.lineno)]
+                body0 = max(around, key=lambda x: x.lineno).body[0]
+                ok = body0.lineno > max(around, key=lambda x: x.lineno).lineno
                 for d in sorted(t):
                     key = (d[len(prefix):], fn.name)
                     if key not in found:
                         found[key] = (key[0], fn.name, c.lineno - cls.lineno, c.col_offset,
-                                      (c.end_lineno or c.lineno) - cls.lineno, c.end_col_offset or c.col_offset)
+                                      (c.end_lineno or c.lineno) - cls.lineno, c.end_col_offset or c.col_offset,
+                                      me, body0.lineno - cls.lineno if ok else -1, body0.col_offset)
     if not found:
         return
     calls: List[str] = []
@@ -432,7 +443,8 @@ def _class_attr_loops(cls: ast.ClassDef):
                             and len(v.args) < 2:
                         leaves[d[len(prefix):]] = "param"
     yield f"gg102:attrloop:{cls.name}", (tuple(sorted(found.values())), tuple(sorted(grad_attrs)), tuple(calls),
-                                         tuple(sorted(assigned_init)), tuple(sorted(leaves.items())), _method_names(cls))
+                                         tuple(sorted(assigned_init)), tuple(sorted(leaves.items())), _method_names(cls),
+                                         tuple(sorted(trained_attrs)))
 
 
 def _method_names(cls: ast.ClassDef) -> Tuple[str, ...]:
@@ -567,6 +579,7 @@ class _Hit:
     backward: ast.Call
     via: Optional[str] = None  # the called function that runs backward(), if not a backward call itself
     remote: Optional[Range] = None  # the backward() in another method (loop is then None): self.attr hits
+    remote_body: Optional[Position] = None  # start of the first statement of that method's loop body
 
 
 _INDEX: tuple = (None, None)  # (summary, (has_bwloop, grad_read)) for the last module summary seen
@@ -613,6 +626,7 @@ class _Analysis:
             if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
                 self.self_name = args[0].arg
         self.has_bwloop, self.grad_read = _summary_index(ctx.summary)
+        self.trained_attrs: Set[str] = set()
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         self._collect_unit_facts(unit.body)
 
@@ -704,11 +718,12 @@ class _Analysis:
         if fact is None:
             return
         cls = self.unit.class_node
-        loops, grad_attrs, _calls, init_assigned, _leaves, _methods = fact
+        loops, grad_attrs, _calls, init_assigned, _leaves, _methods, trained_attrs = fact
+        self.trained_attrs = {f"{me}.{a}" for a in trained_attrs}
         helper = self.unit.node.name != "__init__"
         self.grad_used.update(f"{me}.{a}" for a in grad_attrs)
         index = self.ctx.index
-        for attr, method, line, col, end_line, end_col in loops:
+        for attr, method, line, col, end_line, end_col, loop_self, body_line, body_col in loops:
             if helper and attr in init_assigned:
                 continue  # __init__ may replace what the helper built
             var = f"{me}.{attr}"
@@ -729,7 +744,11 @@ class _Analysis:
                     continue
                 rng = Range(self.ctx.pos(a, col), self.ctx.pos(b, end_col))
                 self.reported.add(key)
-                self.hits.append(_Hit(name, gv, None, None, via=method, remote=rng))  # type: ignore[arg-type]
+                at = None
+                if name == var and loop_self == me and body_line >= 0 \
+                        and 1 <= cls.lineno + body_line <= len(index.lines):
+                    at = self.ctx.pos(cls.lineno + body_line, body_col)
+                self.hits.append(_Hit(name, gv, None, None, via=method, remote=rng, remote_body=at))  # type: ignore[arg-type]
 
     def _seed_params(self):
         """Parameters of a module-level function that some call site passes a
@@ -851,8 +870,13 @@ class _Analysis:
         remove = None if trained else self._fix_remove(var, srcs)
         detach = self._fix_detach(h)
         nograd = self._fix_nograd(h)
-        recompute = self._fix_recompute(h) if trained and isinstance(h.loop, _LOOPS) else None
+        recompute = self._fix_recompute(h) if trained and isinstance(h.loop, _LOOPS) else (
+            self._fix_recompute_remote(h) if trained and h.remote_body is not None else None)
         order = [recompute, detach, nograd] if trained else [remove, detach, nograd]
+        if h.remote is not None and recompute is not None and not any(
+                s.kind in ("param", "module") or s.name in self.trained_attrs for s in srcs):
+            # data whose gradient is only read (self.X.grad): keep the value fixed where it is built
+            order = [detach, recompute, nograd]
         out: List[Fix] = []
         for f in order:
             if f is not None:
@@ -1017,6 +1041,44 @@ class _Analysis:
         rng = Range(Position(first.lineno - 1, 0), Position(end_line, len(self.ctx.index.line(end_line))))
         return Fix({"en": f"Build `{h.var}` under `{expr}`", "zh": f"在 `{expr}` 下构建 `{h.var}`"},
                    (TextEdit(rng, "\n".join(new)),))
+
+    def _fix_recompute_remote(self, h: _Hit) -> Optional[Fix]:
+        """Rebuild ``self.attr`` at the top of the other method's loop body (the
+        statements that build it are copied; ``__init__`` keeps its own copy for
+        whatever else reads the attribute). Only when those statements read
+        nothing local to this method but ``self``."""
+        node = self.unit.node
+        stmts = list(h.graph.stmts)
+        me = _self_arg(node)
+        local = _assigned_in(self.unit.body) | {a.arg for a in list(node.args.posonlyargs) + list(node.args.args)
+                                                + list(node.args.kwonlyargs)}
+        for x in (node.args.vararg, node.args.kwarg):
+            if x is not None:
+                local.add(x.arg)
+        local.discard(me)
+        for st in stmts:
+            pb = self.parent.get(id(st))
+            if pb is None or pb[0] is not self.unit.body or not self._whole_lines(st):
+                return None
+            if not isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                return None
+            for n in _walk_no_scopes(st):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in local:
+                    return None  # a local of this method: not available in the other one
+        at = h.remote_body
+        indent = self.ctx.index.line(at.line)[:at.character]
+        if indent.strip():
+            return None
+        text: List[str] = []
+        for st in stmts:
+            old_indent = self.ctx.indent_of(st.lineno)
+            for n in range(st.lineno - 1, st.end_lineno):
+                ln = self.ctx.index.line(n)
+                text.append(indent + ln[len(old_indent):] if ln.startswith(old_indent) and ln.strip() else ln)
+        p = Position(at.line, 0)
+        return Fix({"en": f"Recompute `{h.var}` in every iteration of `{h.via}()`'s loop",
+                    "zh": f"在 `{h.via}()` 的循环中每轮重新计算 `{h.var}`"},
+                   (TextEdit(Range(p, p), "".join(t + "\n" for t in text)),))
 
     def _fix_recompute(self, h: _Hit) -> Optional[Fix]:
         loop, g = h.loop, h.graph
