@@ -52,6 +52,10 @@ def _env() -> Dict[str, str]:
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = "1"
     env.pop("PYTHONPATH", None)
+    # measure what users get: bytecode caches written by the warm-up run and used
+    # afterwards (a session with PYTHONDONTWRITEBYTECODE would recompile every
+    # recently edited module in every process)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
