@@ -190,3 +190,39 @@ def test_jobs_gives_the_same_result(project):
     two = run("check", "--format", "json", "--jobs", "2", ".", cwd=project)
     assert json.loads(one.stdout) == json.loads(two.stdout)
     assert len(json.loads(two.stdout)) == 14
+
+
+def test_result_cache_is_used_and_invalidated(project):
+    cache_dir = project / "cc"
+    args = ("check", "--format", "json", "--cache-dir", str(cache_dir), "gru_train.py", "regression.py", "clean.py")
+    first = run(*args, cwd=project)
+    entries = [p for p in cache_dir.rglob("*") if p.is_file() and p.parent != cache_dir]
+    assert len(entries) == 3  # one per file, findings or not
+    assert (cache_dir / ".gitignore").read_text(encoding="utf-8").strip().endswith("*")
+    # a hit serves the stored result (prove it by planting a different one) ...
+    import marshal
+
+    for e in entries:
+        items, syntax = marshal.loads(e.read_bytes())
+        for it in items:
+            it["message"] = "from the cache"
+        e.write_bytes(marshal.dumps((items, syntax)))
+    cached = json.loads(run(*args, cwd=project).stdout)
+    assert {f["message"] for f in cached} == {"from the cache"}
+    assert [(f["code"], f["line"]) for f in cached] == [(f["code"], f["line"]) for f in json.loads(first.stdout)]
+    # ... --no-cache ignores it, and so does any change of the file, the config or the language
+    fresh = json.loads(run(*args, "--no-cache", cwd=project).stdout)
+    assert fresh == json.loads(first.stdout)
+    assert "from the cache" not in run(*args, "--lang", "zh", cwd=project).stdout
+    assert "from the cache" not in run(*args, "--ignore", "GG102", cwd=project).stdout
+    (project / "gru_train.py").write_text("# 注释\n" + GRU_SEED, encoding="utf-8")
+    moved = json.loads(run(*args, cwd=project).stdout)
+    gru = [f for f in moved if f["path"] == "gru_train.py"]
+    assert [(f["line"], f["message"] != "from the cache") for f in gru] == [(13, True)]
+    # a corrupt entry is a miss, not an error
+    for e in cache_dir.rglob("*"):
+        if e.is_file() and e.parent != cache_dir:
+            e.write_bytes(b"\x00garbage")
+    again = run(*args, cwd=project)
+    assert again.returncode == 1
+    assert json.loads(again.stdout) == json.loads(run(*args, "--no-cache", cwd=project).stdout)

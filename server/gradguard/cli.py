@@ -18,7 +18,7 @@ from gradguard import __version__
 _DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "node_modules", ".tox", ".nox",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", "site-packages", ".ipynb_checkpoints",
-    ".eggs",
+    ".eggs", ".gradguard_cache",
 )
 
 
@@ -122,13 +122,17 @@ class ReadError(Exception):
     pass
 
 
-def read_source(path: str) -> str:
+def read_bytes(path: str) -> bytes:
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as fh:
+            return fh.read()
     except IsADirectoryError:
         raise ReadError("is a directory") from None
     except OSError as e:
         raise ReadError(e.strerror or str(e)) from None
+
+
+def decode_source(path: str, data: bytes) -> str:
     if b"\0" in data[:8192]:
         raise ReadError("binary file (contains NUL bytes), not Python source")
     if path.endswith(".ipynb"):
@@ -151,27 +155,63 @@ def read_source(path: str) -> str:
     return text
 
 
+def read_source(path: str) -> str:
+    return decode_source(path, read_bytes(path))
+
+
 # ---------------------------------------------------------------- check
+def _new_record(path: str) -> dict:
+    # items: JSON-ready finding dicts (output.finding_dict) in the requested language;
+    # findings: the core Finding objects, only when analysed in this run (--fix/--diff need them).
+    return {"path": path, "error": None, "items": [], "findings": (), "syntax": None, "source": None, "fixed": None}
+
+
 def _check_one(args) -> dict:
     """Worker: check one file; returns a picklable record."""
-    path, config, fix, external = args
-    from gradguard.core.engine import check_source
-
-    rec = {"path": path, "error": None, "findings": (), "syntax": None, "source": None, "fixed": None}
+    path, config, fix, external, lang, cache_dir = args
+    rec = _new_record(path)
     try:
-        src = read_source(path)
+        data = read_bytes(path)
     except ReadError as e:
         rec["error"] = str(e)
         return rec
+    key = None
+    if cache_dir is not None:
+        from gradguard import cache
+
+        key = cache.key(path, data, config, lang, external)
+        hit = cache.load(cache_dir, key)
+        if hit is not None:
+            rec["items"], rec["syntax"] = hit
+            for item in rec["items"]:  # the same file may be named differently this time ("./a.py")
+                item["path"] = path
+                for r in item["related"]:
+                    r["path"] = path
+            return rec
+    try:
+        src = decode_source(path, data)
+    except ReadError as e:
+        rec["error"] = str(e)
+        return rec
+    from gradguard.core.engine import check_source
+    from gradguard.output import Locator, finding_dict
+
     facts = None
-    if external:
+    depends_on_other_files = external and resolve_needed(src)
+    if depends_on_other_files:
         facts = _external_facts(src, path, config)
     res = check_source(src, path, config, facts)
-    rec["findings"] = res.findings
-    rec["syntax"] = res.syntax_error
+    findings, syntax = res.findings, res.syntax_error
     rec["source"] = src
-    if fix and res.findings and not path.endswith(".ipynb"):
-        rec["fixed"], rec["findings"], rec["syntax"] = _fix_loop(src, path, config, facts, res)
+    if fix and findings and not path.endswith(".ipynb"):
+        rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res)
+    rec["findings"] = findings
+    rec["syntax"] = (syntax.line, syntax.character, syntax.message) if syntax is not None else None
+    loc = Locator(path, data)
+    rec["items"] = [finding_dict(path, f, lang, loc) for f in findings]
+    if key is not None and not depends_on_other_files:
+        # a file whose findings depend on other files' contents is never served from the cache
+        cache.store(cache_dir, key, (rec["items"], rec["syntax"]))
     return rec
 
 
@@ -181,7 +221,7 @@ def _external_facts(src: str, path: str, config):
     except ImportError:
         return None
     fn = getattr(resolve, "resolve_external_facts", None)
-    if fn is None or not resolve_needed(src):
+    if fn is None:
         return None
     try:
         return fn(src, path, config.root or str(Path(path).resolve().parent))
@@ -241,16 +281,18 @@ def _non_overlapping(fixes) -> list:
     return out
 
 
-def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, external: bool) -> List[dict]:
+def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, external: bool, lang: str,
+             cache_dir: Optional[str]) -> List[dict]:
     tasks = []
     records: Dict[int, dict] = {}
     for i, (path, explicit) in enumerate(files):
         if "\0" in path:  # an unreadable directory, from discovery
             d, why = path.split("\0", 1)
-            records[i] = {"path": d, "error": why, "findings": (), "syntax": None, "source": None, "fixed": None}
+            records[i] = _new_record(d)
+            records[i]["error"] = why
             continue
         cfg = config_for(path)
-        tasks.append((i, (path, cfg, fix, external)))
+        tasks.append((i, (path, cfg, fix, external, lang, cache_dir)))
     if jobs > 1 and len(tasks) > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -326,8 +368,13 @@ def cmd_check(args) -> int:
     jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
     if len(files) < 8:
         jobs = 1  # process start-up would cost more than it saves
+    cache_dir = None
+    if args.cache and not (args.fix or args.diff):
+        from gradguard import cache
+
+        cache_dir = cache.prepare(args.cache_dir)
     try:
-        records = _run_all(files, config_for, args.fix, jobs, args.resolve)
+        records = _run_all(files, config_for, args.fix, jobs, args.resolve, lang, cache_dir)
     except ConfigError as e:
         return _usage_error(str(e))
 
@@ -342,7 +389,7 @@ def cmd_check(args) -> int:
             rec["error"] = "no such file or directory"
         if rec["error"] or rec["syntax"]:
             errors += 1
-        n_findings += len(rec["findings"])
+        n_findings += len(rec["items"])
         if args.fix and rec["fixed"] is not None and rec["fixed"] != rec["source"]:
             try:
                 _write_preserving(rec["path"], rec["source"], rec["fixed"])
@@ -442,6 +489,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--statistics", action="store_true", help="(text format) count findings per rule")
     c.add_argument("--no-resolve", dest="resolve", action="store_false",
                    help="never resolve names imported from other files (faster, less precise)")
+    c.add_argument("--no-cache", dest="cache", action="store_false", default=not os.environ.get("GRADGUARD_NO_CACHE"),
+                   help="do not read or write the result cache")
+    c.add_argument("--cache-dir", default=os.environ.get("GRADGUARD_CACHE_DIR"), metavar="DIR",
+                   help="where results of unchanged files are kept (default: ./.gradguard_cache)")
 
     r = sub.add_parser("rule", help="explain a rule")
     r.add_argument("code", nargs="?")

@@ -19,19 +19,17 @@ from gradguard import __version__
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
 
 
-class _Locator:
-    """Maps core positions of one file to (cell, line) for notebooks."""
+class Locator:
+    """Maps core positions of one file to (1-based line, cell) — cells for notebooks."""
 
-    def __init__(self, rec: dict):
+    def __init__(self, path: str, data: Optional[bytes] = None):
         self.cells = None
-        if rec["path"].endswith(".ipynb") and rec.get("source") is not None:
-            from pathlib import Path
-
+        if path.endswith(".ipynb") and data is not None:
             from gradguard.core.notebook import notebook_map
 
             try:
-                self.cells = notebook_map(Path(rec["path"]).read_bytes())
-            except (OSError, ValueError):
+                self.cells = notebook_map(data)
+            except ValueError:
                 self.cells = None
 
     def line(self, line0: int):
@@ -42,8 +40,8 @@ class _Locator:
         return ln + 1, self.cells.keys[i]
 
 
-def finding_dict(path: str, f, lang: str, loc: Optional[_Locator] = None) -> dict:
-    loc = loc or _Locator({"path": path})
+def finding_dict(path: str, f, lang: str, loc: Optional[Locator] = None) -> dict:
+    loc = loc or Locator(path)
     line, cell = loc.line(f.range.start.line)
     end_line, _ = loc.line(f.range.end.line)
     d = {
@@ -93,29 +91,27 @@ def _problems(rec: dict) -> List[str]:
     if rec.get("error"):
         out.append(rec["error"])
     if rec.get("syntax") is not None:
-        s = rec["syntax"]
-        out.append(f"syntax error at {s.line + 1}:{s.character + 1}: {s.message} (the rest of the file was still checked)")
+        line, col, msg = rec["syntax"]
+        out.append(f"syntax error at {line + 1}:{col + 1}: {msg} (the rest of the file was still checked)")
     return out
 
 
 def emit(records: List[dict], fmt: str, lang: str, out: IO[str], statistics: bool = False) -> None:
+    """Print records' findings (``rec["items"]``: :func:`finding_dict` dicts) in a format."""
     if fmt == "json":
-        _emit_json(records, lang, out)
+        _emit_json(records, out)
     elif fmt == "sarif":
         _emit_sarif(records, lang, out)
     elif fmt == "github":
-        _emit_github(records, lang, out)
+        _emit_github(records, out)
     else:
         _emit_text(records, lang, out, statistics)
 
 
-def _emit_json(records, lang, out):
+def _emit_json(records, out):
     import json
 
-    items = []
-    for rec in records:
-        loc = _Locator(rec)
-        items.extend(finding_dict(rec["path"], f, lang, loc) for f in rec["findings"])
+    items = [item for rec in records for item in rec["items"]]
     json.dump(items, out, ensure_ascii=False, indent=2)
     out.write("\n")
     for rec in records:
@@ -132,36 +128,33 @@ def _emit_text(records, lang, out, statistics):
     bold = (lambda s: f"\033[1m{s}\033[0m") if color else (lambda s: s)
     sev_color = {"error": "31", "warning": "33", "info": "36", "hint": "36"}
     counts = {}
+    names = {}
     total = 0
     fixable = 0
     for rec in records:
-        loc = _Locator(rec)
         for p in _problems(rec):
             sys.stderr.write(f"{rec['path']}: {'错误' if lang == 'zh' else 'error'}: {p}\n")
-        for f in rec["findings"]:
-            line, cell = loc.line(f.range.start.line)
-            where = f"{rec['path']}:{'cell ' + str(cell) + ':' if cell else ''}{line}:{f.range.start.character + 1}"
-            sev = f.severity.value
+        for f in rec["items"]:
+            cell = f.get("cell")
+            where = f"{f['path']}:{'cell ' + str(cell) + ':' if cell else ''}{f['line']}:{f['column']}"
+            sev = f["severity"]
             sev_s = f"\033[{sev_color[sev]}m{sev}\033[0m" if color else sev
-            out.write(f"{bold(where)}: {bold(f.code)} [{sev_s}] {f.message_in(lang)}\n")
-            for r in f.related:
-                rl, _ = loc.line(r.range.start.line)
-                out.write(f"    {rec['path']}:{rl}:{r.range.start.character + 1}: {r.message_in(lang)}\n")
-            fx = f.preferred_fix
-            if fx:
+            out.write(f"{bold(where)}: {bold(f['code'])} [{sev_s}] {f['message']}\n")
+            for r in f["related"]:
+                out.write(f"    {r['path']}:{r['line']}:{r['column']}: {r['message']}\n")
+            preferred = [fx for fx in f["fixes"] if fx["preferred"]] or f["fixes"][:1]
+            if preferred:
                 fixable += 1
                 label = "修复" if lang == "zh" else "fix"
-                out.write(f"    {label}: {fx.title_in(lang)}\n")
-            counts[f.code] = counts.get(f.code, 0) + 1
+                out.write(f"    {label}: {preferred[0]['title']}\n")
+            counts[f["code"]] = counts.get(f["code"], 0) + 1
+            names[f["code"]] = f["name"]
             total += 1
         if rec.get("fixed_written"):
             out.write(f"{rec['path']}: {'已修复' if lang == 'zh' else 'fixed'}\n")
     if statistics and counts:
-        from gradguard.rules import get_rule
-
         for code, n in sorted(counts.items()):
-            rule = get_rule(code)
-            out.write(f"{n:6d}  {code}  {rule.name if rule else ''}\n")
+            out.write(f"{n:6d}  {code}  {names[code]}\n")
     files = len(records)
     if lang == "zh":
         summary = f"检查了 {files} 个文件，发现 {total} 个问题" + (f"（{fixable} 个可用 --fix 自动修复）" if fixable else "")
@@ -173,7 +166,7 @@ def _emit_text(records, lang, out, statistics):
         out.write(("\n" if total else "") + summary + "\n")
 
 
-def _emit_github(records, lang, out):
+def _emit_github(records, out):
     def esc(s: str) -> str:
         return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
@@ -182,16 +175,13 @@ def _emit_github(records, lang, out):
 
     kind = {"error": "error", "warning": "warning", "info": "notice", "hint": "notice"}
     for rec in records:
-        loc = _Locator(rec)
         for p in _problems(rec):
             out.write(f"::error file={prop(rec['path'])},title=gradguard::{esc(p)}\n")
-        for f in rec["findings"]:
-            line, _ = loc.line(f.range.start.line)
-            end_line, _ = loc.line(f.range.end.line)
+        for f in rec["items"]:
             out.write(
-                f"::{kind[f.severity.value]} file={prop(rec['path'])},line={line},col={f.range.start.character + 1},"
-                f"endLine={end_line},endColumn={f.range.end.character + 1},title={prop(f.code + ' ' + f.name)}::"
-                f"{esc(f.message_in(lang))}\n"
+                f"::{kind[f['severity']]} file={prop(f['path'])},line={f['line']},col={f['column']},"
+                f"endLine={f['end_line']},endColumn={f['end_column']},title={prop(f['code'] + ' ' + f['name'])}::"
+                f"{esc(f['message'])}\n"
             )
 
 
@@ -208,42 +198,42 @@ def _emit_sarif(records, lang, out):
         p = Path(path)
         return p.as_posix() if not p.is_absolute() else p.as_uri()
 
-    def region(loc, rng) -> dict:
-        sl, _ = loc.line(rng.start.line)
-        el, _ = loc.line(rng.end.line)
-        return {"startLine": sl, "startColumn": rng.start.character + 1, "endLine": el, "endColumn": rng.end.character + 1}
+    def region(d: dict) -> dict:
+        r = {"startLine": d["line"], "startColumn": d["column"]}
+        if "end_line" in d:
+            r.update(endLine=d["end_line"], endColumn=d["end_column"])
+        return r
 
     results = []
     notifications = []
     for rec in records:
-        loc = _Locator(rec)
         for p in _problems(rec):
             notifications.append({"level": "error", "message": {"text": p},
                                   "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(rec["path"])}}}]})
-        for f in rec["findings"]:
-            art = {"uri": uri(rec["path"])}
+        for f in rec["items"]:
+            art = {"uri": uri(f["path"])}
             results.append(
                 {
-                    "ruleId": f.code,
-                    "ruleIndex": index.get(f.code, 0),
-                    "level": _SARIF_LEVEL[f.severity.value],
-                    "message": {"text": f.message_in(lang)},
-                    "locations": [{"physicalLocation": {"artifactLocation": art, "region": region(loc, f.range)}}],
+                    "ruleId": f["code"],
+                    "ruleIndex": index.get(f["code"], 0),
+                    "level": _SARIF_LEVEL[f["severity"]],
+                    "message": {"text": f["message"]},
+                    "locations": [{"physicalLocation": {"artifactLocation": art, "region": region(f)}}],
                     "relatedLocations": [
-                        {"id": i, "message": {"text": r.message_in(lang)},
-                         "physicalLocation": {"artifactLocation": art, "region": region(loc, r.range)}}
-                        for i, r in enumerate(f.related)
+                        {"id": i, "message": {"text": r["message"]},
+                         "physicalLocation": {"artifactLocation": art, "region": region(r)}}
+                        for i, r in enumerate(f["related"])
                     ],
                     "fixes": [
                         {
-                            "description": {"text": fx.title_in(lang)},
+                            "description": {"text": fx["title"]},
                             "artifactChanges": [
                                 {"artifactLocation": art,
-                                 "replacements": [{"deletedRegion": region(loc, e.range), "insertedContent": {"text": e.new_text}}
-                                                  for e in fx.edits]}
+                                 "replacements": [{"deletedRegion": region(e), "insertedContent": {"text": e["new_text"]}}
+                                                  for e in fx["edits"]]}
                             ],
                         }
-                        for fx in f.fixes
+                        for fx in f["fixes"]
                     ],
                 }
             )
@@ -291,7 +281,7 @@ def diff(rec: dict, lang: str, config_for) -> str:
     from gradguard.core.engine import CheckResult
 
     fixed, _, _ = _fix_loop(rec["source"], rec["path"], config_for(rec["path"]), None,
-                            CheckResult(tuple(rec["findings"]), rec["syntax"]))
+                            CheckResult(tuple(rec["findings"]), None))
     if fixed == rec["source"]:
         return ""
     a = rec["source"].splitlines(keepends=True)
