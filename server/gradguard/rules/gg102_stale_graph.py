@@ -274,7 +274,7 @@ def _backprop_facts(fn):
     from gradguard.core.text import LineIndex
 
     ctx = ModuleContext(None, LineIndex(""), {}, {})
-    an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx)
+    an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx, unit_facts=False)
     a = fn.args
     params = [x.arg for x in list(a.posonlyargs) + list(a.args)]
     assigned = _assigned_in(fn.body)
@@ -395,7 +395,7 @@ def _class_attr_loops(cls: ast.ClassDef):
             if not attrs:
                 continue
             if an is None:
-                an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx)
+                an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx, unit_facts=False)
             taint = {d: {d} for d in attrs}
             backs: dict = {}
             for _ in range(2):
@@ -607,7 +607,7 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str]]:
 
 
 class _Analysis:
-    def __init__(self, unit, ctx):
+    def __init__(self, unit, ctx, unit_facts: bool = True):
         self.unit = unit
         self.ctx = ctx
         self.env: Dict[str, object] = {}
@@ -628,7 +628,8 @@ class _Analysis:
         self.has_bwloop, self.grad_read = _summary_index(ctx.summary)
         self.trained_attrs: Set[str] = set()
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
-        self._collect_unit_facts(unit.body)
+        if unit_facts:  # the summarizers only run _taint_block, which never reads them
+            self._collect_unit_facts(unit.body)
 
     # -- unit-wide facts --------------------------------------------------
     def _collect_unit_facts(self, body):
