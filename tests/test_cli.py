@@ -226,3 +226,29 @@ def test_result_cache_is_used_and_invalidated(project):
     again = run(*args, cwd=project)
     assert again.returncode == 1
     assert json.loads(again.stdout) == json.loads(run(*args, "--no-cache", cwd=project).stdout)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["a.py", "b"],
+        ["--format", "json", "--select", "GG101", "--select=GG102", "-j", "2", "x"],
+        ["--fix", "--no-cache", "--cache-dir", "/tmp/c", "--lang=zh", "--ignore", "GG1", "--statistics"],
+        ["--no-resolve", "--config", "p.toml", "--", "--weird-name.py"],
+        ["--diff", "--jobs=3", "--extend-select", "GG101", "."],
+    ],
+)
+def test_fast_argument_parser_agrees_with_argparse(argv):
+    from gradguard.cli import _fast_check_args, build_parser
+
+    fast = _fast_check_args(argv)
+    assert fast is not None
+    assert vars(fast) == vars(build_parser().parse_args(["check", *argv]))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--format", "xml"], ["--jobs", "many"], ["--select"], ["--bogus"]])
+def test_fast_argument_parser_defers_the_unusual_to_argparse(argv):
+    from gradguard.cli import _fast_check_args
+
+    assert _fast_check_args(argv) is None

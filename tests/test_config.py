@@ -63,3 +63,19 @@ def test_exclude_patterns_are_gitignore_flavoured(tmp_path):
 @pytest.mark.parametrize("value, expected", [("zh-CN", "zh"), ("zh_cn", "zh"), ("zh-Hans", "zh"), ("en-US", "en"), ("auto", "en"), ("fr", None)])
 def test_language_normalisation(value, expected):
     assert normalize_language(value) == expected
+
+
+def test_config_is_immutable_comparable_picklable_and_repr_is_stable():
+    import pickle
+
+    a = config_from_mapping({"select": ["GG1"], "severity": {"GG102": "warning", "GG101": "hint"}}, where="x")
+    b = config_from_mapping({"select": ["GG1"], "severity": {"GG101": "hint", "GG102": "warning"}}, where="x")
+    assert a == b and hash(a) == hash(b) and repr(a) == repr(b)  # repr is part of the CLI cache key
+    assert pickle.loads(pickle.dumps(a)) == a
+    with pytest.raises(AttributeError):
+        a.select = ()
+    c = a.merged(ignore=("GG102",), severity={"GG101": "error"})
+    assert c.ignore == ("GG102",) and c.severity["GG102"] is Severity.WARNING and c.severity["GG101"] == "error"
+    assert a.ignore == () and a != c
+    with pytest.raises(TypeError):
+        a.merged(selekt=("GG1",))

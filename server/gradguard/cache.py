@@ -13,12 +13,18 @@ The directory holds a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
-from typing import Optional
-
 from gradguard import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Optional
+
+try:  # the built-in module: loading OpenSSL through hashlib costs more than a cached check
+    from _blake2 import blake2b as _hash
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b as _hash
 
 _FORMAT = 1
 _code_fp: Optional[bytes] = None
@@ -27,7 +33,7 @@ _code_fp: Optional[bytes] = None
 def _code_fingerprint() -> bytes:
     global _code_fp
     if _code_fp is None:
-        h = hashlib.sha1(f"{__version__}/{_FORMAT}".encode())
+        h = _hash(f"{__version__}/{_FORMAT}".encode())
         root = os.path.dirname(os.path.abspath(__file__))
         stack = [root]
         while stack:
@@ -47,7 +53,7 @@ def _code_fingerprint() -> bytes:
 
 
 def key(path: str, data: bytes, config, lang: str, resolve: bool) -> str:
-    h = hashlib.sha1(_code_fingerprint())
+    h = _hash(_code_fingerprint(), digest_size=20)
     h.update(f"\0{os.path.abspath(path)}\0{lang}\0{int(resolve)}\0{config!r}\0".encode("utf-8", "surrogatepass"))
     h.update(data)
     return h.hexdigest()

@@ -7,13 +7,15 @@ reported; every other file is still checked).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
-
 from gradguard import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (annotations only: the start-up path imports as little as it can)
+    import argparse
+    from pathlib import Path
+    from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 _DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "node_modules", ".tox", ".nox",
@@ -82,12 +84,14 @@ def discover(paths: Sequence[str], config_for) -> Iterator[Tuple[str, bool]]:
     skipping default excludes, ``.gitignore`` patterns and config ``exclude``."""
     seen = set()
     for p in paths:
-        path = Path(p)
-        if not path.is_dir():
+        if not os.path.isdir(p):
             if p not in seen:
                 seen.add(p)
                 yield p, True
             continue
+        from pathlib import Path
+
+        path = Path(p)
         ign = _Ignore()
         stack: List[Tuple[Path, Tuple[Path, ...]]] = [(path, ())]
         while stack:
@@ -224,7 +228,7 @@ def _external_facts(src: str, path: str, config):
     if fn is None:
         return None
     try:
-        return fn(src, path, config.root or str(Path(path).resolve().parent))
+        return fn(src, path, config.root or os.path.dirname(os.path.abspath(path)))
     except Exception:  # resolution is best effort; the in-file pass stands alone
         return None
 
@@ -314,6 +318,8 @@ def _make_config_for(args):
     cache: Dict[str, Config] = {}
     explicit = None
     if args.config:
+        from pathlib import Path
+
         explicit = load_config_file(Path(args.config))
 
     def overrides(cfg: Config) -> Config:
@@ -414,7 +420,8 @@ def cmd_check(args) -> int:
 
 def _write_preserving(path: str, original: str, fixed: str) -> None:
     """Write fixed text back with the file's own newline style and encoding."""
-    data = Path(path).read_bytes()
+    with open(path, "rb") as fh:
+        data = fh.read()
     import io
     import tokenize
 
@@ -467,7 +474,77 @@ def cmd_serve(argv: List[str]) -> int:
 
 
 # ---------------------------------------------------------------- main
+_CHECK_FLAGS = {
+    "--fix": ("fix", True),
+    "--diff": ("diff", True),
+    "--statistics": ("statistics", True),
+    "--no-resolve": ("resolve", False),
+    "--no-cache": ("cache", False),
+}
+_CHECK_OPTIONS = {
+    "--format": "format", "--select": "select", "--extend-select": "extend_select", "--ignore": "ignore",
+    "--lang": "lang", "--config": "config", "--jobs": "jobs", "-j": "jobs", "--cache-dir": "cache_dir",
+}
+_FORMATS = ("text", "json", "sarif", "github")
+
+
+def _check_defaults() -> dict:
+    return {
+        "command": "check", "paths": [], "format": "text", "fix": False, "diff": False, "select": None,
+        "extend_select": None, "ignore": None, "lang": os.environ.get("GRADGUARD_LANG", "en"), "config": None,
+        "jobs": 0, "statistics": False, "resolve": True, "cache": not os.environ.get("GRADGUARD_NO_CACHE"),
+        "cache_dir": os.environ.get("GRADGUARD_CACHE_DIR"),
+    }
+
+
+def _fast_check_args(argv):
+    """``check`` arguments without argparse (whose import costs more than a
+    cached check): the common forms only. None → let argparse parse them (help,
+    errors and anything unusual), so behaviour and messages stay argparse's."""
+    ns = _check_defaults()
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            ns["paths"].extend(argv[i + 1 :])
+            break
+        if a.startswith("-") and a != "-":
+            name, eq, value = a.partition("=")
+            if name in _CHECK_FLAGS and not eq:
+                key, v = _CHECK_FLAGS[name]
+                ns[key] = v
+            elif name in _CHECK_OPTIONS:
+                if not eq:
+                    i += 1
+                    if i >= len(argv):
+                        return None
+                    value = argv[i]
+                key = _CHECK_OPTIONS[name]
+                if key in ("select", "extend_select", "ignore"):
+                    ns[key] = (ns[key] or []) + [value]
+                elif key == "jobs":
+                    if not value.lstrip("-").isdigit():
+                        return None
+                    ns[key] = int(value)
+                elif key == "format" and value not in _FORMATS:
+                    return None
+                else:
+                    ns[key] = value
+            else:
+                return None
+        else:
+            ns["paths"].append(a)
+        i += 1
+    if not ns["paths"]:
+        ns["paths"] = ["."]
+    import types
+
+    return types.SimpleNamespace(**ns)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="gradguard",
         description="Catch PyTorch autograd graph-lifetime bugs (\"Trying to backward through the graph a second time\").",
@@ -508,11 +585,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":
         return cmd_serve(argv[1:])
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0) if isinstance(e.code, int) else 2
+    args = _fast_check_args(argv[1:]) if argv and argv[0] == "check" else None
+    parser = None
+    if args is None:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:
+            return int(e.code or 0) if isinstance(e.code, int) else 2
     try:
         if args.command == "check":
             if args.fix and args.diff:
@@ -526,7 +606,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    parser.print_help()
+    (parser or build_parser()).print_help()
     return 2
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, List, Optional
-
 from gradguard import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import IO, List, Optional
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
 

@@ -5,7 +5,7 @@ Names are loaded on first use, so a front end that only needs the config or
 the model (e.g. the CLI serving cached results) does not pay for the engine.
 """
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # (not from typing: this package is on the CLI start-up path)
 
 _EXPORTS = {
     "Finding": "gradguard.core.model",

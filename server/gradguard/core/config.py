@@ -17,19 +17,15 @@ and the key; nothing here ever falls back silently.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import sys
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-from gradguard.core.model import Severity
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (this module is on the CLI's start-up path: no typing, no dataclasses)
+    from pathlib import Path
+    from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+    from gradguard.core.model import Severity
 
 
 class ConfigError(ValueError):
@@ -49,16 +45,56 @@ _KNOWN_KEYS = {
 }
 
 
-@dataclass(frozen=True)
 class Config:
-    select: Tuple[str, ...] = ()  # empty = all rules
-    ignore: Tuple[str, ...] = ()
-    severity: Mapping[str, Severity] = field(default_factory=dict)
-    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
-    exclude: Tuple[str, ...] = ()
-    language: str = "en"
-    root: Optional[str] = None  # directory of the pyproject.toml it came from
-    source: Optional[str] = None  # path of that file, for messages
+    """Immutable effective configuration (a plain class, not a dataclass, to
+    keep ``gradguard check``'s start-up light)."""
+
+    __slots__ = ("select", "ignore", "severity", "per_file_ignores", "exclude", "language", "root", "source")
+    _FIELDS = __slots__
+
+    def __init__(
+        self,
+        select: Tuple[str, ...] = (),  # empty = all rules
+        ignore: Tuple[str, ...] = (),
+        severity: Optional[Mapping[str, Severity]] = None,
+        per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = (),
+        exclude: Tuple[str, ...] = (),
+        language: str = "en",
+        root: Optional[str] = None,  # directory of the pyproject.toml it came from
+        source: Optional[str] = None,  # path of that file, for messages
+    ):
+        set_ = object.__setattr__
+        set_(self, "select", tuple(select))
+        set_(self, "ignore", tuple(ignore))
+        set_(self, "severity", dict(severity or {}))
+        set_(self, "per_file_ignores", tuple(per_file_ignores))
+        set_(self, "exclude", tuple(exclude))
+        set_(self, "language", language)
+        set_(self, "root", root)
+        set_(self, "source", source)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Config is immutable; use merged()")
+
+    def __reduce__(self):  # picklable (the CLI sends configs to worker processes)
+        return (Config, self._values())
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, f) for f in self._FIELDS)
+
+    def __eq__(self, other):
+        if not isinstance(other, Config):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self):
+        v = self._values()
+        return hash(v[:2] + (tuple(sorted(v[2].items())),) + v[3:])
+
+    def __repr__(self) -> str:  # deterministic: part of the CLI cache key
+        sev = {k: getattr(v, "value", v) for k, v in sorted(self.severity.items())}
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS if f != "severity")
+        return f"Config({inner}, severity={sev!r})"
 
     # -- rule selection -------------------------------------------------
     def is_enabled(self, code: str, path: Optional[str] = None) -> bool:
@@ -79,13 +115,12 @@ class Config:
         return self.severity.get(code, default)
 
     def _relative(self, path: str) -> str:
-        p = os.path.abspath(path)
         if self.root:
-            try:
-                return Path(p).relative_to(self.root).as_posix()
-            except ValueError:
-                pass
-        return Path(path).as_posix()
+            p = os.path.abspath(path)
+            root = self.root.rstrip(os.sep) + os.sep
+            if p.startswith(root):
+                return p[len(root):].replace(os.sep, "/")
+        return path.replace(os.sep, "/")
 
     def is_excluded(self, path: str) -> bool:
         if not self.exclude:
@@ -100,7 +135,12 @@ class Config:
             sev = dict(self.severity)
             sev.update(clean["severity"])
             clean["severity"] = sev
-        return replace(self, **clean)
+        unknown = set(clean) - set(self._FIELDS)
+        if unknown:
+            raise TypeError(f"unknown Config field(s): {', '.join(sorted(unknown))}")
+        values = {f: getattr(self, f) for f in self._FIELDS}
+        values.update(clean)
+        return Config(**values)
 
 
 def _longest(code: str, prefixes: Iterable[str]) -> int:
@@ -117,6 +157,8 @@ def _matches_any(code: str, prefixes: Iterable[str]) -> bool:
 def _path_matches(rel: str, pattern: str) -> bool:
     """gitignore-flavoured glob: ``dir/`` matches everything below it,
     a pattern without ``/`` matches any path component, ``**`` spans dirs."""
+    import fnmatch
+
     pat = pattern.strip()
     if not pat:
         return False
@@ -157,7 +199,7 @@ def _codes(value, key: str, where: str) -> Tuple[str, ...]:
 
 def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[str] = None) -> Config:
     """Validate a ``[tool.gradguard]``-shaped mapping. Raises ConfigError."""
-    if not isinstance(table, Mapping):
+    if not isinstance(table, dict):
         raise ConfigError(f"{where}: [tool.gradguard] must be a table, got {type(table).__name__}")
     unknown = set(table) - _KNOWN_KEYS - {k.replace("-", "_") for k in _KNOWN_KEYS}
     if unknown:
@@ -174,9 +216,11 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
     ignore = _codes(get("ignore") or [], "ignore", where)
     ignore += _codes(get("extend-ignore") or [], "extend-ignore", where)
 
+    from gradguard.core.model import Severity
+
     severity: Dict[str, Severity] = {}
     sev = get("severity") or {}
-    if not isinstance(sev, Mapping):
+    if not isinstance(sev, dict):
         raise ConfigError(f"{where}: 'severity' must be a table of code = \"error|warning|info|hint\"")
     for code, value in sev.items():
         (code_,) = _codes([code], "severity", where)
@@ -186,7 +230,7 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
             raise ConfigError(f"{where}: severity.{code}: {e}") from None
 
     pfi = get("per-file-ignores") or {}
-    if not isinstance(pfi, Mapping):
+    if not isinstance(pfi, dict):
         raise ConfigError(f"{where}: 'per-file-ignores' must be a table of \"glob\" = [codes]")
     per_file = tuple((str(pat), _codes(codes, f"per-file-ignores.{pat}", where)) for pat, codes in pfi.items())
 
@@ -229,27 +273,37 @@ def normalize_language(value: Optional[str]) -> Optional[str]:
     return None
 
 
-def find_pyproject(start: str) -> Optional[Path]:
-    """Nearest pyproject.toml with a [tool.gradguard] table (or any pyproject as a root marker)."""
-    p = Path(start).resolve()
-    if p.is_file() or not p.exists():
-        p = p.parent
-    for d in (p, *p.parents):
-        candidate = d / "pyproject.toml"
-        if candidate.is_file():
+def find_pyproject(start: str) -> Optional[str]:
+    """Path of the nearest pyproject.toml with a [tool.gradguard] table, from ``start`` upwards."""
+    d = os.path.realpath(start)
+    if not os.path.isdir(d):
+        d = os.path.dirname(d)
+    while True:
+        candidate = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(candidate):
             try:
-                text = candidate.read_text(encoding="utf-8")
+                with open(candidate, "rb") as fh:
+                    text = fh.read()
             except OSError:
-                continue
-            if "[tool.gradguard" in text:
+                text = b""
+            if b"[tool.gradguard" in text:
                 return candidate
-    return None
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
-def load_config_file(pyproject: Path) -> Config:
+def load_config_file(pyproject) -> Config:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     where = str(pyproject)
     try:
-        raw = pyproject.read_bytes()
+        with open(pyproject, "rb") as fh:
+            raw = fh.read()
     except OSError as e:
         raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
     try:
@@ -259,7 +313,7 @@ def load_config_file(pyproject: Path) -> Config:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{where}: invalid TOML: {e}") from None
     table = data.get("tool", {}).get("gradguard", {})
-    return config_from_mapping(table, where=where, root=str(pyproject.parent.resolve()))
+    return config_from_mapping(table, where=where, root=os.path.dirname(os.path.realpath(pyproject)))
 
 
 def load_config(start: str) -> Config:

@@ -150,7 +150,7 @@ class GradguardServer(LanguageServer):
         if found is None:
             return Config()
         try:
-            mtime = found.stat().st_mtime
+            mtime = os.stat(found).st_mtime
         except OSError:
             return Config()
         key = (str(found), mtime)

@@ -47,13 +47,10 @@ class Settings:
 
     def apply_to(self, project: Config) -> Config:
         """Editor settings on top of the project configuration."""
-        sev = dict(project.severity)
-        sev.update(self.severity)
-        return replace(
-            project,
+        return project.merged(
             select=self.select or project.select,
             ignore=tuple(dict.fromkeys(project.ignore + self.ignore)),
-            severity=sev,
+            severity=dict(self.severity),  # merged over the project's
         )
 
 
