@@ -1327,10 +1327,38 @@ class _Analysis:
                     if t and not nograd:
                         taint.setdefault(c.func.value.id, set()).update(t)
 
+    def _backward_calls(self, node: ast.AST):
+        """The calls under ``node`` that :meth:`_backwards_in` may act on, in walk
+        order: ``(call, target, qualified callee)`` with ``target`` None for a call
+        of a plain name (a ``bw`` fact decides, later: it depends on ``self.env``)
+        and ``False`` for one that is not a backward call after all. Only the
+        syntax and the (fixed) import table decide this, so it is computed once
+        per node and analysis: the taint passes revisit the same statements."""
+        cache = self.__dict__.setdefault("_bw_calls", {})
+        out = cache.get(id(node))
+        if out is None:
+            out = []
+            ctx = self.ctx
+            for c in _walk_no_scopes(node):
+                if not isinstance(c, ast.Call):
+                    continue
+                named = isinstance(c.func, ast.Name)
+                if not F.is_backward_call(c, ctx) or _kw(c, "inputs") is not None:
+                    # backward(inputs=...) only runs the nodes leading to those inputs
+                    if named:
+                        out.append((c, False, None))
+                    continue
+                target = F.backward_target(c, ctx)
+                if target is None:
+                    if named:
+                        out.append((c, False, None))
+                    continue
+                out.append((c, target, ctx.qualify(c.func)))
+            cache[id(node)] = out = tuple(out)
+        return out
+
     def _backwards_in(self, node: ast.AST, taint, backs):
-        for c in _walk_no_scopes(node):
-            if not isinstance(c, ast.Call):
-                continue
+        for c, target, q in self._backward_calls(node):
             fact = self._fn_fact("bw", c)
             if fact is not None:
                 t = self._fact_taint(fact, c, taint)
@@ -1338,15 +1366,9 @@ class _Analysis:
                     prev = backs.get(id(c))
                     backs[id(c)] = (c, False, (prev[2] if prev else set()) | t)
                 continue
-            if not F.is_backward_call(c, self.ctx):
-                continue
-            if _kw(c, "inputs") is not None:
-                continue  # backward(inputs=...) only runs the nodes leading to those inputs
-            target = F.backward_target(c, self.ctx)
-            if target is None:
+            if target is False:
                 continue
             t = self._taint(target, taint)
-            q = self.ctx.qualify(c.func)
             if q == "torch.autograd.grad":
                 # grad(outputs, inputs) runs only the part of the graph leading to `inputs`
                 inputs = c.args[1] if len(c.args) > 1 else (_kw(c, "inputs").value if _kw(c, "inputs") else None)
