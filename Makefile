@@ -20,4 +20,5 @@ client:
 
 bench:
 	@bash scripts/bootstrap.sh test
-	.venv/bin/python -m bench
+	.venv/bin/python -m pip install -q -e '.[bench]' torch==2.13.0
+	OMP_NUM_THREADS=1 .venv/bin/python -m bench
