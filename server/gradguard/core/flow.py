@@ -75,6 +75,39 @@ def iter_nodes(nodes: Sequence[ast.AST] | ast.AST) -> Iterator[ast.AST]:
         stack.extend(children)
 
 
+def child_nodes(node: ast.AST) -> List[ast.AST]:
+    """The direct child nodes of ``node`` in field order, like
+    ``ast.iter_child_nodes`` but without the ``ctx`` singletons (Load/Store/Del)
+    and without looking at fields that never hold nodes (names, constants)."""
+    cls = type(node)
+    fields = _CHILD_FIELDS.get(cls)
+    if fields is None:
+        fields = _CHILD_FIELDS[cls] = _child_fields(cls)
+    children: List[ast.AST] = []
+    AST = ast.AST
+    for name in fields:
+        v = getattr(node, name, None)
+        if v.__class__ is list:
+            for x in v:
+                if isinstance(x, AST):
+                    children.append(x)
+        elif isinstance(v, AST):
+            children.append(v)
+    return children
+
+
+def walk_all(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node``, nested scopes included, in ``ast.walk``'s
+    (breadth-first) order, without the ``ctx`` singletons."""
+    todo = [node]
+    i = 0
+    while i < len(todo):
+        n = todo[i]
+        i += 1
+        todo.extend(child_nodes(n))
+        yield n
+
+
 # Per node class: the fields that can hold child nodes. ``ctx`` (Load/Store/Del
 # singletons) is left out: nobody needs those nodes and every Name has one.
 _CHILD_FIELDS: dict = {}

@@ -195,7 +195,7 @@ def _gg102_facts(stmt: ast.stmt):
     calls: List[ast.Call] = []
     has_bw = False
     saves_cls = False
-    for n in ast.walk(stmt):
+    for n in F.walk_all(stmt):  # ast.walk's order, without ctx nodes
         if isinstance(n, ast.Attribute):
             if n.attr == "grad" and isinstance(n.value, ast.Name):
                 grad_names.add(n.value.id)
@@ -1460,7 +1460,7 @@ class _Analysis:
                 q = self.ctx.qualify(f)
                 if q in _GRAPHLESS_FUNCTIONS:
                     continue
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(F.child_nodes(n))
         return out
 
     def _frozen_params_loop(self, s) -> bool:
