@@ -277,8 +277,7 @@ def _backprop_facts(fn):
     an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx, unit_facts=False)
     a = fn.args
     params = [x.arg for x in list(a.posonlyargs) + list(a.args)]
-    assigned = _assigned_in(fn.body)
-    loaded = {n.id for n in F.iter_nodes(fn.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    assigned, loaded = _assigned_and_loaded(fn.body)
     globs = {g for g in loaded - assigned - set(params) - {x.arg for x in a.kwonlyargs} if g not in _BUILTIN_NAMES}
     names = params + sorted(globs) + [x.arg for x in a.kwonlyargs]
 
@@ -536,6 +535,28 @@ def _bound_names(target: ast.AST) -> List[str]:
     return []
 
 
+def _assigned_and_loaded(stmts: Sequence[ast.stmt]) -> Tuple[Set[str], Set[str]]:
+    """:func:`_assigned_in` and the plain names read in ``stmts``, in one walk."""
+    out: Set[str] = set()
+    loaded: Set[str] = set()
+    Name, Attribute, Load = ast.Name, ast.Attribute, ast.Load
+    for n in F.iter_nodes(stmts):
+        cls = n.__class__
+        if cls is Name:
+            if isinstance(n.ctx, Load):
+                loaded.add(n.id)
+            elif isinstance(n.ctx, (ast.Store, ast.Del)):
+                out.add(n.id)
+        elif cls is Attribute:
+            if isinstance(n.ctx, (ast.Store, ast.Del)):
+                d = _attr_name(n)
+                if d:
+                    out.add(d)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+    return out, loaded
+
+
 def _assigned_in(stmts: Sequence[ast.stmt]) -> Set[str]:
     """Every name (re)bound anywhere in ``stmts`` (not in nested scopes)."""
     out: Set[str] = set()
@@ -658,7 +679,7 @@ class _Analysis:
                         if isinstance(e, ast.Name):
                             self.grad_used.add(e.id)
                 elif isinstance(n, ast.Call):
-                    q = self.ctx.qualify(n.func) or ""
+                    q = (self.ctx.qualify(n.func) or "") if (n.args or n.keywords) else ""  # no argument: nothing to add
                     if q.startswith(K.OPTIMIZER_PREFIXES) or q in K.BACKWARD_FUNCTIONS:
                         for a in list(n.args) + [k.value for k in n.keywords]:
                             if isinstance(a, ast.Name):
