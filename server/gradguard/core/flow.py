@@ -49,30 +49,30 @@ def iter_nodes(nodes: Sequence[ast.AST] | ast.AST) -> Iterator[ast.AST]:
     itself is yielded, its decorators and defaults are not walked)."""
     stack: List[ast.AST] = list(reversed(nodes)) if isinstance(nodes, (list, tuple)) else [nodes]
     AST = ast.AST
-    fields_of = _CHILD_FIELDS
+    fields_of = _WALK_FIELDS
+    pop = stack.pop
+    push = stack.append
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        if isinstance(node, _NESTED):
-            continue
-        cls = type(node)
+        cls = node.__class__
         fields = fields_of.get(cls)
         if fields is None:
-            fields = fields_of[cls] = _child_fields(cls)
-        if not fields:
-            continue
-        children: List[ast.AST] = []
+            # nested scopes: not entered; others: child fields last-first, so that
+            # the first child ends on top of the stack (depth first, source order)
+            fields = fields_of[cls] = () if issubclass(cls, _NESTED) else tuple(reversed(_child_fields(cls)))
         for name in fields:  # inlined ast.iter_child_nodes (hot path)
             v = getattr(node, name, None)
             if v.__class__ is list:
-                for x in v:
+                for x in reversed(v):
                     if isinstance(x, AST):
-                        children.append(x)
+                        push(x)
             elif isinstance(v, AST):
-                children.append(v)
-        if len(children) > 1:
-            children.reverse()
-        stack.extend(children)
+                push(v)
+
+
+# Per node class, for iter_nodes: its child fields in reverse order, () for nested scopes.
+_WALK_FIELDS: dict = {}
 
 
 def child_nodes(node: ast.AST) -> List[ast.AST]:
