@@ -68,16 +68,24 @@ class ModuleContext:
     def qualify(self, expr: ast.AST) -> Optional[str]:
         """Dotted name of an expression through import aliases:
         ``nn.LSTM`` → ``torch.nn.LSTM`` when ``from torch import nn``."""
-        parts: List[str] = []
-        cur = expr
-        while isinstance(cur, ast.Attribute):
-            parts.append(cur.attr)
-            cur = cur.value
-        if not isinstance(cur, ast.Name):
+        name = dotted(expr)
+        if name is None:
             return None
-        head = self.imports.get(cur.id, cur.id)
-        parts.append(head)
-        return ".".join(reversed(parts))
+        head, dot, rest = name.partition(".")
+        return self.imports.get(head, head) + dot + rest
+
+
+def dotted(expr: ast.AST) -> Optional[str]:
+    """``a.b.c`` → ``"a.b.c"``; anything that is not a Name/Attribute chain → None."""
+    parts: List[str] = []
+    cur = expr
+    while isinstance(cur, ast.Attribute):
+        parts.append(cur.attr)
+        cur = cur.value
+    if not isinstance(cur, ast.Name):
+        return None
+    parts.append(cur.id)
+    return ".".join(reversed(parts))
 
 
 def iter_units(stmts: List[ast.stmt], module_level: bool) -> List[Unit]:

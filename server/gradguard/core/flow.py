@@ -156,17 +156,8 @@ def iter_statements(stmts: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
 # ---------------------------------------------------------------------------
 # names
 # ---------------------------------------------------------------------------
-def dotted(expr: ast.AST) -> Optional[str]:
-    """``a.b.c`` → ``"a.b.c"``; anything that is not a Name/Attribute chain → None."""
-    parts: List[str] = []
-    cur = expr
-    while isinstance(cur, ast.Attribute):
-        parts.append(cur.attr)
-        cur = cur.value
-    if not isinstance(cur, ast.Name):
-        return None
-    parts.append(cur.id)
-    return ".".join(reversed(parts))
+# ``dotted`` lives with ModuleContext.qualify, which is built on it; re-exported here.
+from gradguard.core.context import dotted  # noqa: E402,F401
 
 
 def qualify(expr: ast.AST, ctx=None, local_aliases: Optional[Mapping[str, str]] = None) -> Optional[str]:

@@ -50,11 +50,16 @@ def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:
                 yield from _import_facts(child)
 
 
-def summarize(stmt: ast.stmt) -> Tuple[Fact, ...]:
-    # rules register their summarizers when imported
-    import gradguard.rules  # noqa: F401  (side effect: rule modules loaded)
+_rules_loaded = False
 
-    gradguard.rules.all_rules()
+
+def summarize(stmt: ast.stmt) -> Tuple[Fact, ...]:
+    global _rules_loaded
+    if not _rules_loaded:  # rules register their summarizers when imported
+        import gradguard.rules
+
+        gradguard.rules.all_rules()
+        _rules_loaded = True
     facts: List[Fact] = list(_import_facts(stmt))
     for fn in _SUMMARIZERS:
         facts.extend(fn(stmt))
