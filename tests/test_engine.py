@@ -18,8 +18,13 @@ def test_a_crashing_rule_costs_its_findings_not_the_caller(monkeypatch):
     monkeypatch.setattr(type(rule), "check", _boom)
     monkeypatch.delenv("GRADGUARD_STRICT", raising=False)
     doc = Document(SRC)
-    assert doc.result().findings == ()
-    assert any(code == rule.code and "rule bug" in err for code, _, err in doc.internal_errors)
+    res = doc.result()
+    assert res.findings == ()
+    assert any(code == rule.code and "rule bug" in err for code, _, err in res.internal_errors)
+    # errors belong to one analysis run and do not pile up over edits: after an edit
+    # of module-level code only the module unit is analysed again (f's chunk is reused)
+    assert len(res.internal_errors) == 2
+    assert [unit for _, unit, _ in doc.update(SRC + "\nz = 2\n").internal_errors] == ["<module>"]
     monkeypatch.setenv("GRADGUARD_STRICT", "1")
     with pytest.raises(ValueError):
         check_source(SRC)

@@ -206,6 +206,8 @@ def _check_one(args) -> dict:
         facts = _external_facts(src, path, config)
     res = check_source(src, path, config, facts)
     findings, syntax = res.findings, res.syntax_error
+    for code, unit, err in res.internal_errors:
+        sys.stderr.write(f"{path}: gradguard internal error: rule {code} failed on {unit} ({err}); please report it\n")
     rec["source"] = src
     if fix and findings and not path.endswith(".ipynb"):
         rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res)
@@ -213,7 +215,7 @@ def _check_one(args) -> dict:
     rec["syntax"] = (syntax.line, syntax.character, syntax.message) if syntax is not None else None
     loc = Locator(path, data)
     rec["items"] = [finding_dict(path, f, lang, loc) for f in findings]
-    if key is not None and not depends_on_other_files:
+    if key is not None and not depends_on_other_files and not res.internal_errors:
         # a file whose findings depend on other files' contents is never served from the cache
         cache.store(cache_dir, key, (rec["items"], rec["syntax"]))
     return rec

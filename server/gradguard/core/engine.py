@@ -50,6 +50,9 @@ class SyntaxProblem:
 class CheckResult:
     findings: Tuple[Finding, ...]
     syntax_error: Optional[SyntaxProblem] = None
+    # (rule, unit, error) for rules that crashed in this analysis: a bug of ours,
+    # reported by the front ends; those units simply have no findings.
+    internal_errors: Tuple[Tuple[str, str, str], ...] = ()
 
     @property
     def partial(self) -> bool:
@@ -184,7 +187,7 @@ class Document:
     ):
         self.path = path
         self.config = config or Config()
-        # (rule, unit, error) for rules that crashed on this document; front ends log them.
+        # (rule, unit, error) for rules that crashed in the latest analysis run.
         self.internal_errors: List[Tuple[str, str, str]] = []
         # Facts about names defined in *other* files (see core/resolve.py), merged
         # under the in-file facts; the fast path never waits for them.
@@ -291,7 +294,9 @@ class Document:
     # -- analysis --------------------------------------------------------
     def result(self) -> CheckResult:
         if self._result is None:
-            self._result = CheckResult(self._analyse(), self.syntax_error)
+            self.internal_errors = []
+            findings = self._analyse()
+            self._result = CheckResult(findings, self.syntax_error, tuple(self.internal_errors))
         return self._result
 
     def _analyse(self) -> Tuple[Finding, ...]:

@@ -503,15 +503,21 @@ def _compute(target: Target, source: str, config: Config) -> Optional[CheckResul
         return _compute_locked(target, source, config)
 
 
+def _log_internal(target: Target, result: CheckResult) -> CheckResult:
+    for code, unit, err in result.internal_errors:
+        log.error("internal error: rule %s failed on %s in %s (%s); please report it", code, unit, target.key, err)
+    return result
+
+
 def _compute_locked(target: Target, source: str, config: Config) -> Optional[CheckResult]:
     facts = target.external
     try:
         if target.doc is None:
             target.doc = Document(source, target.path, config, facts)
-            return target.doc.result()
+            return _log_internal(target, target.doc.result())
         target.doc.set_config(config)
         target.doc.set_external_facts(facts)
-        return target.doc.update(source)
+        return _log_internal(target, target.doc.update(source))
     except Exception:
         log.exception("incremental analysis of %s failed; retrying from scratch", target.key)
     try:
