@@ -17,6 +17,7 @@ import pytest
 from gradguard.core import Position, Range, Severity, check_source
 from gradguard.core.text import apply_text_edits
 from gradguard.rules import get_rule
+from seed_programs import REGRESSION_SEED
 
 
 
@@ -62,28 +63,7 @@ def assert_fixed(source: str, fix, variable: str):
     return fixed
 
 
-SEED = src(
-    """
-    import torch
-    from torch import nn
-    X = torch.rand(size = (2,5),requires_grad = True)
-    true_w = torch.tensor([1,2,3,4,5.]).reshape((X.shape[1],-1))
-    true_b = torch.zeros(X.shape[0]).reshape((-1,1))
-    Y = torch.matmul(X,true_w) + true_b
-    Y += torch.rand(size=(Y.shape))
-    linear1 = nn.Linear(5,1)
-    lr = 0.01
-    for i in range(10):
-        Y_hat = linear1(X)
-        l = (Y_hat-Y)**2
-        print(l)
-        linear1.zero_grad()
-        l.sum().backward()
-        linear1.weight.data[:] -= lr*linear1.weight.grad
-        if(i + 1) % 2 == 0:
-            print(f"epoch{i+1},loss{l.sum():.3f}")
-    """
-)
+SEED = REGRESSION_SEED
 
 
 # ---------------------------------------------------------------------------

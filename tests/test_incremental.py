@@ -27,6 +27,7 @@ from gradguard.core import Document, check_source
 from gradguard.core import summary as summary_mod
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
+from seed_programs import REGRESSION_SEED
 
 HERE = Path(__file__).resolve().parent
 
@@ -55,26 +56,7 @@ for step in range(3):
     print(f"step {step}: loss {loss.item():.3f}")
 '''
 
-LINEAR_STALE = '''\
-import torch
-from torch import nn
-X = torch.rand(size = (2,5),requires_grad = True)
-true_w = torch.tensor([1,2,3,4,5.]).reshape((X.shape[1],-1))
-true_b = torch.zeros(X.shape[0]).reshape((-1,1))
-Y = torch.matmul(X,true_w) + true_b
-Y += torch.rand(size=(Y.shape))
-linear1 = nn.Linear(5,1)
-lr = 0.01
-for i in range(10):
-    Y_hat = linear1(X)
-    l = (Y_hat-Y)**2
-    print(l)
-    linear1.zero_grad()
-    l.sum().backward()
-    linear1.weight.data[:] -= lr*linear1.weight.grad
-    if(i + 1) % 2 == 0:
-        print(f"epoch{i+1},loss{l.sum():.3f}")
-'''
+LINEAR_STALE = REGRESSION_SEED
 
 WORD_LM = '''\
 """A small word-level language model (训练脚本)."""

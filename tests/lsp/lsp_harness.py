@@ -25,6 +25,8 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 from pygls.protocol import default_converter
 
 from gradguard.core.text import split_lines, utf16_to_char
+# Linear regression whose label Y is computed from an input that requires grad (seed note 003).
+from seed_programs import REGRESSION_SEED  # noqa: F401  (re-exported to the LSP tests)
 
 # GRADGUARD_LSP_SERVER overrides the command (e.g. to test an installed `gradguard serve`)
 SERVER_CMD = os.environ.get("GRADGUARD_LSP_SERVER", f"{sys.executable} -m gradguard.lsp.server").split()
@@ -55,27 +57,6 @@ for step in range(4):
 """
 GRU_LINE = 14  # 0-based line of `out, hidden = gru(x, hidden)`
 
-# Linear regression whose label Y is computed from an input that requires grad (seed note 003).
-REGRESSION_SEED = """\
-import torch
-from torch import nn
-X = torch.rand(size = (2,5),requires_grad = True)
-true_w = torch.tensor([1,2,3,4,5.]).reshape((X.shape[1],-1))
-true_b = torch.zeros(X.shape[0]).reshape((-1,1))
-Y = torch.matmul(X,true_w) + true_b
-Y += torch.rand(size=(Y.shape))
-linear1 = nn.Linear(5,1)
-lr = 0.01
-for i in range(10):
-    Y_hat = linear1(X)
-    l = (Y_hat-Y)**2
-    print(l)
-    linear1.zero_grad()
-    l.sum().backward()
-    linear1.weight.data[:] -= lr*linear1.weight.grad
-    if(i + 1) % 2 == 0:
-        print(f"epoch{i+1},loss{l.sum():.3f}")
-"""
 
 
 def vscode_capabilities(*, pull: bool = False, notebooks: bool = False, encodings: Optional[List[str]] = None) -> lsp.ClientCapabilities:

@@ -1,0 +1,27 @@
+"""The seed programs, verbatim, shared by the test modules that use them as input.
+
+REGRESSION_SEED is the linear-regression program of seed note 003: the input X
+requires grad and the label Y is computed from it before the loop (GG102).
+The runnable, labelled version lives in tests/fixtures/gg102_seed_linear_regression.py.
+"""
+
+REGRESSION_SEED = """\
+import torch
+from torch import nn
+X = torch.rand(size = (2,5),requires_grad = True)
+true_w = torch.tensor([1,2,3,4,5.]).reshape((X.shape[1],-1))
+true_b = torch.zeros(X.shape[0]).reshape((-1,1))
+Y = torch.matmul(X,true_w) + true_b
+Y += torch.rand(size=(Y.shape))
+linear1 = nn.Linear(5,1)
+lr = 0.01
+for i in range(10):
+    Y_hat = linear1(X)
+    l = (Y_hat-Y)**2
+    print(l)
+    linear1.zero_grad()
+    l.sum().backward()
+    linear1.weight.data[:] -= lr*linear1.weight.grad
+    if(i + 1) % 2 == 0:
+        print(f"epoch{i+1},loss{l.sum():.3f}")
+"""
