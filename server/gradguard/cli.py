@@ -382,7 +382,8 @@ def cmd_check(args) -> int:
 
         cache_dir = cache.prepare(args.cache_dir)
     try:
-        records = _run_all(files, config_for, args.fix, jobs, args.resolve, lang, cache_dir)
+        # --diff computes the same fixed text as --fix (same fix loop, same cross-file facts), then prints it
+        records = _run_all(files, config_for, args.fix or args.diff, jobs, args.resolve, lang, cache_dir)
     except ConfigError as e:
         return _usage_error(str(e))
 
@@ -400,13 +401,13 @@ def cmd_check(args) -> int:
         n_findings += len(rec["items"])
         if args.fix and rec["fixed"] is not None and rec["fixed"] != rec["source"]:
             try:
-                _write_preserving(rec["path"], rec["source"], rec["fixed"])
+                _write_preserving(rec["path"], rec["fixed"])
                 rec["fixed_written"] = True
             except OSError as e:
                 rec["error"] = f"cannot write fixes: {e.strerror or e}"
                 errors += 1
         if args.diff:
-            d = output.diff(rec, lang, config_for)
+            d = output.diff(rec)
             if d:
                 diffs.append(d)
     if args.diff:
@@ -420,7 +421,7 @@ def cmd_check(args) -> int:
     return status
 
 
-def _write_preserving(path: str, original: str, fixed: str) -> None:
+def _write_preserving(path: str, fixed: str) -> None:
     """Write fixed text back with the file's own newline style and encoding."""
     with open(path, "rb") as fh:
         data = fh.read()

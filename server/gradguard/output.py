@@ -273,19 +273,13 @@ def _emit_sarif(records, lang, out):
     out.write("\n")
 
 
-def diff(rec: dict, lang: str, config_for) -> str:
-    """Unified diff of the preferred fixes for one file ('' if none)."""
-    if rec.get("error") or not rec["findings"] or rec["path"].endswith(".ipynb"):
+def diff(rec: dict) -> str:
+    """Unified diff of the preferred fixes the worker computed for one file ('' if none)."""
+    fixed = rec.get("fixed")
+    if rec.get("error") or fixed is None or fixed == rec["source"]:
         return ""
     import difflib
 
-    from gradguard.cli import _fix_loop
-    from gradguard.core.engine import CheckResult
-
-    fixed, _, _ = _fix_loop(rec["source"], rec["path"], config_for(rec["path"]), None,
-                            CheckResult(tuple(rec["findings"]), None))
-    if fixed == rec["source"]:
-        return ""
     a = rec["source"].splitlines(keepends=True)
     b = fixed.splitlines(keepends=True)
     if a and not a[-1].endswith("\n"):
