@@ -316,7 +316,7 @@ class Document:
         ctx = ModuleContext(self.path, self.index, merged, imports)
 
         raw: List[Finding] = []
-        module_stmts: List[ast.stmt] = []
+        module_chunks: List[_Chunk] = []
         module_key: List[tuple] = []
         for c in self.chunks:
             if c.kind == "def":
@@ -326,14 +326,14 @@ class Document:
                     c.fp = fp
                     c.analyzed_start = c.start
                 shift = c.start - c.analyzed_start
-                raw.extend(f.shifted(shift) for f in c.findings) if shift else raw.extend(c.findings)
+                raw.extend(f.shifted(shift) for f in c.findings)  # shifted(0) is the finding itself
             elif c.kind == "stmt":
                 module_key.append((c.start, c.text))
-                module_stmts.append(c)  # type: ignore[arg-type]
+                module_chunks.append(c)
         key = (tuple(module_key), fp)
         if key != self._module_key:
             body: List[ast.stmt] = []
-            for c in module_stmts:
+            for c in module_chunks:
                 body.extend(c.positioned_tree().body)  # type: ignore[union-attr]
             self._module_findings = tuple(self._run(rules, iter_units(body, True), ctx))
             self._module_key = key
