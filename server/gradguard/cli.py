@@ -146,11 +146,17 @@ def decode_source(path: str, data: bytes) -> str:
             return notebook_source(data)
         except ValueError as e:
             raise ReadError(f"malformed notebook: {e}") from None
-    import io
-    import tokenize
-
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        head = data[:400].split(b"\n", 2)[:2]
+        if any(b"coding" in line for line in head):
+            # a PEP 263 cookie: the standard library reads it (importing tokenize
+            # costs ~8 ms of start-up, so only files that declare one pay it)
+            import io
+            import tokenize
+
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        else:
+            encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as e:
         raise ReadError(f"cannot decode as Python source ({e.__class__.__name__}: {e})") from None
@@ -172,7 +178,7 @@ def _new_record(path: str) -> dict:
 
 def _check_one(args) -> dict:
     """Worker: check one file; returns a picklable record."""
-    path, config, fix, external, lang, cache_dir = args
+    path, config, fix, external, lang, cache_dir, file_jobs = args
     rec = _new_record(path)
     try:
         data = read_bytes(path)
@@ -197,20 +203,19 @@ def _check_one(args) -> dict:
     except ReadError as e:
         rec["error"] = str(e)
         return rec
-    from gradguard.core.engine import check_source
     from gradguard.output import Locator, finding_dict
 
     facts = None
     depends_on_other_files = external and resolve_needed(src)
     if depends_on_other_files:
         facts = _external_facts(src, path, config)
-    res = check_source(src, path, config, facts)
+    res = _analyse(src, path, config, facts, file_jobs)
     findings, syntax = res.findings, res.syntax_error
     for code, unit, err in res.internal_errors:
         sys.stderr.write(f"{path}: gradguard internal error: rule {code} failed on {unit} ({err}); please report it\n")
     rec["source"] = src
     if fix and findings and not path.endswith(".ipynb"):
-        rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res)
+        rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
     rec["findings"] = findings
     rec["syntax"] = (syntax.line, syntax.character, syntax.message) if syntax is not None else None
     loc = Locator(path, data)
@@ -254,8 +259,19 @@ _KNOWN_LIBS = frozenset(
 )
 
 
-def _fix_loop(src, path, config, facts, res):
+def _analyse(src: str, path: str, config, facts, file_jobs: int):
+    """One file's analysis; a large file alone on the command line is split
+    across ``file_jobs`` processes (same result, see core/parallel.py)."""
+    if file_jobs > 1:
+        from gradguard.core.parallel import check_source_parallel
+
+        return check_source_parallel(src, path, config, facts, file_jobs)
     from gradguard.core.engine import check_source
+
+    return check_source(src, path, config, facts)
+
+
+def _fix_loop(src, path, config, facts, res, file_jobs: int = 1):
     from gradguard.core.text import apply_text_edits
 
     text = src
@@ -270,7 +286,7 @@ def _fix_loop(src, path, config, facts, res):
         if new == text:
             break
         text = new
-        res = check_source(text, path, config, facts)
+        res = _analyse(text, path, config, facts, file_jobs)
     return text, res.findings, res.syntax_error
 
 
@@ -298,7 +314,9 @@ def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, ex
             records[i]["error"] = why
             continue
         cfg = config_for(path)
-        tasks.append((i, (path, cfg, fix, external, lang, cache_dir)))
+        tasks.append((i, [path, cfg, fix, external, lang, cache_dir, 1]))
+    if len(tasks) == 1:
+        tasks[0][1][-1] = jobs  # one file: its analysis may use every core
     if jobs > 1 and len(tasks) > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -374,7 +392,7 @@ def cmd_check(args) -> int:
         return _usage_error(str(e))
     missing = [p for p, explicit in files if explicit and "\0" not in p and not os.path.exists(p)]
     jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
-    if len(files) < 8:
+    if 1 < len(files) < 8:
         jobs = 1  # process start-up would cost more than it saves
     cache_dir = None
     if args.cache and not (args.fix or args.diff):

@@ -9,14 +9,17 @@ its unit and on the module :class:`Summary` (never on another unit's AST).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from gradguard.core.record import Factory, record
 
 from gradguard.core.model import Position, Range
 from gradguard.core.text import LineIndex
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Any, List, Mapping, Optional, Tuple
 
-@dataclass
+
+@record(frozen=False, eq=False)
 class Unit:
     kind: str  # "module" | "function"
     body: List[ast.stmt]
@@ -26,13 +29,13 @@ class Unit:
     parents: Tuple[ast.AST, ...] = ()  # enclosing defs/classes, outermost first
 
 
-@dataclass
+@record(frozen=False, eq=False)
 class ModuleContext:
     path: Optional[str]
     index: LineIndex
     # Merged module summary: name → hashable fact object (see core/summary.py).
-    summary: Mapping[str, Any] = field(default_factory=dict)
-    imports: Mapping[str, str] = field(default_factory=dict)  # local alias → qualified name
+    summary: Mapping[str, Any] = Factory(dict)
+    imports: Mapping[str, str] = Factory(dict)  # local alias → qualified name
 
     # -- positions -------------------------------------------------------
     def pos(self, lineno: int, byte_col: int) -> Position:

@@ -20,15 +20,18 @@ import ast
 import os
 import re
 import warnings
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
 
 from gradguard.core import noqa as _noqa
 from gradguard.core.config import Config
 from gradguard.core.context import ModuleContext, Unit, iter_units
 from gradguard.core.model import Finding
 from gradguard.core.summary import local_imports, summarize
+from gradguard.core.record import record, replace
 from gradguard.core.text import LineIndex, split_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, List, Optional, Sequence, Tuple
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # Tests set GRADGUARD_STRICT=1 (tests/conftest.py) so that a crash inside a
@@ -36,7 +39,7 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _STRICT_ENV = "GRADGUARD_STRICT"
 
 
-@dataclass(frozen=True)
+@record
 class SyntaxProblem:
     message: str
     line: int  # 0-based
@@ -46,7 +49,7 @@ class SyntaxProblem:
         return f"{self.line + 1}:{self.character + 1}: {self.message}"
 
 
-@dataclass(frozen=True)
+@record
 class CheckResult:
     findings: Tuple[Finding, ...]
     syntax_error: Optional[SyntaxProblem] = None
@@ -300,9 +303,7 @@ class Document:
         return self._result
 
     def _analyse(self) -> Tuple[Finding, ...]:
-        from gradguard.rules import all_rules
-
-        rules = [r for r in all_rules() if self.config.is_enabled(r.code, self.path)]
+        rules = enabled_rules(self.config, self.path)
         merged: Dict[str, object] = dict(self.external_facts)
         for c in self.chunks:
             for k, v in c.get_facts():
@@ -312,8 +313,7 @@ class Document:
         except TypeError:  # an unhashable fact: never reuse
             fp = object().__hash__()
         fp = hash((fp, tuple(r.code for r in rules)))
-        imports = {k[7:]: v for k, v in merged.items() if k.startswith("import:")}
-        ctx = ModuleContext(self.path, self.index, merged, imports)
+        ctx = module_context(self.path, self.index, merged)
 
         raw: List[Finding] = []
         module_chunks: List[_Chunk] = []
@@ -341,48 +341,68 @@ class Document:
         return self._postprocess(raw)
 
     def _run(self, rules, units: List[Unit], ctx: ModuleContext):
-        out: List[Finding] = []
-        for unit in units:
-            uctx = ctx
-            if unit.kind == "function":
-                extra = local_imports(unit.body)
-                if extra:
-                    imports = dict(ctx.imports)
-                    imports.update((k[7:], v) for k, v in extra)
-                    uctx = ModuleContext(ctx.path, ctx.index, ctx.summary, imports)
-            for rule in rules:
-                try:
-                    out.extend(rule.check(unit, uctx))
-                except RecursionError:  # absurdly deep expressions: that unit says nothing
-                    self.internal_errors.append((rule.code, unit.qualname, "expression too deeply nested"))
-                except Exception as e:  # a rule bug must cost one unit's findings, never the editor
-                    if os.environ.get(_STRICT_ENV):
-                        raise
-                    self.internal_errors.append((rule.code, unit.qualname, f"{type(e).__name__}: {e}"))
-        return out
+        return run_rules(rules, units, ctx, self.internal_errors)
 
     def _postprocess(self, raw: List[Finding]) -> Tuple[Finding, ...]:
-        from dataclasses import replace
+        return postprocess(raw, self.lines, self.config)
 
-        cfg = self.config
-        out: List[Finding] = []
-        seen = set()
-        n = len(self.lines)
-        for f in raw:
-            if not (0 <= f.range.start.line < n):
-                continue  # never report outside the document
-            if _noqa.is_suppressed(self.lines[f.range.start.line], f.code):
-                continue
-            sev = cfg.severity_for(f.code, f.severity)
-            if sev != f.severity:
-                f = replace(f, severity=sev)
-            key = (f.code, f.range)
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(f)
-        out.sort(key=Finding.sort_key)
-        return tuple(out)
+
+def enabled_rules(config: Config, path: Optional[str]):
+    from gradguard.rules import all_rules
+
+    return [r for r in all_rules() if config.is_enabled(r.code, path)]
+
+
+def module_context(path: Optional[str], index: LineIndex, merged: Dict[str, object]) -> ModuleContext:
+    imports = {k[7:]: v for k, v in merged.items() if k.startswith("import:")}
+    return ModuleContext(path, index, merged, imports)
+
+
+def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: List[Tuple[str, str, str]]):
+    """Every enabled rule on every unit; a crashing rule costs that unit's
+    findings of that rule (recorded in ``internal_errors``), never the run."""
+    out: List[Finding] = []
+    for unit in units:
+        uctx = ctx
+        if unit.kind == "function":
+            extra = local_imports(unit.body)
+            if extra:
+                imports = dict(ctx.imports)
+                imports.update((k[7:], v) for k, v in extra)
+                uctx = ModuleContext(ctx.path, ctx.index, ctx.summary, imports)
+        for rule in rules:
+            try:
+                out.extend(rule.check(unit, uctx))
+            except RecursionError:  # absurdly deep expressions: that unit says nothing
+                internal_errors.append((rule.code, unit.qualname, "expression too deeply nested"))
+            except Exception as e:  # a rule bug must cost one unit's findings, never the editor
+                if os.environ.get(_STRICT_ENV):
+                    raise
+                internal_errors.append((rule.code, unit.qualname, f"{type(e).__name__}: {e}"))
+    return out
+
+
+def postprocess(raw: List[Finding], lines: Sequence[str], cfg: Config) -> Tuple[Finding, ...]:
+    """Drop findings outside the text or suppressed by ``# noqa``, apply the
+    configured severities, de-duplicate, and sort."""
+    out: List[Finding] = []
+    seen = set()
+    n = len(lines)
+    for f in raw:
+        if not (0 <= f.range.start.line < n):
+            continue  # never report outside the document
+        if _noqa.is_suppressed(lines[f.range.start.line], f.code):
+            continue
+        sev = cfg.severity_for(f.code, f.severity)
+        if sev != f.severity:
+            f = replace(f, severity=sev)
+        key = (f.code, f.range)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    out.sort(key=Finding.sort_key)
+    return tuple(out)
 
 
 def check_source(

@@ -17,10 +17,13 @@ body changes them only when what the function returns or back-propagates changes
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional, Tuple
 
 from gradguard.core import flow as F
 from gradguard.core.summary import Fact, register
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, Iterable, List, Optional, Tuple
 
 _STATIC = ("staticmethod",)
 _BUILTINS = frozenset(dir(__import__("builtins")))

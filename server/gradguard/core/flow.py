@@ -22,9 +22,12 @@ module summarizers use (they do not see the import table).
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator, List, Mapping, Optional, Sequence
 
 from gradguard.core import knowledge as K
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Any, Dict, FrozenSet, Iterable, Optional as _Opt, Tuple
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -416,13 +419,12 @@ def backprop_loops(stmts: Sequence[ast.stmt], ctx=None, extra: Optional[Callable
 # walked twice (once to learn what an iteration leaves behind, once with those
 # values carried in), so nested loops cost 2^depth walks of the inner body.
 
-from dataclasses import dataclass, field  # noqa: E402
-from typing import Any, Dict, FrozenSet, Iterable, Optional as _Opt, Tuple  # noqa: E402
+from gradguard.core.record import Factory, record  # noqa: E402
 
 EMPTY: FrozenSet = frozenset()
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=False, eq=False)  # immutable by convention: never assigned after creation (hot: a plain init)
 class Val:
     """Abstract value. ``taints`` of a tuple is the union of its elements'."""
 
@@ -507,7 +509,7 @@ def join_env(a: Dict[str, Val], b: Dict[str, Val]) -> Dict[str, Val]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class RetPos:
     """One returned position of a function: does it carry a graph built inside,
     which parameters flow into it, and its tuple arity when known (LSTM state: 2)."""
@@ -517,7 +519,7 @@ class RetPos:
     arity: _Opt[int] = None
 
 
-@dataclass(frozen=True)
+@record
 class FnFacts:
     """Coarse, hashable facts about a same-file function or method.
 
@@ -537,7 +539,7 @@ class FnFacts:
     returns_value: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class ClassFacts:
     """Facts about a same-file class: raw dotted base names, ``self.<attr> = Ctor(...)``
     constructors (raw dotted names), method facts, and a few derived flags."""
@@ -663,7 +665,7 @@ class Resolver:
         return None
 
 
-@dataclass
+@record(frozen=False)
 class BackwardEvent:
     call: ast.Call  # the backward() (or the call of a helper that back-propagates)
     loss: Val
@@ -671,16 +673,16 @@ class BackwardEvent:
     in_loop: bool = False  # inside a loop of the unit (then the loop analysis owns it)
 
 
-@dataclass
+@record(frozen=False)
 class LoopFrame:
     loop: ast.stmt
     second: bool = False  # pass 2: carried values seeded
     backprop: bool = False
-    reached: set = field(default_factory=set)  # G tokens some backward traversed (pass 1)
-    hits: Dict[Tuple, BackwardEvent] = field(default_factory=dict)  # C token → first event
+    reached: set = Factory(set)  # G tokens some backward traversed (pass 1)
+    hits: Dict[Tuple, BackwardEvent] = Factory(dict)  # C token → first event
 
 
-@dataclass
+@record(frozen=False)
 class Carry:
     """A value carried into the next iteration of ``loop`` that reaches a backward."""
 

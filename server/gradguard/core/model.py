@@ -9,8 +9,11 @@ code units with :mod:`gradguard.core.text`.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
-from typing import Mapping, Tuple
+from gradguard.core.record import Factory, record, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (typing costs start-up time on the CLI path)
+    from typing import Mapping, Tuple
 
 
 class Severity(str, enum.Enum):
@@ -32,7 +35,7 @@ class Severity(str, enum.Enum):
             ) from None
 
 
-@dataclass(frozen=True, order=True)
+@record(order=True)
 class Position:
     line: int  # 0-based
     character: int  # 0-based code point index into the line
@@ -41,7 +44,7 @@ class Position:
         return Position(self.line + lines, self.character)
 
 
-@dataclass(frozen=True, order=True)
+@record(order=True)
 class Range:
     start: Position
     end: Position
@@ -65,7 +68,7 @@ def _text(d: Mapping[str, str], lang: str) -> str:
     return d.get("en", "")
 
 
-@dataclass(frozen=True)
+@record
 class TextEdit:
     range: Range
     new_text: str
@@ -74,7 +77,7 @@ class TextEdit:
         return replace(self, range=self.range.shifted(lines)) if lines else self
 
 
-@dataclass(frozen=True)
+@record
 class Fix:
     """One way of fixing a finding, as edits to the same document."""
 
@@ -91,7 +94,7 @@ class Fix:
         return replace(self, edits=tuple(e.shifted(lines) for e in self.edits))
 
 
-@dataclass(frozen=True)
+@record
 class Related:
     range: Range
     message: Mapping[str, str]
@@ -103,7 +106,7 @@ class Related:
         return replace(self, range=self.range.shifted(lines)) if lines else self
 
 
-@dataclass(frozen=True)
+@record(compare=("code", "range", "message", "severity", "related", "fixes"))
 class Finding:
     code: str  # "GG101"
     range: Range  # the line that carries the graph across the boundary
@@ -112,7 +115,7 @@ class Finding:
     related: Tuple[Related, ...] = ()
     fixes: Tuple[Fix, ...] = ()
     # Free-form machine-readable details (e.g. {"variable": "hidden"}), JSON-serialisable.
-    data: Mapping[str, object] = field(default_factory=dict, compare=False, hash=False)
+    data: Mapping[str, object] = Factory(dict)
 
     @property
     def name(self) -> str:

@@ -8,7 +8,10 @@ same comment (``# noqa: E501, GG101``) is fine.
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Optional, Tuple
 
 _NOQA = re.compile(
     r"#\s*noqa(?::[\s]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
+from gradguard.core.record import record
 from gradguard.core.text import split_lines
 
 _IPY_LINE = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
@@ -27,7 +27,7 @@ def blank_ipython(cell_source: str) -> str:
     return "\n".join("" if _IPY_LINE.match(ln) else ln for ln in lines)
 
 
-@dataclass(frozen=True)
+@record
 class CellMap:
     starts: Tuple[int, ...]  # first line of each cell in the concatenation
     keys: Tuple[object, ...]  # cell identity (index in the notebook, or URI)

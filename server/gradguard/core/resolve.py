@@ -291,13 +291,13 @@ def _requalify(value: object, info: _ModuleInfo) -> object:
     """Raw dotted constructor/base names inside a fact are written with the
     *defining* module's import aliases; qualify them there, so the importing
     file reads ``torch.nn.LSTM`` whatever aliases it uses itself."""
-    import dataclasses
+    from gradguard.core.record import is_record, replace
 
     if isinstance(value, str):
         return _qualify_raw(value, info)
     if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
         return tuple(_qualify_raw(v, info) for v in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if is_record(value):
         changes = {}
         for name in ("bases", "attrs"):
             if hasattr(value, name):
@@ -310,7 +310,7 @@ def _requalify(value: object, info: _ModuleInfo) -> object:
                     )
         if changes:
             try:
-                return dataclasses.replace(value, **changes)
+                return replace(value, **changes)
             except (TypeError, ValueError):
                 return value
     return value

@@ -7,17 +7,21 @@ when a fact it could depend on changes.
 
 Keys are namespaced: ``"import:<alias>"`` (qualified name), and whatever
 rules register via :func:`register` (e.g. ``"fn:<name>"``, ``"class:<name>"``,
-``"global:<name>"``). Facts must be hashable (frozen dataclasses, tuples,
+``"global:<name>"``). Facts must be hashable (frozen records, tuples,
 strings) and must not hold AST nodes.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterable, List, Tuple
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Callable, Iterable, List, Tuple
 
-Fact = Tuple[str, object]
-Summarizer = Callable[[ast.stmt], Iterable[Fact]]
+    Fact = Tuple[str, object]
+    Summarizer = Callable[[ast.stmt], Iterable[Fact]]
+else:
+    Fact = Summarizer = object  # annotation names only
 
 _SUMMARIZERS: List[Summarizer] = []
 

@@ -14,7 +14,10 @@ and U+2028, which neither does).
 from __future__ import annotations
 
 import re
-from typing import List
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import List
 
 _EOL = re.compile(r"\r\n|\r|\n")
 

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List, Optional
 
 from gradguard.rules.base import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, List, Optional
 
 _RULE_MODULES = (
     "gradguard.rules.gg101_carried_graph",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Iterable, Mapping
-
 from gradguard.core.model import Finding, Severity
 
-if TYPE_CHECKING:  # pragma: no cover
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import ClassVar, Iterable, Mapping
+
     from gradguard.core.context import ModuleContext, Unit
 
 

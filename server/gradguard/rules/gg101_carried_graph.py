@@ -28,12 +28,15 @@ module's ``forward`` driven by a training loop) is the same bug one level up.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Sequence, Tuple
 
 from gradguard.core import facts as _facts  # noqa: F401  (registers the module summarizers)
 from gradguard.core import flow as F
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, List, Optional, Sequence, Tuple
 
 
 # The rule page: `gradguard rule GG101`, hovers and docs/rules/GG101.md all use this text.

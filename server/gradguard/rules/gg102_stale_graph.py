@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import ast
 import builtins
-from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from gradguard.core import facts as _facts  # noqa: F401  (registers the shared fn:/class: summaries used here)
 from gradguard.core import flow as F
 from gradguard.core import knowledge as K
 from gradguard.core import summary as _summary
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.core.record import record
 from gradguard.rules.base import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -42,33 +45,33 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 # abstract values
 
 
-@dataclass(frozen=True)
+@record(compare=("name", "kind"))
 class Src:
     """Where a graph originates."""
 
     name: Optional[str]  # "X", "w", "encoder"; None for an inline factory call
     kind: str  # "data" (requires_grad=True factory), "param" (nn.Parameter), "module"
-    stmt: Optional[ast.stmt] = field(default=None, compare=False, hash=False)  # defining statement
-    node: Optional[ast.AST] = field(default=None, compare=False, hash=False)  # related location
+    stmt: Optional[ast.stmt] = None  # defining statement
+    node: Optional[ast.AST] = None  # related location
     # How to drop requires_grad from a data leaf: ("kw", keyword node, call node)
     # or ("method", call node) for a `.requires_grad_()` suffix; None if not removable.
-    removal: Optional[tuple] = field(default=None, compare=False, hash=False)
-    order: int = field(default=0, compare=False, hash=False)
+    removal: Optional[tuple] = None
+    order: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class Leaf:
     src: Src
 
 
-@dataclass(frozen=True)
+@record
 class Mod:
     src: Src
     trainable: bool  # has parameters that require grad
     saving: Optional[bool]  # for parameter-free modules: does its op save tensors?
 
 
-@dataclass(frozen=True)
+@record
 class Graph:
     sources: FrozenSet[Src]
     saving: Optional[bool]  # True: certainly saves tensors; False: certainly not; None: unknown
@@ -592,7 +595,7 @@ class StaleGraph(Rule):
         return _Analysis(unit, ctx).run()
 
 
-@dataclass
+@record(frozen=False)
 class _Hit:
     var: str
     graph: Graph

@@ -1,0 +1,166 @@
+"""Small value classes without :mod:`dataclasses`.
+
+``dataclasses`` costs the CLI about 20 ms of start-up (it imports ``inspect``,
+which imports ``tokenize``, ``dis`` …, and each decorated class runs several
+``exec`` calls), and a frozen dataclass's ``__init__`` goes through
+``object.__setattr__`` for every field, three times slower than a plain
+slotted class. The analysis creates many small values, and a one-shot
+``gradguard check`` pays every import, so the core's value types use this
+instead:
+
+    @record
+    class Position:
+        line: int
+        character: int = 0
+
+gives a ``__slots__`` class with ``__init__`` (positional or keyword), ``__repr__``,
+``__eq__``/``__hash__`` over the fields (``eq=False``: identity), ordering
+(``order=True``: field tuples compared in order), pickling, and
+:func:`replace`. ``frozen=True`` (the default) makes assignment raise;
+``Factory(dict)`` is a per-instance default; ``compare=("a", "b")`` limits
+equality, hashing and ordering to those fields.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+_MISSING = object()
+
+
+class FrozenError(AttributeError):
+    """Assignment to a field of a frozen record."""
+
+
+class Factory:
+    """A default built per instance (``Factory(dict)``), like ``field(default_factory=...)``."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+
+def _frozen_setattr(self, name, value=None):  # also serves as __delattr__(self, name)
+    raise FrozenError(f"cannot assign to field {name!r} of frozen {type(self).__name__}")
+
+
+def record(cls=None, *, frozen: bool = True, eq: bool = True, order: bool = False, compare=None):
+    def wrap(c):
+        return _build(c, frozen, eq, order, compare)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _build(cls, frozen, eq, order, compare):
+    annotations = cls.__dict__.get("__annotations__", {})
+    fields = tuple(n for n, t in annotations.items() if not str(t).startswith("ClassVar"))
+    defaults = {}
+    for name in fields:
+        if name in cls.__dict__:
+            defaults[name] = cls.__dict__[name]
+    ns = {k: v for k, v in cls.__dict__.items() if k not in defaults and k not in ("__dict__", "__weakref__")}
+    ns["__slots__"] = fields
+    ns["_fields"] = fields
+
+    # __init__: one exec per class (the only generated code)
+    env = {"_MISSING": _MISSING, "_set": object.__setattr__}
+    params, body = [], []
+    seen_default = False
+    for i, name in enumerate(fields):
+        if name in defaults:
+            seen_default = True
+            d = defaults[name]
+            env[f"_d{i}"] = d
+            if isinstance(d, Factory):
+                params.append(f"{name}=_MISSING")
+                value = f"(_d{i}.make() if {name} is _MISSING else {name})"
+            else:
+                params.append(f"{name}=_d{i}")
+                value = name
+        else:
+            if seen_default:
+                raise TypeError(f"{cls.__name__}: field {name!r} without a default follows one with a default")
+            params.append(name)
+            value = name
+        body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
+    src = f"def __init__(self, {', '.join(params)}):\n    " + ("\n    ".join(body) or "pass") + "\n"
+    if not fields:
+        src = "def __init__(self):\n    pass\n"
+    exec(src, env)  # noqa: S102  (our own generated source, from field names)
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    ns["__init__"] = init
+
+    get_all = attrgetter(*fields) if fields else (lambda self: ())
+    if len(fields) == 1:
+        get_all = (lambda g: lambda self: (g(self),))(get_all)  # always a tuple
+
+    def __repr__(self):
+        return f"{type(self).__name__}(" + ", ".join(f"{n}={v!r}" for n, v in zip(fields, get_all(self))) + ")"
+
+    def __reduce__(self):
+        return (type(self), get_all(self))
+
+    ns.setdefault("__repr__", __repr__)
+    ns["__reduce__"] = __reduce__
+    if frozen:
+        ns["__setattr__"] = _frozen_setattr
+        ns["__delattr__"] = _frozen_setattr
+
+    if eq:
+        cmp_fields = tuple(compare) if compare is not None else fields
+        key = attrgetter(*cmp_fields) if cmp_fields else (lambda self: ())
+        if len(cmp_fields) == 1:
+            key = (lambda g: lambda self: (g(self),))(key)
+
+        def __eq__(self, other):
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return self is other or key(self) == key(other)
+
+        def __ne__(self, other):
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return not (self is other or key(self) == key(other))
+
+        ns["__eq__"] = __eq__
+        ns["__ne__"] = __ne__
+        if frozen:
+            def __hash__(self):
+                return hash(key(self))
+
+            ns["__hash__"] = __hash__
+        else:
+            ns["__hash__"] = None  # mutable and compared by value: unhashable, like a dataclass
+        if order:
+            def _cmp(op):
+                def method(self, other):
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return op(key(self), key(other))
+
+                return method
+
+            import operator
+
+            for name, op in (("__lt__", operator.lt), ("__le__", operator.le),
+                             ("__gt__", operator.gt), ("__ge__", operator.ge)):
+                ns[name] = _cmp(op)
+    new = type(cls)(cls.__name__, cls.__bases__, ns)
+    new.__qualname__ = cls.__qualname__
+    return new
+
+
+def replace(obj, **changes):
+    """A copy of record ``obj`` with some fields changed."""
+    fields = type(obj)._fields
+    for k in changes:
+        if k not in fields:
+            raise TypeError(f"{type(obj).__name__} has no field {k!r}")
+    return type(obj)(*[changes[n] if n in changes else getattr(obj, n) for n in fields])
+
+
+def is_record(obj) -> bool:
+    return not isinstance(obj, type) and isinstance(getattr(type(obj), "_fields", None), tuple) \
+        and hasattr(type(obj), "__reduce__") and "__slots__" in type(obj).__dict__

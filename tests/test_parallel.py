@@ -1,0 +1,94 @@
+"""A large file split across processes (core/parallel.py) gives exactly the
+serial engine's result: same findings, fixes, order, internal errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gradguard.core import check_source
+from gradguard.core.parallel import check_source_parallel, split_points
+import gradguard.core.parallel as P
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the parallel path needs fork()")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _catalogue() -> str:
+    """Every fixture program, one after another: a long file with many models,
+    helpers, training loops and module-level scripts (Chinese identifiers too)."""
+    parts = []
+    for p in sorted(FIXTURES.glob("*.py")):
+        text = p.read_text(encoding="utf-8")
+        parts.append(text.replace("from __future__ import annotations\n", ""))
+    return "\n\n".join(parts)
+
+
+def _same(a, b) -> None:
+    assert a.findings == b.findings
+    assert [f.data for f in a.findings] == [f.data for f in b.findings]
+    assert a.syntax_error == b.syntax_error
+    assert a.internal_errors == b.internal_errors
+
+
+@pytest.mark.parametrize("jobs", [2, 3, 5])
+def test_catalogue_matches_serial(jobs):
+    text = _catalogue()
+    serial = check_source(text, "catalogue.py")
+    assert len(serial.findings) > 50  # the catalogue is full of real bugs
+    par = check_source_parallel(text, "catalogue.py", jobs=jobs, min_lines=0)
+    assert P.last_mode == "parallel"
+    _same(serial, par)
+
+
+def test_each_fixture_matches_serial_even_when_small():
+    checked = 0
+    for p in sorted(FIXTURES.glob("*.py")):
+        text = p.read_text(encoding="utf-8")
+        par = check_source_parallel(text, p.name, jobs=2, min_lines=0)
+        _same(check_source(text, p.name), par)
+        checked += P.last_mode == "parallel"
+    assert checked > 20  # most fixtures have a def to cut at
+
+
+def test_syntax_error_falls_back_to_the_serial_engine():
+    text = _catalogue()
+    lines = text.split("\n")
+    broken = "\n".join(lines[: len(lines) * 3 // 4] + ["def oops(:"] + lines[len(lines) * 3 // 4 :])
+    par = check_source_parallel(broken, "b.py", jobs=2, min_lines=0)
+    assert P.last_mode == "serial"
+    serial = check_source(broken, "b.py")
+    _same(serial, par)
+    assert par.syntax_error is not None and par.findings  # the rest is still analysed
+
+
+def test_small_files_and_one_job_stay_serial():
+    text = _catalogue()
+    check_source_parallel(text, "c.py", jobs=1, min_lines=0)
+    assert P.last_mode == "serial"
+    check_source_parallel("x = 1\n", "c.py", jobs=2)
+    assert P.last_mode == "serial"
+
+
+def test_split_points_cut_before_decorators_and_never_inside_statements():
+    lines = [
+        "import torch",  # 0
+        "x = (1,",  # 1
+        "def not_a_statement_start)",  # 2 (inside brackets: the region would not parse)
+        "",  # 3
+        "@decorator",  # 4
+        "def f():",  # 5 (its decorator is the cut, not this line)
+        "    return 1",  # 6
+        "class 模型:",  # 7
+        "    pass",  # 8
+    ]
+    pts = split_points(lines, 3)
+    assert pts[0] == 0 and pts[-1] == len(lines)
+    assert 5 not in pts
+    assert all(lines[i].startswith(("def ", "class ", "@")) for i in pts[1:-1])
+    # a cut that lands inside a statement is caught when the region is parsed
+    assert P._region_chunks(lines, 2, 4) is None
+    assert P._region_chunks(lines, 4, 9) is not None
