@@ -278,7 +278,7 @@ def _assert_same(doc_result, text: str, history: List[str], external=None):
 # A probe rule: reports every call, using a module-summary fact in its message
 # --------------------------------------------------------------------------
 
-def _probe_summary(stmt: ast.stmt):
+def _probe_summary(stmt: ast.stmt, referenced: bool = True):
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         yield f"probe:fn:{stmt.name}", len(stmt.args.args)
     elif isinstance(stmt, ast.ClassDef):

@@ -25,7 +25,7 @@ from gradguard.core import noqa as _noqa
 from gradguard.core.config import Config
 from gradguard.core.context import ModuleContext, Unit, iter_units
 from gradguard.core.model import Finding
-from gradguard.core.summary import local_imports, summarize
+from gradguard.core.summary import local_imports, summarize, unreferenced_defs
 from gradguard.core.record import record, replace
 from gradguard.core.text import LineIndex, split_lines
 
@@ -88,12 +88,12 @@ class _Chunk:
             self.tree_start = self.start
         return self.tree
 
-    def get_facts(self) -> tuple:
+    def get_facts(self, unreferenced: frozenset = frozenset()) -> tuple:
         if self.facts is None:
             facts: list = []
             if self.tree is not None:
                 for stmt in self.tree.body:
-                    facts.extend(summarize(stmt))
+                    facts.extend(summarize(stmt, getattr(stmt, "name", None) not in unreferenced))
             self.facts = tuple(facts)
         return self.facts
 
@@ -187,6 +187,7 @@ class Document:
         path: Optional[str] = None,
         config: Optional[Config] = None,
         external_facts: Optional[Dict[str, object]] = None,
+        one_shot: bool = False,
     ):
         self.path = path
         self.config = config or Config()
@@ -202,6 +203,13 @@ class Document:
         self._module_findings: Tuple[Finding, ...] = ()
         self._result: Optional[CheckResult] = None
         self._set_full(source)
+        # One-shot (check_source): facts only unreferenced functions would be
+        # looked up by are skipped (summary.unreferenced_defs). Kept only until
+        # the first update: an incremental document computes every fact.
+        self._unreferenced: frozenset = frozenset()
+        if one_shot:
+            self._unreferenced = unreferenced_defs(source, (s for c in self.chunks if c.tree is not None
+                                                            for s in c.tree.body))
 
     # -- text → chunks ---------------------------------------------------
     def _set_full(self, source: str) -> None:
@@ -235,6 +243,11 @@ class Document:
         old_lines = self.lines
         if new_lines == old_lines:
             return self.result()
+        if self._unreferenced:  # leave one-shot mode: every fact from now on
+            self._unreferenced = frozenset()
+            for c in self.chunks:
+                c.facts = c.findings = None
+            self._module_key = None
         if not self.chunks or any(c.kind == "broken" for c in self.chunks):
             self._set_full(source)
             return self.result()
@@ -306,7 +319,7 @@ class Document:
         rules = enabled_rules(self.config, self.path)
         merged: Dict[str, object] = dict(self.external_facts)
         for c in self.chunks:
-            for k, v in c.get_facts():
+            for k, v in c.get_facts(self._unreferenced):
                 merged[k] = v
         try:
             fp = hash(frozenset(merged.items()))
@@ -412,4 +425,4 @@ def check_source(
     external_facts: Optional[Dict[str, object]] = None,
 ) -> CheckResult:
     """Analyse one source text from scratch."""
-    return Document(source, path, config, external_facts).result()
+    return Document(source, path, config, external_facts, one_shot=True).result()

@@ -308,9 +308,11 @@ def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
 
 
 @register
-def summarize_graph_facts(stmt: ast.stmt) -> Iterable[Fact]:
+def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[Fact]:
     try:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not referenced:  # ``fn:<name>`` is only read where <name> is used
+                return list(_loop_calls(stmt))
             r = _FactResolver()
             r.current = stmt.name
             return [("fn:" + stmt.name, function_facts(stmt, r))] + list(_loop_calls(stmt))

@@ -13,17 +13,22 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
     from typing import Optional, Tuple
 
-_NOQA = re.compile(
-    r"#\s*noqa(?::[\s]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
+_NOQA_PATTERN = r"#\s*noqa(?::[\s]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?"
+_NOQA = None  # compiled on first use: most lines never get this far, and start-up pays for every compile
+
+
+def _noqa_re():
+    global _NOQA
+    if _NOQA is None:
+        _NOQA = re.compile(_NOQA_PATTERN, re.IGNORECASE)
+    return _NOQA
 
 
 def parse_noqa(line: str) -> Optional[Tuple[str, ...]]:
     """None: no noqa. (): bare noqa (all codes). Else the listed codes."""
     if "#" not in line or "noqa" not in line.lower():
         return None
-    m = _NOQA.search(line)
+    m = _noqa_re().search(line)
     if not m:
         return None
     codes = m.group("codes")
@@ -41,7 +46,7 @@ def is_suppressed(line: str, code: str) -> bool:
 
 def add_noqa(line: str, code: str) -> str:
     """The line with ``code`` added to its noqa comment (merging with one that exists)."""
-    m = _NOQA.search(line) if "#" in line else None
+    m = _noqa_re().search(line) if "#" in line else None
     if m is None:
         body = line.rstrip()
         return f"{body}  # noqa: {code}"

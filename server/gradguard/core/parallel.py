@@ -29,6 +29,7 @@ import sys
 
 from gradguard.core import engine as E
 from gradguard.core.context import iter_units
+from gradguard.core.summary import unreferenced_defs
 from gradguard.core.text import LineIndex, split_lines
 
 # Below this many lines a fork costs more than it saves.
@@ -145,11 +146,11 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
             if pid == 0:  # child: never returns
                 os.close(up_r)
                 os.close(down_w)
-                _child(lines, regions[k], path, config, external_facts, up_w, down_r)
+                _child(source, lines, regions[k], path, config, external_facts, up_w, down_r)
             os.close(up_w)
             os.close(down_r)
             children.append((pid, up_r, down_w))
-        result = _parent(lines, regions[0], path, config, external_facts, children)
+        result = _parent(source, lines, regions[0], path, config, external_facts, children)
     except Exception:
         if os.environ.get(E._STRICT_ENV) and sys.exc_info()[0] is not _Fallback:
             raise
@@ -175,14 +176,20 @@ class _Fallback(Exception):
     """A region did not parse on its own: the serial engine decides."""
 
 
-def _child(lines, region, path, config, external_facts, up_w: int, down_r: int) -> None:
+def _unreferenced(source: str, chunks):
+    """As the serial one-shot engine decides it: against the whole text."""
+    return unreferenced_defs(source, (s for c in chunks if c.tree is not None for s in c.tree.body))
+
+
+def _child(source, lines, region, path, config, external_facts, up_w: int, down_r: int) -> None:
     status = 0
     try:
         chunks = _region_chunks(lines, *region)
         if chunks is None:
             _write_msg(up_w, None)
             return
-        facts = [c.get_facts() for c in chunks]
+        unref = _unreferenced(source, chunks)
+        facts = [c.get_facts(unref) for c in chunks]
         stmt_spans = [(c.start, c.end) for c in chunks if c.kind == "stmt"]
         _write_msg(up_w, (facts, stmt_spans))
         merged_facts = _read_msg(down_r)  # every region's facts, in order
@@ -219,9 +226,12 @@ def _check_defs(chunks, lines, path, config, external_facts, all_facts, errors):
     return raw, ctx, rules
 
 
-def _parent(lines, region, path, config, external_facts, children):
+def _parent(source, lines, region, path, config, external_facts, children):
     chunks = _region_chunks(lines, *region)
-    own_facts = [c.get_facts() for c in chunks] if chunks is not None else None
+    own_facts = None
+    if chunks is not None:
+        unref = _unreferenced(source, chunks)
+        own_facts = [c.get_facts(unref) for c in chunks]
     replies = [_read_msg(r) for _, r, _ in children]
     if chunks is None or any(rep is None for rep in replies):
         raise _Fallback()  # closing the pipes ends the children

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
     from typing import Callable, Iterable, List, Tuple
 
     Fact = Tuple[str, object]
-    Summarizer = Callable[[ast.stmt], Iterable[Fact]]
+    Summarizer = Callable[[ast.stmt, bool], Iterable[Fact]]  # (statement, referenced)
 else:
     Fact = Summarizer = object  # annotation names only
 
@@ -27,8 +27,11 @@ _SUMMARIZERS: List[Summarizer] = []
 
 
 def register(fn: Summarizer) -> Summarizer:
-    """Decorator: add a per-top-level-statement summarizer."""
-    _SUMMARIZERS.append(fn)
+    """Decorator: add a per-top-level-statement summarizer, called as
+    ``fn(stmt, referenced)`` (see :func:`summarize`), or ``fn(stmt)`` when it
+    takes one argument (it then always computes everything)."""
+    code = getattr(fn, "__code__", None)
+    _SUMMARIZERS.append(fn if code is None or code.co_argcount >= 2 else (lambda stmt, _ref, _fn=fn: _fn(stmt)))
     return fn
 
 
@@ -57,7 +60,12 @@ def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:
 _rules_loaded = False
 
 
-def summarize(stmt: ast.stmt) -> Tuple[Fact, ...]:
+def summarize(stmt: ast.stmt, referenced: bool = True) -> Tuple[Fact, ...]:
+    """The facts of one top-level statement. ``referenced=False`` says the
+    statement is a ``def`` whose name nothing else in the file mentions (see
+    :func:`unreferenced_defs`): summarizers may then leave out the facts that
+    are only ever looked up *by that name* at a call site, typically the costly
+    interface facts that come from interpreting the body."""
     global _rules_loaded
     if not _rules_loaded:  # rules register their summarizers when imported
         import gradguard.rules
@@ -66,8 +74,22 @@ def summarize(stmt: ast.stmt) -> Tuple[Fact, ...]:
         _rules_loaded = True
     facts: List[Fact] = list(_import_facts(stmt))
     for fn in _SUMMARIZERS:
-        facts.extend(fn(stmt))
+        facts.extend(fn(stmt, referenced))
     return tuple(facts)
+
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def unreferenced_defs(source: str, stmts: Iterable[ast.stmt]) -> frozenset:
+    """Names of the top-level functions among ``stmts`` whose name occurs only
+    once in ``source`` (in its own ``def`` line): no call site, no reference,
+    not even in a string or a comment. Their by-name facts cannot be read by
+    any unit of this file, so a one-shot analysis need not compute them (an
+    entry point run by a framework, dead code, a script's many ``run_*``
+    functions). The incremental engine computes every fact: there, a
+    reference typed a moment later must not change which facts exist."""
+    return frozenset(s.name for s in stmts if isinstance(s, _FUNCS) and source.count(s.name) == 1)
 
 
 def local_imports(body: Iterable[ast.stmt]) -> List[Fact]:

@@ -165,7 +165,7 @@ def _with_stmt(g: Optional[Graph], stmt: ast.stmt) -> Optional[Graph]:
 
 
 @_summary.register
-def _gg102_facts(stmt: ast.stmt):
+def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     """Cross-unit facts, in one walk of the top-level statement:
 
     - ``class:<C>``: base classes of a module-level class (is it an nn.Module?);
@@ -249,7 +249,7 @@ def _gg102_facts(stmt: ast.stmt):
                 val = f"call:{a.func.id}"
             if val is not None:
                 out.append((f"gg102:rgarg:{c.func.id}:{key}", val))
-    if is_fn and has_bw:
+    if is_fn and has_bw and referenced:  # ``bw:<f>``/``bwloop:<f>`` are read at calls of <f> only
         out.extend(_backprop_facts(stmt))
     if is_cls and has_bw:
         out.extend(_class_attr_loops(stmt))
@@ -305,11 +305,23 @@ def _backprop_facts(fn):
         yield f"gg102:bw:{fn.name}", encode(any_reach)
     unchanged = [n for n in names if n not in assigned]
     loop_reach: Set[str] = set()
-    for st in F.iter_statements(fn.body):
-        if isinstance(st, _LOOPS):
-            loop_reach |= reach(st.body, unchanged)
+    for st in _outer_loops(fn.body):
+        # an inner loop's reach is contained in its outer loop's: the names in
+        # ``unchanged`` are never re-bound, so walking the outer body reaches the
+        # inner one with at least the taint the inner walk starts from
+        loop_reach |= reach(st.body, unchanged)
     if loop_reach:
         yield f"gg102:bwloop:{fn.name}", encode(loop_reach)
+
+
+def _outer_loops(stmts):
+    """Loops of a body that are not inside another loop (nested defs excluded)."""
+    for s in stmts:
+        if isinstance(s, _LOOPS):
+            yield s
+        elif not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for block in F.child_blocks(s):
+                yield from _outer_loops(block)
 
 
 def _self_arg(fn) -> Optional[str]:
@@ -592,7 +604,29 @@ class StaleGraph(Rule):
 
     def check(self, unit, ctx):
         # Exceptions are isolated per rule and unit by the engine.
+        if not _may_report(unit, ctx):
+            return []
         return _Analysis(unit, ctx).run()
+
+
+def _may_report(unit, ctx) -> bool:
+    """Cheap pre-filter on the unit's text. A finding needs one of: a loop
+    statement (``_check_loop``), a call of a same-file function whose loop
+    back-propagates (``_check_call``, by that name), or this class's
+    ``attrloop`` fact (``_check_init_attrs``). Substring tests only err on the
+    side of analysing."""
+    body = unit.body
+    if not body:
+        return False
+    first = min(s.lineno for s in body)
+    last = max(getattr(s, "end_lineno", None) or s.lineno for s in body)
+    text = "\n".join(ctx.index.lines[first - 1:last])
+    if "for" in text or "while" in text:
+        return True
+    cls = unit.class_node
+    if cls is not None and ctx.summary.get(f"gg102:attrloop:{cls.name}"):
+        return True
+    return any(name in text for name in _summary_index(ctx.summary)[2])
 
 
 @record(frozen=False)
@@ -606,10 +640,10 @@ class _Hit:
     remote_body: Optional[Position] = None  # start of the first statement of that method's loop body
 
 
-_INDEX: tuple = (None, None)  # (summary, (has_bwloop, grad_read)) for the last module summary seen
+_INDEX: tuple = (None, None)  # (summary, (has_bwloop, grad_read, bwloop names)) for the last summary seen
 
 
-def _summary_index(summary) -> Tuple[bool, FrozenSet[str]]:
+def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str]]:
     """What the units need from scanning every summary key, computed once per
     module summary (the engine builds one mapping per analysis and shares it by
     all units) instead of once per unit, which is quadratic on a large file."""
@@ -617,15 +651,15 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str]]:
     last = _INDEX  # one read, one rebinding below: safe if documents are analysed on several threads
     if last[0] is summary:
         return last[1]
-    has_bwloop = False
+    bwloop = set()
     grad_read = set()
     for k in summary:
         if k.startswith("gg102:"):
             if k.startswith("gg102:bwloop:"):
-                has_bwloop = True
+                bwloop.add(k[len("gg102:bwloop:"):])
             elif k.startswith("gg102:gradread:"):
                 grad_read.add(k[len("gg102:gradread:"):])
-    out = (has_bwloop, frozenset(grad_read))
+    out = (bool(bwloop), frozenset(grad_read), frozenset(bwloop))
     _INDEX = (summary, out)
     return out
 
@@ -649,7 +683,7 @@ class _Analysis:
             args = list(node.args.posonlyargs) + list(node.args.args)
             if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
                 self.self_name = args[0].arg
-        self.has_bwloop, self.grad_read = _summary_index(ctx.summary)
+        self.has_bwloop, self.grad_read, _ = _summary_index(ctx.summary)
         self.trained_attrs: Set[str] = set()
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         if unit_facts:  # the summarizers only run _taint_block, which never reads them
