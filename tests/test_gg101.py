@@ -8,6 +8,7 @@ when that is not the carry line itself.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -1594,3 +1595,43 @@ def test_no_grad_recognition_through_aliases():
     )
     withs = [s for s in tree.body if isinstance(s, ast.With)]
     assert [flow.is_no_grad_with(w) for w in withs] == [True, True, False, False]
+
+
+DRIVEN_TWICE = '''\
+import torch
+from torch import nn
+
+
+class StatefulGRU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 6, batch_first=True)
+        self.state = None
+
+    def forward(self, x):
+        out, self.state = self.gru(x, self.state)
+        return out[:, -1]
+
+
+def fit(criterion, model, head, loader, opt):
+    for x, y in loader:
+        loss = criterion(head(model(x)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+'''
+
+
+def test_stateful_message_names_the_same_loop_call_in_every_process():
+    """The loop-call facts are sets, iterated in a per-process hash order: the
+    message must not depend on it (it named `criterion`, `head` or `model` at random)."""
+    code = ("import sys; from gradguard.core import check_source; "
+            "print([f.message['en'] for f in check_source(sys.stdin.read(), 'd.py').findings])")
+    outs = set()
+    for seed in ("1", "2", "3", "4"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        r = subprocess.run([sys.executable, "-c", code], input=DRIVEN_TWICE, capture_output=True, text=True,
+                           env=env, check=True)
+        outs.add(r.stdout)
+    assert len(outs) == 1
+    assert "through `model(...)`" in outs.pop()

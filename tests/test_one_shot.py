@@ -36,6 +36,19 @@ def test_unreferenced_defs_counts_every_mention():
     assert unreferenced_defs(TRAIN, tree.body) == {"run_once"}
     commented = TRAIN + "# run_once is the entry point\n"
     assert unreferenced_defs(commented, ast.parse(commented).body) == frozenset()
+    # a word inside a longer identifier is not a mention
+    longer = TRAIN + "run_once_more = 1\n"
+    assert unreferenced_defs(longer, ast.parse(longer).body) == {"run_once"}
+
+
+def test_unreferenced_defs_folds_identifiers_like_python():
+    # Python reads ｆｏｏ (fullwidth) as foo: the call below is a reference
+    text = "def foo(x):\n    return x\n\ny = ｆｏｏ(1)  # 调用\n"
+    tree = ast.parse(text)
+    assert tree.body[1].value.func.id == "foo"
+    assert unreferenced_defs(text, tree.body) == frozenset()
+    text2 = "def ｂａｒ(x):\n    return x\n"
+    assert unreferenced_defs(text2, ast.parse(text2).body) == {"bar"}
 
 
 def test_unreferenced_functions_lose_only_their_by_name_facts():

@@ -29,7 +29,7 @@ import sys
 
 from gradguard.core import engine as E
 from gradguard.core.context import iter_units
-from gradguard.core.summary import unreferenced_defs
+from gradguard.core.summary import unreferenced_defs, word_counts
 from gradguard.core.text import LineIndex, split_lines
 
 # Below this many lines a fork costs more than it saves.
@@ -138,6 +138,8 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
         return E.check_source(source, path, config, external_facts)
     regions = list(zip(bounds, bounds[1:]))
     children = []  # (pid, read fd from child, write fd to child)
+    _COUNTS.clear()
+    _COUNTS[id(source)] = word_counts(source)
     try:
         for k in range(1, len(regions)):
             up_r, up_w = os.pipe()
@@ -156,6 +158,7 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
             raise
         result = None
     finally:
+        _COUNTS.clear()
         for pid, r, w in children:
             for fd in (r, w):
                 try:
@@ -176,9 +179,13 @@ class _Fallback(Exception):
     """A region did not parse on its own: the serial engine decides."""
 
 
+_COUNTS: dict = {}  # word counts of the whole text, computed once before the fork
+
+
 def _unreferenced(source: str, chunks):
     """As the serial one-shot engine decides it: against the whole text."""
-    return unreferenced_defs(source, (s for c in chunks if c.tree is not None for s in c.tree.body))
+    return unreferenced_defs(source, (s for c in chunks if c.tree is not None for s in c.tree.body),
+                             _COUNTS.get(id(source)))
 
 
 def _child(source, lines, region, path, config, external_facts, up_w: int, down_r: int) -> None:

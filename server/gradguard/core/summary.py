@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Callable, Iterable, List, Tuple
+    from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
     Fact = Tuple[str, object]
     Summarizer = Callable[[ast.stmt, bool], Iterable[Fact]]  # (statement, referenced)
@@ -81,15 +81,35 @@ def summarize(stmt: ast.stmt, referenced: bool = True) -> Tuple[Fact, ...]:
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def unreferenced_defs(source: str, stmts: Iterable[ast.stmt]) -> frozenset:
+def word_counts(source: str) -> Dict[str, int]:
+    """How often each word (identifier-like token) occurs in ``source``, in
+    comments and strings too. Python folds identifiers to NFKC (``ｆｏｏ`` *is*
+    ``foo``), so non-ASCII text is folded the same way first."""
+    import re
+    from collections import Counter
+
+    if not source.isascii():
+        import unicodedata
+
+        source = unicodedata.normalize("NFKC", source)
+    return Counter(re.findall(r"\w+", source))
+
+
+def unreferenced_defs(source: str, stmts: Iterable[ast.stmt], counts: Optional[Dict[str, int]] = None) -> frozenset:
     """Names of the top-level functions among ``stmts`` whose name occurs only
     once in ``source`` (in its own ``def`` line): no call site, no reference,
     not even in a string or a comment. Their by-name facts cannot be read by
     any unit of this file, so a one-shot analysis need not compute them (an
     entry point run by a framework, dead code, a script's many ``run_*``
     functions). The incremental engine computes every fact: there, a
-    reference typed a moment later must not change which facts exist."""
-    return frozenset(s.name for s in stmts if isinstance(s, _FUNCS) and source.count(s.name) == 1)
+    reference typed a moment later must not change which facts exist.
+    ``counts``: :func:`word_counts` of ``source``, when already known."""
+    defs = [s.name for s in stmts if isinstance(s, _FUNCS)]
+    if not defs:
+        return frozenset()
+    if counts is None:
+        counts = word_counts(source)
+    return frozenset(name for name in defs if counts.get(name, 0) <= 1)
 
 
 def local_imports(body: Iterable[ast.stmt]) -> List[Fact]:

@@ -358,14 +358,29 @@ def _summary_index(summary):
     return index
 
 
+_MODEL_WORDS = ("model", "net", "rnn", "lstm", "gru", "encoder", "decoder", "cell", "lm")
+
+
 def _driving_loops(unit, ctx) -> List[Tuple[str, frozenset, frozenset]]:
     """(callee, methods called on it, attributes assigned on it) for every object
     of this method's class called in a back-propagating loop of the file."""
     cls = unit.class_node.name
     meth = unit.node.name
-    out = []
     index = _summary_index(ctx.summary)[0]
-    for entry in index.get(cls, []) + index.get("", []):
+    own = {s.name for s in unit.class_node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def likeness(entry):
+        # typed entries first; then the objects on which the loop calls more of this
+        # class's own methods (``model.reset()``); then names that read like a model
+        # rather than a loss (``model``/``net``/``rnn`` before ``criterion``); then by
+        # name: the facts are sets, whose order changes from process to process
+        callee, ctor, methods, _ = entry
+        low = callee.lower()
+        modelish = any(w in low for w in _MODEL_WORDS)
+        return (not ctor, -len(methods & own), not modelish, callee)
+
+    out = []
+    for entry in sorted(index.get(cls, []) + index.get("", []), key=likeness):
         callee, ctor, methods, attrs = entry
         if meth in methods or (meth == "forward" and "__call__" in methods):
             out.append((callee, methods, attrs))
