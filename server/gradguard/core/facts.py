@@ -245,21 +245,8 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
     if isinstance(stmt, ast.ClassDef):
         return []
     ctors: Dict[str, str] = {}
-    loops = []
-
-    def visit(stmts):
-        for s in stmts:
-            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
-                c = _ctor_name(s.value)
-                if c:
-                    ctors[s.targets[0].id] = c
-            if isinstance(s, F.LOOPS) and F.loop_backprops(s):
-                loops.append(s)  # its whole body is collected below: no need to look inside
-                continue
-            for block in F.child_blocks(s):
-                visit(block)
-
-    visit(body)
+    loops: list = []
+    _visit_loops(body, ctors, loops)
     if not loops:
         return []
     entries: Dict[str, Tuple[set, set]] = {}
@@ -292,6 +279,23 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
     key = "loopcalls:" + (stmt.name if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else
                           ",".join(sorted(entries)))
     return [(key, value)]
+
+
+def _visit_loops(stmts, ctors: Dict[str, str], loops: list) -> None:
+    """``name = Ctor(...)`` constructors, and the back-propagating loops (not
+    looking inside them: their whole body is collected by the caller). A module
+    function, not a recursive closure: a closure that calls itself is a
+    reference cycle, left (with the AST it holds) for the cyclic collector."""
+    for s in stmts:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            c = _ctor_name(s.value)
+            if c:
+                ctors[s.targets[0].id] = c
+        if isinstance(s, F.LOOPS) and F.loop_backprops(s):
+            loops.append(s)
+            continue
+        for block in F.child_blocks(s):
+            _visit_loops(block, ctors, loops)
 
 
 def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
