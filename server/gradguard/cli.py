@@ -213,10 +213,11 @@ def _check_one(args) -> dict:
     findings, syntax = res.findings, res.syntax_error
     for code, unit, err in res.internal_errors:
         sys.stderr.write(f"{path}: gradguard internal error: rule {code} failed on {unit} ({err}); please report it\n")
-    rec["source"] = src
-    if fix and findings and not path.endswith(".ipynb"):
-        rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
-    rec["findings"] = findings
+    if fix:  # only --fix/--diff need the text and the Finding objects back in the parent
+        rec["source"] = src
+        if findings and not path.endswith(".ipynb"):
+            rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
+        rec["findings"] = findings
     rec["syntax"] = (syntax.line, syntax.character, syntax.message) if syntax is not None else None
     loc = Locator(path, data)
     rec["items"] = [finding_dict(path, f, lang, loc) for f in findings]
@@ -318,6 +319,12 @@ def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, ex
     if len(tasks) == 1:
         tasks[0][1][-1] = jobs  # one file: its analysis may use every core
     if jobs > 1 and len(tasks) > 1:
+        # import the analysis before forking the workers: each then starts with it
+        import gradguard.core.engine  # noqa: F401
+        import gradguard.output  # noqa: F401
+        from gradguard.rules import all_rules
+
+        all_rules()
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 

@@ -27,6 +27,38 @@ class Unit:
     qualname: str = "<module>"
     class_node: Optional[ast.ClassDef] = None  # enclosing class, for methods
     parents: Tuple[ast.AST, ...] = ()  # enclosing defs/classes, outermost first
+    # filled on demand by unit_text / unit_words (shared by the rules' pre-filters)
+    text: Optional[str] = None
+    words: Optional[frozenset] = None
+
+
+def unit_text(unit: Unit, lines) -> str:
+    """The source lines the unit's statements span (nested defs included)."""
+    if unit.text is None:
+        body = unit.body
+        if not body:
+            unit.text = ""
+        else:
+            first = min(s.lineno for s in body)
+            last = max(getattr(s, "end_lineno", None) or s.lineno for s in body)
+            unit.text = "\n".join(lines[first - 1:last])
+    return unit.text
+
+
+def unit_words(unit: Unit, lines) -> frozenset:
+    """The words (identifier-like tokens) of :func:`unit_text`, NFKC-folded as
+    Python folds identifiers: a pre-filter asks "is this name mentioned?" in
+    time linear in the unit, however many names it asks about."""
+    if unit.words is None:
+        import re
+
+        text = unit_text(unit, lines)
+        if not text.isascii():
+            import unicodedata
+
+            text = unicodedata.normalize("NFKC", text)
+        unit.words = frozenset(re.findall(r"\w+", text))
+    return unit.words
 
 
 @record(frozen=False, eq=False)

@@ -31,6 +31,7 @@ import ast
 
 from gradguard.core import facts as _facts  # noqa: F401  (registers the module summarizers)
 from gradguard.core import flow as F
+from gradguard.core.context import unit_text, unit_words
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
 
@@ -263,7 +264,7 @@ class CarriedGraph(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not _worth_running(unit.body, ctx, unit) and not _maybe_stateful(unit, ctx):
+        if not _worth_running(unit, ctx) and not _maybe_stateful(unit, ctx):
             return ()
         resolver = F.Resolver(ctx)
         self_obj = None
@@ -299,25 +300,25 @@ class CarriedGraph(Rule):
 # ---------------------------------------------------------------------------
 # pre-filter: one cheap walk; most units have no loop or no backward at all
 # ---------------------------------------------------------------------------
-def _worth_running(body: Sequence[ast.stmt], ctx, unit=None) -> bool:
+def _worth_running(unit, ctx) -> bool:
     """Cheap pre-filter on the unit's TEXT: a loop keyword and something that
     back-propagates (a backward/grad call, or a same-file helper that does)."""
-    if not body:
+    if not unit.body:
         return False
-    first = body[0].lineno
-    last = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in (body[-1],))
-    if len(body) > 1:
-        first = min(first, min(s.lineno for s in body))
-        last = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in body)
-    text = "\n".join(ctx.index.lines[first - 1:last])
+    text = unit_text(unit, ctx.index.lines)
     if "for" not in text and "while" not in text:
         # no loop: only state kept between calls (global h / self.h) can be carried
-        if unit is None or unit.kind != "function" or ("global" not in text and unit.class_node is None):
+        if unit.kind != "function" or ("global" not in text and unit.class_node is None):
             return False
     if "backward" in text or "grad(" in text:
         return True
     _, bw_methods, bw_functions = _summary_index(ctx.summary)
-    return any(n in text for n in bw_functions) or any(n in text for n in bw_methods if n != "grad")
+    if not bw_functions and len(bw_methods) <= 1:
+        return False
+    # names of same-file helpers that back-propagate: a word lookup per name
+    # (substring scans for every helper name made large files quadratic)
+    words = unit_words(unit, ctx.index.lines)
+    return not words.isdisjoint(bw_functions) or any(n in words for n in bw_methods if n != "grad")
 
 
 def _maybe_stateful(unit, ctx) -> bool:

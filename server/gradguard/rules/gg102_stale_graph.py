@@ -28,6 +28,7 @@ from gradguard.core import facts as _facts  # noqa: F401  (registers the shared 
 from gradguard.core import flow as F
 from gradguard.core import knowledge as K
 from gradguard.core import summary as _summary
+from gradguard.core.context import unit_text, unit_words
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.core.record import record
 from gradguard.rules.base import Rule
@@ -613,20 +614,19 @@ def _may_report(unit, ctx) -> bool:
     """Cheap pre-filter on the unit's text. A finding needs one of: a loop
     statement (``_check_loop``), a call of a same-file function whose loop
     back-propagates (``_check_call``, by that name), or this class's
-    ``attrloop`` fact (``_check_init_attrs``). Substring tests only err on the
-    side of analysing."""
-    body = unit.body
-    if not body:
+    ``attrloop`` fact (``_check_init_attrs``). The keyword tests are substring
+    tests (they only err on the side of analysing); names are looked up among
+    the unit's words."""
+    if not unit.body:
         return False
-    first = min(s.lineno for s in body)
-    last = max(getattr(s, "end_lineno", None) or s.lineno for s in body)
-    text = "\n".join(ctx.index.lines[first - 1:last])
+    text = unit_text(unit, ctx.index.lines)
     if "for" in text or "while" in text:
         return True
     cls = unit.class_node
     if cls is not None and ctx.summary.get(f"gg102:attrloop:{cls.name}"):
         return True
-    return any(name in text for name in _summary_index(ctx.summary)[2])
+    names = _summary_index(ctx.summary)[2]
+    return bool(names) and not unit_words(unit, ctx.index.lines).isdisjoint(names)
 
 
 @record(frozen=False)
