@@ -110,17 +110,26 @@ class ModuleContext:
         return self.imports.get(head, head) + dot + rest
 
 
+_Name, _Attribute = ast.Name, ast.Attribute
+
+
 def dotted(expr: ast.AST) -> Optional[str]:
     """``a.b.c`` → ``"a.b.c"``; anything that is not a Name/Attribute chain → None."""
+    cls = expr.__class__  # AST node classes are never subclassed: an identity test is enough (hot path)
+    if cls is _Name:
+        return expr.id  # type: ignore[attr-defined]
+    if cls is not _Attribute:
+        return None
     parts: List[str] = []
     cur = expr
-    while isinstance(cur, ast.Attribute):
-        parts.append(cur.attr)
-        cur = cur.value
-    if not isinstance(cur, ast.Name):
+    while cur.__class__ is _Attribute:
+        parts.append(cur.attr)  # type: ignore[attr-defined]
+        cur = cur.value  # type: ignore[attr-defined]
+    if cur.__class__ is not _Name:
         return None
-    parts.append(cur.id)
-    return ".".join(reversed(parts))
+    parts.append(cur.id)  # type: ignore[attr-defined]
+    parts.reverse()
+    return ".".join(parts)
 
 
 def iter_units(stmts: List[ast.stmt], module_level: bool) -> List[Unit]:

@@ -683,7 +683,9 @@ class _Analysis:
             args = list(node.args.posonlyargs) + list(node.args.args)
             if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
                 self.self_name = args[0].arg
-        self.has_bwloop, self.grad_read, _ = _summary_index(ctx.summary)
+        self.has_bwloop, self.grad_read, bwloop = _summary_index(ctx.summary)
+        # _check_call looks for calls of those functions: only where the unit names one
+        self.calls_bwloop = self.has_bwloop and unit.body and not unit_words(unit, ctx.index.lines).isdisjoint(bwloop)
         self.trained_attrs: Set[str] = set()
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         if unit_facts:  # the summarizers only run _taint_block, which never reads them
@@ -1209,7 +1211,7 @@ class _Analysis:
             self._block(s.body)
             self._block(s.orelse)
             return
-        if self.has_bwloop and isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
+        if self.calls_bwloop and isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
             self._check_call(s)
         if isinstance(s, ast.Assign):
             v = self._eval(s.value)
