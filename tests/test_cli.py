@@ -252,3 +252,26 @@ def test_fast_argument_parser_defers_the_unusual_to_argparse(argv):
     from gradguard.cli import _fast_check_args
 
     assert _fast_check_args(argv) is None
+
+
+def test_one_large_file_on_two_cores_reports_what_one_core_does(tmp_path):
+    """A file given alone is split across --jobs processes (core/parallel.py):
+    same findings, same order, same fixes written by --fix."""
+    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
+    text = "\n\n".join(p.read_text(encoding="utf-8").replace("from __future__ import annotations\n", "")
+                       for p in fixtures)
+    assert text.count("\n") > 1000
+    big = tmp_path / "大文件.py"
+    big.write_text(text, encoding="utf-8")
+    one = run("check", "--format", "json", "--no-cache", "--jobs", "1", str(big))
+    two = run("check", "--format", "json", "--no-cache", "--jobs", "2", str(big))
+    assert one.returncode == two.returncode == 1, two.stderr
+    items = json.loads(two.stdout)
+    assert len(items) > 50 and json.loads(one.stdout) == items
+    assert "internal error" not in two.stderr
+    fixed1, fixed2 = tmp_path / "f1.py", tmp_path / "f2.py"
+    fixed1.write_text(text, encoding="utf-8")
+    fixed2.write_text(text, encoding="utf-8")
+    run("check", "--fix", "--jobs", "1", str(fixed1))
+    run("check", "--fix", "--jobs", "2", str(fixed2))
+    assert fixed1.read_text(encoding="utf-8") == fixed2.read_text(encoding="utf-8") != text
