@@ -409,3 +409,73 @@ def test_syntax_error_then_recovery_matches_fresh(probe_rule):
     res = doc.update(WORD_LM)
     assert res.syntax_error is None
     _assert_same(res, WORD_LM, [broken])
+
+
+# --------------------------------------------------------------------------
+# What an edit costs: only the units that read what changed are re-analysed
+# --------------------------------------------------------------------------
+
+def _catalogue() -> str:
+    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
+    return "\n\n".join(p.read_text(encoding="utf-8").replace("from __future__ import annotations\n", "")
+                       for p in fixtures)
+
+
+@pytest.fixture
+def counted_units(monkeypatch):
+    from gradguard.rules import all_rules
+
+    seen: List[str] = []
+    for rule in all_rules():
+        def check(unit, ctx, _orig=rule.check, _code=rule.code):
+            seen.append(f"{_code}:{unit.qualname}")
+            return _orig(unit, ctx)
+
+        monkeypatch.setattr(rule, "check", check)
+    return seen
+
+
+def test_typing_a_syntax_error_into_one_function_reanalyses_little(counted_units):
+    text = _catalogue()
+    lines = text.split("\n")
+    # a function in the middle of the file that back-propagates: its interface facts
+    # vanish while it does not parse, so its callers are re-analysed, nothing else
+    target = next(i for i in range(len(lines) // 2, len(lines))
+                  if lines[i].startswith("def ") and "loss.backward()" in "\n".join(lines[i:i + 25]))
+    body_line = target + 2
+    doc = Document(text, "big.py")
+    first = doc.result()
+    n_first = len(counted_units)
+    assert n_first > 200
+
+    counted_units.clear()
+    broken_lines = list(lines)
+    broken_lines[body_line] = broken_lines[body_line] + " ("  # an unclosed bracket, as typed
+    broken = "\n".join(broken_lines)
+    got = doc.update(broken)
+    n_broken = len(counted_units)
+    assert got.syntax_error is not None
+    assert got.findings == check_source(broken, "big.py").findings
+    assert 0 < n_broken < n_first // 10, counted_units[:n_broken]
+
+    counted_units.clear()
+    back = doc.update(text)
+    n_back = len(counted_units)
+    assert back.findings == first.findings and back.syntax_error is None
+    assert 0 < n_back < n_first // 10, counted_units
+
+
+def test_an_interface_change_reanalyses_the_callers():
+    helper = "def step(model, x):\n    return model(x)\n"
+    caller = ("import torch\n\ndef train(model, opt, data):\n    h = None\n    for x in data:\n"
+              "        out = step(model, x)\n        loss = out.sum()\n        opt.zero_grad()\n"
+              "        loss.backward()\n        opt.step()\n")
+    text = helper + "\n\n" + caller
+    doc = Document(text, "t.py")
+    doc.result()
+    # the helper now threads a hidden state: the caller's result may change and must
+    # match a fresh analysis
+    new_helper = "def step(model, x, h=None):\n    out, h = model(x, h)\n    return out, h\n"
+    new_caller = caller.replace("out = step(model, x)", "out, h = step(model, x, h)")
+    for version in (new_helper + "\n\n" + caller, new_helper + "\n\n" + new_caller, text):
+        assert doc.update(version).findings == check_source(version, "t.py").findings

@@ -25,7 +25,7 @@ from gradguard.core import noqa as _noqa
 from gradguard.core.config import Config
 from gradguard.core.context import ModuleContext, Unit, iter_units
 from gradguard.core.model import Finding
-from gradguard.core.summary import local_imports, summarize, unreferenced_defs
+from gradguard.core.summary import FactTable, local_imports, summarize, unreferenced_defs
 from gradguard.core.record import record, replace
 from gradguard.core.text import LineIndex, split_lines
 
@@ -63,7 +63,8 @@ class CheckResult:
 
 
 class _Chunk:
-    __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "fp", "analyzed_start")
+    __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "deps", "rules_key",
+                 "imports", "analyzed_start")
 
     def __init__(self, start: int, nlines: int, text: str, tree: Optional[ast.Module], kind: str):
         self.start = start  # 0-based first line
@@ -74,7 +75,11 @@ class _Chunk:
         self.kind = kind  # "def" | "stmt" | "empty" | "broken"
         self.facts: Optional[tuple] = None
         self.findings: Optional[Tuple[Finding, ...]] = None
-        self.fp: Optional[int] = None
+        # what the findings were computed from: the facts the units read and the
+        # summary queries they asked (FactTable), the enabled rules, the imports
+        self.deps: Optional[tuple] = None
+        self.rules_key: Optional[tuple] = None
+        self.imports: Optional[dict] = None
         self.analyzed_start = start
 
     @property
@@ -134,9 +139,11 @@ def _chunks_from_tree(tree: ast.Module, lines: Sequence[str], rs: int, re_: int)
 _CONTINUATION = re.compile(r"(else|elif|except|finally)\b|[)\]}]")
 
 
-def _heuristic_chunks(lines: Sequence[str], rs: int, re_: int) -> List[_Chunk]:
+def _heuristic_chunks(lines: Sequence[str], rs: int, re_: int, known: Optional[Dict[str, _Chunk]] = None) -> List[_Chunk]:
     """Chunks of a region that does not parse as a whole: split at column-0
-    statements, merge pieces until they parse, mark what never does 'broken'."""
+    statements, merge pieces until they parse, mark what never does 'broken'.
+    A piece whose text is that of a ``known`` (previous) chunk is that chunk,
+    taken out of ``known``: typing into one function does not re-parse the rest."""
     starts = [rs]
     for i in range(rs + 1, re_):
         ln = lines[i]
@@ -149,6 +156,15 @@ def _heuristic_chunks(lines: Sequence[str], rs: int, re_: int) -> List[_Chunk]:
     out: List[_Chunk] = []
     i = 0
     while i < len(starts) - 1:
+        if known:
+            a, b = starts[i], starts[i + 1]
+            prev = known.get("\n".join(lines[a:b]))
+            if prev is not None and prev.nlines == b - a:
+                del known[prev.text]
+                prev.start = a
+                out.append(prev)
+                i += 1
+                continue
         done = False
         for j in range(i + 1, min(i + 12, len(starts))):
             a, b = starts[i], starts[j]
@@ -201,12 +217,16 @@ class Document:
         self.syntax_error: Optional[SyntaxProblem] = None
         self._module_key: Optional[tuple] = None
         self._module_findings: Tuple[Finding, ...] = ()
+        self._module_deps: Optional[tuple] = None
+        self._module_rules: Optional[tuple] = None
+        self._module_imports: Optional[dict] = None
         self._result: Optional[CheckResult] = None
         self._set_full(source)
         # One-shot (check_source): facts only unreferenced functions would be
         # looked up by are skipped (summary.unreferenced_defs). Kept only until
         # the first update: an incremental document computes every fact.
         self._unreferenced: frozenset = frozenset()
+        self._one_shot = one_shot
         if one_shot:
             self._unreferenced = unreferenced_defs(source, (s for c in self.chunks if c.tree is not None
                                                             for s in c.tree.body))
@@ -222,7 +242,7 @@ class Document:
             tree = _parse(source)
         except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes
             self.syntax_error = _syntax_problem(e, self.index)
-            chunks = _heuristic_chunks(lines, 0, len(lines))
+            chunks = _heuristic_chunks(lines, 0, len(lines), old)
         else:
             self.syntax_error = None
             chunks = _chunks_from_tree(tree, lines, 0, len(lines))
@@ -243,7 +263,8 @@ class Document:
         old_lines = self.lines
         if new_lines == old_lines:
             return self.result()
-        if self._unreferenced:  # leave one-shot mode: every fact from now on
+        if self._one_shot:  # leave one-shot mode: every fact, and what each unit read, from now on
+            self._one_shot = False
             self._unreferenced = frozenset()
             for c in self.chunks:
                 c.facts = c.findings = None
@@ -317,39 +338,49 @@ class Document:
 
     def _analyse(self) -> Tuple[Finding, ...]:
         rules = enabled_rules(self.config, self.path)
-        merged: Dict[str, object] = dict(self.external_facts)
+        merged = FactTable(self.external_facts)
         for c in self.chunks:
             for k, v in c.get_facts(self._unreferenced):
                 merged[k] = v
-        try:
-            fp = hash(frozenset(merged.items()))
-        except TypeError:  # an unhashable fact: never reuse
-            fp = object().__hash__()
-        fp = hash((fp, tuple(r.code for r in rules)))
+        rules_key = tuple(r.code for r in rules)
         ctx = module_context(self.path, self.index, merged)
+        imports = ctx.imports
+        record = not self._one_shot  # what each unit reads: only worth keeping for later edits
+
+        def still_valid(deps, key, imp) -> bool:
+            return deps is not None and key == rules_key and imp == imports and merged.still_answers(*deps)
+
+        def analyse(units) -> Tuple[tuple, Optional[tuple]]:
+            if record:
+                merged.reads, merged.queries = {}, {}
+            try:
+                found = tuple(self._run(rules, units, ctx))
+                return found, ((merged.reads, merged.queries) if record else None)
+            finally:
+                merged.reads = merged.queries = None
 
         raw: List[Finding] = []
         module_chunks: List[_Chunk] = []
         module_key: List[tuple] = []
         for c in self.chunks:
             if c.kind == "def":
-                if c.findings is None or c.fp != fp:
+                if c.findings is None or not still_valid(c.deps, c.rules_key, c.imports):
                     tree = c.positioned_tree()
-                    c.findings = tuple(self._run(rules, iter_units(tree.body, False), ctx))
-                    c.fp = fp
+                    c.findings, c.deps = analyse(iter_units(tree.body, False))
+                    c.rules_key, c.imports = rules_key, imports
                     c.analyzed_start = c.start
                 shift = c.start - c.analyzed_start
                 raw.extend(f.shifted(shift) for f in c.findings)  # shifted(0) is the finding itself
             elif c.kind == "stmt":
                 module_key.append((c.start, c.text))
                 module_chunks.append(c)
-        key = (tuple(module_key), fp)
-        if key != self._module_key:
+        key = tuple(module_key)
+        if key != self._module_key or not still_valid(self._module_deps, self._module_rules, self._module_imports):
             body: List[ast.stmt] = []
             for c in module_chunks:
                 body.extend(c.positioned_tree().body)  # type: ignore[union-attr]
-            self._module_findings = tuple(self._run(rules, iter_units(body, True), ctx))
-            self._module_key = key
+            self._module_findings, self._module_deps = analyse(iter_units(body, True))
+            self._module_key, self._module_rules, self._module_imports = key, rules_key, imports
         raw.extend(self._module_findings)
         return self._postprocess(raw)
 

@@ -118,3 +118,85 @@ def local_imports(body: Iterable[ast.stmt]) -> List[Fact]:
     for s in body:
         out.extend(_import_facts(s))
     return out
+
+
+_MISSING = object()
+
+
+class FactTable(dict):
+    """The merged module facts of one analysis, as ``ModuleContext.summary``.
+
+    A plain dict to read, except that the incremental engine can have it record
+    what a unit reads: every key looked up (with what was found, or that it was
+    missing) and every :meth:`query` answered. A unit whose recorded reads and
+    queries give the same answers against the next analysis's table can keep
+    its findings — so an edit that changes one function's facts re-analyses the
+    units that asked about that function, not the whole file."""
+
+    __slots__ = ("reads", "queries", "_memo")
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.reads: Optional[dict] = None  # key → value found (or _MISSING), while recording
+        self.queries: Optional[dict] = None  # (fn, args) → answer, while recording
+        self._memo: dict = {}
+
+    def get(self, key, default=None):
+        v = dict.get(self, key, _MISSING)
+        if self.reads is not None:
+            self.reads[key] = v
+        return default if v is _MISSING else v
+
+    def __getitem__(self, key):
+        v = dict.get(self, key, _MISSING)
+        if self.reads is not None:
+            self.reads[key] = v
+        if v is _MISSING:
+            raise KeyError(key)
+        return v
+
+    def __contains__(self, key) -> bool:
+        v = dict.get(self, key, _MISSING)
+        if self.reads is not None:
+            self.reads[key] = v
+        return v is not _MISSING
+
+    def query(self, fn, *args):
+        """``fn(self, *args)``, memoised per table, recorded as one dependency:
+        for answers derived from scanning many facts (an index of every function
+        that back-propagates), so that a unit depends on the answer it got, not
+        on every fact the scan looked at. ``fn`` must be a module-level function
+        and ``args`` hashable."""
+        key = (fn, args)
+        memo = self._memo
+        if key in memo:
+            answer = memo[key]
+        else:
+            reads, self.reads = self.reads, None  # the scan's own lookups are not the unit's
+            try:
+                answer = memo[key] = fn(self, *args)
+            finally:
+                self.reads = reads
+        if self.queries is not None:
+            self.queries[key] = answer
+        return answer
+
+    def still_answers(self, reads: dict, queries: dict) -> bool:
+        """Would a unit that recorded ``reads`` and ``queries`` against an older
+        table read the same from this one?"""
+        get = dict.get
+        for k, v in reads.items():
+            now = get(self, k, _MISSING)
+            if now is not v and (now is _MISSING or v is _MISSING or now != v):
+                return False
+        for (fn, args), answer in queries.items():
+            if self.query(fn, *args) != answer:
+                return False
+        return True
+
+
+def query(summary, fn, *args):
+    """:meth:`FactTable.query` on the engine's table; on any other mapping (a
+    summarizer's own, a test's dict) simply ``fn(summary, *args)``."""
+    q = getattr(summary, "query", None)
+    return q(fn, *args) if q is not None else fn(summary, *args)

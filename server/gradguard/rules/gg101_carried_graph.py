@@ -32,6 +32,7 @@ import ast
 from gradguard.core import facts as _facts  # noqa: F401  (registers the module summarizers)
 from gradguard.core import flow as F
 from gradguard.core.context import unit_text, unit_words
+from gradguard.core.summary import query
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
 
@@ -312,12 +313,17 @@ def _worth_running(unit, ctx) -> bool:
             return False
     if "backward" in text or "grad(" in text:
         return True
-    _, bw_methods, bw_functions = _summary_index(ctx.summary)
-    if not bw_functions and len(bw_methods) <= 1:
-        return False
     # names of same-file helpers that back-propagate: a word lookup per name
     # (substring scans for every helper name made large files quadratic)
-    words = unit_words(unit, ctx.index.lines)
+    return query(ctx.summary, _mentions_backprop_helper, unit_words(unit, ctx.index.lines))
+
+
+def _mentions_backprop_helper(summary, words: frozenset) -> bool:
+    """Does a unit with these words name a same-file function or method that
+    back-propagates? (A summary query: the incremental engine re-asks it.)"""
+    _, bw_methods, bw_functions = _summary_index(summary)
+    if not bw_functions and len(bw_methods) <= 1:
+        return False
     return not words.isdisjoint(bw_functions) or any(n in words for n in bw_methods if n != "grad")
 
 
@@ -365,10 +371,12 @@ _MODEL_WORDS = ("model", "net", "rnn", "lstm", "gru", "encoder", "decoder", "cel
 def _driving_loops(unit, ctx) -> List[Tuple[str, frozenset, frozenset]]:
     """(callee, methods called on it, attributes assigned on it) for every object
     of this method's class called in a back-propagating loop of the file."""
-    cls = unit.class_node.name
-    meth = unit.node.name
-    index = _summary_index(ctx.summary)[0]
-    own = {s.name for s in unit.class_node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    own = frozenset(s.name for s in unit.class_node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return query(ctx.summary, _driving_entries, unit.class_node.name, unit.node.name, own)
+
+
+def _driving_entries(summary, cls: str, meth: str, own: frozenset) -> List[Tuple[str, frozenset, frozenset]]:
+    index = _summary_index(summary)[0]
 
     def likeness(entry):
         # typed entries first; then the objects on which the loop calls more of this

@@ -625,8 +625,12 @@ def _may_report(unit, ctx) -> bool:
     cls = unit.class_node
     if cls is not None and ctx.summary.get(f"gg102:attrloop:{cls.name}"):
         return True
-    names = _summary_index(ctx.summary)[2]
-    return bool(names) and not unit_words(unit, ctx.index.lines).isdisjoint(names)
+    return _summary.query(ctx.summary, _mentions_bwloop, unit_words(unit, ctx.index.lines))
+
+
+def _mentions_bwloop(summary, words: frozenset) -> bool:
+    """Do these words name a same-file function whose loop back-propagates?"""
+    return not words.isdisjoint(_summary_index(summary)[2])
 
 
 @record(frozen=False)
@@ -641,6 +645,10 @@ class _Hit:
 
 
 _INDEX: tuple = (None, None)  # (summary, (has_bwloop, grad_read, bwloop names)) for the last summary seen
+
+
+def _grad_read(summary) -> FrozenSet[str]:
+    return _summary_index(summary)[1]
 
 
 def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str]]:
@@ -683,9 +691,11 @@ class _Analysis:
             args = list(node.args.posonlyargs) + list(node.args.args)
             if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
                 self.self_name = args[0].arg
-        self.has_bwloop, self.grad_read, bwloop = _summary_index(ctx.summary)
-        # _check_call looks for calls of those functions: only where the unit names one
-        self.calls_bwloop = self.has_bwloop and unit.body and not unit_words(unit, ctx.index.lines).isdisjoint(bwloop)
+        # _check_call looks for calls of functions whose loop back-propagates: only
+        # where the unit names one
+        self.calls_bwloop = bool(unit.body) and _summary.query(ctx.summary, _mentions_bwloop,
+                                                                unit_words(unit, ctx.index.lines))
+        self.grad_read = _summary.query(ctx.summary, _grad_read) if unit.kind == "module" else frozenset()
         self.trained_attrs: Set[str] = set()
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         if unit_facts:  # the summarizers only run _taint_block, which never reads them
