@@ -996,6 +996,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     stderr.setFormatter(fmt)
     root.addHandler(stderr)
     root.info("gradguard %s language server starting (pid %d, %s)", __version__, os.getpid(), f"tcp {args.tcp}" if tcp else "stdio")
+    # Each analysis parses the edited region and allocates many short-lived values
+    # that reference counting frees at once; the default collector thresholds
+    # made a full collection (every open document's trees) land inside a
+    # keystroke's analysis now and then. Fewer, larger young collections; the
+    # engine's own structures hold no reference cycles.
+    import gc
+
+    gc.set_threshold(100_000, 50, 20)
     server = create_server()
     if tcp:
         server.start_tcp(*tcp)
