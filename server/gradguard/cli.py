@@ -597,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules")
     c.add_argument("--lang", default=os.environ.get("GRADGUARD_LANG", "en"), help="message language: en or zh")
     c.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of the nearest one")
-    c.add_argument("--jobs", "-j", type=int, default=0, help="parallel processes (default: number of cores)")
+    c.add_argument("--jobs", "-j", type=int, default=0, help="parallel processes (default: number of cores); a single large file is split across them")
     c.add_argument("--statistics", action="store_true", help="(text format) count findings per rule")
     c.add_argument("--no-resolve", dest="resolve", action="store_false",
                    help="never resolve names imported from other files (faster, less precise)")

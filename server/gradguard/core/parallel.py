@@ -114,6 +114,8 @@ def _read_msg(fd: int):
 def _usable(jobs: int, n_lines: int, min_lines: int) -> bool:
     if jobs < 2 or n_lines < min_lines or not hasattr(os, "fork"):
         return False
+    if sys.platform == "darwin":  # fork without exec is unsafe once system frameworks are loaded
+        return False
     import _thread
 
     # forking a process with running threads can copy a held lock
