@@ -25,3 +25,15 @@ for i in range(10):
     if(i + 1) % 2 == 0:
         print(f"epoch{i+1},loss{l.sum():.3f}")
 """
+
+
+def fixture_catalogue() -> str:
+    """Every runnable fixture program, one after another (a ``from __future__``
+    line may only open a file, so those are dropped): a long realistic file with
+    many models, helpers, training loops, module-level scripts and Chinese
+    identifiers, full of real bugs. Used where a test needs a large input."""
+    from pathlib import Path
+
+    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
+    return "\n\n".join(p.read_text(encoding="utf-8").replace("from __future__ import annotations\n", "")
+                       for p in fixtures)

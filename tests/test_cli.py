@@ -257,9 +257,9 @@ def test_fast_argument_parser_defers_the_unusual_to_argparse(argv):
 def test_one_large_file_on_two_cores_reports_what_one_core_does(tmp_path):
     """A file given alone is split across --jobs processes (core/parallel.py):
     same findings, same order, same fixes written by --fix."""
-    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
-    text = "\n\n".join(p.read_text(encoding="utf-8").replace("from __future__ import annotations\n", "")
-                       for p in fixtures)
+    from seed_programs import fixture_catalogue
+
+    text = fixture_catalogue()
     assert text.count("\n") > 1000
     big = tmp_path / "大文件.py"
     big.write_text(text, encoding="utf-8")

@@ -27,7 +27,7 @@ from gradguard.core import Document, check_source
 from gradguard.core import summary as summary_mod
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
-from seed_programs import REGRESSION_SEED
+from seed_programs import REGRESSION_SEED, fixture_catalogue
 
 HERE = Path(__file__).resolve().parent
 
@@ -415,12 +415,6 @@ def test_syntax_error_then_recovery_matches_fresh(probe_rule):
 # What an edit costs: only the units that read what changed are re-analysed
 # --------------------------------------------------------------------------
 
-def _catalogue() -> str:
-    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
-    return "\n\n".join(p.read_text(encoding="utf-8").replace("from __future__ import annotations\n", "")
-                       for p in fixtures)
-
-
 @pytest.fixture
 def counted_units(monkeypatch):
     from gradguard.rules import all_rules
@@ -436,7 +430,7 @@ def counted_units(monkeypatch):
 
 
 def test_typing_a_syntax_error_into_one_function_reanalyses_little(counted_units):
-    text = _catalogue()
+    text = fixture_catalogue()
     lines = text.split("\n")
     # a function in the middle of the file that back-propagates: its interface facts
     # vanish while it does not parse, so its callers are re-analysed, nothing else

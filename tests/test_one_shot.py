@@ -10,6 +10,7 @@ from pathlib import Path
 from gradguard.core import check_source
 from gradguard.core.engine import Document
 from gradguard.core.summary import summarize, unreferenced_defs
+from seed_programs import fixture_catalogue
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -68,13 +69,11 @@ def _eager(text: str, name: str):
 
 
 def test_one_shot_equals_full_facts_on_every_fixture_and_the_catalogue():
-    texts = []
     for p in sorted(FIXTURES.glob("*.py")):
         text = p.read_text(encoding="utf-8")
-        texts.append(text)
         a, b = check_source(text, p.name), _eager(text, p.name)
         assert a.findings == b.findings, p.name
-    catalogue = "\n\n".join(t.replace("from __future__ import annotations\n", "") for t in texts)
+    catalogue = fixture_catalogue()
     a, b = check_source(catalogue, "all.py"), _eager(catalogue, "all.py")
     assert a.findings == b.findings and len(a.findings) > 50
 

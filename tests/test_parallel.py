@@ -11,20 +11,11 @@ import pytest
 from gradguard.core import check_source
 from gradguard.core.parallel import check_source_parallel, split_points
 import gradguard.core.parallel as P
+from seed_programs import fixture_catalogue
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the parallel path needs fork()")
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def _catalogue() -> str:
-    """Every fixture program, one after another: a long file with many models,
-    helpers, training loops and module-level scripts (Chinese identifiers too)."""
-    parts = []
-    for p in sorted(FIXTURES.glob("*.py")):
-        text = p.read_text(encoding="utf-8")
-        parts.append(text.replace("from __future__ import annotations\n", ""))
-    return "\n\n".join(parts)
 
 
 def _same(a, b) -> None:
@@ -36,7 +27,7 @@ def _same(a, b) -> None:
 
 @pytest.mark.parametrize("jobs", [2, 3, 5])
 def test_catalogue_matches_serial(jobs):
-    text = _catalogue()
+    text = fixture_catalogue()
     serial = check_source(text, "catalogue.py")
     assert len(serial.findings) > 50  # the catalogue is full of real bugs
     par = check_source_parallel(text, "catalogue.py", jobs=jobs, min_lines=0)
@@ -55,7 +46,7 @@ def test_each_fixture_matches_serial_even_when_small():
 
 
 def test_syntax_error_falls_back_to_the_serial_engine():
-    text = _catalogue()
+    text = fixture_catalogue()
     lines = text.split("\n")
     broken = "\n".join(lines[: len(lines) * 3 // 4] + ["def oops(:"] + lines[len(lines) * 3 // 4 :])
     par = check_source_parallel(broken, "b.py", jobs=2, min_lines=0)
@@ -66,7 +57,7 @@ def test_syntax_error_falls_back_to_the_serial_engine():
 
 
 def test_small_files_and_one_job_stay_serial():
-    text = _catalogue()
+    text = fixture_catalogue()
     check_source_parallel(text, "c.py", jobs=1, min_lines=0)
     assert P.last_mode == "serial"
     check_source_parallel("x = 1\n", "c.py", jobs=2)
