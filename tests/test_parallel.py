@@ -83,3 +83,12 @@ def test_split_points_cut_before_decorators_and_never_inside_statements():
     # a cut that lands inside a statement is caught when the region is parsed
     assert P._region_chunks(lines, 2, 4) is None
     assert P._region_chunks(lines, 4, 9) is not None
+
+
+def test_crlf_line_endings_match_serial():
+    text = fixture_catalogue().replace("\n", "\r\n")
+    serial = check_source(text, "crlf.py")
+    par = check_source_parallel(text, "crlf.py", jobs=2, min_lines=0)
+    assert P.last_mode == "parallel"
+    _same(serial, par)
+    assert serial.findings
