@@ -39,3 +39,35 @@ def test_syntax_error_keeps_the_rest_and_reports_in_range():
 def test_nul_bytes_are_a_syntax_problem_not_a_crash():
     res = check_source("x = 1\x00\n")
     assert res.syntax_error is not None
+
+
+def test_fixes_insert_lines_with_the_files_line_ending():
+    """A CRLF file (Windows) gets CRLF lines from a fix, never a lone LF."""
+    import glob
+    from pathlib import Path
+
+    from gradguard.core import Document
+    from gradguard.core.parallel import check_source_parallel
+    from gradguard.core.text import apply_text_edits
+
+    checked = 0
+    for p in sorted(glob.glob(str(Path(__file__).parent / "fixtures" / "gg10*_*.py"))):
+        lf = Path(p).read_text(encoding="utf-8")
+        crlf = lf.replace("\n", "\r\n")
+        a, b = check_source(lf, p), check_source(crlf, p)
+        assert [(f.code, f.range) for f in a.findings] == [(f.code, f.range) for f in b.findings]
+        for fa, fb in zip(a.findings, b.findings):
+            if fa.preferred_fix is None:
+                continue
+            fixed_lf = apply_text_edits(lf, fa.preferred_fix.edits)
+            fixed_crlf = apply_text_edits(crlf, fb.preferred_fix.edits)
+            assert "\n" not in fixed_crlf.replace("\r\n", "")
+            assert fixed_crlf == fixed_lf.replace("\n", "\r\n")
+            checked += 1
+    assert checked > 40
+    # an editor that switches the file to LF gets LF fixes again, with the same lines
+    doc = Document(crlf, "x.py")
+    assert any("\r\n" in e.new_text for f in doc.result().findings for fx in f.fixes for e in fx.edits)
+    assert not any("\r" in e.new_text for f in doc.update(lf).findings for fx in f.fixes for e in fx.edits)
+    # and the parallel path agrees
+    assert check_source_parallel(crlf, "x.py", jobs=2, min_lines=0).findings == check_source(crlf, "x.py").findings

@@ -233,6 +233,7 @@ class Document:
 
     # -- text → chunks ---------------------------------------------------
     def _set_full(self, source: str) -> None:
+        self.eol = line_ending(source)
         lines = split_lines(source)
         self.index = LineIndex.__new__(LineIndex)
         self.index.lines = lines
@@ -261,6 +262,10 @@ class Document:
     def update(self, source: str) -> CheckResult:
         new_lines = split_lines(source)
         old_lines = self.lines
+        eol = line_ending(source)
+        if eol != self.eol:  # fixes insert lines with the text's line ending
+            self.eol = eol
+            self._result = None
         if new_lines == old_lines:
             return self.result()
         if self._one_shot:  # leave one-shot mode: every fact, and what each unit read, from now on
@@ -388,7 +393,7 @@ class Document:
         return run_rules(rules, units, ctx, self.internal_errors)
 
     def _postprocess(self, raw: List[Finding]) -> Tuple[Finding, ...]:
-        return postprocess(raw, self.lines, self.config)
+        return postprocess(raw, self.lines, self.config, self.eol)
 
 
 def enabled_rules(config: Config, path: Optional[str]):
@@ -426,9 +431,34 @@ def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: Lis
     return out
 
 
-def postprocess(raw: List[Finding], lines: Sequence[str], cfg: Config) -> Tuple[Finding, ...]:
+def line_ending(source: str) -> str:
+    """The text's line ending, by its first line break ("\n" when it has none)."""
+    i = source.find("\n")
+    if i > 0 and source[i - 1] == "\r":
+        return "\r\n"
+    if i < 0 and "\r" in source:
+        return "\r"
+    return "\n"
+
+
+def _with_eol(f: Finding, eol: str) -> Finding:
+    """Rules write inserted lines with "\n"; a CRLF file must get CRLF back."""
+    fixes = []
+    changed = False
+    for fx in f.fixes:
+        edits = []
+        for e in fx.edits:
+            if "\n" in e.new_text:
+                e = replace(e, new_text=e.new_text.replace("\r\n", "\n").replace("\n", eol))
+                changed = True
+            edits.append(e)
+        fixes.append(replace(fx, edits=tuple(edits)))
+    return replace(f, fixes=tuple(fixes)) if changed else f
+
+
+def postprocess(raw: List[Finding], lines: Sequence[str], cfg: Config, eol: str = "\n") -> Tuple[Finding, ...]:
     """Drop findings outside the text or suppressed by ``# noqa``, apply the
-    configured severities, de-duplicate, and sort."""
+    configured severities and the text's line ending, de-duplicate, and sort."""
     out: List[Finding] = []
     seen = set()
     n = len(lines)
@@ -444,6 +474,8 @@ def postprocess(raw: List[Finding], lines: Sequence[str], cfg: Config) -> Tuple[
         if key in seen:
             continue
         seen.add(key)
+        if eol != "\n" and f.fixes:
+            f = _with_eol(f, eol)
         out.append(f)
     out.sort(key=Finding.sort_key)
     return tuple(out)

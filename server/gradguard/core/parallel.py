@@ -269,4 +269,4 @@ def _parent(source, lines, region, path, config, external_facts, children):
         errors.extend(child_errors)
     raw.extend(module_raw)
     errors.extend(module_errors)
-    return E.CheckResult(E.postprocess(raw, lines, config), None, tuple(errors))
+    return E.CheckResult(E.postprocess(raw, lines, config, E.line_ending(source)), None, tuple(errors))
