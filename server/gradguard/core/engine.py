@@ -4,10 +4,14 @@ The document is cut into *chunks*, one per top-level statement (a chunk owns
 its decorators, and the blank lines and comments that follow it). Each chunk
 is parsed, summarised and analysed on its own and keeps its results; an edit
 re-parses only the chunks it touched, shifts the rest, and re-analyses only
-what changed (a def chunk whose text and module fingerprint are unchanged
-reuses its findings, moved by the line delta). ``check_source`` is the same
-machinery with nothing cached, so incremental and full runs agree by
-construction — ``tests/test_incremental.py`` checks it on random edits.
+what changed: a def chunk whose text is unchanged keeps its findings (moved by
+the line delta) while every module fact its units read, and every summary
+query they asked, still gives the same answer (``summary.FactTable``).
+``check_source`` is the same machinery with nothing cached, so incremental and
+full runs agree by construction — ``tests/test_incremental.py`` checks it on
+random edits. Two differences, for speed only: a one-shot run does not
+compute the by-name facts of functions nothing in the file mentions (no unit
+can read them), and it records no reads (nothing will be re-analysed).
 
 With a syntax error, the chunks outside the broken region are still analysed
 (their text is unchanged and parsed on its own before), so the user keeps

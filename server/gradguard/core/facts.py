@@ -267,7 +267,7 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
                         recv = F.dotted(t.value)
                         if recv is not None:
                             entries.setdefault(recv, (set(), set()))[1].add(t.attr)
-    # Keep the fact coarse (it is fingerprinted): only plain names that the loop
+    # Keep the fact coarse (units that read it are re-analysed when it changes): only plain names that the loop
     # invokes (an object called like a module), never builtins or dotted calls.
     value = frozenset(
         (callee, ctors.get(callee, ""), frozenset(ms), frozenset(ats))

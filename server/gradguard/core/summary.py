@@ -2,8 +2,10 @@
 
 Every top-level statement is summarised on its own (and the result cached with
 its chunk), into hashable ``(key, fact)`` pairs; the engine merges them into
-``ModuleContext.summary`` and fingerprints the merge, so a unit is re-analysed
-when a fact it could depend on changes.
+``ModuleContext.summary`` (a :class:`FactTable`), which records what each unit
+reads, so a unit is re-analysed when a fact it read changes. A rule that scans
+many facts to answer one question asks it through :func:`query`, so that the
+unit depends on the answer rather than on everything scanned.
 
 Keys are namespaced: ``"import:<alias>"`` (qualified name), and whatever
 rules register via :func:`register` (e.g. ``"fn:<name>"``, ``"class:<name>"``,
