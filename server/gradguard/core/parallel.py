@@ -148,9 +148,15 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
             down_r, down_w = os.pipe()
             pid = os.fork()
             if pid == 0:  # child: never returns
-                os.close(up_r)
-                os.close(down_w)
-                _child(source, lines, regions[k], path, config, external_facts, up_w, down_r)
+                try:
+                    os.close(up_r)
+                    os.close(down_w)
+                    for _, r, w in children:  # earlier workers' pipes: theirs and the parent's alone
+                        os.close(r)
+                        os.close(w)
+                    _child(source, lines, regions[k], path, config, external_facts, up_w, down_r)
+                finally:
+                    os._exit(1)  # _child exits by itself; this only guards the lines above
             os.close(up_w)
             os.close(down_r)
             children.append((pid, up_r, down_w))
