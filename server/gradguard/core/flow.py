@@ -217,13 +217,22 @@ def _method(call: ast.AST) -> Optional[str]:
 def is_backward_call(call: ast.AST, ctx=None) -> bool:
     """``x.backward()``, ``scaler.scale(l).backward()``, ``accelerator.backward(l)``,
     ``self.manual_backward(l)``, ``torch.autograd.backward(l)``, ``torch.autograd.grad(l, ps)``."""
-    if not isinstance(call, ast.Call):
+    if call.__class__ is not ast.Call:
         return False
-    m = _method(call)
-    if m in K.BACKWARD_METHODS:
-        return True
-    q = qualify(call.func, ctx)
-    return q in K.BACKWARD_FUNCTIONS
+    func = call.func  # type: ignore[attr-defined]
+    if func.__class__ is ast.Attribute:
+        if func.attr in K.BACKWARD_METHODS:
+            return True
+        if func.attr not in _BACKWARD_FUNCTION_NAMES:
+            return False  # qualifying only renames the head of a dotted name, never its last part
+    elif func.__class__ is not ast.Name:
+        return False
+    return qualify(func, ctx) in K.BACKWARD_FUNCTIONS
+
+
+# last parts of the backward functions' names ("grad" for torch.autograd.grad); a call
+# spelled ``x.<other>(...)`` can never qualify to one of them (a hot test: every call)
+_BACKWARD_FUNCTION_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in K.BACKWARD_FUNCTIONS)
 
 
 def backward_target(call: ast.Call, ctx=None) -> Optional[ast.expr]:
