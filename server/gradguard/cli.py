@@ -316,8 +316,12 @@ def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, ex
             continue
         cfg = config_for(path)
         tasks.append((i, [path, cfg, fix, external, lang, cache_dir, 1]))
-    if len(tasks) == 1:
-        tasks[0][1][-1] = jobs  # one file: its analysis may use every core
+    if len(tasks) < 8:
+        # a pool's start-up would cost more than it saves: the files one after
+        # another, each large one split across the cores (core/parallel.py)
+        for _, t in tasks:
+            t[-1] = jobs
+        jobs = 1
     if jobs > 1 and len(tasks) > 1:
         # import the analysis before forking the workers: each then starts with it
         import gradguard.core.engine  # noqa: F401
@@ -406,8 +410,6 @@ def cmd_check(args) -> int:
         return _usage_error(str(e))
     missing = [p for p, explicit in files if explicit and "\0" not in p and not os.path.exists(p)]
     jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
-    if 1 < len(files) < 8:
-        jobs = 1  # process start-up would cost more than it saves
     cache_dir = None
     if args.cache and not (args.fix or args.diff):
         from gradguard import cache
