@@ -183,6 +183,43 @@ def test_notebook_findings_map_to_cells(project):
     assert [(f["code"], f["cell"], f["line"]) for f in items] == [("GG101", 3, 5)]
 
 
+def _gru_notebook() -> dict:
+    return {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# 训练 GRU"]},
+            {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+             "source": GRU_SEED.splitlines(keepends=True)[:8]},
+            {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [{"output_type": "stream",
+             "name": "stdout", "text": ["ok\n"]}],
+             "source": ["%matplotlib inline\n"] + GRU_SEED.splitlines(keepends=True)[8:]},
+        ],
+        "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def test_fix_writes_the_detach_into_the_notebook_cell(project):
+    nb = _gru_notebook()
+    path = project / "nb.ipynb"
+    text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"  # as Jupyter writes it
+    path.write_text(text, encoding="utf-8")
+    diff = run("check", "--diff", "nb.ipynb", cwd=project)
+    assert diff.returncode == 1 and "hidden.detach()" in diff.stdout
+    assert path.read_text(encoding="utf-8") == text  # --diff writes nothing
+    r = run("check", "--fix", "nb.ipynb", cwd=project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    new_text = path.read_text(encoding="utf-8")
+    fixed = json.loads(new_text)
+    assert new_text.startswith('{\n "cells": [') and "训练" in new_text  # same layout, raw UTF-8
+    assert fixed["cells"][0] == nb["cells"][0] and fixed["cells"][1] == nb["cells"][1]
+    cell = fixed["cells"][2]
+    assert cell["outputs"] == nb["cells"][2]["outputs"] and cell["source"][0] == "%matplotlib inline\n"
+    assert all(isinstance(line, str) for line in cell["source"])
+    assert any("hidden = hidden.detach()" in line for line in cell["source"])
+    assert json.loads(run("check", "--format", "json", "nb.ipynb", cwd=project).stdout) == []
+
+
 def test_jobs_gives_the_same_result(project):
     for i in range(12):
         (project / f"copy_{i}.py").write_text(GRU_SEED, encoding="utf-8")

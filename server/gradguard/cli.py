@@ -214,9 +214,16 @@ def _check_one(args) -> dict:
     for code, unit, err in res.internal_errors:
         sys.stderr.write(f"{path}: gradguard internal error: rule {code} failed on {unit} ({err}); please report it\n")
     if fix:  # only --fix/--diff need the text and the Finding objects back in the parent
-        rec["source"] = src
-        if findings and not path.endswith(".ipynb"):
-            rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
+        if path.endswith(".ipynb"):
+            rec["source"] = data.decode("utf-8")
+            if findings:
+                fixed_data, findings, syntax = _fix_notebook_loop(data, path, config, facts, res, file_jobs)
+                rec["fixed"] = fixed_data.decode("utf-8")
+                data = fixed_data  # remaining findings are located in the fixed notebook's cells
+        else:
+            rec["source"] = src
+            if findings:
+                rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
         rec["findings"] = findings
     rec["syntax"] = (syntax.line, syntax.character, syntax.message) if syntax is not None else None
     loc = Locator(path, data)
@@ -289,6 +296,26 @@ def _fix_loop(src, path, config, facts, res, file_jobs: int = 1):
         text = new
         res = _analyse(text, path, config, facts, file_jobs)
     return text, res.findings, res.syntax_error
+
+
+def _fix_notebook_loop(data: bytes, path, config, facts, res, file_jobs: int = 1):
+    """_fix_loop for a notebook: the edits go into the cells they fall in, and
+    each round re-reads the notebook it wrote."""
+    from gradguard.core.notebook import apply_notebook_edits, notebook_source
+
+    for _ in range(8):
+        edits = _non_overlapping([f.preferred_fix for f in res.findings if f.preferred_fix])
+        if not edits:
+            break
+        try:
+            new = apply_notebook_edits(data, edits)
+        except ValueError:
+            break
+        if new == data:
+            break
+        data = new
+        res = _analyse(notebook_source(data), path, config, facts, file_jobs)
+    return data, res.findings, res.syntax_error
 
 
 def _non_overlapping(fixes) -> list:

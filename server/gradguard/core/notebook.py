@@ -86,3 +86,52 @@ def notebook_source(data: bytes) -> str:
 def notebook_map(data: bytes) -> CellMap:
     _, m = concatenate(code_cells(data))
     return m
+
+
+def apply_notebook_edits(data: bytes, edits) -> bytes:
+    """The notebook with ``edits`` (core TextEdits in the coordinates of its
+    concatenated code, as findings give them) applied to its code cells, as
+    file bytes. Each edit must lie within one cell (an edit that spans cells
+    is skipped); other cells, outputs and metadata are left as they are, and
+    the JSON keeps the file's indentation, key order and escaping of non-ASCII
+    text. Raises ValueError for a malformed notebook."""
+    from gradguard.core.model import Position, Range, TextEdit
+    from gradguard.core.text import apply_text_edits
+
+    text = data.decode("utf-8")
+    nb = json.loads(text)
+    cells = code_cells(data)
+    _, cmap = concatenate(cells)
+    per_cell: dict = {}
+    for e in edits:
+        i, l0 = cmap.locate(e.range.start.line)
+        j, l1 = cmap.locate(e.range.end.line)
+        if i != j:
+            continue
+        per_cell.setdefault(i, []).append(
+            TextEdit(Range(Position(l0, e.range.start.character), Position(l1, e.range.end.character)), e.new_text))
+    if not per_cell:
+        return data
+    for i, cell_edits in per_cell.items():
+        number, src = cells[i]
+        new = apply_text_edits(src, cell_edits)
+        cell = nb["cells"][number - 1]
+        cell["source"] = new.splitlines(keepends=True) if isinstance(cell.get("source"), list) else new
+    return _dump_like(nb, text).encode("utf-8")
+
+
+def _dump_like(nb: dict, original: str) -> str:
+    """JSON text of ``nb`` formatted like ``original`` (Jupyter writes one-space
+    indentation and raw UTF-8; other tools differ)."""
+    body = original.strip()
+    indent = None
+    if "\n" in body:
+        second = body.split("\n", 2)[1]
+        indent = len(second) - len(second.lstrip(" ")) or 1
+    ascii_only = original.isascii() and "\\u" in original
+    separators = None
+    if indent is None and ", " not in body:
+        separators = (",", ":")  # minified
+    out = json.dumps(nb, indent=indent, ensure_ascii=ascii_only, separators=separators)
+    out += "\n" if original.endswith("\n") else ""
+    return out.replace("\n", "\r\n") if "\r\n" in original else out

@@ -1,0 +1,55 @@
+"""Notebook cells ↔ the concatenated program the core analyses: edits made in
+the concatenation's coordinates land in the right cell, formatting survives."""
+
+import json
+
+import pytest
+
+from gradguard.core.model import Position, Range, TextEdit
+from gradguard.core.notebook import apply_notebook_edits, notebook_source
+
+
+def _nb(sources, as_list=True):
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "说明"}]
+    for src in sources:
+        cells.append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                      "source": src.splitlines(keepends=True) if as_list else src})
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _edit(line, col, text, end_line=None, end_col=None):
+    return TextEdit(Range(Position(line, col), Position(end_line if end_line is not None else line,
+                                                        end_col if end_col is not None else col)), text)
+
+
+@pytest.mark.parametrize("as_list", [True, False])
+@pytest.mark.parametrize("indent", [1, 2, None])
+def test_edits_go_to_their_cell_and_the_json_keeps_its_shape(as_list, indent):
+    nb = _nb(["%pip install x\na = 1\n", "for i in range(3):\n    b = a\n"], as_list)
+    text = json.dumps(nb, indent=indent, ensure_ascii=False) + ("\n" if indent else "")
+    lines = notebook_source(text.encode()).split("\n")
+    assert lines[0] == ""  # the magic is blanked, the line kept
+    loop = lines.index("for i in range(3):")
+    out = apply_notebook_edits(text.encode(), [_edit(loop + 1, 4, "b = b  # 改\n    ")]).decode()
+    new = json.loads(out)
+    assert new["cells"][0] == nb["cells"][0] and new["cells"][1] == nb["cells"][1]
+    src = new["cells"][2]["source"]
+    joined = "".join(src) if as_list else src
+    assert joined == "for i in range(3):\n    b = b  # 改\n    b = a\n"
+    assert isinstance(src, list) == as_list
+    assert out == json.dumps(new, indent=indent, ensure_ascii=False) + ("\n" if indent else "")
+
+
+def test_an_edit_across_two_cells_is_left_out_and_crlf_is_kept():
+    nb = _nb(["a = 1\n", "b = 2\n"])
+    text = json.dumps(nb, indent=1).replace("\n", "\r\n") + "\r\n"
+    second = notebook_source(text.encode()).split("\n").index("b = 2")
+    assert apply_notebook_edits(text.encode(), [_edit(0, 0, "x", second, 0)]) == text.encode()
+    out = apply_notebook_edits(text.encode(), [_edit(second, 0, "# c\n")]).decode()
+    assert "\r\n" in out and "\n" not in out.replace("\r\n", "")
+    assert json.loads(out)["cells"][2]["source"] == ["# c\n", "b = 2\n"]
+
+
+def test_malformed_notebook_is_a_value_error():
+    with pytest.raises(ValueError):
+        apply_notebook_edits(b'{"cells": 3}', [_edit(0, 0, "x")])
