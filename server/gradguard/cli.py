@@ -282,20 +282,7 @@ def _analyse(src: str, path: str, config, facts, file_jobs: int):
 def _fix_loop(src, path, config, facts, res, file_jobs: int = 1):
     from gradguard.core.text import apply_text_edits
 
-    text = src
-    for _ in range(8):  # fixes for one finding may unveil or settle another
-        edits = _non_overlapping([f.preferred_fix for f in res.findings if f.preferred_fix])
-        if not edits:
-            break
-        try:
-            new = apply_text_edits(text, edits)
-        except ValueError:
-            break
-        if new == text:
-            break
-        text = new
-        res = _analyse(text, path, config, facts, file_jobs)
-    return text, res.findings, res.syntax_error
+    return _fix_rounds(src, res, apply_text_edits, lambda text: _analyse(text, path, config, facts, file_jobs))
 
 
 def _fix_notebook_loop(data: bytes, path, config, facts, res, file_jobs: int = 1):
@@ -303,19 +290,26 @@ def _fix_notebook_loop(data: bytes, path, config, facts, res, file_jobs: int = 1
     each round re-reads the notebook it wrote."""
     from gradguard.core.notebook import apply_notebook_edits, notebook_source
 
+    return _fix_rounds(data, res, apply_notebook_edits,
+                       lambda nb: _analyse(notebook_source(nb), path, config, facts, file_jobs))
+
+
+def _fix_rounds(state, res, apply, reanalyse):
+    """Apply the preferred fixes, re-analyse, repeat: the fixes for one finding
+    may unveil or settle another. Returns (fixed state, findings, syntax error)."""
     for _ in range(8):
         edits = _non_overlapping([f.preferred_fix for f in res.findings if f.preferred_fix])
         if not edits:
             break
         try:
-            new = apply_notebook_edits(data, edits)
+            new = apply(state, edits)
         except ValueError:
             break
-        if new == data:
+        if new == state:
             break
-        data = new
-        res = _analyse(notebook_source(data), path, config, facts, file_jobs)
-    return data, res.findings, res.syntax_error
+        state = new
+        res = reanalyse(state)
+    return state, res.findings, res.syntax_error
 
 
 def _non_overlapping(fixes) -> list:

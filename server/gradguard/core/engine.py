@@ -31,7 +31,7 @@ from gradguard.core.context import ModuleContext, Unit, iter_units
 from gradguard.core.model import Finding
 from gradguard.core.summary import FactTable, local_imports, summarize, unreferenced_defs
 from gradguard.core.record import record, replace
-from gradguard.core.text import LineIndex, split_lines
+from gradguard.core.text import LineIndex, line_ending, split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -433,16 +433,6 @@ def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: Lis
                     raise
                 internal_errors.append((rule.code, unit.qualname, f"{type(e).__name__}: {e}"))
     return out
-
-
-def line_ending(source: str) -> str:
-    """The text's line ending, by its first line break ("\n" when it has none)."""
-    i = source.find("\n")
-    if i > 0 and source[i - 1] == "\r":
-        return "\r\n"
-    if i < 0 and "\r" in source:
-        return "\r"
-    return "\n"
 
 
 def _with_eol(f: Finding, eol: str) -> Finding:

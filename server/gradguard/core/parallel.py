@@ -30,7 +30,7 @@ import sys
 from gradguard.core import engine as E
 from gradguard.core.context import iter_units
 from gradguard.core.summary import unreferenced_defs, word_counts
-from gradguard.core.text import LineIndex, split_lines
+from gradguard.core.text import LineIndex, line_ending, split_lines
 
 # Below this many lines a fork costs more than it saves.
 MIN_LINES = 600
@@ -275,4 +275,4 @@ def _parent(source, lines, region, path, config, external_facts, children):
         errors.extend(child_errors)
     raw.extend(module_raw)
     errors.extend(module_errors)
-    return E.CheckResult(E.postprocess(raw, lines, config, E.line_ending(source)), None, tuple(errors))
+    return E.CheckResult(E.postprocess(raw, lines, config, line_ending(source)), None, tuple(errors))

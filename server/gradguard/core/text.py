@@ -124,3 +124,13 @@ def apply_text_edits(text: str, edits) -> str:
         out = out[:a] + new + out[b:]
         prev_start = a
     return out
+
+
+def line_ending(text: str) -> str:
+    """The text's line ending, by its first line break ("\n" when it has none)."""
+    i = text.find("\n")
+    if i > 0 and text[i - 1] == "\r":
+        return "\r\n"
+    if i < 0 and "\r" in text:
+        return "\r"
+    return "\n"

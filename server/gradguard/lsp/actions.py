@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from lsprotocol import types as lsp
 
 from gradguard.core.noqa import add_noqa
-from gradguard.core.text import apply_text_edits, split_lines
+from gradguard.core.text import apply_text_edits, line_ending, split_lines
 from gradguard.lsp.convert import DATA_MARK, SOURCE, Codec, range_from_json, sequence
 
 FIX_ALL_KIND = "source.fixAll.gradguard"
@@ -167,7 +167,7 @@ def whole_line_diff(old: str, new: str, codec: Codec) -> Optional[lsp.TextEdit]:
     s = 0
     while s < min(len(a), len(b)) - p and a[len(a) - 1 - s] == b[len(b) - 1 - s]:
         s += 1
-    eol = _eol(old)
+    eol = line_ending(old)
     new_mid = b[p : len(b) - s]
     if s > 0:
         # replace [p, len(a)-s) whole lines, terminators included
@@ -183,12 +183,3 @@ def whole_line_diff(old: str, new: str, codec: Codec) -> Optional[lsp.TextEdit]:
         return lsp.TextEdit(range=lsp.Range(lsp.Position(0, 0), end), new_text=eol.join(new_mid))
     start = lsp.Position(p - 1, codec.to_client(a[p - 1], len(a[p - 1])))
     return lsp.TextEdit(range=lsp.Range(start, end), new_text="".join(eol + ln for ln in new_mid))
-
-
-def _eol(text: str) -> str:
-    i = text.find("\n")
-    if i > 0 and text[i - 1] == "\r":
-        return "\r\n"
-    if i < 0 and "\r" in text:
-        return "\r"
-    return "\n"
