@@ -196,7 +196,6 @@ def bench_scaling(quick: bool) -> dict:
     import gradguard.rules
 
     gradguard.rules.all_rules()
-    rows = []
     sizes = corpus.sizes() if not quick else (100, 1000, 5000)
     # the collector thresholds `gradguard check` runs with (cli.cmd_check), for both
     # sides: with the defaults, full collections over the growing heap make even
@@ -204,16 +203,17 @@ def bench_scaling(quick: bool) -> dict:
     saved = gc.get_threshold()
     gc.set_threshold(200_000, 100, 100)
     try:
-        return _scaling_rows(sizes, rows)
+        return _scaling_rows(sizes)
     finally:
         gc.set_threshold(*saved)
 
 
-def _scaling_rows(sizes, rows) -> dict:
+def _scaling_rows(sizes) -> dict:
     import ast
 
     from gradguard.core import check_source
 
+    rows = []
     for n in sizes:
         text = corpus.training_file(n, seed=n)
         lines = len(text.splitlines())

@@ -232,15 +232,13 @@ class Document:
         self._unreferenced: frozenset = frozenset()
         self._one_shot = one_shot
         if one_shot:
-            self._unreferenced = unreferenced_defs(source, (s for c in self.chunks if c.tree is not None
-                                                            for s in c.tree.body))
+            self._unreferenced = unreferenced_in(source, self.chunks)
 
     # -- text → chunks ---------------------------------------------------
     def _set_full(self, source: str) -> None:
         self.eol = line_ending(source)
         lines = split_lines(source)
-        self.index = LineIndex.__new__(LineIndex)
-        self.index.lines = lines
+        self.index = LineIndex.of_lines(lines)
         self.lines = lines
         old = {c.text: c for c in self.chunks if c.kind != "broken"}
         try:
@@ -312,8 +310,7 @@ class Document:
             self._set_full(source)
             return self.result()
         self.lines = new_lines
-        self.index = LineIndex.__new__(LineIndex)
-        self.index.lines = new_lines
+        self.index = LineIndex.of_lines(new_lines)
         old_texts = {c.text: c for c in self.chunks[a : b + 1]}
         region = [self._reuse(c, old_texts) for c in _chunks_from_tree(tree, new_lines, rs, re_new)]
         tail = self.chunks[b + 1 :]
@@ -347,10 +344,7 @@ class Document:
 
     def _analyse(self) -> Tuple[Finding, ...]:
         rules = enabled_rules(self.config, self.path)
-        merged = FactTable(self.external_facts)
-        for c in self.chunks:
-            for k, v in c.get_facts(self._unreferenced):
-                merged[k] = v
+        merged = merge_facts(self.external_facts, (c.get_facts(self._unreferenced) for c in self.chunks))
         rules_key = tuple(r.code for r in rules)
         ctx = module_context(self.path, self.index, merged)
         imports = ctx.imports
@@ -398,6 +392,22 @@ class Document:
 
     def _postprocess(self, raw: List[Finding]) -> Tuple[Finding, ...]:
         return postprocess(raw, self.lines, self.config, self.eol)
+
+
+def unreferenced_in(source: str, chunks, counts=None) -> frozenset:
+    """:func:`summary.unreferenced_defs` over the top-level statements of ``chunks``,
+    judged against the whole ``source`` (``counts``: its word counts, if known)."""
+    return unreferenced_defs(source, (s for c in chunks if c.tree is not None for s in c.tree.body), counts)
+
+
+def merge_facts(external_facts: Optional[Dict[str, object]], facts_in_chunk_order) -> FactTable:
+    """The module summary: other files' facts under this file's, and of two
+    chunks defining the same key the later one wins (as at run time)."""
+    merged = FactTable(external_facts or {})
+    for chunk_facts in facts_in_chunk_order:
+        for k, v in chunk_facts:
+            merged[k] = v
+    return merged
 
 
 def enabled_rules(config: Config, path: Optional[str]):

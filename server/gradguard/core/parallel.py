@@ -29,7 +29,7 @@ import sys
 
 from gradguard.core import engine as E
 from gradguard.core.context import iter_units
-from gradguard.core.summary import unreferenced_defs, word_counts
+from gradguard.core.summary import word_counts
 from gradguard.core.text import LineIndex, line_ending, split_lines
 
 # Below this many lines a fork costs more than it saves.
@@ -140,8 +140,7 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
         return E.check_source(source, path, config, external_facts)
     regions = list(zip(bounds, bounds[1:]))
     children = []  # (pid, read fd from child, write fd to child)
-    _COUNTS.clear()
-    _COUNTS[id(source)] = word_counts(source)
+    counts = word_counts(source)  # once, before the fork: every process decides against the whole text
     try:
         for k in range(1, len(regions)):
             up_r, up_w = os.pipe()
@@ -154,19 +153,18 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
                     for _, r, w in children:  # earlier workers' pipes: theirs and the parent's alone
                         os.close(r)
                         os.close(w)
-                    _child(source, lines, regions[k], path, config, external_facts, up_w, down_r)
+                    _child(source, counts, lines, regions[k], path, config, external_facts, up_w, down_r)
                 finally:
                     os._exit(1)  # _child exits by itself; this only guards the lines above
             os.close(up_w)
             os.close(down_r)
             children.append((pid, up_r, down_w))
-        result = _parent(source, lines, regions[0], path, config, external_facts, children)
+        result = _parent(source, counts, lines, regions[0], path, config, external_facts, children)
     except Exception:
         if os.environ.get(E._STRICT_ENV) and sys.exc_info()[0] is not _Fallback:
             raise
         result = None
     finally:
-        _COUNTS.clear()
         for pid, r, w in children:
             for fd in (r, w):
                 try:
@@ -187,23 +185,14 @@ class _Fallback(Exception):
     """A region did not parse on its own: the serial engine decides."""
 
 
-_COUNTS: dict = {}  # word counts of the whole text, computed once before the fork
-
-
-def _unreferenced(source: str, chunks):
-    """As the serial one-shot engine decides it: against the whole text."""
-    return unreferenced_defs(source, (s for c in chunks if c.tree is not None for s in c.tree.body),
-                             _COUNTS.get(id(source)))
-
-
-def _child(source, lines, region, path, config, external_facts, up_w: int, down_r: int) -> None:
+def _child(source, counts, lines, region, path, config, external_facts, up_w: int, down_r: int) -> None:
     status = 0
     try:
         chunks = _region_chunks(lines, *region)
         if chunks is None:
             _write_msg(up_w, None)
             return
-        unref = _unreferenced(source, chunks)
+        unref = E.unreferenced_in(source, chunks, counts)  # as the serial one-shot engine decides
         facts = [c.get_facts(unref) for c in chunks]
         stmt_spans = [(c.start, c.end) for c in chunks if c.kind == "stmt"]
         _write_msg(up_w, (facts, stmt_spans))
@@ -221,18 +210,8 @@ def _child(source, lines, region, path, config, external_facts, up_w: int, down_
         os._exit(status)
 
 
-def _merged(external_facts, facts_in_order):
-    merged = dict(external_facts or {})
-    for chunk_facts in facts_in_order:
-        for k, v in chunk_facts:
-            merged[k] = v
-    return merged
-
-
 def _check_defs(chunks, lines, path, config, external_facts, all_facts, errors):
-    index = LineIndex.__new__(LineIndex)
-    index.lines = lines
-    ctx = E.module_context(path, index, _merged(external_facts, all_facts))
+    ctx = E.module_context(path, LineIndex.of_lines(lines), E.merge_facts(external_facts, all_facts))
     rules = E.enabled_rules(config, path)
     raw = []
     for c in chunks:
@@ -241,11 +220,11 @@ def _check_defs(chunks, lines, path, config, external_facts, all_facts, errors):
     return raw, ctx, rules
 
 
-def _parent(source, lines, region, path, config, external_facts, children):
+def _parent(source, counts, lines, region, path, config, external_facts, children):
     chunks = _region_chunks(lines, *region)
     own_facts = None
     if chunks is not None:
-        unref = _unreferenced(source, chunks)
+        unref = E.unreferenced_in(source, chunks, counts)
         own_facts = [c.get_facts(unref) for c in chunks]
     replies = [_read_msg(r) for _, r, _ in children]
     if chunks is None or any(rep is None for rep in replies):

@@ -85,8 +85,6 @@ def _build(cls, frozen, eq, order, compare):
             value = name
         body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
     src = f"def __init__(self, {', '.join(params)}):\n    " + ("\n    ".join(body) or "pass") + "\n"
-    if not fields:
-        src = "def __init__(self):\n    pass\n"
     exec(src, env)  # noqa: S102  (our own generated source, from field names)
     init = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -162,5 +160,6 @@ def replace(obj, **changes):
 
 
 def is_record(obj) -> bool:
-    return not isinstance(obj, type) and isinstance(getattr(type(obj), "_fields", None), tuple) \
-        and hasattr(type(obj), "__reduce__") and "__slots__" in type(obj).__dict__
+    """Is ``obj`` an instance (not the class) of a :func:`record` class?"""
+    cls = type(obj)
+    return not isinstance(obj, type) and isinstance(cls.__dict__.get("_fields"), tuple) and "__slots__" in cls.__dict__

@@ -30,10 +30,8 @@ _SUMMARIZERS: List[Summarizer] = []
 
 def register(fn: Summarizer) -> Summarizer:
     """Decorator: add a per-top-level-statement summarizer, called as
-    ``fn(stmt, referenced)`` (see :func:`summarize`), or ``fn(stmt)`` when it
-    takes one argument (it then always computes everything)."""
-    code = getattr(fn, "__code__", None)
-    _SUMMARIZERS.append(fn if code is None or code.co_argcount >= 2 else (lambda stmt, _ref, _fn=fn: _fn(stmt)))
+    ``fn(stmt, referenced)`` (see :func:`summarize`)."""
+    _SUMMARIZERS.append(fn)
     return fn
 
 
@@ -143,25 +141,25 @@ class FactTable(dict):
         self.queries: Optional[dict] = None  # (fn, args) → answer, while recording
         self._memo: dict = {}
 
-    def get(self, key, default=None):
+    def _look(self, key):
+        """The value under ``key`` (or _MISSING), recorded when recording."""
         v = dict.get(self, key, _MISSING)
         if self.reads is not None:
             self.reads[key] = v
+        return v
+
+    def get(self, key, default=None):
+        v = self._look(key)
         return default if v is _MISSING else v
 
     def __getitem__(self, key):
-        v = dict.get(self, key, _MISSING)
-        if self.reads is not None:
-            self.reads[key] = v
+        v = self._look(key)
         if v is _MISSING:
             raise KeyError(key)
         return v
 
     def __contains__(self, key) -> bool:
-        v = dict.get(self, key, _MISSING)
-        if self.reads is not None:
-            self.reads[key] = v
-        return v is not _MISSING
+        return self._look(key) is not _MISSING
 
     def query(self, fn, *args):
         """``fn(self, *args)``, memoised per table, recorded as one dependency:

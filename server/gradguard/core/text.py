@@ -66,6 +66,13 @@ class LineIndex:
     def __init__(self, text: str):
         self.lines = split_lines(text)
 
+    @classmethod
+    def of_lines(cls, lines: List[str]) -> "LineIndex":
+        """An index over lines already split (no second split of the text)."""
+        index = cls.__new__(cls)
+        index.lines = lines
+        return index
+
     def line(self, n: int) -> str:
         if 0 <= n < len(self.lines):
             return self.lines[n]
