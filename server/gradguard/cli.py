@@ -147,22 +147,26 @@ def decode_source(path: str, data: bytes) -> str:
         except ValueError as e:
             raise ReadError(f"malformed notebook: {e}") from None
     try:
-        head = data[:400].split(b"\n", 2)[:2]
-        if any(b"coding" in line for line in head):
-            # a PEP 263 cookie: the standard library reads it (importing tokenize
-            # costs ~8 ms of start-up, so only files that declare one pay it)
-            import io
-            import tokenize
-
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        else:
-            encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
-        text = data.decode(encoding)
+        text = data.decode(source_encoding(data))
     except (SyntaxError, LookupError, UnicodeDecodeError) as e:
         raise ReadError(f"cannot decode as Python source ({e.__class__.__name__}: {e})") from None
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
+
+
+def source_encoding(data: bytes) -> str:
+    """The encoding Python reads ``data`` with: a PEP 263 cookie, else UTF-8
+    ("utf-8-sig" with a BOM). Raises SyntaxError for a bad cookie."""
+    head = data[:400].split(b"\n", 2)[:2]
+    if any(b"coding" in line for line in head):
+        # the standard library reads the cookie (importing tokenize costs ~8 ms
+        # of start-up, so only files that declare one pay it)
+        import io
+        import tokenize
+
+        return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    return "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
 
 
 def read_source(path: str) -> str:
@@ -480,10 +484,7 @@ def _write_preserving(path: str, fixed: str) -> None:
     """Write fixed text back with the file's own newline style and encoding."""
     with open(path, "rb") as fh:
         data = fh.read()
-    import io
-    import tokenize
-
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    encoding = source_encoding(data)
     if encoding == "utf-8-sig":
         encoding = "utf-8"
         prefix = b"\xef\xbb\xbf"

@@ -67,8 +67,8 @@ class CheckResult:
 
 
 class _Chunk:
-    __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "deps", "rules_key",
-                 "imports", "analyzed_start")
+    __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "basis",
+                 "analyzed_start")
 
     def __init__(self, start: int, nlines: int, text: str, tree: Optional[ast.Module], kind: str):
         self.start = start  # 0-based first line
@@ -79,11 +79,9 @@ class _Chunk:
         self.kind = kind  # "def" | "stmt" | "empty" | "broken"
         self.facts: Optional[tuple] = None
         self.findings: Optional[Tuple[Finding, ...]] = None
-        # what the findings were computed from: the facts the units read and the
-        # summary queries they asked (FactTable), the enabled rules, the imports
-        self.deps: Optional[tuple] = None
-        self.rules_key: Optional[tuple] = None
-        self.imports: Optional[dict] = None
+        # what the findings were computed from: (enabled rules, imports, the facts
+        # the units read, the summary queries they asked — see FactTable)
+        self.basis: Optional[tuple] = None
         self.analyzed_start = start
 
     @property
@@ -221,9 +219,7 @@ class Document:
         self.syntax_error: Optional[SyntaxProblem] = None
         self._module_key: Optional[tuple] = None
         self._module_findings: Tuple[Finding, ...] = ()
-        self._module_deps: Optional[tuple] = None
-        self._module_rules: Optional[tuple] = None
-        self._module_imports: Optional[dict] = None
+        self._module_basis: Optional[tuple] = None
         self._result: Optional[CheckResult] = None
         self._set_full(source)
         # One-shot (check_source): facts only unreferenced functions would be
@@ -350,15 +346,17 @@ class Document:
         imports = ctx.imports
         record = not self._one_shot  # what each unit reads: only worth keeping for later edits
 
-        def still_valid(deps, key, imp) -> bool:
-            return deps is not None and key == rules_key and imp == imports and merged.still_answers(*deps)
+        def still_valid(basis) -> bool:
+            return (basis is not None and basis[0] == rules_key and basis[1] == imports
+                    and merged.still_answers(basis[2], basis[3]))
 
         def analyse(units) -> Tuple[tuple, Optional[tuple]]:
+            """(findings, basis); no basis in one-shot mode: nothing is re-used."""
             if record:
                 merged.reads, merged.queries = {}, {}
             try:
                 found = tuple(self._run(rules, units, ctx))
-                return found, ((merged.reads, merged.queries) if record else None)
+                return found, ((rules_key, imports, merged.reads, merged.queries) if record else None)
             finally:
                 merged.reads = merged.queries = None
 
@@ -367,10 +365,9 @@ class Document:
         module_key: List[tuple] = []
         for c in self.chunks:
             if c.kind == "def":
-                if c.findings is None or not still_valid(c.deps, c.rules_key, c.imports):
+                if c.findings is None or not still_valid(c.basis):
                     tree = c.positioned_tree()
-                    c.findings, c.deps = analyse(iter_units(tree.body, False))
-                    c.rules_key, c.imports = rules_key, imports
+                    c.findings, c.basis = analyse(iter_units(tree.body, False))
                     c.analyzed_start = c.start
                 shift = c.start - c.analyzed_start
                 raw.extend(f.shifted(shift) for f in c.findings)  # shifted(0) is the finding itself
@@ -378,12 +375,12 @@ class Document:
                 module_key.append((c.start, c.text))
                 module_chunks.append(c)
         key = tuple(module_key)
-        if key != self._module_key or not still_valid(self._module_deps, self._module_rules, self._module_imports):
+        if key != self._module_key or not still_valid(self._module_basis):
             body: List[ast.stmt] = []
             for c in module_chunks:
                 body.extend(c.positioned_tree().body)  # type: ignore[union-attr]
-            self._module_findings, self._module_deps = analyse(iter_units(body, True))
-            self._module_key, self._module_rules, self._module_imports = key, rules_key, imports
+            self._module_findings, self._module_basis = analyse(iter_units(body, True))
+            self._module_key = key
         raw.extend(self._module_findings)
         return self._postprocess(raw)
 
