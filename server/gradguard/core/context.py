@@ -12,7 +12,7 @@ import ast
 from gradguard.core.record import Factory, record
 
 from gradguard.core.model import Position, Range
-from gradguard.core.text import LineIndex
+from gradguard.core.text import LineIndex, words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -50,14 +50,7 @@ def unit_words(unit: Unit, lines) -> frozenset:
     Python folds identifiers: a pre-filter asks "is this name mentioned?" in
     time linear in the unit, however many names it asks about."""
     if unit.words is None:
-        import re
-
-        text = unit_text(unit, lines)
-        if not text.isascii():
-            import unicodedata
-
-            text = unicodedata.normalize("NFKC", text)
-        unit.words = frozenset(re.findall(r"\w+", text))
+        unit.words = frozenset(words(unit_text(unit, lines)))
     return unit.words
 
 

@@ -82,17 +82,12 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def word_counts(source: str) -> Dict[str, int]:
-    """How often each word (identifier-like token) occurs in ``source``, in
-    comments and strings too. Python folds identifiers to NFKC (``ｆｏｏ`` *is*
-    ``foo``), so non-ASCII text is folded the same way first."""
-    import re
+    """How often each word (:func:`gradguard.core.text.words`) occurs in ``source``."""
     from collections import Counter
 
-    if not source.isascii():
-        import unicodedata
+    from gradguard.core.text import words
 
-        source = unicodedata.normalize("NFKC", source)
-    return Counter(re.findall(r"\w+", source))
+    return Counter(words(source))
 
 
 def unreferenced_defs(source: str, stmts: Iterable[ast.stmt], counts: Optional[Dict[str, int]] = None) -> frozenset:

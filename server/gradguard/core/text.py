@@ -133,6 +133,20 @@ def apply_text_edits(text: str, edits) -> str:
     return out
 
 
+def words(text: str) -> List[str]:
+    """The identifier-like tokens of ``text`` (comments and strings included),
+    NFKC-folded first when it is not ASCII, as Python folds identifiers
+    (``ｆｏｏ`` *is* ``foo``): "is this name mentioned?" answered by a lookup."""
+    if not text.isascii():
+        import unicodedata
+
+        text = unicodedata.normalize("NFKC", text)
+    return _WORD.findall(text)
+
+
+_WORD = re.compile(r"\w+")
+
+
 def line_ending(text: str) -> str:
     """The text's line ending, by its first line break ("\n" when it has none)."""
     i = text.find("\n")
