@@ -41,6 +41,23 @@ def _item(uri: str, text: str, lang: str = "python", version: int = 1) -> lsp.Te
     return lsp.TextDocumentItem(uri=uri, language_id=lang, version=version, text=text)
 
 
+def _cell_text(nb: str, version: int, cell: str, cell_version: int, text: str) -> lsp.DidChangeNotebookDocumentParams:
+    """The notebook change that replaces one cell's whole text (as an editor sends it)."""
+    return lsp.DidChangeNotebookDocumentParams(
+        notebook_document=lsp.VersionedNotebookDocumentIdentifier(uri=nb, version=version),
+        change=lsp.NotebookDocumentChangeEvent(
+            cells=lsp.NotebookDocumentCellChanges(
+                text_content=[
+                    lsp.NotebookDocumentCellContentChanges(
+                        document=lsp.VersionedTextDocumentIdentifier(uri=cell, version=cell_version),
+                        changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+                    )
+                ]
+            )
+        ),
+    )
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def nb_client():
     """One server for this module, with a client that syncs notebooks."""
@@ -113,40 +130,12 @@ async def test_notebook_open_change_close(nb_client, tmp_path):
 
         # the user applies the fix in the loop cell (cell text version 2)
         mark = len(client.published)
-        client.notebook_document_did_change(
-            lsp.DidChangeNotebookDocumentParams(
-                notebook_document=lsp.VersionedNotebookDocumentIdentifier(uri=nb, version=3),
-                change=lsp.NotebookDocumentChangeEvent(
-                    cells=lsp.NotebookDocumentCellChanges(
-                        text_content=[
-                            lsp.NotebookDocumentCellContentChanges(
-                                document=lsp.VersionedTextDocumentIdentifier(uri=c[3], version=2),
-                                changes=[lsp.TextDocumentContentChangeWholeDocument(text=fixed)],
-                            )
-                        ]
-                    )
-                ),
-            )
-        )
+        client.notebook_document_did_change(_cell_text(nb, 3, c[3], 2, fixed))
         assert list((await wait_for_diagnostics(client, c[3], 2, since=mark)).diagnostics) == []
 
         # back to the bug, then the loop cell is deleted: its diagnostics are cleared
         mark = len(client.published)
-        client.notebook_document_did_change(
-            lsp.DidChangeNotebookDocumentParams(
-                notebook_document=lsp.VersionedNotebookDocumentIdentifier(uri=nb, version=4),
-                change=lsp.NotebookDocumentChangeEvent(
-                    cells=lsp.NotebookDocumentCellChanges(
-                        text_content=[
-                            lsp.NotebookDocumentCellContentChanges(
-                                document=lsp.VersionedTextDocumentIdentifier(uri=c[3], version=3),
-                                changes=[lsp.TextDocumentContentChangeWholeDocument(text=LOOP)],
-                            )
-                        ]
-                    )
-                ),
-            )
-        )
+        client.notebook_document_did_change(_cell_text(nb, 4, c[3], 3, LOOP))
         assert [x.code for x in (await wait_for_diagnostics(client, c[3], 3, since=mark)).diagnostics] == ["GG101"]
         mark = len(client.published)
         client.notebook_document_did_change(
