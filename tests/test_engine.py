@@ -6,7 +6,8 @@ from gradguard.core import engine
 from gradguard.core.engine import Document, check_source
 from gradguard.rules import all_rules
 
-SRC = "import torch\n\ndef f():\n    return 1\n\nx = f()\n"
+# it back-propagates: a file that cannot is only parsed (engine.may_backprop)
+SRC = "import torch\n\ndef f():\n    return 1\n\nx = f()\nx.backward()\n"
 
 
 def _boom(self, unit, ctx):

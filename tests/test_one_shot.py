@@ -5,10 +5,12 @@ what the incremental engine, which computes every fact, gives."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from gradguard.core import check_source
-from gradguard.core.engine import Document
+from gradguard.core.engine import Document, may_backprop
+from gradguard.core.parallel import check_source_parallel
 from gradguard.core.summary import summarize, unreferenced_defs
 from seed_programs import fixture_catalogue
 
@@ -84,3 +86,47 @@ def test_an_update_leaves_one_shot_mode():
     edited = TRAIN + "\nrun_once()\n"
     assert doc.update(edited).findings == Document(edited, "t.py").result().findings
     assert doc._unreferenced == frozenset()
+
+
+# ---------------------------------------------------------------------------
+# files in which nothing can back-propagate are parsed, not analysed
+
+def _without_backprop(text: str) -> str:
+    """The program with every backward spelling renamed (still valid Python)."""
+    return re.sub(r"\b(manual_backward|backward|grad)\b", lambda m: m.group(1) + "_off", text)
+
+
+def test_may_backprop_reads_words_as_python_does():
+    assert may_backprop("loss.backward()\n")
+    assert may_backprop("self.manual_backward(loss)\n")
+    assert may_backprop("from torch.autograd import grad as g\ng(out, x)\n")  # the alias's import line
+    assert may_backprop("print(w.grad)\n")  # a gradient read errs on the side of analysing
+    assert may_backprop("损失.backward()  # 反向传播\n")
+    assert may_backprop("loss.ｂａｃｋｗａｒｄ()\n")  # fullwidth: Python calls backward()
+    assert not may_backprop("import torch.autograd\nclip_grad_norm = 1.0\nbackwards = []\n")
+    assert not may_backprop("梯度grad = 1\n")  # one identifier, not the word grad
+    assert not may_backprop("x = model(x)  # forward only\n")
+
+
+def test_a_file_without_backprop_gets_the_full_analysis_result_from_a_parse():
+    """Every fixture program with its backward calls renamed: the full analysis
+    (an incremental document, never gated) finds nothing, and the gated one-shot
+    result is the same, syntax error included."""
+    programs = {p.name: p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob("*.py"))}
+    programs["catalogue.py"] = fixture_catalogue()
+    for name, text in programs.items():
+        assert may_backprop(text), name
+        off = _without_backprop(text)
+        assert not may_backprop(off), name
+        full = Document(off, name).result()
+        assert full.findings == () and full.internal_errors == (), name
+        assert check_source(off, name) == full, name
+    broken = _without_backprop(programs["catalogue.py"]).replace("def ", "def (", 1)
+    gated = check_source(broken, "broken.py")
+    assert gated.syntax_error is not None and gated == Document(broken, "broken.py").result()
+
+
+def test_parallel_path_gates_the_same_way():
+    off = _without_backprop(fixture_catalogue())
+    res = check_source_parallel(off, "all.py", jobs=2, min_lines=10)
+    assert res == check_source(off, "all.py") and res.findings == ()

@@ -260,3 +260,78 @@ def test_jedi_asked_once_per_unknown_module(tmp_path):
         src = f"from some_pkg_nowhere_xyz import thing\nthing()\n# {name}\n"
         assert resolve_external_facts(src, str(root / name), str(root)) == {}
     assert resolve.stats()["jedi_calls"] == 1
+
+
+STEPS = textwrap.dedent('''\
+    def train_step(model, opt, x, y, hidden):
+        out, hidden = model(x, hidden)
+        loss = (out - y).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return hidden
+
+
+    class Trainer:
+        def __init__(self, model, opt):
+            self.model, self.opt = model, opt
+
+        def step(self, x, y, hidden):
+            out, hidden = self.model(x, hidden)
+            self.opt.zero_grad()
+            (out - y).pow(2).mean().backward()
+            self.opt.step()
+            return hidden
+
+
+    def evaluate(model, x, hidden):
+        return model(x, hidden)
+''')
+
+# backward() happens only inside the imported helper: this file never spells it
+LOOP = textwrap.dedent('''\
+    import torch
+    from model import RNNModel
+    from steps import train_step  # 训练一步
+
+
+    def main(batches):
+        model = RNNModel(10, 8)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        hidden = torch.zeros(1, 4, 8)
+        for x, y in batches:
+            hidden = train_step(model, opt, x, y, hidden)
+''')
+
+
+def test_a_file_whose_only_backward_is_in_an_imported_helper_is_analysed(tmp_path):
+    from gradguard.core.engine import may_backprop
+
+    root = _project(tmp_path, **{"steps.py": STEPS, "model.py": MODEL, "train.py": LOOP})
+    assert not may_backprop(LOOP)
+    facts = resolve_external_facts(LOOP, str(root / "train.py"), str(root))
+    assert facts["fn:train_step"].calls_backward and may_backprop(LOOP, facts)
+    found = check_source(LOOP, str(root / "train.py"), external_facts=facts).findings
+    assert [(f.code, f.range.start.line) for f in found] == [("GG101", 10)]
+    # a class whose method back-propagates counts too; a helper that does not, does not
+    via_class = LOOP.replace("from steps import train_step", "from steps import Trainer").replace(
+        "hidden = train_step(model, opt, x, y, hidden)", "hidden = Trainer(model, opt).step(x, y, hidden)")
+    facts = resolve_external_facts(via_class, str(root / "train.py"), str(root))
+    assert may_backprop(via_class, facts)
+    assert [f.code for f in check_source(via_class, str(root / "train.py"), external_facts=facts).findings] \
+        == ["GG101"]
+    inference = LOOP.replace("train_step", "evaluate").replace("(model, opt, x, y, hidden)", "(model, x, hidden)")
+    facts = resolve_external_facts(inference, str(root / "train.py"), str(root))
+    assert "fn:evaluate" in facts and not may_backprop(inference, facts)
+    assert check_source(inference, str(root / "train.py"), external_facts=facts).findings == ()
+    # and the CLI, which resolves the imports itself, reports the carried hidden state
+    from gradguard.cli import main as cli_main
+
+    import contextlib
+    import io
+    import json
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        cli_main(["check", "--format", "json", "--no-cache", str(root / "train.py")])
+    assert [(i["code"], i["line"]) for i in json.loads(out.getvalue())] == [("GG101", 11)]

@@ -113,9 +113,17 @@ def emit(records: List[dict], fmt: str, lang: str, out: IO[str], statistics: boo
 def _emit_json(records, out):
     import json
 
-    items = [item for rec in records for item in rec["items"]]
-    json.dump(items, out, ensure_ascii=False, indent=2)
-    out.write("\n")
+    # One finding per line: each goes through the C encoder (``indent`` would
+    # route the whole array through json's pure-Python one, 3× slower on a
+    # project's output), and a line per finding still reads and greps well.
+    out.write("[")
+    sep = "\n"
+    for rec in records:
+        for item in rec["items"]:
+            out.write(sep)
+            out.write(json.dumps(item, ensure_ascii=False))
+            sep = ",\n"
+    out.write("\n]\n" if sep != "\n" else "]\n")
     for rec in records:
         for p in _problems(rec):
             sys.stderr.write(f"{rec['path']}: {p}\n")

@@ -9,9 +9,11 @@ the line delta) while every module fact its units read, and every summary
 query they asked, still gives the same answer (``summary.FactTable``).
 ``check_source`` is the same machinery with nothing cached, so incremental and
 full runs agree by construction — ``tests/test_incremental.py`` checks it on
-random edits. Two differences, for speed only: a one-shot run does not
+random edits. Three differences, for speed only: a one-shot run does not
 compute the by-name facts of functions nothing in the file mentions (no unit
-can read them), and it records no reads (nothing will be re-analysed).
+can read them), it records no reads (nothing will be re-analysed), and it does
+not analyse a file in which nothing can back-propagate (``may_backprop``: no
+rule can report there).
 
 With a syntax error, the chunks outside the broken region are still analysed
 (their text is unchanged and parsed on its own before), so the user keeps
@@ -488,5 +490,67 @@ def check_source(
     config: Optional[Config] = None,
     external_facts: Optional[Dict[str, object]] = None,
 ) -> CheckResult:
-    """Analyse one source text from scratch."""
+    """Analyse one source text from scratch. A file in which nothing can
+    back-propagate (:func:`may_backprop`) has no findings from rules that need
+    it (all of ours): then it is only parsed, for its syntax error."""
+    if nothing_to_report(source, path, config, external_facts):
+        return CheckResult((), parse_problem(source), ())
     return Document(source, path, config, external_facts, one_shot=True).result()
+
+
+def nothing_to_report(source: str, path: Optional[str], config: Optional[Config],
+                      external_facts: Optional[Dict[str, object]]) -> bool:
+    """Every enabled rule needs back-propagation and nothing here can back-propagate."""
+    return all(r.needs_backprop for r in enabled_rules(config or Config(), path)) \
+        and not may_backprop(source, external_facts)
+
+
+# Every way to back-propagate that the rules know spells one of these words in
+# the file: ``loss.backward()``, ``scaler.scale(l).backward()``,
+# ``accelerator.backward(l)``, ``self.manual_backward(l)``,
+# ``torch.autograd.backward/grad(...)``, and an alias of those (``from
+# torch.autograd import grad as g``) on its import line. Whole words, so
+# ``x.grad`` counts (it only errs on the side of analysing) and ``autograd``
+# or ``grad_norm`` do not.
+_BACKPROP_WORD = re.compile(r"\b(?:backward|manual_backward|grad)\b")
+
+
+def may_backprop(source: str, external_facts: Optional[Dict[str, object]] = None) -> bool:
+    """Can anything in this file back-propagate? Only then can a graph be freed
+    and reused, which is what every rule looks for. No: the text never spells a
+    backward (identifiers NFKC-folded, as Python folds them: ``ｂａｃｋｗａｒｄ``
+    *is* ``backward``) and no fact about a name imported from another file
+    (:mod:`gradguard.core.resolve`) describes one. Most files of a real project
+    (models, data, utilities) answer no and cost a parse instead of an analysis."""
+    text = source
+    if not text.isascii():
+        import unicodedata
+
+        text = unicodedata.normalize("NFKC", text)
+    if _BACKPROP_WORD.search(text):
+        return True
+    return bool(external_facts) and any(_describes_backprop(k, v) for k, v in external_facts.items())
+
+
+# Fact keys that are only ever produced for code that back-propagates.
+_BACKPROP_KEYS = ("loopcalls:", "gg102:bw:", "gg102:bwloop:", "gg102:attrloop:")
+
+
+def _describes_backprop(key: str, value: object) -> bool:
+    if key.startswith(_BACKPROP_KEYS):
+        return True
+    if getattr(value, "calls_backward", False):  # FnFacts
+        return True
+    methods = getattr(value, "methods", None)  # ClassFacts
+    if isinstance(methods, tuple):
+        return any(getattr(m, "calls_backward", False) for _, m in methods)
+    return False
+
+
+def parse_problem(source: str) -> Optional[SyntaxProblem]:
+    """The text's syntax error, located as :class:`Document` locates it (None if it parses)."""
+    try:
+        _parse(source)
+    except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes
+        return _syntax_problem(e, LineIndex.of_lines(split_lines(source)))
+    return None

@@ -29,7 +29,6 @@ import sys
 
 from gradguard.core import engine as E
 from gradguard.core.context import iter_units
-from gradguard.core.summary import word_counts
 from gradguard.core.text import LineIndex, line_ending, split_lines
 
 # Below this many lines a fork costs more than it saves.
@@ -133,14 +132,13 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
     last_mode = "serial"
     config = config or E.Config()
     lines = split_lines(source)
-    if not _usable(jobs, len(lines), min_lines):
+    if not _usable(jobs, len(lines), min_lines) or E.nothing_to_report(source, path, config, external_facts):
         return E.check_source(source, path, config, external_facts)
     bounds = split_points(lines, jobs)
     if len(bounds) < 3:
         return E.check_source(source, path, config, external_facts)
     regions = list(zip(bounds, bounds[1:]))
     children = []  # (pid, read fd from child, write fd to child)
-    counts = word_counts(source)  # once, before the fork: every process decides against the whole text
     try:
         for k in range(1, len(regions)):
             up_r, up_w = os.pipe()
@@ -153,13 +151,13 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
                     for _, r, w in children:  # earlier workers' pipes: theirs and the parent's alone
                         os.close(r)
                         os.close(w)
-                    _child(source, counts, lines, regions[k], path, config, external_facts, up_w, down_r)
+                    _child(source, lines, regions[k], path, config, external_facts, up_w, down_r)
                 finally:
                     os._exit(1)  # _child exits by itself; this only guards the lines above
             os.close(up_w)
             os.close(down_r)
             children.append((pid, up_r, down_w))
-        result = _parent(source, counts, lines, regions[0], path, config, external_facts, children)
+        result = _parent(source, lines, regions[0], path, config, external_facts, children)
     except Exception:
         if os.environ.get(E._STRICT_ENV) and sys.exc_info()[0] is not _Fallback:
             raise
@@ -185,15 +183,25 @@ class _Fallback(Exception):
     """A region did not parse on its own: the serial engine decides."""
 
 
-def _child(source, counts, lines, region, path, config, external_facts, up_w: int, down_r: int) -> None:
+def _region_facts(source, lines, region):
+    """A region's chunks and their facts (None, None when it does not parse on its
+    own). Which defs get no by-name facts is decided against the whole text, as
+    the serial one-shot engine decides; every process counts the words itself,
+    after the fork, so that no core waits for it."""
+    chunks = _region_chunks(lines, *region)
+    if chunks is None:
+        return None, None
+    unref = E.unreferenced_in(source, chunks)
+    return chunks, [c.get_facts(unref) for c in chunks]
+
+
+def _child(source, lines, region, path, config, external_facts, up_w: int, down_r: int) -> None:
     status = 0
     try:
-        chunks = _region_chunks(lines, *region)
+        chunks, facts = _region_facts(source, lines, region)
         if chunks is None:
             _write_msg(up_w, None)
             return
-        unref = E.unreferenced_in(source, chunks, counts)  # as the serial one-shot engine decides
-        facts = [c.get_facts(unref) for c in chunks]
         stmt_spans = [(c.start, c.end) for c in chunks if c.kind == "stmt"]
         _write_msg(up_w, (facts, stmt_spans))
         merged_facts = _read_msg(down_r)  # every region's facts, in order
@@ -220,12 +228,8 @@ def _check_defs(chunks, lines, path, config, external_facts, all_facts, errors):
     return raw, ctx, rules
 
 
-def _parent(source, counts, lines, region, path, config, external_facts, children):
-    chunks = _region_chunks(lines, *region)
-    own_facts = None
-    if chunks is not None:
-        unref = E.unreferenced_in(source, chunks, counts)
-        own_facts = [c.get_facts(unref) for c in chunks]
+def _parent(source, lines, region, path, config, external_facts, children):
+    chunks, own_facts = _region_facts(source, lines, region)
     replies = [_read_msg(r) for _, r, _ in children]
     if chunks is None or any(rep is None for rep in replies):
         raise _Fallback()  # closing the pipes ends the children

@@ -20,6 +20,11 @@ class Rule:
     # Markdown, ruff-style sections: what it does / why / example / fix / FAQ.
     # The same text serves `gradguard rule CODE`, hovers and docs/rules/*.md.
     explanation: ClassVar[Mapping[str, str]] = {}
+    # True when the rule can only report where something back-propagates (a
+    # graph freed by backward() and then reused). When every enabled rule says
+    # so, a one-shot check of a file in which nothing can back-propagate
+    # (``engine.may_backprop``) only parses it.
+    needs_backprop: ClassVar[bool] = False
 
     def check(self, unit: "Unit", ctx: "ModuleContext") -> Iterable[Finding]:
         """Findings for one unit of analysis (a function body, or the

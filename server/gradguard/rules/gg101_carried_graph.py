@@ -258,6 +258,7 @@ class CarriedGraph(Rule):
     code = "GG101"
     name = "carried-graph"
     default_severity = Severity.ERROR
+    needs_backprop = True
     title = {
         "en": "A value with an autograd graph is carried into the next iteration's backward()",
         "zh": "带计算图的值被带入下一轮迭代的 backward()",
@@ -307,7 +308,8 @@ def _worth_running(unit, ctx) -> bool:
     if not unit.body:
         return False
     text = unit_text(unit, ctx.index.lines)
-    if "for" not in text and "while" not in text:
+    words = unit_words(unit, ctx.index.lines)
+    if "for" not in words and "while" not in words:  # keywords as words: "forward" is no loop
         # no loop: only state kept between calls (global h / self.h) can be carried
         if unit.kind != "function" or ("global" not in text and unit.class_node is None):
             return False
@@ -315,7 +317,7 @@ def _worth_running(unit, ctx) -> bool:
         return True
     # names of same-file helpers that back-propagate: a word lookup per name
     # (substring scans for every helper name made large files quadratic)
-    return query(ctx.summary, _mentions_backprop_helper, unit_words(unit, ctx.index.lines))
+    return query(ctx.summary, _mentions_backprop_helper, words)
 
 
 def _mentions_backprop_helper(summary, words: frozenset) -> bool:

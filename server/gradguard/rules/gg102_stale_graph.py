@@ -28,7 +28,7 @@ from gradguard.core import facts as _facts  # noqa: F401  (registers the shared 
 from gradguard.core import flow as F
 from gradguard.core import knowledge as K
 from gradguard.core import summary as _summary
-from gradguard.core.context import unit_text, unit_words
+from gradguard.core.context import unit_words
 from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.core.record import record
 from gradguard.rules.base import Rule
@@ -597,6 +597,7 @@ class StaleGraph(Rule):
     code = "GG102"
     name = "stale-graph"
     default_severity = Severity.ERROR
+    needs_backprop = True
     title = {
         "en": "A tensor whose graph was built before the loop is back-propagated in every iteration",
         "zh": "循环前构建计算图的张量在每轮迭代中被反向传播",
@@ -614,18 +615,18 @@ def _may_report(unit, ctx) -> bool:
     """Cheap pre-filter on the unit's text. A finding needs one of: a loop
     statement (``_check_loop``), a call of a same-file function whose loop
     back-propagates (``_check_call``, by that name), or this class's
-    ``attrloop`` fact (``_check_init_attrs``). The keyword tests are substring
-    tests (they only err on the side of analysing); names are looked up among
-    the unit's words."""
+    ``attrloop`` fact (``_check_init_attrs``). Keywords and names are looked
+    up among the unit's words (comments and strings included: they only err on
+    the side of analysing)."""
     if not unit.body:
         return False
-    text = unit_text(unit, ctx.index.lines)
-    if "for" in text or "while" in text:
+    words = unit_words(unit, ctx.index.lines)
+    if "for" in words or "while" in words:  # keywords as words: "forward" is no loop
         return True
     cls = unit.class_node
     if cls is not None and ctx.summary.get(f"gg102:attrloop:{cls.name}"):
         return True
-    return _summary.query(ctx.summary, _mentions_bwloop, unit_words(unit, ctx.index.lines))
+    return _summary.query(ctx.summary, _mentions_bwloop, words)
 
 
 def _mentions_bwloop(summary, words: frozenset) -> bool:
