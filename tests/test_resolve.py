@@ -286,6 +286,11 @@ STEPS = textwrap.dedent('''\
 
     def evaluate(model, x, hidden):
         return model(x, hidden)
+
+
+    def run_batch(model, opt, batch, hidden):
+        x, y = batch
+        return train_step(model, opt, x, y, hidden)
 ''')
 
 # backward() happens only inside the imported helper: this file never spells it
@@ -335,3 +340,18 @@ def test_a_file_whose_only_backward_is_in_an_imported_helper_is_analysed(tmp_pat
     with contextlib.redirect_stdout(out):
         cli_main(["check", "--format", "json", "--no-cache", str(root / "train.py")])
     assert [(i["code"], i["line"]) for i in json.loads(out.getvalue())] == [("GG101", 11)]
+
+
+def test_an_imported_helper_that_delegates_its_backward_is_folded_where_it_is_defined(tmp_path):
+    """run_batch() back-propagates through train_step() of its own module. The
+    importing file gets facts that say so, never a reference to a name it would
+    look up among its own (here it has a train_step of its own that does not)."""
+    loop = LOOP.replace("from steps import train_step", "from steps import run_batch").replace(
+        "hidden = train_step(model, opt, x, y, hidden)", "hidden = run_batch(model, opt, (x, y), hidden)")
+    loop += "\n\ndef train_step(*args):\n    return None\n"
+    root = _project(tmp_path, **{"steps.py": STEPS, "model.py": MODEL, "train.py": loop})
+    facts = resolve_external_facts(loop, str(root / "train.py"), str(root))
+    fn = facts["fn:run_batch"]
+    assert fn.calls_backward and fn.backward_params == frozenset({2, 3}) and fn.delegates == ()
+    found = check_source(loop, str(root / "train.py"), external_facts=facts).findings
+    assert [(f.code, f.range.start.line) for f in found] == [("GG101", 10)]

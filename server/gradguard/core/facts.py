@@ -71,7 +71,8 @@ def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.e
 
 def _needs_interpretation(body) -> bool:
     """A statement-level scan (no expression walk): a ``return <value>``, a
-    ``yield``, or a statement whose call back-propagates."""
+    ``yield``, a statement whose call back-propagates, or one calling a
+    module-level function (which may: ``FnFacts.delegates``)."""
     for s in F.iter_statements(body):
         if isinstance(s, ast.Return) and s.value is not None:
             return True
@@ -82,6 +83,8 @@ def _needs_interpretation(body) -> bool:
             f = value.func
             name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
             if name in F.K.BACKWARD_METHODS or name == "grad":
+                return True
+            if isinstance(f, ast.Name) and name not in _BUILTINS:
                 return True
     return False
 
@@ -135,6 +138,7 @@ def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self
         detaches=detaches,
         no_grad=no_grad,
         returns_value=bool(rets),
+        delegates=tuple(g.delegates),
     )
 
 

@@ -546,6 +546,13 @@ class FnFacts:
     detaches: bool = False
     no_grad: bool = False
     returns_value: bool = False
+    # Calls of module-level functions the summary could not see into (facts are
+    # per definition): ``(name, parameters flowing into each positional argument,
+    # ((keyword, parameters), ...))``. Where the function is called, the callee's
+    # own facts are looked up and composed (``GraphFlow._apply_delegates``), so
+    # a loop calling ``train_epoch(...)`` that calls ``train_step(...)`` that
+    # calls ``loss.backward()`` sees that backward.
+    delegates: Tuple[Tuple[str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
 
 
 @record
@@ -706,6 +713,11 @@ class Carry:
     end: Dict[str, Val]  # values at the end of an iteration
 
 
+def _param_set(v: Val) -> FrozenSet[int]:
+    """The parameters (``("P", i)`` tokens) a value carries, while summarising a def."""
+    return frozenset(t[1] for t in v.taints if t[0] == "P")
+
+
 _CLEAN_BUILTINS = frozenset(
     {"len", "range", "print", "isinstance", "issubclass", "int", "float", "bool", "str", "repr", "hasattr",
      "callable", "id", "type", "format", "open", "round", "hash", "divmod", "ord", "chr", "input", "super"}
@@ -741,6 +753,8 @@ class GraphFlow:
         self._carried_keys: set = set()
         self.events: List[BackwardEvent] = []
         self.returns: List[Val] = []
+        # while summarising a def: calls of module-level functions (FnFacts.delegates)
+        self.delegates: List[tuple] = []
         self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated
         self._dotted_bases: set = set()
         self._stmt: _Opt[ast.stmt] = None
@@ -1370,6 +1384,12 @@ class GraphFlow:
         ) and name not in ("tuple", "list"):
             # model(x) where `model` is a parameter / a local we cannot type (or, while
             # summarising a def, a module-level name we cannot see): assume a module
+            if name not in env and self.r.ctx is None:
+                # a module-level function, maybe: its facts are composed where this def is called
+                k = len(self.delegates)
+                self.delegates.append((name, tuple(_param_set(v) for v in pos),
+                                       tuple((kw, _param_set(v)) for kw, v in kws.items() if kw != "**")))
+                return plain(args_taints | {("G", call), ("D", k)})
             return plain(args_taints | {("G", call)})
         if func_name in ("tuple", "list", "sorted", "reversed", "zip", "enumerate", "iter", "next", "dict", "set"):
             if func_name in ("tuple", "list") and len(pos) == 1:
@@ -1377,6 +1397,38 @@ class GraphFlow:
                 return v if v.elems is not None else plain(v.taints)
             return plain(args_taints)
         return self._op(call, args_taints) if args_taints else CLEAN
+
+    _DELEGATION_DEPTH = 4
+
+    def _apply_delegates(self, call, node, facts: FnFacts, argval, seen: set, depth: int) -> None:
+        """The backward calls a function makes through the module-level functions
+        it calls (``FnFacts.delegates``), each composed from the callee's own
+        facts, as if it were in the body: an event at ``call`` back-propagating
+        the arguments that reach the callee's backward; the graphs it returns
+        were built inside and are freed by it."""
+        for name, argsets, kwsets in facts.delegates:
+            if name in seen or depth >= self._DELEGATION_DEPTH:
+                continue
+            inner = self.r.fn(name)
+            if inner is None or inner.no_grad:
+                continue
+            vals = [plain(frozenset().union(*(argval(i).taints for i in ps))) for ps in argsets]
+            named = {kw: plain(frozenset().union(*(argval(i).taints for i in ps))) for kw, ps in kwsets}
+
+            def inner_arg(j: int, _vals=vals, _named=named, _inner=inner) -> Val:
+                if j < len(_vals):
+                    return _vals[j]
+                if j < len(_inner.params) and _inner.params[j] in _named:
+                    return _named[_inner.params[j]]
+                return CLEAN
+
+            if inner.calls_backward:
+                loss_t: set = set()
+                for j in inner.backward_params:
+                    loss_t |= inner_arg(j).taints
+                self._event(call, plain(loss_t), False, {("G", node)})
+            if inner.delegates:
+                self._apply_delegates(call, node, inner, inner_arg, seen | {name}, depth + 1)
 
     def _threads_state(self, call: ast.Call, callee: Val, unknown_ok: bool) -> bool:
         """The shape of a recurrent step through a callable we cannot see:
@@ -1464,6 +1516,8 @@ class GraphFlow:
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
             self._event(call, plain(loss_t), False, freed)
+        if facts.delegates and not facts.no_grad:
+            self._apply_delegates(call, node, facts, argval, {fname}, 0)
         if facts.returns is not None:
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
