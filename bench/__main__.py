@@ -225,12 +225,13 @@ def _library_tree():
 
 # ---------------------------------------------------------------- 2. scaling
 def _best_of(fn: Callable[[], object], k: int) -> float:
+    """The fastest of ``k`` runs: on a shared machine noise only ever adds time."""
     ts = []
     for _ in range(k):
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return min(ts)
 
 
 def bench_scaling(quick: bool) -> dict:
@@ -262,8 +263,11 @@ def _scaling_rows(sizes) -> dict:
         lines = len(text.splitlines())
         k = 7 if lines <= 2000 else (5 if lines <= 5000 else 3)
         check_source(text, "scale.py")  # warm
-        t_parse = _best_of(lambda: ast.parse(text), k)
-        t_ours = _best_of(lambda: check_source(text, "scale.py"), k)
+        # interleaved, so that a slow moment of the machine hits both sides alike
+        t_parse = t_ours = float("inf")
+        for _ in range(k):
+            t_parse = min(t_parse, _best_of(lambda: ast.parse(text), 1))
+            t_ours = min(t_ours, _best_of(lambda: check_source(text, "scale.py"), 1))
         rows.append({"lines": lines, "parse_s": t_parse, "ours_s": t_ours, "ratio": t_ours / t_parse,
                      "us_per_line": 1e6 * t_ours / lines})
     # linearity: least squares of time on lines; and per-line cost, largest vs mid size

@@ -353,5 +353,6 @@ def test_an_imported_helper_that_delegates_its_backward_is_folded_where_it_is_de
     facts = resolve_external_facts(loop, str(root / "train.py"), str(root))
     fn = facts["fn:run_batch"]
     assert fn.calls_backward and fn.backward_params == frozenset({2, 3}) and fn.delegates == ()
+    assert not any(k.startswith("gg102:bwcalls:") for k in facts)  # names of steps.py, not of train.py
     found = check_source(loop, str(root / "train.py"), external_facts=facts).findings
     assert [(f.code, f.range.start.line) for f in found] == [("GG101", 10)]

@@ -333,7 +333,9 @@ def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, 
     except Exception:  # a summarizer tripping on odd code: know less, never fail
         return out
     for key, value in facts:
-        if key.startswith("import:"):
+        if key.startswith(("import:", "gg102:bwcalls:")):
+            # bwcalls name callees of the defining module, which the importing
+            # file would look up among its own names: not carried across files
             continue
         prefix, sep, tail = key.rpartition(":")
         if not sep or tail != name:

@@ -250,7 +250,8 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
                 val = f"call:{a.func.id}"
             if val is not None:
                 out.append((f"gg102:rgarg:{c.func.id}:{key}", val))
-    if is_fn and has_bw and referenced:  # ``bw:<f>``/``bwloop:<f>`` are read at calls of <f> only
+    if is_fn and referenced and (has_bw or _delegating_calls(calls, stmt.name)):
+        # ``bw:<f>``/``bwloop:<f>``/``bwcalls:<f>`` are read at calls of <f> only
         out.extend(_backprop_facts(stmt))
     if is_cls and has_bw:
         out.extend(_class_attr_loops(stmt))
@@ -269,19 +270,32 @@ def _is_rg_expr(e: Optional[ast.AST]) -> bool:
     return False
 
 
+def _delegating_calls(calls, own: str) -> bool:
+    """Does the function call a plain name that may be a module-level function
+    (not itself, not a class by the usual capitalisation)?"""
+    return any(c.func.id != own and not c.func.id[:1].isupper() for c in calls)
+
+
 def _backprop_facts(fn):
     """For a module-level function: which of its parameters (index and name)
     and which globals reach a backward() (``gg102:bw:<name>``), and which reach
     one inside a loop while never re-bound in the function (``gg102:bwloop:<name>``).
-    Computed without import information (``torch.no_grad`` spelled out)."""
+    Computed without import information (``torch.no_grad`` spelled out).
+
+    ``gg102:bwcalls:<name>``: the module-level functions it calls, with what
+    reaches each argument, over the whole body and inside its loops — facts are
+    per definition, so whether those callees back-propagate is looked up where
+    ``<name>`` is called (:func:`_composed_fact`)."""
     from gradguard.core.context import ModuleContext, Unit
     from gradguard.core.text import LineIndex
 
     ctx = ModuleContext(None, LineIndex(""), {}, {})
     an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx, unit_facts=False)
+    an.delegations = {}  # call → per-argument names reaching it, recorded by _backwards_in
     a = fn.args
     params = [x.arg for x in list(a.posonlyargs) + list(a.args)]
     assigned, loaded = _assigned_and_loaded(fn.body)
+    an.delegation_locals = assigned | set(params) | {x.arg for x in a.kwonlyargs}  # not module-level callees
     globs = {g for g in loaded - assigned - set(params) - {x.arg for x in a.kwonlyargs} if g not in _BUILTIN_NAMES}
     names = params + sorted(globs) + [x.arg for x in a.kwonlyargs]
 
@@ -301,18 +315,85 @@ def _backprop_facts(fn):
                            key=str))
         return idx, tuple(sorted(g for g in globs if g in found))
 
+    def delegated():
+        calls = []
+        for c, (args, kws) in an.delegations.items():
+            if c.func.id == fn.name:
+                continue  # recursion: its own facts already say it
+            enc_args = tuple(encode(t) for t in args)
+            enc_kws = tuple(sorted((k, encode(t)) for k, t in kws.items()))
+            if any(e != ((), ()) for e in enc_args) or any(e != ((), ()) for _, e in enc_kws):
+                calls.append((c.func.id, enc_args, enc_kws))
+        an.delegations = {}
+        return tuple(sorted(set(calls), key=repr))  # parameters are ints and names: order by text
+
     any_reach = reach(fn.body, names)
+    any_calls = delegated()
     if any_reach:
         yield f"gg102:bw:{fn.name}", encode(any_reach)
     unchanged = [n for n in names if n not in assigned]
     loop_reach: Set[str] = set()
+    loop_calls: set = set()
     for st in _outer_loops(fn.body):
         # an inner loop's reach is contained in its outer loop's: the names in
         # ``unchanged`` are never re-bound, so walking the outer body reaches the
         # inner one with at least the taint the inner walk starts from
         loop_reach |= reach(st.body, unchanged)
+        loop_calls.update(delegated())
     if loop_reach:
         yield f"gg102:bwloop:{fn.name}", encode(loop_reach)
+    if any_calls or loop_calls:
+        yield f"gg102:bwcalls:{fn.name}", (any_calls, tuple(sorted(loop_calls, key=repr)))
+
+
+_DELEGATION_DEPTH = 4
+
+
+def _composed_fact(summary, kind: str, name: str, depth: int = 0, seen: frozenset = frozenset()):
+    """``gg102:<kind>:<name>`` (``bw`` or ``bwloop``) with what ``name`` back-propagates
+    through the module-level functions it calls (``gg102:bwcalls:``): a callee's
+    parameters mapped back to what reaches its arguments. A callee called inside
+    one of ``name``'s loops that back-propagates at all makes a ``bwloop``; one
+    that loops itself, wherever it is called, too. (A summary query: memoised per
+    module summary, and recorded by the incremental engine as one answer.)"""
+    own = summary.get(f"gg102:{kind}:{name}")
+    calls = summary.get(f"gg102:bwcalls:{name}")
+    if not calls or depth >= _DELEGATION_DEPTH:
+        return own
+    idx: Set[object] = set(own[0]) if own else set()
+    globs: Set[str] = set(own[1]) if own else set()
+    any_calls, loop_calls = calls
+
+    def add(callee_fact, args, kws):
+        params, cglobs = callee_fact
+        globs.update(cglobs)  # the same module's globals
+        by_kw = dict(kws)
+        for p in params:
+            if isinstance(p, int):
+                if p < len(args):
+                    idx.update(args[p][0])
+                    globs.update(args[p][1])
+            elif p in by_kw:
+                idx.update(by_kw[p][0])
+                globs.update(by_kw[p][1])
+
+    inner_seen = seen | {name}
+    for callee, args, kws in any_calls:
+        if callee in inner_seen:
+            continue
+        f = _composed_fact(summary, kind, callee, depth + 1, inner_seen)
+        if f:
+            add(f, args, kws)
+    if kind == "bwloop":
+        for callee, args, kws in loop_calls:
+            if callee in inner_seen:
+                continue
+            f = _composed_fact(summary, "bw", callee, depth + 1, inner_seen)
+            if f:
+                add(f, args, kws)
+    if not idx and not globs:
+        return own
+    return tuple(sorted(idx, key=str)), tuple(sorted(globs))
 
 
 def _outer_loops(stmts):
@@ -662,12 +743,17 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str]]:
         return last[1]
     bwloop = set()
     grad_read = set()
+    delegating = []
     for k in summary:
         if k.startswith("gg102:"):
             if k.startswith("gg102:bwloop:"):
                 bwloop.add(k[len("gg102:bwloop:"):])
             elif k.startswith("gg102:gradread:"):
                 grad_read.add(k[len("gg102:gradread:"):])
+            elif k.startswith("gg102:bwcalls:"):
+                delegating.append(k[len("gg102:bwcalls:"):])
+    # loops that back-propagate through the functions they call
+    bwloop.update(n for n in delegating if n not in bwloop and _composed_fact(summary, "bwloop", n))
     out = (bool(bwloop), frozenset(grad_read), frozenset(bwloop))
     _INDEX = (summary, out)
     return out
@@ -687,6 +773,8 @@ class _Analysis:
         self.owner: Dict[int, ast.stmt] = {}  # id(block) → compound statement owning it
         self.rg_false_nonleaf: Dict[str, ast.stmt] = {}  # Y.requires_grad_(False) on a non-leaf
         self.self_name = None
+        self.delegations: Optional[dict] = None  # set by _backprop_facts while summarising
+        self.delegation_locals: Set[str] = set()
         node = unit.node
         if unit.class_node is not None and node is not None and _is_module_class(unit.class_node.name, ctx):
             args = list(node.args.posonlyargs) + list(node.args.args)
@@ -1438,6 +1526,9 @@ class _Analysis:
                     backs[id(c)] = (c, False, (prev[2] if prev else set()) | t)
                 continue
             if target is False:
+                if self.delegations is not None and isinstance(c.func, ast.Name) \
+                        and c.func.id not in self.delegation_locals and c.func.id not in _BUILTIN_NAMES:
+                    self._delegation(c, taint)
                 continue
             t = self._taint(target, taint)
             if q == "torch.autograd.grad":
@@ -1449,9 +1540,23 @@ class _Analysis:
             prev = backs.get(id(c))
             backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
 
+    def _delegation(self, c: ast.Call, taint) -> None:
+        """While summarising: what reaches each argument of a call of a plain
+        name (maybe a module-level function: ``gg102:bwcalls:``)."""
+        args, kws = self.delegations.setdefault(c, ([], {}))
+        for i, a in enumerate(c.args):
+            if isinstance(a, ast.Starred):
+                break
+            if i == len(args):
+                args.append(set())
+            args[i] |= self._taint(a, taint)
+        for k in c.keywords:
+            if k.arg:
+                kws.setdefault(k.arg, set()).update(self._taint(k.value, taint))
+
     def _fn_fact(self, kind: str, c: ast.Call):
         if isinstance(c.func, ast.Name) and c.func.id not in self.env:
-            return self.ctx.summary.get(f"gg102:{kind}:{c.func.id}")
+            return _summary.query(self.ctx.summary, _composed_fact, kind, c.func.id)
         return None
 
     def _fact_taint(self, fact, c: ast.Call, taint) -> Set[str]:
