@@ -48,7 +48,8 @@ EXPLANATION = {
 
 Finds loops that back-propagate (`loss.backward()`, `torch.autograd.backward/grad`,
 `scaler.scale(loss).backward()`, `accelerator.backward(loss)`, `self.manual_backward(loss)`,
-or a same-file helper that calls one of these) in which a value computed *with an
+or a helper that calls one of these — directly or through further helpers, in the same
+file or in an imported module of the project) in which a value computed *with an
 autograd graph* in one iteration is kept for the next iteration and reaches that
 iteration's backward, with no `.detach()` in between.
 
@@ -159,7 +160,7 @@ through the *same* graph within one iteration (which this rule leaves alone).
 
 检查会做反向传播的循环（`loss.backward()`、`torch.autograd.backward/grad`、
 `scaler.scale(loss).backward()`、`accelerator.backward(loss)`、`self.manual_backward(loss)`，
-或同一文件中调用了它们的辅助函数）：如果某个值在一轮迭代中*带着计算图*被算出来，
+或直接、或经由其他辅助函数调用了它们的辅助函数，无论在同一文件还是在项目里被导入的模块中）：如果某个值在一轮迭代中*带着计算图*被算出来，
 被保留到下一轮，并且在下一轮参与了 backward，中间却没有任何 `.detach()` 截断，就会报告。
 
 最典型的是 `nn.RNN` / `nn.GRU` / `nn.LSTM`（以及 `RNNCell` / `GRUCell` / `LSTMCell`，
