@@ -326,6 +326,35 @@ def is_no_grad_function(fn: ast.AST, ctx=None) -> bool:
 # ---------------------------------------------------------------------------
 # graph cuts
 # ---------------------------------------------------------------------------
+def is_cut_function(e: ast.AST) -> bool:
+    """A graph cut handed over as a function: ``torch.Tensor.detach``,
+    ``Tensor.detach``, ``lambda t: t.detach()``, ``lambda t: t.detach() if
+    torch.is_tensor(t) else t``."""
+    if e.__class__ is ast.Attribute:
+        return e.attr == "detach"  # type: ignore[attr-defined]
+    if e.__class__ is ast.Lambda and len(e.args.args) == 1:  # type: ignore[attr-defined]
+        body, p = e.body, e.args.args[0].arg  # type: ignore[attr-defined]
+        if isinstance(body, ast.IfExp):  # the non-tensor branch hands its input back
+            branches = (body.body, body.orelse)
+            return any(is_graph_cut(b) for b in branches) and all(
+                is_graph_cut(b) or (isinstance(b, ast.Name) and b.id == p) for b in branches)
+        return is_graph_cut(body)
+    return False
+
+
+def applies_cut(call: ast.Call) -> bool:
+    """A call given a graph cut as a function — ``apply_to_tensor(h,
+    torch.Tensor.detach)``, ``tree_map(lambda t: t.detach(), h)``,
+    ``map(torch.Tensor.detach, h)``: what comes back is detached."""
+    for a in call.args:
+        if is_cut_function(a):
+            return True
+    for k in call.keywords:
+        if is_cut_function(k.value):
+            return True
+    return False
+
+
 def is_graph_cut(expr: ast.AST) -> bool:
     """True when the expression's value certainly has no autograd graph:
     ``None`` / constants, ``x.detach()``, ``x.item()``, ``x.tolist()``, ``x.data``,
@@ -344,6 +373,8 @@ def is_graph_cut(expr: ast.AST) -> bool:
             return True
         if isinstance(expr.func, ast.Name) and expr.func.id in ("tuple", "list") and len(expr.args) == 1:
             return is_graph_cut(expr.args[0])
+        if applies_cut(expr):
+            return True
     if isinstance(expr, (ast.Tuple, ast.List)):
         return all(is_graph_cut(e) for e in expr.elts)
     if isinstance(expr, (ast.GeneratorExp, ast.ListComp)):
@@ -1252,6 +1283,9 @@ class GraphFlow:
                 pass
             if not has_create_graph(call):
                 self._event(call, loss, has_retain_graph(call))
+            return CLEAN
+        if (call.args or call.keywords) and applies_cut(call):
+            self._args(call, env)
             return CLEAN
         if isinstance(func, ast.Attribute):
             return self._method_call(call, func, env)

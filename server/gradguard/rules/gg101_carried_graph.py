@@ -64,7 +64,8 @@ The rule follows the value through tuple unpacking, same-file models and helper
 functions, `self.rnn = nn.GRU(...)` attributes and import aliases, and it knows the
 usual cuts: `.detach()`, `.detach_()`, `tuple(s.detach() for s in h)`, a
 `repackage_hidden`-style helper (recognised by what its body does, not by its name),
-resetting the state to `None` or fresh zeros, and `torch.no_grad()` /
+a detach mapped over a nested state (`apply_to_tensor(h, torch.Tensor.detach)`,
+`tree_map(lambda t: t.detach(), h)`), resetting the state to `None` or fresh zeros, and `torch.no_grad()` /
 `torch.inference_mode()` blocks.
 
 ## Why is this bad?
@@ -173,6 +174,7 @@ out, hidden = model(x, hidden)   # 此时 hidden 挂在本批次的计算图上
 规则会顺着元组解包、同文件中定义的模型和辅助函数、`self.rnn = nn.GRU(...)` 这类属性以及
 import 别名去追踪这个值，也认得常见的截断写法：`.detach()`、`.detach_()`、
 `tuple(s.detach() for s in h)`、`repackage_hidden` 式的辅助函数（看函数体做了什么，而不是看名字）、
+映射到嵌套状态上的 detach（`apply_to_tensor(h, torch.Tensor.detach)`、`tree_map(lambda t: t.detach(), h)`）、
 每批重置为 `None` 或新建的全零张量，以及 `torch.no_grad()` / `torch.inference_mode()` 代码块。
 
 ## 为什么有问题

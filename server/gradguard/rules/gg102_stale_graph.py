@@ -1631,6 +1631,8 @@ class _Analysis:
                 f = n.func
                 if isinstance(f, ast.Attribute) and (f.attr in K.GRAPH_CUT_METHODS or f.attr in _NON_TENSOR_METHODS):
                     continue
+                if F.applies_cut(n):
+                    continue
                 if isinstance(f, ast.Name) and f.id in _CUT_BUILTINS and f.id not in taint:
                     continue
                 q = self.ctx.qualify(f)
@@ -1860,6 +1862,8 @@ class _Analysis:
         func = e.func
         q = self.ctx.qualify(func) or ""
         args = [self._eval(a) for a in e.args] + [self._eval(k.value) for k in e.keywords]
+        if F.applies_cut(e):  # apply_to_tensor(h, torch.Tensor.detach): detached
+            return None
         # module construction: nn.Linear(5, 1), MyNet()
         ctor = self._module_ctor(func, q, args)
         if ctor is not None:
