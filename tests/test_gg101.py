@@ -1635,3 +1635,19 @@ def test_stateful_message_names_the_same_loop_call_in_every_process():
         outs.add(r.stdout)
     assert len(outs) == 1
     assert "through `model(...)`" in outs.pop()
+
+
+def test_an_in_place_detach_of_every_element_is_a_cut():
+    import ast as _ast
+
+    from gradguard.core.flow import inplace_cut_target
+
+    def target(src):
+        return inplace_cut_target(_ast.parse(src).body[0])
+
+    assert target("for s in state:\n    s.detach_()\n") == "state"
+    assert target("for s in self.hidden:\n    s.requires_grad_(False)\n") == "self.hidden"
+    assert target("for s in state:\n    s.detach_()\n    print(s)\n") is None  # does more than cut
+    assert target("for s in state:\n    other.detach_()\n") is None  # cuts something else
+    assert target("for s in (h, c):\n    s.detach_()\n") is None  # no name to cut
+    assert target("for s in state:\n    s.detach_()\nelse:\n    pass\n") is None

@@ -93,7 +93,8 @@ def _retpos(v: F.Val) -> F.RetPos:
     graph = any(t[0] == "G" or t[0] == "L" for t in v.taints)
     params = frozenset(t[1] for t in v.taints if t[0] == "P")
     arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
-    return F.RetPos(graph, params, arity)
+    derived = frozenset(t[1] for t in v.taints if t[0] == "Q")
+    return F.RetPos(graph, params, arity, derived)
 
 
 def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self_obj: Optional[str] = None) -> F.FnFacts:

@@ -385,7 +385,15 @@ def is_graph_cut(expr: ast.AST) -> bool:
 
 
 def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
-    """``h.detach_()`` / ``h.requires_grad_(False)`` as a statement → ``"h"``."""
+    """``h.detach_()`` / ``h.requires_grad_(False)`` as a statement → ``"h"``;
+    ``for s in state: s.detach_()`` (every element cut in place, the textbook
+    truncated-BPTT line) → ``"state"``."""
+    if stmt.__class__ is ast.For:
+        target = stmt.target  # type: ignore[attr-defined]
+        if (target.__class__ is ast.Name and stmt.body and not stmt.orelse  # type: ignore[attr-defined]
+                and all(inplace_cut_target(b) == target.id for b in stmt.body)):  # type: ignore[attr-defined]
+            return dotted(stmt.iter)  # type: ignore[attr-defined]
+        return None
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
         m = _method(call)
@@ -557,6 +565,9 @@ class RetPos:
     graph: bool = False
     params: FrozenSet[int] = EMPTY
     arity: _Opt[int] = None
+    # parameters it is computed from by an operation (not merely handed back): an
+    # argument that requires grad or has a graph makes a new graph in the call
+    derived: FrozenSet[int] = EMPTY
 
 
 @record
@@ -887,7 +898,11 @@ class GraphFlow:
             e2 = self.block(s.orelse, e2)
             env = join_env(e1, e2)
         elif isinstance(s, LOOPS):
-            env = self.loop(s, env)
+            name = inplace_cut_target(s)
+            if name is not None:  # for s in state: s.detach_()
+                env[name] = _with(env.get(name) or CLEAN, taints=EMPTY, elems=None, site=s)
+            else:
+                env = self.loop(s, env)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             ng = is_no_grad_with(s, self.r.ctx)
             for item in s.items:
@@ -1239,6 +1254,12 @@ class GraphFlow:
             return CLEAN
         if any(t[0] == "L" for t in taints):
             taints = frozenset(t for t in taints if t[0] != "L") | {("G", node)}
+        if self.r.ctx is None:
+            # summarising a def: an op computed this from parameter i (("Q", i)), so
+            # a caller passing a tensor that requires grad gets a new graph back
+            derived = [("Q", t[1]) for t in taints if t[0] == "P"]
+            if derived:
+                taints = taints | frozenset(derived)
         return plain(taints)
 
     def _comp(self, e, elts, env) -> FrozenSet:
@@ -1535,6 +1556,9 @@ class GraphFlow:
             t: set = set()
             if rp.graph and not facts.no_grad and not self.no_grad:
                 t.add(("G", node))
+            elif rp.derived and not facts.no_grad and not self.no_grad and any(
+                    tok[0] in ("G", "L") for i in rp.derived for tok in argval(i).taints):
+                t.add(("G", node))  # h = cell(x, h, params) written out by hand: W @ h builds a graph
             for i in rp.params:
                 t |= argval(i).taints
             v = plain(t)
