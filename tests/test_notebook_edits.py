@@ -53,3 +53,28 @@ def test_an_edit_across_two_cells_is_left_out_and_crlf_is_kept():
 def test_malformed_notebook_is_a_value_error():
     with pytest.raises(ValueError):
         apply_notebook_edits(b'{"cells": 3}', [_edit(0, 0, "x")])
+
+
+def test_ipython_escapes_are_blanked_only_where_a_statement_starts():
+    """A line starting with % is a magic only at the start of a logical line; a
+    continuation line of a call ("% (epoch, loss)") is Python's modulo. The
+    Chinese d2l notebooks print that way and were reported as syntax errors."""
+    from gradguard.core.notebook import blank_ipython
+
+    cell = ("%matplotlib inline\n"
+            "print('epoch %d, loss %.4f'\n"
+            "      % (epoch + 1, loss))  # 打印\n"
+            "!pip install torch\n"
+            "doc = '''\n"
+            "%not a magic inside a string\n"
+            "'''\n"
+            "y = 1 \\\n"
+            "  % 2\n"
+            "model?\n"
+            "%time train()")
+    out = blank_ipython(cell).split("\n")
+    assert len(out) == len(cell.split("\n"))  # positions are kept
+    assert [i for i, ln in enumerate(out) if not ln] == [0, 3, 9, 10]
+    import ast
+
+    ast.parse("epoch = loss = 0\n" + "\n".join(out))

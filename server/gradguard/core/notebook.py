@@ -24,7 +24,62 @@ def blank_ipython(cell_source: str) -> str:
     lines = split_lines(cell_source)
     if lines and lines[0].lstrip().startswith("%%"):
         return "\n".join("" for _ in lines)  # a cell magic: the whole cell is not Python
-    return "\n".join("" if _IPY_LINE.match(ln) else ln for ln in lines)
+    if not any(_IPY_LINE.match(ln) for ln in lines):
+        return "\n".join(lines)
+    out = []
+    state = _Continuation()
+    for ln in lines:
+        if not state.inside and _IPY_LINE.match(ln):
+            # a magic, a shell escape or a help query only ever starts a logical
+            # line: inside brackets "% (a, b)" is Python's modulo
+            out.append("")
+            continue
+        out.append(ln)
+        state.feed(ln)
+    return "\n".join(out)
+
+
+class _Continuation:
+    """Does the statement go on after the lines fed so far? Open brackets, an
+    open triple-quoted string, or a trailing backslash."""
+
+    _DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote = None  # the open triple quote, if any
+        self.inside = False
+
+    def feed(self, line: str) -> None:
+        i, n = 0, len(line)
+        while i < n:
+            c = line[i]
+            if self.quote is not None:
+                if c == "\\":
+                    i += 2
+                elif line.startswith(self.quote, i):
+                    i += 3
+                    self.quote = None
+                else:
+                    i += 1
+                continue
+            if c == "#":
+                break
+            if c == "'" or c == '"':
+                if line.startswith(c * 3, i):
+                    self.quote = c * 3
+                    i += 3
+                    continue
+                j = i + 1  # a one-line string
+                while j < n and line[j] != c:
+                    j += 2 if line[j] == "\\" else 1
+                i = j + 1
+                continue
+            d = self._DEPTH.get(c)
+            if d:
+                self.depth = max(0, self.depth + d)
+            i += 1
+        self.inside = self.depth > 0 or self.quote is not None or line.rstrip().endswith("\\")
 
 
 @record
