@@ -1651,3 +1651,18 @@ def test_an_in_place_detach_of_every_element_is_a_cut():
     assert target("for s in state:\n    other.detach_()\n") is None  # cuts something else
     assert target("for s in (h, c):\n    s.detach_()\n") is None  # no name to cut
     assert target("for s in state:\n    s.detach_()\nelse:\n    pass\n") is None
+
+
+def test_a_helper_that_retains_the_graph_is_reported_as_retaining():
+    """The helper's backward(retain_graph=True) reaches the finding like a direct one."""
+    from gradguard.core import check_source
+
+    direct = ("import torch\nlin = torch.nn.Linear(3, 3)\nh = torch.rand(1, 3)\n"
+              "for i in range(4):\n    h = lin(h)\n    h.sum().backward(retain_graph=True)\n")
+    helper = ("import torch\nlin = torch.nn.Linear(3, 3)\n\n\ndef show(out):\n"
+              "    out.sum().backward(retain_graph=True)\n\n\nh = torch.rand(1, 3)\n"
+              "for i in range(4):\n    h = lin(h)\n    show(h)\n")
+    for src in (direct, helper, helper.replace("retain_graph=True", "")):
+        (f,) = check_source(src, "t.py").findings
+        assert f.code == "GG101"
+        assert f.data.get("retain_graph", False) == ("retain_graph=True" in src), src

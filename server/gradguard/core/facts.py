@@ -136,6 +136,7 @@ def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self
         returns=tuple(F.RetPos(False, frozenset(), p.arity) for p in returns) if (no_grad and returns) else returns,
         calls_backward=bool(g.events),
         backward_params=frozenset(bparams),
+        backward_retains=bool(g.events) and all(ev.retain for ev in g.events),
         detaches=detaches,
         no_grad=no_grad,
         returns_value=bool(rets),

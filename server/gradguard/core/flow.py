@@ -585,6 +585,7 @@ class FnFacts:
     returns: _Opt[Tuple[RetPos, ...]] = None
     calls_backward: bool = False
     backward_params: FrozenSet[int] = EMPTY
+    backward_retains: bool = False  # every backward() it makes passes retain_graph=True
     detaches: bool = False
     no_grad: bool = False
     returns_value: bool = False
@@ -1481,7 +1482,7 @@ class GraphFlow:
                 loss_t: set = set()
                 for j in inner.backward_params:
                     loss_t |= inner_arg(j).taints
-                self._event(call, plain(loss_t), False, {("G", node)})
+                self._event(call, plain(loss_t), inner.backward_retains, {("G", node)})
             if inner.delegates:
                 self._apply_delegates(call, node, inner, inner_arg, seen | {name}, depth + 1)
 
@@ -1573,7 +1574,7 @@ class GraphFlow:
                 loss_t |= argval(i).taints
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
-            self._event(call, plain(loss_t), False, freed)
+            self._event(call, plain(loss_t), facts.backward_retains, freed)
         if facts.delegates and not facts.no_grad:
             self._apply_delegates(call, node, facts, argval, {fname}, 0)
         if facts.returns is not None:

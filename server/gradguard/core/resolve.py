@@ -360,6 +360,7 @@ def _fold_delegates(value: object, info: _ModuleInfo, depth: int = 0, seen: froz
     if not isinstance(value, F.FnFacts) or not value.delegates:
         return value
     calls_backward, bparams = value.calls_backward, set(value.backward_params)
+    retains = value.backward_retains if calls_backward else True  # every backward so far retains
     if not value.no_grad and depth < 4:
         for callee, argsets, kwsets in value.delegates:
             stmt = info.defs.get(callee)
@@ -371,13 +372,15 @@ def _fold_delegates(value: object, info: _ModuleInfo, depth: int = 0, seen: froz
             inner = _fold_delegates(inner, info, depth + 1, seen | {callee})
             if inner.calls_backward and not inner.no_grad:
                 calls_backward = True
+                retains = retains and inner.backward_retains
                 named = dict(kwsets)
                 for j in inner.backward_params:
                     if j < len(argsets):
                         bparams |= argsets[j]
                     elif j < len(inner.params) and inner.params[j] in named:
                         bparams |= named[inner.params[j]]
-    return replace(value, calls_backward=calls_backward, backward_params=frozenset(bparams), delegates=())
+    return replace(value, calls_backward=calls_backward, backward_params=frozenset(bparams),
+                   backward_retains=calls_backward and retains, delegates=())
 
 
 def _own_facts(stmt: ast.stmt, info: _ModuleInfo) -> List[Tuple[str, object]]:
