@@ -325,20 +325,11 @@ def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo) -> List
 
 
 def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, object]]:
-    from gradguard.core.summary import summarize
-
     out: List[Tuple[str, object]] = []
-    try:
-        facts = summarize(stmt)
-    except Exception:  # a summarizer tripping on odd code: know less, never fail
-        return out
-    for key, value in facts:
-        if key.startswith(("import:", "gg102:bwcalls:")):
+    for prefix, value in _own_facts(stmt, name):
+        if prefix == "gg102:bwcalls":
             # bwcalls name callees of the defining module, which the importing
             # file would look up among its own names: not carried across files
-            continue
-        prefix, sep, tail = key.rpartition(":")
-        if not sep or tail != name:
             continue
         try:
             out.append((prefix, _requalify(_fold_delegates(value, info), info)))
@@ -366,7 +357,7 @@ def _fold_delegates(value: object, info: _ModuleInfo, depth: int = 0, seen: froz
             stmt = info.defs.get(callee)
             if callee in seen or not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            inner = dict(_own_facts(stmt, info)).get("fn")
+            inner = dict(_own_facts(stmt, callee)).get("fn")
             if not isinstance(inner, F.FnFacts):
                 continue
             inner = _fold_delegates(inner, info, depth + 1, seen | {callee})
@@ -383,18 +374,21 @@ def _fold_delegates(value: object, info: _ModuleInfo, depth: int = 0, seen: froz
                    backward_retains=calls_backward and retains, delegates=())
 
 
-def _own_facts(stmt: ast.stmt, info: _ModuleInfo) -> List[Tuple[str, object]]:
-    """The raw (unfolded) by-name facts of one def of ``info``, as (prefix, value)."""
+def _own_facts(stmt: ast.stmt, name: str) -> List[Tuple[str, object]]:
+    """The by-name facts the summarizers give a definition of ``name``, as
+    (key prefix, value), as its own module sees them (nothing folded or
+    requalified). Never raises: a summarizer tripping on odd code says less."""
     from gradguard.core.summary import summarize
 
-    out = []
+    out: List[Tuple[str, object]] = []
     try:
-        for key, value in summarize(stmt):
-            prefix, sep, tail = key.rpartition(":")
-            if sep and tail == stmt.name and not key.startswith("import:"):
-                out.append((prefix, value))
+        facts = summarize(stmt)
     except Exception:
-        pass
+        return out
+    for key, value in facts:
+        prefix, sep, tail = key.rpartition(":")
+        if sep and tail == name and not key.startswith("import:"):
+            out.append((prefix, value))
     return out
 
 
