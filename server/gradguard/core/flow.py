@@ -756,6 +756,15 @@ class Carry:
     end: Dict[str, Val]  # values at the end of an iteration
 
 
+def _non_graph_library(name: _Opt[str]) -> bool:
+    """A (qualified or conventionally aliased) name in a library that never
+    returns a tensor with a graph (``numpy.roll``, ``np.roll``)."""
+    if not name:
+        return False
+    root = name.split(".", 1)[0]
+    return root in K.NON_GRAPH_LIBRARIES or root in K.NON_GRAPH_ALIASES
+
+
 def _param_set(v: Val) -> FrozenSet[int]:
     """The parameters (``("P", i)`` tokens) a value carries, while summarising a def."""
     return frozenset(t[1] for t in v.taints if t[0] == "P")
@@ -1331,6 +1340,9 @@ class GraphFlow:
             pos, kws = self._args(call, env)
             t = frozenset().union(*(v.taints for v in pos), *(v.taints for v in kws.values())) if (pos or kws) else EMPTY
             return self._torch_call(call, q, pos, kws, t)
+        if not base_known and _non_graph_library(q or key):
+            self._args(call, env)
+            return CLEAN  # np.roll(img, 1, -1), scipy.ndimage.zoom(x, 2): arrays, no graph
         recv = self.eval(func.value, env)
         if m in K.GRAPH_CUT_METHODS or m in K.FACTORY_METHODS or m in K.INTEGER_METHODS or (
             m in ("to", "type") and any(qualify(a, ctx) in K.INTEGER_DTYPES
@@ -1386,7 +1398,7 @@ class GraphFlow:
     def _apply(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
         obj = callee.obj
         if q is not None and obj is None:
-            if q in _CLEAN_BUILTINS:
+            if q in _CLEAN_BUILTINS or ("." in q and _non_graph_library(q)):
                 return CLEAN
             if q.startswith("torch.") or q in _WRAPPERS:
                 return self._torch_call(call, q, pos, kws, args_taints)

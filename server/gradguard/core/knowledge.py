@@ -24,6 +24,14 @@ RECURRENT_CELLS = frozenset(
 # Modules whose state is a (h, c) pair.
 LSTM_LIKE = frozenset({"torch.nn.LSTM", "torch.nn.LSTMCell", "torch.nn.modules.rnn.LSTM", "torch.nn.modules.rnn.LSTMCell"})
 
+# Libraries whose functions never return a tensor with an autograd graph (they
+# work on arrays: ``img = np.roll(img, 1, -1)`` is no recurrent step; not
+# ``random``, whose choice() hands back a tensor it is given). By the
+# qualified module, and by the conventional alias when no import table is known.
+NON_GRAPH_LIBRARIES = frozenset({"numpy", "scipy", "math", "cv2", "PIL", "pandas", "sklearn",
+                                 "matplotlib", "skimage", "imageio"})
+NON_GRAPH_ALIASES = frozenset({"np", "pd", "plt", "sp"})
+
 # Base classes that make a user class an nn.Module.
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "pytorch_lightning.LightningModule",
                           "lightning.LightningModule", "lightning.pytorch.LightningModule"})
