@@ -356,3 +356,46 @@ def test_an_imported_helper_that_delegates_its_backward_is_folded_where_it_is_de
     assert not any(k.startswith("gg102:bwcalls:") for k in facts)  # names of steps.py, not of train.py
     found = check_source(loop, str(root / "train.py"), external_facts=facts).findings
     assert [(f.code, f.range.start.line) for f in found] == [("GG101", 10)]
+
+
+TRAINUTIL = textwrap.dedent('''\
+    def step(model, opt, x, y):
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+    def train(model, opt, x, y, epochs=5):
+        for _ in range(epochs):
+            step(model, opt, x, y)
+''')
+
+STALE_LABEL = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+    from trainutil import train
+
+    X = torch.rand(8, 3, requires_grad=True)
+    Y = X @ torch.tensor([[1.0], [2.0], [3.0]])  # 标签带着 X 的计算图
+    model = nn.Linear(3, 1)
+    train(model, torch.optim.SGD(model.parameters(), lr=0.1), X, Y)
+
+
+    def step(*args):  # a step of this file's own, which does not back-propagate
+        return None
+''')
+
+
+def test_an_imported_training_loop_that_back_propagates_through_its_helper(tmp_path):
+    """GG102 across files: train()'s loop back-propagates through step() of its
+    own module; the importing file gets the composed bwloop fact, never the
+    names it was composed from."""
+    root = _project(tmp_path, **{"trainutil.py": TRAINUTIL, "main.py": STALE_LABEL})
+    facts = resolve_external_facts(STALE_LABEL, str(root / "main.py"), str(root))
+    assert not any(k.startswith("gg102:bwcalls:") for k in facts)
+    params, globs = facts["gg102:bwloop:train"]
+    assert {0, 2, 3} <= set(params) and globs == ()
+    found = check_source(STALE_LABEL, str(root / "main.py"), external_facts=facts).findings
+    assert [(f.code, f.range.start.line) for f in found] == [("GG102", 5)]
+    assert check_source(STALE_LABEL, str(root / "main.py")).findings == ()  # nothing known without the facts

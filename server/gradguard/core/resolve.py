@@ -325,12 +325,24 @@ def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo) -> List
 
 
 def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, object]]:
+    from gradguard.core.summary import cross_file_folds
+
+    def lookup(other: str) -> Dict[str, object]:
+        d = info.defs.get(other)
+        if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return {}
+        return dict(_own_facts(d, other))
+
+    facts = dict(_own_facts(stmt, name))
+    for fold in cross_file_folds():  # names of the defining module, resolved here
+        try:
+            facts = fold(name, facts, lookup)
+        except Exception:
+            pass
     out: List[Tuple[str, object]] = []
-    for prefix, value in _own_facts(stmt, name):
+    for prefix, value in facts.items():
         if prefix == "gg102:bwcalls":
-            # bwcalls name callees of the defining module, which the importing
-            # file would look up among its own names: not carried across files
-            continue
+            continue  # names of the defining module (a fold that failed): never exported
         try:
             out.append((prefix, _requalify(_fold_delegates(value, info), info)))
         except Exception:

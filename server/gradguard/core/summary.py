@@ -35,6 +35,24 @@ def register(fn: Summarizer) -> Summarizer:
     return fn
 
 
+# Folds for facts that leave their file (core/resolve.py): a summarizer whose facts
+# name other definitions of the same module (a def's callees) registers one that
+# resolves those names where they are defined, since the importing file would look
+# them up among its own. Called as ``fold(name, facts, lookup)`` with ``facts`` the
+# def's by-name facts {prefix: value} and ``lookup(other)`` the same for another
+# def of the defining module ({} if there is none); returns the facts to export.
+_CROSS_FILE_FOLDS: List[Callable] = []
+
+
+def register_cross_file_fold(fn: Callable) -> Callable:
+    _CROSS_FILE_FOLDS.append(fn)
+    return fn
+
+
+def cross_file_folds() -> List[Callable]:
+    return list(_CROSS_FILE_FOLDS)
+
+
 def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:
     if isinstance(stmt, ast.Import):
         for a in stmt.names:

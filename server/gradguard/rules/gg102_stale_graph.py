@@ -349,6 +349,34 @@ def _backprop_facts(fn):
 _DELEGATION_DEPTH = 4
 
 
+@_summary.register_cross_file_fold
+def _fold_bwcalls(name: str, facts: dict, lookup) -> dict:
+    """``bw``/``bwloop`` of an imported function with its callees (``bwcalls``)
+    composed where they are defined, for the importing file."""
+    if "gg102:bwcalls" not in facts:
+        return facts
+    mini: Dict[str, object] = {}
+    todo, seen = [(name, facts)], {name}
+    for _ in range(_DELEGATION_DEPTH + 1):
+        nxt = []
+        for n, fs in todo:
+            for prefix in ("gg102:bw", "gg102:bwloop", "gg102:bwcalls"):
+                if prefix in fs:
+                    mini[f"{prefix}:{n}"] = fs[prefix]
+            calls = fs.get("gg102:bwcalls") or ((), ())
+            for callee, _args, _kws in tuple(calls[0]) + tuple(calls[1]):
+                if callee not in seen:
+                    seen.add(callee)
+                    nxt.append((callee, lookup(callee)))
+        todo = nxt
+    out = {p: v for p, v in facts.items() if p not in ("gg102:bw", "gg102:bwloop", "gg102:bwcalls")}
+    for kind in ("bw", "bwloop"):
+        v = _composed_fact(mini, kind, name)
+        if v:
+            out[f"gg102:{kind}"] = v
+    return out
+
+
 def _composed_fact(summary, kind: str, name: str, depth: int = 0, seen: frozenset = frozenset()):
     """``gg102:<kind>:<name>`` (``bw`` or ``bwloop``) with what ``name`` back-propagates
     through the module-level functions it calls (``gg102:bwcalls:``): a callee's
