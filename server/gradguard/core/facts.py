@@ -19,7 +19,8 @@ from __future__ import annotations
 import ast
 
 from gradguard.core import flow as F
-from gradguard.core.summary import Fact, register
+from gradguard.core.record import replace
+from gradguard.core.summary import Fact, register, register_cross_file_fold
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -333,3 +334,44 @@ def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[F
         # never let an odd construct take the whole file down; the rule then
         # simply knows less about this definition
         return []
+
+
+@register_cross_file_fold
+def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
+    """``FnFacts.delegates`` name functions of the *defining* module, which the
+    importing file would look up among its own names: fold them where they are
+    defined. A delegate that back-propagates makes the function back-propagate
+    the parameters that reach it. Method facts of a class likewise."""
+    out = dict(facts)
+    for prefix in ("fn", "class"):
+        if prefix in out:
+            out[prefix] = _fold_delegates(out[prefix], lookup, 0, frozenset({name}))
+    return out
+
+
+def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> object:
+    if isinstance(value, F.ClassFacts) and any(m.delegates for _, m in value.methods):
+        return replace(value, methods=tuple((n, _fold_delegates(m, lookup, depth, seen)) for n, m in value.methods))
+    if not isinstance(value, F.FnFacts) or not value.delegates:
+        return value
+    calls_backward, bparams = value.calls_backward, set(value.backward_params)
+    retains = value.backward_retains if calls_backward else True  # every backward so far retains
+    if not value.no_grad and depth < 4:
+        for callee, argsets, kwsets in value.delegates:
+            if callee in seen:
+                continue
+            inner = lookup(callee).get("fn")
+            if not isinstance(inner, F.FnFacts):
+                continue
+            inner = _fold_delegates(inner, lookup, depth + 1, seen | {callee})
+            if inner.calls_backward and not inner.no_grad:
+                calls_backward = True
+                retains = retains and inner.backward_retains
+                named = dict(kwsets)
+                for j in inner.backward_params:
+                    if j < len(argsets):
+                        bparams |= argsets[j]
+                    elif j < len(inner.params) and inner.params[j] in named:
+                        bparams |= named[inner.params[j]]
+    return replace(value, calls_backward=calls_backward, backward_params=frozenset(bparams),
+                   backward_retains=calls_backward and retains, delegates=())

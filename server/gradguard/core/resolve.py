@@ -344,46 +344,10 @@ def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, 
         if prefix == "gg102:bwcalls":
             continue  # names of the defining module (a fold that failed): never exported
         try:
-            out.append((prefix, _requalify(_fold_delegates(value, info), info)))
+            out.append((prefix, _requalify(value, info)))
         except Exception:
             out.append((prefix, value))
     return out
-
-
-def _fold_delegates(value: object, info: _ModuleInfo, depth: int = 0, seen: frozenset = frozenset()) -> object:
-    """``FnFacts.delegates`` name functions of the *defining* module; the
-    importing file would look them up among its own names. Fold them here
-    instead: a delegate that back-propagates makes the function back-propagate
-    the parameters that reach it. Method facts of a class likewise."""
-    from gradguard.core import flow as F
-    from gradguard.core.record import replace
-
-    if isinstance(value, F.ClassFacts) and any(m.delegates for _, m in value.methods):
-        return replace(value, methods=tuple((n, _fold_delegates(m, info, depth, seen)) for n, m in value.methods))
-    if not isinstance(value, F.FnFacts) or not value.delegates:
-        return value
-    calls_backward, bparams = value.calls_backward, set(value.backward_params)
-    retains = value.backward_retains if calls_backward else True  # every backward so far retains
-    if not value.no_grad and depth < 4:
-        for callee, argsets, kwsets in value.delegates:
-            stmt = info.defs.get(callee)
-            if callee in seen or not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            inner = dict(_own_facts(stmt, callee)).get("fn")
-            if not isinstance(inner, F.FnFacts):
-                continue
-            inner = _fold_delegates(inner, info, depth + 1, seen | {callee})
-            if inner.calls_backward and not inner.no_grad:
-                calls_backward = True
-                retains = retains and inner.backward_retains
-                named = dict(kwsets)
-                for j in inner.backward_params:
-                    if j < len(argsets):
-                        bparams |= argsets[j]
-                    elif j < len(inner.params) and inner.params[j] in named:
-                        bparams |= named[inner.params[j]]
-    return replace(value, calls_backward=calls_backward, backward_params=frozenset(bparams),
-                   backward_retains=calls_backward and retains, delegates=())
 
 
 def _own_facts(stmt: ast.stmt, name: str) -> List[Tuple[str, object]]:
