@@ -97,7 +97,7 @@ def clear_cache() -> None:
 class _ModuleInfo:
     """What one parsed module defines at top level."""
 
-    __slots__ = ("path", "defs", "imports", "aliases", "is_package", "stars", "summaries")
+    __slots__ = ("path", "defs", "imports", "aliases", "is_package", "stars", "summaries", "raw_facts")
 
     def __init__(self, path: str, tree: ast.Module):
         self.path = path
@@ -110,6 +110,8 @@ class _ModuleInfo:
         self.stars: List[Tuple[str, int]] = []  # `from m import *`
         # def name -> its facts as (key prefix, value): summarised once per file version
         self.summaries: Dict[str, List[Tuple[str, object]]] = {}
+        # def name -> its facts as its own module sees them (before folding), for the folds
+        self.raw_facts: Dict[str, Dict[str, object]] = {}
         for stmt in _top_level(tree.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[stmt.name] = stmt
@@ -331,7 +333,10 @@ def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, 
         d = info.defs.get(other)
         if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return {}
-        return dict(_own_facts(d, other))
+        raw = info.raw_facts.get(other)
+        if raw is None:
+            raw = info.raw_facts[other] = dict(_own_facts(d, other))
+        return raw
 
     facts = dict(_own_facts(stmt, name))
     for fold in cross_file_folds():  # names of the defining module, resolved here
