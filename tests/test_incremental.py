@@ -473,3 +473,20 @@ def test_an_interface_change_reanalyses_the_callers():
     new_caller = caller.replace("out = step(model, x)", "out, h = step(model, x, h)")
     for version in (new_helper + "\n\n" + caller, new_helper + "\n\n" + new_caller, text):
         assert doc.update(version).findings == check_source(version, "t.py").findings
+
+
+def test_a_document_in_which_nothing_back_propagates_computes_no_facts():
+    """A model or data module open in the editor costs a parse per edit; the
+    first backward typed into it brings the full analysis, equal to a fresh run."""
+    model = ("import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+             "    def __init__(self):\n        super().__init__()\n        self.rnn = nn.GRU(3, 4)\n\n"
+             "    def forward(self, x, h):\n        return self.rnn(x, h)  # 前向\n")
+    doc = Document(model, "net.py")
+    assert doc.result().findings == ()
+    assert all(c.facts is None for c in doc.chunks)
+    loop = ("\n\nnet = Net()\nh = torch.zeros(1, 2, 4)\nfor x in torch.rand(5, 7, 2, 3):\n"
+            "    out, h = net(x, h)\n    out.sum().backward()\n")
+    got = doc.update(model + loop)
+    assert [f.code for f in got.findings] == ["GG101"]
+    assert got == check_source(model + loop, "net.py")
+    assert doc.update(model).findings == () and doc.update(model + loop) == got

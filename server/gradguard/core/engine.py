@@ -345,6 +345,12 @@ class Document:
 
     def _analyse(self) -> Tuple[Finding, ...]:
         rules = enabled_rules(self.config, self.path)
+        if all(r.needs_backprop for r in rules) and not self._may_backprop():
+            # nothing here back-propagates (a model, a data module): no rule can
+            # report, so no fact is computed; the module unit is re-analysed
+            # once something does
+            self._module_key = self._last_merged = None
+            return ()
         merged = merge_facts(self.external_facts, (c.get_facts(self._unreferenced) for c in self.chunks))
         rules_key = tuple(r.code for r in rules)
         ctx = module_context(self.path, self.index, merged)
@@ -395,6 +401,9 @@ class Document:
         if record:
             self._last_merged = merged
         return self._postprocess(raw)
+
+    def _may_backprop(self) -> bool:
+        return any(may_backprop(c.text) for c in self.chunks) or may_backprop("", self.external_facts)
 
     def _run(self, rules, units: List[Unit], ctx: ModuleContext):
         return run_rules(rules, units, ctx, self.internal_errors)
