@@ -33,11 +33,11 @@ from gradguard.core.context import ModuleContext, Unit, iter_units
 from gradguard.core.model import Finding
 from gradguard.core.summary import FactTable, local_imports, summarize, unreferenced_defs
 from gradguard.core.record import record, replace
-from gradguard.core.text import LineIndex, line_ending, split_lines
+from gradguard.core.text import LineIndex, fold_identifiers, line_ending, split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, List, Optional, Sequence, Tuple
+    from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # Tests set GRADGUARD_STRICT=1 (tests/conftest.py) so that a crash inside a
@@ -345,7 +345,7 @@ class Document:
 
     def _analyse(self) -> Tuple[Finding, ...]:
         rules = enabled_rules(self.config, self.path)
-        if all(r.needs_backprop for r in rules) and not self._may_backprop():
+        if nothing_to_report((c.text for c in self.chunks), self.external_facts, rules):
             # nothing here back-propagates (a model, a data module): no rule can
             # report, so no fact is computed; the module unit is re-analysed
             # once something does
@@ -401,9 +401,6 @@ class Document:
         if record:
             self._last_merged = merged
         return self._postprocess(raw)
-
-    def _may_backprop(self) -> bool:
-        return any(may_backprop(c.text) for c in self.chunks) or may_backprop("", self.external_facts)
 
     def _run(self, rules, units: List[Unit], ctx: ModuleContext):
         return run_rules(rules, units, ctx, self.internal_errors)
@@ -512,16 +509,18 @@ def check_source(
     """Analyse one source text from scratch. A file in which nothing can
     back-propagate (:func:`may_backprop`) has no findings from rules that need
     it (all of ours): then it is only parsed, for its syntax error."""
-    if nothing_to_report(source, path, config, external_facts):
+    if nothing_to_report((source,), external_facts, enabled_rules(config or Config(), path)):
         return CheckResult((), parse_problem(source), ())
     return Document(source, path, config, external_facts, one_shot=True).result()
 
 
-def nothing_to_report(source: str, path: Optional[str], config: Optional[Config],
-                      external_facts: Optional[Dict[str, object]]) -> bool:
-    """Every enabled rule needs back-propagation and nothing here can back-propagate."""
-    return all(r.needs_backprop for r in enabled_rules(config or Config(), path)) \
-        and not may_backprop(source, external_facts)
+def nothing_to_report(texts: Iterable[str], external_facts: Optional[Dict[str, object]], rules) -> bool:
+    """Every one of ``rules`` needs back-propagation, and nothing in ``texts``
+    (a file, or its chunks) nor in the facts imported from other files can
+    back-propagate: the one decision of the CLI, the parallel path and the
+    incremental document."""
+    return (all(r.needs_backprop for r in rules) and not any(_text_may_backprop(t) for t in texts)
+            and not _facts_may_backprop(external_facts))
 
 
 # Every way to back-propagate that the rules know spells one of these words in
@@ -541,13 +540,14 @@ def may_backprop(source: str, external_facts: Optional[Dict[str, object]] = None
     *is* ``backward``) and no fact about a name imported from another file
     (:mod:`gradguard.core.resolve`) describes one. Most files of a real project
     (models, data, utilities) answer no and cost a parse instead of an analysis."""
-    text = source
-    if not text.isascii():
-        import unicodedata
+    return _text_may_backprop(source) or _facts_may_backprop(external_facts)
 
-        text = unicodedata.normalize("NFKC", text)
-    if _BACKPROP_WORD.search(text):
-        return True
+
+def _text_may_backprop(text: str) -> bool:
+    return _BACKPROP_WORD.search(fold_identifiers(text)) is not None
+
+
+def _facts_may_backprop(external_facts: Optional[Dict[str, object]]) -> bool:
     return bool(external_facts) and any(_describes_backprop(k, v) for k, v in external_facts.items())
 
 

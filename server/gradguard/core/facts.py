@@ -356,7 +356,7 @@ def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> objec
         return value
     calls_backward, bparams = value.calls_backward, set(value.backward_params)
     retains = value.backward_retains if calls_backward else True  # every backward so far retains
-    if not value.no_grad and depth < 4:
+    if not value.no_grad and depth < F.DELEGATION_DEPTH:
         for callee, argsets, kwsets in value.delegates:
             if callee in seen:
                 continue
@@ -369,9 +369,6 @@ def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> objec
                 retains = retains and inner.backward_retains
                 named = dict(kwsets)
                 for j in inner.backward_params:
-                    if j < len(argsets):
-                        bparams |= argsets[j]
-                    elif j < len(inner.params) and inner.params[j] in named:
-                        bparams |= named[inner.params[j]]
+                    bparams |= inner.argument(j, argsets, named, frozenset())
     return replace(value, calls_backward=calls_backward, backward_params=frozenset(bparams),
                    backward_retains=calls_backward and retains, delegates=())

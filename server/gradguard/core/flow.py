@@ -597,6 +597,15 @@ class FnFacts:
     # calls ``loss.backward()`` sees that backward.
     delegates: Tuple[Tuple[str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
 
+    def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
+        """What a call passes for parameter ``i``: its i-th positional argument,
+        else the keyword argument of that parameter's name, else ``default``."""
+        if i < len(positional):
+            return positional[i]
+        if i < len(self.params) and self.params[i] in keywords:
+            return keywords[self.params[i]]
+        return default
+
 
 @record
 class ClassFacts:
@@ -754,6 +763,11 @@ class Carry:
     arity: _Opt[int]  # tuple arity of the carried state, if known
     entry: Dict[str, Val]  # values before the loop (for fixes)
     end: Dict[str, Val]  # values at the end of an iteration
+
+
+# How deep summaries are composed through chains of helpers (FnFacts.delegates,
+# GG102's bwcalls): train_epoch -> train_step -> backward is depth 2.
+DELEGATION_DEPTH = 4
 
 
 def _non_graph_library(name: _Opt[str]) -> bool:
@@ -1466,8 +1480,6 @@ class GraphFlow:
             return plain(args_taints)
         return self._op(call, args_taints) if args_taints else CLEAN
 
-    _DELEGATION_DEPTH = 4
-
     def _apply_delegates(self, call, node, facts: FnFacts, argval, seen: set, depth: int) -> None:
         """The backward calls a function makes through the module-level functions
         it calls (``FnFacts.delegates``), each composed from the callee's own
@@ -1475,7 +1487,7 @@ class GraphFlow:
         the arguments that reach the callee's backward; the graphs it returns
         were built inside and are freed by it."""
         for name, argsets, kwsets in facts.delegates:
-            if name in seen or depth >= self._DELEGATION_DEPTH:
+            if name in seen or depth >= DELEGATION_DEPTH:
                 continue
             inner = self.r.fn(name)
             if inner is None or inner.no_grad:
@@ -1484,11 +1496,7 @@ class GraphFlow:
             named = {kw: plain(frozenset().union(*(argval(i).taints for i in ps))) for kw, ps in kwsets}
 
             def inner_arg(j: int, _vals=vals, _named=named, _inner=inner) -> Val:
-                if j < len(_vals):
-                    return _vals[j]
-                if j < len(_inner.params) and _inner.params[j] in _named:
-                    return _named[_inner.params[j]]
-                return CLEAN
+                return _inner.argument(j, _vals, _named, CLEAN)
 
             if inner.calls_backward:
                 loss_t: set = set()
@@ -1559,11 +1567,7 @@ class GraphFlow:
         node = graph_node or call
 
         def argval(i: int) -> Val:
-            if i < len(pos):
-                return pos[i]
-            if i < len(facts.params) and facts.params[i] in kws:
-                return kws[facts.params[i]]
-            return CLEAN
+            return facts.argument(i, pos, kws, CLEAN)
 
         def posval(rp: RetPos) -> Val:
             t: set = set()

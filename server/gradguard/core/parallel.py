@@ -132,7 +132,8 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
     last_mode = "serial"
     config = config or E.Config()
     lines = split_lines(source)
-    if not _usable(jobs, len(lines), min_lines) or E.nothing_to_report(source, path, config, external_facts):
+    if not _usable(jobs, len(lines), min_lines) or E.nothing_to_report(
+            (source,), external_facts, E.enabled_rules(config, path)):
         return E.check_source(source, path, config, external_facts)
     bounds = split_points(lines, jobs)
     if len(bounds) < 3:

@@ -331,28 +331,30 @@ def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, 
 
     def lookup(other: str) -> Dict[str, object]:
         d = info.defs.get(other)
-        if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return {}
-        raw = info.raw_facts.get(other)
-        if raw is None:
-            raw = info.raw_facts[other] = dict(_own_facts(d, other))
-        return raw
+        return _raw_facts(d, other, info) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) else {}
 
-    facts = dict(_own_facts(stmt, name))
-    for fold in cross_file_folds():  # names of the defining module, resolved here
-        try:
+    facts = _raw_facts(stmt, name, info)
+    try:
+        for fold in cross_file_folds():  # names of the defining module, resolved here
             facts = fold(name, facts, lookup)
-        except Exception:
-            pass
+    except Exception:  # a fold tripping on odd facts: export nothing, never names the importer would misread
+        return []
     out: List[Tuple[str, object]] = []
     for prefix, value in facts.items():
-        if prefix == "gg102:bwcalls":
-            continue  # names of the defining module (a fold that failed): never exported
         try:
             out.append((prefix, _requalify(value, info)))
         except Exception:
             out.append((prefix, value))
     return out
+
+
+def _raw_facts(stmt: ast.stmt, name: str, info: _ModuleInfo) -> Dict[str, object]:
+    """:func:`_own_facts` of one definition of ``info``, once per module version
+    (the folds look callees up; a chain of helpers shares them). Read-only."""
+    raw = info.raw_facts.get(name)
+    if raw is None:
+        raw = info.raw_facts[name] = dict(_own_facts(stmt, name))
+    return raw
 
 
 def _own_facts(stmt: ast.stmt, name: str) -> List[Tuple[str, object]]:

@@ -133,15 +133,21 @@ def apply_text_edits(text: str, edits) -> str:
     return out
 
 
+def fold_identifiers(text: str) -> str:
+    """``text`` NFKC-folded when it is not ASCII, as Python folds identifiers
+    (``ｆｏｏ`` *is* ``foo``), so that a name is found however it is typed."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text)
+
+
 def words(text: str) -> List[str]:
     """The identifier-like tokens of ``text`` (comments and strings included),
-    NFKC-folded first when it is not ASCII, as Python folds identifiers
-    (``ｆｏｏ`` *is* ``foo``): "is this name mentioned?" answered by a lookup."""
-    if not text.isascii():
-        import unicodedata
-
-        text = unicodedata.normalize("NFKC", text)
-    return _WORD.findall(text)
+    folded as Python folds identifiers (:func:`fold_identifiers`): "is this
+    name mentioned?" answered by a lookup."""
+    return _WORD.findall(fold_identifiers(text))
 
 
 _WORD = re.compile(r"\w+")

@@ -350,7 +350,7 @@ def _summary_index(summary):
     loopcalls: Dict[str, list] = {}  # class short name ("" = untyped) → entries
     bw_methods = {"grad"}
     bw_functions = set()
-    delegating: List[Tuple[str, Optional[str], F.FnFacts]] = []  # (function, method or None, facts)
+    delegating: list = []  # (the set its name joins if it back-propagates, name, facts)
     for key, value in summary.items():
         if key.startswith("loopcalls:") and isinstance(value, frozenset):
             for entry in value:
@@ -364,20 +364,21 @@ def _summary_index(summary):
                 loopcalls.setdefault(ctor.rsplit(".", 1)[-1], []).append(entry)
         elif isinstance(value, F.ClassFacts):
             bw_methods.update(name for name, m in value.methods if m.calls_backward)
-            delegating.extend((key, name, m) for name, m in value.methods if m.delegates and not m.calls_backward)
+            delegating.extend((bw_methods, name, m) for name, m in value.methods
+                              if m.delegates and not m.calls_backward and not m.no_grad)
         elif isinstance(value, F.FnFacts) and key.startswith("fn:"):
             if value.calls_backward:
                 bw_functions.add(key[3:])
-            elif value.delegates:
-                delegating.append((key[3:], None, value))
+            elif value.delegates and not value.no_grad:
+                delegating.append((bw_functions, key[3:], value))
     # back-propagating through the module-level functions they call (FnFacts.delegates)
     grew = True
     while grew and delegating:
         grew = False
         for entry in list(delegating):
-            name, method, facts = entry
-            if any(d[0] in bw_functions for d in facts.delegates if not facts.no_grad):
-                (bw_functions if method is None else bw_methods).add(name if method is None else method)
+            joins, name, facts = entry
+            if any(d[0] in bw_functions for d in facts.delegates):
+                joins.add(name)
                 delegating.remove(entry)
                 grew = True
     index = (loopcalls, frozenset(bw_methods), frozenset(bw_functions))

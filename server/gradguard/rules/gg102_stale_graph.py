@@ -346,9 +346,6 @@ def _backprop_facts(fn):
         yield f"gg102:bwcalls:{fn.name}", (any_calls, tuple(sorted(loop_calls, key=repr)))
 
 
-_DELEGATION_DEPTH = 4
-
-
 @_summary.register_cross_file_fold
 def _fold_bwcalls(name: str, facts: dict, lookup) -> dict:
     """``bw``/``bwloop`` of an imported function with its callees (``bwcalls``)
@@ -357,7 +354,7 @@ def _fold_bwcalls(name: str, facts: dict, lookup) -> dict:
         return facts
     mini: Dict[str, object] = {}
     todo, seen = [(name, facts)], {name}
-    for _ in range(_DELEGATION_DEPTH + 1):
+    for _ in range(F.DELEGATION_DEPTH + 1):
         nxt = []
         for n, fs in todo:
             for prefix in ("gg102:bw", "gg102:bwloop", "gg102:bwcalls"):
@@ -386,7 +383,7 @@ def _composed_fact(summary, kind: str, name: str, depth: int = 0, seen: frozense
     module summary, and recorded by the incremental engine as one answer.)"""
     own = summary.get(f"gg102:{kind}:{name}")
     calls = summary.get(f"gg102:bwcalls:{name}")
-    if not calls or depth >= _DELEGATION_DEPTH:
+    if not calls or depth >= F.DELEGATION_DEPTH:
         return own
     idx: Set[object] = set(own[0]) if own else set()
     globs: Set[str] = set(own[1]) if own else set()
