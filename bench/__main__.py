@@ -122,7 +122,8 @@ def bench_cli(runs: int, quick: bool) -> dict:
     gg = _tool("gradguard")
     tf = _tool("torchfix")
     rf = _tool("ruff")
-    missing = [n for n, t in (("torchfix", tf), ("ruff", rf)) if not t]
+    pf = _tool("pyflakes")
+    missing = [n for n, t in (("torchfix", tf), ("ruff", rf), ("pyflakes", pf)) if not t]
     res: dict = {"missing_tools": missing, "cores": cores, "large_lines": len(large.read_text().splitlines()),
                  "project_files": len(files), "project_lines": sum(len(p.read_text().splitlines()) for p in files)}
 
@@ -149,6 +150,8 @@ def bench_cli(runs: int, quick: bool) -> dict:
     cmds["gradguard_called"] = [gg, "check", str(called), "--format", "json", "--no-cache"]
     if rf:
         cmds["ruff"] = [rf, "check", "--no-cache", "--isolated", "--exit-zero", str(large)]
+    if pf:  # calibration: a pure-Python AST linter doing one pass of name binding, on one core
+        cmds["pyflakes"] = [pf, str(large)]
     if tf:
         cmds["torchfix"] = [tf, "--jobs", "1", str(large)]
     res["large"] = _median_runs(cmds, runs, runs_for={"torchfix": 3}, no_warmup=("torchfix",))
@@ -169,6 +172,8 @@ def bench_cli(runs: int, quick: bool) -> dict:
     }
     if rf:
         cmds["ruff"] = [rf, "check", "--no-cache", "--isolated", "--exit-zero", str(proj)]
+    if pf:
+        cmds["pyflakes"] = [pf, str(proj)]
     if tf:
         cmds["torchfix"] = [tf, "--jobs", str(cores), str(proj)]
     prj_runs = max(3, runs // 2)
@@ -192,6 +197,8 @@ def bench_cli(runs: int, quick: bool) -> dict:
                 "gradguard": [gg, "check", str(lib_dir), "--format", "json", "--jobs", str(cores), "--no-cache"]}
         if rf:
             cmds["ruff"] = [rf, "check", "--no-cache", "--isolated", "--exit-zero", str(lib_dir)]
+        if pf:
+            cmds["pyflakes"] = [pf, str(lib_dir)]
         res["library"] = _median_runs(cmds, prj_runs)
     return res
 
@@ -626,7 +633,8 @@ def render(results: dict) -> str:
                  ("gradguard_warm", "gradguard check, unchanged files (result cache)"),
                  ("gradguard_jobs1", "gradguard check --jobs 1 (cold, one core)"),
                  ("gradguard_noresolve", "gradguard check --no-resolve"),
-                 ("ruff", "ruff check"), ("torchfix", "TorchFix")]
+                 ("ruff", "ruff check"), ("pyflakes", "pyflakes (pure Python, one core; calibration)"),
+                 ("torchfix", "TorchFix")]
         for k, label in names:
             a, b = _med(lg, k), _med(pj, k)
             if a is None and b is None:
@@ -660,6 +668,9 @@ def render(results: dict) -> str:
                   f"| gradguard check (cold, --no-cache) | {_ms(gl)} | {_ratio(gl, fl)} |"]
             if rl:
                 L.append(f"| ruff check | {_ms(rl)} | {_ratio(rl, fl)} |")
+            pl = _med(lb, "pyflakes")
+            if pl:
+                L.append(f"| pyflakes (one core) | {_ms(pl)} | {_ratio(pl, fl)} |")
         L.append("")
         ga, fa, ta = _med(lg, "gradguard"), _med(lg, "floor"), _med(lg, "torchfix")
         gb, fb = _med(pj, "gradguard"), _med(pj, "floor")

@@ -56,6 +56,7 @@ CLEAN = "import torch\n\nprint(torch.ones(2).sum().item())\n"
 def run(*args, cwd=None, env=None):
     e = dict(os.environ, NO_COLOR="1")
     e.update(env or {})
+    e = {k: v for k, v in e.items() if v is not None}  # env={"X": None}: X unset
     return subprocess.run(
         [sys.executable, "-m", "gradguard", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", env=e
     )
@@ -312,3 +313,40 @@ def test_one_large_file_on_two_cores_reports_what_one_core_does(tmp_path):
     run("check", "--fix", "--jobs", "1", str(fixed1))
     run("check", "--fix", "--jobs", "2", str(fixed2))
     assert fixed1.read_text(encoding="utf-8") == fixed2.read_text(encoding="utf-8") != text
+
+
+def test_process_ends_without_teardown_but_loses_no_output(tmp_path):
+    """`gradguard check` ends with os._exit after flushing (gradguard.cli.run):
+    output far larger than a pipe's buffer arrives whole, in both formats, the
+    exit status survives. Block-buffered, as a pipe is by default (the lost
+    tail of an unflushed buffer is what a hard exit risks)."""
+    buffered = {"PYTHONUNBUFFERED": None}
+    for i in range(60):
+        (tmp_path / f"gru_{i:02d}.py").write_text(GRU_SEED, encoding="utf-8")
+        (tmp_path / f"reg_{i:02d}.py").write_text(REGRESSION_SEED, encoding="utf-8")
+    r = run("check", "--format", "json", "--no-cache", ".", cwd=tmp_path, env=buffered)
+    assert r.returncode == 1, r.stderr
+    assert len(r.stdout.encode()) > 128 * 1024  # twice a pipe buffer
+    items = json.loads(r.stdout)
+    assert len({it["path"] for it in items}) == 120
+    text = run("check", "--no-cache", ".", cwd=tmp_path, env=buffered)
+    assert text.returncode == 1
+    assert text.stdout.rstrip().endswith(f"Checked 120 files: {len(items)} findings ({len(items)} fixable with --fix)")
+    clean = run("check", "--no-cache", str(tmp_path / "gru_00.py"), "--select", "GG999", env=buffered)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+
+
+def test_output_into_a_closed_pipe_ends_quietly(project):
+    """`gradguard check ... | head -1`: the reader goes away; the process ends
+    with no traceback (the flush before the hard exit meets a closed pipe)."""
+    for i in range(40):
+        (project / f"copy_{i}.py").write_text(GRU_SEED, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    p = subprocess.Popen([sys.executable, "-m", "gradguard", "check", "--no-cache", str(project)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(env, NO_COLOR="1"))
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(timeout=120)
+    assert "Traceback" not in err, err
+    assert p.returncode in (0, 1), (p.returncode, err)

@@ -1,3 +1,3 @@
-from gradguard.cli import main
+from gradguard.cli import run
 
-raise SystemExit(main())
+run()

@@ -669,5 +669,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 2
 
 
+def run() -> None:
+    """The ``gradguard`` command (console script and ``python -m gradguard``):
+    :func:`main`, then the process ends without the interpreter's tear-down.
+
+    A check leaves behind every parsed tree, fact and finding of the run;
+    freeing them one by one at exit cost 15–20 ms of a 250 ms run on the
+    benchmark's large file, for memory the operating system takes back anyway
+    (mypy ends the same way). Output is flushed first, so nothing written is
+    lost; the language server (``serve``) ends the ordinary way, since its
+    threads and streams own their shutdown."""
+    argv = sys.argv[1:]
+    code = main(argv)
+    if argv and argv[0] == "serve":
+        raise SystemExit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head`) or a closed stream: nothing more to say
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    run()
