@@ -405,12 +405,21 @@ def bench_server(n_edits: int, n_cycles: int) -> dict:
                               "mean_s": statistics.fmean(lat)}
 
         # syntax errors: an unclosed bracket in the middle, then its removal
+        # (and, in between, typing inside the open bracket and deleting it again:
+        # every one of those keystrokes meets a text that does not parse)
         bad: List[float] = []
         rec: List[float] = []
+        inside: List[float] = []
         for i in range(max(5, n_edits // 20)):
             bad.append(change(id_line, id_col, id_col, "("))
+            for k, ch in enumerate("x, 1"):
+                inside.append(change(id_line, id_col + 1 + k, id_col + 1 + k, ch))
+            for k in range(3, -1, -1):
+                inside.append(change(id_line, id_col + 1 + k, id_col + 2 + k, ""))
             rec.append(change(id_line, id_col, id_col + 1, ""))
         out["syntax_error_edits"] = {"n": len(bad), "p50_s": _pct(bad, 50), "p95_s": _pct(bad, 95), "max_s": max(bad)}
+        out["inside_error_edits"] = {"n": len(inside), "p50_s": _pct(inside, 50), "p95_s": _pct(inside, 95),
+                                     "max_s": max(inside)}
         out["recovery_edits"] = {"n": len(rec), "p50_s": _pct(rec, 50), "p95_s": _pct(rec, 95), "max_s": max(rec)}
         client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
 
@@ -725,6 +734,12 @@ def render(results: dict) -> str:
               f"| valid (identifier, comment) | {v['n']} | {_ms(v['p50_s'])} | {_ms(v['p95_s'])} | {_ms(v['max_s'])} | {v['p95_s'] / sv['parse_s']:.2f}× |",
               f"| introduces a syntax error | {se['n']} | {_ms(se['p50_s'])} | {_ms(se['p95_s'])} | {_ms(se['max_s'])} | {se['p95_s'] / sv['parse_s']:.2f}× |",
               f"| fixes it again | {rc['n']} | {_ms(rc['p50_s'])} | {_ms(rc['p95_s'])} | {_ms(rc['max_s'])} | {rc['p95_s'] / sv['parse_s']:.2f}× |",
+              *([f"| typing and deleting inside the open bracket (the text does not parse) | {ie['n']} | "
+                 f"{_ms(ie['p50_s'])} | {_ms(ie['p95_s'])} | {_ms(ie['max_s'])} | {ie['p95_s'] / sv['parse_s']:.2f}× |"]
+                for ie in [sv.get("inside_error_edits")] if ie),
+              "", "While the text does not parse, an edit re-reads it from the first top-level statement it touches "
+              "(or the first that does not parse on its own) to the end; the statements above it stay parsed. "
+              "Closing the bracket re-parses that statement alone.",
               "", f"Memory: RSS after 10 open/edit/close cycles {cy['rss_after_10'] / 2**20:.1f} MiB, after "
               f"{cy['n']} {cy['rss_after_n'] / 2**20:.1f} MiB (growth {100 * cy['growth']:.1f} %).", ""]
         budgets.append(("server p95 edit→diagnostics ≤ in-process ast.parse of the file",

@@ -459,6 +459,84 @@ def test_typing_a_syntax_error_into_one_function_reanalyses_little(counted_units
     assert 0 < n_back < n_first // 10, counted_units
 
 
+@pytest.fixture
+def parsed_lines(monkeypatch):
+    """How many lines of real text each parse the engine makes reads (the
+    leading newlines that place a region at its line are not text)."""
+    from gradguard.core import engine
+
+    seen: List[int] = []
+    orig = engine._parse
+
+    def counting(text):
+        seen.append(text.lstrip("\n").count("\n") + 1)
+        return orig(text)
+
+    monkeypatch.setattr(engine, "_parse", counting)
+    return seen
+
+
+def test_an_unclosed_bracket_parses_from_its_chunk_on_and_closing_it_parses_the_chunk(parsed_lines):
+    """While a bracket typed into the middle of a large file is open, no parse
+    reads the text above the function it is in; closing it parses that
+    function's region only. Each result equals a fresh run's, syntax error included."""
+    text = fixture_catalogue()
+    lines = text.split("\n")
+    n = len(lines)
+    target = next(i for i in range(n // 2, n) if lines[i].startswith("def "))
+    doc = Document(text, "big.py")
+    doc.result()
+    states = []
+    typed = ""
+    for ch in "(x, 训练":  # open the bracket, then keep typing inside it
+        typed += ch
+        broken_lines = list(lines)
+        broken_lines[target + 1] = broken_lines[target + 1] + " " + typed
+        states.append("\n".join(broken_lines))
+    for state in states:
+        parsed_lines.clear()
+        got = doc.update(state)
+        read = list(parsed_lines)
+        assert read and max(read) <= n - target, (max(read), n - target)
+        assert got.syntax_error is not None
+        fresh = check_source(state, "big.py")
+        assert got.syntax_error == fresh.syntax_error
+        assert got.findings == fresh.findings
+    parsed_lines.clear()
+    back = doc.update(text)
+    read = list(parsed_lines)
+    assert read and max(read) < 200, read
+    assert back.syntax_error is None
+    assert back.findings == check_source(text, "big.py").findings
+
+
+_BACKSLASH_LINES = (
+    "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n        self.gru = nn.GRU(2, 4)\n{A}\n    def forward(self, x, h):\n"
+    "        return self.gru(x, h)\n\n\ndef helper(net, x, h):\n    return net(x, h)\n{B}\n"
+    "def main():\n    net = Net()\n    h = None\n    for x in torch.randn(3, 4, 2, 2):\n"
+    "        out, h = helper(net, x, h)\n        out.sum().backward()\n"
+)
+
+
+@pytest.mark.parametrize("a,b", [("\\", ""), ("", "\\"), ("\\\n", "\n\\\n"), ("    # C:\\", "# D:\\")])
+def test_backslash_lines_above_an_error_read_as_a_fresh_run_reads_them(a, b, probe_rule):
+    """A line that is only a backslash joins the next line to what came before
+    (a class body goes on past it); a statement after it is not a place to cut.
+    Breaking, typing into and mending the last function must read as fresh
+    (the probe rule reports every call, so a unit lost or kept shows)."""
+    text = _BACKSLASH_LINES.replace("{A}", a).replace("{B}", b)
+    doc = Document(text, "prog.py")
+    _assert_same(doc.result(), text, [])
+    assert doc.result().findings
+    history = [text]
+    for broken in ("        out.sum().backward(", "        out.sum().backward(x", "        if True:\n        out",
+                   "        out.sum().backward()"):
+        now = text.replace("        out.sum().backward()", broken)
+        _assert_same(doc.update(now), now, history)
+        history.append(now)
+
+
 def test_an_interface_change_reanalyses_the_callers():
     helper = "def step(model, x):\n    return model(x)\n"
     caller = ("import torch\n\ndef train(model, opt, data):\n    h = None\n    for x in data:\n"

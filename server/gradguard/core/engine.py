@@ -140,7 +140,33 @@ def _chunks_from_tree(tree: ast.Module, lines: Sequence[str], rs: int, re_: int)
     return out
 
 
-_CONTINUATION = re.compile(r"(else|elif|except|finally)\b|[)\]}]")
+# Column-0 lines that never start a statement: the rest of a compound statement,
+# a closing bracket, and a line that starts with a backslash (it joins the next
+# line to whatever came before: a class body goes on past a lone "\").
+_CONTINUATION = re.compile(r"(else|elif|except|finally)\b|[)\]}\\]")
+
+
+def _may_start_statement(lines: Sequence[str], i: int) -> bool:
+    """Where :func:`_heuristic_chunks` cuts a text that does not parse: a line
+    at column 0 that is not a comment, not the rest of a compound statement or
+    of a bracket, and whose previous line is neither a decorator nor continued."""
+    ln = lines[i]
+    if not ln or ln[0].isspace() or ln[0] == "#" or _CONTINUATION.match(ln):
+        return False
+    prev = lines[i - 1].rstrip()
+    return not (prev.startswith("@") or prev.endswith("\\"))
+
+
+def _continued(text: str) -> bool:
+    """Does a line of ``text`` end in a backslash? A chunk cut from a parse of
+    more text may then not parse on its own (its last statement's line is joined
+    to the next one's), so it is never taken for a piece without a parse."""
+    return "\\\n" in text or text.endswith("\\")
+
+
+# How many pieces a piece that does not parse may be merged with, looking for
+# the end of its statement (a bound on the parses one broken line can cost).
+_MAX_MERGE = 12
 
 
 def _heuristic_chunks(lines: Sequence[str], rs: int, re_: int, known: Optional[Dict[str, _Chunk]] = None) -> List[_Chunk]:
@@ -149,13 +175,7 @@ def _heuristic_chunks(lines: Sequence[str], rs: int, re_: int, known: Optional[D
     A piece whose text is that of a ``known`` (previous) chunk is that chunk,
     taken out of ``known``: typing into one function does not re-parse the rest."""
     starts = [rs]
-    for i in range(rs + 1, re_):
-        ln = lines[i]
-        if ln and not ln[0].isspace() and ln[0] != "#" and not _CONTINUATION.match(ln):
-            prev = lines[i - 1].rstrip()
-            if prev.startswith("@") or prev.endswith("\\"):
-                continue
-            starts.append(i)
+    starts.extend(i for i in range(rs + 1, re_) if _may_start_statement(lines, i))
     starts.append(re_)
     out: List[_Chunk] = []
     i = 0
@@ -163,14 +183,14 @@ def _heuristic_chunks(lines: Sequence[str], rs: int, re_: int, known: Optional[D
         if known:
             a, b = starts[i], starts[i + 1]
             prev = known.get("\n".join(lines[a:b]))
-            if prev is not None and prev.nlines == b - a:
+            if prev is not None and prev.nlines == b - a and not _continued(prev.text):
                 del known[prev.text]
                 prev.start = a
                 out.append(prev)
                 i += 1
                 continue
         done = False
-        for j in range(i + 1, min(i + 12, len(starts))):
+        for j in range(i + 1, min(i + _MAX_MERGE, len(starts))):
             a, b = starts[i], starts[j]
             try:
                 # leading newlines put the linenos where they belong: far cheaper
@@ -236,22 +256,57 @@ class Document:
             self._unreferenced = unreferenced_in(source, self.chunks)
 
     # -- text → chunks ---------------------------------------------------
-    def _set_full(self, source: str) -> None:
+    def _set_full(self, source: str, rs: int = 0, lines: Optional[List[str]] = None) -> None:
+        """Read the text again from line ``rs`` to its end; the chunks before
+        ``rs`` stay. The caller vouches that those lines are unchanged and that
+        every chunk before them parses on its own: they then end where one
+        top-level statement ends and the next begins, with no bracket, string or
+        block open, so the whole text parses exactly when the rest does, and
+        fails with the same error at the same place (the rest is parsed with its
+        lines where they are). Typing inside an unclosed bracket in the middle of
+        a file parses half of it, not all of it, at every keystroke."""
         self.eol = line_ending(source)
-        lines = split_lines(source)
+        lines = split_lines(source) if lines is None else lines
         self.index = LineIndex.of_lines(lines)
         self.lines = lines
-        old = {c.text: c for c in self.chunks if c.kind != "broken"}
+        kept: List[_Chunk] = []
+        if rs:
+            kept = [c for c in self.chunks if c.end <= rs]
+            if not self._prefix_stands(kept, lines, rs):
+                kept, rs = [], 0
+        old = {c.text: c for c in self.chunks[len(kept):] if c.kind != "broken"}
         try:
-            tree = _parse(source)
+            tree = _parse("\n" * rs + "\n".join(lines[rs:]) if rs else source)
         except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes
             self.syntax_error = _syntax_problem(e, self.index)
-            chunks = _heuristic_chunks(lines, 0, len(lines), old)
+            chunks = _heuristic_chunks(lines, rs, len(lines), old)
         else:
             self.syntax_error = None
-            chunks = _chunks_from_tree(tree, lines, 0, len(lines))
-        self.chunks = [self._reuse(c, old) for c in chunks]
+            chunks = _chunks_from_tree(tree, lines, rs, len(lines))
+        self.chunks = kept + [self._reuse(c, old) for c in chunks]
         self._result = None
+
+    @staticmethod
+    def _prefix_stands(kept: List[_Chunk], lines: Sequence[str], rs: int) -> bool:
+        """May the chunks before line ``rs`` stay while the rest is read again?
+        They must be cut exactly as a fresh reading of the whole text would cut
+        them should the rest not parse (:func:`_heuristic_chunks`): ``rs`` and
+        every kept chunk's first line are places it cuts; none of the kept
+        statements spans so many of its cuts (a long string with lines at
+        column 0) that it would be given up on as broken; and no line above
+        ``rs`` is continued by a backslash, which can tie a statement to the
+        next one's line so that it no longer parses on its own."""
+        if not kept or kept[-1].end != rs or not _may_start_statement(lines, rs):
+            return False
+        for c in kept:
+            if c.kind == "broken" or (c.start and not _may_start_statement(lines, c.start)):
+                return False
+            if _continued(c.text):
+                return False
+            if c.nlines > 1 and sum(1 for i in range(c.start + 1, c.end)
+                                    if _may_start_statement(lines, i)) >= _MAX_MERGE - 2:
+                return False
+        return True
 
     @staticmethod
     def _reuse(new: _Chunk, old: Dict[str, _Chunk]) -> _Chunk:
@@ -277,7 +332,7 @@ class Document:
             for c in self.chunks:
                 c.facts = c.findings = None
             self._module_key = None
-        if not self.chunks or any(c.kind == "broken" for c in self.chunks):
+        if not self.chunks:
             self._set_full(source)
             return self.result()
         n_old, n_new = len(old_lines), len(new_lines)
@@ -297,6 +352,17 @@ class Document:
                 if a is None:
                     a = i
                 b = i
+        # While the text does not parse, an edit in or next to a chunk that does
+        # not parse on its own (the bracket being closed) takes every such chunk
+        # into the region: when the region parses now, so does the whole text, and
+        # the rest keeps its trees, facts and findings instead of the whole file
+        # being parsed again. An edit elsewhere cannot mend them: the whole file.
+        broken = [i for i, c in enumerate(self.chunks) if c.kind == "broken"]
+        if broken:
+            if a is None or not any(a - 1 <= i <= b + 1 for i in broken):
+                self._set_full(source, self.chunks[min(a, broken[0]) if a is not None else 0].start, new_lines)
+                return self.result()
+            a, b = min(a, broken[0]), max(b, broken[-1])
         if a is None:
             self._set_full(source)
             return self.result()
@@ -307,8 +373,8 @@ class Document:
             tree = _parse("\n" * rs + text)  # linenos absolute without a tree walk
         except (SyntaxError, ValueError):
             # maybe the edit needs its neighbours (a string opened here closes
-            # below): only the whole file can tell.
-            self._set_full(source)
+            # below): only the rest of the file can tell.
+            self._set_full(source, rs, new_lines)
             return self.result()
         self.lines = new_lines
         self.index = LineIndex.of_lines(new_lines)
