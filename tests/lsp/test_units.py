@@ -118,3 +118,49 @@ def test_idioms_ignore_comments_and_strings():
     assert idiom_at(s, s.rindex("backward"))[0].key == "backward"
     assert idiom_at("opt.zero_grad()", 5)[0].key == "zero_grad"
     assert idiom_at("x.detach_()", 3)[0].key == "detach_"
+
+
+def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
+    """The server builds each Diagnostic as its JSON (convert.diagnostic_json)
+    instead of as a protocol object. Every one, for every fixture program and
+    in a notebook of Chinese cells, must read back as an lsprotocol Diagnostic
+    and write out again unchanged: the field names, the types and the left-out
+    fields are the protocol's own. UTF-16 columns are checked against the line."""
+    from pathlib import Path
+
+    from lsprotocol.converters import get_converter
+
+    from gradguard.core import check_source
+    from gradguard.lsp.convert import diagnostic_json
+
+    conv = get_converter()
+    fixtures = sorted((Path(__file__).parent.parent / "fixtures").glob("*.py"))
+    assert len(fixtures) > 20
+    seen = 0
+    codec = Codec("utf-16")
+    for path in fixtures:
+        text = path.read_text(encoding="utf-8")
+        smap = SourceMap.single(path.as_uri(), text, 7)
+        for lang in ("en", "zh"):
+            for f in check_source(text, str(path)).findings:
+                uri, d = diagnostic_json(f, smap, codec, lang)
+                assert uri == path.as_uri()
+                obj = conv.structure(d, lsp.Diagnostic)
+                assert conv.unstructure(obj) == d
+                line = text.split("\n")[f.range.start.line]
+                assert obj.range.start.character == codec.to_client(line, f.range.start.character)
+                assert d["data"]["version"] == 7 and all(e["version"] == 7 for fx in d["data"]["fixes"] for e in fx["edits"])
+                seen += 1
+    assert seen > 50
+    # a notebook: every diagnostic lands in its own cell, in that cell's coordinates
+    cell0 = "import torch\nfrom torch import nn\n# 训练循环\ngru = nn.GRU(2, 3)\n隐 = torch.zeros(1, 1, 3)"
+    cell1 = ("opt = torch.optim.SGD(gru.parameters(), lr=0.1)\nfor x in torch.randn(4, 1, 5, 2):\n"
+             "    out, 隐 = gru(x, 隐)  # 状态\n    out.sum().backward()\n    opt.step()")
+    source, smap = build_source([("cell0", cell0, 1), ("cell1", cell1, 2)])
+    found = check_source(source, "nb.ipynb").findings
+    assert found
+    for f in found:
+        uri, d = diagnostic_json(f, smap, codec, "zh")
+        assert uri == "cell1"
+        assert conv.unstructure(conv.structure(d, lsp.Diagnostic)) == d
+        assert d["range"]["start"]["line"] == 2 and d["data"]["version"] == 2

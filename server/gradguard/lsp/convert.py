@@ -68,13 +68,48 @@ class Codec:
         return min(units, len(line))
 
 
+class Lines(Sequence[str]):
+    """A text's lines (:func:`split_lines`), split when first read: a snapshot
+    is taken on the server's event loop at every keystroke, and most of them are
+    never looked up line by line; and the analysis splits the same text anyway,
+    so its lines can be :meth:`adopt`-ed instead."""
+
+    __slots__ = ("_text", "_lines")
+
+    def __init__(self, text: str):
+        self._text = text
+        self._lines: Optional[List[str]] = None
+
+    def _get(self) -> List[str]:
+        if self._lines is None:
+            self._lines = split_lines(self._text)
+        return self._lines
+
+    def adopt(self, text: str, lines: List[str]) -> None:
+        """Take ``lines``, split elsewhere from ``text``, when that is this text."""
+        if self._lines is None and text is self._text:
+            self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __getitem__(self, i):
+        return self._get()[i]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, Lines)) else NotImplemented
+
+
 @dataclass
 class Part:
     """One client document inside an analysed source."""
 
     uri: str
     start: int  # first line in the analysed source
-    lines: List[str]  # the part's own (original) lines
+    lines: Sequence[str]  # the part's own (original) lines
     version: Optional[int] = None
 
     @property
@@ -93,7 +128,7 @@ class SourceMap:
 
     @staticmethod
     def single(uri: str, text: str, version: Optional[int]) -> "SourceMap":
-        return SourceMap([Part(uri, 0, split_lines(text), version)])
+        return SourceMap([Part(uri, 0, Lines(text), version)])
 
     def part_for_uri(self, uri: str) -> Optional[Part]:
         for p in self.parts:
@@ -114,28 +149,38 @@ class SourceMap:
         return p
 
     # -- core → client ----------------------------------------------------
-    def to_client_range(self, rng: Range, codec: Codec) -> Optional[Tuple[Part, lsp.Range]]:
-        """The part holding ``rng.start`` and the range in its coordinates,
-        clamped into that part (a range never spills into another cell)."""
+    def to_client_span(self, rng: Range, codec: Codec) -> Optional[Tuple[Part, Tuple[int, int, int, int]]]:
+        """The part holding ``rng.start`` and (start line, start character, end
+        line, end character) in its coordinates, clamped into that part (a range
+        never spills into another cell)."""
         part = self.part_at(rng.start.line)
         if part is None:
             return None
-        last = max(len(part.lines) - 1, 0)
+        lines = part.lines
+        last = max(len(lines) - 1, 0)
 
-        def conv(pos: Position) -> lsp.Position:
+        def conv(pos: Position) -> Tuple[int, int]:
             ln = pos.line - part.start
             if ln < 0:
-                return lsp.Position(0, 0)
+                return 0, 0
             if ln > last:
-                return lsp.Position(last, codec.to_client(part.line(last), len(part.line(last))))
-            text = part.line(ln)
-            return lsp.Position(ln, codec.to_client(text, pos.character))
+                text = part.line(last)
+                return last, codec.to_client(text, len(text))
+            return ln, codec.to_client(part.line(ln), pos.character)
 
         start = conv(rng.start)
         end = conv(rng.end)
-        if (end.line, end.character) < (start.line, start.character):
+        if end < start:
             end = start
-        return part, lsp.Range(start, end)
+        return part, start + end
+
+    def to_client_range(self, rng: Range, codec: Codec) -> Optional[Tuple[Part, lsp.Range]]:
+        """:meth:`to_client_span` as an LSP range."""
+        conv = self.to_client_span(rng, codec)
+        if conv is None:
+            return None
+        part, (sl, sc, el, ec) = conv
+        return part, lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec))
 
     # -- client → core ----------------------------------------------------
     def from_client_position(self, uri: str, pos: lsp.Position, codec: Codec) -> Optional[Position]:
@@ -160,26 +205,21 @@ def edit_to_client(edit: TextEdit, smap: SourceMap, codec: Codec) -> Optional[Tu
 def fix_to_data(fix: Fix, smap: SourceMap, codec: Codec, lang: str) -> Dict[str, Any]:
     edits = []
     for e in fix.edits:
-        conv = edit_to_client(e, smap, codec)
+        conv = smap.to_client_span(e.range, codec)
         if conv is None:
             continue
-        part, te = conv
-        edits.append(
-            {
-                "uri": part.uri,
-                "version": part.version,
-                "range": _range_json(te.range),
-                "newText": te.new_text,
-            }
-        )
+        part, span = conv
+        edits.append({"uri": part.uri, "version": part.version, "range": _span_json(span), "newText": e.new_text})
     return {"title": fix.title_in(lang), "preferred": bool(fix.preferred), "edits": edits}
 
 
-def _range_json(r: lsp.Range) -> Dict[str, Any]:
-    return {
-        "start": {"line": r.start.line, "character": r.start.character},
-        "end": {"line": r.end.line, "character": r.end.character},
-    }
+def _span_json(span: Tuple[int, int, int, int]) -> Dict[str, Any]:
+    return {"start": {"line": span[0], "character": span[1]}, "end": {"line": span[2], "character": span[3]}}
+
+
+def range_json(r: lsp.Range) -> Dict[str, Any]:
+    """An LSP range as it travels (what a client sends back in a diagnostic)."""
+    return _span_json((r.start.line, r.start.character, r.end.line, r.end.character))
 
 
 def range_from_json(d: Any) -> Optional[lsp.Range]:
@@ -190,50 +230,57 @@ def range_from_json(d: Any) -> Optional[lsp.Range]:
         return None
 
 
-def to_diagnostic(finding: Finding, smap: SourceMap, codec: Codec, lang: str) -> Optional[Tuple[str, lsp.Diagnostic]]:
-    """(uri, Diagnostic) for one finding, or None if it maps nowhere."""
+def diagnostic_json(finding: Finding, smap: SourceMap, codec: Codec, lang: str) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """(uri, Diagnostic) for one finding, or None if it maps nowhere. The
+    Diagnostic is built as it travels (a JSON object, LSP field names, absent
+    fields left out): every keystroke publishes every finding of the file, and
+    building protocol objects to have them taken apart again by the serializer
+    cost more than the analysis of the edit."""
     from gradguard.rules import get_rule
 
-    conv = smap.to_client_range(finding.range, codec)
+    conv = smap.to_client_span(finding.range, codec)
     if conv is None:
         return None
-    part, rng = conv
-    related = []
-    for r in finding.related:
-        rc = smap.to_client_range(r.range, codec)
-        if rc is None:
-            continue
-        related.append(lsp.DiagnosticRelatedInformation(location=lsp.Location(rc[0].uri, rc[1]), message=r.message_in(lang)))
+    part, span = conv
+    diag: Dict[str, Any] = {
+        "range": _span_json(span),
+        "severity": int(_SEVERITY.get(finding.severity, lsp.DiagnosticSeverity.Error)),
+        "code": finding.code,
+        "source": SOURCE,
+        "message": finding.message_in(lang),
+    }
     rule = get_rule(finding.code)
     href = rule.docs_url() if rule else None
-    data = {
-        DATA_MARK: 1,
-        "uri": part.uri,
-        "version": part.version,
-        "fixes": [fix_to_data(f, smap, codec, lang) for f in finding.fixes],
-    }
-    return part.uri, lsp.Diagnostic(
-        range=rng,
-        message=finding.message_in(lang),
-        severity=_SEVERITY.get(finding.severity, lsp.DiagnosticSeverity.Error),
-        code=finding.code,
-        code_description=lsp.CodeDescription(href=href) if href else None,
-        source=SOURCE,
-        related_information=related or None,
-        data=data,
-    )
+    if href:
+        diag["codeDescription"] = {"href": href}
+    related = []
+    for r in finding.related:
+        rc = smap.to_client_span(r.range, codec)
+        if rc is not None:
+            related.append({"location": {"uri": rc[0].uri, "range": _span_json(rc[1])}, "message": r.message_in(lang)})
+    if related:
+        diag["relatedInformation"] = related
+    diag["data"] = {DATA_MARK: 1, "uri": part.uri, "version": part.version,
+                    "fixes": [fix_to_data(f, smap, codec, lang) for f in finding.fixes]}
+    return part.uri, diag
 
 
-def to_diagnostics(findings: Iterable[Finding], smap: SourceMap, codec: Codec, lang: str) -> Dict[str, List[lsp.Diagnostic]]:
-    """Diagnostics per part URI (every part present, possibly empty)."""
-    out: Dict[str, List[lsp.Diagnostic]] = {p.uri: [] for p in smap.parts}
+def diagnostics_json(findings: Iterable[Finding], smap: SourceMap, codec: Codec, lang: str) -> Dict[str, List[Dict[str, Any]]]:
+    """Diagnostics (as they travel) per part URI (every part present, possibly empty)."""
+    out: Dict[str, List[Dict[str, Any]]] = {p.uri: [] for p in smap.parts}
     for f in findings:
-        conv = to_diagnostic(f, smap, codec, lang)
+        conv = diagnostic_json(f, smap, codec, lang)
         if conv is None:
             continue
         uri, diag = conv
         out.setdefault(uri, []).append(diag)
     return out
+
+
+class RawJson(dict):
+    """A value already in its wire form: the server's converter passes it
+    through untouched (see ``GradguardServer``), and the JSON encoder writes it
+    as the dict it is."""
 
 
 def lsp_range_contains(rng: lsp.Range, other: lsp.Range) -> bool:

@@ -37,7 +37,7 @@ from gradguard.core.config import Config, ConfigError, find_pyproject, load_conf
 from gradguard.core.engine import CheckResult, Document
 from gradguard.core.text import split_lines
 from gradguard.lsp import actions as act
-from gradguard.lsp.convert import Codec, SourceMap, to_diagnostics
+from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_json, range_json
 from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
 from gradguard.lsp.notebook import build_source
 from gradguard.lsp.settings import Settings, parse_settings, resolve_language
@@ -108,6 +108,9 @@ class GradguardServer(LanguageServer):
         self._configs: Dict[Tuple[str, float], Any] = {}
         self._reported_config_errors: Set[str] = set()
         self._client_handler: Optional[ClientLogHandler] = None
+        # diagnostics are built as they travel (convert.diagnostic_json): the
+        # converter passes those values through instead of taking them apart
+        self.protocol._converter.register_unstructure_hook(RawJson, _as_is)
 
     # -- helpers ------------------------------------------------------------
     @property
@@ -274,9 +277,11 @@ class GradguardServer(LanguageServer):
                 result = CheckResult(())
             else:
                 loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self.executor, _compute, target, source, config)
+                result, lines = await loop.run_in_executor(self.executor, _compute, target, source, config)
                 if result is None:
                     return target.result is not None  # keep the previous diagnostics
+                if lines is not None and len(smap.parts) == 1 and isinstance(smap.parts[0].lines, Lines):
+                    smap.parts[0].lines.adopt(source, lines)  # the analysis split this very text
             target.result, target.result_key, target.result_smap, target.result_version = result, key, smap, version
             if result.syntax_error is not None:
                 log.debug("%s: syntax error at %s; published the findings outside it", target.key, result.syntax_error)
@@ -325,10 +330,11 @@ class GradguardServer(LanguageServer):
         except Exception:
             log.exception("resolving imports of %s failed", target.key)
 
-    def diagnostics_for(self, target: Target) -> Dict[str, List[lsp.Diagnostic]]:
+    def diagnostics_for(self, target: Target) -> Dict[str, List[Dict[str, Any]]]:
+        """The target's diagnostics per URI, as they travel (JSON objects)."""
         if target.result is None or target.result_smap is None:
             return {}
-        return to_diagnostics(target.result.findings, target.result_smap, self.codec, self.lang)
+        return diagnostics_json(target.result.findings, target.result_smap, self.codec, self.lang)
 
     def publish(self, target: Target) -> None:
         if target.result_smap is None:
@@ -339,9 +345,7 @@ class GradguardServer(LanguageServer):
         parts = {p.uri: p for p in target.result_smap.parts}
         for uri, diags in per_uri.items():
             part = parts.get(uri)
-            self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=part.version if part else None)
-            )
+            self._publish_json(uri, diags, part.version if part else None)
         for uri in target.published - set(per_uri):
             self.clear(uri)  # a cell that left the notebook
         target.published = set(per_uri)
@@ -349,7 +353,22 @@ class GradguardServer(LanguageServer):
         log.debug("published %d diagnostic(s) for %s (version %s)", n, target.key, target.result_version)
 
     def clear(self, uri: str) -> None:
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        self._publish_json(uri, [], None)
+
+    def _publish_json(self, uri: str, diagnostics: List[Dict[str, Any]], version: Optional[int]) -> None:
+        """textDocument/publishDiagnostics with diagnostics already in their wire
+        form, handed to the transport as one JSON object. A notification's
+        parameters are taken apart by their declared type, so a pass-through
+        value cannot ride in one; without pygls's sender, they are structured
+        and sent the documented way."""
+        params: Dict[str, Any] = {"uri": uri, "diagnostics": diagnostics}
+        if version is not None:
+            params["version"] = version
+        send = getattr(self.protocol, "_send_data", None)
+        if send is None:  # pragma: no cover  (a pygls without it)
+            self.text_document_publish_diagnostics(self.protocol._converter.structure(params, lsp.PublishDiagnosticsParams))
+            return
+        send({"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params})
 
     def target_for(self, uri: str) -> Optional[Target]:
         owner = self.cell_owner.get(uri)
@@ -496,11 +515,14 @@ def _resolve_facts(source: str, path: Optional[str], root: Optional[str]) -> Opt
         return None
 
 
-def _compute(target: Target, source: str, config: Config) -> Optional[CheckResult]:
+def _compute(target: Target, source: str, config: Config) -> Tuple[Optional[CheckResult], Optional[List[str]]]:
     """On a worker thread: incremental analysis, restarting from scratch if the
-    incremental state ever fails. None: analysis is impossible (logged)."""
+    incremental state ever fails; with the lines the analysis split ``source``
+    into. (None, None): analysis is impossible (logged)."""
     with target.doc_lock:  # a cancelled run may still be finishing on another thread
-        return _compute_locked(target, source, config)
+        result = _compute_locked(target, source, config)
+        doc = target.doc
+        return result, (doc.lines if result is not None and doc is not None else None)
 
 
 def _log_internal(target: Target, result: CheckResult) -> CheckResult:
@@ -570,7 +592,11 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def _analysable(text: str) -> str:
     """JSON text can hold lone surrogates, which no parser accepts; each becomes
     U+FFFD (one code point for one: every position stays where it was)."""
-    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
+    try:
+        text.encode("utf-8")  # the usual case, decided in C: no lone surrogate
+        return text
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _path_of(uri: str) -> Optional[str]:
@@ -765,7 +791,7 @@ def create_server() -> GradguardServer:
         result_id = _result_id(target, items)
         if params.previous_result_id == result_id:
             return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-        return lsp.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)
+        return RawJson(kind="full", resultId=result_id, items=items)
 
     # ---- hover --------------------------------------------------------------------
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -884,19 +910,26 @@ def create_server() -> GradguardServer:
     return ls
 
 
-def _result_id(target: Target, items: List[lsp.Diagnostic]) -> str:
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _result_id(target: Target, items: List[Dict[str, Any]]) -> str:
     h = hashlib.blake2b(digest_size=8)
     h.update(repr(target.result_version).encode())
     for d in items:
-        h.update(repr((d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character, d.message, d.severity)).encode())
+        r = d["range"]
+        h.update(repr((d["code"], r["start"]["line"], r["start"]["character"], r["end"]["line"], r["end"]["character"],
+                       d["message"], d["severity"])).encode())
     return h.hexdigest()
 
 
 async def _lookup_data(ls: GradguardServer, target: Target, uri: str, diag: lsp.Diagnostic) -> Any:
     """The data of one of our diagnostics, when the client did not send it back."""
+    want = range_json(diag.range)
     for d in ls.diagnostics_for(target).get(uri, []):
-        if d.code == diag.code and d.range == diag.range:
-            return d.data
+        if d["code"] == diag.code and d["range"] == want:
+            return d["data"]
     return None
 
 
