@@ -45,6 +45,12 @@ NAMES = sorted(SPECS)
 WITH_FINDINGS = [n for n in NAMES if SPECS[n].expect]
 GG101_NAMES = [n for n in NAMES if "GG101" in SPECS[n].codes]
 
+# Programs of several files (projects/<name>/main.py and the modules beside it):
+# checked with the facts resolution finds in those modules, as the CLI does.
+PROJECT_SPECS = {p.parent.name: th.parse_header(p.read_text(encoding="utf-8"), str(p))
+                 for p in th.project_fixture_paths()}
+PROJECTS = sorted(PROJECT_SPECS)
+
 # The README demo programs: (what torch does, the (code, line) findings gradguard reports)
 EXAMPLES_DIR = REPO / "examples"
 EXAMPLES = {
@@ -140,6 +146,58 @@ def test_findings_match_label(name):
         assert f.severity.value == want, f"{name}: {f.code}@{key[1]} severity {f.severity.value}, want {want}"
 
 
+def _project_main(name: str) -> Path:
+    return th.FIXTURES / "projects" / name / "main.py"
+
+
+def _check_project_main(path: Path, source: str = None):
+    from gradguard.core.resolve import resolve_external_facts
+
+    source = path.read_text(encoding="utf-8") if source is None else source
+    facts = resolve_external_facts(source, str(path), str(path.parent))
+    return check_source(source, str(path), external_facts=facts)
+
+
+def test_project_catalogue():
+    assert PROJECTS, "no programs of several files under tests/fixtures/projects"
+    assert {PROJECT_SPECS[n].runtime for n in PROJECTS} == {"crash", "train"}
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_project_findings_match_label(name):
+    spec = PROJECT_SPECS[name]
+    path = _project_main(name)
+    result = _check_project_main(path)
+    assert result.syntax_error is None
+    assert _found(result) == set(spec.expect), _describe(result)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for code, line in spec.expect:
+        assert lines[line - 1].strip() and not lines[line - 1].strip().startswith("#")
+    # the imported modules alone report nothing: the loop is not theirs
+    for other in sorted(path.parent.glob("*.py")):
+        if other.name != "main.py":
+            assert not check_source(other.read_text(encoding="utf-8"), str(other)).findings, other.name
+    if spec.expect:  # and without what resolution found, the main file alone reports nothing
+        assert not check_source(path.read_text(encoding="utf-8"), str(path)).findings
+
+
+def _fixed_project_main(path: Path):
+    source = path.read_text(encoding="utf-8")
+    result = _check_project_main(path)
+    if not result.findings:
+        return None
+    return _apply_preferred(source, result)
+
+
+@pytest.mark.parametrize("name", [n for n in PROJECTS if PROJECT_SPECS[n].expect])
+def test_project_preferred_fix_is_clean_and_idempotent(name):
+    path = _project_main(name)
+    fixed = _fixed_project_main(path)
+    assert fixed is not None and fixed != path.read_text(encoding="utf-8")
+    again = _check_project_main(path, fixed)
+    assert again.syntax_error is None and not again.findings, _describe(again)
+
+
 # --------------------------------------------------------------------------
 # 3a. fixing, on text (no torch needed)
 
@@ -179,6 +237,18 @@ def runtime(tmp_path_factory):
     jobs = []
     targets = [(n, th.FIXTURES / n) for n in NAMES]
     targets += [(f"examples/{n}", EXAMPLES_DIR / n) for n in EXAMPLES if (EXAMPLES_DIR / n).exists()]
+    for name in PROJECTS:  # the fixed main.py runs beside copies of the modules it imports
+        import shutil
+
+        path = _project_main(name)
+        job = {"name": f"projects/{name}", "original": str(path), "fixed": None, "seed": 0}
+        fixed = _fixed_project_main(path)
+        if fixed is not None:
+            folder = work / "projects" / name
+            shutil.copytree(path.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+            (folder / "main.py").write_text(fixed, encoding="utf-8")
+            job["fixed"] = str(folder / "main.py")
+        jobs.append(job)
     for name, path in targets:
         job = {"name": name, "original": str(path), "fixed": None, "seed": 0}
         fixed = _fixed_source(path)
@@ -248,6 +318,26 @@ def test_fix_keeps_the_carried_state(runtime, name):
     entry = runtime[name]
     assert "fixed" in entry, f"{name}: no preferred fix could be applied"
     assert entry["losses_equal"], f"{name}: {entry['losses_why']}"
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", PROJECTS)
+def test_projects_under_torch(runtime, name):
+    """A program of several files: torch agrees with its label; a reported one,
+    once fixed in its main file, trains with the same first-iteration gradients
+    and the same second loss (the state is kept, only its graph is cut)."""
+    spec = PROJECT_SPECS[name]
+    entry = runtime[f"projects/{name}"]
+    run = entry["original"]
+    if spec.runtime == "crash":
+        assert run["status"] == "crash" and spec.error in (run["error"] or ""), _why(run)
+        assert run["captured"]
+    else:
+        assert run["status"] == "train" and run["backward_calls"] >= 2, _why(run)
+    if spec.expect:
+        assert entry["fixed"]["status"] == "train", _why(entry["fixed"])
+        assert entry["grads_equal"], entry["grads_why"]
+        assert entry["losses_equal"], entry["losses_why"]
 
 
 # --------------------------------------------------------------------------

@@ -134,6 +134,12 @@ def fixture_paths(root: Path = FIXTURES) -> List[Path]:
     return sorted(p for p in root.glob("*.py") if p.read_text(encoding="utf-8").startswith(f"# {HEADER_MARK}"))
 
 
+def project_fixture_paths(root: Path = FIXTURES / "projects") -> List[Path]:
+    """Programs of several files: ``projects/<name>/main.py`` (with the header)
+    and the modules it imports beside it."""
+    return sorted(p for p in root.glob("*/main.py") if p.read_text(encoding="utf-8").startswith(f"# {HEADER_MARK}"))
+
+
 # --------------------------------------------------------------------------
 # Running programs (needs torch)
 # --------------------------------------------------------------------------
@@ -301,6 +307,11 @@ def run_program(path: str, seed: int = 0, timeout: int = 60) -> RunResult:
     status, etype, emsg = "train", None, None
     old_argv = sys.argv
     sys.argv = [path]
+    # as `python path` does: the script's folder first on the path, so that a
+    # program of several files imports its own modules (dropped again after)
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)
+    modules_before = set(sys.modules)
     can_alarm = hasattr(signal, "SIGALRM")
     if can_alarm:
         old_handler = signal.signal(signal.SIGALRM, _alarm)
@@ -316,6 +327,12 @@ def run_program(path: str, seed: int = 0, timeout: int = 60) -> RunResult:
         status, etype, emsg = "crash", type(e).__name__, str(e)
     finally:
         sys.argv = old_argv
+        if folder in sys.path:
+            sys.path.remove(folder)
+        for name in set(sys.modules) - modules_before:
+            mod_file = getattr(sys.modules.get(name), "__file__", None)
+            if mod_file and os.path.dirname(os.path.abspath(mod_file)) == folder:
+                del sys.modules[name]  # the next program's `seq_model` is its own
         if can_alarm:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old_handler)

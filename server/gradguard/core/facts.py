@@ -98,9 +98,12 @@ def _retpos(v: F.Val) -> F.RetPos:
     return F.RetPos(graph, params, arity, derived)
 
 
-def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self_obj: Optional[str] = None) -> F.FnFacts:
+def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self_obj: Optional[str] = None,
+                   states: Optional[list] = None) -> F.FnFacts:
     """Summarise one def by running the graph interpreter over its body with
-    each parameter as a ``("P", i)`` token."""
+    each parameter as a ``("P", i)`` token. ``states``: a list to receive what
+    :meth:`GraphFlow.self_states` finds (a method run on its own object's
+    state; only asked of a forward that assigns to ``self``)."""
     is_static = any(isinstance(d, ast.Name) and d.id in _STATIC for d in fn.decorator_list)  # type: ignore[attr-defined]
     names, defaults = _params(fn, method and not is_static)
     if not _needs_interpretation(fn.body):  # type: ignore[attr-defined]
@@ -116,6 +119,15 @@ def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self
         g.run(fn.body, env)  # type: ignore[attr-defined]
     except RecursionError:  # pathological nesting: say nothing rather than crash
         return F.FnFacts(params=names)
+    if states is not None and method and self_obj and not no_grad:
+        # a second run that marks state kept from the previous call: its ("A", ...)
+        # tokens must not leak into the facts above
+        t = F.GraphFlow(resolver, self_obj=self_obj, track_self_state=True, find_carries=False)
+        try:
+            t.run(fn.body, env)  # type: ignore[attr-defined]
+            states.extend(t.self_states())
+        except RecursionError:
+            pass
     rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
     whole = F.CLEAN
     for r in rets:
@@ -152,13 +164,29 @@ def _join_all(vals: List[F.Val]) -> F.Val:
     return out
 
 
+def instance_of(value: ast.expr) -> Optional[str]:
+    """``Name(...)`` (or ``Name(...).to(dev)``): the name called, whatever its case."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _MOVES
+    ):
+        value = value.func.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return value.func.id
+    return None
+
+
+_MOVES = ("to", "cuda", "cpu", "float", "double", "half", "train", "eval")
+
+
 def _ctor_name(value: ast.expr) -> Optional[str]:
     """``nn.GRU(...)`` → ``"nn.GRU"``; ``Model(...).to(dev)`` → ``"Model"``;
     ``getattr(nn, t)(...)`` → ``"?"`` (a constructor we cannot name)."""
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
-        and value.func.attr in ("to", "cuda", "cpu", "float", "double", "half", "train", "eval")
+        and value.func.attr in _MOVES
     ):
         value = value.func.value
     if not isinstance(value, ast.Call):
@@ -192,10 +220,12 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
     attr_t = tuple(sorted(attrs.items()))
     partial = F.ClassFacts(bases=bases, attrs=attr_t, has_forward=True)
     methods: List[Tuple[str, F.FnFacts]] = []
+    states: list = []
     for fn in defs:
         r = _FactResolver(cls.name, partial)
         r.current = None
-        methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name)))
+        ask = states if fn.name == "forward" and _assigns_self(fn) else None
+        methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask)))
     mdict = dict(methods)
     fwd = mdict.get("forward")
     fwd_detaches = False
@@ -208,7 +238,7 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        if _is_reset_value(node.value):
+                        if _is_reset_value(node.value) or _fresh_from_own_method(node.value, mdict):
                             attrs_cut.add("self." + t.attr)
             else:
                 name = F.inplace_cut_target(node)
@@ -217,6 +247,7 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
         if attrs_cut:
             cuts.append((fn.name, frozenset(attrs_cut)))
     return F.ClassFacts(
+        carried=tuple((key, _state_shape(v, partial), _ever_none(defs, key[5:])) for key, v in states),
         cuts=tuple(sorted(cuts, key=lambda kv: kv[0])),
         bases=bases,
         attrs=attr_t,
@@ -225,6 +256,58 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
     )
+
+
+def _fresh_from_own_method(value: ast.expr, methods: Dict[str, F.FnFacts]) -> bool:
+    """``self.init_hidden(...)``: a method of the class whose result carries no
+    graph and depends on no argument's (fresh zeros, say): a reset."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == "self"):
+        return False
+    m = methods.get(value.func.attr)
+    if m is None or not m.returns_value or m.ret is None:
+        return False
+    parts = (m.ret,) + tuple(m.returns or ())
+    return not any(p.graph or p.params or p.derived for p in parts)
+
+
+def _assigns_self(fn: ast.AST) -> bool:
+    """Does the method assign to an attribute of ``self`` (``self.h = ...``)?"""
+    for node in F.iter_nodes(fn.body):  # type: ignore[attr-defined]
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+                        return True
+    return False
+
+
+def _state_shape(v: F.Val, cls: F.ClassFacts) -> str:
+    """"tuple" | "tensor" | "unknown": what the kept state is, for the code that detaches it."""
+    if v.elems is not None and len(v.elems) >= 2:
+        return "tuple"
+    built = F._built_by(v)
+    name = F.dotted(built.func) if isinstance(built, ast.Call) else None
+    if name and name.startswith("self.") and name.count(".") == 1:
+        raw = cls.attr(name[5:])
+        q = F.Resolver().torch_class(F.Resolver().qualify_raw(raw)) if raw else None
+        if q in F.K.LSTM_LIKE:
+            return "tuple"
+        if q and F.K.is_recurrent(q):
+            return "tensor"
+    return "unknown"
+
+
+def _ever_none(defs, attr: str) -> bool:
+    """Is ``self.<attr> = None`` written anywhere in the class (so the state
+    is None before the first call)?"""
+    for fn in defs:
+        for node in F.iter_nodes(fn.body):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None:
+                if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                       and t.value.id == "self" for t in node.targets):
+                    return True
+    return False
 
 
 def _is_reset_value(value: ast.expr) -> bool:
@@ -251,34 +334,17 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
     body = stmt.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else [stmt]
     if isinstance(stmt, ast.ClassDef):
         return []
-    ctors: Dict[str, str] = {}
-    loops: list = []
-    _visit_loops(body, ctors, loops)
+    ctors, loops = backprop_loops(body)
     if not loops:
         return []
-    entries: Dict[str, Tuple[set, set]] = {}
+    entries: Dict[str, list] = {}
     for loop in loops:
-        for node in F.iter_nodes(loop.body):
-            if isinstance(node, ast.Call):
-                name = F.dotted(node.func)
-                if name is None:
-                    continue
-                entries.setdefault(name, (set(), set()))[0].add("__call__")
-                if isinstance(node.func, ast.Attribute):
-                    recv = F.dotted(node.func.value)
-                    if recv is not None:
-                        entries.setdefault(recv, (set(), set()))[0].add(node.func.attr)
-            elif isinstance(node, ast.Assign):
-                for t in node.targets:
-                    if isinstance(t, ast.Attribute):
-                        recv = F.dotted(t.value)
-                        if recv is not None:
-                            entries.setdefault(recv, (set(), set()))[1].add(t.attr)
+        loop_call_sites(loop, entries)
     # Keep the fact coarse (units that read it are re-analysed when it changes): only plain names that the loop
     # invokes (an object called like a module), never builtins or dotted calls.
     value = frozenset(
         (callee, ctors.get(callee, ""), frozenset(ms), frozenset(ats))
-        for callee, (ms, ats) in entries.items()
+        for callee, (_, ms, ats) in entries.items()
         if "." not in callee and callee not in _BUILTINS and ("__call__" in ms or "forward" in ms)
     )
     if not value:
@@ -286,6 +352,40 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
     key = "loopcalls:" + (stmt.name if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else
                           ",".join(sorted(entries)))
     return [(key, value)]
+
+
+def loop_call_sites(loop: ast.AST, entries: Dict[str, list]) -> Dict[str, list]:
+    """What a loop body does to each object it names, into ``entries``:
+    ``{dotted name: [its first call (or None), methods called on it (``__call__``
+    for a call of the object itself), attributes assigned on it]}``."""
+    for node in F.iter_nodes(loop.body):  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call):
+            name = F.dotted(node.func)
+            if name is None:
+                continue
+            entry = entries.setdefault(name, [None, set(), set()])
+            entry[1].add("__call__")
+            if entry[0] is None or (node.lineno, node.col_offset) < (entry[0].lineno, entry[0].col_offset):
+                entry[0] = node  # the first in the text
+            if isinstance(node.func, ast.Attribute):
+                recv = F.dotted(node.func.value)
+                if recv is not None:
+                    entries.setdefault(recv, [None, set(), set()])[1].add(node.func.attr)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Attribute):
+                    recv = F.dotted(t.value)
+                    if recv is not None:
+                        entries.setdefault(recv, [None, set(), set()])[2].add(t.attr)
+    return entries
+
+
+def backprop_loops(stmts) -> Tuple[Dict[str, str], list]:
+    """(``name = Ctor(...)`` constructors, back-propagating loops) of a body."""
+    ctors: Dict[str, str] = {}
+    loops: list = []
+    _visit_loops(stmts, ctors, loops)
+    return ctors, loops
 
 
 def _visit_loops(stmts, ctors: Dict[str, str], loops: list) -> None:

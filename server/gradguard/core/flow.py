@@ -620,6 +620,10 @@ class ClassFacts:
     forward_detaches_hidden: bool = False
     # (method, attrs it resets or detaches: self.x = None / zeros / self.x.detach())
     cuts: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
+    # state forward keeps on the module from one call into the next, still on the
+    # call's graph (``out, self.hidden = self.lstm(x, self.hidden)``):
+    # (``"self.hidden"``, shape: "tuple" | "tensor" | "unknown", may it be None)
+    carried: Tuple[Tuple[str, str, bool], ...] = ()
 
     def methods_cutting(self, attr: str) -> FrozenSet[str]:
         return frozenset(m for m, attrs in self.cuts if attr in attrs)

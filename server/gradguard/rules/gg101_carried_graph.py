@@ -68,6 +68,12 @@ a detach mapped over a nested state (`apply_to_tensor(h, torch.Tensor.detach)`,
 `tree_map(lambda t: t.detach(), h)`), resetting the state to `None` or fresh zeros, and `torch.no_grad()` /
 `torch.inference_mode()` blocks.
 
+A model can also keep the state itself (`out, self.hidden = self.lstm(x, self.hidden)` in
+`forward`). Defined in the same file, it is reported in `forward`; imported from another
+module of the project, it is reported where the training loop calls it, with the detach
+put before that call. A loop that resets the state (`model.hidden = model.init_hidden()`,
+or a method of the model that does) is left alone.
+
 ## Why is this bad?
 
 `hidden` is not just numbers: its `grad_fn` links it to everything that produced it
@@ -176,6 +182,11 @@ import 别名去追踪这个值，也认得常见的截断写法：`.detach()`�
 `tuple(s.detach() for s in h)`、`repackage_hidden` 式的辅助函数（看函数体做了什么，而不是看名字）、
 映射到嵌套状态上的 detach（`apply_to_tensor(h, torch.Tensor.detach)`、`tree_map(lambda t: t.detach(), h)`）、
 每批重置为 `None` 或新建的全零张量，以及 `torch.no_grad()` / `torch.inference_mode()` 代码块。
+
+模型也可能自己保存状态（在 `forward` 里写 `out, self.hidden = self.lstm(x, self.hidden)`）。
+模型定义在同一文件时，问题报告在 `forward` 中；从项目里的其他模块导入时，报告在训练循环调用它的地方，
+修复会在那次调用之前插入 detach。循环里重置了状态（`model.hidden = model.init_hidden()`，
+或调用了模型自己做重置的方法）则不会报告。
 
 ## 为什么有问题
 
@@ -299,6 +310,7 @@ class CarriedGraph(Rule):
                 out.append(f)
             if self_obj is not None:
                 out.extend(f for f in _stateful_findings(self, unit, flow, ctx) if f.data["variable"] not in done)
+        out.extend(_imported_state_findings(self, unit, ctx))
         return out
 
 
@@ -455,6 +467,87 @@ def _stateful_findings(rule, unit, flow: F.GraphFlow, ctx) -> List[Finding]:
         out.append(Finding(rule.code, ctx.line_range(v.site), msg, rule.default_severity, tuple(related), fixes,
                            {"variable": key, "variables": [key], "stateful": True}))
     return out
+
+
+def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
+    """``out = net(x)`` in a training loop, ``net`` an instance of a class
+    imported from another file whose forward keeps its recurrent state on the
+    module (``ClassFacts.carried``), and the loop neither resets that state nor
+    calls a method that cuts it. A class of this file is reported in its own
+    forward (:func:`_stateful_findings`); one from another file is reported
+    here, where the loop is, with the detach put before the call."""
+    summary = ctx.summary
+    imported = {k[6:] for k in summary if k.startswith("class:") and "import:" + k[6:] in summary}
+    if not imported:
+        return []
+    ctors, loops = _facts.backprop_loops(unit.body)
+    if not loops:
+        return []
+    # instances of the imported classes, whatever their names look like (`fMRI_LSTM(...)`)
+    for node in F.iter_statements(unit.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            made = _facts.instance_of(node.value)
+            if made in imported:
+                ctors[node.targets[0].id] = made
+    out = []
+    for loop in loops:
+        for callee, (call, methods, attrs) in _facts.loop_call_sites(loop, {}).items():
+            if call is None or "." in callee or not ({"__call__", "forward"} & methods):
+                continue
+            ctor = ctors.get(callee) or summary.get("var:" + callee)
+            if not isinstance(ctor, str) or ctor not in imported:
+                continue
+            cf = summary.get("class:" + ctor)
+            if not isinstance(cf, F.ClassFacts) or not cf.carried:
+                continue
+            for key, shape, maybe_none in cf.carried:
+                attr = key.split(".", 1)[1]
+                if attr in attrs or methods & cf.methods_cutting(key):
+                    continue  # the loop resets it, or calls a method of the class that cuts it
+                out.append(_imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, shape, maybe_none))
+    return out
+
+
+def _imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, shape, maybe_none) -> Finding:
+    state = f"{callee}.{attr}"
+    msg = {
+        "en": f"`{callee}(...)` runs `{ctor}.forward`, which keeps its state in `{state}` still attached to this "
+        f"iteration's autograd graph and starts the next call from it; the next iteration's backward() then runs "
+        f"into the already-freed graph (\"Trying to backward through the graph a second time\"). Detach "
+        f"`{state}` before the call (or reset it every iteration).",
+        "zh": f"`{callee}(...)` 会执行 `{ctor}.forward`，它把状态保存在 `{state}` 里，而这个状态仍连着本轮迭代的"
+        f"计算图，下一次调用又从它开始计算；于是下一轮的 backward() 会回溯进已经释放的图（报错 \"Trying to "
+        f"backward through the graph a second time\"）。请在调用前对 `{state}` 做 detach（或每轮迭代重置它）。",
+    }
+    stmt = _statement_holding(loop.body, call)
+    fixes: Tuple[Fix, ...] = ()
+    if stmt is not None:
+        line = ctx.index.line(stmt.lineno - 1)
+        indent = line[: len(line) - len(line.lstrip())]
+        if len(indent) == ctx.index.char_col(stmt.lineno, stmt.col_offset):
+            detach = _detach_line((state,), shape)
+            if maybe_none:
+                text = f"{indent}if {state} is not None:\n{indent}    {detach}\n"
+            else:
+                text = f"{indent}{detach}\n"
+            pos = Position(stmt.lineno - 1, 0)
+            fixes = (Fix({"en": f"Detach `{state}` before calling `{callee}` (keeps the state, cuts the graph)",
+                          "zh": f"在调用 `{callee}` 之前 detach `{state}`（保留状态，切断计算图）"},
+                         (TextEdit(Range(pos, pos), text),), preferred=True),)
+    return Finding(rule.code, ctx.range(call), msg, rule.default_severity, (), fixes,
+                   {"variable": state, "variables": [state], "stateful": True})
+
+
+def _statement_holding(body, node) -> Optional[ast.stmt]:
+    """The innermost statement of ``body`` (nested blocks entered) that holds ``node``."""
+    for s in body:
+        if s.lineno <= node.lineno <= (s.end_lineno or s.lineno):
+            for block in F.child_blocks(s):
+                inner = _statement_holding(block, node)
+                if inner is not None:
+                    return inner
+            return s
+    return None
 
 
 def _call_state_findings(rule, unit, flow: F.GraphFlow, ctx) -> List[Finding]:
