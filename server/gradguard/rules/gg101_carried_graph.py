@@ -477,7 +477,7 @@ def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
     forward (:func:`_stateful_findings`); one from another file is reported
     here, where the loop is, with the detach put before the call."""
     summary = ctx.summary
-    imported = {k[6:] for k in summary if k.startswith("class:") and "import:" + k[6:] in summary}
+    imported = query(summary, _imported_stateful_classes)
     if not imported:
         return []
     ctors, loops = _facts.backprop_loops(unit.body)
@@ -498,7 +498,7 @@ def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
             if not isinstance(ctor, str) or ctor not in imported:
                 continue
             cf = summary.get("class:" + ctor)
-            if not isinstance(cf, F.ClassFacts) or not cf.carried:
+            if not isinstance(cf, F.ClassFacts):
                 continue
             for key, shape, maybe_none in cf.carried:
                 attr = key.split(".", 1)[1]
@@ -506,6 +506,14 @@ def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
                     continue  # the loop resets it, or calls a method of the class that cuts it
                 out.append(_imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, shape, maybe_none))
     return out
+
+
+def _imported_stateful_classes(summary) -> frozenset:
+    """Classes imported from other modules of the project whose forward keeps
+    state on the module (a summary query: one scan per table, not per unit)."""
+    return frozenset(k[6:] for k, v in summary.items()
+                     if k.startswith("class:") and isinstance(v, F.ClassFacts) and v.carried
+                     and "import:" + k[6:] in summary)
 
 
 def _imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, shape, maybe_none) -> Finding:
