@@ -45,9 +45,9 @@ NAMES = sorted(SPECS)
 WITH_FINDINGS = [n for n in NAMES if SPECS[n].expect]
 GG101_NAMES = [n for n in NAMES if "GG101" in SPECS[n].codes]
 
-# Programs of several files (projects/<name>/main.py and the modules beside it):
-# checked with the facts resolution finds in those modules, as the CLI does.
-PROJECT_SPECS = {p.parent.name: th.parse_header(p.read_text(encoding="utf-8"), str(p))
+# Programs of several files (projects/<folder>/<program>.py and the modules beside
+# them): checked with the facts resolution finds in those modules, as the CLI does.
+PROJECT_SPECS = {f"{p.parent.name}/{p.name}": th.parse_header(p.read_text(encoding="utf-8"), str(p))
                  for p in th.project_fixture_paths()}
 PROJECTS = sorted(PROJECT_SPECS)
 
@@ -147,7 +147,7 @@ def test_findings_match_label(name):
 
 
 def _project_main(name: str) -> Path:
-    return th.FIXTURES / "projects" / name / "main.py"
+    return th.FIXTURES / "projects" / name
 
 
 def _check_project_main(path: Path, source: str = None):
@@ -175,7 +175,7 @@ def test_project_findings_match_label(name):
         assert lines[line - 1].strip() and not lines[line - 1].strip().startswith("#")
     # the imported modules alone report nothing: the loop is not theirs
     for other in sorted(path.parent.glob("*.py")):
-        if other.name != "main.py":
+        if f"{other.parent.name}/{other.name}" not in PROJECT_SPECS:
             assert not check_source(other.read_text(encoding="utf-8"), str(other)).findings, other.name
     if spec.expect:  # and without what resolution found, the main file alone reports nothing
         assert not check_source(path.read_text(encoding="utf-8"), str(path)).findings
@@ -237,17 +237,17 @@ def runtime(tmp_path_factory):
     jobs = []
     targets = [(n, th.FIXTURES / n) for n in NAMES]
     targets += [(f"examples/{n}", EXAMPLES_DIR / n) for n in EXAMPLES if (EXAMPLES_DIR / n).exists()]
-    for name in PROJECTS:  # the fixed main.py runs beside copies of the modules it imports
+    for name in PROJECTS:  # the fixed program runs beside copies of the modules it imports
         import shutil
 
         path = _project_main(name)
         job = {"name": f"projects/{name}", "original": str(path), "fixed": None, "seed": 0}
         fixed = _fixed_project_main(path)
         if fixed is not None:
-            folder = work / "projects" / name
+            folder = work / "projects" / name.replace("/", "__")
             shutil.copytree(path.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
-            (folder / "main.py").write_text(fixed, encoding="utf-8")
-            job["fixed"] = str(folder / "main.py")
+            (folder / path.name).write_text(fixed, encoding="utf-8")
+            job["fixed"] = str(folder / path.name)
         jobs.append(job)
     for name, path in targets:
         job = {"name": name, "original": str(path), "fixed": None, "seed": 0}

@@ -135,9 +135,9 @@ def fixture_paths(root: Path = FIXTURES) -> List[Path]:
 
 
 def project_fixture_paths(root: Path = FIXTURES / "projects") -> List[Path]:
-    """Programs of several files: ``projects/<name>/main.py`` (with the header)
-    and the modules it imports beside it."""
-    return sorted(p for p in root.glob("*/main.py") if p.read_text(encoding="utf-8").startswith(f"# {HEADER_MARK}"))
+    """Programs of several files: each file of ``projects/<folder>/`` with the
+    header is a program; the files without it are the modules they import."""
+    return sorted(p for p in root.glob("*/*.py") if p.read_text(encoding="utf-8").startswith(f"# {HEADER_MARK}"))
 
 
 # --------------------------------------------------------------------------
