@@ -406,12 +406,19 @@ def _visit_loops(stmts, ctors: Dict[str, str], loops: list) -> None:
 
 
 def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
+    """``var:<name>``: the class a module-level name was made from (``Ctor(...)``,
+    capitalised, so it reads as a class). ``inst:<name>``: any other bare name it
+    was made by calling (``fMRI_LSTM(...)``), which only the facts of an imported
+    class can tell apart from a function."""
     if isinstance(stmt, ast.Assign):
         ctor = _ctor_name(stmt.value)
-        if ctor:
-            for t in stmt.targets:
-                if isinstance(t, ast.Name):
+        made = None if ctor else instance_of(stmt.value)
+        for t in stmt.targets:
+            if isinstance(t, ast.Name):
+                if ctor:
                     yield "var:" + t.id, ctor
+                elif made:
+                    yield "inst:" + t.id, made
     elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
         for block in F.child_blocks(stmt):
             for s in block:

@@ -494,7 +494,7 @@ def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
         for callee, (call, methods, attrs) in _facts.loop_call_sites(loop, {}).items():
             if call is None or "." in callee or not ({"__call__", "forward"} & methods):
                 continue
-            ctor = ctors.get(callee) or summary.get("var:" + callee)
+            ctor = ctors.get(callee) or summary.get("var:" + callee) or summary.get("inst:" + callee)
             if not isinstance(ctor, str) or ctor not in imported:
                 continue
             cf = summary.get("class:" + ctor)
