@@ -258,13 +258,14 @@ class Document:
     # -- text → chunks ---------------------------------------------------
     def _set_full(self, source: str, rs: int = 0, lines: Optional[List[str]] = None) -> None:
         """Read the text again from line ``rs`` to its end; the chunks before
-        ``rs`` stay. The caller vouches that those lines are unchanged and that
-        every chunk before them parses on its own: they then end where one
-        top-level statement ends and the next begins, with no bracket, string or
-        block open, so the whole text parses exactly when the rest does, and
-        fails with the same error at the same place (the rest is parsed with its
-        lines where they are). Typing inside an unclosed bracket in the middle of
-        a file parses half of it, not all of it, at every keystroke."""
+        ``rs`` stay when :meth:`_prefix_stands` says they may (else all of it is
+        read). The caller vouches that those lines are unchanged. Chunks that
+        each parse on their own end where one top-level statement ends and the
+        next begins, with no bracket, string or block open, so the whole text
+        parses exactly when the rest does, and fails with the same error at the
+        same place (the rest is parsed with its lines where they are). Typing
+        inside an unclosed bracket in the middle of a file parses half of it,
+        not all of it, at every keystroke."""
         self.eol = line_ending(source)
         lines = split_lines(source) if lines is None else lines
         self.index = LineIndex.of_lines(lines)
@@ -356,7 +357,8 @@ class Document:
         # not parse on its own (the bracket being closed) takes every such chunk
         # into the region: when the region parses now, so does the whole text, and
         # the rest keeps its trees, facts and findings instead of the whole file
-        # being parsed again. An edit elsewhere cannot mend them: the whole file.
+        # being parsed again. An edit elsewhere cannot mend them: the text is read
+        # again from the first of them (or the edit) on.
         broken = [i for i, c in enumerate(self.chunks) if c.kind == "broken"]
         if broken:
             if a is None or not any(a - 1 <= i <= b + 1 for i in broken):

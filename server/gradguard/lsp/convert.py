@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
-from gradguard.core.model import Finding, Fix, Position, Range, Severity, TextEdit
+from gradguard.core.model import Finding, Fix, Position, Range, Severity
 from gradguard.core.text import split_lines, utf16_to_char
 
 SOURCE = "gradguard"
@@ -192,14 +192,6 @@ class SourceMap:
         if pos.character > codec.to_client(text, len(text)):
             return None
         return Position(part.start + pos.line, codec.from_client(text, pos.character))
-
-
-def edit_to_client(edit: TextEdit, smap: SourceMap, codec: Codec) -> Optional[Tuple[Part, lsp.TextEdit]]:
-    conv = smap.to_client_range(edit.range, codec)
-    if conv is None:
-        return None
-    part, rng = conv
-    return part, lsp.TextEdit(range=rng, new_text=edit.new_text)
 
 
 def fix_to_data(fix: Fix, smap: SourceMap, codec: Codec, lang: str) -> Dict[str, Any]:
