@@ -207,6 +207,32 @@ async def test_names_imported_from_the_users_other_files_are_resolved(shared, tm
         await wait_for_diagnostics(client, uri, 2, check=lambda p: codes(p) == [])
 
 
+async def test_a_model_imported_from_another_file_that_keeps_its_state(shared, tmp_path):
+    """The model's forward keeps the LSTM state on the module, and the class is
+    in seq_model.py: the server learns it by resolving the import, reports the
+    loop's call of the model, and its quick fix (in this file) clears it."""
+    from pathlib import Path
+
+    from lsp_harness import apply_workspace_edit, code_actions
+
+    project = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "stateful_lstm"
+    (tmp_path / "seq_model.py").write_text((project / "seq_model.py").read_text(encoding="utf-8"), encoding="utf-8")
+    text = (project / "gg101_state_kept_on_the_module.py").read_text(encoding="utf-8")
+    call_line = next(i for i, ln in enumerate(text.split("\n")) if "outputs = net(x)" in ln)
+    uri = file_uri(tmp_path, "train.py")
+    async with use(shared) as client:
+        open_doc(client, uri, text, 1)
+        pub = await wait_for_diagnostics(client, uri, 1, check=lambda p: codes(p) == ["GG101"])
+        d = pub.diagnostics[0]
+        assert d.range.start.line == call_line and "net.hidden" in d.message
+        actions = await code_actions(client, uri, d.range, [d])
+        preferred = next(a for a in actions if a.is_preferred)
+        fixed = apply_workspace_edit(text, uri, preferred.edit, expect_version=1)
+        assert "net.hidden = tuple(" in fixed
+        change_full(client, uri, fixed, 2)
+        await wait_for_diagnostics(client, uri, 2, check=lambda p: codes(p) == [])
+
+
 async def test_enable_false_and_on_save_mode(session, tmp_path):
     uri = file_uri(tmp_path, "m.py")
     async with session(init_options={"debounce": 20, "run": "onSave", "logLevel": "error"}) as client:
