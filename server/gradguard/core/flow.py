@@ -1336,6 +1336,10 @@ class GraphFlow:
         if (call.args or call.keywords) and applies_cut(call):
             self._args(call, env)
             return CLEAN
+        if self._rewraps(call, env):
+            self.eval(func, env)
+            self._args(call, env)
+            return CLEAN
         if isinstance(func, ast.Attribute):
             return self._method_call(call, func, env)
         callee = self.eval(func, env)
@@ -1520,18 +1524,29 @@ class GraphFlow:
         targets = self._targets
         if not targets:
             return False
-        argnames = set()
-        for a in list(call.args) + [k.value for k in call.keywords]:
-            if isinstance(a, (ast.Tuple, ast.List)):
-                argnames.update(n for n in (dotted(e) for e in a.elts) if n)
-            else:
-                n = dotted(a)
-                if n:
-                    argnames.add(n)
+        argnames = _arg_names(call)
         if len(targets) >= 2 and argnames & set(targets):
             return True
         if len(targets) == 1 and len(call.args) >= 2 and targets[0] in argnames:
             return unknown_ok or callee.param or (callee.obj or "").startswith(("inst:", "user:"))
+        return False
+
+    def _rewraps(self, call: ast.Call, env: Dict[str, Val]) -> bool:
+        """``model, optimizer, loader = engine.make_private(module=model, ...)``,
+        ``model, opt = accelerator.prepare(model, opt)``: a statement handing a
+        module or an optimizer it holds to a call and taking the result back in
+        its place wraps the training objects; it steps no state, whatever a
+        summary of the callee (a library's own code, say) makes of its insides."""
+        s = self._stmt
+        if not isinstance(s, ast.Assign) or s.value is not call or len(self._targets) < 2:
+            return False
+        q = self.r.qualify(call.func)
+        if q and (q.startswith("torch.") or q in _WRAPPERS):
+            return False  # torch's own wrappers keep what they wrap
+        for n in _arg_names(call) & set(self._targets):
+            obj = (env.get(n) or CLEAN).obj
+            if obj and obj.startswith(("user:", "inst:")):
+                return True
         return False
 
     def _torch_call(self, call, q: str, pos, kws, args_taints) -> Val:
@@ -1616,6 +1631,17 @@ def _assigned_names(stmt: ast.AST) -> List[str]:
     if isinstance(stmt, (ast.For, ast.AsyncFor)):
         return target_names(stmt.target)
     return []
+
+
+def _arg_names(call: ast.Call) -> set:
+    """The dotted names a call is given (inside a tuple or list argument too)."""
+    names = set()
+    for a in list(call.args) + [k.value for k in call.keywords]:
+        for e in (a.elts if isinstance(a, (ast.Tuple, ast.List)) else (a,)):
+            n = dotted(e)
+            if n:
+                names.add(n)
+    return names
 
 
 def _built_by(v: Val, loop: _Opt[ast.AST] = None) -> _Opt[ast.AST]:
