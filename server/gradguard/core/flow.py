@@ -828,6 +828,9 @@ class GraphFlow:
         self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated
         self._dotted_bases: set = set()
         self._stmt: _Opt[ast.stmt] = None
+        # the branches last taken on each simple condition (see _recall_branches)
+        self._branches: Dict[tuple, list] = {}
+        self._cond_keys: Dict[ast.expr, _Opt[tuple]] = {}  # per test node (loop bodies run more than once)
 
     # -- entry points ----------------------------------------------------
     def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
@@ -922,9 +925,17 @@ class GraphFlow:
             self.eval(s.test, env)
             e1, e2 = dict(env), dict(env)
             self._narrow(s.test, e1, e2)
+            key = self._cond_keys.get(s.test, _NO_KEY)
+            if key is _NO_KEY:
+                key = self._cond_keys[s.test] = _condition_key(s.test)
+            if key is not None:
+                self._recall_branches(key, env, e1, e2)
+            before = env
             e1 = self.block(s.body, e1)
             e2 = self.block(s.orelse, e2)
             env = join_env(e1, e2)
+            if key is not None:
+                self._remember_branches(key, s.test, before, e1, e2, env)
         elif isinstance(s, LOOPS):
             name = inplace_cut_target(s)
             if name is not None:  # for s in state: s.detach_()
@@ -972,6 +983,37 @@ class GraphFlow:
                 if isinstance(child, ast.expr):
                     self.eval(child, env)
         return env
+
+    # ``if use_reg: penal = ...`` … ``if use_reg: loss = loss + penal``: the second
+    # test takes the branch the first took, as long as nothing it reads changed in
+    # between, so a value the first branch set is not also "last iteration's".
+    def _remember_branches(self, key: tuple, test: ast.expr, before, e1, e2, merged) -> None:
+        names = _condition_names(test)
+        watched = {n: merged.get(n) for n in names}
+        watched.update((n.split(".")[0], merged.get(n.split(".")[0])) for n in names)
+        yes = {n: v for n, v in e1.items() if before.get(n) is not v}
+        no = {n: v for n, v in e2.items() if before.get(n) is not v}
+        kept = {n: merged.get(n) for n in set(yes) | set(no)}
+        memos = self._branches.setdefault(key, [])
+        memos.append((watched, yes, no, kept))
+        del memos[:-8]  # the same test in both arms of another if leaves one each
+
+    def _recall_branches(self, key: tuple, env, yes_env, no_env) -> None:
+        best, hits = None, 0
+        for memo in reversed(self._branches.get(key, ())):
+            watched, _, _, kept = memo
+            if any(env.get(n) is not v for n, v in watched.items()):
+                continue  # what the test reads has changed since
+            n_hits = sum(1 for n, v in kept.items() if env.get(n) is v)
+            if n_hits > hits:
+                best, hits = memo, n_hits
+        if best is None:
+            return
+        _, yes, no, kept = best
+        for side, values in ((yes_env, yes), (no_env, no)):
+            for n, v in values.items():
+                if env.get(n) is kept.get(n):  # untouched since that branch
+                    side[n] = v
 
     @staticmethod
     def _narrow(test: ast.expr, yes: Dict[str, Val], no: Dict[str, Val]) -> None:
@@ -1538,15 +1580,13 @@ class GraphFlow:
         its place wraps the training objects; it steps no state, whatever a
         summary of the callee (a library's own code, say) makes of its insides."""
         s = self._stmt
-        if not isinstance(s, ast.Assign) or s.value is not call or len(self._targets) < 2:
+        if len(self._targets) < 2 or not isinstance(s, ast.Assign) or s.value is not call:
             return False
-        q = self.r.qualify(call.func)
-        if q and (q.startswith("torch.") or q in _WRAPPERS):
-            return False  # torch's own wrappers keep what they wrap
         for n in _arg_names(call) & set(self._targets):
             obj = (env.get(n) or CLEAN).obj
             if obj and obj.startswith(("user:", "inst:")):
-                return True
+                q = self.r.qualify(call.func)
+                return not (q and (q.startswith("torch.") or q in _WRAPPERS))  # torch's wrappers keep what they wrap
         return False
 
     def _torch_call(self, call, q: str, pos, kws, args_taints) -> Val:
@@ -1631,6 +1671,46 @@ def _assigned_names(stmt: ast.AST) -> List[str]:
     if isinstance(stmt, (ast.For, ast.AsyncFor)):
         return target_names(stmt.target)
     return []
+
+
+_NO_KEY = object()
+
+
+def _condition_key(test: ast.expr) -> _Opt[tuple]:
+    """A key for a test simple enough that evaluating it twice in a row gives
+    the same answer while the names it reads keep their values: names and
+    attributes, constants, ``not``/``and``/``or``, comparisons, ``bool(...)``
+    (the same text gives the same key). None for anything else."""
+    key: list = []
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name):
+            key.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            key.append("." + node.attr)
+        elif isinstance(node, ast.Constant):
+            key.append((type(node.value).__name__, repr(node.value)))
+        elif isinstance(node, ast.BoolOp):
+            key.append((type(node.op).__name__, len(node.values)))
+        elif isinstance(node, ast.Compare):
+            key.append(("cmp",) + tuple(type(o).__name__ for o in node.ops))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            key.append("not")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "bool" \
+                and len(node.args) == 1 and not node.keywords:
+            key.append("bool()")
+        elif not isinstance(node, (ast.expr_context, ast.boolop, ast.cmpop, ast.unaryop)):
+            return None
+    return tuple(key)
+
+
+def _condition_names(test: ast.expr) -> set:
+    names = set()
+    for node in ast.walk(test):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            n = dotted(node)
+            if n:
+                names.add(n)
+    return names
 
 
 def _arg_names(call: ast.Call) -> set:
