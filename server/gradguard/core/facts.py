@@ -164,31 +164,35 @@ def _join_all(vals: List[F.Val]) -> F.Val:
     return out
 
 
+_MOVES = ("to", "cuda", "cpu", "float", "double", "half", "train", "eval")
+
+
+def _unmoved(value: ast.expr) -> ast.expr:
+    """``Model(...).to(dev).eval()`` → ``Model(...)``: what was made, not where it went."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
+        value = value.func.value
+    return value
+
+
+def _self_attr(node: ast.AST) -> Optional[str]:
+    """``self.<attr>`` → ``attr``; anything else → None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
 def instance_of(value: ast.expr) -> Optional[str]:
     """``Name(...)`` (or ``Name(...).to(dev)``): the name called, whatever its case."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _MOVES
-    ):
-        value = value.func.value
+    value = _unmoved(value)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
         return value.func.id
     return None
 
 
-_MOVES = ("to", "cuda", "cpu", "float", "double", "half", "train", "eval")
-
-
 def _ctor_name(value: ast.expr) -> Optional[str]:
     """``nn.GRU(...)`` → ``"nn.GRU"``; ``Model(...).to(dev)`` → ``"Model"``;
     ``getattr(nn, t)(...)`` → ``"?"`` (a constructor we cannot name)."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _MOVES
-    ):
-        value = value.func.value
+    value = _unmoved(value)
     if not isinstance(value, ast.Call):
         return None
     name = F.dotted(value.func)
@@ -207,11 +211,11 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
     for fn in defs:
         for node in F.iter_nodes(fn.body):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                t = node.targets[0]
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                attr = _self_attr(node.targets[0])
+                if attr is not None:
                     ctor = _ctor_name(node.value)
-                    if ctor and t.attr not in attrs:
-                        attrs[t.attr] = ctor
+                    if ctor and attr not in attrs:
+                        attrs[attr] = ctor
     for s in cls.body:  # class-level: rnn = nn.GRU(...)
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             ctor = _ctor_name(s.value)
@@ -237,9 +241,9 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
         for node in F.iter_statements(fn.body):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
-                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        if _is_reset_value(node.value) or _fresh_from_own_method(node.value, mdict):
-                            attrs_cut.add("self." + t.attr)
+                    attr = _self_attr(t)
+                    if attr is not None and (_is_reset_value(node.value) or _fresh_from_own_method(node.value, mdict)):
+                        attrs_cut.add("self." + attr)
             else:
                 name = F.inplace_cut_target(node)
                 if name and name.startswith("self."):
@@ -261,10 +265,8 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
 def _fresh_from_own_method(value: ast.expr, methods: Dict[str, F.FnFacts]) -> bool:
     """``self.init_hidden(...)``: a method of the class whose result carries no
     graph and depends on no argument's (fresh zeros, say): a reset."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-            and isinstance(value.func.value, ast.Name) and value.func.value.id == "self"):
-        return False
-    m = methods.get(value.func.attr)
+    name = _self_attr(value.func) if isinstance(value, ast.Call) else None
+    m = methods.get(name) if name is not None else None
     if m is None or not m.returns_value or m.ret is None:
         return False
     parts = (m.ret,) + tuple(m.returns or ())
@@ -276,9 +278,8 @@ def _assigns_self(fn: ast.AST) -> bool:
     for node in F.iter_nodes(fn.body):  # type: ignore[attr-defined]
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
-                        return True
+                if any(_self_attr(n) is not None for n in ast.walk(t)):
+                    return True
     return False
 
 
@@ -287,15 +288,9 @@ def _state_shape(v: F.Val, cls: F.ClassFacts) -> str:
     if v.elems is not None and len(v.elems) >= 2:
         return "tuple"
     built = F._built_by(v)
-    name = F.dotted(built.func) if isinstance(built, ast.Call) else None
-    if name and name.startswith("self.") and name.count(".") == 1:
-        raw = cls.attr(name[5:])
-        q = F.Resolver().torch_class(F.Resolver().qualify_raw(raw)) if raw else None
-        if q in F.K.LSTM_LIKE:
-            return "tuple"
-        if q and F.K.is_recurrent(q):
-            return "tensor"
-    return "unknown"
+    attr = _self_attr(built.func) if isinstance(built, ast.Call) else None
+    raw = cls.attr(attr) if attr is not None else None
+    return F.state_shape(F.Resolver.torch_class(F.Resolver().qualify_raw(raw)) if raw else None)
 
 
 def _ever_none(defs, attr: str) -> bool:
@@ -304,8 +299,7 @@ def _ever_none(defs, attr: str) -> bool:
     for fn in defs:
         for node in F.iter_nodes(fn.body):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None:
-                if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
-                       and t.value.id == "self" for t in node.targets):
+                if any(_self_attr(t) == attr for t in node.targets):
                     return True
     return False
 

@@ -769,6 +769,14 @@ class Carry:
     end: Dict[str, Val]  # values at the end of an iteration
 
 
+def state_shape(torch_class: _Opt[str]) -> str:
+    """"tuple" | "tensor" | "unknown": the state a torch module of this class
+    returns beside its output (an LSTM's ``(h, c)``, a GRU's ``h``)."""
+    if torch_class in K.LSTM_LIKE:
+        return "tuple"
+    return "tensor" if torch_class and K.is_recurrent(torch_class) else "unknown"
+
+
 # How deep summaries are composed through chains of helpers (FnFacts.delegates,
 # GG102's bwcalls): train_epoch -> train_step -> backward is depth 2.
 DELEGATION_DEPTH = 4

@@ -528,20 +528,12 @@ def _imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, sha
         f"backward through the graph a second time\"）。请在调用前对 `{state}` 做 detach（或每轮迭代重置它）。",
     }
     stmt = _statement_holding(loop.body, call)
+    edit = _detach_before(stmt, state, shape, ctx, guard=maybe_none) if stmt is not None else None
     fixes: Tuple[Fix, ...] = ()
-    if stmt is not None:
-        line = ctx.index.line(stmt.lineno - 1)
-        indent = line[: len(line) - len(line.lstrip())]
-        if len(indent) == ctx.index.char_col(stmt.lineno, stmt.col_offset):
-            detach = _detach_line((state,), shape)
-            if maybe_none:
-                text = f"{indent}if {state} is not None:\n{indent}    {detach}\n"
-            else:
-                text = f"{indent}{detach}\n"
-            pos = Position(stmt.lineno - 1, 0)
-            fixes = (Fix({"en": f"Detach `{state}` before calling `{callee}` (keeps the state, cuts the graph)",
-                          "zh": f"在调用 `{callee}` 之前 detach `{state}`（保留状态，切断计算图）"},
-                         (TextEdit(Range(pos, pos), text),), preferred=True),)
+    if edit is not None:
+        fixes = (Fix({"en": f"Detach `{state}` before calling `{callee}` (keeps the state, cuts the graph)",
+                      "zh": f"在调用 `{callee}` 之前 detach `{state}`（保留状态，切断计算图）"},
+                     (edit,), preferred=True),)
     return Finding(rule.code, ctx.range(call), msg, rule.default_severity, (), fixes,
                    {"variable": state, "variables": [state], "stateful": True})
 
@@ -604,22 +596,36 @@ def _method_top_fix(unit, key: str, shape: str, ctx) -> Tuple[Fix, ...]:
     first = body[i]
     if first.lineno == unit.node.lineno:
         return ()
-    line = ctx.index.line(first.lineno - 1)
-    indent = line[: len(line) - len(line.lstrip())]
-    if len(indent) != ctx.index.char_col(first.lineno, first.col_offset):
+    edit = _detach_before(first, key, shape, ctx, guard=True, head=ctx.indent_of(unit.node.lineno))
+    if edit is None:
         return ()
-    head = ctx.indent_of(unit.node.lineno)
-    step = indent[len(head):] if indent.startswith(head) and len(indent) > len(head) else "    "
-    text = f"{indent}if {key} is not None:\n{indent}{step}{_detach_line((key,), shape)}\n"
-    pos = Position(first.lineno - 1, 0)
     return (
         Fix(
             {"en": f"Detach `{key}` at the start of `{unit.node.name}` (keeps the state, cuts the graph)",
              "zh": f"在 `{unit.node.name}` 开头 detach `{key}`（保留状态，切断计算图）"},
-            (TextEdit(Range(pos, pos), text),),
+            (edit,),
             preferred=True,
         ),
     )
+
+
+def _detach_before(stmt: ast.stmt, name: str, shape: str, ctx, guard: bool, head: Optional[str] = None):
+    """A TextEdit putting the detach of ``name`` on its own line before ``stmt``,
+    at its indentation (under ``if name is not None:`` when ``guard``, indented
+    one step further: the step ``stmt`` has over ``head``, else four spaces);
+    None when ``stmt`` does not start its line."""
+    line = ctx.index.line(stmt.lineno - 1)
+    indent = line[: len(line) - len(line.lstrip())]
+    if len(indent) != ctx.index.char_col(stmt.lineno, stmt.col_offset):
+        return None
+    detach = _detach_line((name,), shape)
+    if guard:
+        step = indent[len(head):] if head is not None and indent.startswith(head) and len(indent) > len(head) else "    "
+        text = f"{indent}if {name} is not None:\n{indent}{step}{detach}\n"
+    else:
+        text = f"{indent}{detach}\n"
+    pos = Position(stmt.lineno - 1, 0)
+    return TextEdit(Range(pos, pos), text)
 
 
 def _param_env(fn: ast.AST, method: bool) -> Dict[str, F.Val]:
@@ -800,12 +806,7 @@ def _callee_kind(call: ast.Call, carry: Optional[F.Carry], ctx, unit=None) -> st
             q = r.qualify_raw(raw)
         elif obj and obj.startswith("fn:"):
             return "unknown"
-    tc = r.torch_class(q) if q else None
-    if tc:
-        if tc in F.K.LSTM_LIKE:
-            return "tuple"
-        return "tensor" if F.K.is_recurrent(tc) else "unknown"
-    return "unknown"
+    return F.state_shape(r.torch_class(q) if q else None)
 
 
 def _detach_line(names: Tuple[str, ...], shape: str) -> str:
