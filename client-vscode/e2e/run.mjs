@@ -38,6 +38,7 @@ const log = (msg) => console.log(`[e2e ${secs()}s] ${msg}`);
 
 let passed = 0;
 let failed = 0;
+const failures = []; // repeated at the end, where a CI log's tail shows them
 const timings = {};
 function check(name, ok, detail = "") {
   if (ok) {
@@ -45,6 +46,7 @@ function check(name, ok, detail = "") {
     log(`ok   ${name}`);
   } else {
     failed++;
+    failures.push(`${name}${detail ? `: ${String(detail).slice(0, 1500)}` : ""}`);
     log(`FAIL ${name}${detail ? `: ${detail}` : ""}`);
   }
   return ok;
@@ -330,8 +332,24 @@ async function runCommand(page, title) {
   await input.fill(`>${title}`);
   const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
   await row.waitFor({ state: "visible", timeout: 10_000 });
-  await page.keyboard.press("Enter");
+  // A click picks this row; Enter would accept whichever row the list had focused while
+  // it was still filtering.
+  await row.click();
+  await input.waitFor({ state: "hidden", timeout: 10_000 }).catch(() => {});
 }
+
+/** Waits until the extension's log has a line matching `re` after its first `skip` characters. */
+async function waitForLog(profile, re, timeout, skip = 0) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const m = extensionLog(profile).slice(skip).match(re);
+    if (m) return m[0];
+    if (Date.now() > deadline) return null;
+    await sleep(250);
+  }
+}
+
+const logTail = (profile, lines = 15) => extensionLog(profile).trim().split("\n").slice(-lines).join("\n");
 
 async function shot(page, name, clip) {
   // Failure screenshots stay in the run folder; the others illustrate the README.
@@ -487,9 +505,24 @@ async function phaseChinese(browser, workspace, file) {
     await shot(page, "hover-zh.png", { x: 350, y: 30, width: 930, height: 450 });
     await closeHover(page);
 
+    // The command logs its outcome ("applied the fixes" / "nothing to fix" / "kept changing").
+    const outcomeRe = /gradguard: (applied the fixes|nothing to fix|the file kept changing)[^\n]*/;
+    let before = extensionLog(profile).length;
     await runCommand(page, "gradguard: Fix All in File");
+    let outcome = await waitForLog(profile, outcomeRe, 15_000, before);
+    if (outcome === null) {
+      // The command never ran (the palette lost the pick): that is the workbench, not us.
+      log("Fix All: no outcome logged in 15 s; running the command again");
+      await shot(page, "failure-zh-fixall-1.png").catch(() => {});
+      before = extensionLog(profile).length;
+      await runCommand(page, "gradguard: Fix All in File");
+      outcome = await waitForLog(profile, outcomeRe, 30_000, before);
+    }
+    check("gradguard: Fix All in File applies the fixes", /applied the fixes/.test(outcome ?? ""), `${outcome}\n${logTail(profile)}`);
     await squiggles(page).first().waitFor({ state: "detached", timeout: 30_000 }).catch(() => {});
-    check("gradguard: Fix All in File removes the finding", (await squiggles(page).count()) === 0);
+    const left = await squiggles(page).count();
+    if (left) await shot(page, "failure-zh-fixall-2.png").catch(() => {});
+    check("gradguard: Fix All in File removes the finding", left === 0, `${left} squiggle(s) left\n${logTail(profile)}`);
     await page.keyboard.press("Control+S");
     let onDisk = "";
     const deadline = Date.now() + 15_000;
@@ -497,7 +530,7 @@ async function phaseChinese(browser, workspace, file) {
       onDisk = readFileSync(file, "utf8");
       await sleep(200);
     }
-    check("Fix All's edit reaches the disk on save", /\n {4}hidden = hidden\.detach\(\)\n/.test(onDisk), onDisk);
+    check("Fix All's edit reaches the disk on save", /\n {4}hidden = hidden\.detach\(\)\n/.test(onDisk), `${onDisk}\n${logTail(profile)}`);
   } catch (e) {
     await shot(page, "failure-zh.png").catch(() => {});
     throw e;
@@ -617,6 +650,7 @@ try {
   exitCode = failed === 0 ? 0 : 1;
 } catch (e) {
   failed++;
+  failures.push(`aborted: ${e instanceof Error ? e.message : String(e)}`);
   log(`FAIL ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   for (const name of ["en", "zh", "install"]) {
     const f = path.join(runDir, name, "code-server.log");
@@ -630,5 +664,6 @@ try {
   if (!KEEP && exitCode === 0) rmSync(runDir, { recursive: true, force: true });
   else log(`run folder kept: ${runDir}`);
 }
+for (const f of failures) console.log(`e2e FAILED: ${f}`);
 console.log(`e2e: ${passed} passed, ${failed} failed`);
 process.exit(exitCode);

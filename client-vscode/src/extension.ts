@@ -26,6 +26,7 @@ import {
   serverCommand,
   type ProbeOutcome,
 } from "./launch";
+import { describeFixAll, runFixAll, type FixAllAction } from "./fixall";
 import { shouldNotify, toServerSettings, type ServerSettings } from "./settings";
 
 const SECTION = "gradguard";
@@ -388,27 +389,35 @@ class GradguardClient implements vscode.Disposable {
       return;
     }
     const doc = editor.document;
-    const whole = new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length));
-    const actions =
-      (await vscode.commands.executeCommand<(vscode.CodeAction | vscode.Command)[]>(
-        "vscode.executeCodeActionProvider",
-        doc.uri,
-        whole,
-        FIX_ALL_KIND.value,
-        10,
-      )) ?? [];
-    let applied = 0;
-    for (const action of actions) {
-      if (!("kind" in action) || !action.kind || !FIX_ALL_KIND.contains(action.kind)) continue;
-      if (action.edit && (await vscode.workspace.applyEdit(action.edit))) applied++;
-      if (action.command) {
-        await vscode.commands.executeCommand(action.command.command, ...(action.command.arguments ?? []));
-        applied++;
-      }
+    const outcome = await runFixAll({
+      actions: async () => {
+        const whole = new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length));
+        const all =
+          (await vscode.commands.executeCommand<(vscode.CodeAction | vscode.Command)[]>(
+            "vscode.executeCodeActionProvider",
+            doc.uri,
+            whole,
+            FIX_ALL_KIND.value,
+            10,
+          )) ?? [];
+        const ours: FixAllAction[] = [];
+        for (const a of all) {
+          if ("kind" in a && a.kind && FIX_ALL_KIND.contains(a.kind)) ours.push({ edit: a.edit, command: a.command });
+        }
+        return ours;
+      },
+      apply: (edit) => vscode.workspace.applyEdit(edit as vscode.WorkspaceEdit),
+      run: (command, args) => vscode.commands.executeCommand(command, ...args),
+    });
+    const msg = describeFixAll(outcome);
+    if (outcome.attempts > 1) this.output.info(`gradguard: Fix All needed ${outcome.attempts} requests (an edit was refused as stale)`);
+    if (outcome.kind === "refused") {
+      this.output.warn(msg);
+      void vscode.window.showWarningMessage(msg);
+    } else {
+      this.output.info(msg);
+      vscode.window.setStatusBarMessage(msg, 4000);
     }
-    const msg = applied ? "gradguard: applied the fixes in this file." : "gradguard: nothing to fix in this file.";
-    this.output.info(msg);
-    vscode.window.setStatusBarMessage(msg, 4000);
   }
 
   dispose(): void {
