@@ -350,3 +350,25 @@ def test_output_into_a_closed_pipe_ends_quietly(project):
     p.wait(timeout=120)
     assert "Traceback" not in err, err
     assert p.returncode in (0, 1), (p.returncode, err)
+
+
+def test_a_module_imported_whole_is_followed_and_its_edits_invalidate_the_cache(tmp_path):
+    """`import lm_utils` … `lm_utils.repackage_hidden(h)`: the CLI resolves modules
+    imported whole as it does `from m import x`, and a cached result of the
+    importer is dropped when the imported module changes."""
+    src = Path(__file__).parent / "fixtures" / "projects" / "word_language_model"
+    for f in ("rnn_lm.py", "lm_utils.py", "ok_hidden_detached_by_a_helper_of_another_module.py"):
+        (tmp_path / f).write_text((src / f).read_text(encoding="utf-8"), encoding="utf-8")
+    main = "ok_hidden_detached_by_a_helper_of_another_module.py"
+    args = ("check", "--format", "json", "--cache-dir", str(tmp_path / "cc"), main)
+    first = run(*args, cwd=tmp_path)
+    assert first.returncode == 0 and json.loads(first.stdout) == [], first.stdout + first.stderr
+    assert json.loads(run(*args, cwd=tmp_path).stdout) == []  # served from the cache
+    # without resolution the helper is an unknown call that keeps the graph
+    unresolved = json.loads(run(*args, "--no-resolve", "--no-cache", cwd=tmp_path).stdout)
+    assert [f["code"] for f in unresolved] == ["GG101"]
+    # the helper stops detaching: the importer is reported again, cache or not
+    utils = tmp_path / "lm_utils.py"
+    utils.write_text(utils.read_text(encoding="utf-8").replace("return h.detach()", "return h"), encoding="utf-8")
+    again = json.loads(run(*args, cwd=tmp_path).stdout)
+    assert [(f["code"], f["path"]) for f in again] == [("GG101", main)]

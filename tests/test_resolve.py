@@ -144,6 +144,59 @@ def test_package_relative_and_reexport(tmp_path):
     assert "class:RNNModel" in facts and "fn:repackage_hidden" in facts
 
 
+def test_a_module_imported_whole_is_read_by_its_dotted_names(tmp_path):
+    """``import utils`` / ``import pkg.nets as nets`` / ``from pkg import helpers``:
+    the names read off the module get facts under their dotted spelling; names the
+    module does not define, and modules that are not the user's, get none."""
+    root = _project(tmp_path, **{
+        "utils.py": UTILS,
+        "pkg/__init__.py": "",
+        "pkg/nets.py": MODEL,
+        "pkg/helpers.py": UTILS,
+    })
+    src = textwrap.dedent('''\
+        import os, utils  # 工具
+        import torch.nn as nn
+        import pkg.nets as nets
+        import pkg.nets
+        from pkg import helpers as H
+
+        net = nets.RNNModel(10, 8)
+        other = pkg.nets.RNNModel(10, 8)
+        h = utils.repackage_hidden(None)
+        h = H . passthrough(h)
+        utils.no_such_name
+        os.path.join("a", "b")
+        nn.GRU(1, 2)
+    ''')
+    facts = resolve_external_facts(src, str(root / "train.py"), str(root))
+    assert {k for k in facts if k.startswith(("fn:", "class:"))} == {
+        "class:nets.RNNModel", "class:pkg.nets.RNNModel", "fn:utils.repackage_hidden", "fn:H.passthrough"}
+    assert facts["fn:utils.repackage_hidden"].detaches
+    assert not facts["fn:H.passthrough"].detaches
+    assert dict(facts["class:nets.RNNModel"].attrs)["rnn"] == "torch.nn.GRU"
+    assert resolve.stats()["jedi_calls"] == 0
+
+
+def test_a_helper_read_off_an_imported_module_changes_the_findings(tmp_path):
+    """`hidden = utils.repackage_hidden(hidden)` cuts the graph as the helper pasted
+    in would; `utils.passthrough` does not. Before, every call read off a module was
+    an unknown callable whose result kept its argument's graph: a false report."""
+    root = _project(tmp_path, **{"utils.py": UTILS, "model.py": MODEL})
+    train = TRAIN.replace("from utils import repackage_hidden as detach_all, passthrough\n", "import utils\n")
+    train = train.replace("from model import RNNModel\n", "import model as models\n")
+    train = train.replace("RNNModel(10, 8)", "models.RNNModel(10, 8)")
+    ok = train.replace("detach_all(hidden)", "utils.repackage_hidden(hidden)")
+    bad = train.replace("detach_all(hidden)", "utils.passthrough(hidden)")
+    path = str(root / "train.py")
+    for text, want in ((ok, []), (bad, ["GG101"])):
+        facts = resolve_external_facts(text, path, str(root))
+        assert "class:models.RNNModel" in facts
+        assert [f.code for f in check_source(text, path, external_facts=facts).findings] == want
+    # without the facts the helper is an unknown call that keeps the graph
+    assert [f.code for f in check_source(ok, path).findings] == ["GG101"]
+
+
 def test_torch_stdlib_and_installed_names_never_reach_jedi(tmp_path):
     src = ("import os\nfrom torch import nn\nfrom collections import OrderedDict\nfrom pygls import uris\n"
            "from torch.nn import GRU\nx = nn.GRU(1, 2)\nGRU\nOrderedDict()\nuris\n")

@@ -261,6 +261,12 @@ def resolve_needed(src: str) -> bool:
             top = mod.lstrip(".").split(".")[0]
             if mod.startswith(".") or top not in _KNOWN_LIBS:
                 return True
+        elif s.startswith("import "):
+            # `import utils`, `import models.rnn as rnn`: read as utils.<name>
+            for part in s[7:].split("#", 1)[0].split(","):
+                top = part.strip().split(" ", 1)[0].split(".")[0]
+                if top and top not in _KNOWN_LIBS:
+                    return True
     return False
 
 

@@ -182,10 +182,14 @@ def _self_attr(node: ast.AST) -> Optional[str]:
 
 
 def instance_of(value: ast.expr) -> Optional[str]:
-    """``Name(...)`` (or ``Name(...).to(dev)``): the name called, whatever its case."""
+    """``Name(...)`` or ``module.Name(...)`` (or either ``.to(dev)``): the name
+    called, whatever its case."""
     value = _unmoved(value)
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-        return value.func.id
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Name):
+            return value.func.id
+        if isinstance(value.func, ast.Attribute):
+            return F.dotted(value.func)
     return None
 
 

@@ -468,6 +468,7 @@ def backprop_loops(stmts: Sequence[ast.stmt], ctx=None, extra: Optional[Callable
 # values carried in), so nested loops cost 2^depth walks of the inner body.
 
 from gradguard.core.record import Factory, record  # noqa: E402
+from gradguard.core.summary import query  # noqa: E402
 
 EMPTY: FrozenSet = frozenset()
 
@@ -652,6 +653,7 @@ class Resolver:
         self.ctx = ctx
         self.summary = summary if summary is not None else (getattr(ctx, "summary", None) or {})
         self.local_aliases = local_aliases or {}
+        self._module_names: _Opt[FrozenSet[str]] = None
 
     def qualify(self, expr: ast.AST) -> _Opt[str]:
         return qualify(expr, self.ctx, self.local_aliases)
@@ -675,6 +677,20 @@ class Resolver:
         if "." not in q and q in _RECURRENT_SHORT:
             return "torch.nn." + q
         return None
+
+    def imported_module_names(self) -> FrozenSet[str]:
+        """The last parts of the dotted ``fn:``/``class:`` names the summary holds
+        (``repackage_hidden`` of ``fn:utils.repackage_hidden``): a cheap test before
+        a method call is looked up as a module's function. A summary query."""
+        names = self._module_names
+        if names is None:
+            names = self._module_names = query(self.summary, _dotted_def_names)
+        return names
+
+    def rebound(self, name: str) -> bool:
+        """Is the module-level ``name`` an object made by a call (``model =
+        model.RNNModel(...)``), not the module it was imported as?"""
+        return ("var:" + name) in self.summary or ("inst:" + name) in self.summary
 
     # -- same-file facts ------------------------------------------------
     def fn(self, name: str) -> _Opt[FnFacts]:
@@ -702,7 +718,7 @@ class Resolver:
         tc = self.torch_class(q)
         if tc:
             return "inst:" + tc
-        if "." not in raw and self.cls(raw) is not None:
+        if self.cls(raw) is not None:  # a dotted name only when resolved from `import m`
             return "user:" + raw
         return None
 
@@ -735,6 +751,11 @@ class Resolver:
             if cf is not None:
                 return cf.method(name)
         return None
+
+
+def _dotted_def_names(summary) -> FrozenSet[str]:
+    return frozenset(k.rpartition(".")[2] for k in summary
+                     if "." in k and k.startswith(("fn:", "class:")))
 
 
 @record(frozen=False)
@@ -1408,6 +1429,13 @@ class GraphFlow:
         base_known = key is not None and (key in env or key.split(".")[0] in env)
         if not base_known:
             q = self.r.qualify(func)
+            if key is not None and m in self.r.imported_module_names() and not self.r.rebound(key):
+                # `utils.repackage_hidden(h)`, `models.Seq2Seq(...)`: a function or class of
+                # a module of the project imported whole, known by its dotted name
+                obj = self.r.global_obj(f"{key}.{m}")
+                if obj is not None:
+                    pos, kws = self._args(call, env)
+                    return self._apply(call, Val(obj=obj), None, pos, kws, _union(pos, kws), env)
         if q and (q.startswith("torch.") or q in _WRAPPERS):
             pos, kws = self._args(call, env)
             t = frozenset().union(*(v.taints for v in pos), *(v.taints for v in kws.values())) if (pos or kws) else EMPTY

@@ -431,6 +431,35 @@ def _imports_of(source: str) -> List[Tuple[str, int, str, str, int, int]]:
     return out
 
 
+# `import a.b.c`, `import a.b as x, d` (one line; `import` has no parenthesised form)
+_IMPORT_RE = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
+
+
+def _module_imports_of(source: str) -> List[Tuple[str, str]]:
+    """``(module, name it is used by)`` of every ``import m`` / ``import a.b as m``
+    in the text, found textually like :func:`_imports_of`. ``import a.b`` is used
+    as ``a.b.<name>``, so that dotted path is the name."""
+    out = []
+    for m in _IMPORT_RE.finditer(source):
+        for part in m.group(1).rstrip().rstrip("\\").split(","):
+            bits = part.split()
+            if not bits or not all(p.isidentifier() for p in bits[0].split(".")):
+                continue
+            if len(bits) == 1:
+                out.append((bits[0], bits[0]))
+            elif len(bits) == 3 and bits[1] == "as" and bits[2].isidentifier():
+                out.append((bits[0], bits[2]))
+    return out
+
+
+def _attributes_used(source: str, alias: str) -> List[str]:
+    """The names the text reads off a module alias: ``alias.<name>``, in order, once each."""
+    seen: Dict[str, None] = {}
+    for m in re.finditer(r"(?<![\w.])" + re.escape(alias) + r"[ \t]*\.[ \t]*([^\W\d]\w*)", source):
+        seen.setdefault(m.group(1), None)
+    return list(seen)
+
+
 def _is_used(source: str, alias: str) -> bool:
     """Does ``alias`` occur in the text besides its import? (Textual: a mention in
     a comment counts, which only costs a lookup.)"""
@@ -544,6 +573,10 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
     deps: Dict[str, Tuple[int, int]] = {}
     jedi_used = False
     complete = True
+    # (module, level, alias) of the user's modules imported whole, read as alias.<name>
+    modules: List[Tuple[str, int, str]] = [
+        (module, 0, alias) for module, alias in _module_imports_of(source) if not _is_external_module(module, 0)
+    ]
     for module, level, name, alias, lineno, col in _imports_of(source):
         if _is_external_module(module, level) or not _is_used(source, alias):
             continue
@@ -551,6 +584,11 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
             complete = False
             break
         found = _lookup(module, level, name, path, root, deps)
+        if found is None:
+            sub = f"{module}.{name}" if module else name
+            if _find_module(sub, level, path, root) is not None:
+                modules.append((sub, level, alias))  # `from pkg import mod`: a module, read as mod.<name>
+                continue
         if found is None and use_jedi:
             if _find_module(module, level, path, root) is not None:
                 continue  # the module is local and by path it does not define the name: jedi would not either
@@ -585,6 +623,22 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
             facts[k] = v
         with _lock:
             _STATS["names_resolved"] += 1
+    for module, level, alias in modules:
+        if time.monotonic() >= deadline:
+            complete = False
+            break
+        if _find_module(module, level, path, root) is None:
+            continue  # not one of the user's modules
+        for name in _attributes_used(source, alias):
+            found = _lookup(module, level, name, path, root, deps)
+            if found is None:
+                continue
+            stmt, info = found
+            def_name = getattr(stmt, "name", None) or name
+            for k, v in _facts_for(stmt, def_name, f"{alias}.{name}", info):
+                facts[k] = v
+            with _lock:
+                _STATS["names_resolved"] += 1
     with _lock:
         if jedi_used:
             _STATS["jedi_files"] += 1

@@ -513,7 +513,7 @@ def _imported_stateful_classes(summary) -> frozenset:
     state on the module (a summary query: one scan per table, not per unit)."""
     return frozenset(k[6:] for k, v in summary.items()
                      if k.startswith("class:") and isinstance(v, F.ClassFacts) and v.carried
-                     and "import:" + k[6:] in summary)
+                     and ("." in k or "import:" + k[6:] in summary))  # dotted: from `import m`
 
 
 def _imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, shape, maybe_none) -> Finding:
