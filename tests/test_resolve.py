@@ -197,6 +197,47 @@ def test_a_helper_read_off_an_imported_module_changes_the_findings(tmp_path):
     assert [f.code for f in check_source(ok, path).findings] == ["GG101"]
 
 
+def test_gg102_reads_a_label_helper_off_an_imported_module(tmp_path):
+    """GG102 asks the helper's facts by its dotted name too: labels a module's
+    helper makes under no_grad carry no graph (silent, where the unknown call was
+    reported); labels it makes with autograd on still carry X's graph."""
+    helpers = textwrap.dedent('''\
+        import torch
+
+
+        def true_labels(X, w):
+            with torch.no_grad():
+                return X @ w
+
+
+        def noisy_labels(X, w):
+            return X @ w + 0.01
+    ''')
+    root = _project(tmp_path, **{"make_data.py": helpers})
+    program = textwrap.dedent('''\
+        import torch
+        import make_data
+
+        X = torch.rand(8, 3, requires_grad=True)
+        w = torch.ones(3, 1)
+        Y = make_data.HELPER(X, w)
+        lin = torch.nn.Linear(3, 1)
+        for i in range(3):
+            loss = ((lin(X) - Y) ** 2).mean()
+            loss.backward()
+    ''')
+    path = str(root / "train.py")
+    for helper, want in (("true_labels", []), ("noisy_labels", [("GG102", 5)])):
+        text = program.replace("HELPER", helper)
+        facts = resolve_external_facts(text, path, str(root))
+        assert f"fn:make_data.{helper}" in facts
+        got = [(f.code, f.range.start.line) for f in check_source(text, path, external_facts=facts).findings]
+        assert got == want, helper
+        # a local variable of that name is not the module
+        shadowed = text.replace("Y = make_data.", "make_data = object()\nY = make_data.")
+        assert [f.code for f in check_source(shadowed, path, external_facts=facts).findings] == ["GG102"]
+
+
 def test_torch_stdlib_and_installed_names_never_reach_jedi(tmp_path):
     src = ("import os\nfrom torch import nn\nfrom collections import OrderedDict\nfrom pygls import uris\n"
            "from torch.nn import GRU\nx = nn.GRU(1, 2)\nGRU\nOrderedDict()\nuris\n")

@@ -1975,9 +1975,10 @@ class _Analysis:
                 return _carrier(_merge(args, False), list(e.args) + [k.value for k in e.keywords], self.env, args,
                                 container=True)
             return None
-        if isinstance(func, ast.Name) and func.id not in self.env:
+        fname = self._summarised_function(func)
+        if fname is not None:
             # a function defined in this file (or resolved from another): what does it return?
-            ff = self.ctx.summary.get(f"fn:{func.id}")
+            ff = self.ctx.summary.get(f"fn:{fname}")
             if ff is not None and hasattr(ff, "ret") and hasattr(ff, "no_grad"):
                 if ff.no_grad or ff.detaches or not ff.returns_value:
                     return None
@@ -1996,11 +1997,28 @@ class _Analysis:
                         vals.append(args[len(e.args) + j])
                 if not any(_as_graph(v) is not None for v in vals):
                     return None
-                return _carrier(_merge(vals, None, f"`{func.id}()`"), nodes, self.env, vals)
+                return _carrier(_merge(vals, None, f"`{fname}()`"), nodes, self.env, vals)
         if any(_as_graph(a) is not None for a in args):
             name = ast.unparse(func) if hasattr(ast, "unparse") else "call"
             return _carrier(_merge(args, None, f"`{name}()`"), list(e.args) + [k.value for k in e.keywords],
                             self.env, args)
+        return None
+
+    def _summarised_function(self, func: ast.AST) -> Optional[str]:
+        """The name a call's function has in the summary: ``helper`` of this file
+        or of a ``from m import``, ``utils.helper`` of an ``import utils`` (unless
+        a local or a module-level object took that name)."""
+        if isinstance(func, ast.Name):
+            return None if func.id in self.env else func.id
+        if isinstance(func, ast.Attribute):
+            name = F.dotted(func)
+            if name is None:
+                return None
+            base = name.split(".", 1)[0]
+            summ = self.ctx.summary
+            if base in self.env or f"var:{base}" in summ or f"inst:{base}" in summ:
+                return None
+            return name
         return None
 
     def _module_of(self, func: ast.AST) -> Optional[Mod]:
