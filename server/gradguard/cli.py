@@ -229,8 +229,11 @@ def _check_one(args) -> dict:
             if findings:
                 rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
         rec["findings"] = findings
-    rec["syntax"] = (syntax.line, syntax.character, syntax.message) if syntax is not None else None
     loc = Locator(path, data)
+    rec["syntax"] = None
+    if syntax is not None:
+        line, cell = loc.line(syntax.line)  # a notebook's: the line within its cell
+        rec["syntax"] = (line - 1, syntax.character, syntax.message) + ((cell,) if cell is not None else ())
     rec["items"] = [finding_dict(path, f, lang, loc) for f in findings]
     if key is not None and not depends_on_other_files and not res.internal_errors:
         # a file whose findings depend on other files' contents is never served from the cache

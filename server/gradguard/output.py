@@ -93,8 +93,9 @@ def _problems(rec: dict) -> List[str]:
     if rec.get("error"):
         out.append(rec["error"])
     if rec.get("syntax") is not None:
-        line, col, msg = rec["syntax"]
-        out.append(f"syntax error at {line + 1}:{col + 1}: {msg} (the rest of the file was still checked)")
+        line, col, msg = rec["syntax"][:3]
+        where = f" in cell {rec['syntax'][3]}" if len(rec["syntax"]) > 3 else ""
+        out.append(f"syntax error{where} at {line + 1}:{col + 1}: {msg} (the rest of the file was still checked)")
     return out
 
 

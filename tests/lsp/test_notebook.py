@@ -198,3 +198,37 @@ async def test_notebook_graph_built_in_one_cell_used_in_another(nb_client, tmp_p
         assert [a.kind for a in actions] == ["source.fixAll.gradguard"]
         new_first = apply_workspace_edit(first, c0, actions[0].edit, expect_version=1)
         assert check_source(new_first + "\n" + second).findings == ()
+
+
+async def test_a_cell_that_starts_indented_is_analysed_as_ipython_runs_it(nb_client, tmp_path):
+    """A stray space before every line of the loop cell (IPython strips it and
+    runs the cell): no syntax error, the GG101 squiggle on the cell's own line
+    and UTF-16 column (after a Chinese identifier), and a fix indented like the cell."""
+    loop = "\n".join(" " + ln for ln in LOOP.replace("out, hidden", "输出, hidden").replace("head(out)", "head(输出)").split("\n"))
+    nb = (tmp_path / "indented.ipynb").as_uri()
+    c0, c1, c2 = cell_uri(nb, 0), cell_uri(nb, 1), cell_uri(nb, 2)
+    async with use(nb_client) as client:
+        client.notebook_document_did_open(
+            lsp.DidOpenNotebookDocumentParams(
+                notebook_document=lsp.NotebookDocument(
+                    uri=nb, notebook_type="jupyter-notebook", version=1,
+                    cells=[lsp.NotebookCell(kind=lsp.NotebookCellKind.Code, document=u) for u in (c0, c1, c2)],
+                ),
+                cell_text_documents=[_item(c0, SETUP), _item(c1, "hidden = torch.zeros(1, 3, 6)"), _item(c2, loop)],
+            )
+        )
+        pub = await wait_for_diagnostics(client, c2, 1)
+        assert [(d.code, d.severity) for d in pub.diagnostics] == [("GG101", lsp.DiagnosticSeverity.Error)]
+        d = pub.diagnostics[0]
+        line = loop.split("\n")[LOOP_LINE]
+        assert d.range.start.line == LOOP_LINE
+        assert d.range.start.character == line.index("输出")  # UTF-16 units: 输 and 出 are one each
+        assert line[d.range.start.character:].startswith("输出, hidden = gru(x, hidden)")
+        for other in (c0, c1):
+            assert list((await wait_for_diagnostics(client, other, 1)).diagnostics) == []
+        actions = await code_actions(client, c2, d.range, [d], only=[lsp.CodeActionKind.QuickFix])
+        preferred = next(a for a in actions if a.is_preferred)
+        fixed = apply_workspace_edit(loop, c2, preferred.edit, expect_version=1)
+        assert "\n     hidden = hidden.detach()\n" in fixed
+        program = "\n".join([SETUP, "hidden = torch.zeros(1, 3, 6)", "\n".join(ln[1:] for ln in fixed.split("\n"))])
+        assert check_source(program).findings == ()

@@ -93,6 +93,29 @@ class CellMap:
         return i, line - self.starts[i]
 
 
+# The line put before a cell whose code starts indented (see :func:`opens_indented`).
+CELL_WRAPPER = "with __ipython_cell__:"
+
+
+def opens_indented(text: str) -> bool:
+    """Does the (blanked) cell's first line of code start indented?
+
+    IPython runs such a cell: its ``leading_indent`` input transform strips the
+    first line's indentation from every line that starts with it (a stray space
+    before the first statement is common in notebooks). Python would call it an
+    "unexpected indent". The cell is then analysed under a ``with`` line of its
+    own put before it: the body runs once, in order, and every line and column
+    of the cell stays where it is (dedenting would move every column, and every
+    fix would have to be re-indented). Comment lines do not count: Python skips
+    them whatever their indentation."""
+    for ln in text.split("\n"):
+        stripped = ln.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        return ln[:1] in (" ", "\t")
+    return False
+
+
 def concatenate(cells: Sequence[Tuple[object, str]]) -> Tuple[str, CellMap]:
     parts: List[str] = []
     starts: List[int] = []
@@ -100,6 +123,9 @@ def concatenate(cells: Sequence[Tuple[object, str]]) -> Tuple[str, CellMap]:
     line = 0
     for key, src in cells:
         text = blank_ipython(src)
+        if opens_indented(text):
+            parts.append(CELL_WRAPPER)  # a line of its own, in no cell
+            line += 1
         starts.append(line)
         keys.append(key)
         parts.append(text)

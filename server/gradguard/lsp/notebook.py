@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from gradguard.core.notebook import blank_ipython
+from gradguard.core.notebook import CELL_WRAPPER, blank_ipython, opens_indented
 from gradguard.core.text import split_lines
 from gradguard.lsp.convert import Part, SourceMap
 
@@ -32,6 +32,9 @@ def build_source(cells: Sequence[Tuple[str, str, int]]) -> Tuple[str, SourceMap]
         clean = split_lines(blank_ipython(text))
         if len(clean) != len(original):  # never trust, always keep positions right
             clean = (clean + [""] * len(original))[: len(original)]
+        if opens_indented("\n".join(clean)):
+            chunks.append(CELL_WRAPPER)  # as the CLI reads it (core.notebook.concatenate)
+            line += 1
         parts.append(Part(uri, line, original, version))
         chunks.append("\n".join(clean))
         line += len(original)
