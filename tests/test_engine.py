@@ -65,7 +65,10 @@ def test_fixes_insert_lines_with_the_files_line_ending():
             assert "\n" not in fixed_crlf.replace("\r\n", "")
             assert fixed_crlf == fixed_lf.replace("\n", "\r\n")
             checked += 1
+            if any("\n" in e.new_text for e in fa.preferred_fix.edits):
+                inserting = (lf, crlf)  # a fixture whose fix inserts a line
     assert checked > 40
+    lf, crlf = inserting
     # an editor that switches the file to LF gets LF fixes again, with the same lines
     doc = Document(crlf, "x.py")
     assert any("\r\n" in e.new_text for f in doc.result().findings for fx in f.fixes for e in fx.edits)

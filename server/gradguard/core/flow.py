@@ -822,6 +822,9 @@ _CLEAN_BUILTINS = frozenset(
      "callable", "id", "type", "format", "open", "round", "hash", "divmod", "ord", "chr", "input", "super"}
 )
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+# the legacy typed tensor constructors: torch.FloatTensor, torch.cuda.LongTensor, torch.Tensor
+_LEGACY_TENSOR_TYPE = __import__("re").compile(
+    r"torch\.(?:cuda\.)?(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)?Tensor")
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
                        "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script"})
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "modules", "children", "buffers",
@@ -851,6 +854,9 @@ class GraphFlow:
         self.carries: List[Carry] = []
         self._carried_keys: set = set()
         self.events: List[BackwardEvent] = []
+        # ids of the calls whose graph node surely saves tensors for backward: module
+        # forwards and the torch functions that save (GG103 needs certainty, not "may")
+        self.saving_calls: set = set()
         self.returns: List[Val] = []
         # while summarising a def: calls of module-level functions (FnFacts.delegates)
         self.delegates: List[tuple] = []
@@ -1257,6 +1263,12 @@ class GraphFlow:
             key = dotted(e)
             if key is not None and key in env:
                 return env[key]
+            if e.attr.endswith("Tensor"):
+                q = self.r.qualify(e)
+                if q is not None and _LEGACY_TENSOR_TYPE.fullmatch(q):
+                    # `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`:
+                    # a tensor type; calling it makes data, not a module's output
+                    return Val(obj="tfac:" + q)
             if e.attr in K.GRAPH_CUT_ATTRS:
                 self.eval(e.value, env)
                 return CLEAN
@@ -1505,7 +1517,13 @@ class GraphFlow:
             tc = Resolver.torch_class(q)
             if tc:
                 return Val(obj="cls:" + tc)
+            if q in _BUILTIN_NAMES and isinstance(call.func, ast.Name) and self.r.global_obj(q) is None:
+                # min(max(k, 0), 1), abs(x), sum(losses): a builtin hands back (a combination
+                # of) its arguments and builds no graph of its own, so it steps no state
+                return plain(args_taints)
         if obj is not None:
+            if obj.startswith("tfac:"):
+                return CLEAN  # Tensor(n, 1): a new tensor, no graph
             if obj.startswith("cls:"):
                 return self._construct(obj[4:], pos)
             if obj.startswith("ucls:"):
@@ -1524,6 +1542,7 @@ class GraphFlow:
                     return CLEAN
                 if callee.frozen:
                     return plain(args_taints)
+                self.saving_calls.add(id(call))
                 facts = self.r.method_facts(obj, "forward")
                 if facts is not None:
                     return self._apply_facts(call, facts, pos, kws, env, "forward", graph_node=call)
@@ -1642,6 +1661,8 @@ class GraphFlow:
             return CLEAN
         if self.no_grad:
             return CLEAN
+        if q in K.SAVING_FUNCTIONS:
+            self.saving_calls.add(id(call))
         return self._op(call, args_taints)
 
     def _construct(self, tq: str, pos) -> Val:
@@ -1650,6 +1671,8 @@ class GraphFlow:
         return Val(obj="inst:" + tq)
 
     def _module_result(self, call: ast.Call, tq: str, args_taints, graph: bool = True) -> Val:
+        if graph:
+            self.saving_calls.add(id(call))
         g = args_taints | {("G", call)} if graph else args_taints
         if tq in K.RECURRENT_MODULES:
             state = tup([plain(g), plain(g)]) if tq in K.LSTM_LIKE else plain(g)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
 _RULE_MODULES = (
     "gradguard.rules.gg101_carried_graph",
     "gradguard.rules.gg102_stale_graph",
+    "gradguard.rules.gg103_freed_in_step",
 )
 
 _REGISTRY: Optional[Dict[str, Rule]] = None

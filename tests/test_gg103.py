@@ -1,0 +1,211 @@
+"""GG103 freed-in-step: behaviour on realistic snippets (the fixtures under
+tests/fixtures/ prove the crashes and the fixes under torch)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gradguard.core import check_source
+from gradguard.core.text import apply_text_edits
+from gradguard.rules import get_rule
+
+GAN = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+    optD = torch.optim.Adam(D.parameters())
+    optG = torch.optim.Adam(G.parameters())
+    bce = nn.BCEWithLogitsLoss()
+    for step in range(3):
+        real = torch.randn(16, 2)
+        fake = G(torch.randn(16, 4))
+        optD.zero_grad()
+        lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake), torch.zeros(16, 1))
+        lossD.backward()
+        optD.step()
+        optG.zero_grad()
+        lossG = bce(D(fake), torch.ones(16, 1))
+        lossG.backward()
+        optG.step()
+""")
+
+
+def gg103(source: str):
+    return [f for f in check_source(source).findings if f.code == "GG103"]
+
+
+def lines_of(findings):
+    return [f.range.start.line + 1 for f in findings]
+
+
+def test_gan_without_detach_is_reported_at_the_second_backward():
+    [f] = gg103(GAN)
+    assert f.range.start.line + 1 == 18 and f.data["variable"] == "fake" and f.data["first_backward_line"] == 14
+    assert [r.range.start.line + 1 for r in f.related] == [11, 14]
+    assert "Trying to backward through the graph a second time" in f.message_in("en")
+    assert "计算图" in f.message_in("zh") and "retain_graph=True" in f.message_in("zh")
+    keep, cut = f.fixes
+    assert keep.preferred and not cut.preferred
+    kept = apply_text_edits(GAN, keep.edits)
+    assert "    lossD.backward(retain_graph=True)\n" in kept and gg103(kept) == []
+    detached = apply_text_edits(GAN, cut.edits)
+    assert "bce(D(fake.detach()), torch.zeros(16, 1))" in detached
+    assert "lossG = bce(D(fake), torch.ones(16, 1))" in detached  # the generator's loss keeps its graph
+    assert gg103(detached) == []
+
+
+@pytest.mark.parametrize("first, kept", [
+    ("lossD.backward()", "lossD.backward(retain_graph=True)"),
+    ("lossD.backward(torch.ones_like(lossD))", "lossD.backward(torch.ones_like(lossD), retain_graph=True)"),
+    ("lossD.backward(torch.ones_like(lossD),)", "lossD.backward(torch.ones_like(lossD), retain_graph=True)"),
+    ("lossD.backward(\n        torch.ones_like(lossD)\n    )", "lossD.backward(\n        torch.ones_like(lossD), retain_graph=True\n    )"),
+    ("lossD.backward(\n        torch.ones_like(lossD),  # 梯度\n    )",
+     "lossD.backward(\n        torch.ones_like(lossD), retain_graph=True  # 梯度\n    )"),
+    ("torch.autograd.backward(lossD)", "torch.autograd.backward(lossD, retain_graph=True)"),
+])
+def test_the_retain_fix_adds_the_keyword_whatever_the_call_looks_like(first, kept):
+    src = GAN.replace("    lossD.backward()\n", f"    {first}\n")
+    [f] = gg103(src)
+    fixed = apply_text_edits(src, f.fixes[0].edits)
+    assert f"    {kept}\n" in fixed, fixed
+    compile(fixed, "x.py", "exec")
+    assert gg103(fixed) == []
+
+
+@pytest.mark.parametrize("change", [
+    ("lossD.backward()", "lossD.backward(retain_graph=True)"),
+    ("lossD.backward()", "lossD.backward(create_graph=True)"),
+    ("lossD.backward()", "lossD.backward(retain_variables=True)"),  # retain_graph's pre-0.4 name
+    ("bce(D(fake), torch.zeros(16, 1))", "bce(D(fake.detach()), torch.zeros(16, 1))"),
+    ("    optG.zero_grad()\n", "    optG.zero_grad()\n    fake = G(torch.randn(16, 4))\n"),  # a new forward
+    ("    lossD.backward()\n", "    if step % 2:\n        lossD.backward()\n"),  # may not have run
+])
+def test_correct_variants_are_silent(change):
+    old, new = change
+    assert old in GAN
+    assert gg103(GAN.replace(old, new, 1)) == []
+
+
+def test_a_second_backward_in_a_branch_after_the_first_is_reported():
+    src = GAN.replace("    lossG.backward()\n", "    if step % 5 == 0:\n        lossG.backward()\n")
+    assert lines_of(gg103(src)) == [19]
+
+
+def test_graphs_that_save_nothing_and_data_shared_through_unknown_calls_are_silent():
+    sums = textwrap.dedent("""\
+        import torch
+        w = torch.randn(5, requires_grad=True)
+        for i in range(3):
+            total = w.sum()
+            total.backward()
+            total.backward()
+    """)
+    assert gg103(sums) == []
+    # a batch moved by some helper feeds both losses: data, not a graph (found on a CycleGAN notebook)
+    data = textwrap.dedent("""\
+        import torch
+        from helpers import to_device
+        def update(batch, gen, disc, opt_g, opt_d):
+            real = to_device(batch["a"])
+            fake = gen(real)
+            loss_g = (disc(fake) - 1).pow(2).mean() + (fake - real).abs().mean()
+            loss_g.backward()
+            opt_g.step()
+            loss_d = disc(real).pow(2).mean() + disc(fake.detach()).pow(2).mean()
+            loss_d.backward()
+            opt_d.step()
+    """)
+    assert gg103(data) == []
+
+
+def test_a_graph_built_before_the_loop_is_left_to_gg102():
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        enc = nn.Linear(3, 3)
+        x = torch.randn(4, 3)
+        feat = enc(x)
+        for i in range(3):
+            feat.sum().backward()
+    """)
+    assert gg103(src) == []
+
+
+def test_an_optimizer_step_over_the_shared_part_withholds_retain_graph():
+    """retain_graph=True would keep weights that the step then changes in place
+    ("modified by an inplace operation"): no fix then, and the message says to
+    compute the shared value again (or detach it). A step of another model's optimizer
+    (the GAN's optD, while the shared part is G) is no obstacle."""
+    shared = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        enc = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8))
+        h1, h2 = nn.Linear(8, 1), nn.Linear(8, 1)
+        opt = torch.optim.SGD(
+            list(enc.parameters()) + list(h1.parameters()) + list(h2.parameters()),
+            lr=0.1,
+        )
+        for step in range(3):
+            feat = enc(torch.randn(16, 4))
+            loss1 = h1(feat).pow(2).mean()
+            loss1.backward()
+            opt.step()
+            loss2 = h2(feat).pow(2).mean()
+            loss2.backward()
+    """)
+    [f] = gg103(shared)
+    # no fix at all: the detach alone would be what --fix applies, and it changes what enc learns
+    assert f.fixes == ()
+    en = f.message_in("en")
+    assert "compute `feat` again" in en and "retain_graph" not in en and "detach `feat`" in en
+    [g] = gg103(GAN)  # optD.step() between the two backward calls: D's optimizer, G's graph
+    assert g.preferred_fix is not None
+
+
+def test_in_a_method_with_submodules_and_chinese_names():
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        class 多任务(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.编码器 = nn.Linear(4, 8)
+                self.头1 = nn.Linear(8, 1)
+                self.头2 = nn.Linear(8, 1)
+
+            def train_step(self, x):
+                特征 = self.编码器(x)  # 共享特征
+                self.头1(特征).sum().backward()
+                self.头2(特征).sum().backward()
+    """)
+    [f] = gg103(src)
+    assert f.range.start.line + 1 == 14 and f.data["variable"] == "特征"
+    line = src.splitlines()[13]
+    assert f.range.start.character == line.index("self.头2")  # characters, not UTF-8 bytes
+
+
+def test_explanation_sections_and_docs_page():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rule = get_rule("GG103")
+    assert rule.name == "freed-in-step" and rule.needs_backprop
+    en, zh = rule.explain("en"), rule.explain("zh")
+    for section in ("## What it does", "## Why is this bad?", "## Example", "## Fix", "## FAQ"):
+        assert section in en
+    for section in ("## 它检查什么", "## 为什么这是个问题", "## 示例", "## 修复", "## 常见问题"):
+        assert section in zh
+    for text in (en, zh):
+        assert "retain_graph=True" in text and "fake.detach()" in text and "GG101" in text
+    repo = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, str(repo / "scripts" / "gen_rule_docs.py"), "--check", "GG103"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    page = (repo / "docs" / "rules" / "GG103.md").read_text(encoding="utf-8")
+    assert en.strip() in page and zh.strip() in page
