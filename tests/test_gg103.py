@@ -209,3 +209,17 @@ def test_explanation_sections_and_docs_page():
     assert r.returncode == 0, r.stderr
     page = (repo / "docs" / "rules" / "GG103.md").read_text(encoding="utf-8")
     assert en.strip() in page and zh.strip() in page
+
+
+@pytest.mark.parametrize("construction, offered", [
+    ("optD, optG = torch.optim.Adam(D.parameters()), torch.optim.Adam(G.parameters())", True),
+    ("optG, optD = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())", True),
+    ("optD = optG = torch.optim.Adam(list(D.parameters()) + list(G.parameters()))", False),
+    ("optD, optG = make_optimizers(D, G)", False),  # unpacked from one call: may hold G
+])
+def test_the_optimizer_stepped_in_between_is_read_where_it_is_made(construction, offered):
+    src = GAN.replace("optD = torch.optim.Adam(D.parameters())\noptG = torch.optim.Adam(G.parameters())",
+                      construction)
+    assert construction in src
+    [f] = gg103(src)
+    assert (f.preferred_fix is not None and f.preferred_fix.preferred) is offered

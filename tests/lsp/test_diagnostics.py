@@ -330,3 +330,56 @@ async def test_close_publishes_empty(shared, tmp_path):
         client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri)))
         pub = await wait_for_diagnostics(client, uri, since=mark)
         assert list(pub.diagnostics) == []
+
+
+GAN_STEP = """\
+import torch
+import torch.nn as nn
+
+G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))  # 生成器
+D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))  # 判别器
+optD, optG = torch.optim.Adam(D.parameters()), torch.optim.Adam(G.parameters())
+bce = nn.BCEWithLogitsLoss()
+for step in range(3):
+    假样本 = G(torch.randn(16, 4))
+    optD.zero_grad()
+    lossD = bce(D(torch.randn(16, 2)), torch.ones(16, 1)) + bce(D(假样本), torch.zeros(16, 1))
+    lossD.backward()
+    optD.step()
+    optG.zero_grad()
+    lossG = bce(D(假样本), torch.ones(16, 1))
+    lossG.backward()
+    optG.step()
+"""
+
+
+async def test_gg103_in_the_editor_each_fix_clears_it(shared, tmp_path):
+    """GG103 over LSP: the squiggle on the second backward, related locations on the
+    shared value and the first backward, the retain fix preferred, and each fix
+    clearing the finding when applied."""
+    uri = file_uri(tmp_path, "gan_step.py")
+    lines = GAN_STEP.split("\n")
+    version = 1
+    async with use(shared) as client:
+        open_doc(client, uri, GAN_STEP, version)
+        d = _only(await wait_for_diagnostics(client, uri, version), "GG103")
+        assert d.range.start.line == 15 and d.range.start.character == 4
+        assert "假样本" in d.message and d.code_description.href.endswith("GG103.md")
+        assert [r.location.range.start.line for r in d.related_information] == [8, 11]
+        shared_at = d.related_information[0].location.range.start
+        assert lines[8][shared_at.character:].startswith("G(torch.randn")  # UTF-16 column after 假样本
+        actions = await code_actions(client, uri, d.range, [d], only=[lsp.CodeActionKind.QuickFix])
+        fixes = [a for a in actions if not a.title.startswith("Suppress")]
+        assert fixes, ([a.title for a in actions], d.data)
+        assert [a.is_preferred for a in fixes] == [True, None] or [bool(a.is_preferred) for a in fixes] == [True, False]
+        for title in [a.title for a in fixes]:
+            # ask again for the current version: edits carry the version they were made for
+            current = {a.title: a for a in await code_actions(client, uri, d.range, [d], only=[lsp.CodeActionKind.QuickFix])}
+            fixed = apply_workspace_edit(GAN_STEP, uri, current[title].edit, expect_version=version)
+            assert "lossD.backward(retain_graph=True)" in fixed or "D(假样本.detach())" in fixed
+            version += 1
+            change_full(client, uri, fixed, version)
+            assert list((await wait_for_diagnostics(client, uri, version)).diagnostics) == [], title
+            version += 1
+            change_full(client, uri, GAN_STEP, version)
+            d = _only(await wait_for_diagnostics(client, uri, version), "GG103")

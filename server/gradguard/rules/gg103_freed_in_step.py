@@ -378,24 +378,54 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
     for opt in steppers:
         if opt == "?" or not lines:
             return True
-        made = re.compile(r"^\s*" + re.escape(opt) + r"\s*=\s*(.+)$")
-        found = False
-        for i, line in enumerate(lines):
-            m = made.match(line)
-            if m is None:
-                continue
-            found = True
-            text = m.group(1)
-            for more in lines[i + 1:i + 20]:  # the constructor's call, over its lines
-                if text.count("(") + text.count("[") <= text.count(")") + text.count("]"):
-                    break
-                text += " " + more
-            words = set(re.findall(r"\w+", text))
-            if words & parts:
+        made = _constructions(opt, lines)
+        if not made:
+            return True  # an optimizer we cannot see: it may hold anything
+        for value in made:
+            if set(re.findall(r"\w+", value)) & parts:
                 return True
-        if not found:
-            return True
     return False
+
+
+def _constructions(name: str, lines: List[str]) -> List[str]:
+    """The source of each value assigned to ``name`` (``opt = Adam(D.parameters())``,
+    ``optD, optG = Adam(D...), Adam(G...)``: that element), found textually."""
+    head = re.compile(r"^\s*[\w.,\s()\[\]]*?(?<![\w.])" + re.escape(name) + r"(?![\w.])[\w.,\s()\[\]]*=(?!=)")
+    out: List[str] = []
+    for i, line in enumerate(lines):
+        if name not in line or head.match(line) is None:
+            continue
+        text = line
+        for more in lines[i + 1:i + 20]:  # the statement, over its lines
+            if text.count("(") + text.count("[") <= text.count(")") + text.count("]"):
+                break
+            text += "\n" + more
+        try:
+            stmt = ast.parse(text.strip()).body[0]
+        except (SyntaxError, IndexError, ValueError):
+            continue
+        if not isinstance(stmt, ast.Assign):
+            continue
+        for target in stmt.targets:
+            value = _value_for(target, stmt.value, name)
+            if value is not None:
+                out.append(ast.unparse(value))
+    return out
+
+
+def _value_for(target: ast.expr, value: ast.expr, name: str) -> Optional[ast.expr]:
+    if F.dotted(target) == name:
+        return value
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            for t, v in zip(target.elts, value.elts):
+                found = _value_for(t, v, name)
+                if found is not None:
+                    return found
+            return None
+        if any(F.dotted(t) == name for t in target.elts):
+            return value  # unpacked from one call: all of it may be this one
+    return None
 
 
 def _short(node: ast.AST, limit: int = 40) -> str:
