@@ -57,6 +57,7 @@ EXAMPLES = {
     "gru_hidden_across_batches.py": ("crash", {("GG101", 38)}),  # pred, hidden = model(x, hidden)
     "regression_requires_grad_labels.py": ("crash", {("GG102", 18)}),  # Y = torch.matmul(X, true_w) + true_b
     "lstm_language_model_correct.py": ("train", set()),
+    "gan_discriminator_without_detach.py": ("crash", {("GG103", 38)}),  # lossG.backward()
 }
 
 
