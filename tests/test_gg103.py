@@ -223,3 +223,30 @@ def test_the_optimizer_stepped_in_between_is_read_where_it_is_made(construction,
     assert construction in src
     [f] = gg103(src)
     assert (f.preferred_fix is not None and f.preferred_fix.preferred) is offered
+
+
+def test_no_detach_fix_where_the_detached_value_also_feeds_the_second_loss():
+    """Actor-critic: `advantage = reward - value` feeds both losses; detaching
+    `value` there would leave the critic nothing to learn from, so only the
+    retain fix is offered (and the message does not suggest the detach)."""
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        actor, critic = nn.Linear(4, 2), nn.Linear(4, 1)
+        opt_a, opt_c = torch.optim.Adam(actor.parameters()), torch.optim.Adam(critic.parameters())
+        for episode in range(3):
+            state, reward = torch.randn(8, 4), torch.randn(8, 1)
+            logp = torch.log_softmax(actor(state), -1)[:, :1]
+            value = critic(state)
+            advantage = reward - value
+            actor_loss = -(logp * advantage).mean()
+            critic_loss = advantage.pow(2).mean()
+            actor_loss.backward()
+            opt_a.step()
+            critic_loss.backward()
+            opt_c.step()
+    """)
+    [f] = gg103(src)
+    assert [fx.title_in("en") for fx in f.fixes] == [
+        "Keep the graph for the second backward: `retain_graph=True` on line 12 (same gradients)"]
+    assert "detach" not in f.message_in("en")

@@ -296,7 +296,7 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
     what = f"`{name}`" if name else f"`{_short(node)}`"
     line1, line0 = b1.lineno, node.lineno
     first, second = _short(b1), _short(b2)
-    cut = _detach_uses(stmts, holder, s1, name, ctx) if name and holder is not None else []
+    cut = _detach_uses(stmts, holder, s1, b2, name, ctx) if name and holder is not None else []
     keep = _retain_edit(b1, ctx)
     stepped = _stepped_in_between(stmts, s1, b2, shared, ctx)
     if stepped:
@@ -500,9 +500,13 @@ def _text_between(ctx, l0, c0, l1, c1) -> Optional[str]:
     return "\n".join(parts)
 
 
-def _detach_uses(stmts, holder, s1, name, ctx) -> List[TextEdit]:
+def _detach_uses(stmts, holder, s1, b2, name, ctx) -> List[TextEdit]:
     """``name`` → ``name.detach()`` where the statements between its assignment and
-    the first backward read it (the first loss is built there)."""
+    the first backward read it (the first loss is built there) — only when none of
+    those statements also feeds the second loss: detaching ``value`` in an
+    actor-critic's ``advantage = reward - value`` would starve the critic's loss
+    built from the same ``advantage``."""
+    second = _inputs_of(stmts, b2)
     edits: List[TextEdit] = []
     inside = False
     for s in stmts:
@@ -513,6 +517,8 @@ def _detach_uses(stmts, holder, s1, name, ctx) -> List[TextEdit]:
             break
         if not inside:
             continue
+        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s)) and _assigned(s) & second:
+            return []
         for n in ast.walk(s):
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 return []  # a use inside a nested scope: not ours to rewrite
@@ -522,3 +528,27 @@ def _detach_uses(stmts, holder, s1, name, ctx) -> List[TextEdit]:
                 at = ctx.pos(n.end_lineno, n.end_col_offset)
                 edits.append(TextEdit(Range(at, at), ".detach()"))
     return edits
+
+
+def _assigned(stmt: ast.stmt) -> Set[str]:
+    out: Set[str] = set()
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    for t in targets:
+        if t is not None:
+            out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    return out
+
+
+def _inputs_of(stmts, b2: ast.Call) -> Set[str]:
+    """The names the second backward's loss is computed from, followed back through
+    the assignments of the statement list (a name-level def-use closure)."""
+    need = {n.id for n in ast.walk(b2) if isinstance(n, ast.Name)}
+    before: List[ast.stmt] = []
+    for s in stmts:
+        if any(n is b2 for n in ast.walk(s)):
+            break
+        before.append(s)
+    for s in reversed(before):
+        if _assigned(s) & need:
+            need.update(n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    return need
