@@ -36,6 +36,7 @@ import torch_harness as th  # noqa: E402
 
 from gradguard.core import check_source  # noqa: E402
 from gradguard.core.text import apply_text_edits  # noqa: E402
+from gradguard.core.text import apply_text_edits  # noqa: E402
 from gradguard.rules import get_rule  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -231,6 +232,33 @@ def _fixed_source(path: Path):
         return None
 
 
+# rules whose every quick fix (not only the preferred one) is run under torch
+OTHER_FIXES_RUN = ("GG103",)
+
+
+def _other_fixes():
+    """(fixture, index, fixed text) for each non-preferred fix of the rules above."""
+    out = []
+    for name in NAMES:
+        source = _source(name)
+        for f in check_source(source, name).findings:
+            if f.code not in OTHER_FIXES_RUN:
+                continue
+            for i, fx in enumerate(f.fixes):
+                if fx is not f.preferred_fix:
+                    out.append((name, i, apply_text_edits(source, fx.edits)))
+    return out
+
+
+@pytest.mark.needs_torch
+def test_every_other_fix_trains(runtime):
+    others = [(n, i) for n, i, _ in _other_fixes()]
+    assert others, "no non-preferred fix to run"
+    for name, i in others:
+        run = runtime[f"other{i}/{name}"]["original"]
+        assert run["status"] == "train", (name, i, _why(run))
+
+
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory):
     """Run every fixture, its fixed version, and the examples, in one process."""
@@ -258,6 +286,10 @@ def runtime(tmp_path_factory):
             out.write_text(fixed, encoding="utf-8")
             job["fixed"] = str(out)
         jobs.append(job)
+    for name, i, text in _other_fixes():  # the other quick fixes must make a program that trains too
+        out = work / f"other{i}__{name}"
+        out.write_text(text, encoding="utf-8")
+        jobs.append({"name": f"other{i}/{name}", "original": str(out), "fixed": None, "seed": 0})
     manifest = work / "jobs.json"
     manifest.write_text(json.dumps(jobs), encoding="utf-8")
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
