@@ -250,3 +250,44 @@ def test_no_detach_fix_where_the_detached_value_also_feeds_the_second_loss():
     assert [fx.title_in("en") for fx in f.fixes] == [
         "Keep the graph for the second backward: `retain_graph=True` on line 12 (same gradients)"]
     assert "detach" not in f.message_in("en")
+
+
+def test_steps_written_as_helper_functions():
+    """The GAN's two steps as functions of the user's (train_discriminator(real, fake)
+    then train_generator(fake)): reported at the second call, with no edit (the
+    backward to keep is inside the helper) and the advice to pass fake.detach()."""
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        G, D = nn.Linear(4, 2), nn.Linear(2, 1)
+        optD, optG = torch.optim.Adam(D.parameters()), torch.optim.Adam(G.parameters())
+
+
+        def train_discriminator(real, fake):
+            optD.zero_grad()
+            loss = D(real).mean() - D(fake).mean()
+            loss.backward()
+            optD.step()
+            return loss.item()
+
+
+        def train_generator(fake):
+            optG.zero_grad()
+            loss = -D(fake).mean()
+            loss.backward()
+            optG.step()
+
+
+        for step in range(3):
+            fake = G(torch.randn(16, 4))
+            d_loss = train_discriminator(torch.randn(16, 2), fake)
+            train_generator(fake)
+    """)
+    [f] = gg103(src)
+    assert lines_of([f]) == [25] and f.fixes == ()
+    assert "`fake.detach()`" in f.message_in("en") and "train_discriminator" in f.message_in("en")
+    assert f.related[1].message_in("en") == "`train_discriminator` back-propagates through it here and frees it"
+    assert gg103(src.replace("train_discriminator(torch.randn(16, 2), fake)",
+                             "train_discriminator(torch.randn(16, 2), fake.detach())")) == []
+    # a helper that keeps its graph frees nothing
+    assert gg103(src.replace("    loss.backward()\n    optD.step()", "    loss.backward(retain_graph=True)\n    optD.step()")) == []

@@ -229,22 +229,25 @@ def _in_order(block: Sequence[ast.stmt]) -> List[ast.stmt]:
     return out
 
 
-def _direct_backward(stmt: ast.stmt, ctx) -> Optional[ast.Call]:
-    """``loss.backward(...)`` / ``grads = torch.autograd.grad(...)`` as the statement itself."""
+def _direct_backward(stmt: ast.stmt, ctx, events) -> Optional[ast.Call]:
+    """``loss.backward(...)`` / ``grads = torch.autograd.grad(...)`` / ``d_loss =
+    train_discriminator(real, fake)`` (a helper of the user's that back-propagates)
+    as the statement itself."""
     value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
-    if isinstance(value, ast.Call) and F.is_backward_call(value, ctx):
+    if isinstance(value, ast.Call) and (F.is_backward_call(value, ctx) or id(value) in events):
         return value
     return None
 
 
-def _backward_calls(stmt: ast.stmt, ctx) -> Iterator[ast.Call]:
-    """Backward calls anywhere in a statement, nested blocks included, nested defs not."""
+def _backward_calls(stmt: ast.stmt, ctx, events) -> Iterator[ast.Call]:
+    """Backward calls (and calls of helpers that back-propagate) anywhere in a
+    statement, nested blocks included, nested defs not."""
     stack: List[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        if isinstance(node, ast.Call) and F.is_backward_call(node, ctx):
+        if isinstance(node, ast.Call) and (F.is_backward_call(node, ctx) or id(node) in events):
             yield node
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
@@ -265,11 +268,11 @@ def _check_block(rule, block, events, saving, reported, ctx) -> Iterator[Finding
     stmts = _in_order(block)
     start = _pos(block[0])
     for i, s in enumerate(stmts):
-        b1 = _direct_backward(s, ctx)
+        b1 = _direct_backward(s, ctx, events)
         if b1 is None or F.has_retain_graph(b1) or F.has_create_graph(b1) or _legacy_retain(b1):
             continue
         ev1 = events.get(id(b1))
-        if ev1 is None:
+        if ev1 is None or ev1.retain:
             continue
         end = _pos(s)
         # what this backward frees: saving parts of the graph built in this list, before it
@@ -277,7 +280,7 @@ def _check_block(rule, block, events, saving, reported, ctx) -> Iterator[Finding
         if not freed:
             continue
         for later in stmts[i + 1:]:
-            for b2 in _backward_calls(later, ctx):
+            for b2 in _backward_calls(later, ctx, events):
                 if id(b2) in reported:
                     continue
                 ev2 = events.get(id(b2))
@@ -297,9 +300,18 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
     line1, line0 = b1.lineno, node.lineno
     first, second = _short(b1), _short(b2)
     cut = _detach_uses(stmts, holder, s1, b2, name, ctx) if name and holder is not None else []
-    keep = _retain_edit(b1, ctx)
+    direct = F.is_backward_call(b1, ctx)
+    keep = _retain_edit(b1, ctx) if direct else None
     stepped = _stepped_in_between(stmts, s1, b2, shared, ctx)
-    if stepped:
+    if not direct:
+        # the first backward is inside a helper: no edit here keeps its graph, and a
+        # detach alone would be the fix --fix applies; the message says what to do
+        cut = []
+        advice_en = (f"keep the graph in `{_callee(b1)}`'s backward (`retain_graph=True`), or pass "
+                     f"{what[:-1]}.detach()` to it if what produced {what} should not learn from it")
+        advice_zh = (f"请在 `{_callee(b1)}` 内部的 backward 上加 `retain_graph=True`，或者若 {what} 的来源"
+                     f"不应从中学习，就把 {what[:-1]}.detach()` 传给它")
+    elif stepped:
         # no fix then: a detach changes what the shared part learns, and alone it would
         # be the one `--fix` and "Fix all" apply; the message says what to do
         keep = None
@@ -309,7 +321,7 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
     else:
         advice_en = "pass `retain_graph=True` to that first backward"
         advice_zh = "请给第一次 backward 加上 `retain_graph=True`"
-    if cut:
+    if cut and direct:
         advice_en += f", or detach {what} where it feeds the first loss"
         advice_zh += f"，或在它进入第一个损失的地方对 {what} 做 detach"
     msg = {
@@ -321,7 +333,9 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
     related = (
         Related(ctx.range(node), {"en": f"the graph of {what} is built here", "zh": f"{what} 的计算图在这里构建"}),
         Related(ctx.range(b1), {"en": "this backward frees it (no retain_graph=True)",
-                                "zh": "这次反向传播释放了它（没有 retain_graph=True）"}),
+                                "zh": "这次反向传播释放了它（没有 retain_graph=True）"} if direct else
+                {"en": f"`{_callee(b1)}` back-propagates through it here and frees it",
+                 "zh": f"`{_callee(b1)}` 在这里对它反向传播并释放了它"}),
     )
     fixes: List[Fix] = []
     if keep is not None:
@@ -552,3 +566,7 @@ def _inputs_of(stmts, b2: ast.Call) -> Set[str]:
         if _assigned(s) & need:
             need.update(n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
     return need
+
+
+def _callee(call: ast.Call) -> str:
+    return F.dotted(call.func) or _short(call.func)
