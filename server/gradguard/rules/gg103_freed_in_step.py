@@ -37,7 +37,8 @@ EXPLANATION = {
 ## What it does
 Finds a `backward()` whose loss reaches part of a graph that an earlier `backward()` of the same
 step already back-propagated and freed: two losses built on one shared tensor, back-propagated one
-after the other, with no `retain_graph=True` on the first.
+after the other, with no `retain_graph=True` on the first. Either backward may sit in a helper of
+yours: `train_discriminator(real, fake)` then `train_generator(fake)`.
 
 ## Why is this bad?
 `backward()` frees the tensors the graph saved for the gradient (the inputs of a matrix multiply,
@@ -103,7 +104,8 @@ without complaint.
 ## 它检查什么
 找出这样的 `backward()`：它的损失所经过的部分计算图，已经被同一步里更早的一次 `backward()`
 反向传播并释放了。典型情况是两个损失共用同一个中间张量，先后各调用一次 `backward()`，
-而第一次没有写 `retain_graph=True`。
+而第一次没有写 `retain_graph=True`。两次 backward 也可以在你自己的辅助函数里：
+`train_discriminator(real, fake)` 之后再 `train_generator(fake)`。
 
 ## 为什么这是个问题
 `backward()` 在反向传播时会释放计算图为求梯度而保存的张量（矩阵乘法的输入、激活函数的输出等）。
