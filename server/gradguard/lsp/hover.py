@@ -96,12 +96,15 @@ IDIOMS: Tuple[Idiom, ...] = (
         re.compile(r"\b(?P<name>retain_graph)\s*="),
         {
             "en": "**`retain_graph=True`** — keeps the graph's saved tensors after `backward()` so the "
-            "same graph can be back-propagated again. It silences the *second time* error but is rarely "
-            "the fix for a training loop: the graph (and memory) then grows every iteration and "
-            "gradients flow into earlier batches. Cut the graph with `.detach()` instead.",
+            "same graph can be back-propagated again. It is the fix when two losses of the *same step* "
+            "share a graph and are back-propagated one after the other (GG103): the second backward frees "
+            "it. It is not the fix for a graph carried into the *next* iteration (GG101, GG102): the graph "
+            "(and memory) then grows every iteration and gradients flow into earlier batches; cut it with "
+            "`.detach()` instead.",
             "zh": "**`retain_graph=True`** —— 在 `backward()` 之后保留计算图保存的张量，以便对同一张图再次反向传播。"
-            "它能让“第二次反向传播”的报错消失，但在训练循环里几乎从来不是正确的修法：计算图和内存会逐轮增长，"
-            "梯度还会流回以前的批次。应当用 `.detach()` 截断计算图。",
+            "当*同一步*里的两个损失共用一张图、先后各做一次反向传播时（GG103），它就是正确的修法：第二次反向传播"
+            "之后图照常释放。但若计算图被带进*下一轮*迭代（GG101、GG102），它不是正确的修法：计算图和内存会逐轮增长，"
+            "梯度还会流回以前的批次；应当用 `.detach()` 截断计算图。",
         },
     ),
     Idiom(

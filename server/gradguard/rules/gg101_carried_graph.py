@@ -160,7 +160,8 @@ batch *and every batch before it*: memory and time grow with every step. And bec
 `optimizer.step()` updates the weights in place, the next backward through the old graph
 fails anyway, with "one of the variables needed for gradient computation has been
 modified by an inplace operation". `retain_graph=True` is meant for two backward passes
-through the *same* graph within one iteration (which this rule leaves alone).
+through the *same* graph within one iteration (which this rule leaves alone, and GG103 asks for
+when the first of them frees what the second needs).
 ''',
     "zh": '''\
 ## 规则说明
@@ -263,7 +264,8 @@ for x, y in loader:
 它只是让 PyTorch 不释放计算图，于是下一次 backward 要回溯本批次*以及之前所有批次*的图：
 显存和耗时随步数不断增长。而且 `optimizer.step()` 会原地更新权重，之后再回溯旧图照样会失败，
 报错变成 "one of the variables needed for gradient computation has been modified by an inplace
-operation"。`retain_graph=True` 的正确用途是在同一轮迭代里对*同一张*图做两次反向传播（这种情况本规则不会报告）。
+operation"。`retain_graph=True` 的正确用途是在同一轮迭代里对*同一张*图做两次反向传播（这种情况本规则不会报告；
+若第一次反向传播释放了第二次需要的部分，GG103 会提示加上它）。
 ''',
 }
 
