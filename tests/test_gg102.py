@@ -862,18 +862,9 @@ def test_long_method_chains_and_large_units_stay_fast():
 
 
 def test_docs_page_is_the_explanation():
-    """docs/rules/GG102.md is generated from the rule's own text (one source for CLI, hover, docs)."""
-    import subprocess
-    import sys
-    from pathlib import Path
+    from rule_pages import assert_docs_page_is_the_explanation
 
-    repo = Path(__file__).resolve().parent.parent
-    r = subprocess.run([sys.executable, str(repo / "scripts" / "gen_rule_docs.py"), "--check", "GG102"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    page = (repo / "docs" / "rules" / "GG102.md").read_text(encoding="utf-8")
-    rule = get_rule("GG102")
-    assert rule.explain("en").strip() in page and rule.explain("zh").strip() in page
+    assert_docs_page_is_the_explanation("GG102")
 
 
 # ---------------------------------------------------------------------------

@@ -285,15 +285,9 @@ class CarriedGraph(Rule):
         if not _worth_running(unit, ctx) and not _maybe_stateful(unit, ctx):
             return ()
         resolver = F.Resolver(ctx)
-        self_obj = None
-        if unit.class_node is not None:
-            self_obj = "user:" + unit.class_node.name
-        no_grad = unit.kind == "function" and F.is_no_grad_function(unit.node, ctx)
-        if no_grad:
+        if unit.kind == "function" and F.is_no_grad_function(unit.node, ctx):
             return ()
-        env: Dict[str, F.Val] = {}
-        if unit.kind == "function" and unit.node is not None:
-            env = _param_env(unit.node, unit.class_node is not None)
+        env, self_obj = unit_entry(unit)
         stateful = unit.kind == "function" and unit.node is not None
         flow = F.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful)
         try:
@@ -628,6 +622,15 @@ def _detach_before(stmt: ast.stmt, name: str, shape: str, ctx, guard: bool, head
         text = f"{indent}{detach}\n"
     pos = Position(stmt.lineno - 1, 0)
     return TextEdit(Range(pos, pos), text)
+
+
+def unit_entry(unit) -> Tuple[Dict[str, F.Val], Optional[str]]:
+    """What a unit's flow starts from: its parameters (a function's) and the
+    object ``self`` is (a method's), for every rule that interprets a unit."""
+    env: Dict[str, F.Val] = {}
+    if unit.kind == "function" and unit.node is not None:
+        env = _param_env(unit.node, unit.class_node is not None)
+    return env, ("user:" + unit.class_node.name if unit.class_node is not None else None)
 
 
 def _param_env(fn: ast.AST, method: bool) -> Dict[str, F.Val]:

@@ -23,7 +23,6 @@ import ast
 import re
 
 from gradguard.core import flow as F
-from gradguard.core import knowledge as K
 from gradguard.core.context import unit_text
 from gradguard.core.model import Finding, Fix, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
@@ -187,12 +186,9 @@ class FreedInStep(Rule):
             return ()  # one backward cannot free a graph for another
         if unit.kind == "function" and F.is_no_grad_function(unit.node, ctx):
             return ()
-        from gradguard.rules.gg101_carried_graph import _param_env
+        from gradguard.rules.gg101_carried_graph import unit_entry
 
-        env: Dict[str, F.Val] = {}
-        if unit.kind == "function" and unit.node is not None:
-            env = _param_env(unit.node, unit.class_node is not None)
-        self_obj = "user:" + unit.class_node.name if unit.class_node is not None else None
+        env, self_obj = unit_entry(unit)
         flow = F.GraphFlow(F.Resolver(ctx), self_obj=self_obj, find_carries=False)
         try:
             flow.run(unit.body, env)
