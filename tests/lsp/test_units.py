@@ -131,7 +131,7 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
     from lsprotocol.converters import get_converter
 
     from gradguard.core import check_source
-    from gradguard.lsp.convert import diagnostic_json
+    from gradguard.lsp.convert import diagnostic_json, fixes_data
 
     conv = get_converter()
     fixtures = sorted((Path(__file__).parent.parent / "fixtures").glob("*.py"))
@@ -149,7 +149,12 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
                 assert conv.unstructure(obj) == d
                 line = text.split("\n")[f.range.start.line]
                 assert obj.range.start.character == codec.to_client(line, f.range.start.character)
-                assert d["data"]["version"] == 7 and all(e["version"] == 7 for fx in d["data"]["fixes"] for e in fx["edits"])
+                assert d["data"]["version"] == 7 and d["data"]["fixes"] == len(f.fixes)
+                # the fixes are made when asked, for the diagnostic as the client sends it back
+                full = fixes_data([f], smap, codec, lang, uri, obj.code, d["range"], 7)
+                assert full is not None and len(full["fixes"]) == len(f.fixes)
+                assert all(e["version"] == 7 and e["uri"] == uri for fx in full["fixes"] for e in fx["edits"])
+                assert fixes_data([f], smap, codec, lang, uri, obj.code, d["range"], 6) is None  # another version
                 seen += 1
     assert seen > 50
     # a notebook: every diagnostic lands in its own cell, in that cell's coordinates

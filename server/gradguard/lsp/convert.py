@@ -252,9 +252,32 @@ def diagnostic_json(finding: Finding, smap: SourceMap, codec: Codec, lang: str) 
             related.append({"location": {"uri": rc[0].uri, "range": _span_json(rc[1])}, "message": r.message_in(lang)})
     if related:
         diag["relatedInformation"] = related
-    diag["data"] = {DATA_MARK: 1, "uri": part.uri, "version": part.version,
-                    "fixes": [fix_to_data(f, smap, codec, lang) for f in finding.fixes]}
+    # the fixes themselves are made when a code action asks (fixes_data): every
+    # keystroke publishes every finding, and most are never clicked
+    diag["data"] = {DATA_MARK: 1, "uri": part.uri, "version": part.version, "fixes": len(finding.fixes)}
     return part.uri, diag
+
+
+def fixes_data(findings: Iterable[Finding], smap: SourceMap, codec: Codec, lang: str, uri: str, code: Any,
+               rng: Dict[str, Any], version: Optional[int]) -> Optional[Dict[str, Any]]:
+    """The data of the diagnostic at ``rng`` (wire form) with code ``code`` in
+    ``uri``, fixes included, from the findings it was published from; None when
+    no finding matches or the diagnostic came from another version of the part
+    (its edits would no longer apply)."""
+    for f in findings:
+        if f.code != code:
+            continue
+        conv = smap.to_client_span(f.range, codec)
+        if conv is None:
+            continue
+        part, span = conv
+        if part.uri != uri or _span_json(span) != rng:
+            continue
+        if version is not None and part.version is not None and version != part.version:
+            return None
+        return {DATA_MARK: 1, "uri": part.uri, "version": part.version,
+                "fixes": [fix_to_data(fx, smap, codec, lang) for fx in f.fixes]}
+    return None
 
 
 def diagnostics_json(findings: Iterable[Finding], smap: SourceMap, codec: Codec, lang: str) -> Dict[str, List[Dict[str, Any]]]:

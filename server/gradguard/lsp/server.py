@@ -37,7 +37,7 @@ from gradguard.core.config import Config, ConfigError, find_pyproject, load_conf
 from gradguard.core.engine import CheckResult, Document
 from gradguard.core.text import split_lines
 from gradguard.lsp import actions as act
-from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_json, range_json
+from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_json, fixes_data, range_json
 from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
 from gradguard.lsp.notebook import build_source
 from gradguard.lsp.settings import Settings, parse_settings, resolve_language
@@ -859,7 +859,7 @@ def create_server() -> GradguardServer:
             seen_codes: Set[Tuple[str, int]] = set()
             for d in ours:
                 data = d.data
-                if not isinstance(data, dict) or not data.get("gradguard"):
+                if not (isinstance(data, dict) and data.get("gradguard") and isinstance(data.get("fixes"), list)):
                     data = await _lookup_data(ls, target, uri, d)
                 fixes.extend(act.quick_fixes(uri, d, data, td.version))
                 key = (str(d.code), d.range.start.line)
@@ -925,12 +925,15 @@ def _result_id(target: Target, items: List[Dict[str, Any]]) -> str:
 
 
 async def _lookup_data(ls: GradguardServer, target: Target, uri: str, diag: lsp.Diagnostic) -> Any:
-    """The data of one of our diagnostics, when the client did not send it back."""
-    want = range_json(diag.range)
-    for d in ls.diagnostics_for(target).get(uri, []):
-        if d["code"] == diag.code and d["range"] == want:
-            return d["data"]
-    return None
+    """The data of one of our diagnostics with its fixes, made from the result it
+    was published from (diagnostics travel without their fixes). A diagnostic of
+    another version of the document gets none: its edits would not apply."""
+    result, smap = target.result, target.result_smap
+    if result is None or smap is None:
+        return None
+    sent = diag.data if isinstance(diag.data, dict) else {}
+    version = sent.get("version") if isinstance(sent.get("version"), int) else None
+    return fixes_data(result.findings, smap, ls.codec, ls.lang, uri, diag.code, range_json(diag.range), version)
 
 
 async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceEdit]:
