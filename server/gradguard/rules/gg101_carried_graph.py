@@ -164,7 +164,7 @@ through the *same* graph within one iteration (which this rule leaves alone, and
 when the first of them frees what the second needs).
 ''',
     "zh": '''\
-## 规则说明
+## 它检查什么
 
 检查会做反向传播的循环（`loss.backward()`、`torch.autograd.backward/grad`、
 `scaler.scale(loss).backward()`、`accelerator.backward(loss)`、`self.manual_backward(loss)`，
@@ -189,7 +189,7 @@ import 别名去追踪这个值，也认得常见的截断写法：`.detach()`�
 修复会在那次调用之前插入 detach。循环里重置了状态（`model.hidden = model.init_hidden()`，
 或调用了模型自己做重置的方法）则不会报告。
 
-## 为什么有问题
+## 为什么这是个问题
 
 `hidden` 不只是一组数值，它的 `grad_fn` 把它和本轮迭代中产生它的所有运算连在一起。
 `loss.backward()` 沿着这张图回溯完之后，会释放图里保存的中间结果。下一轮的 loss
@@ -216,7 +216,7 @@ for x, y in loader:
     optimizer.step()
 ```
 
-## 修复方法
+## 修复
 
 保留状态的数值，丢掉它的历史：在每轮迭代开始、还没有任何地方用到它之前先 detach。
 
