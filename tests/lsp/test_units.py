@@ -155,6 +155,12 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
                 assert full is not None and len(full["fixes"]) == len(f.fixes)
                 assert all(e["version"] == 7 and e["uri"] == uri for fx in full["fixes"] for e in fx["edits"])
                 assert fixes_data([f], smap, codec, lang, uri, obj.code, d["range"], 6) is None  # another version
+                # a client that recomputes the columns (Neovim sends byte columns back) finds it by data.n
+                moved = {"start": {"line": d["range"]["start"]["line"], "character": 999},
+                         "end": d["range"]["end"]}
+                assert d["data"]["n"] == -1  # one finding built alone has no place in a result
+                assert fixes_data([f], smap, codec, lang, uri, obj.code, moved, 7, 0) == full
+                assert fixes_data([f], smap, codec, lang, uri, obj.code, moved, 7) is None
                 seen += 1
     assert seen > 50
     # a notebook: every diagnostic lands in its own cell, in that cell's coordinates

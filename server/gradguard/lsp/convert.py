@@ -222,7 +222,8 @@ def range_from_json(d: Any) -> Optional[lsp.Range]:
         return None
 
 
-def diagnostic_json(finding: Finding, smap: SourceMap, codec: Codec, lang: str) -> Optional[Tuple[str, Dict[str, Any]]]:
+def diagnostic_json(finding: Finding, smap: SourceMap, codec: Codec, lang: str,
+                    index: int = -1) -> Optional[Tuple[str, Dict[str, Any]]]:
     """(uri, Diagnostic) for one finding, or None if it maps nowhere. The
     Diagnostic is built as it travels (a JSON object, LSP field names, absent
     fields left out): every keystroke publishes every finding of the file, and
@@ -254,24 +255,36 @@ def diagnostic_json(finding: Finding, smap: SourceMap, codec: Codec, lang: str) 
         diag["relatedInformation"] = related
     # the fixes themselves are made when a code action asks (fixes_data): every
     # keystroke publishes every finding, and most are never clicked
-    diag["data"] = {DATA_MARK: 1, "uri": part.uri, "version": part.version, "fixes": len(finding.fixes)}
+    diag["data"] = {DATA_MARK: 1, "uri": part.uri, "version": part.version, "fixes": len(finding.fixes),
+                    "n": index}
     return part.uri, diag
 
 
-def fixes_data(findings: Iterable[Finding], smap: SourceMap, codec: Codec, lang: str, uri: str, code: Any,
-               rng: Dict[str, Any], version: Optional[int]) -> Optional[Dict[str, Any]]:
+def fixes_data(findings: Sequence[Finding], smap: SourceMap, codec: Codec, lang: str, uri: str, code: Any,
+               rng: Dict[str, Any], version: Optional[int], index: Optional[int] = None) -> Optional[Dict[str, Any]]:
     """The data of the diagnostic at ``rng`` (wire form) with code ``code`` in
     ``uri``, fixes included, from the findings it was published from; None when
     no finding matches or the diagnostic came from another version of the part
-    (its edits would no longer apply)."""
-    for f in findings:
+    (its edits would no longer apply). ``index`` is the finding's position as
+    published (``data.n``): a client that hands the diagnostic back with its
+    columns recomputed (Neovim counts bytes there) still finds it by that and its
+    line; without it, the range must match."""
+    candidates = list(enumerate(findings))
+    if index is not None and 0 <= index < len(findings):
+        candidates = [(index, findings[index])] + candidates
+    for i, f in candidates:
         if f.code != code:
             continue
         conv = smap.to_client_span(f.range, codec)
         if conv is None:
             continue
         part, span = conv
-        if part.uri != uri or _span_json(span) != rng:
+        if part.uri != uri:
+            continue
+        if i == index:
+            if span[0] != rng.get("start", {}).get("line"):
+                continue
+        elif _span_json(span) != rng:
             continue
         if version is not None and part.version is not None and version != part.version:
             return None
@@ -283,8 +296,8 @@ def fixes_data(findings: Iterable[Finding], smap: SourceMap, codec: Codec, lang:
 def diagnostics_json(findings: Iterable[Finding], smap: SourceMap, codec: Codec, lang: str) -> Dict[str, List[Dict[str, Any]]]:
     """Diagnostics (as they travel) per part URI (every part present, possibly empty)."""
     out: Dict[str, List[Dict[str, Any]]] = {p.uri: [] for p in smap.parts}
-    for f in findings:
-        conv = diagnostic_json(f, smap, codec, lang)
+    for i, f in enumerate(findings):
+        conv = diagnostic_json(f, smap, codec, lang, i)
         if conv is None:
             continue
         uri, diag = conv

@@ -933,7 +933,8 @@ async def _lookup_data(ls: GradguardServer, target: Target, uri: str, diag: lsp.
         return None
     sent = diag.data if isinstance(diag.data, dict) else {}
     version = sent.get("version") if isinstance(sent.get("version"), int) else None
-    return fixes_data(result.findings, smap, ls.codec, ls.lang, uri, diag.code, range_json(diag.range), version)
+    index = sent.get("n") if isinstance(sent.get("n"), int) else None
+    return fixes_data(result.findings, smap, ls.codec, ls.lang, uri, diag.code, range_json(diag.range), version, index)
 
 
 async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceEdit]:
