@@ -1506,11 +1506,10 @@ def test_one_line_loop_body_gets_no_broken_fix():
 
 def test_explanation_sections_both_languages():
     rule = get_rule("GG101")
+    from rule_pages import assert_sections
+
+    assert_sections("GG101")
     en, zh = rule.explain("en"), rule.explain("zh")
-    for h in ("## What it does", "## Why is this bad?", "## Example", "## Fix", "## FAQ"):
-        assert h in en
-    for h in ("## 它检查什么", "## 为什么这是个问题", "## 示例", "## 修复", "## 常见问题"):
-        assert h in zh
     for topic in ("None", ".data", "(h, c)", "truncated", "retain_graph=True"):
         assert topic in en, topic
     for topic in ("None", ".data", "(h, c)", "截断", "retain_graph=True"):

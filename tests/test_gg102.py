@@ -841,11 +841,10 @@ def test_bad_input_never_crashes():
 def test_explanation_sections_in_both_languages():
     rule = get_rule("GG102")
     assert rule.name == "stale-graph"
+    from rule_pages import assert_sections
+
+    assert_sections("GG102")
     en, zh = rule.explain("en"), rule.explain("zh")
-    for section in ("## What it does", "## Why is this bad?", "## Example", "## Fix", "## FAQ"):
-        assert section in en
-    for section in ("## 它检查什么", "## 为什么这是个问题", "## 示例", "## 修复", "## 常见问题"):
-        assert section in zh
     for text in (en, zh):
         assert "retain_graph=True" in text and "zero_grad()" in text and "Conv2d" in text
     assert "leaf" in en.lower() and "叶子" in zh
