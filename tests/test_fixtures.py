@@ -21,6 +21,7 @@ round-trip on text run everywhere.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -35,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch_harness as th  # noqa: E402
 
 from gradguard.core import check_source  # noqa: E402
-from gradguard.core.text import apply_text_edits  # noqa: E402
 from gradguard.core.text import apply_text_edits  # noqa: E402
 from gradguard.rules import get_rule  # noqa: E402
 
@@ -236,8 +236,10 @@ def _fixed_source(path: Path):
 OTHER_FIXES_RUN = ("GG103",)
 
 
-def _other_fixes():
-    """(fixture, index, fixed text) for each non-preferred fix of the rules above."""
+@functools.lru_cache(maxsize=None)
+def _other_fixes() -> tuple:
+    """(fixture, index, fixed text) for each non-preferred fix of the rules above
+    (asked by the runtime fixture and by the test: analysed once)."""
     out = []
     for name in NAMES:
         source = _source(name)
@@ -247,7 +249,7 @@ def _other_fixes():
             for i, fx in enumerate(f.fixes):
                 if fx is not f.preferred_fix:
                     out.append((name, i, apply_text_edits(source, fx.edits)))
-    return out
+    return tuple(out)
 
 
 @pytest.mark.needs_torch

@@ -22,6 +22,7 @@ module summarizers use (they do not see the import table).
 from __future__ import annotations
 
 import ast
+import re
 
 from gradguard.core import knowledge as K
 
@@ -688,9 +689,7 @@ class Resolver:
         return names
 
     def rebound(self, name: str) -> bool:
-        """Is the module-level ``name`` an object made by a call (``model =
-        model.RNNModel(...)``), not the module it was imported as?"""
-        return ("var:" + name) in self.summary or ("inst:" + name) in self.summary
+        return rebound(self.summary, name)
 
     # -- same-file facts ------------------------------------------------
     def fn(self, name: str) -> _Opt[FnFacts]:
@@ -751,6 +750,12 @@ class Resolver:
             if cf is not None:
                 return cf.method(name)
         return None
+
+
+def rebound(summary: Mapping[str, Any], name: str) -> bool:
+    """Is the module-level ``name`` an object made by a call (``model =
+    model.RNNModel(...)``), not the module it was imported as?"""
+    return ("var:" + name) in summary or ("inst:" + name) in summary
 
 
 def _dotted_def_names(summary) -> FrozenSet[str]:
@@ -823,7 +828,7 @@ _CLEAN_BUILTINS = frozenset(
 )
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 # the legacy typed tensor constructors: torch.FloatTensor, torch.cuda.LongTensor, torch.Tensor
-_LEGACY_TENSOR_TYPE = __import__("re").compile(
+_LEGACY_TENSOR_TYPE = re.compile(
     r"torch\.(?:cuda\.)?(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)?Tensor")
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
                        "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script"})

@@ -423,12 +423,23 @@ def _imports_of(source: str) -> List[Tuple[str, int, str, str, int, int]]:
         for line in names.splitlines():
             line = line.split("#", 1)[0].rstrip().rstrip("\\")
             for part in line.split(","):
-                bits = part.split()
-                if len(bits) == 1 and bits[0].isidentifier():
-                    out.append((mod, level, bits[0], bits[0], lineno, len(m.group(1))))
-                elif len(bits) == 3 and bits[1] == "as" and bits[0].isidentifier() and bits[2].isidentifier():
-                    out.append((mod, level, bits[0], bits[2], lineno, len(m.group(1))))
+                named = _name_as(part, dotted=False)
+                if named is not None:
+                    out.append((mod, level, named[0], named[1], lineno, len(m.group(1))))
     return out
+
+
+def _name_as(part: str, dotted: bool) -> Optional[Tuple[str, str]]:
+    """``x`` → (x, x), ``x as y`` → (x, y) for one item of an import list;
+    ``dotted``: the name may be ``a.b`` (``import a.b``), used by that path."""
+    bits = part.split()
+    if not bits or not (all(p.isidentifier() for p in bits[0].split(".")) if dotted else bits[0].isidentifier()):
+        return None
+    if len(bits) == 1:
+        return bits[0], bits[0]
+    if len(bits) == 3 and bits[1] == "as" and bits[2].isidentifier():
+        return bits[0], bits[2]
+    return None
 
 
 # `import a.b.c`, `import a.b as x, d` (one line; `import` has no parenthesised form)
@@ -442,13 +453,9 @@ def _module_imports_of(source: str) -> List[Tuple[str, str]]:
     out = []
     for m in _IMPORT_RE.finditer(source):
         for part in m.group(1).rstrip().rstrip("\\").split(","):
-            bits = part.split()
-            if not bits or not all(p.isidentifier() for p in bits[0].split(".")):
-                continue
-            if len(bits) == 1:
-                out.append((bits[0], bits[0]))
-            elif len(bits) == 3 and bits[1] == "as" and bits[2].isidentifier():
-                out.append((bits[0], bits[2]))
+            named = _name_as(part, dotted=True)
+            if named is not None:
+                out.append(named)
     return out
 
 

@@ -2015,8 +2015,7 @@ class _Analysis:
             if name is None:
                 return None
             base = name.split(".", 1)[0]
-            summ = self.ctx.summary
-            if base in self.env or f"var:{base}" in summ or f"inst:{base}" in summ:
+            if base in self.env or F.rebound(self.ctx.summary, base):
                 return None
             return name
         return None

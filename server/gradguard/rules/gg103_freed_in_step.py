@@ -254,8 +254,6 @@ def _pos(node: ast.AST) -> Tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
-
-
 def _legacy_retain(call: ast.Call) -> bool:
     """``retain_variables=True``: retain_graph's name before PyTorch 0.4 (tutorials still show it)."""
     return any(kw.arg == "retain_variables" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
@@ -267,10 +265,10 @@ def _check_block(rule, block, events, saving, reported, ctx) -> Iterator[Finding
     start = _pos(block[0])
     for i, s in enumerate(stmts):
         b1 = _direct_backward(s, ctx, events)
-        if b1 is None or F.has_retain_graph(b1) or F.has_create_graph(b1) or _legacy_retain(b1):
+        if b1 is None or F.has_retain_graph(b1) or _legacy_retain(b1):  # (create_graph= counts there too)
             continue
         ev1 = events.get(id(b1))
-        if ev1 is None or ev1.retain:
+        if ev1 is None or ev1.retain:  # a helper that keeps its graph
             continue
         end = _pos(s)
         # what this backward frees: saving parts of the graph built in this list, before it
@@ -297,29 +295,29 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
     what = f"`{name}`" if name else f"`{_short(node)}`"
     line1, line0 = b1.lineno, node.lineno
     first, second = _short(b1), _short(b2)
-    cut = _detach_uses(stmts, holder, s1, b2, name, ctx) if name and holder is not None else []
     direct = F.is_backward_call(b1, ctx)
-    keep = _retain_edit(b1, ctx) if direct else None
-    stepped = _stepped_in_between(stmts, s1, b2, shared, ctx)
+    keep: Optional[TextEdit] = None
+    cut: List[TextEdit] = []
     if not direct:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone would be the fix --fix applies; the message says what to do
-        cut = []
         advice_en = (f"keep the graph in `{_callee(b1)}`'s backward (`retain_graph=True`), or pass "
                      f"{what[:-1]}.detach()` to it if what produced {what} should not learn from it")
         advice_zh = (f"请在 `{_callee(b1)}` 内部的 backward 上加 `retain_graph=True`，或者若 {what} 的来源"
                      f"不应从中学习，就把 {what[:-1]}.detach()` 传给它")
-    elif stepped:
+    elif _stepped_in_between(stmts, s1, b2, shared, ctx):
         # no fix then: a detach changes what the shared part learns, and alone it would
         # be the one `--fix` and "Fix all" apply; the message says what to do
-        keep = None
         advice_en = (f"an optimizer step in between may update its weights in place, so compute {what} again "
                      f"for the second loss")
         advice_zh = f"两次之间的优化器 step 可能原地更新了它的权重，请为第二个损失重新计算 {what}"
     else:
+        keep = _retain_edit(b1, ctx)
         advice_en = "pass `retain_graph=True` to that first backward"
         advice_zh = "请给第一次 backward 加上 `retain_graph=True`"
-    if cut and direct:
+    if direct and name and holder is not None:
+        cut = _detach_uses(stmts, holder, s1, b2, name, ctx)
+    if cut:
         advice_en += f", or detach {what} where it feeds the first loss"
         advice_zh += f"，或在它进入第一个损失的地方对 {what} 做 detach"
     msg = {
@@ -386,9 +384,9 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
             return True  # a part we cannot name: assume the step reaches it
         bits = name.split(".")
         parts.update(b for b in bits if b != "self")
-    lines = ctx.index.lines if hasattr(ctx.index, "lines") else []
+    lines = ctx.index.lines
     for opt in steppers:
-        if opt == "?" or not lines:
+        if opt == "?":
             return True
         made = _constructions(opt, lines)
         if not made:
