@@ -190,7 +190,7 @@ def bench_cli(runs: int, quick: bool) -> dict:
         texts = [p.read_text(encoding="utf-8", errors="replace") for p in lib_files]
         res["library_files"] = len(lib_files)
         res["library_lines"] = sum(len(t.splitlines()) for t in texts)
-        from gradguard.core.engine import may_backprop
+        from gradguard.engine.document import may_backprop
 
         res["library_backprop_files"] = sum(1 for t in texts if may_backprop(t))
         cmds = {"floor": [PY, "-c", floor_loop[2], str(lib_listing)],
@@ -262,7 +262,7 @@ def bench_scaling(quick: bool) -> dict:
 def _scaling_rows(sizes) -> dict:
     import ast
 
-    from gradguard.core import check_source
+    from gradguard.engine import check_source
 
     rows = []
     for n in sizes:
@@ -467,7 +467,8 @@ def bench_jedi() -> dict:
                                capture_output=True, text=True, env=_env())
             out[f"cli_modules_{name}"] = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-300:]
     # in-process: resolution over the 300-file project vs analysis
-    from gradguard.core import check_source, resolve
+    from gradguard.engine import check_source
+    from gradguard.analysis import resolve
 
     files = sorted(proj.rglob("*.py")) if proj.exists() else []
     resolve.clear_cache()
@@ -511,7 +512,7 @@ def bench_jedi() -> dict:
 def _jedi_fallback_cost() -> dict:
     import tempfile
 
-    from gradguard.core import resolve
+    from gradguard.analysis import resolve
 
     d = Path(tempfile.mkdtemp(prefix="gg-jedi-"))
     (d / "lib").mkdir()
@@ -555,7 +556,8 @@ def bench_profile(runs: int) -> dict:
                        "gradguard": [gg, "check", str(tiny), "--format", "json", "--no-cache"]}, max(5, runs))
     out: dict = {"startup": {k: v.get("median") for k, v in st.items()}}
 
-    from gradguard.core import check_source, summary
+    from gradguard.engine import check_source
+    from gradguard.analysis import summary
     import gradguard.rules
 
     rules = gradguard.rules.all_rules()
@@ -569,7 +571,9 @@ def bench_profile(runs: int) -> dict:
     out["check_s"] = _best_of(lambda: check_source(text, str(large)), 3)
     per_sum = {}
     unref = summary.unreferenced_defs(text, tree.body)  # as a one-shot check calls them
-    for fn in list(summary._SUMMARIZERS):
+    from gradguard.engine.document import fact_sources
+
+    for fn in [src.summarize for src in fact_sources()]:
         per_sum[f"{fn.__module__}.{fn.__name__}"] = _best_of(
             lambda: [list(fn(s, getattr(s, "name", None) not in unref)) for s in tree.body], 3)
     out["summarizers_s"] = per_sum
@@ -635,7 +639,7 @@ def render(results: dict) -> str:
               "(for (b) one process looping over the files).", "",
               "Wall time is what the budgets are about; CPU time (user + sys, every process of the run) shows what "
               "the parallel runs spend on both cores (a single file is split across the cores, see "
-              "`server/gradguard/core/parallel.py`).", "",
+              "`server/gradguard/engine/parallel.py`).", "",
               "| tool | (a) large file | ratio to floor | (a) CPU | CPU ratio | (b) project | ratio to floor | (b) CPU | CPU ratio |",
               "|---|---|---|---|---|---|---|---|---|"]
         names = [("floor", "ast.parse process (floor)"), ("gradguard", "gradguard check (cold, --no-cache)"),

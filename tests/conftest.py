@@ -6,7 +6,7 @@ import os
 import pytest
 
 # A crash inside a rule must fail the test, not quietly drop that unit's findings
-# (the engine isolates rule errors for users; see core/engine.py).
+# (the engine isolates rule errors for users; see engine/document.py).
 os.environ["GRADGUARD_STRICT"] = "1"
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None

@@ -293,7 +293,7 @@ def test_fast_argument_parser_defers_the_unusual_to_argparse(argv):
 
 
 def test_one_large_file_on_two_cores_reports_what_one_core_does(tmp_path):
-    """A file given alone is split across --jobs processes (core/parallel.py):
+    """A file given alone is split across --jobs processes (engine/parallel.py):
     same findings, same order, same fixes written by --fix."""
     from seed_programs import fixture_catalogue
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from gradguard.core.config import Config, ConfigError, config_from_mapping, load_config, normalize_language
-from gradguard.core.model import Severity
+from gradguard.engine.config import Config, ConfigError, config_from_mapping, load_config
+from gradguard.model.i18n import normalize_language
+from gradguard.model.findings import Severity
 
 
 def test_select_ignore_severity_and_per_file_ignores(tmp_path):

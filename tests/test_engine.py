@@ -2,8 +2,8 @@
 
 import pytest
 
-from gradguard.core import engine
-from gradguard.core.engine import Document, check_source
+from gradguard.engine import document as engine
+from gradguard.engine.document import Document, check_source
 from gradguard.rules import all_rules
 
 # it back-propagates: a file that cannot is only parsed (engine.may_backprop)
@@ -47,9 +47,9 @@ def test_fixes_insert_lines_with_the_files_line_ending():
     import glob
     from pathlib import Path
 
-    from gradguard.core import Document
-    from gradguard.core.parallel import check_source_parallel
-    from gradguard.core.text import apply_text_edits
+    from gradguard.engine import Document
+    from gradguard.engine.parallel import check_source_parallel
+    from gradguard.model.text import apply_text_edits
 
     checked = 0
     for p in sorted(glob.glob(str(Path(__file__).parent / "fixtures" / "gg10*_*.py"))):

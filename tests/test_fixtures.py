@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch_harness as th  # noqa: E402
 
-from gradguard.core import check_source  # noqa: E402
-from gradguard.core.text import apply_text_edits  # noqa: E402
+from gradguard.engine import check_source  # noqa: E402
+from gradguard.model.text import apply_text_edits  # noqa: E402
 from gradguard.rules import get_rule  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,7 +153,7 @@ def _project_main(name: str) -> Path:
 
 
 def _check_project_main(path: Path, source: str = None):
-    from gradguard.core.resolve import resolve_external_facts
+    from gradguard.engine.document import resolve_external_facts
 
     source = path.read_text(encoding="utf-8") if source is None else source
     facts = resolve_external_facts(source, str(path), str(path.parent))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gradguard.core import Document, check_source
-from gradguard.core.text import apply_text_edits
+from gradguard.engine import Document, check_source
+from gradguard.model.text import apply_text_edits
 from gradguard.rules import get_rule
 
 REPO = Path(__file__).resolve().parent.parent
@@ -1523,7 +1523,7 @@ def test_docs_page_is_generated_from_the_explanation():
 
 
 # ---------------------------------------------------------------------------
-# core/flow helpers shared with GG102
+# analysis/ast_util helpers shared by the rules
 # ---------------------------------------------------------------------------
 def _expr(code: str):
     import ast
@@ -1547,7 +1547,7 @@ def _expr(code: str):
 def test_backward_target(code, target):
     import ast
 
-    from gradguard.core import flow
+    from gradguard.analysis import ast_util as flow
 
     call = _expr(code)
     assert flow.is_backward_call(call)
@@ -1570,7 +1570,7 @@ def test_backward_target(code, target):
     ],
 )
 def test_is_graph_cut(code, cut):
-    from gradguard.core import flow
+    from gradguard.analysis import ast_util as flow
 
     assert flow.is_graph_cut(_expr(code)) is cut
 
@@ -1578,7 +1578,7 @@ def test_is_graph_cut(code, cut):
 def test_no_grad_recognition_through_aliases():
     import ast
 
-    from gradguard.core import flow
+    from gradguard.analysis import ast_util as flow
 
     tree = ast.parse(
         "import torch as th\n"
@@ -1619,7 +1619,7 @@ def fit(criterion, model, head, loader, opt):
 def test_stateful_message_names_the_same_loop_call_in_every_process():
     """The loop-call facts are sets, iterated in a per-process hash order: the
     message must not depend on it (it named `criterion`, `head` or `model` at random)."""
-    code = ("import sys; from gradguard.core import check_source; "
+    code = ("import sys; from gradguard.engine import check_source; "
             "print([f.message['en'] for f in check_source(sys.stdin.read(), 'd.py').findings])")
     outs = set()
     for seed in ("1", "2", "3", "4"):
@@ -1634,7 +1634,7 @@ def test_stateful_message_names_the_same_loop_call_in_every_process():
 def test_an_in_place_detach_of_every_element_is_a_cut():
     import ast as _ast
 
-    from gradguard.core.flow import inplace_cut_target
+    from gradguard.analysis.ast_util import inplace_cut_target
 
     def target(src):
         return inplace_cut_target(_ast.parse(src).body[0])
@@ -1649,7 +1649,7 @@ def test_an_in_place_detach_of_every_element_is_a_cut():
 
 def test_a_helper_that_retains_the_graph_is_reported_as_retaining():
     """The helper's backward(retain_graph=True) reaches the finding like a direct one."""
-    from gradguard.core import check_source
+    from gradguard.engine import check_source
 
     direct = ("import torch\nlin = torch.nn.Linear(3, 3)\nh = torch.rand(1, 3)\n"
               "for i in range(4):\n    h = lin(h)\n    h.sum().backward(retain_graph=True)\n")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gradguard.core import Position, Range, Severity, check_source
-from gradguard.core.text import apply_text_edits
+from gradguard.engine import Position, Range, Severity, check_source
+from gradguard.model.text import apply_text_edits
 from gradguard.rules import get_rule
 from seed_programs import REGRESSION_SEED
 
@@ -941,7 +941,7 @@ def test_global_stale_tensor_used_by_training_function():
 
 
 def test_incremental_edits_agree_with_a_full_check():
-    from gradguard.core import Document
+    from gradguard.engine import Document
 
     doc = Document(CROSS_UNIT)
     edited = CROSS_UNIT.replace("X = torch.rand(8, 5, requires_grad=True)", "X = torch.rand(8, 5)")
@@ -1034,7 +1034,7 @@ def test_recompute_fix_is_not_offered_when_the_value_is_needed_outside_the_loop(
 
 _TABLE_CHECK = r'''
 import json, torch, torch.nn as nn, torch.nn.functional as F
-from gradguard.core import knowledge as K
+from gradguard.analysis import knowledge as K
 
 def reuse(build, retain=False, create=False):
     """Build Y from a requires-grad leaf once, then back-propagate through it twice."""
@@ -1147,7 +1147,7 @@ def test_knowledge_tables_match_torch():
 
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch not installed")
-    from gradguard.core import knowledge as K
+    from gradguard.analysis import knowledge as K
 
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-c", _TABLE_CHECK], capture_output=True, text=True, env=env, timeout=300)
@@ -1595,7 +1595,7 @@ def test_init_attribute_in_module_class_with_chinese_text():
 
 
 def test_init_attribute_findings_survive_incremental_edits():
-    from gradguard.core import Document
+    from gradguard.engine import Document
 
     doc = Document(TRAINER)
     steps = [

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from gradguard.core import check_source
-from gradguard.core.text import apply_text_edits
+from gradguard.engine import check_source
+from gradguard.model.text import apply_text_edits
 from gradguard.rules import get_rule
 
 GAN = textwrap.dedent("""\

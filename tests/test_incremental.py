@@ -23,9 +23,9 @@ from typing import List
 
 import pytest
 
-from gradguard.core import Document, check_source
-from gradguard.core import summary as summary_mod
-from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.engine import Document, check_source
+from gradguard.analysis.summary import FactSource
+from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
 from seed_programs import REGRESSION_SEED, fixture_catalogue
 
@@ -304,6 +304,9 @@ class _ProbeRule(Rule):
     code = "GG999"
     name = "probe"
     default_severity = Severity.WARNING
+    # the engine alone: only the probe's summarizer (the real ones are covered by
+    # the real-rules test, and cost far more than the engine itself)
+    fact_sources = (FactSource("probe", _probe_summary),)
     title = {"en": "probe", "zh": "探针"}
 
     def check(self, unit, ctx):
@@ -336,9 +339,6 @@ def probe_rule(monkeypatch):
 
     reg = {"GG999": _ProbeRule()}  # the engine alone, whatever state the real rules are in
     monkeypatch.setattr(rules_pkg, "_REGISTRY", reg)
-    # the engine alone: only the probe's summarizer (the real ones are covered by
-    # the real-rules test, and cost far more than the engine itself)
-    monkeypatch.setattr(summary_mod, "_SUMMARIZERS", [_probe_summary])
     yield
 
 
@@ -463,7 +463,7 @@ def test_typing_a_syntax_error_into_one_function_reanalyses_little(counted_units
 def parsed_lines(monkeypatch):
     """How many lines of real text each parse the engine makes reads (the
     leading newlines that place a region at its line are not text)."""
-    from gradguard.core import engine
+    from gradguard.engine import document as engine
 
     seen: List[int] = []
     orig = engine._parse

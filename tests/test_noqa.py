@@ -1,4 +1,4 @@
-from gradguard.core.noqa import add_noqa, is_suppressed, parse_noqa
+from gradguard.model.noqa import add_noqa, is_suppressed, parse_noqa
 
 
 def test_parse_noqa_forms():

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from gradguard.core.model import Position, Range, TextEdit
-from gradguard.core.notebook import apply_notebook_edits, notebook_source
+from gradguard.model.findings import Position, Range, TextEdit
+from gradguard.engine.notebook import apply_notebook_edits, notebook_source
 
 
 def _nb(sources, as_list=True):
@@ -59,7 +59,7 @@ def test_ipython_escapes_are_blanked_only_where_a_statement_starts():
     """A line starting with % is a magic only at the start of a logical line; a
     continuation line of a call ("% (epoch, loss)") is Python's modulo. The
     Chinese d2l notebooks print that way and were reported as syntax errors."""
-    from gradguard.core.notebook import blank_ipython
+    from gradguard.engine.notebook import blank_ipython
 
     cell = ("%matplotlib inline\n"
             "print('epoch %d, loss %.4f'\n"

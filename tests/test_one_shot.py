@@ -8,10 +8,11 @@ import ast
 import re
 from pathlib import Path
 
-from gradguard.core import check_source
-from gradguard.core.engine import Document, may_backprop
-from gradguard.core.parallel import check_source_parallel
-from gradguard.core.summary import summarize, unreferenced_defs
+from gradguard.engine import check_source
+from gradguard.engine.document import Document, may_backprop
+from gradguard.engine.parallel import check_source_parallel
+from gradguard.analysis.summary import summarize, unreferenced_defs
+from gradguard.engine.document import fact_sources
 from seed_programs import fixture_catalogue
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -57,8 +58,8 @@ def test_unreferenced_defs_folds_identifiers_like_python():
 def test_unreferenced_functions_lose_only_their_by_name_facts():
     tree = ast.parse(TRAIN)
     run_once = tree.body[-1]
-    full = dict(summarize(run_once, True))
-    lean = dict(summarize(run_once, False))
+    full = dict(summarize(run_once, True, fact_sources()))
+    lean = dict(summarize(run_once, False, fact_sources()))
     assert "fn:run_once" in full and "fn:run_once" not in lean
     assert set(lean) <= set(full)
     assert all(lean[k] == full[k] for k in lean)

@@ -1,4 +1,4 @@
-"""A large file split across processes (core/parallel.py) gives exactly the
+"""A large file split across processes (engine/parallel.py) gives exactly the
 serial engine's result: same findings, fixes, order, internal errors."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gradguard.core import check_source
-from gradguard.core.parallel import check_source_parallel, split_points
-import gradguard.core.parallel as P
+from gradguard.engine import check_source
+from gradguard.engine.parallel import check_source_parallel, split_points
+import gradguard.engine.parallel as P
 from seed_programs import fixture_catalogue
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the parallel path needs fork()")

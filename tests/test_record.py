@@ -1,4 +1,4 @@
-"""The core's value classes (gradguard.core.record) keep the dataclass
+"""The core's value classes (gradguard.model.record) keep the dataclass
 behaviour the rest of the code relies on: value equality and hashing, order,
 immutability, per-instance defaults, pickling (the CLI's worker processes send
 findings back), and replace()."""
@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from gradguard.core.model import Finding, Fix, Position, Range, Severity, TextEdit
-from gradguard.core.record import Factory, FrozenError, is_record, record, replace
+from gradguard.model.findings import Finding, Fix, Position, Range, Severity, TextEdit
+from gradguard.model.record import Factory, FrozenError, is_record, record, replace
 
 
 @record(order=True)

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from gradguard.core import check_source
-from gradguard.core import resolve
-from gradguard.core.resolve import resolve_external_facts
+from gradguard.engine import check_source
+from gradguard.analysis import resolve
+from gradguard.engine.document import resolve_external_facts
 
 UTILS = textwrap.dedent('''\
     import torch
@@ -100,11 +100,12 @@ def test_two_file_project_facts_are_renamed_to_the_local_alias(tmp_path):
 def check_source_facts(src):
     import ast
 
-    from gradguard.core.summary import summarize
+    from gradguard.analysis.summary import summarize
+    from gradguard.engine.document import fact_sources
 
     out = {}
     for stmt in ast.parse(src).body:
-        out.update(dict(summarize(stmt)))
+        out.update(dict(summarize(stmt, True, fact_sources())))
     return out
 
 
@@ -317,7 +318,7 @@ def test_importing_resolve_does_not_import_jedi():
     import subprocess
     import sys
 
-    code = "import sys, gradguard.core.resolve; print('jedi' in sys.modules)"
+    code = "import sys, gradguard.analysis.resolve; print('jedi' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -404,7 +405,7 @@ LOOP = textwrap.dedent('''\
 
 
 def test_a_file_whose_only_backward_is_in_an_imported_helper_is_analysed(tmp_path):
-    from gradguard.core.engine import may_backprop
+    from gradguard.engine.document import may_backprop
 
     root = _project(tmp_path, **{"steps.py": STEPS, "model.py": MODEL, "train.py": LOOP})
     assert not may_backprop(LOOP)

@@ -4,8 +4,8 @@ import ast
 
 import pytest
 
-from gradguard.core.model import Position, Range, TextEdit
-from gradguard.core.text import (
+from gradguard.model.findings import Position, Range, TextEdit
+from gradguard.model.text import (
     LineIndex,
     apply_text_edits,
     char_to_utf16,

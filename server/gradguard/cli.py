@@ -47,7 +47,7 @@ class _Ignore:
         self._by_dir[directory] = pats
 
     def ignored(self, path: Path, roots: Sequence[Path]) -> bool:
-        from gradguard.core.config import _path_matches
+        from gradguard.engine.config import _path_matches
 
         verdict = False
         for d in roots:
@@ -140,7 +140,7 @@ def decode_source(path: str, data: bytes) -> str:
     if b"\0" in data[:8192]:
         raise ReadError("binary file (contains NUL bytes), not Python source")
     if path.endswith(".ipynb"):
-        from gradguard.core.notebook import notebook_source
+        from gradguard.engine.notebook import notebook_source
 
         try:
             return notebook_source(data)
@@ -242,15 +242,10 @@ def _check_one(args) -> dict:
 
 
 def _external_facts(src: str, path: str, config):
+    from gradguard.engine.document import resolve_external_facts
+
     try:
-        from gradguard.core import resolve
-    except ImportError:
-        return None
-    fn = getattr(resolve, "resolve_external_facts", None)
-    if fn is None:
-        return None
-    try:
-        return fn(src, path, config.root or os.path.dirname(os.path.abspath(path)))
+        return resolve_external_facts(src, path, config.root or os.path.dirname(os.path.abspath(path)))
     except Exception:  # resolution is best effort; the in-file pass stands alone
         return None
 
@@ -282,18 +277,18 @@ _KNOWN_LIBS = frozenset(
 
 def _analyse(src: str, path: str, config, facts, file_jobs: int):
     """One file's analysis; a large file alone on the command line is split
-    across ``file_jobs`` processes (same result, see core/parallel.py)."""
+    across ``file_jobs`` processes (same result, see engine/parallel.py)."""
     if file_jobs > 1:
-        from gradguard.core.parallel import check_source_parallel
+        from gradguard.engine.parallel import check_source_parallel
 
         return check_source_parallel(src, path, config, facts, file_jobs)
-    from gradguard.core.engine import check_source
+    from gradguard.engine.document import check_source
 
     return check_source(src, path, config, facts)
 
 
 def _fix_loop(src, path, config, facts, res, file_jobs: int = 1):
-    from gradguard.core.text import apply_text_edits
+    from gradguard.model.text import apply_text_edits
 
     return _fix_rounds(src, res, apply_text_edits, lambda text: _analyse(text, path, config, facts, file_jobs))
 
@@ -301,7 +296,7 @@ def _fix_loop(src, path, config, facts, res, file_jobs: int = 1):
 def _fix_notebook_loop(data: bytes, path, config, facts, res, file_jobs: int = 1):
     """_fix_loop for a notebook: the edits go into the cells they fall in, and
     each round re-reads the notebook it wrote."""
-    from gradguard.core.notebook import apply_notebook_edits, notebook_source
+    from gradguard.engine.notebook import apply_notebook_edits, notebook_source
 
     return _fix_rounds(data, res, apply_notebook_edits,
                        lambda nb: _analyse(notebook_source(nb), path, config, facts, file_jobs))
@@ -352,13 +347,13 @@ def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, ex
         tasks.append((i, [path, cfg, fix, external, lang, cache_dir, 1]))
     if len(tasks) < 8:
         # a pool's start-up would cost more than it saves: the files one after
-        # another, each large one split across the cores (core/parallel.py)
+        # another, each large one split across the cores (engine/parallel.py)
         for _, t in tasks:
             t[-1] = jobs
         jobs = 1
     if jobs > 1 and len(tasks) > 1:
         # import the analysis before forking the workers: each then starts with it
-        import gradguard.core.engine  # noqa: F401
+        import gradguard.engine.document  # noqa: F401
         import gradguard.output  # noqa: F401
         from gradguard.rules import all_rules
 
@@ -378,7 +373,7 @@ def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, ex
 
 
 def _make_config_for(args):
-    from gradguard.core.config import Config, ConfigError, load_config, load_config_file
+    from gradguard.engine.config import Config, ConfigError, load_config, load_config_file
 
     cache: Dict[str, Config] = {}
     explicit = None
@@ -426,7 +421,7 @@ def _usage_error(msg: str) -> int:
 def cmd_check(args) -> int:
     import gc
 
-    from gradguard.core.config import normalize_language
+    from gradguard.model.i18n import normalize_language
 
     # The analysis allocates millions of short-lived objects that reference
     # counting frees at once; with the default thresholds the cyclic collector
@@ -508,7 +503,7 @@ def _write_preserving(path: str, fixed: str) -> None:
 
 # ---------------------------------------------------------------- rule
 def cmd_rule(args) -> int:
-    from gradguard.core.config import normalize_language
+    from gradguard.model.i18n import normalize_language
     from gradguard.rules import all_rules, get_rule
 
     lang = normalize_language(args.lang) or "en"

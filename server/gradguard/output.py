@@ -27,7 +27,7 @@ class Locator:
     def __init__(self, path: str, data: Optional[bytes] = None):
         self.cells = None
         if path.endswith(".ipynb") and data is not None:
-            from gradguard.core.notebook import notebook_map
+            from gradguard.engine.notebook import notebook_map
 
             try:
                 self.cells = notebook_map(data)
@@ -42,6 +42,15 @@ class Locator:
         return ln + 1, self.cells.keys[i]
 
 
+def rule_name(code: str) -> str:
+    """The rule's kebab-case name (``carried-graph``), or the code of a rule
+    the registry does not know."""
+    from gradguard.rules import get_rule
+
+    rule = get_rule(code)
+    return rule.name if rule else code
+
+
 def finding_dict(path: str, f, lang: str, loc: Optional[Locator] = None) -> dict:
     loc = loc or Locator(path)
     line, cell = loc.line(f.range.start.line)
@@ -53,7 +62,7 @@ def finding_dict(path: str, f, lang: str, loc: Optional[Locator] = None) -> dict
         "end_line": end_line,
         "end_column": f.range.end.character + 1,
         "code": f.code,
-        "name": f.name,
+        "name": rule_name(f.code),
         "severity": f.severity.value,
         "message": f.message_in(lang),
         "related": [

@@ -24,7 +24,7 @@ from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 from pygls.protocol import default_converter
 
-from gradguard.core.text import split_lines, utf16_to_char
+from gradguard.model.text import split_lines, utf16_to_char
 # Linear regression whose label Y is computed from an input that requires grad (seed note 003).
 from seed_programs import REGRESSION_SEED  # noqa: F401  (re-exported to the LSP tests)
 

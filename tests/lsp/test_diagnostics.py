@@ -23,7 +23,7 @@ from lsp_harness import (
     utf16_col,
     wait_for_diagnostics,
 )
-from gradguard.core import check_source
+from gradguard.engine import check_source
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

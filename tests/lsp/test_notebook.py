@@ -7,7 +7,7 @@ import pytest_asyncio
 from lsprotocol import types as lsp
 
 from lsp_harness import FAST, apply_workspace_edit, code_actions, hover, start_session, use, vscode_capabilities, wait_for_diagnostics
-from gradguard.core import check_source
+from gradguard.engine import check_source
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -8,7 +8,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from lsp_harness import apply_lsp_edits
-from gradguard.core.model import Position, Range
+from gradguard.model.findings import Position, Range
 from gradguard.lsp.actions import kind_wanted, whole_line_diff
 from gradguard.lsp.convert import Codec, SourceMap
 from gradguard.lsp.hover import idiom_at
@@ -130,7 +130,7 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
 
     from lsprotocol.converters import get_converter
 
-    from gradguard.core import check_source
+    from gradguard.engine import check_source
     from gradguard.lsp.convert import diagnostic_json, fixes_data
 
     conv = get_converter()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gradguard.core import check_source
+from gradguard.engine import check_source
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "gradguard_check.lua"

@@ -12,8 +12,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
-from gradguard.core.noqa import add_noqa
-from gradguard.core.text import apply_text_edits, line_ending, split_lines
+from gradguard.model.i18n import pick
+from gradguard.model.noqa import add_noqa
+from gradguard.model.text import apply_text_edits, line_ending, split_lines
 from gradguard.lsp.convert import DATA_MARK, SOURCE, Codec, range_from_json, sequence
 
 FIX_ALL_KIND = "source.fixAll.gradguard"
@@ -96,7 +97,7 @@ def suppress_action(
         range=lsp.Range(lsp.Position(ln, 0), lsp.Position(ln, codec.to_client(old, len(old)))),
         new_text=new,
     )
-    title = (_SUPPRESS["zh"] if lang == "zh" else _SUPPRESS["en"]).format(code=code)
+    title = pick(_SUPPRESS, lang).format(code=code)
     return lsp.CodeAction(
         title=title,
         kind=lsp.CodeActionKind.QuickFix,
@@ -106,7 +107,7 @@ def suppress_action(
 
 
 def fix_all_title(lang: str) -> str:
-    return _FIX_ALL["zh"] if lang == "zh" else _FIX_ALL["en"]
+    return pick(_FIX_ALL, lang)
 
 
 def _conflict(x: Tuple[Any, Any], y: Tuple[Any, Any]) -> bool:

@@ -17,8 +17,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
-from gradguard.core.model import Finding, Fix, Position, Range, Severity
-from gradguard.core.text import split_lines, utf16_to_char
+from gradguard.model.findings import Finding, Fix, Position, Range, Severity
+from gradguard.model.text import split_lines, utf16_to_char
 
 SOURCE = "gradguard"
 DATA_MARK = "gradguard"

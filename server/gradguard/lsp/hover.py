@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from gradguard.core.model import Finding
+from gradguard.model.findings import Finding
+from gradguard.model.i18n import pick
 
 
 @dataclass(frozen=True)
@@ -174,12 +175,8 @@ def idiom_at(line: str, col: int) -> Optional[Tuple[Idiom, int, int]]:
     return None
 
 
-def _lang_text(d: dict, lang: str) -> str:
-    return d.get("zh") if lang == "zh" and d.get("zh") else d.get("en", "")
-
-
 def idiom_markdown(idiom: Idiom, lang: str) -> str:
-    return _lang_text(idiom.text, lang)
+    return pick(idiom.text, lang)
 
 
 def finding_markdown(findings: Sequence[Finding], lang: str) -> str:

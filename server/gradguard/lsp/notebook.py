@@ -5,7 +5,7 @@ can carry a graph built in cell 2: the cells are concatenated (remembering
 where each starts) and findings are mapped back to each cell's URI.
 
 IPython syntax (``%magic`` / ``!pip`` lines, ``%%cell`` magics) is blanked out
-by the core's :func:`gradguard.core.notebook.blank_ipython`, which keeps the
+by the core's :func:`gradguard.engine.notebook.blank_ipython`, which keeps the
 line count — the CLI checks ``.ipynb`` files with the same function, so both
 front ends see the same program.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from gradguard.core.notebook import CELL_WRAPPER, blank_ipython, opens_indented
-from gradguard.core.text import split_lines
+from gradguard.engine.notebook import CELL_WRAPPER, blank_ipython, opens_indented
+from gradguard.model.text import split_lines
 from gradguard.lsp.convert import Part, SourceMap
 
 

@@ -1,7 +1,7 @@
 """gradguard's language server (pygls 2): thin glue over the analysis core.
 
 * documents (and notebooks, as one program) are kept as incremental
-  :class:`gradguard.core.Document`\\ s and re-analysed on a worker thread,
+  :class:`gradguard.engine.Document`\\ s and re-analysed on a worker thread,
   debounced per document; work made stale by a newer edit is dropped;
 * findings become diagnostics (push; pull when the client supports it),
   with fixes carried in ``data`` for code actions;
@@ -33,9 +33,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from gradguard import __version__
-from gradguard.core.config import Config, ConfigError, find_pyproject, load_config_file
-from gradguard.core.engine import CheckResult, Document
-from gradguard.core.text import split_lines
+from gradguard.engine.config import Config, ConfigError, find_pyproject, load_config_file
+from gradguard.engine.document import CheckResult, Document
+from gradguard.model.text import split_lines
 from gradguard.lsp import actions as act
 from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_json, fixes_data, range_json
 from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
@@ -70,7 +70,7 @@ class Target:
         self.result_smap: Optional[SourceMap] = None
         self.result_version: Optional[int] = None
         self.published: Set[str] = set()  # part URIs that hold our diagnostics
-        # facts about names imported from the user's other files (core/resolve), found
+        # facts about names imported from the user's other files (analysis/resolve), found
         # off the keystroke path after a publish; read by the worker thread
         self.external: Dict[str, object] = {}
         self.resolve_task: Optional[asyncio.Task] = None
@@ -507,7 +507,7 @@ class DaemonExecutor(Executor):
 
 def _resolve_facts(source: str, path: Optional[str], root: Optional[str]) -> Optional[Dict[str, object]]:
     try:
-        from gradguard.core.resolve import resolve_external_facts
+        from gradguard.engine.document import resolve_external_facts
 
         return resolve_external_facts(source, path, root)
     except Exception:
@@ -967,7 +967,7 @@ async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceE
     first = result.findings
 
     def run() -> str:
-        from gradguard.core.engine import check_source
+        from gradguard.engine.document import check_source
 
         state = {"first": True}
 

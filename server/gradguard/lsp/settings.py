@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from gradguard.core.config import Config, ConfigError, config_from_mapping
-from gradguard.core.model import Severity
+from gradguard.engine.config import Config, ConfigError, config_from_mapping
+from gradguard.model.findings import Severity
+from gradguard.model.i18n import is_chinese
 
 RUN_MODES = ("onType", "onSave")
 LANGUAGES = ("auto", "en", "zh-cn")
@@ -177,6 +178,6 @@ def resolve_language(setting: str, locale: Optional[str]) -> str:
         return "zh"
     if setting == "en":
         return "en"
-    if locale and locale.strip().lower().startswith("zh"):
+    if is_chinese(locale):
         return "zh"
     return "en"

@@ -1,5 +1,9 @@
 """Rule registry. A rule is one module in this package that defines a
-:class:`gradguard.rules.base.Rule` subclass and is listed in ``_RULE_MODULES``."""
+:class:`gradguard.rules.base.Rule` subclass and is listed in ``_RULE_MODULES``.
+
+Floor 3. The rule modules build on ``rules/base.py`` and ``rules/common.py``
+and never import this registry nor each other; the engine (and the front ends
+above it) ask it which rules and which fact sources exist."""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ from gradguard.rules.base import Rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, List, Optional
+    from typing import Dict, List, Optional, Tuple
+
+    from gradguard.analysis.summary import FactSource
 
 _RULE_MODULES = (
     "gradguard.rules.gg101_carried_graph",
@@ -39,3 +45,15 @@ def all_rules() -> List[Rule]:
 
 def get_rule(code: str) -> Optional[Rule]:
     return _load().get(str(code).upper())
+
+
+def fact_sources() -> Tuple[FactSource, ...]:
+    """Every registered rule's fact sources, each once, in rule-code order: the
+    summarizers every file is summarised with (all rules', enabled or not, so
+    that which facts exist never depends on the configuration)."""
+    out: List[FactSource] = []
+    for rule in _load().values():
+        for src in rule.fact_sources:
+            if src not in out:
+                out.append(src)
+    return tuple(out)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from gradguard.core.model import Finding, Severity
+from gradguard.model.findings import Finding, Severity
+from gradguard.model.i18n import pick
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import ClassVar, Iterable, Mapping
+    from typing import ClassVar, Iterable, Mapping, Tuple
 
-    from gradguard.core.context import ModuleContext, Unit
+    from gradguard.analysis.context import ModuleContext, Unit
+    from gradguard.analysis.summary import FactSource
 
 
 class Rule:
@@ -25,6 +27,12 @@ class Rule:
     # so, a one-shot check of a file in which nothing can back-propagate
     # (``engine.may_backprop``) only parses it.
     needs_backprop: ClassVar[bool] = False
+    # The module facts this rule reads (``ctx.summary``), declared, never
+    # registered as a side effect of an import: the registry collects them
+    # (:func:`gradguard.rules.fact_sources`) and the engine summarises every
+    # file with them. A source's ``backprop_prefixes`` tell the engine which of
+    # its fact tables only describe code that back-propagates.
+    fact_sources: ClassVar[Tuple[FactSource, ...]] = ()
 
     def check(self, unit: "Unit", ctx: "ModuleContext") -> Iterable[Finding]:
         """Findings for one unit of analysis (a function body, or the
@@ -33,9 +41,7 @@ class Rule:
         raise NotImplementedError
 
     def explain(self, lang: str = "en") -> str:
-        if lang.lower().startswith("zh") and self.explanation.get("zh"):
-            return self.explanation["zh"]
-        return self.explanation.get("en", "")
+        return pick(self.explanation, lang)
 
     def docs_url(self) -> str:
         from gradguard import DOCS_BASE

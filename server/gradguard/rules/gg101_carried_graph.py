@@ -1,7 +1,7 @@
 """GG101 carried-graph: a value with an autograd graph is carried from one
 iteration of a back-propagating loop into the next one's backward().
 
-Detection runs the graph interpreter of :mod:`gradguard.core.flow` over the
+Detection runs the graph interpreter of :mod:`gradguard.analysis.interpreter` over the
 unit: a back-propagating loop body is walked once to learn which values an
 iteration leaves behind still attached to a graph that iteration's backward
 traversed (and so freed), then once more with those values marked as carried;
@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import ast
 
-from gradguard.core import facts as _facts  # noqa: F401  (registers the module summarizers)
-from gradguard.core import flow as F
-from gradguard.core.context import unit_text, unit_words
-from gradguard.core.summary import query
-from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.analysis import facts as _facts
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import values as V
+from gradguard.analysis import interpreter as interp
+from gradguard.analysis.context import unit_text, unit_words
+from gradguard.analysis.summary import query
+from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
+from gradguard.rules.common import unit_entry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -275,6 +278,7 @@ class CarriedGraph(Rule):
     name = "carried-graph"
     default_severity = Severity.ERROR
     needs_backprop = True
+    fact_sources = (_facts.GRAPH_FACTS,)
     title = {
         "en": "A value with an autograd graph is carried into the next iteration's backward()",
         "zh": "带计算图的值被带入下一轮迭代的 backward()",
@@ -284,12 +288,12 @@ class CarriedGraph(Rule):
     def check(self, unit, ctx):
         if not _worth_running(unit, ctx) and not _maybe_stateful(unit, ctx):
             return ()
-        resolver = F.Resolver(ctx)
-        if unit.kind == "function" and F.is_no_grad_function(unit.node, ctx):
+        resolver = interp.Resolver(ctx)
+        if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
         env, self_obj = unit_entry(unit)
         stateful = unit.kind == "function" and unit.node is not None
-        flow = F.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful)
+        flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful)
         try:
             flow.run(unit.body, env)
         except RecursionError:
@@ -370,11 +374,11 @@ def _summary_index(summary):
                                      or "import:" + callee in summary):
                         continue  # a function, a class, an import: not an instance we could not type
                 loopcalls.setdefault(ctor.rsplit(".", 1)[-1], []).append(entry)
-        elif isinstance(value, F.ClassFacts):
+        elif isinstance(value, V.ClassFacts):
             bw_methods.update(name for name, m in value.methods if m.calls_backward)
             delegating.extend((bw_methods, name, m) for name, m in value.methods
                               if m.delegates and not m.calls_backward and not m.no_grad)
-        elif isinstance(value, F.FnFacts) and key.startswith("fn:"):
+        elif isinstance(value, V.FnFacts) and key.startswith("fn:"):
             if value.calls_backward:
                 bw_functions.add(key[3:])
             elif value.delegates and not value.no_grad:
@@ -425,7 +429,7 @@ def _driving_entries(summary, cls: str, meth: str, own: frozenset) -> List[Tuple
     return out
 
 
-def _stateful_findings(rule, unit, flow: F.GraphFlow, ctx) -> List[Finding]:
+def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]:
     """``out, self.hidden = self.rnn(x, self.hidden)`` in a module's forward, with
     the module called by a training loop that never resets or detaches the state."""
     states = flow.self_states()
@@ -438,13 +442,13 @@ def _stateful_findings(rule, unit, flow: F.GraphFlow, ctx) -> List[Finding]:
     out = []
     for key, v in states:
         attr = key.split(".", 1)[1]
-        cutting = cf.methods_cutting(key) if isinstance(cf, F.ClassFacts) else frozenset()
+        cutting = cf.methods_cutting(key) if isinstance(cf, V.ClassFacts) else frozenset()
         cutting = cutting - {unit.node.name}
         live = [c for c, methods, attrs in loops if not (methods & cutting) and attr not in attrs]
         if not live or v.site is None:
             continue
-        built = F._built_by(v)
-        carry = F.Carry(unit.node, (key,), v.site, built, None, (), len(v.elems) if v.elems else None, {}, {})
+        built = interp._built_by(v)
+        carry = V.Carry(unit.node, (key,), v.site, built, None, (), len(v.elems) if v.elems else None, {}, {})
         shape = _structure(carry, flow, ctx, unit)
         msg = {
             "en": f"`{key}` keeps this call's autograd graph on the module, and the next call (the next training "
@@ -480,7 +484,7 @@ def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
     if not loops:
         return []
     # instances of the imported classes, whatever their names look like (`fMRI_LSTM(...)`)
-    for node in F.iter_statements(unit.body):
+    for node in A.iter_statements(unit.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             made = _facts.instance_of(node.value)
             if made in imported:
@@ -494,7 +498,7 @@ def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
             if not isinstance(ctor, str) or ctor not in imported:
                 continue
             cf = summary.get("class:" + ctor)
-            if not isinstance(cf, F.ClassFacts):
+            if not isinstance(cf, V.ClassFacts):
                 continue
             for key, shape, maybe_none in cf.carried:
                 attr = key.split(".", 1)[1]
@@ -508,7 +512,7 @@ def _imported_stateful_classes(summary) -> frozenset:
     """Classes imported from other modules of the project whose forward keeps
     state on the module (a summary query: one scan per table, not per unit)."""
     return frozenset(k[6:] for k, v in summary.items()
-                     if k.startswith("class:") and isinstance(v, F.ClassFacts) and v.carried
+                     if k.startswith("class:") and isinstance(v, V.ClassFacts) and v.carried
                      and ("." in k or "import:" + k[6:] in summary))  # dotted: from `import m`
 
 
@@ -538,7 +542,7 @@ def _statement_holding(body, node) -> Optional[ast.stmt]:
     """The innermost statement of ``body`` (nested blocks entered) that holds ``node``."""
     for s in body:
         if s.lineno <= node.lineno <= (s.end_lineno or s.lineno):
-            for block in F.child_blocks(s):
+            for block in A.child_blocks(s):
                 inner = _statement_holding(block, node)
                 if inner is not None:
                     return inner
@@ -546,15 +550,15 @@ def _statement_holding(body, node) -> Optional[ast.stmt]:
     return None
 
 
-def _call_state_findings(rule, unit, flow: F.GraphFlow, ctx) -> List[Finding]:
+def _call_state_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]:
     """``global hidden`` (or ``self.hidden``) rebuilt from its previous value in a
     function that back-propagates it: the next call runs into the freed graph."""
     out = []
     for key, v, ev in flow.call_carried_states():
         if v.site is None:
             continue
-        built = F._built_by(v)
-        carry = F.Carry(unit.node, (key,), v.site, built, ev, (), len(v.elems) if v.elems else None, {}, {})
+        built = interp._built_by(v)
+        carry = V.Carry(unit.node, (key,), v.site, built, ev, (), len(v.elems) if v.elems else None, {}, {})
         shape = _structure(carry, flow, ctx, unit)
         fname = unit.node.name
         bw = _code(ev.call)
@@ -624,34 +628,6 @@ def _detach_before(stmt: ast.stmt, name: str, shape: str, ctx, guard: bool, head
     return TextEdit(Range(pos, pos), text)
 
 
-def unit_entry(unit) -> Tuple[Dict[str, F.Val], Optional[str]]:
-    """What a unit's flow starts from: its parameters (a function's) and the
-    object ``self`` is (a method's), for every rule that interprets a unit."""
-    env: Dict[str, F.Val] = {}
-    if unit.kind == "function" and unit.node is not None:
-        env = _param_env(unit.node, unit.class_node is not None)
-    return env, ("user:" + unit.class_node.name if unit.class_node is not None else None)
-
-
-def _param_env(fn: ast.AST, method: bool) -> Dict[str, F.Val]:
-    a = fn.args  # type: ignore[attr-defined]
-    positional = list(a.posonlyargs) + list(a.args)
-    defaults = {}
-    for arg, d in zip(reversed(positional), reversed(a.defaults)):
-        defaults[arg.arg] = d
-    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
-        if d is not None:
-            defaults[arg.arg] = d
-    env = {}
-    allargs = positional + list(a.kwonlyargs)
-    if method and allargs:
-        allargs = allargs[1:]
-    for arg in allargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
-        d = defaults.get(arg.arg)
-        env[arg.arg] = F.Val(param=True, none=d is None or (isinstance(d, ast.Constant) and d.value is None))
-    return env
-
-
 # ---------------------------------------------------------------------------
 # messages
 # ---------------------------------------------------------------------------
@@ -678,7 +654,7 @@ _ELEM_EN = {0: "the hidden state h", 1: "the cell state c"}
 _ELEM_ZH = {0: "隐状态 h", 1: "细胞状态 c"}
 
 
-def _message(carry: F.Carry) -> Dict[str, str]:
+def _message(carry: V.Carry) -> Dict[str, str]:
     bw = _code(carry.event.call)
     retain_en = retain_zh = ""
     if carry.event.retain:
@@ -706,7 +682,7 @@ def _message(carry: F.Carry) -> Dict[str, str]:
     }
 
 
-def _related(carry: F.Carry, ctx) -> Tuple[Related, ...]:
+def _related(carry: V.Carry, ctx) -> Tuple[Related, ...]:
     out: List[Related] = []
     n_en, n_zh = _names_en(carry.names), _names_zh(carry.names)
     if carry.built_by is not None and hasattr(carry.built_by, "lineno"):
@@ -720,7 +696,7 @@ def _related(carry: F.Carry, ctx) -> Tuple[Related, ...]:
             )
         )
     call = carry.event.call
-    if F.is_backward_call(call, ctx):
+    if A.is_backward_call(call, ctx):
         msg = {
             "en": f"this backward() reaches the previous iteration's freed graph through {n_en}",
             "zh": f"这里的 backward() 会经由 {n_zh} 回溯到上一轮已释放的计算图",
@@ -784,7 +760,7 @@ def _fresh(name: str, avoid: Sequence[str]) -> str:
     return "_gg_s"
 
 
-def _structure(carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> str:
+def _structure(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> str:
     """'tuple' | 'tensor' | 'unknown': the shape of the carried state."""
     if carry.arity and carry.arity >= 2:
         return "tuple"
@@ -794,11 +770,11 @@ def _structure(carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> str:
     return "tensor" if node is not None else "unknown"
 
 
-def _callee_kind(call: ast.Call, carry: Optional[F.Carry], ctx, unit=None) -> str:
-    r = F.Resolver(ctx)
+def _callee_kind(call: ast.Call, carry: Optional[V.Carry], ctx, unit=None) -> str:
+    r = interp.Resolver(ctx)
     func = call.func
     q = None
-    name = F.dotted(func)
+    name = A.dotted(func)
     if name and name.startswith("self.") and name.count(".") == 1 and unit is not None and unit.class_node is not None:
         cf = r.cls(unit.class_node.name)
         raw = cf.attr(name[5:]) if cf is not None else None
@@ -811,7 +787,7 @@ def _callee_kind(call: ast.Call, carry: Optional[F.Carry], ctx, unit=None) -> st
             q = r.qualify_raw(raw)
         elif obj and obj.startswith("fn:"):
             return "unknown"
-    return F.state_shape(r.torch_class(q) if q else None)
+    return V.state_shape(r.torch_class(q) if q else None)
 
 
 def _detach_line(names: Tuple[str, ...], shape: str) -> str:
@@ -830,7 +806,7 @@ def _detach_line(names: Tuple[str, ...], shape: str) -> str:
     return f'{n} = {n}.detach() if hasattr({n}, "detach") else tuple({s}.detach() for {s} in {n})'
 
 
-def _fixes(carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> Tuple[Fix, ...]:
+def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix, ...]:
     loop = carry.loop
     indent = _body_indent(loop, ctx)
     if indent is None:
@@ -915,14 +891,14 @@ def _starts_none(entry) -> bool:
     return all(v is not None and v.none and not v.taints for v in entry)
 
 
-def _direct_torch(carry: F.Carry, ctx, unit=None) -> bool:
+def _direct_torch(carry: V.Carry, ctx, unit=None) -> bool:
     node = carry.built_by
     if not isinstance(node, ast.Call):
         return False
     return _callee_kind(node, carry, ctx, unit) in ("tensor", "tuple")
 
 
-def _after_statement(loop: ast.stmt, carry: F.Carry, names) -> int:
+def _after_statement(loop: ast.stmt, carry: V.Carry, names) -> int:
     """0-based line after the last loop-body statement that contains the failing
     backward or assigns one of ``names``."""
     last = None
@@ -932,10 +908,10 @@ def _after_statement(loop: ast.stmt, carry: F.Carry, names) -> int:
         if s.lineno <= bw_line <= end:
             last = s
             continue
-        for node in F.iter_statements([s]):
+        for node in A.iter_statements([s]):
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 tgts = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(n in names for t in tgts for n in F.target_names(t)):
+                if any(n in names for t in tgts for n in A.target_names(t)):
                     last = s
                     break
     if last is None:
@@ -943,7 +919,7 @@ def _after_statement(loop: ast.stmt, carry: F.Carry, names) -> int:
     return getattr(last, "end_lineno", last.lineno)
 
 
-def _finding(rule: Rule, carry: F.Carry, flow: F.GraphFlow, ctx, unit=None) -> Optional[Finding]:
+def _finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Optional[Finding]:
     site = carry.site
     if not hasattr(site, "lineno"):
         return None

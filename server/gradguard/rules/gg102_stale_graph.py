@@ -16,7 +16,7 @@ How it works (one unit at a time, two linear walks):
    warning otherwise.
 
 The torch facts (which calls cut graphs, which operations save tensors, which
-modules have no parameters) come from :mod:`gradguard.core.knowledge`.
+modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from __future__ import annotations
 import ast
 import builtins
 
-from gradguard.core import facts as _facts  # noqa: F401  (registers the shared fn:/class: summaries used here)
-from gradguard.core import flow as F
-from gradguard.core import knowledge as K
-from gradguard.core import summary as _summary
-from gradguard.core.context import unit_words
-from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
-from gradguard.core.record import record
+from gradguard.analysis.facts import GRAPH_FACTS
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import interpreter as interp
+from gradguard.analysis import knowledge as K
+from gradguard.analysis import summary as _summary
+from gradguard.analysis.context import unit_words
+from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.model.record import record
 from gradguard.rules.base import Rule
 
 TYPE_CHECKING = False
@@ -165,7 +166,6 @@ def _with_stmt(g: Optional[Graph], stmt: ast.stmt) -> Optional[Graph]:
 # module summary facts: user classes deriving from nn.Module, and `.grad` reads
 
 
-@_summary.register
 def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     """Cross-unit facts, in one walk of the top-level statement:
 
@@ -199,7 +199,7 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     calls: List[ast.Call] = []
     has_bw = False
     saves_cls = False
-    for n in F.walk_all(stmt):  # ast.walk's order, without ctx nodes
+    for n in A.walk_all(stmt):  # ast.walk's order, without ctx nodes
         if isinstance(n, ast.Attribute):
             if n.attr == "grad" and isinstance(n.value, ast.Name):
                 grad_names.add(n.value.id)
@@ -286,8 +286,8 @@ def _backprop_facts(fn):
     reaches each argument, over the whole body and inside its loops — facts are
     per definition, so whether those callees back-propagate is looked up where
     ``<name>`` is called (:func:`_composed_fact`)."""
-    from gradguard.core.context import ModuleContext, Unit
-    from gradguard.core.text import LineIndex
+    from gradguard.analysis.context import ModuleContext, Unit
+    from gradguard.model.text import LineIndex
 
     ctx = ModuleContext(None, LineIndex(""), {}, {})
     an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx, unit_facts=False)
@@ -346,7 +346,6 @@ def _backprop_facts(fn):
         yield f"gg102:bwcalls:{fn.name}", (any_calls, tuple(sorted(loop_calls, key=repr)))
 
 
-@_summary.register_cross_file_fold
 def _fold_bwcalls(name: str, facts: dict, lookup) -> dict:
     """``bw``/``bwloop`` of an imported function with its callees (``bwcalls``)
     composed where they are defined, for the importing file."""
@@ -354,7 +353,7 @@ def _fold_bwcalls(name: str, facts: dict, lookup) -> dict:
         return facts
     mini: Dict[str, object] = {}
     todo, seen = [(name, facts)], {name}
-    for _ in range(F.DELEGATION_DEPTH + 1):
+    for _ in range(interp.DELEGATION_DEPTH + 1):
         nxt = []
         for n, fs in todo:
             for prefix in ("gg102:bw", "gg102:bwloop", "gg102:bwcalls"):
@@ -383,7 +382,7 @@ def _composed_fact(summary, kind: str, name: str, depth: int = 0, seen: frozense
     module summary, and recorded by the incremental engine as one answer.)"""
     own = summary.get(f"gg102:{kind}:{name}")
     calls = summary.get(f"gg102:bwcalls:{name}")
-    if not calls or depth >= F.DELEGATION_DEPTH:
+    if not calls or depth >= interp.DELEGATION_DEPTH:
         return own
     idx: Set[object] = set(own[0]) if own else set()
     globs: Set[str] = set(own[1]) if own else set()
@@ -427,7 +426,7 @@ def _outer_loops(stmts):
         if isinstance(s, _LOOPS):
             yield s
         elif not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for block in F.child_blocks(s):
+            for block in A.child_blocks(s):
                 yield from _outer_loops(block)
 
 
@@ -445,9 +444,9 @@ def _loops_with_grad(stmts):
         if isinstance(s, _LOOPS):
             yield s
             continue
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or F.is_no_grad_with(s):
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or A.is_no_grad_with(s):
             continue
-        for block in F.child_blocks(s):
+        for block in A.child_blocks(s):
             yield from _loops_with_grad(block)
 
 
@@ -477,8 +476,8 @@ def _class_attr_loops(cls: ast.ClassDef):
 
     The ``__init__`` unit (and the helpers it calls) of the same class consumes it (see
     :meth:`_Analysis._check_init_attrs`); both live in the same top-level chunk."""
-    from gradguard.core.context import ModuleContext, Unit
-    from gradguard.core.text import LineIndex
+    from gradguard.analysis.context import ModuleContext, Unit
+    from gradguard.model.text import LineIndex
 
     ctx = ModuleContext(None, LineIndex(""), {}, {})
     grad_attrs: Set[str] = set()
@@ -490,7 +489,7 @@ def _class_attr_loops(cls: ast.ClassDef):
         me = _self_arg(fn)
         if me is None:
             continue
-        for n in F.iter_nodes(fn.body):
+        for n in A.iter_nodes(fn.body):
             if isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook", "requires_grad"):
                 if isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name) \
                         and n.value.value.id == me and not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
@@ -501,7 +500,7 @@ def _class_attr_loops(cls: ast.ClassDef):
                     if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me:
                         grad_attrs.add(e.attr)  # optim.SGD([self.X, ...]): a trained tensor
                         trained_attrs.add(e.attr)
-        if fn.name == "__init__" or F.is_no_grad_function(fn):
+        if fn.name == "__init__" or A.is_no_grad_function(fn):
             continue
         assigned = _assigned_in(fn.body)
         an = None
@@ -510,7 +509,7 @@ def _class_attr_loops(cls: ast.ClassDef):
                 continue  # runs at most once
             prefix = me + "."
             attrs = {
-                d for d in (_attr_name(n) for n in F.iter_nodes(loop.body) if isinstance(n, ast.Attribute))
+                d for d in (_attr_name(n) for n in A.iter_nodes(loop.body) if isinstance(n, ast.Attribute))
                 if d and d.startswith(prefix) and d not in assigned
             }
             if not attrs:
@@ -523,7 +522,7 @@ def _class_attr_loops(cls: ast.ClassDef):
                 an._taint_block(loop.body, taint, backs, 0)
             calls = sorted([((c.lineno, c.col_offset), c, t) for c, keep, t in backs.values() if not keep],
                            key=lambda x: x[0])
-            inner = [x for x in F.iter_statements(loop.body) if isinstance(x, _LOOPS)]
+            inner = [x for x in A.iter_statements(loop.body) if isinstance(x, _LOOPS)]
             for _pos, c, t in calls:
                 # where a recomputation would go: the top of the innermost loop around this backward()
                 around = [x for x in [loop] + inner if x.lineno <= c.lineno <= (x.end_lineno or x.lineno)]
@@ -576,9 +575,9 @@ def _stmts_with_grad(stmts):
     """Statements of a body (nested blocks included) outside ``no_grad`` blocks and nested scopes."""
     for s in stmts:
         yield s
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or F.is_no_grad_with(s):
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or A.is_no_grad_with(s):
             continue
-        for block in F.child_blocks(s):
+        for block in A.child_blocks(s):
             yield from _stmts_with_grad(block)
 
 
@@ -634,7 +633,7 @@ def _kw(call: ast.Call, name: str) -> Optional[ast.keyword]:
 
 def _walk_no_scopes(node: ast.AST):
     """Nodes under ``node`` without entering nested defs, classes or lambdas."""
-    return F.iter_nodes(node)
+    return A.iter_nodes(node)
 
 
 def _attr_name(node: ast.AST) -> Optional[str]:
@@ -662,7 +661,7 @@ def _assigned_and_loaded(stmts: Sequence[ast.stmt]) -> Tuple[Set[str], Set[str]]
     out: Set[str] = set()
     loaded: Set[str] = set()
     Name, Attribute, Load = ast.Name, ast.Attribute, ast.Load
-    for n in F.iter_nodes(stmts):
+    for n in A.iter_nodes(stmts):
         cls = n.__class__
         if cls is Name:
             if isinstance(n.ctx, Load):
@@ -699,11 +698,18 @@ def _assigned_in(stmts: Sequence[ast.stmt]) -> Set[str]:
 # the rule
 
 
+# GG102's own module facts. ``gg102:bw:``, ``gg102:bwloop:`` and
+# ``gg102:attrloop:`` are only written for code that back-propagates.
+GG102_FACTS = _summary.FactSource("gg102", _gg102_facts, _fold_bwcalls,
+                                  ("gg102:bw:", "gg102:bwloop:", "gg102:attrloop:"))
+
+
 class StaleGraph(Rule):
     code = "GG102"
     name = "stale-graph"
     default_severity = Severity.ERROR
     needs_backprop = True
+    fact_sources = (GRAPH_FACTS, GG102_FACTS)
     title = {
         "en": "A tensor whose graph was built before the loop is back-propagated in every iteration",
         "zh": "循环前构建计算图的张量在每轮迭代中被反向传播",
@@ -859,7 +865,7 @@ class _Analysis:
     # -- driver -------------------------------------------------------------
     def run(self) -> List[Finding]:
         node = self.unit.node
-        if node is not None and F.is_no_grad_function(node, self.ctx):
+        if node is not None and A.is_no_grad_function(node, self.ctx):
             return []
         self._seed_params()
         self._seed_init_leaves()
@@ -1317,7 +1323,7 @@ class _Analysis:
 
     # -- statements -----------------------------------------------------------
     def _stmt(self, s: ast.stmt):
-        for block in F.child_blocks(s):
+        for block in A.child_blocks(s):
             self.owner[id(block)] = s
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.env[s.name] = None
@@ -1357,7 +1363,7 @@ class _Analysis:
                     self.env[key] = _with_stmt(g, s)
             return
         if isinstance(s, (ast.With, ast.AsyncWith)):
-            ng = F.is_no_grad_with(s, self.ctx)
+            ng = A.is_no_grad_with(s, self.ctx)
             for it in s.items:
                 v = self._eval(it.context_expr)
                 if it.optional_vars is not None:
@@ -1400,8 +1406,8 @@ class _Analysis:
             return
         if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):
             return  # the body runs at most once: nothing is back-propagated a second time
-        if not any(isinstance(c, ast.Call) and (F.is_backward_call(c, self.ctx) or self._fn_fact("bw", c))
-                   for c in F.iter_nodes(loop.body)):
+        if not any(isinstance(c, ast.Call) and (A.is_backward_call(c, self.ctx) or self._fn_fact("bw", c))
+                   for c in A.iter_nodes(loop.body)):
             return
         assigned = _assigned_in(loop.body)
         if isinstance(loop, (ast.For, ast.AsyncFor)):
@@ -1448,7 +1454,7 @@ class _Analysis:
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             if isinstance(s, (ast.With, ast.AsyncWith)):
-                ng = any(F.is_no_grad_context(it.context_expr, self.ctx) for it in s.items)
+                ng = any(A.is_no_grad_context(it.context_expr, self.ctx) for it in s.items)
                 self._taint_block(s.body, taint, backs, nograd + (1 if ng else 0))
                 continue
             if isinstance(s, (ast.For, ast.AsyncFor)):
@@ -1527,12 +1533,12 @@ class _Analysis:
                 if not isinstance(c, ast.Call):
                     continue
                 named = isinstance(c.func, ast.Name)
-                if not F.is_backward_call(c, ctx) or _kw(c, "inputs") is not None:
+                if not A.is_backward_call(c, ctx) or _kw(c, "inputs") is not None:
                     # backward(inputs=...) only runs the nodes leading to those inputs
                     if named:
                         out.append((c, False, None))
                     continue
-                target = F.backward_target(c, ctx)
+                target = A.backward_target(c, ctx)
                 if target is None:
                     if named:
                         out.append((c, False, None))
@@ -1656,14 +1662,14 @@ class _Analysis:
                 f = n.func
                 if isinstance(f, ast.Attribute) and (f.attr in K.GRAPH_CUT_METHODS or f.attr in _NON_TENSOR_METHODS):
                     continue
-                if F.applies_cut(n):
+                if A.applies_cut(n):
                     continue
                 if isinstance(f, ast.Name) and f.id in _CUT_BUILTINS and f.id not in taint:
                     continue
                 q = self.ctx.qualify(f)
                 if q in _GRAPHLESS_FUNCTIONS:
                     continue
-            stack.extend(F.child_nodes(n))
+            stack.extend(A.child_nodes(n))
         return out
 
     def _frozen_params_loop(self, s) -> bool:
@@ -1887,7 +1893,7 @@ class _Analysis:
         func = e.func
         q = self.ctx.qualify(func) or ""
         args = [self._eval(a) for a in e.args] + [self._eval(k.value) for k in e.keywords]
-        if F.applies_cut(e):  # apply_to_tensor(h, torch.Tensor.detach): detached
+        if A.applies_cut(e):  # apply_to_tensor(h, torch.Tensor.detach): detached
             return None
         # module construction: nn.Linear(5, 1), MyNet()
         ctor = self._module_ctor(func, q, args)
@@ -2011,11 +2017,11 @@ class _Analysis:
         if isinstance(func, ast.Name):
             return None if func.id in self.env else func.id
         if isinstance(func, ast.Attribute):
-            name = F.dotted(func)
+            name = A.dotted(func)
             if name is None:
                 return None
             base = name.split(".", 1)[0]
-            if base in self.env or F.rebound(self.ctx.summary, base):
+            if base in self.env or interp.rebound(self.ctx.summary, base):
                 return None
             return name
         return None

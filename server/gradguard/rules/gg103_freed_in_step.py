@@ -7,7 +7,7 @@ one that needs no loop at all: two losses share a piece of graph (a GAN's
 encoder output feeding two heads), the first ``backward()`` frees that piece's
 saved tensors, and the second runs into them.
 
-The analysis reuses the graph interpreter of GG101 (``core/flow.py``): each
+The analysis reuses the graph interpreter (``analysis/interpreter.py``): each
 backward event carries the graph tokens its loss reaches. In one statement list
 (a loop body, a function body, the module), a backward that runs
 unconditionally frees the tokens it reaches; a later backward of the same list
@@ -22,10 +22,14 @@ from __future__ import annotations
 import ast
 import re
 
-from gradguard.core import flow as F
-from gradguard.core.context import unit_text
-from gradguard.core.model import Finding, Fix, Range, Related, Severity, TextEdit
+from gradguard.analysis import ast_util as A
+from gradguard.analysis.facts import GRAPH_FACTS
+from gradguard.analysis import values as V
+from gradguard.analysis import interpreter as interp
+from gradguard.analysis.context import unit_text
+from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
+from gradguard.rules.common import unit_entry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -172,6 +176,7 @@ class FreedInStep(Rule):
     name = "freed-in-step"
     default_severity = Severity.ERROR
     needs_backprop = True
+    fact_sources = (GRAPH_FACTS,)  # the interpreter reads fn:/class: facts of same-file definitions
     title = {
         "en": "A backward() runs through a graph an earlier backward() of the same step freed",
         "zh": "backward() 经过的计算图已被同一步里更早的 backward() 释放",
@@ -184,17 +189,15 @@ class FreedInStep(Rule):
         text = unit_text(unit, ctx.index.lines)
         if len(_BACKWARD_SPELLING.findall(text)) < 2:
             return ()  # one backward cannot free a graph for another
-        if unit.kind == "function" and F.is_no_grad_function(unit.node, ctx):
+        if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
-        from gradguard.rules.gg101_carried_graph import unit_entry
-
         env, self_obj = unit_entry(unit)
-        flow = F.GraphFlow(F.Resolver(ctx), self_obj=self_obj, find_carries=False)
+        flow = interp.GraphFlow(interp.Resolver(ctx), self_obj=self_obj, find_carries=False)
         try:
             flow.run(unit.body, env)
         except RecursionError:
             return ()
-        events: Dict[int, F.BackwardEvent] = {}
+        events: Dict[int, V.BackwardEvent] = {}
         for ev in flow.events:
             events.setdefault(id(ev.call), ev)  # a loop body is walked more than once: its first walk
         if len(events) < 2:
@@ -211,8 +214,8 @@ class FreedInStep(Rule):
 def _blocks(body: Sequence[ast.stmt]) -> Iterator[Sequence[ast.stmt]]:
     """Every statement list of the unit (nested defs and classes are units of their own)."""
     yield body
-    for s in F.iter_statements(body):
-        for block in F.child_blocks(s):
+    for s in A.iter_statements(body):
+        for block in A.child_blocks(s):
             yield block
 
 
@@ -232,7 +235,7 @@ def _direct_backward(stmt: ast.stmt, ctx, events) -> Optional[ast.Call]:
     train_discriminator(real, fake)`` (a helper of the user's that back-propagates)
     as the statement itself."""
     value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
-    if isinstance(value, ast.Call) and (F.is_backward_call(value, ctx) or id(value) in events):
+    if isinstance(value, ast.Call) and (A.is_backward_call(value, ctx) or id(value) in events):
         return value
     return None
 
@@ -245,7 +248,7 @@ def _backward_calls(stmt: ast.stmt, ctx, events) -> Iterator[ast.Call]:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        if isinstance(node, ast.Call) and (F.is_backward_call(node, ctx) or id(node) in events):
+        if isinstance(node, ast.Call) and (A.is_backward_call(node, ctx) or id(node) in events):
             yield node
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
@@ -265,7 +268,7 @@ def _check_block(rule, block, events, saving, reported, ctx) -> Iterator[Finding
     start = _pos(block[0])
     for i, s in enumerate(stmts):
         b1 = _direct_backward(s, ctx, events)
-        if b1 is None or F.has_retain_graph(b1) or _legacy_retain(b1):  # (create_graph= counts there too)
+        if b1 is None or A.has_retain_graph(b1) or _legacy_retain(b1):  # (create_graph= counts there too)
             continue
         ev1 = events.get(id(b1))
         if ev1 is None or ev1.retain:  # a helper that keeps its graph
@@ -295,7 +298,7 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
     what = f"`{name}`" if name else f"`{_short(node)}`"
     line1, line0 = b1.lineno, node.lineno
     first, second = _short(b1), _short(b2)
-    direct = F.is_backward_call(b1, ctx)
+    direct = A.is_backward_call(b1, ctx)
     keep: Optional[TextEdit] = None
     cut: List[TextEdit] = []
     if not direct:
@@ -368,7 +371,7 @@ def _stepped_in_between(stmts, s1, b2, shared, ctx) -> bool:
             if n is b2:
                 return _any_may_update(steppers, shared, ctx)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
-                name = F.dotted(n.func.value)
+                name = A.dotted(n.func.value)
                 steppers.append(name or "?")
     return _any_may_update(steppers, shared, ctx)
 
@@ -379,7 +382,7 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
     parts: Set[str] = set()
     for t in shared:
         node = t[1]
-        name = F.dotted(node.func) if isinstance(node, ast.Call) else None
+        name = A.dotted(node.func) if isinstance(node, ast.Call) else None
         if name is None:
             return True  # a part we cannot name: assume the step reaches it
         bits = name.split(".")
@@ -424,7 +427,7 @@ def _constructions(name: str, lines: List[str]) -> List[str]:
 
 
 def _value_for(target: ast.expr, value: ast.expr, name: str) -> Optional[ast.expr]:
-    if F.dotted(target) == name:
+    if A.dotted(target) == name:
         return value
     if isinstance(target, (ast.Tuple, ast.List)):
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
@@ -433,7 +436,7 @@ def _value_for(target: ast.expr, value: ast.expr, name: str) -> Optional[ast.exp
                 if found is not None:
                     return found
             return None
-        if any(F.dotted(t) == name for t in target.elts):
+        if any(A.dotted(t) == name for t in target.elts):
             return value  # unpacked from one call: all of it may be this one
     return None
 
@@ -565,4 +568,4 @@ def _inputs_of(stmts, b2: ast.Call) -> Set[str]:
 
 
 def _callee(call: ast.Call) -> str:
-    return F.dotted(call.func) or _short(call.func)
+    return A.dotted(call.func) or _short(call.func)

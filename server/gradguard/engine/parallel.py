@@ -1,5 +1,5 @@
 """One large file analysed on several cores (POSIX ``fork``), same result as
-:func:`gradguard.core.engine.check_source`.
+:func:`gradguard.engine.document.check_source`.
 
 The engine already treats a file as a sequence of chunks (one per top-level
 statement) that are parsed and summarised on their own, and whose units are
@@ -27,9 +27,9 @@ from __future__ import annotations
 import os
 import sys
 
-from gradguard.core import engine as E
-from gradguard.core.context import iter_units
-from gradguard.core.text import LineIndex, line_ending, split_lines
+from gradguard.engine import document as E
+from gradguard.analysis.context import iter_units
+from gradguard.model.text import LineIndex, line_ending, split_lines
 
 # Below this many lines a fork costs more than it saves.
 MIN_LINES = 600
@@ -139,7 +139,7 @@ last_mode = ""
 
 def check_source_parallel(source: str, path=None, config=None, external_facts=None, jobs: int = 2,
                           min_lines: int = MIN_LINES):
-    """:func:`gradguard.core.engine.check_source` on ``jobs`` processes."""
+    """:func:`gradguard.engine.document.check_source` on ``jobs`` processes."""
     global last_mode
     last_mode = "serial"
     config = config or E.Config()

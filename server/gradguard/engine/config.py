@@ -20,12 +20,14 @@ from __future__ import annotations
 import os
 import sys
 
+from gradguard.model.i18n import normalize_language
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (this module is on the CLI's start-up path: no typing, no dataclasses)
     from pathlib import Path
     from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-    from gradguard.core.model import Severity
+    from gradguard.model.findings import Severity
 
 
 class ConfigError(ValueError):
@@ -216,7 +218,7 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
     ignore = _codes(get("ignore") or [], "ignore", where)
     ignore += _codes(get("extend-ignore") or [], "extend-ignore", where)
 
-    from gradguard.core.model import Severity
+    from gradguard.model.findings import Severity
 
     severity: Dict[str, Severity] = {}
     sev = get("severity") or {}
@@ -257,20 +259,6 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
         root=root,
         source=where,
     )
-
-
-def normalize_language(value: Optional[str]) -> Optional[str]:
-    """'zh-CN', 'zh_cn', 'zh-Hans', 'Chinese' → 'zh'; 'en-US' → 'en'; 'auto' → None-ish."""
-    if value is None:
-        return None
-    v = str(value).strip().lower().replace("_", "-")
-    if v.startswith("zh") or v in ("chinese", "中文"):
-        return "zh"
-    if v.startswith("en") or v in ("english",):
-        return "en"
-    if v in ("", "auto"):
-        return "en"
-    return None
 
 
 def find_pyproject(start: str) -> Optional[str]:

@@ -27,13 +27,13 @@ import os
 import re
 import warnings
 
-from gradguard.core import noqa as _noqa
-from gradguard.core.config import Config
-from gradguard.core.context import ModuleContext, Unit, iter_units
-from gradguard.core.model import Finding
-from gradguard.core.summary import FactTable, local_imports, summarize, unreferenced_defs
-from gradguard.core.record import record, replace
-from gradguard.core.text import LineIndex, fold_identifiers, line_ending, split_lines
+from gradguard.model import noqa as _noqa
+from gradguard.engine.config import Config
+from gradguard.analysis.context import ModuleContext, Unit, iter_units
+from gradguard.model.findings import Finding
+from gradguard.analysis.summary import FactSource, FactTable, local_imports, summarize, unreferenced_defs
+from gradguard.model.record import record, replace
+from gradguard.model.text import LineIndex, fold_identifiers, line_ending, split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -101,8 +101,9 @@ class _Chunk:
         if self.facts is None:
             facts: list = []
             if self.tree is not None:
+                sources = fact_sources()
                 for stmt in self.tree.body:
-                    facts.extend(summarize(stmt, getattr(stmt, "name", None) not in unreferenced))
+                    facts.extend(summarize(stmt, getattr(stmt, "name", None) not in unreferenced, sources))
             self.facts = tuple(facts)
         return self.facts
 
@@ -233,7 +234,7 @@ class Document:
         self.config = config or Config()
         # (rule, unit, error) for rules that crashed in the latest analysis run.
         self.internal_errors: List[Tuple[str, str, str]] = []
-        # Facts about names defined in *other* files (see core/resolve.py), merged
+        # Facts about names defined in *other* files (see analysis/resolve.py), merged
         # under the in-file facts; the fast path never waits for them.
         self.external_facts: Dict[str, object] = dict(external_facts or {})
         self.lines: List[str] = []
@@ -499,6 +500,24 @@ def enabled_rules(config: Config, path: Optional[str]):
     return [r for r in all_rules() if config.is_enabled(r.code, path)]
 
 
+def fact_sources() -> Tuple[FactSource, ...]:
+    """The fact sources every file is summarised with: those the registered
+    rules declare (:func:`gradguard.rules.fact_sources`)."""
+    from gradguard.rules import fact_sources as declared
+
+    return declared()
+
+
+def resolve_external_facts(source: str, path: Optional[str], project_root: Optional[str] = None,
+                           **options) -> Dict[str, object]:
+    """:func:`gradguard.analysis.resolve.resolve_external_facts` with the rules'
+    fact sources: facts about the names ``source`` imports from the user's
+    other modules, summarised as this file's own definitions are."""
+    from gradguard.analysis.resolve import resolve_external_facts as resolve
+
+    return resolve(source, path, project_root, sources=fact_sources(), **options)
+
+
 def module_context(path: Optional[str], index: LineIndex, merged: Dict[str, object]) -> ModuleContext:
     imports = {k[7:]: v for k, v in merged.items() if k.startswith("import:")}
     return ModuleContext(path, index, merged, imports)
@@ -606,7 +625,7 @@ def may_backprop(source: str, external_facts: Optional[Dict[str, object]] = None
     and reused, which is what every rule looks for. No: the text never spells a
     backward (identifiers NFKC-folded, as Python folds them: ``ｂａｃｋｗａｒｄ``
     *is* ``backward``) and no fact about a name imported from another file
-    (:mod:`gradguard.core.resolve`) describes one. Most files of a real project
+    (:mod:`gradguard.analysis.resolve`) describes one. Most files of a real project
     (models, data, utilities) answer no and cost a parse instead of an analysis."""
     return _text_may_backprop(source) or _facts_may_backprop(external_facts)
 
@@ -616,15 +635,20 @@ def _text_may_backprop(text: str) -> bool:
 
 
 def _facts_may_backprop(external_facts: Optional[Dict[str, object]]) -> bool:
-    return bool(external_facts) and any(_describes_backprop(k, v) for k, v in external_facts.items())
+    if not external_facts:
+        return False
+    prefixes = _backprop_prefixes()
+    return any(_describes_backprop(k, v, prefixes) for k, v in external_facts.items())
 
 
-# Fact keys that are only ever produced for code that back-propagates.
-_BACKPROP_KEYS = ("loopcalls:", "gg102:bw:", "gg102:bwloop:", "gg102:attrloop:")
+def _backprop_prefixes() -> Tuple[str, ...]:
+    """Fact keys that are only ever produced for code that back-propagates, as
+    the fact sources declare them."""
+    return tuple(p for src in fact_sources() for p in src.backprop_prefixes)
 
 
-def _describes_backprop(key: str, value: object) -> bool:
-    if key.startswith(_BACKPROP_KEYS):
+def _describes_backprop(key: str, value: object, prefixes: Tuple[str, ...]) -> bool:
+    if key.startswith(prefixes):
         return True
     if getattr(value, "calls_backward", False):  # FnFacts
         return True

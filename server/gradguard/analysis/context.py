@@ -9,10 +9,10 @@ its unit and on the module :class:`Summary` (never on another unit's AST).
 from __future__ import annotations
 
 import ast
-from gradguard.core.record import Factory, record
+from gradguard.model.record import Factory, record
 
-from gradguard.core.model import Position, Range
-from gradguard.core.text import LineIndex, words
+from gradguard.model.findings import Position, Range
+from gradguard.model.text import LineIndex, words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -58,7 +58,7 @@ def unit_words(unit: Unit, lines) -> frozenset:
 class ModuleContext:
     path: Optional[str]
     index: LineIndex
-    # Merged module summary: name → hashable fact object (see core/summary.py).
+    # Merged module summary: name → hashable fact object (see analysis/summary.py).
     summary: Mapping[str, Any] = Factory(dict)
     imports: Mapping[str, str] = Factory(dict)  # local alias → qualified name
 

@@ -14,8 +14,8 @@ import re
 from bisect import bisect_right
 from typing import List, Sequence, Tuple
 
-from gradguard.core.record import record
-from gradguard.core.text import split_lines
+from gradguard.model.record import record
+from gradguard.model.text import split_lines
 
 _IPY_LINE = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
 
@@ -176,8 +176,8 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
     is skipped); other cells, outputs and metadata are left as they are, and
     the JSON keeps the file's indentation, key order and escaping of non-ASCII
     text. Raises ValueError for a malformed notebook."""
-    from gradguard.core.model import Position, Range, TextEdit
-    from gradguard.core.text import apply_text_edits
+    from gradguard.model.findings import Position, Range, TextEdit
+    from gradguard.model.text import apply_text_edits
 
     text = data.decode("utf-8")
     nb = json.loads(text)

@@ -3,13 +3,14 @@
 Positions are 0-based lines and 0-based *character* (Unicode code point)
 columns, i.e. indexes into the Python ``str`` of the line.  Front ends convert:
 the CLI prints 1-based characters, the language server converts to UTF-16
-code units with :mod:`gradguard.core.text`.
+code units with :mod:`gradguard.model.text`.
 """
 
 from __future__ import annotations
 
 import enum
-from gradguard.core.record import Factory, record, replace
+from gradguard.model.i18n import pick
+from gradguard.model.record import Factory, record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (typing costs start-up time on the CLI path)
@@ -62,12 +63,6 @@ class Range:
         return self.start <= pos <= self.end
 
 
-def _text(d: Mapping[str, str], lang: str) -> str:
-    if lang.lower().startswith("zh") and d.get("zh"):
-        return d["zh"]
-    return d.get("en", "")
-
-
 @record
 class TextEdit:
     range: Range
@@ -86,7 +81,7 @@ class Fix:
     preferred: bool = False
 
     def title_in(self, lang: str = "en") -> str:
-        return _text(self.title, lang)
+        return pick(self.title, lang)
 
     def shifted(self, lines: int) -> "Fix":
         if not lines:
@@ -100,7 +95,7 @@ class Related:
     message: Mapping[str, str]
 
     def message_in(self, lang: str = "en") -> str:
-        return _text(self.message, lang)
+        return pick(self.message, lang)
 
     def shifted(self, lines: int) -> "Related":
         return replace(self, range=self.range.shifted(lines)) if lines else self
@@ -117,15 +112,8 @@ class Finding:
     # Free-form machine-readable details (e.g. {"variable": "hidden"}), JSON-serialisable.
     data: Mapping[str, object] = Factory(dict)
 
-    @property
-    def name(self) -> str:
-        from gradguard.rules import get_rule
-
-        rule = get_rule(self.code)
-        return rule.name if rule else self.code
-
     def message_in(self, lang: str = "en") -> str:
-        return _text(self.message, lang)
+        return pick(self.message, lang)
 
     @property
     def preferred_fix(self) -> "Fix | None":

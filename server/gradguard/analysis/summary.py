@@ -7,50 +7,53 @@ reads, so a unit is re-analysed when a fact it read changes. A rule that scans
 many facts to answer one question asks it through :func:`query`, so that the
 unit depends on the answer rather than on everything scanned.
 
-Keys are namespaced: ``"import:<alias>"`` (qualified name), and whatever
-rules register via :func:`register` (e.g. ``"fn:<name>"``, ``"class:<name>"``,
+Keys are namespaced: ``"import:<alias>"`` (qualified name), and whatever the
+:class:`FactSource` s in use produce (e.g. ``"fn:<name>"``, ``"class:<name>"``,
 ``"global:<name>"``). Facts must be hashable (frozen records, tuples,
 strings) and must not hold AST nodes.
+
+Which fact sources exist is explicit, never a side effect of importing a rule:
+each rule declares the sources it reads (``Rule.fact_sources``), the registry
+collects them, and the engine passes them to :func:`summarize` and to
+:mod:`gradguard.analysis.resolve`.
 """
 
 from __future__ import annotations
 
 import ast
+
+from gradguard.model.record import record
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Callable, Dict, Iterable, List, Optional, Tuple
+    from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
     Fact = Tuple[str, object]
     Summarizer = Callable[[ast.stmt, bool], Iterable[Fact]]  # (statement, referenced)
 else:
     Fact = Summarizer = object  # annotation names only
 
-_SUMMARIZERS: List[Summarizer] = []
 
+@record
+class FactSource:
+    """One producer of module facts.
 
-def register(fn: Summarizer) -> Summarizer:
-    """Decorator: add a per-top-level-statement summarizer, called as
-    ``fn(stmt, referenced)`` (see :func:`summarize`)."""
-    _SUMMARIZERS.append(fn)
-    return fn
+    ``summarize(stmt, referenced)`` gives the facts of one top-level statement
+    (see :func:`summarize`). ``cross_file_fold``: for facts that leave their
+    file (:mod:`gradguard.analysis.resolve`), a source whose facts name other
+    definitions of the same module (a def's callees) gives a fold that resolves
+    those names where they are defined, since the importing file would look them
+    up among its own; called as ``fold(name, facts, lookup)`` with ``facts`` the
+    def's by-name facts {prefix: value} and ``lookup(other)`` the same for
+    another def of the defining module ({} if there is none); returns the facts
+    to export. ``backprop_prefixes``: keys this source only ever writes for
+    code that back-propagates (the engine's cheap "can anything here
+    back-propagate?" test reads them in facts imported from other files)."""
 
-
-# Folds for facts that leave their file (core/resolve.py): a summarizer whose facts
-# name other definitions of the same module (a def's callees) registers one that
-# resolves those names where they are defined, since the importing file would look
-# them up among its own. Called as ``fold(name, facts, lookup)`` with ``facts`` the
-# def's by-name facts {prefix: value} and ``lookup(other)`` the same for another
-# def of the defining module ({} if there is none); returns the facts to export.
-_CROSS_FILE_FOLDS: List[Callable] = []
-
-
-def register_cross_file_fold(fn: Callable) -> Callable:
-    _CROSS_FILE_FOLDS.append(fn)
-    return fn
-
-
-def cross_file_folds() -> List[Callable]:
-    return list(_CROSS_FILE_FOLDS)
+    name: str
+    summarize: Summarizer
+    cross_file_fold: Optional[Callable] = None
+    backprop_prefixes: Tuple[str, ...] = ()
 
 
 def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:
@@ -75,35 +78,32 @@ def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:
                 yield from _import_facts(child)
 
 
-_rules_loaded = False
-
-
-def summarize(stmt: ast.stmt, referenced: bool = True) -> Tuple[Fact, ...]:
-    """The facts of one top-level statement. ``referenced=False`` says the
-    statement is a ``def`` whose name nothing else in the file mentions (see
-    :func:`unreferenced_defs`): summarizers may then leave out the facts that
-    are only ever looked up *by that name* at a call site, typically the costly
-    interface facts that come from interpreting the body."""
-    global _rules_loaded
-    if not _rules_loaded:  # rules register their summarizers when imported
-        import gradguard.rules
-
-        gradguard.rules.all_rules()
-        _rules_loaded = True
+def summarize(stmt: ast.stmt, referenced: bool = True, sources: Sequence[FactSource] = ()) -> Tuple[Fact, ...]:
+    """The facts of one top-level statement: its imports, then each of
+    ``sources``' in order. ``referenced=False`` says the statement is a ``def``
+    whose name nothing else in the file mentions (see :func:`unreferenced_defs`):
+    sources may then leave out the facts that are only ever looked up *by that
+    name* at a call site, typically the costly interface facts that come from
+    interpreting the body."""
     facts: List[Fact] = list(_import_facts(stmt))
-    for fn in _SUMMARIZERS:
-        facts.extend(fn(stmt, referenced))
+    for src in sources:
+        facts.extend(src.summarize(stmt, referenced))
     return tuple(facts)
+
+
+def cross_file_folds(sources: Sequence[FactSource]) -> List[Callable]:
+    """The folds of ``sources`` that have one, in order."""
+    return [s.cross_file_fold for s in sources if s.cross_file_fold is not None]
 
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def word_counts(source: str) -> Dict[str, int]:
-    """How often each word (:func:`gradguard.core.text.words`) occurs in ``source``."""
+    """How often each word (:func:`gradguard.model.text.words`) occurs in ``source``."""
     from collections import Counter
 
-    from gradguard.core.text import words
+    from gradguard.model.text import words
 
     return Counter(words(source))
 

@@ -5,7 +5,7 @@ in-file pass cannot know whether ``repackage_hidden`` detaches or what
 ``RNNModel.forward`` returns. This module finds the defining file, parses it
 with :mod:`ast` (never imports or runs it), and summarises the definition with
 the same summarizers the engine uses for same-file definitions
-(:func:`gradguard.core.summary.summarize`), renamed to the local alias — so a
+(:func:`gradguard.analysis.summary.summarize`), renamed to the local alias — so a
 rule sees ``fn:repackage_hidden`` exactly as if it were defined in the file.
 
 How a name is found, cheapest first:
@@ -27,7 +27,8 @@ Nothing here raises.
 Two uses::
 
     # CLI: once per file, only when the file imports from a possibly-local module
-    from gradguard.core.resolve import resolve_external_facts
+    # (the engine's wrapper passes the rules' fact sources)
+    from gradguard.engine.document import resolve_external_facts
     facts = resolve_external_facts(source, path, project_root)
     result = check_source(source, path, config, external_facts=facts)
 
@@ -46,7 +47,9 @@ import os
 import re
 import sys
 import time
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from gradguard.analysis.summary import FactSource
 
 __all__ = ["resolve_external_facts", "stats", "clear_cache"]
 
@@ -109,9 +112,9 @@ class _ModuleInfo:
         self.aliases: Dict[str, str] = {}
         self.stars: List[Tuple[str, int]] = []  # `from m import *`
         # def name -> its facts as (key prefix, value): summarised once per file version
-        self.summaries: Dict[str, List[Tuple[str, object]]] = {}
+        self.summaries: Dict[Tuple[str, tuple], List[Tuple[str, object]]] = {}  # keyed (name, fact sources)
         # def name -> its facts as its own module sees them (before folding), for the folds
-        self.raw_facts: Dict[str, Dict[str, object]] = {}
+        self.raw_facts: Dict[Tuple[str, tuple], Dict[str, object]] = {}  # keyed (name, fact sources)
         for stmt in _top_level(tree.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[stmt.name] = stmt
@@ -293,7 +296,7 @@ def _requalify(value: object, info: _ModuleInfo) -> object:
     """Raw dotted constructor/base names inside a fact are written with the
     *defining* module's import aliases; qualify them there, so the importing
     file reads ``torch.nn.LSTM`` whatever aliases it uses itself."""
-    from gradguard.core.record import is_record, replace
+    from gradguard.model.record import is_record, replace
 
     if isinstance(value, str):
         return _qualify_raw(value, info)
@@ -318,24 +321,25 @@ def _requalify(value: object, info: _ModuleInfo) -> object:
     return value
 
 
-def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo) -> List[Tuple[str, object]]:
-    cached = info.summaries.get(name)
+def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo,
+               sources: Sequence[FactSource]) -> List[Tuple[str, object]]:
+    cached = info.summaries.get((name, sources))
     if cached is None:
-        cached = _summarise(stmt, name, info)
-        info.summaries[name] = cached
+        cached = _summarise(stmt, name, info, sources)
+        info.summaries[(name, sources)] = cached
     return [(f"{prefix}:{alias}", value) for prefix, value in cached]
 
 
-def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, object]]:
-    from gradguard.core.summary import cross_file_folds
+def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Sequence[FactSource]) -> List[Tuple[str, object]]:
+    from gradguard.analysis.summary import cross_file_folds
 
     def lookup(other: str) -> Dict[str, object]:
         d = info.defs.get(other)
-        return _raw_facts(d, other, info) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) else {}
+        return _raw_facts(d, other, info, sources) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) else {}
 
-    facts = _raw_facts(stmt, name, info)
+    facts = _raw_facts(stmt, name, info, sources)
     try:
-        for fold in cross_file_folds():  # names of the defining module, resolved here
+        for fold in cross_file_folds(sources):  # names of the defining module, resolved here
             facts = fold(name, facts, lookup)
     except Exception:  # a fold tripping on odd facts: export nothing, never names the importer would misread
         return []
@@ -348,24 +352,24 @@ def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo) -> List[Tuple[str, 
     return out
 
 
-def _raw_facts(stmt: ast.stmt, name: str, info: _ModuleInfo) -> Dict[str, object]:
+def _raw_facts(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Sequence[FactSource]) -> Dict[str, object]:
     """:func:`_own_facts` of one definition of ``info``, once per module version
     (the folds look callees up; a chain of helpers shares them). Read-only."""
-    raw = info.raw_facts.get(name)
+    raw = info.raw_facts.get((name, sources))
     if raw is None:
-        raw = info.raw_facts[name] = dict(_own_facts(stmt, name))
+        raw = info.raw_facts[(name, sources)] = dict(_own_facts(stmt, name, sources))
     return raw
 
 
-def _own_facts(stmt: ast.stmt, name: str) -> List[Tuple[str, object]]:
+def _own_facts(stmt: ast.stmt, name: str, sources: Sequence[FactSource]) -> List[Tuple[str, object]]:
     """The by-name facts the summarizers give a definition of ``name``, as
     (key prefix, value), as its own module sees them (nothing folded or
     requalified). Never raises: a summarizer tripping on odd code says less."""
-    from gradguard.core.summary import summarize
+    from gradguard.analysis.summary import summarize
 
     out: List[Tuple[str, object]] = []
     try:
-        facts = summarize(stmt)
+        facts = summarize(stmt, True, sources)
     except Exception:
         return out
     for key, value in facts:
@@ -538,6 +542,7 @@ def resolve_external_facts(
     project_root: Optional[str] = None,
     budget: float = DEFAULT_BUDGET,
     use_jedi: bool = True,
+    sources: Sequence[FactSource] = (),
 ) -> Dict[str, object]:
     """Facts (``fn:<alias>``, ``class:<alias>``, ``var:<alias>``, ...) for the names
     ``source`` imports from the user's other modules and actually uses.
@@ -545,10 +550,13 @@ def resolve_external_facts(
     ``path`` is the file's path (relative imports and sibling modules are found
     from it), ``project_root`` where top-level imports are looked up (default:
     the file's directory). Gives up after ``budget`` seconds with what it has.
+    ``sources``: the fact sources to summarise definitions with, those the
+    engine summarises the file itself with (front ends call the engine's
+    :func:`gradguard.engine.document.resolve_external_facts`, which passes them).
     Never raises; returns ``{}`` when there is nothing to say."""
     t0 = time.monotonic()
     try:
-        return _resolve(source, path, project_root, budget, use_jedi, t0)
+        return _resolve(source, path, project_root, budget, use_jedi, t0, tuple(sources))
     except Exception:
         return {}
     finally:
@@ -558,7 +566,7 @@ def resolve_external_facts(
 
 
 def _resolve(source: str, path: Optional[str], root: Optional[str], budget: float, use_jedi: bool,
-             t0: float) -> Dict[str, object]:
+             t0: float, sources: Tuple[FactSource, ...]) -> Dict[str, object]:
     if not isinstance(source, str):
         return {}
     if root is None and path:
@@ -567,7 +575,7 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
     # an in-process cache: the string hash (plus the length) is key enough, and
     # cheaper than a cryptographic digest of the whole text
     digest = (len(source), hash(source))
-    key = (abspath, digest, os.path.abspath(root) if root else "")
+    key = (abspath, digest, os.path.abspath(root) if root else "", sources)
     with _lock:
         hit = _RESULTS.get(key)
     if hit is not None and all(_stat(p) == (m, s) for p, m, s in hit[1]):
@@ -626,7 +634,7 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
             continue
         stmt, info = found
         def_name = getattr(stmt, "name", None) or name
-        for k, v in _facts_for(stmt, def_name, alias, info):
+        for k, v in _facts_for(stmt, def_name, alias, info, sources):
             facts[k] = v
         with _lock:
             _STATS["names_resolved"] += 1
@@ -642,7 +650,7 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
                 continue
             stmt, info = found
             def_name = getattr(stmt, "name", None) or name
-            for k, v in _facts_for(stmt, def_name, f"{alias}.{name}", info):
+            for k, v in _facts_for(stmt, def_name, f"{alias}.{name}", info, sources):
                 facts[k] = v
             with _lock:
                 _STATS["names_resolved"] += 1

@@ -1,11 +1,11 @@
-"""Module facts for the graph-lifetime rules (registered with core.summary).
+"""Module facts for the graph-lifetime rules: the :data:`GRAPH_FACTS` source.
 
 Per top-level statement, coarse and hashable:
 
-* ``fn:<name>``    → :class:`gradguard.core.flow.FnFacts` (what a same-file function
+* ``fn:<name>``    → :class:`gradguard.analysis.values.FnFacts` (what a same-file function
   returns, whether it back-propagates and which parameters reach that backward,
   whether it is a detaching helper — recognised by its body, not its name);
-* ``class:<name>`` → :class:`gradguard.core.flow.ClassFacts` (bases, ``self.x = Ctor(...)``
+* ``class:<name>`` → :class:`gradguard.analysis.values.ClassFacts` (bases, ``self.x = Ctor(...)``
   attributes, method facts: ``forward``, ``init_hidden``, ...);
 * ``var:<name>``   → raw dotted constructor name of a module-level ``name = Ctor(...)``
   (``"nn.GRU"``, ``"RNNModel"``), qualified later through the import table.
@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import ast
 
-from gradguard.core import flow as F
-from gradguard.core.record import replace
-from gradguard.core.summary import Fact, register, register_cross_file_fold
+from gradguard.analysis import knowledge as K
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import values as V
+from gradguard.analysis import interpreter as interp
+from gradguard.model.record import replace
+from gradguard.analysis.summary import Fact, FactSource
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -30,14 +33,14 @@ _STATIC = ("staticmethod",)
 _BUILTINS = frozenset(dir(__import__("builtins")))
 
 
-class _FactResolver(F.Resolver):
+class _FactResolver(interp.Resolver):
     """Resolution while summarising: default torch aliases, the class being
     summarised, and an optimistic assumption for recursion (a recursive call
     of the function being summarised returns what the function returns
     elsewhere — so ``tuple(repackage(v) for v in h)`` is a cut when the base
     case is)."""
 
-    def __init__(self, self_name: Optional[str] = None, cls: Optional[F.ClassFacts] = None):
+    def __init__(self, self_name: Optional[str] = None, cls: Optional[V.ClassFacts] = None):
         summary = {}
         if cls is not None and self_name:
             summary["class:" + self_name] = cls
@@ -46,7 +49,7 @@ class _FactResolver(F.Resolver):
 
     def fn(self, name):
         if name == self.current:
-            return F.FnFacts(returns_value=False)
+            return V.FnFacts(returns_value=False)
         return None
 
     def global_obj(self, name):
@@ -74,7 +77,7 @@ def _needs_interpretation(body) -> bool:
     """A statement-level scan (no expression walk): a ``return <value>``, a
     ``yield``, a statement whose call back-propagates, or one calling a
     module-level function (which may: ``FnFacts.delegates``)."""
-    for s in F.iter_statements(body):
+    for s in A.iter_statements(body):
         if isinstance(s, ast.Return) and s.value is not None:
             return True
         value = s.value if isinstance(s, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)) else None
@@ -83,23 +86,23 @@ def _needs_interpretation(body) -> bool:
         if isinstance(value, ast.Call):
             f = value.func
             name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
-            if name in F.K.BACKWARD_METHODS or name == "grad":
+            if name in K.BACKWARD_METHODS or name == "grad":
                 return True
             if isinstance(f, ast.Name) and name not in _BUILTINS:
                 return True
     return False
 
 
-def _retpos(v: F.Val) -> F.RetPos:
+def _retpos(v: V.Val) -> V.RetPos:
     graph = any(t[0] == "G" or t[0] == "L" for t in v.taints)
     params = frozenset(t[1] for t in v.taints if t[0] == "P")
     arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
     derived = frozenset(t[1] for t in v.taints if t[0] == "Q")
-    return F.RetPos(graph, params, arity, derived)
+    return V.RetPos(graph, params, arity, derived)
 
 
-def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self_obj: Optional[str] = None,
-                   states: Optional[list] = None) -> F.FnFacts:
+def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,
+                   states: Optional[list] = None) -> V.FnFacts:
     """Summarise one def by running the graph interpreter over its body with
     each parameter as a ``("P", i)`` token. ``states``: a list to receive what
     :meth:`GraphFlow.self_states` finds (a method run on its own object's
@@ -108,30 +111,30 @@ def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self
     names, defaults = _params(fn, method and not is_static)
     if not _needs_interpretation(fn.body):  # type: ignore[attr-defined]
         # returns nothing and back-propagates nothing: nothing to learn (most defs)
-        return F.FnFacts(params=names, no_grad=F.is_no_grad_function(fn))
+        return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn))
     env = {}
     for i, n in enumerate(names):
         d = defaults.get(n)
-        env[n] = F.Val(frozenset({("P", i)}), param=True, none=isinstance(d, ast.Constant) and d.value is None)
-    no_grad = F.is_no_grad_function(fn)
-    g = F.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None, find_carries=False)
+        env[n] = V.Val(frozenset({("P", i)}), param=True, none=isinstance(d, ast.Constant) and d.value is None)
+    no_grad = A.is_no_grad_function(fn)
+    g = interp.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None, find_carries=False)
     try:
         g.run(fn.body, env)  # type: ignore[attr-defined]
     except RecursionError:  # pathological nesting: say nothing rather than crash
-        return F.FnFacts(params=names)
+        return V.FnFacts(params=names)
     if states is not None and method and self_obj and not no_grad:
         # a second run that marks state kept from the previous call: its ("A", ...)
         # tokens must not leak into the facts above
-        t = F.GraphFlow(resolver, self_obj=self_obj, track_self_state=True, find_carries=False)
+        t = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=True, find_carries=False)
         try:
             t.run(fn.body, env)  # type: ignore[attr-defined]
             states.extend(t.self_states())
         except RecursionError:
             pass
     rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
-    whole = F.CLEAN
+    whole = V.CLEAN
     for r in rets:
-        whole = F.join(whole, r)
+        whole = V.join(whole, r)
     returns = None
     if rets and all(r.elems is not None for r in rets) and len({len(r.elems) for r in rets}) == 1:  # type: ignore[arg-type]
         n = len(rets[0].elems)  # type: ignore[arg-type]
@@ -143,10 +146,10 @@ def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self
     detaches = bool(names) and bool(rets) and not ret.graph and not ret.params and (
         returns is None or all(not p.graph and not p.params for p in returns)
     )
-    return F.FnFacts(
+    return V.FnFacts(
         params=names,
-        ret=F.RetPos(False, frozenset(), ret.arity) if no_grad else ret,
-        returns=tuple(F.RetPos(False, frozenset(), p.arity) for p in returns) if (no_grad and returns) else returns,
+        ret=V.RetPos(False, frozenset(), ret.arity) if no_grad else ret,
+        returns=tuple(V.RetPos(False, frozenset(), p.arity) for p in returns) if (no_grad and returns) else returns,
         calls_backward=bool(g.events),
         backward_params=frozenset(bparams),
         backward_retains=bool(g.events) and all(ev.retain for ev in g.events),
@@ -157,10 +160,10 @@ def function_facts(fn: ast.AST, resolver: F.Resolver, method: bool = False, self
     )
 
 
-def _join_all(vals: List[F.Val]) -> F.Val:
+def _join_all(vals: List[V.Val]) -> V.Val:
     out = vals[0]
     for v in vals[1:]:
-        out = F.join(out, v)
+        out = V.join(out, v)
     return out
 
 
@@ -189,7 +192,7 @@ def instance_of(value: ast.expr) -> Optional[str]:
         if isinstance(value.func, ast.Name):
             return value.func.id
         if isinstance(value.func, ast.Attribute):
-            return F.dotted(value.func)
+            return A.dotted(value.func)
     return None
 
 
@@ -199,7 +202,7 @@ def _ctor_name(value: ast.expr) -> Optional[str]:
     value = _unmoved(value)
     if not isinstance(value, ast.Call):
         return None
-    name = F.dotted(value.func)
+    name = A.dotted(value.func)
     if name is None:
         return "?" if isinstance(value.func, ast.Call) else None
     last = name.rsplit(".", 1)[-1]
@@ -208,12 +211,12 @@ def _ctor_name(value: ast.expr) -> Optional[str]:
     return name
 
 
-def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
-    bases = tuple(b for b in (F.dotted(x) for x in cls.bases) if b)
+def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
+    bases = tuple(b for b in (A.dotted(x) for x in cls.bases) if b)
     attrs: Dict[str, str] = {}
     defs = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for fn in defs:
-        for node in F.iter_nodes(fn.body):
+        for node in A.iter_nodes(fn.body):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 attr = _self_attr(node.targets[0])
                 if attr is not None:
@@ -226,8 +229,8 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
             if ctor:
                 attrs.setdefault(s.targets[0].id, ctor)
     attr_t = tuple(sorted(attrs.items()))
-    partial = F.ClassFacts(bases=bases, attrs=attr_t, has_forward=True)
-    methods: List[Tuple[str, F.FnFacts]] = []
+    partial = V.ClassFacts(bases=bases, attrs=attr_t, has_forward=True)
+    methods: List[Tuple[str, V.FnFacts]] = []
     states: list = []
     for fn in defs:
         r = _FactResolver(cls.name, partial)
@@ -242,19 +245,19 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
     cuts = []
     for fn in defs:
         attrs_cut = set()
-        for node in F.iter_statements(fn.body):
+        for node in A.iter_statements(fn.body):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     attr = _self_attr(t)
                     if attr is not None and (_is_reset_value(node.value) or _fresh_from_own_method(node.value, mdict)):
                         attrs_cut.add("self." + attr)
             else:
-                name = F.inplace_cut_target(node)
+                name = A.inplace_cut_target(node)
                 if name and name.startswith("self."):
                     attrs_cut.add(name)
         if attrs_cut:
             cuts.append((fn.name, frozenset(attrs_cut)))
-    return F.ClassFacts(
+    return V.ClassFacts(
         carried=tuple((key, _state_shape(v, partial), _ever_none(defs, key[5:])) for key, v in states),
         cuts=tuple(sorted(cuts, key=lambda kv: kv[0])),
         bases=bases,
@@ -266,7 +269,7 @@ def class_facts(cls: ast.ClassDef) -> F.ClassFacts:
     )
 
 
-def _fresh_from_own_method(value: ast.expr, methods: Dict[str, F.FnFacts]) -> bool:
+def _fresh_from_own_method(value: ast.expr, methods: Dict[str, V.FnFacts]) -> bool:
     """``self.init_hidden(...)``: a method of the class whose result carries no
     graph and depends on no argument's (fresh zeros, say): a reset."""
     name = _self_attr(value.func) if isinstance(value, ast.Call) else None
@@ -279,7 +282,7 @@ def _fresh_from_own_method(value: ast.expr, methods: Dict[str, F.FnFacts]) -> bo
 
 def _assigns_self(fn: ast.AST) -> bool:
     """Does the method assign to an attribute of ``self`` (``self.h = ...``)?"""
-    for node in F.iter_nodes(fn.body):  # type: ignore[attr-defined]
+    for node in A.iter_nodes(fn.body):  # type: ignore[attr-defined]
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 if any(_self_attr(n) is not None for n in ast.walk(t)):
@@ -287,21 +290,21 @@ def _assigns_self(fn: ast.AST) -> bool:
     return False
 
 
-def _state_shape(v: F.Val, cls: F.ClassFacts) -> str:
+def _state_shape(v: V.Val, cls: V.ClassFacts) -> str:
     """"tuple" | "tensor" | "unknown": what the kept state is, for the code that detaches it."""
     if v.elems is not None and len(v.elems) >= 2:
         return "tuple"
-    built = F._built_by(v)
+    built = interp._built_by(v)
     attr = _self_attr(built.func) if isinstance(built, ast.Call) else None
     raw = cls.attr(attr) if attr is not None else None
-    return F.state_shape(F.Resolver.torch_class(F.Resolver().qualify_raw(raw)) if raw else None)
+    return V.state_shape(interp.Resolver.torch_class(interp.Resolver().qualify_raw(raw)) if raw else None)
 
 
 def _ever_none(defs, attr: str) -> bool:
     """Is ``self.<attr> = None`` written anywhere in the class (so the state
     is None before the first call)?"""
     for fn in defs:
-        for node in F.iter_nodes(fn.body):
+        for node in A.iter_nodes(fn.body):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None:
                 if any(_self_attr(t) == attr for t in node.targets):
                     return True
@@ -311,13 +314,13 @@ def _ever_none(defs, attr: str) -> bool:
 def _is_reset_value(value: ast.expr) -> bool:
     """None, a graph cut, or a fresh tensor (``torch.zeros(...)``, ``x.new_zeros(...)``,
     ``self.init_hidden(...)``-style calls are not assumed)."""
-    if F.is_graph_cut(value):
+    if A.is_graph_cut(value):
         return True
     if isinstance(value, ast.Call):
-        q = F.qualify(value.func)
-        if q in F.K.TENSOR_FACTORIES:
+        q = A.qualify(value.func)
+        if q in K.TENSOR_FACTORIES:
             return not any(k.arg == "requires_grad" for k in value.keywords)
-        if isinstance(value.func, ast.Attribute) and value.func.attr in F.K.FACTORY_METHODS:
+        if isinstance(value.func, ast.Attribute) and value.func.attr in K.FACTORY_METHODS:
             return True
     if isinstance(value, (ast.Tuple, ast.List)):
         return all(_is_reset_value(e) for e in value.elts)
@@ -356,9 +359,9 @@ def loop_call_sites(loop: ast.AST, entries: Dict[str, list]) -> Dict[str, list]:
     """What a loop body does to each object it names, into ``entries``:
     ``{dotted name: [its first call (or None), methods called on it (``__call__``
     for a call of the object itself), attributes assigned on it]}``."""
-    for node in F.iter_nodes(loop.body):  # type: ignore[attr-defined]
+    for node in A.iter_nodes(loop.body):  # type: ignore[attr-defined]
         if isinstance(node, ast.Call):
-            name = F.dotted(node.func)
+            name = A.dotted(node.func)
             if name is None:
                 continue
             entry = entries.setdefault(name, [None, set(), set()])
@@ -366,13 +369,13 @@ def loop_call_sites(loop: ast.AST, entries: Dict[str, list]) -> Dict[str, list]:
             if entry[0] is None or (node.lineno, node.col_offset) < (entry[0].lineno, entry[0].col_offset):
                 entry[0] = node  # the first in the text
             if isinstance(node.func, ast.Attribute):
-                recv = F.dotted(node.func.value)
+                recv = A.dotted(node.func.value)
                 if recv is not None:
                     entries.setdefault(recv, [None, set(), set()])[1].add(node.func.attr)
         elif isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Attribute):
-                    recv = F.dotted(t.value)
+                    recv = A.dotted(t.value)
                     if recv is not None:
                         entries.setdefault(recv, [None, set(), set()])[2].add(t.attr)
     return entries
@@ -396,10 +399,10 @@ def _visit_loops(stmts, ctors: Dict[str, str], loops: list) -> None:
             c = _ctor_name(s.value)
             if c:
                 ctors[s.targets[0].id] = c
-        if isinstance(s, F.LOOPS) and F.loop_backprops(s):
+        if isinstance(s, A.LOOPS) and A.loop_backprops(s):
             loops.append(s)
             continue
-        for block in F.child_blocks(s):
+        for block in A.child_blocks(s):
             _visit_loops(block, ctors, loops)
 
 
@@ -418,12 +421,11 @@ def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
                 elif made:
                     yield "inst:" + t.id, made
     elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
-        for block in F.child_blocks(stmt):
+        for block in A.child_blocks(stmt):
             for s in block:
                 yield from _var_facts(s)
 
 
-@register
 def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[Fact]:
     try:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -441,7 +443,6 @@ def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[F
         return []
 
 
-@register_cross_file_fold
 def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
     """``FnFacts.delegates`` name functions of the *defining* module, which the
     importing file would look up among its own names: fold them where they are
@@ -455,18 +456,18 @@ def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
 
 
 def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> object:
-    if isinstance(value, F.ClassFacts) and any(m.delegates for _, m in value.methods):
+    if isinstance(value, V.ClassFacts) and any(m.delegates for _, m in value.methods):
         return replace(value, methods=tuple((n, _fold_delegates(m, lookup, depth, seen)) for n, m in value.methods))
-    if not isinstance(value, F.FnFacts) or not value.delegates:
+    if not isinstance(value, V.FnFacts) or not value.delegates:
         return value
     calls_backward, bparams = value.calls_backward, set(value.backward_params)
     retains = value.backward_retains if calls_backward else True  # every backward so far retains
-    if not value.no_grad and depth < F.DELEGATION_DEPTH:
+    if not value.no_grad and depth < interp.DELEGATION_DEPTH:
         for callee, argsets, kwsets in value.delegates:
             if callee in seen:
                 continue
             inner = lookup(callee).get("fn")
-            if not isinstance(inner, F.FnFacts):
+            if not isinstance(inner, V.FnFacts):
                 continue
             inner = _fold_delegates(inner, lookup, depth + 1, seen | {callee})
             if inner.calls_backward and not inner.no_grad:
@@ -477,3 +478,9 @@ def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> objec
                     bparams |= inner.argument(j, argsets, named, frozenset())
     return replace(value, calls_backward=calls_backward, backward_params=frozenset(bparams),
                    backward_retains=calls_backward and retains, delegates=())
+
+
+# The facts of this module, as one source: GG101 and GG102 read them, and the
+# interpreter itself (``fn:``/``class:`` facts of same-file definitions).
+# ``loopcalls:<def>`` is only written for a loop that back-propagates.
+GRAPH_FACTS = FactSource("graph", summarize_graph_facts, _fold_delegates_for_export, ("loopcalls:",))

@@ -25,6 +25,18 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (type checkers only: no typing import on the CLI's start-up path)
+    from typing import Callable, TypeVar
+
+    from typing_extensions import dataclass_transform
+
+    _T = TypeVar("_T")
+else:
+    def dataclass_transform(**_):
+        return lambda fn: fn
+
+
 _MISSING = object()
 
 
@@ -32,7 +44,7 @@ class FrozenError(AttributeError):
     """Assignment to a field of a frozen record."""
 
 
-class Factory:
+class _Factory:
     """A default built per instance (``Factory(dict)``), like ``field(default_factory=...)``."""
 
     __slots__ = ("make",)
@@ -41,10 +53,18 @@ class Factory:
         self.make = make
 
 
+if TYPE_CHECKING:  # pragma: no cover
+    def Factory(make: Callable[[], _T]) -> _T:  # noqa: N802  (a type checker sees the value it makes)
+        ...
+else:
+    Factory = _Factory
+
+
 def _frozen_setattr(self, name, value=None):  # also serves as __delattr__(self, name)
     raise FrozenError(f"cannot assign to field {name!r} of frozen {type(self).__name__}")
 
 
+@dataclass_transform(frozen_default=True)  # what type checkers see: a dataclass-like transform (PEP 681)
 def record(cls=None, *, frozen: bool = True, eq: bool = True, order: bool = False, compare=None):
     def wrap(c):
         return _build(c, frozen, eq, order, compare)
@@ -72,7 +92,7 @@ def _build(cls, frozen, eq, order, compare):
             seen_default = True
             d = defaults[name]
             env[f"_d{i}"] = d
-            if isinstance(d, Factory):
+            if isinstance(d, _Factory):
                 params.append(f"{name}=_MISSING")
                 value = f"(_d{i}.make() if {name} is _MISSING else {name})"
             else:

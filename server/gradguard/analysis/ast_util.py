@@ -1,0 +1,447 @@
+"""AST predicates shared by the analysis and the rules: pure, never imports torch,
+and never descends into nested ``def`` / ``class`` / ``lambda`` bodies (those are
+units of their own).
+
+* walking:        :func:`iter_nodes`, :func:`iter_statements`, :func:`child_blocks`
+* names:          :func:`dotted`, :func:`qualify`, :func:`target_names`
+* backward:       :func:`is_backward_call`, :func:`backward_target`, :func:`has_retain_graph`,
+                  :func:`has_create_graph`
+* no_grad:        :func:`is_no_grad_context`, :func:`is_no_grad_with`, :func:`is_no_grad_function`
+* graph cuts:     :func:`is_graph_cut`, :func:`inplace_cut_target`
+* loops:          :func:`loop_backprops`, :func:`backprop_loops`
+
+``ctx`` arguments are optional :class:`gradguard.analysis.context.ModuleContext`
+objects; without one, names are qualified through :data:`DEFAULT_ALIASES`
+(``nn`` → ``torch.nn``, ``F`` → ``torch.nn.functional``), which is what the
+module summarizers use (they do not see the import table).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import knowledge as K
+from gradguard.analysis.context import dotted  # noqa: F401  (re-exported: part of this module's API)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Callable, Iterator, List, Mapping, Optional, Sequence
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+# Conventional aliases, used when no import table is available.
+DEFAULT_ALIASES: Mapping[str, str] = {
+    "torch": "torch",
+    "th": "torch",
+    "nn": "torch.nn",
+    "F": "torch.nn.functional",
+    "optim": "torch.optim",
+    "autograd": "torch.autograd",
+}
+
+
+# ---------------------------------------------------------------------------
+# walking
+# ---------------------------------------------------------------------------
+def iter_nodes(nodes: Sequence[ast.AST] | ast.AST) -> Iterator[ast.AST]:
+    """Every node in ``nodes`` (a statement list or one node), depth first,
+    without entering nested def/class/lambda bodies (the def/lambda node
+    itself is yielded, its decorators and defaults are not walked)."""
+    stack: List[ast.AST] = list(reversed(nodes)) if isinstance(nodes, (list, tuple)) else [nodes]
+    AST = ast.AST
+    fields_of = _WALK_FIELDS
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        node = pop()
+        yield node
+        cls = node.__class__
+        fields = fields_of.get(cls)
+        if fields is None:
+            # nested scopes: not entered; others: child fields last-first, so that
+            # the first child ends on top of the stack (depth first, source order)
+            fields = fields_of[cls] = () if issubclass(cls, _NESTED) else tuple(reversed(_child_fields(cls)))
+        for name in fields:  # inlined ast.iter_child_nodes (hot path)
+            v = getattr(node, name, None)
+            if v.__class__ is list:
+                for x in reversed(v):
+                    if isinstance(x, AST):
+                        push(x)
+            elif isinstance(v, AST):
+                push(v)
+
+
+# Per node class, for iter_nodes: its child fields in reverse order, () for nested scopes.
+_WALK_FIELDS: dict = {}
+
+
+def child_nodes(node: ast.AST) -> List[ast.AST]:
+    """The direct child nodes of ``node`` in field order, like
+    ``ast.iter_child_nodes`` but without the ``ctx`` singletons (Load/Store/Del)
+    and without looking at fields that never hold nodes (names, constants)."""
+    cls = type(node)
+    fields = _CHILD_FIELDS.get(cls)
+    if fields is None:
+        fields = _CHILD_FIELDS[cls] = _child_fields(cls)
+    children: List[ast.AST] = []
+    AST = ast.AST
+    for name in fields:
+        v = getattr(node, name, None)
+        if v.__class__ is list:
+            for x in v:
+                if isinstance(x, AST):
+                    children.append(x)
+        elif isinstance(v, AST):
+            children.append(v)
+    return children
+
+
+def walk_all(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node``, nested scopes included, in ``ast.walk``'s
+    (breadth-first) order, without the ``ctx`` singletons."""
+    todo = [node]
+    i = 0
+    while i < len(todo):
+        n = todo[i]
+        i += 1
+        todo.extend(child_nodes(n))
+        yield n
+
+
+# Per node class: the fields that can hold child nodes. ``ctx`` (Load/Store/Del
+# singletons) is left out: nobody needs those nodes and every Name has one.
+_CHILD_FIELDS: dict = {}
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "arg", "name", "module", "level", "value_str",
+                          "lineno", "col_offset", "end_lineno", "end_col_offset", "type_comment",
+                          "kind", "conversion", "is_async", "simple", "asname", "n", "s"})
+
+
+def _child_fields(cls) -> tuple:
+    out = []
+    for f in cls._fields:
+        if f in _LEAF_FIELDS:
+            continue
+        if cls is ast.Constant and f == "value":
+            continue
+        out.append(f)
+    return tuple(out)
+
+
+def child_blocks(stmt: ast.stmt) -> List[List[ast.stmt]]:
+    """The statement lists directly inside a compound statement
+    (body/orelse/finalbody/handlers' bodies/match cases), nested defs excluded."""
+    if isinstance(stmt, _NESTED):
+        return []
+    out: List[List[ast.stmt]] = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, name, None)
+        if block:
+            out.append(block)
+    for h in getattr(stmt, "handlers", ()) or ():
+        out.append(h.body)
+    for c in getattr(stmt, "cases", ()) or ():
+        out.append(c.body)
+    return out
+
+
+def iter_statements(stmts: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of a block and of the compound statements inside it, in
+    source order, not entering nested defs/classes (the def itself is yielded)."""
+    for s in stmts:
+        yield s
+        for block in child_blocks(s):
+            yield from iter_statements(block)
+
+
+# ---------------------------------------------------------------------------
+# names
+# ---------------------------------------------------------------------------
+# ``dotted`` lives with ModuleContext.qualify, which is built on it; re-exported here.
+
+
+def qualify(expr: ast.AST, ctx=None, local_aliases: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """Dotted name through import aliases (``ctx.imports``, then ``local_aliases``,
+    then :data:`DEFAULT_ALIASES`). ``nn.GRU`` → ``torch.nn.GRU``."""
+    name = dotted(expr)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    full = None
+    if ctx is not None and head in ctx.imports:
+        full = ctx.imports[head]
+    elif local_aliases and head in local_aliases:
+        full = local_aliases[head]
+    elif head in DEFAULT_ALIASES and (ctx is None or head not in getattr(ctx, "imports", {})):
+        full = DEFAULT_ALIASES[head]
+    if full is None:
+        return name
+    return f"{full}.{rest}" if rest else full
+
+
+def target_names(target: ast.AST) -> List[str]:
+    """Names bound by an assignment target (tuples/lists/starred flattened;
+    ``self.x`` as ``"self.x"``; subscripts ignored)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: List[str] = []
+        for e in target.elts:
+            out.extend(target_names(e))
+        return out
+    if isinstance(target, ast.Starred):
+        return target_names(target.value)
+    d = dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+    return [d] if d else []
+
+
+def loaded_names(expr: ast.AST) -> List[str]:
+    """Names (and ``self.x`` chains) read by an expression, outermost chain only."""
+    out: List[str] = []
+    for n in iter_nodes(expr):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.append(n.id)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# backward
+# ---------------------------------------------------------------------------
+def _method(call: ast.AST) -> Optional[str]:
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+def is_backward_call(call: ast.AST, ctx=None) -> bool:
+    """``x.backward()``, ``scaler.scale(l).backward()``, ``accelerator.backward(l)``,
+    ``self.manual_backward(l)``, ``torch.autograd.backward(l)``, ``torch.autograd.grad(l, ps)``."""
+    if call.__class__ is not ast.Call:
+        return False
+    func = call.func  # type: ignore[attr-defined]
+    if func.__class__ is ast.Attribute:
+        if func.attr in K.BACKWARD_METHODS:
+            return True
+        if func.attr not in _BACKWARD_FUNCTION_NAMES:
+            return False  # qualifying only renames the head of a dotted name, never its last part
+    elif func.__class__ is not ast.Name:
+        return False
+    return qualify(func, ctx) in K.BACKWARD_FUNCTIONS
+
+
+# last parts of the backward functions' names ("grad" for torch.autograd.grad); a call
+# spelled ``x.<other>(...)`` can never qualify to one of them (a hot test: every call)
+_BACKWARD_FUNCTION_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in K.BACKWARD_FUNCTIONS)
+
+
+def backward_target(call: ast.Call, ctx=None) -> Optional[ast.expr]:
+    """The expression whose graph a backward call traverses:
+    ``loss`` in ``loss.backward()``, ``scaler.scale(loss).backward()``,
+    ``accelerator.backward(loss)``, ``torch.autograd.grad(loss, params)``."""
+    m = _method(call)
+    if m in K.BACKWARD_METHODS and qualify(call.func, ctx) not in K.BACKWARD_FUNCTIONS:
+        if call.args:
+            # accelerator.backward(loss) / self.manual_backward(loss) / fabric.backward(loss)
+            recv = call.func.value  # type: ignore[union-attr]
+            if m == "manual_backward" or not _looks_like_tensor_receiver(recv):
+                return call.args[0]
+        recv = call.func.value  # type: ignore[union-attr]
+        # scaler.scale(loss).backward() → loss
+        if isinstance(recv, ast.Call) and _method(recv) == "scale" and recv.args:
+            return recv.args[0]
+        return recv
+    if call.args:
+        return call.args[0]
+    for kw in call.keywords:
+        if kw.arg in ("tensors", "outputs"):
+            return kw.value
+    return None
+
+
+def _looks_like_tensor_receiver(recv: ast.AST) -> bool:
+    """``loss.backward(gradient)`` passes a gradient, ``accelerator.backward(loss)``
+    passes the loss: tell them apart by the receiver's name."""
+    name = dotted(recv)
+    if name is None:
+        return True  # (a + b).backward(g), scaler.scale(l).backward()
+    last = name.rsplit(".", 1)[-1].lower()
+    return last not in K.BACKWARD_OWNERS
+
+
+def has_create_graph(call: ast.Call) -> bool:
+    """``create_graph=True``: a higher-order step (MAML-style unrolling) that keeps
+    the graph on purpose; values carried through it are meant to be."""
+    for kw in call.keywords:
+        if kw.arg == "create_graph":
+            v = kw.value
+            return not (isinstance(v, ast.Constant) and v.value in (False, None))
+    return False
+
+
+def has_retain_graph(call: ast.Call) -> bool:
+    """``retain_graph=True`` (or any non-False/None value) on a backward call."""
+    for kw in call.keywords:
+        if kw.arg in ("retain_graph", "create_graph"):
+            v = kw.value
+            if isinstance(v, ast.Constant) and v.value in (False, None):
+                continue
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------
+# no_grad
+# ---------------------------------------------------------------------------
+def is_no_grad_context(expr: ast.AST, ctx=None) -> bool:
+    """``torch.no_grad()``, ``torch.inference_mode()``, ``torch.set_grad_enabled(False)``
+    (also the un-called decorator forms ``@torch.no_grad``)."""
+    func = expr.func if isinstance(expr, ast.Call) else expr
+    q = qualify(func, ctx)
+    if q is None or q not in K.NO_GRAD_CONTEXTS:
+        return False
+    if q.endswith("set_grad_enabled"):
+        if not isinstance(expr, ast.Call) or not expr.args:
+            return False
+        a = expr.args[0]
+        return isinstance(a, ast.Constant) and a.value is False
+    if q.endswith("inference_mode") and isinstance(expr, ast.Call) and expr.args:
+        a = expr.args[0]
+        return not (isinstance(a, ast.Constant) and a.value is False)
+    return True
+
+
+def is_no_grad_with(node: ast.AST, ctx=None) -> bool:
+    """A ``with`` statement one of whose items disables graph recording."""
+    if not isinstance(node, (ast.With, ast.AsyncWith)):
+        return False
+    return any(is_no_grad_context(item.context_expr, ctx) for item in node.items)
+
+
+def is_no_grad_function(fn: ast.AST, ctx=None) -> bool:
+    """A def decorated with ``@torch.no_grad()`` / ``@torch.inference_mode()``."""
+    return any(is_no_grad_context(d, ctx) for d in getattr(fn, "decorator_list", ()) or ())
+
+
+# ---------------------------------------------------------------------------
+# graph cuts
+# ---------------------------------------------------------------------------
+def is_cut_function(e: ast.AST) -> bool:
+    """A graph cut handed over as a function: ``torch.Tensor.detach``,
+    ``Tensor.detach``, ``lambda t: t.detach()``, ``lambda t: t.detach() if
+    torch.is_tensor(t) else t``."""
+    if e.__class__ is ast.Attribute:
+        return e.attr == "detach"  # type: ignore[attr-defined]
+    if e.__class__ is ast.Lambda and len(e.args.args) == 1:  # type: ignore[attr-defined]
+        body, p = e.body, e.args.args[0].arg  # type: ignore[attr-defined]
+        if isinstance(body, ast.IfExp):  # the non-tensor branch hands its input back
+            branches = (body.body, body.orelse)
+            return any(is_graph_cut(b) for b in branches) and all(
+                is_graph_cut(b) or (isinstance(b, ast.Name) and b.id == p) for b in branches)
+        return is_graph_cut(body)
+    return False
+
+
+def applies_cut(call: ast.Call) -> bool:
+    """A call given a graph cut as a function — ``apply_to_tensor(h,
+    torch.Tensor.detach)``, ``tree_map(lambda t: t.detach(), h)``,
+    ``map(torch.Tensor.detach, h)``: what comes back is detached."""
+    for a in call.args:
+        if is_cut_function(a):
+            return True
+    for k in call.keywords:
+        if is_cut_function(k.value):
+            return True
+    return False
+
+
+def is_graph_cut(expr: ast.AST) -> bool:
+    """True when the expression's value certainly has no autograd graph:
+    ``None`` / constants, ``x.detach()``, ``x.item()``, ``x.tolist()``, ``x.data``,
+    ``tuple(s.detach() for s in h)``, ``(h.detach(), c.detach())``,
+    ``[s.detach() for s in h]``, ``a.detach() if c else None``."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.Attribute) and expr.attr in K.GRAPH_CUT_ATTRS:
+        return True
+    if isinstance(expr, ast.Call):
+        m = _method(expr)
+        if m in K.GRAPH_CUT_METHODS or m in K.INTEGER_METHODS:
+            return True
+        # .detach().to(device), .detach().clone(): a cut followed by a passthrough
+        if m in K.PASSTHROUGH_METHODS and is_graph_cut(expr.func.value):  # type: ignore[union-attr]
+            return True
+        if isinstance(expr.func, ast.Name) and expr.func.id in ("tuple", "list") and len(expr.args) == 1:
+            return is_graph_cut(expr.args[0])
+        if applies_cut(expr):
+            return True
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return all(is_graph_cut(e) for e in expr.elts)
+    if isinstance(expr, (ast.GeneratorExp, ast.ListComp)):
+        return is_graph_cut(expr.elt)
+    if isinstance(expr, ast.IfExp):
+        return is_graph_cut(expr.body) and is_graph_cut(expr.orelse)
+    return False
+
+
+def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
+    """``h.detach_()`` / ``h.requires_grad_(False)`` as a statement → ``"h"``;
+    ``for s in state: s.detach_()`` (every element cut in place, the textbook
+    truncated-BPTT line) → ``"state"``."""
+    if stmt.__class__ is ast.For:
+        target = stmt.target  # type: ignore[attr-defined]
+        if (target.__class__ is ast.Name and stmt.body and not stmt.orelse  # type: ignore[attr-defined]
+                and all(inplace_cut_target(b) == target.id for b in stmt.body)):  # type: ignore[attr-defined]
+            return dotted(stmt.iter)  # type: ignore[attr-defined]
+        return None
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        m = _method(call)
+        if m in K.INPLACE_CUT_METHODS:
+            if m == "requires_grad_" and not (
+                call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False
+            ):
+                return None
+            return dotted(call.func.value)  # type: ignore[union-attr]
+    return None
+
+
+# ---------------------------------------------------------------------------
+# loops
+# ---------------------------------------------------------------------------
+def is_loop(node: ast.AST) -> bool:
+    return isinstance(node, LOOPS)
+
+
+def _contains_backward(stmts: Sequence[ast.stmt], ctx, extra: Optional[Callable[[ast.Call], bool]]) -> bool:
+    stack: List[ast.AST] = list(stmts)
+    AST = ast.AST
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _NESTED):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)) and is_no_grad_with(node, ctx):
+            continue
+        if isinstance(node, ast.Call) and (is_backward_call(node, ctx) or (extra is not None and extra(node))):
+            return True
+        for name in node._fields:
+            v = getattr(node, name, None)
+            if isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, AST))
+            elif isinstance(v, AST):
+                stack.append(v)
+    return False
+
+
+def loop_backprops(loop: ast.AST, ctx=None, extra: Optional[Callable[[ast.Call], bool]] = None) -> bool:
+    """Does the loop body (nested loops included, nested defs and no_grad
+    blocks excluded) call backward? ``extra(call)`` may recognise more
+    (e.g. a call of a same-file helper that calls backward)."""
+    return _contains_backward(list(loop.body), ctx, extra)  # type: ignore[attr-defined]
+
+
+def backprop_loops(stmts: Sequence[ast.stmt], ctx=None, extra: Optional[Callable[[ast.Call], bool]] = None) -> List[ast.stmt]:
+    """Loops (outermost first, nested ones too) in a unit that back-propagate."""
+    out = []
+    for s in iter_statements(stmts):
+        if isinstance(s, LOOPS) and loop_backprops(s, ctx, extra):
+            out.append(s)
+    return out

@@ -1,0 +1,252 @@
+"""The interpreter's values and the facts it writes into module summaries.
+
+:class:`Val` is an abstract value (where its autograd graph comes from);
+:class:`FnFacts` / :class:`ClassFacts` are the hashable per-definition facts the
+summarizers store (``fn:<name>``, ``class:<name>``); :class:`BackwardEvent`,
+:class:`LoopFrame` and :class:`Carry` are what a :class:`~gradguard.analysis.interpreter.GraphFlow`
+run records. Pure data: nothing here walks a tree.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import knowledge as K
+from gradguard.model.record import Factory, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Mapping, Sequence, Any, Dict, FrozenSet, Iterable, Tuple, Optional as _Opt
+
+
+# ---------------------------------------------------------------------------
+# Graph taint interpreter
+# ---------------------------------------------------------------------------
+# A small abstract interpreter over one unit. Each value is a :class:`Val`: a
+# set of *tokens* saying where its autograd graph comes from, plus its tuple
+# structure (LSTM ``(h, c)``) and, for objects, what it is (a module, a
+# function). Tokens:
+#
+#   ("G", node)                 graph built by ``node`` (a module call, an op on a leaf) in this unit
+#   ("L",)                      a leaf that requires grad (nn.Parameter, requires_grad=True)
+#   ("P", i)                    flows from parameter ``i`` (function summaries)
+#   ("C", name, loop, idx)      carried into ``loop``'s next iteration by ``name``
+#                               (element ``idx`` of a tuple state, or -1)
+#
+# It is linear in the unit's size except that a back-propagating loop body is
+# walked twice (once to learn what an iteration leaves behind, once with those
+# values carried in), so nested loops cost 2^depth walks of the inner body.
+
+EMPTY: FrozenSet = frozenset()
+
+
+@record(frozen=False, eq=False)  # immutable by convention: never assigned after creation (hot: a plain init)
+class Val:
+    """Abstract value. ``taints`` of a tuple is the union of its elements'."""
+
+    taints: FrozenSet = EMPTY
+    elems: _Opt[Tuple["Val", ...]] = None
+    obj: _Opt[str] = None  # "inst:torch.nn.GRU", "user:Model", "ucls:Model", "cls:torch.nn.GRU", "fn:name"
+    none: bool = False  # may be None
+    undef: bool = False  # may be unbound
+    param: bool = False  # comes from a function parameter (unknown caller value)
+    site: _Opt[ast.stmt] = None  # statement that assigned it (for reporting)
+    const: bool = False  # may be a plain Python number/str constant (not a tensor)
+    frozen: bool = False  # a module whose parameters were all set requires_grad=False
+    kind: _Opt[str] = None  # "list" for a Python list (fixes keep it a list)
+
+    def graph_tokens(self) -> FrozenSet:
+        return frozenset(t for t in self.taints if t[0] == "G")
+
+    def has_grad(self) -> bool:
+        return any(t[0] in ("G", "L") for t in self.taints)
+
+
+CLEAN = Val()
+NONE = Val(none=True)
+CONST = Val(const=True)
+
+
+def tup(elems: Sequence[Val]) -> Val:
+    taints: FrozenSet = frozenset().union(*(e.taints for e in elems)) if elems else EMPTY
+    return Val(taints, tuple(elems))
+
+
+def plain(taints: Iterable) -> Val:
+    t = frozenset(taints)
+    return Val(t) if t else CLEAN
+
+
+def join(a: _Opt[Val], b: _Opt[Val]) -> Val:
+    if a is None and b is None:
+        return Val(undef=True)
+    if a is None:
+        return _with(b, undef=True)
+    if b is None:
+        return _with(a, undef=True)
+    if a is b:
+        return a
+    elems = None
+    if a.elems is not None and b.elems is not None and len(a.elems) == len(b.elems):
+        elems = tuple(join(x, y) for x, y in zip(a.elems, b.elems))
+    elif a.elems is not None and b.none and not b.taints:
+        elems = a.elems
+    elif b.elems is not None and a.none and not a.taints:
+        elems = b.elems
+    site = a.site
+    if b.site is not None and (site is None or (b.graph_tokens() and not a.graph_tokens())):
+        site = b.site
+    return Val(
+        a.taints | b.taints,
+        elems,
+        a.obj if a.obj == b.obj else (a.obj or b.obj),
+        a.none or b.none,
+        a.undef or b.undef,
+        a.param or b.param,
+        site,
+        a.const or b.const,
+        a.frozen and b.frozen,
+        a.kind if a.kind == b.kind else None,
+    )
+
+
+def _with(v: Val, **kw) -> Val:
+    d = dict(taints=v.taints, elems=v.elems, obj=v.obj, none=v.none, undef=v.undef, param=v.param, site=v.site,
+             const=v.const, frozen=v.frozen, kind=v.kind)
+    d.update(kw)
+    return Val(**d)
+
+
+def join_env(a: Dict[str, Val], b: Dict[str, Val]) -> Dict[str, Val]:
+    out: Dict[str, Val] = {}
+    for k in a.keys() | b.keys():
+        va, vb = a.get(k), b.get(k)
+        out[k] = va if va is vb else join(va, vb)
+    return out
+
+
+@record
+class RetPos:
+    """One returned position of a function: does it carry a graph built inside,
+    which parameters flow into it, and its tuple arity when known (LSTM state: 2)."""
+
+    graph: bool = False
+    params: FrozenSet[int] = EMPTY
+    arity: _Opt[int] = None
+    # parameters it is computed from by an operation (not merely handed back): an
+    # argument that requires grad or has a graph makes a new graph in the call
+    derived: FrozenSet[int] = EMPTY
+
+
+@record
+class FnFacts:
+    """Coarse, hashable facts about a same-file function or method.
+
+    ``params`` excludes ``self``/``cls`` for methods. ``returns`` is the per-position
+    summary when every ``return`` returns a tuple of the same length, else None;
+    ``ret`` is the whole returned value. ``backward_params``: parameters whose value
+    reaches a backward() inside. ``detaches``: takes arguments and returns none of
+    their graphs nor a new one (a ``repackage_hidden``-style helper, by its body)."""
+
+    params: Tuple[str, ...] = ()
+    ret: RetPos = RetPos()
+    returns: _Opt[Tuple[RetPos, ...]] = None
+    calls_backward: bool = False
+    backward_params: FrozenSet[int] = EMPTY
+    backward_retains: bool = False  # every backward() it makes passes retain_graph=True
+    detaches: bool = False
+    no_grad: bool = False
+    returns_value: bool = False
+    # Calls of module-level functions the summary could not see into (facts are
+    # per definition): ``(name, parameters flowing into each positional argument,
+    # ((keyword, parameters), ...))``. Where the function is called, the callee's
+    # own facts are looked up and composed (``GraphFlow._apply_delegates``), so
+    # a loop calling ``train_epoch(...)`` that calls ``train_step(...)`` that
+    # calls ``loss.backward()`` sees that backward.
+    delegates: Tuple[Tuple[str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
+
+    def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
+        """What a call passes for parameter ``i``: its i-th positional argument,
+        else the keyword argument of that parameter's name, else ``default``."""
+        if i < len(positional):
+            return positional[i]
+        if i < len(self.params) and self.params[i] in keywords:
+            return keywords[self.params[i]]
+        return default
+
+
+@record
+class ClassFacts:
+    """Facts about a same-file class: raw dotted base names, ``self.<attr> = Ctor(...)``
+    constructors (raw dotted names), method facts, and a few derived flags."""
+
+    bases: Tuple[str, ...] = ()
+    attrs: Tuple[Tuple[str, str], ...] = ()
+    methods: Tuple[Tuple[str, FnFacts], ...] = ()
+    has_forward: bool = False
+    has_init_hidden: bool = False
+    forward_detaches_hidden: bool = False
+    # (method, attrs it resets or detaches: self.x = None / zeros / self.x.detach())
+    cuts: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
+    # state forward keeps on the module from one call into the next, still on the
+    # call's graph (``out, self.hidden = self.lstm(x, self.hidden)``):
+    # (``"self.hidden"``, shape: "tuple" | "tensor" | "unknown", may it be None)
+    carried: Tuple[Tuple[str, str, bool], ...] = ()
+
+    def methods_cutting(self, attr: str) -> FrozenSet[str]:
+        return frozenset(m for m, attrs in self.cuts if attr in attrs)
+
+    def attr(self, name: str) -> _Opt[str]:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return None
+
+    def method(self, name: str) -> _Opt[FnFacts]:
+        for k, v in self.methods:
+            if k == name:
+                return v
+        return None
+
+
+@record(frozen=False)
+class BackwardEvent:
+    call: ast.Call  # the backward() (or the call of a helper that back-propagates)
+    loss: Val
+    retain: bool
+    in_loop: bool = False  # inside a loop of the unit (then the loop analysis owns it)
+
+
+@record(frozen=False)
+class LoopFrame:
+    loop: ast.stmt
+    second: bool = False  # pass 2: carried values seeded
+    backprop: bool = False
+    reached: set = Factory(set)  # G tokens some backward traversed (pass 1)
+    hits: Dict[Tuple, BackwardEvent] = Factory(dict)  # C token → first event
+
+
+@record(frozen=False)
+class Carry:
+    """A value carried into the next iteration of ``loop`` that reaches a backward."""
+
+    loop: ast.stmt
+    names: Tuple[str, ...]  # variables (several when a tuple is unpacked: h, c)
+    site: ast.stmt  # the assignment that leaves it with a graph
+    built_by: _Opt[ast.AST]  # where that graph is built
+    event: BackwardEvent  # the backward that fails
+    missing: Tuple[int, ...]  # tuple state: the elements still attached (() = whole value)
+    arity: _Opt[int]  # tuple arity of the carried state, if known
+    entry: Dict[str, Val]  # values before the loop (for fixes)
+    end: Dict[str, Val]  # values at the end of an iteration
+
+
+def state_shape(torch_class: _Opt[str]) -> str:
+    """"tuple" | "tensor" | "unknown": the state a torch module of this class
+    returns beside its output (an LSTM's ``(h, c)``, a GRU's ``h``)."""
+    if torch_class in K.LSTM_LIKE:
+        return "tuple"
+    return "tensor" if torch_class and K.is_recurrent(torch_class) else "unknown"
+
+
+# How deep summaries are composed through chains of helpers (FnFacts.delegates,

@@ -1,0 +1,39 @@
+"""Helpers the rules share (a rule never imports another rule)."""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import values as V
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, Optional, Tuple
+
+
+def unit_entry(unit) -> Tuple[Dict[str, V.Val], Optional[str]]:
+    """What a unit's flow starts from: its parameters (a function's) and the
+    object ``self`` is (a method's), for every rule that interprets a unit."""
+    env: Dict[str, V.Val] = {}
+    if unit.kind == "function" and unit.node is not None:
+        env = _param_env(unit.node, unit.class_node is not None)
+    return env, ("user:" + unit.class_node.name if unit.class_node is not None else None)
+
+
+def _param_env(fn: ast.AST, method: bool) -> Dict[str, V.Val]:
+    a = fn.args  # type: ignore[attr-defined]
+    positional = list(a.posonlyargs) + list(a.args)
+    defaults = {}
+    for arg, d in zip(reversed(positional), reversed(a.defaults)):
+        defaults[arg.arg] = d
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+        if d is not None:
+            defaults[arg.arg] = d
+    env = {}
+    allargs = positional + list(a.kwonlyargs)
+    if method and allargs:
+        allargs = allargs[1:]
+    for arg in allargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
+        d = defaults.get(arg.arg)
+        env[arg.arg] = V.Val(param=True, none=d is None or (isinstance(d, ast.Constant) and d.value is None))
+    return env
