@@ -1,16 +1,23 @@
 # The two commands of the README:
 #   make demo   - set up and check the bundled example programs
-#   make test   - set up everything and run every test (what CI runs)
-.PHONY: demo test pytest client bench
+#   make test   - set up everything, lint, type-check and run every test (what CI runs)
+.PHONY: demo test lint pytest client bench
 
 demo:
 	@bash scripts/bootstrap.sh demo
 	.venv/bin/gradguard check examples/ ; test $$? -le 1
 
-test: 
+test:
 	@bash scripts/bootstrap.sh test
+	$(MAKE) lint
 	$(MAKE) pytest
 	$(MAKE) client
+
+# ruff (configured in pyproject.toml: pyflakes, pycodestyle errors, bugbear,
+# a complexity cap) and mypy on the package; also run by .pre-commit-config.yaml
+lint:
+	.venv/bin/ruff check .
+	.venv/bin/mypy
 
 pytest:
 	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q

@@ -273,8 +273,8 @@ def _scaling_rows(sizes) -> dict:
         # interleaved, so that a slow moment of the machine hits both sides alike
         t_parse = t_ours = float("inf")
         for _ in range(k):
-            t_parse = min(t_parse, _best_of(lambda: ast.parse(text), 1))
-            t_ours = min(t_ours, _best_of(lambda: check_source(text, "scale.py"), 1))
+            t_parse = min(t_parse, _best_of(lambda text=text: ast.parse(text), 1))
+            t_ours = min(t_ours, _best_of(lambda text=text: check_source(text, "scale.py"), 1))
         rows.append({"lines": lines, "parse_s": t_parse, "ours_s": t_ours, "ratio": t_ours / t_parse,
                      "us_per_line": 1e6 * t_ours / lines})
     # linearity: least squares of time on lines; and per-line cost, largest vs mid size
@@ -575,7 +575,7 @@ def bench_profile(runs: int) -> dict:
 
     for fn in [src.summarize for src in fact_sources()]:
         per_sum[f"{fn.__module__}.{fn.__name__}"] = _best_of(
-            lambda: [list(fn(s, getattr(s, "name", None) not in unref)) for s in tree.body], 3)
+            lambda fn=fn: [list(fn(s, getattr(s, "name", None) not in unref)) for s in tree.body], 3)
     out["summarizers_s"] = per_sum
     per_rule = {r.code: 0.0 for r in rules}
     originals = {}

@@ -2,7 +2,6 @@
 
 import pytest
 
-from gradguard.engine import document as engine
 from gradguard.engine.document import Document, check_source
 from gradguard.rules import all_rules
 

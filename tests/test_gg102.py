@@ -1141,7 +1141,6 @@ def test_knowledge_tables_match_torch():
     graph built once and back-propagated twice crashes exactly for the saving ops."""
     import importlib.util
     import json
-    import os
     import subprocess
     import sys
 

@@ -25,7 +25,7 @@ import pytest
 
 from gradguard.engine import Document, check_source
 from gradguard.analysis.summary import FactSource
-from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
 from seed_programs import REGRESSION_SEED, fixture_catalogue
 

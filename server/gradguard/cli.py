@@ -100,8 +100,8 @@ def discover(paths: Sequence[str], config_for) -> Iterator[Tuple[str, bool]]:
             roots = roots + (d,)
             try:
                 entries = sorted(os.scandir(d), key=lambda e: e.name)
-            except OSError as e:
-                yield f"{d}\0{e.strerror or e}", True
+            except OSError as err:
+                yield f"{d}\0{err.strerror or err}", True
                 continue
             subdirs = []
             for e in entries:

@@ -49,7 +49,7 @@ def iter_nodes(nodes: Sequence[ast.AST] | ast.AST) -> Iterator[ast.AST]:
     """Every node in ``nodes`` (a statement list or one node), depth first,
     without entering nested def/class/lambda bodies (the def/lambda node
     itself is yielded, its decorators and defaults are not walked)."""
-    stack: List[ast.AST] = list(reversed(nodes)) if isinstance(nodes, (list, tuple)) else [nodes]
+    stack: List[ast.AST] = list(reversed(nodes)) if isinstance(nodes, (list, tuple)) else [nodes]  # type: ignore[list-item]
     AST = ast.AST
     fields_of = _WALK_FIELDS
     pop = stack.pop
@@ -217,7 +217,7 @@ def is_backward_call(call: ast.AST, ctx=None) -> bool:
     ``self.manual_backward(l)``, ``torch.autograd.backward(l)``, ``torch.autograd.grad(l, ps)``."""
     if call.__class__ is not ast.Call:
         return False
-    func = call.func  # type: ignore[attr-defined]
+    func = call.func
     if func.__class__ is ast.Attribute:
         if func.attr in K.BACKWARD_METHODS:
             return True
@@ -241,10 +241,10 @@ def backward_target(call: ast.Call, ctx=None) -> Optional[ast.expr]:
     if m in K.BACKWARD_METHODS and qualify(call.func, ctx) not in K.BACKWARD_FUNCTIONS:
         if call.args:
             # accelerator.backward(loss) / self.manual_backward(loss) / fabric.backward(loss)
-            recv = call.func.value  # type: ignore[union-attr]
+            recv = call.func.value  # type: ignore[attr-defined]
             if m == "manual_backward" or not _looks_like_tensor_receiver(recv):
                 return call.args[0]
-        recv = call.func.value  # type: ignore[union-attr]
+        recv = call.func.value  # type: ignore[attr-defined]
         # scaler.scale(loss).backward() → loss
         if isinstance(recv, ast.Call) and _method(recv) == "scale" and recv.args:
             return recv.args[0]
@@ -329,9 +329,9 @@ def is_cut_function(e: ast.AST) -> bool:
     ``Tensor.detach``, ``lambda t: t.detach()``, ``lambda t: t.detach() if
     torch.is_tensor(t) else t``."""
     if e.__class__ is ast.Attribute:
-        return e.attr == "detach"  # type: ignore[attr-defined]
-    if e.__class__ is ast.Lambda and len(e.args.args) == 1:  # type: ignore[attr-defined]
-        body, p = e.body, e.args.args[0].arg  # type: ignore[attr-defined]
+        return e.attr == "detach"
+    if e.__class__ is ast.Lambda and len(e.args.args) == 1:
+        body, p = e.body, e.args.args[0].arg
         if isinstance(body, ast.IfExp):  # the non-tensor branch hands its input back
             branches = (body.body, body.orelse)
             return any(is_graph_cut(b) for b in branches) and all(
@@ -367,7 +367,7 @@ def is_graph_cut(expr: ast.AST) -> bool:
         if m in K.GRAPH_CUT_METHODS or m in K.INTEGER_METHODS:
             return True
         # .detach().to(device), .detach().clone(): a cut followed by a passthrough
-        if m in K.PASSTHROUGH_METHODS and is_graph_cut(expr.func.value):  # type: ignore[union-attr]
+        if m in K.PASSTHROUGH_METHODS and is_graph_cut(expr.func.value):  # type: ignore[attr-defined]
             return True
         if isinstance(expr.func, ast.Name) and expr.func.id in ("tuple", "list") and len(expr.args) == 1:
             return is_graph_cut(expr.args[0])
@@ -387,10 +387,10 @@ def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
     ``for s in state: s.detach_()`` (every element cut in place, the textbook
     truncated-BPTT line) → ``"state"``."""
     if stmt.__class__ is ast.For:
-        target = stmt.target  # type: ignore[attr-defined]
-        if (target.__class__ is ast.Name and stmt.body and not stmt.orelse  # type: ignore[attr-defined]
-                and all(inplace_cut_target(b) == target.id for b in stmt.body)):  # type: ignore[attr-defined]
-            return dotted(stmt.iter)  # type: ignore[attr-defined]
+        target = stmt.target
+        if (target.__class__ is ast.Name and stmt.body and not stmt.orelse
+                and all(inplace_cut_target(b) == target.id for b in stmt.body)):
+            return dotted(stmt.iter)
         return None
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
@@ -400,7 +400,7 @@ def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
                 call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False
             ):
                 return None
-            return dotted(call.func.value)  # type: ignore[union-attr]
+            return dotted(call.func.value)  # type: ignore[attr-defined]
     return None
 
 
@@ -440,7 +440,7 @@ def loop_backprops(loop: ast.AST, ctx=None, extra: Optional[Callable[[ast.Call],
 
 def backprop_loops(stmts: Sequence[ast.stmt], ctx=None, extra: Optional[Callable[[ast.Call], bool]] = None) -> List[ast.stmt]:
     """Loops (outermost first, nested ones too) in a unit that back-propagate."""
-    out = []
+    out: List[ast.stmt] = []
     for s in iter_statements(stmts):
         if isinstance(s, LOOPS) and loop_backprops(s, ctx, extra):
             out.append(s)

@@ -68,8 +68,8 @@ class ModuleContext:
 
     def range(self, node: ast.AST) -> Range:
         """The node's own range (start..end), in characters."""
-        start = self.pos(node.lineno, node.col_offset)
-        end_lineno = getattr(node, "end_lineno", None) or node.lineno
+        start = self.pos(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        end_lineno = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
         end_col = getattr(node, "end_col_offset", None)
         if end_col is None:
             end = Position(end_lineno - 1, len(self.index.line(end_lineno - 1)))
@@ -79,8 +79,8 @@ class ModuleContext:
 
     def line_range(self, node: ast.AST) -> Range:
         """From the node's start to the end of its first line (statement squiggle)."""
-        start = self.pos(node.lineno, node.col_offset)
-        text = self.index.line(node.lineno - 1)
+        start = self.pos(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        text = self.index.line(node.lineno - 1)  # type: ignore[attr-defined]
         end_char = len(text.rstrip())
         # do not run into a trailing comment
         r = self.range(node)
@@ -116,11 +116,11 @@ def dotted(expr: ast.AST) -> Optional[str]:
     parts: List[str] = []
     cur = expr
     while cur.__class__ is _Attribute:
-        parts.append(cur.attr)  # type: ignore[attr-defined]
-        cur = cur.value  # type: ignore[attr-defined]
+        parts.append(cur.attr)
+        cur = cur.value
     if cur.__class__ is not _Name:
         return None
-    parts.append(cur.id)  # type: ignore[attr-defined]
+    parts.append(cur.id)
     parts.reverse()
     return ".".join(parts)
 

@@ -137,8 +137,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         whole = V.join(whole, r)
     returns = None
     if rets and all(r.elems is not None for r in rets) and len({len(r.elems) for r in rets}) == 1:  # type: ignore[arg-type]
-        n = len(rets[0].elems)  # type: ignore[arg-type]
-        returns = tuple(_retpos(_join_all([r.elems[i] for r in rets])) for i in range(n))  # type: ignore[index]
+        arity = len(rets[0].elems)  # type: ignore[arg-type]
+        returns = tuple(_retpos(_join_all([r.elems[i] for r in rets])) for i in range(arity))  # type: ignore[index]
     ret = _retpos(whole)
     bparams: set = set()
     for ev in g.events:
@@ -469,7 +469,9 @@ def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> objec
             inner = lookup(callee).get("fn")
             if not isinstance(inner, V.FnFacts):
                 continue
-            inner = _fold_delegates(inner, lookup, depth + 1, seen | {callee})
+            folded = _fold_delegates(inner, lookup, depth + 1, seen | {callee})
+            assert isinstance(folded, V.FnFacts)  # a function's facts fold into a function's facts
+            inner = folded
             if inner.calls_backward and not inner.no_grad:
                 calls_backward = True
                 retains = retains and inner.backward_retains

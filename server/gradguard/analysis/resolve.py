@@ -67,7 +67,7 @@ _MAX_FILE_BYTES = 2_000_000
 
 _lock = _thread.allocate_lock()  # (not `threading`: the CLI should not pay for importing it)
 # (abs path, content key, root) -> (facts, deps: ((path, mtime_ns, size), ...))
-_RESULTS: Dict[Tuple[str, Tuple[int, int], str], Tuple[Dict[str, object], Tuple[Tuple[str, int, int], ...]]] = {}
+_RESULTS: Dict[Tuple[str, Tuple[int, int], str, Tuple[FactSource, ...]], Tuple[Dict[str, object], Tuple[Tuple[str, int, int], ...]]] = {}
 # abs path -> (mtime_ns, size, _ModuleInfo or None)
 _MODULES: Dict[str, Tuple[int, int, Optional["_ModuleInfo"]]] = {}
 # (module, root) jedi could not find: asked once per process, not once per file
@@ -112,9 +112,9 @@ class _ModuleInfo:
         self.aliases: Dict[str, str] = {}
         self.stars: List[Tuple[str, int]] = []  # `from m import *`
         # def name -> its facts as (key prefix, value): summarised once per file version
-        self.summaries: Dict[Tuple[str, tuple], List[Tuple[str, object]]] = {}  # keyed (name, fact sources)
+        self.summaries: Dict[Tuple[str, Tuple[FactSource, ...]], List[Tuple[str, object]]] = {}  # keyed (name, fact sources)
         # def name -> its facts as its own module sees them (before folding), for the folds
-        self.raw_facts: Dict[Tuple[str, tuple], Dict[str, object]] = {}  # keyed (name, fact sources)
+        self.raw_facts: Dict[Tuple[str, Tuple[FactSource, ...]], Dict[str, object]] = {}  # keyed (name, fact sources)
         for stmt in _top_level(tree.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[stmt.name] = stmt
@@ -144,7 +144,7 @@ def _top_level(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
     """Top-level statements, entering ``if``/``try`` blocks (guarded imports/defs)."""
     for stmt in body:
         if isinstance(stmt, (ast.If, ast.Try)) or type(stmt).__name__ == "TryStar":
-            yield from _top_level(stmt.body)
+            yield from _top_level(stmt.body)  # type: ignore[attr-defined]  # TryStar: 3.11+
             yield from _top_level(getattr(stmt, "orelse", ()))
             for h in getattr(stmt, "handlers", ()):
                 yield from _top_level(h.body)
@@ -322,7 +322,7 @@ def _requalify(value: object, info: _ModuleInfo) -> object:
 
 
 def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo,
-               sources: Sequence[FactSource]) -> List[Tuple[str, object]]:
+               sources: Tuple[FactSource, ...]) -> List[Tuple[str, object]]:
     cached = info.summaries.get((name, sources))
     if cached is None:
         cached = _summarise(stmt, name, info, sources)
@@ -330,7 +330,7 @@ def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo,
     return [(f"{prefix}:{alias}", value) for prefix, value in cached]
 
 
-def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Sequence[FactSource]) -> List[Tuple[str, object]]:
+def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Tuple[FactSource, ...]) -> List[Tuple[str, object]]:
     from gradguard.analysis.summary import cross_file_folds
 
     def lookup(other: str) -> Dict[str, object]:
@@ -352,7 +352,7 @@ def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Sequence[F
     return out
 
 
-def _raw_facts(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Sequence[FactSource]) -> Dict[str, object]:
+def _raw_facts(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Tuple[FactSource, ...]) -> Dict[str, object]:
     """:func:`_own_facts` of one definition of ``info``, once per module version
     (the folds look callees up; a chain of helpers shares them). Read-only."""
     raw = info.raw_facts.get((name, sources))

@@ -78,10 +78,8 @@ def plain(taints: Iterable) -> Val:
 
 
 def join(a: _Opt[Val], b: _Opt[Val]) -> Val:
-    if a is None and b is None:
-        return Val(undef=True)
     if a is None:
-        return _with(b, undef=True)
+        return Val(undef=True) if b is None else _with(b, undef=True)
     if b is None:
         return _with(a, undef=True)
     if a is b:
@@ -111,7 +109,7 @@ def join(a: _Opt[Val], b: _Opt[Val]) -> Val:
 
 
 def _with(v: Val, **kw) -> Val:
-    d = dict(taints=v.taints, elems=v.elems, obj=v.obj, none=v.none, undef=v.undef, param=v.param, site=v.site,
+    d: Dict[str, Any] = dict(taints=v.taints, elems=v.elems, obj=v.obj, none=v.none, undef=v.undef, param=v.param, site=v.site,
              const=v.const, frozen=v.frozen, kind=v.kind)
     d.update(kw)
     return Val(**d)
@@ -121,7 +119,7 @@ def join_env(a: Dict[str, Val], b: Dict[str, Val]) -> Dict[str, Val]:
     out: Dict[str, Val] = {}
     for k in a.keys() | b.keys():
         va, vb = a.get(k), b.get(k)
-        out[k] = va if va is vb else join(va, vb)
+        out[k] = va if va is vb and va is not None else join(va, vb)
     return out
 
 

@@ -24,7 +24,6 @@ from gradguard.model.i18n import normalize_language
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (this module is on the CLI's start-up path: no typing, no dataclasses)
-    from pathlib import Path
     from typing import Dict, Iterable, Mapping, Optional, Tuple
 
     from gradguard.model.findings import Severity
@@ -53,6 +52,15 @@ class Config:
 
     __slots__ = ("select", "ignore", "severity", "per_file_ignores", "exclude", "language", "root", "source")
     _FIELDS = __slots__
+    # (declared for type checkers; set once in __init__)
+    select: Tuple[str, ...]
+    ignore: Tuple[str, ...]
+    severity: Dict[str, Severity]
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...]
+    exclude: Tuple[str, ...]
+    language: str
+    root: Optional[str]
+    source: Optional[str]
 
     def __init__(
         self,

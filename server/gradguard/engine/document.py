@@ -91,6 +91,7 @@ class _Chunk:
         return self.start + self.nlines
 
     def positioned_tree(self) -> ast.Module:
+        assert self.tree is not None, "a broken chunk has no tree"
         delta = self.start - self.tree_start
         if delta:
             ast.increment_lineno(self.tree, delta)
@@ -348,7 +349,8 @@ class Document:
         delta = n_new - n_old
         lo = max(p - 1, 0)
         hi = min(n_old - s + 1, n_old)
-        a = b = None
+        a: Optional[int] = None
+        b = -1  # with a: the last chunk the edit touches
         for i, c in enumerate(self.chunks):
             if c.end > lo and c.start < max(hi, lo + 1):
                 if a is None:
@@ -463,7 +465,7 @@ class Document:
         if key != self._module_key or not still_valid(self._module_basis):
             body: List[ast.stmt] = []
             for c in module_chunks:
-                body.extend(c.positioned_tree().body)  # type: ignore[union-attr]
+                body.extend(c.positioned_tree().body)
             self._module_findings, self._module_basis = analyse(iter_units(body, True))
             self._module_key = key
         raw.extend(self._module_findings)
@@ -519,7 +521,7 @@ def resolve_external_facts(source: str, path: Optional[str], project_root: Optio
 
 
 def module_context(path: Optional[str], index: LineIndex, merged: Dict[str, object]) -> ModuleContext:
-    imports = {k[7:]: v for k, v in merged.items() if k.startswith("import:")}
+    imports: Dict[str, str] = {k[7:]: v for k, v in merged.items() if k.startswith("import:")}  # type: ignore[misc]  # import facts are names
     return ModuleContext(path, index, merged, imports)
 
 
@@ -533,7 +535,7 @@ def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: Lis
             extra = local_imports(unit.body)
             if extra:
                 imports = dict(ctx.imports)
-                imports.update((k[7:], v) for k, v in extra)
+                imports.update((k[7:], v) for k, v in extra)  # type: ignore[misc]  # import facts are names
                 uctx = ModuleContext(ctx.path, ctx.index, ctx.summary, imports)
         for rule in rules:
             try:

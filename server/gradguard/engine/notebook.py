@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from gradguard.model.record import record
 from gradguard.model.text import split_lines
@@ -47,7 +47,7 @@ class _Continuation:
 
     def __init__(self) -> None:
         self.depth = 0
-        self.quote = None  # the open triple quote, if any
+        self.quote: Optional[str] = None  # the open triple quote, if any
         self.inside = False
 
     def feed(self, line: str) -> None:

@@ -31,6 +31,10 @@ from gradguard.engine import document as E
 from gradguard.analysis.context import iter_units
 from gradguard.model.text import LineIndex, line_ending, split_lines
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, List, Tuple
+
 # Below this many lines a fork costs more than it saves.
 MIN_LINES = 600
 _STARTS = ("def ", "class ", "async def ", "@")
@@ -97,7 +101,8 @@ def _pickler():
         _dumps, _loads = dumps, loads
 
 
-_dumps = _loads = None
+_dumps: Any = None  # pickle's, bound by _pickler()
+_loads: Any = None
 
 
 def _write_msg(fd: int, obj) -> None:
@@ -152,7 +157,7 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
         return E.check_source(source, path, config, external_facts)
     regions = list(zip(bounds, bounds[1:]))
     _pickler()
-    children = []  # (pid, read fd from child, write fd to child)
+    children: List[Tuple[int, int, int]] = []  # (pid, read fd from child, write fd to child)
     try:
         for k in range(1, len(regions)):
             up_r, up_w = os.pipe()

@@ -104,7 +104,7 @@ class GradguardServer(LanguageServer):
         self.cell_owner: Dict[str, str] = {}  # cell URI → notebook URI
         self.executor = DaemonExecutor(ANALYSIS_THREADS)
         self.settings_ready: Optional[asyncio.Event] = None
-        self._pyproject_dirs: Dict[str, Optional[Path]] = {}
+        self._pyproject_dirs: Dict[str, Optional[str]] = {}
         self._configs: Dict[Tuple[str, float], Any] = {}
         self._reported_config_errors: Set[str] = set()
         self._client_handler: Optional[ClientLogHandler] = None
@@ -277,7 +277,7 @@ class GradguardServer(LanguageServer):
                 result = CheckResult(())
             else:
                 loop = asyncio.get_running_loop()
-                result, lines = await loop.run_in_executor(self.executor, _compute, target, source, config)
+                result, lines = await loop.run_in_executor(self.executor, _compute, target, source, config)  # type: ignore[arg-type]
                 if result is None:
                     return target.result is not None  # keep the previous diagnostics
                 if lines is not None and len(smap.parts) == 1 and isinstance(smap.parts[0].lines, Lines):
@@ -469,7 +469,7 @@ class DaemonExecutor(Executor):
             threading.Thread(target=self._work, name=f"gradguard-analysis-{i}", daemon=True).start()
         self._workers = workers
 
-    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
+    def submit(self, fn, /, *args, **kwargs):
         fut: Future = Future()
         if self._closed:
             fut.cancel()
@@ -749,7 +749,7 @@ def create_server() -> GradguardServer:
         if structure is not None:
             for cell in structure.did_open or ():
                 ls.cell_owner[cell.uri] = uri
-            for cell in structure.did_close or ():
+            for cell in structure.did_close or ():  # type: ignore[assignment]
                 ls.cell_owner.pop(cell.uri, None)
                 target.published.discard(cell.uri)
                 ls.clear(cell.uri)  # at once: the cell is gone, whatever the debounce

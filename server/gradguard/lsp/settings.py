@@ -154,7 +154,7 @@ def parse_settings(raw: Any, base: Optional[Settings] = None) -> Tuple[Settings,
 
     if "loglevel" in table:
         v = table["loglevel"]
-        norm = v.strip().lower() if isinstance(v, str) else None
+        norm = v.strip().lower() if isinstance(v, str) else ""
         norm = {"warn": "warning", "information": "info", "trace": "debug", "verbose": "debug"}.get(norm, norm)
         if norm in LOG_LEVELS:
             values["log_level"] = norm

