@@ -288,49 +288,24 @@ def _analyse(src: str, path: str, config, facts, file_jobs: int):
 
 
 def _fix_loop(src, path, config, facts, res, file_jobs: int = 1):
+    """The engine's fix loop (engine/fixing.py) on a file's text. Returns
+    (fixed text, remaining findings, syntax error)."""
+    from gradguard.engine.fixing import fix_until_stable
     from gradguard.model.text import apply_text_edits
 
-    return _fix_rounds(src, res, apply_text_edits, lambda text: _analyse(text, path, config, facts, file_jobs))
+    run = fix_until_stable(src, res, apply_text_edits, lambda text: _analyse(text, path, config, facts, file_jobs))
+    return run.state, run.result.findings, run.result.syntax_error
 
 
 def _fix_notebook_loop(data: bytes, path, config, facts, res, file_jobs: int = 1):
     """_fix_loop for a notebook: the edits go into the cells they fall in, and
     each round re-reads the notebook it wrote."""
+    from gradguard.engine.fixing import fix_until_stable
     from gradguard.engine.notebook import apply_notebook_edits, notebook_source
 
-    return _fix_rounds(data, res, apply_notebook_edits,
-                       lambda nb: _analyse(notebook_source(nb), path, config, facts, file_jobs))
-
-
-def _fix_rounds(state, res, apply, reanalyse):
-    """Apply the preferred fixes, re-analyse, repeat: the fixes for one finding
-    may unveil or settle another. Returns (fixed state, findings, syntax error)."""
-    for _ in range(8):
-        edits = _non_overlapping([f.preferred_fix for f in res.findings if f.preferred_fix])
-        if not edits:
-            break
-        try:
-            new = apply(state, edits)
-        except ValueError:
-            break
-        if new == state:
-            break
-        state = new
-        res = reanalyse(state)
-    return state, res.findings, res.syntax_error
-
-
-def _non_overlapping(fixes) -> list:
-    """Edits of the given fixes, skipping whole fixes that overlap an earlier one."""
-    taken: List = []
-    out: List = []
-    for fx in fixes:
-        spans = [(e.range.start, e.range.end) for e in fx.edits]
-        if any(a < tb and ta < b or (a == b == ta == tb) for a, b in spans for ta, tb in taken):
-            continue
-        taken.extend(spans)
-        out.extend(fx.edits)
-    return out
+    run = fix_until_stable(data, res, apply_notebook_edits,
+                           lambda nb: _analyse(notebook_source(nb), path, config, facts, file_jobs))
+    return run.state, run.result.findings, run.result.syntax_error
 
 
 def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, external: bool, lang: str,

@@ -1,20 +1,22 @@
 """Code actions from diagnostics: quick fixes, ``# noqa`` suppression, fix-all.
 
-Quick fixes are read from the diagnostic's ``data`` (computed with the
-findings), so offering them needs no re-analysis. Every edit is a
-``TextDocumentEdit`` carrying the version the diagnostic was computed for:
-a client applying it to a newer text refuses it instead of corrupting code.
+Quick fixes are built from the finding the diagnostic was published for (found
+again by ``convert.fixes_data``), so offering them needs no re-analysis. Fix All
+runs the engine's fix loop (:mod:`gradguard.engine.fixing`, the same as
+``gradguard check --fix``) and sends the result as one whole-line edit. Every
+edit is a ``TextDocumentEdit`` carrying the version the diagnostic was computed
+for: a client applying it to a newer text refuses it instead of corrupting code.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
 from gradguard.model.i18n import pick
 from gradguard.model.noqa import add_noqa
-from gradguard.model.text import apply_text_edits, line_ending, split_lines
+from gradguard.model.text import line_ending, split_lines
 from gradguard.lsp.convert import DATA_MARK, SOURCE, Codec, range_from_json, sequence
 
 FIX_ALL_KIND = "source.fixAll.gradguard"
@@ -108,53 +110,6 @@ def suppress_action(
 
 def fix_all_title(lang: str) -> str:
     return pick(_FIX_ALL, lang)
-
-
-def _conflict(x: Tuple[Any, Any], y: Tuple[Any, Any]) -> bool:
-    (a, b), (c, d) = x, y
-    if a < d and c < b:  # the spans share text
-        return True
-    if a == b and c == d and a == c:  # two insertions at one point: order unknown
-        return True
-    if a == b and c < a < d or c == d and a < c < b:  # an insertion inside a replaced span
-        return True
-    return False
-
-
-def preferred_edits(findings: Iterable[Any]) -> List[Any]:
-    """Core edits of every finding's preferred fix. A fix that conflicts
-    with one already chosen is left for a later round (identical edits merge)."""
-    chosen: List[Any] = []
-    for f in findings:
-        fix = next((x for x in f.fixes if x.preferred), None)
-        if fix is None or not fix.edits:
-            continue
-        fresh = [e for e in fix.edits if e not in chosen]
-        spans = [(e.range.start, e.range.end) for e in chosen]
-        if any(_conflict((e.range.start, e.range.end), s) for e in fresh for s in spans):
-            continue
-        chosen.extend(fresh)
-    return chosen
-
-
-def iterate_fixes(text: str, check, max_rounds: int = 5) -> str:
-    """Apply preferred fixes until none is left (or nothing changes).
-
-    ``check(text) -> findings``. Fixes of one round must not overlap;
-    later rounds pick up what the first round could not apply together.
-    """
-    for _ in range(max_rounds):
-        edits = preferred_edits(check(text))
-        if not edits:
-            break
-        try:
-            new = apply_text_edits(text, edits)
-        except ValueError:
-            new = apply_text_edits(text, edits[:1])
-        if new == text:
-            break
-        text = new
-    return text
 
 
 def whole_line_diff(old: str, new: str, codec: Codec) -> Optional[lsp.TextEdit]:

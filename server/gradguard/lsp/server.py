@@ -35,7 +35,8 @@ from pygls.uris import to_fs_path
 from gradguard import __version__
 from gradguard.engine.config import Config, ConfigError, find_pyproject, load_config_file
 from gradguard.engine.document import CheckResult, Document
-from gradguard.model.text import split_lines
+from gradguard.engine.fixing import fix_until_stable, preferred_edits
+from gradguard.model.text import apply_text_edits, split_lines
 from gradguard.lsp import actions as act
 from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_json, fixes_data, range_json
 from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
@@ -950,7 +951,7 @@ async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceE
     if target.kind == "notebook":
         # one round over the whole program; only this cell's edits
         edits = []
-        for e in act.preferred_edits(result.findings):
+        for e in preferred_edits(result.findings):
             conv = smap.to_client_range(e.range, ls.codec)
             if conv is not None and conv[0].uri == uri:
                 edits.append(lsp.TextEdit(range=conv[1], new_text=e.new_text))
@@ -964,20 +965,12 @@ async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceE
     config = ls.config_for(target)
     path = target.path
     facts = target.external
-    first = result.findings
 
     def run() -> str:
         from gradguard.engine.document import check_source
 
-        state = {"first": True}
-
-        def check(t: str):
-            if state["first"] and t == text:
-                state["first"] = False
-                return first
-            return check_source(_analysable(t), path, config, facts).findings
-
-        return act.iterate_fixes(text, check)
+        return fix_until_stable(text, result, apply_text_edits,
+                                lambda t: check_source(_analysable(t), path, config, facts)).state
 
     loop = asyncio.get_running_loop()
     new_text = await loop.run_in_executor(ls.executor, run)

@@ -117,10 +117,12 @@ class Finding:
 
     @property
     def preferred_fix(self) -> "Fix | None":
+        """The fix ``--fix`` and Fix All apply (engine/fixing.py), if any: an
+        alternative that is not marked preferred is only ever offered."""
         for f in self.fixes:
             if f.preferred:
                 return f
-        return self.fixes[0] if self.fixes else None
+        return None
 
     def shifted(self, lines: int) -> "Finding":
         if not lines:

@@ -303,14 +303,14 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
     cut: List[TextEdit] = []
     if not direct:
         # the first backward is inside a helper: no edit here keeps its graph, and a
-        # detach alone would be the fix --fix applies; the message says what to do
+        # detach alone changes what the input learns; the message says what to do
         advice_en = (f"keep the graph in `{_callee(b1)}`'s backward (`retain_graph=True`), or pass "
                      f"{what[:-1]}.detach()` to it if what produced {what} should not learn from it")
         advice_zh = (f"请在 `{_callee(b1)}` 内部的 backward 上加 `retain_graph=True`，或者若 {what} 的来源"
                      f"不应从中学习，就把 {what[:-1]}.detach()` 传给它")
     elif _stepped_in_between(stmts, s1, b2, shared, ctx):
-        # no fix then: a detach changes what the shared part learns, and alone it would
-        # be the one `--fix` and "Fix all" apply; the message says what to do
+        # no fix then: a detach changes what the shared part learns, so it cannot be
+        # the fix `--fix` and Fix All apply; the message says what to do
         advice_en = (f"an optimizer step in between may update its weights in place, so compute {what} again "
                      f"for the second loss")
         advice_zh = f"两次之间的优化器 step 可能原地更新了它的权重，请为第二个损失重新计算 {what}"

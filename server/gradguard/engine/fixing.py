@@ -1,0 +1,92 @@
+"""The one fix loop: apply the preferred fixes, analyse again, repeat.
+
+``gradguard check --fix`` and ``--diff``, the editor's Fix All and the fixture
+catalogue's proof that a fixed program trains all call :func:`fix_until_stable`,
+so what the tests prove is what users get (ruff's server calls the function
+behind ``ruff check --fix`` for the same reason).
+
+The policy, in one place:
+
+* only a fix marked ``preferred`` is applied automatically; a finding whose
+  fixes are all alternatives keeps them for the user to choose (a quick fix);
+* within one round the chosen edits must not conflict: a fix that overlaps one
+  already chosen (shares text with it, inserts inside it, or inserts at the same
+  point, where the order would be a guess) waits for the next round, when it is
+  recomputed against the new text; an edit identical to one already chosen (two
+  findings asking for the same detach) is applied once;
+* rounds continue while some preferred fix is left and the text changes, at
+  most :data:`MAX_ROUNDS`: a fix may unveil or settle another finding;
+* if the edits cannot be applied (a rule bug), the loop stops with the last
+  good state: nothing half-applied is ever returned.
+"""
+
+from __future__ import annotations
+
+from gradguard.model.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Any, Callable, Iterable, List, Tuple
+
+    from gradguard.engine.document import CheckResult
+    from gradguard.model.findings import Finding, Position, TextEdit
+
+MAX_ROUNDS = 8
+
+
+def _conflict(x: Tuple[Position, Position], y: Tuple[Position, Position]) -> bool:
+    (a, b), (c, d) = x, y
+    if a < d and c < b:  # the spans share text (or one inserts strictly inside the other)
+        return True
+    if a == b and c == d and a == c:  # two insertions at one point: order unknown
+        return True
+    return False
+
+
+def preferred_edits(findings: Iterable[Finding]) -> List[TextEdit]:
+    """The edits of every finding's preferred fix that can be applied together
+    (see the module docstring), in finding order."""
+    chosen: List[TextEdit] = []
+    spans: List[Tuple[Position, Position]] = []
+    for f in findings:
+        fix = next((x for x in f.fixes if x.preferred), None)
+        if fix is None or not fix.edits:
+            continue
+        fresh = [e for e in fix.edits if e not in chosen]
+        if any(_conflict((e.range.start, e.range.end), s) for e in fresh for s in spans):
+            continue
+        chosen.extend(fresh)
+        spans.extend((e.range.start, e.range.end) for e in fresh)
+    return chosen
+
+
+@record
+class FixRun:
+    state: Any  # the fixed text (or notebook bytes)
+    result: CheckResult  # the analysis of ``state``
+    rounds: int  # rounds that changed the state
+
+
+def fix_until_stable(state: Any, result: CheckResult, apply: Callable[[Any, List[TextEdit]], Any],
+                     reanalyse: Callable[[Any], CheckResult], max_rounds: int = MAX_ROUNDS) -> FixRun:
+    """Fix ``state`` (analysed as ``result``) until no preferred fix is left.
+
+    ``apply(state, edits)`` returns the new state (raising ValueError if the
+    edits cannot be applied); ``reanalyse(state)`` its analysis. The state is a
+    text for a ``.py`` file, the notebook's bytes for a notebook (its edits go
+    into the cells they fall in)."""
+    rounds = 0
+    for _ in range(max_rounds):
+        edits = preferred_edits(result.findings)
+        if not edits:
+            break
+        try:
+            new = apply(state, edits)
+        except ValueError:
+            break
+        if new == state:
+            break
+        state = new
+        rounds += 1
+        result = reanalyse(state)
+    return FixRun(state, result, rounds)
