@@ -424,3 +424,33 @@ def test_a_notebook_syntax_error_is_located_in_its_cell(project):
     (project / "bad.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     r = run("check", "bad.ipynb", cwd=project)
     assert "bad.ipynb: error: syntax error in cell 2 at 1:5: '(' was never closed" in r.stderr, r.stderr
+
+
+def test_language_flag_then_environment_then_project_config(project):
+    """`[tool.gradguard] language` is honoured; GRADGUARD_LANG beats it, --lang beats both."""
+    (project / "pyproject.toml").write_text('[tool.gradguard]\nlanguage = "zh-CN"\n', encoding="utf-8")
+
+    def message(*args, env):
+        r = run("check", "--format", "json", "--no-cache", *args, cwd=project, env=env)
+        assert r.returncode == 1, r.stderr
+        return json.loads(r.stdout)[0]["message"]
+
+    zh = message("gru_train.py", env={"GRADGUARD_LANG": None})
+    assert "计算图" in zh
+    assert message(".", env={"GRADGUARD_LANG": None}) == zh  # a directory: its own pyproject.toml
+    en = message("gru_train.py", env={"GRADGUARD_LANG": "en"})
+    assert "graph" in en and "计算图" not in en
+    assert message("--lang", "en", "gru_train.py", env={"GRADGUARD_LANG": "zh"}) == en
+    assert message("--lang", "zh", "gru_train.py", env={"GRADGUARD_LANG": "en"}) == zh
+    # `gradguard rule` reads the config of the directory it runs in
+    r = run("rule", "GG101", cwd=project, env={"GRADGUARD_LANG": None})
+    assert r.returncode == 0 and "计算图" in r.stdout
+    # without the setting, English
+    (project / "pyproject.toml").write_text("[tool.gradguard]\n", encoding="utf-8")
+    assert message("gru_train.py", env={"GRADGUARD_LANG": None}) == en
+
+
+def test_a_broken_config_language_is_a_usage_error(project):
+    (project / "pyproject.toml").write_text('[tool.gradguard]\nlanguage = "klingon"\n', encoding="utf-8")
+    r = run("check", "gru_train.py", cwd=project, env={"GRADGUARD_LANG": None})
+    assert r.returncode == 2 and "language" in r.stderr

@@ -396,20 +396,18 @@ def _usage_error(msg: str) -> int:
 def cmd_check(args) -> int:
     import gc
 
-    from gradguard.model.i18n import normalize_language
-
     # The analysis allocates millions of short-lived objects that reference
     # counting frees at once; with the default thresholds the cyclic collector
     # still ran ~1,200 times over the benchmark project (13 % of the run),
     # re-scanning every result kept so far. One-shot process: collect rarely.
     gc.set_threshold(200_000, 100, 100)
-    lang = normalize_language(args.lang) or "en"
     try:
         config_for, ConfigError = _make_config_for(args)
     except Exception as e:  # ConfigError from --config
         return _usage_error(str(e))
     try:
         files = list(discover(args.paths, config_for))
+        lang = _language(args.lang, lambda: config_for(_config_probe(args.paths)))
     except ConfigError as e:
         return _usage_error(str(e))
     missing = [p for p, explicit in files if explicit and "\0" not in p and not os.path.exists(p)]
@@ -459,6 +457,25 @@ def cmd_check(args) -> int:
     return status
 
 
+def _language(flag: Optional[str], config) -> str:
+    """The message language: ``--lang``, else ``GRADGUARD_LANG``, else the
+    ``language`` of the project config (``config()``, read only when needed),
+    else English. A value that names no language we have means English."""
+    from gradguard.model.i18n import normalize_language
+
+    for value in (flag, os.environ.get("GRADGUARD_LANG")):
+        if value:
+            return normalize_language(value) or "en"
+    return normalize_language(config().language) or "en"
+
+
+def _config_probe(paths: Sequence[str]) -> str:
+    """A path whose config is the run's: the first path named (for a directory,
+    a file inside it, so that the directory's own pyproject.toml counts)."""
+    first = paths[0] if paths else "."
+    return os.path.join(first, "__init__.py") if os.path.isdir(first) else first
+
+
 def _write_preserving(path: str, fixed: str) -> None:
     """Write fixed text back with the file's own newline style and encoding."""
     with open(path, "rb") as fh:
@@ -478,10 +495,17 @@ def _write_preserving(path: str, fixed: str) -> None:
 
 # ---------------------------------------------------------------- rule
 def cmd_rule(args) -> int:
-    from gradguard.model.i18n import normalize_language
     from gradguard.rules import all_rules, get_rule
 
-    lang = normalize_language(args.lang) or "en"
+    def config():
+        from gradguard.engine.config import load_config
+
+        return load_config(os.getcwd())
+
+    try:
+        lang = _language(args.lang, config)
+    except ValueError as e:  # a broken pyproject.toml: ConfigError
+        return _usage_error(str(e))
     if args.all or not args.code:
         for r in all_rules():
             sys.stdout.write(f"{r.code}  {r.name:<16} {r.default_severity.value:<8} {r.title.get(lang) or r.title.get('en', '')}\n")
@@ -529,7 +553,7 @@ _FORMATS = ("text", "json", "sarif", "github")
 def _check_defaults() -> dict:
     return {
         "command": "check", "paths": [], "format": "text", "fix": False, "diff": False, "select": None,
-        "extend_select": None, "ignore": None, "lang": os.environ.get("GRADGUARD_LANG", "en"), "config": None,
+        "extend_select": None, "ignore": None, "lang": None, "config": None,
         "jobs": 0, "statistics": False, "resolve": True, "cache": not os.environ.get("GRADGUARD_NO_CACHE"),
         "cache_dir": os.environ.get("GRADGUARD_CACHE_DIR"),
     }
@@ -598,7 +622,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--select", action="append", metavar="CODES", help="only these rules (codes or prefixes, comma-separated)")
     c.add_argument("--extend-select", action="append", metavar="CODES", help=argparse.SUPPRESS)
     c.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules")
-    c.add_argument("--lang", default=os.environ.get("GRADGUARD_LANG", "en"), help="message language: en or zh")
+    c.add_argument("--lang", default=None,
+                   help="message language: en or zh (default: $GRADGUARD_LANG, else [tool.gradguard] language, else en)")
     c.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of the nearest one")
     c.add_argument("--jobs", "-j", type=int, default=0, help="parallel processes (default: number of cores); a single large file is split across them")
     c.add_argument("--statistics", action="store_true", help="(text format) count findings per rule")
@@ -612,7 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("rule", help="explain a rule")
     r.add_argument("code", nargs="?")
     r.add_argument("--all", action="store_true", help="list every rule")
-    r.add_argument("--lang", default=os.environ.get("GRADGUARD_LANG", "en"))
+    r.add_argument("--lang", default=None, help="as for check")
     r.add_argument("--format", choices=("text", "json"), default="text")
 
     sub.add_parser("serve", help="run the language server (stdio; --tcp HOST:PORT for debugging)", add_help=False)

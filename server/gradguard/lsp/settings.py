@@ -22,6 +22,26 @@ RUN_MODES = ("onType", "onSave")
 LANGUAGES = ("auto", "en", "zh-cn")
 LOG_LEVELS = ("off", "error", "warning", "info", "debug")
 
+# The server's settings, declared once: wire key → (Settings field, the values a
+# client may send when they are a fixed list, VS Code scope). The client's
+# manifest (client-vscode/package.json), its defaults (src/settings.ts) and the
+# table in docs/server.md are held to this and to Settings' defaults by
+# tests/test_settings_declared.py.
+SETTINGS: Dict[str, Tuple[str, Optional[Tuple[str, ...]], str]] = {
+    "enable": ("enable", None, "resource"),
+    "select": ("select", None, "resource"),
+    "ignore": ("ignore", None, "resource"),
+    "severity": ("severity", None, "resource"),
+    "run": ("run", RUN_MODES, "resource"),
+    "language": ("language", LANGUAGES, "window"),
+    "debounce": ("debounce", None, "window"),
+    "logLevel": ("log_level", LOG_LEVELS, "window"),
+}
+# The VS Code client's own settings (the server never reads them), and keys other
+# clients commonly put in the section: accepted without a complaint.
+CLIENT_SETTINGS = ("interpreter", "showNotifications", "trace.server")
+_TOLERATED = ("path", "interpreter", "trace", "importStrategy", "showNotifications", "server")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -162,10 +182,8 @@ def parse_settings(raw: Any, base: Optional[Settings] = None) -> Tuple[Settings,
             bad("logLevel", v, "one of " + ", ".join(LOG_LEVELS))
             values["log_level"] = defaults.log_level
 
-    known = {"enable", "select", "ignore", "severity", "run", "language", "debounce", "loglevel"}
-    # keys other clients/extensions commonly put in the section; silently accepted
-    tolerated = {"path", "interpreter", "trace", "importstrategy", "showNotifications".lower(), "server"}
-    unknown = sorted(k for k in raw if _norm_key(str(k)) not in known | tolerated)
+    accepted = {_norm_key(k) for k in SETTINGS} | {_norm_key(k) for k in _TOLERATED}
+    unknown = sorted(k for k in raw if _norm_key(str(k)) not in accepted)
     if unknown:
         problems.append("gradguard: unknown setting(s) " + ", ".join(map(str, unknown)) + " (ignored)")
 
