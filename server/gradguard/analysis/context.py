@@ -30,6 +30,9 @@ class Unit:
     # filled on demand by unit_text / unit_words (shared by the rules' pre-filters)
     text: Optional[str] = None
     words: Optional[frozenset] = None
+    # the graph interpreter's run over this unit, shared by the rules that read it
+    # (rules/common.py:unit_trace); False: it ran out of recursion depth
+    trace: Any = None
 
 
 def unit_text(unit: Unit, lines) -> str:

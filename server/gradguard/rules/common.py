@@ -4,11 +4,35 @@ from __future__ import annotations
 
 import ast
 
+from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
     from typing import Dict, Optional, Tuple
+
+    from gradguard.analysis.context import ModuleContext, Unit
+
+
+def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
+    """The graph interpreter's run over ``unit``, once per unit whichever rules
+    ask (GG101 reads its carries and self-state, GG103 its backward events and
+    the calls that save tensors): where each graph is built, which backward
+    frees it, what a loop carries into its next iteration. None if the unit is
+    too deeply nested to interpret. The same run whatever rules are enabled:
+    loops that back-propagate are walked twice, and a method's ``self.x`` read
+    before it is set is marked as state kept from the previous call."""
+    if unit.trace is None:
+        env, self_obj = unit_entry(unit)
+        stateful = unit.kind == "function" and unit.node is not None
+        flow = interp.GraphFlow(interp.Resolver(ctx), self_obj=self_obj, track_self_state=stateful)
+        try:
+            flow.run(unit.body, env)
+        except RecursionError:
+            unit.trace = False
+        else:
+            unit.trace = flow
+    return unit.trace or None
 
 
 def unit_entry(unit) -> Tuple[Dict[str, V.Val], Optional[str]]:

@@ -37,7 +37,7 @@ from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
-from gradguard.rules.common import unit_entry
+from gradguard.rules.common import unit_trace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -288,16 +288,13 @@ class CarriedGraph(Rule):
     def check(self, unit, ctx):
         if not _worth_running(unit, ctx) and not _maybe_stateful(unit, ctx):
             return ()
-        resolver = interp.Resolver(ctx)
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
-        env, self_obj = unit_entry(unit)
-        stateful = unit.kind == "function" and unit.node is not None
-        flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful)
-        try:
-            flow.run(unit.body, env)
-        except RecursionError:
+        flow = unit_trace(unit, ctx)
+        if flow is None:
             return ()
+        self_obj = flow.self_obj
+        stateful = unit.kind == "function" and unit.node is not None
         out = []
         for carry in flow.carries:
             f = _finding(self, carry, flow, ctx, unit)

@@ -25,11 +25,10 @@ import re
 from gradguard.analysis import ast_util as A
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis import values as V
-from gradguard.analysis import interpreter as interp
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
-from gradguard.rules.common import unit_entry
+from gradguard.rules.common import unit_trace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -191,11 +190,8 @@ class FreedInStep(Rule):
             return ()  # one backward cannot free a graph for another
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
-        env, self_obj = unit_entry(unit)
-        flow = interp.GraphFlow(interp.Resolver(ctx), self_obj=self_obj, find_carries=False)
-        try:
-            flow.run(unit.body, env)
-        except RecursionError:
+        flow = unit_trace(unit, ctx)  # GG101's run of the unit, if it asked first
+        if flow is None:
             return ()
         events: Dict[int, V.BackwardEvent] = {}
         for ev in flow.events:
