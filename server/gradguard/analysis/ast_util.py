@@ -194,15 +194,6 @@ def target_names(target: ast.AST) -> List[str]:
     return [d] if d else []
 
 
-def loaded_names(expr: ast.AST) -> List[str]:
-    """Names (and ``self.x`` chains) read by an expression, outermost chain only."""
-    out: List[str] = []
-    for n in iter_nodes(expr):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            out.append(n.id)
-    return out
-
-
 # ---------------------------------------------------------------------------
 # backward
 # ---------------------------------------------------------------------------
@@ -407,10 +398,6 @@ def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
 # ---------------------------------------------------------------------------
 # loops
 # ---------------------------------------------------------------------------
-def is_loop(node: ast.AST) -> bool:
-    return isinstance(node, LOOPS)
-
-
 def _contains_backward(stmts: Sequence[ast.stmt], ctx, extra: Optional[Callable[[ast.Call], bool]]) -> bool:
     stack: List[ast.AST] = list(stmts)
     AST = ast.AST

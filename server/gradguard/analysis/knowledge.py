@@ -119,9 +119,6 @@ def is_recurrent(qualname: str | None) -> bool:
     return bool(qualname) and (qualname in RECURRENT_MODULES or qualname in RECURRENT_CELLS)
 
 
-def is_lstm_like(qualname: str | None) -> bool:
-    return bool(qualname) and qualname in LSTM_LIKE
-
 # nn modules without parameters (calling one builds a graph only from its input).
 PARAMETERLESS_MODULES = frozenset(
     {"Identity", "Flatten", "Unflatten", "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",

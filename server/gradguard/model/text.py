@@ -82,12 +82,6 @@ class LineIndex:
         """ast (1-based line, UTF-8 byte column) → character column."""
         return utf8_to_char(self.line(lineno_1based - 1), byte_col)
 
-    def to_utf16(self, line: int, col: int) -> int:
-        return char_to_utf16(self.line(line), col)
-
-    def from_utf16(self, line: int, units: int) -> int:
-        return utf16_to_char(self.line(line), units)
-
     def clamp(self, line: int, col: int):
         """Clamp a (line, char) position into the document."""
         if line < 0:
