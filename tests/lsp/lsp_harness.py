@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -203,12 +204,9 @@ def change_range(client: LanguageClient, uri: str, version: int, rng: lsp.Range,
 def apply_lsp_edits(text: str, edits: Sequence[lsp.TextEdit]) -> str:
     """Apply LSP edits (UTF-16 positions) the way an editor does."""
     lines = split_lines(text)
-    starts = [0]
-    acc = 0
-    # absolute offsets (characters) of each line start, honouring \n terminators
-    for ln in text.split("\n")[:-1]:
-        acc += len(ln) + 1
-        starts.append(acc)
+    # absolute offsets (characters) of each line start: LSP ends lines at \r\n, \r
+    # and \n only (a form feed or U+2028 is an ordinary character, as in an editor)
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
 
     def offset(p: lsp.Position) -> int:
         if p.line >= len(lines):

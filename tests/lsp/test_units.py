@@ -175,3 +175,32 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
         assert uri == "cell1"
         assert conv.unstructure(conv.structure(d, lsp.Diagnostic)) == d
         assert d["range"]["start"]["line"] == 2 and d["data"]["version"] == 2
+
+
+def test_document_changes_use_lsp_line_ends_and_clamp_like_an_editor():
+    from gradguard.lsp.document import LspTextDocument, apply_change, lsp_lines
+
+    def rng(a, b, c, d):
+        return lsp.Range(lsp.Position(a, b), lsp.Position(c, d))
+
+    u16 = Codec("utf-16")
+    text = "页\x0c码 😀\r\nb\u2028c\rd\ne"
+    assert lsp_lines(text) == ("页\x0c码 😀\r\n", "b\u2028c\r", "d\n", "e")
+    assert lsp_lines("a\n") == ("a\n",) and lsp_lines("") == ()
+    # after the emoji (two UTF-16 units), on the line after a form feed, after \r alone
+    assert apply_change(text, rng(0, 6, 0, 6), "!", u16) == "页\x0c码 😀!\r\nb\u2028c\rd\ne"
+    assert apply_change(text, rng(1, 2, 2, 1), "X", u16) == "页\x0c码 😀\r\nb\u2028X\ne"
+    # a \r\n is one line end: deleting line 0 whole takes both characters
+    assert apply_change(text, rng(0, 0, 1, 0), "", u16) == "b\u2028c\rd\ne"
+    # a column past the end of its line is the line's end; a line past the last, the text's end
+    assert apply_change(text, rng(2, 99, 2, 99), "~", u16) == "页\x0c码 😀\r\nb\u2028c\rd~\ne"
+    assert apply_change(text, rng(9, 0, 9, 0), "\nf", u16) == text + "\nf"
+    # in the middle of a surrogate pair: before the emoji (rounds down, as the codec does)
+    assert apply_change("😀a", rng(0, 1, 0, 1), "^", u16) == "^😀a"
+    # the same columns counted in UTF-8 bytes
+    assert apply_change(text, rng(0, 12, 0, 12), "!", Codec("utf-8")) == "页\x0c码 😀!\r\nb\u2028c\rd\ne"
+
+    doc = LspTextDocument("file:///x.py", text, version=1, codec=u16)
+    doc.apply_change(lsp.TextDocumentContentChangePartial(range=rng(3, 0, 3, 1), text="最后 🚀"))
+    assert doc.source == "页\x0c码 😀\r\nb\u2028c\rd\n最后 🚀"
+    assert doc.lines == lsp_lines(doc.source) and len(doc.lines) == 4

@@ -38,6 +38,7 @@ from gradguard.engine.document import CheckResult, Document
 from gradguard.engine.fixing import fix_until_stable, preferred_edits
 from gradguard.model.text import apply_text_edits, split_lines
 from gradguard.lsp import actions as act
+from gradguard.lsp.document import LspWorkspace, encoding_name
 from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_json, fixes_data, range_json
 from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
 from gradguard.lsp.notebook import build_source
@@ -615,8 +616,11 @@ def create_server() -> GradguardServer:
     # ---- lifecycle --------------------------------------------------------------
     @ls.feature(lsp.INITIALIZE)
     def initialize(ls: GradguardServer, params: lsp.InitializeParams) -> None:
+        # pygls made the (empty) workspace just before: ours keeps documents with
+        # LSP's line ends (lsp/document.py), text files and notebook cells alike
+        ls.protocol._workspace = LspWorkspace.replacing(ls.workspace)
         ls.locale = params.locale
-        ls.codec = Codec(str(getattr(ls.workspace, "position_encoding", None) or "utf-16"))
+        ls.codec = Codec(encoding_name(ls.workspace.position_encoding))
         ls.pull = ls.cap("text_document.diagnostic") is not None
         ls.settings_ready = asyncio.Event()
         if ls._client_handler is None:
