@@ -43,6 +43,7 @@ from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_
 from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
 from gradguard.lsp.notebook import build_source
 from gradguard.lsp.settings import Settings, parse_settings, resolve_language
+from gradguard.lsp.wire import BoundedInput, GradguardProtocol
 
 log = logging.getLogger("gradguard.lsp")
 
@@ -84,6 +85,7 @@ class GradguardServer(LanguageServer):
         super().__init__(
             NAME,
             __version__,
+            protocol_cls=GradguardProtocol,
             text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
             notebook_document_sync=lsp.NotebookDocumentSyncOptions(
                 notebook_selector=[
@@ -110,6 +112,8 @@ class GradguardServer(LanguageServer):
         self._configs: Dict[Tuple[str, float], Any] = {}
         self._reported_config_errors: Set[str] = set()
         self._client_handler: Optional[ClientLogHandler] = None
+        # the process's exit status: `exit` before `shutdown` is 1 (the specification's rule)
+        self.exit_code = 0
         # diagnostics are built as they travel (convert.diagnostic_json): the
         # converter passes those values through instead of taking them apart
         self.protocol._converter.register_unstructure_hook(RawJson, _as_is)
@@ -667,6 +671,14 @@ def create_server() -> GradguardServer:
                 t.task.cancel()
         ls.executor.shutdown(wait=False, cancel_futures=True)
 
+    @ls.feature(lsp.EXIT)
+    def exit(ls: GradguardServer, params: Any) -> None:
+        # pygls computes the same status, but its SystemExit is swallowed by its
+        # own loop and the process ended with 0 whatever came before
+        ls.exit_code = 0 if ls.protocol._shutdown else 1
+        if ls.exit_code:
+            log.warning("exit without shutdown: exiting with status 1")
+
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: GradguardServer, params: lsp.DidChangeConfigurationParams) -> None:
         raw = params.settings
@@ -863,10 +875,11 @@ def create_server() -> GradguardServer:
             suppress: List[lsp.CodeAction] = []
             seen_codes: Set[Tuple[str, int]] = set()
             for d in ours:
-                data = d.data
-                if not (isinstance(data, dict) and data.get("gradguard") and isinstance(data.get("fixes"), list)):
-                    data = await _lookup_data(ls, target, uri, d)
-                fixes.extend(act.quick_fixes(uri, d, data, td.version))
+                # the fixes are the server's own, made from its result: a client's
+                # diagnostic (its data included) only says which finding is meant
+                data = await _lookup_data(ls, target, uri, d)
+                parts = {p.uri for p in target.result_smap.parts} if target.result_smap else {uri}
+                fixes.extend(act.quick_fixes(uri, d, data, td.version, allowed=parts))
                 key = (str(d.code), d.range.start.line)
                 if key not in seen_codes:
                     seen_codes.add(key)
@@ -1041,12 +1054,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     server = create_server()
     if tcp:
         server.start_tcp(*tcp)
-        return 0
+        return server.exit_code
     # stdout carries the protocol: anything else printing there would corrupt it
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr
-    server.start_io(sys.stdin.buffer, protocol_out)
-    return 0
+    server.start_io(BoundedInput(sys.stdin.buffer), protocol_out)  # type: ignore[arg-type]
+    return server.exit_code
 
 
 if __name__ == "__main__":
