@@ -8,102 +8,13 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import List
 
 import pytest
 
-from lsp_harness import GRU_LINE, GRU_SEED, SERVER_CMD
-
-TIMEOUT = 30.0
-
-
-class RawClient:
-    """The server as a subprocess, messages read on a thread."""
-
-    def __init__(self, tmp_path, cmd: Optional[List[str]] = None):
-        self.proc = subprocess.Popen(
-            cmd or SERVER_CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
-        )
-        self.messages: List[Dict[str, Any]] = []
-        self.cond = threading.Condition()
-        self.stderr = b""
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
-
-    def _read(self) -> None:
-        f = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = f.readline()
-                if not line:
-                    return
-                line = line.strip()
-                if not line:
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            msg = json.loads(f.read(length))
-            with self.cond:
-                self.messages.append(msg)
-                self.cond.notify_all()
-
-    def _read_err(self) -> None:
-        self.stderr = self.proc.stderr.read()
-
-    def send_bytes(self, data: bytes) -> None:
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def send(self, payload: Dict[str, Any]) -> None:
-        body = json.dumps(payload).encode("utf-8")
-        self.send_bytes(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-    def wait_for(self, pred, timeout: float = TIMEOUT) -> Dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for m in self.messages:
-                    if pred(m):
-                        return m
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    pytest.fail(f"no such message within {timeout}s; got {[m.get('method', m.get('id')) for m in self.messages]}")
-                self.cond.wait(left)
-
-    def response(self, msg_id: int) -> Dict[str, Any]:
-        return self.wait_for(lambda m: m.get("id") == msg_id and "method" not in m)
-
-    def initialize(self, tmp_path) -> None:
-        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                   "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
-                              "initializationOptions": {"debounce": 0}}})
-        assert self.response(1)["result"]["serverInfo"]["name"] == "gradguard"
-        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-
-    def open(self, uri: str, text: str) -> None:
-        self.send({"jsonrpc": "2.0", "method": "textDocument/didOpen",
-                   "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}})
-
-    def diagnostics(self, uri: str) -> Dict[str, Any]:
-        return self.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
-
-    def end(self, timeout: float = TIMEOUT) -> int:
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait(10)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+from lsp_harness import GRU_LINE, GRU_SEED, RawClient
 
 
 @pytest.fixture

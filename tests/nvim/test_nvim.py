@@ -54,7 +54,7 @@ def test_neovim_diagnostics_hover_and_quick_fix(tmp_path):
     src.write_text(SEED, encoding="utf-8")
     env = dict(
         os.environ,
-        GG_CMD=json.dumps([sys.executable, "-m", "gradguard.lsp.server"]),
+        GG_CMD=json.dumps([sys.executable, "-I", "-m", "gradguard", "serve"]),
         GG_FILE=str(src),
         GG_TIMEOUT="30000",
         OMP_NUM_THREADS="1",

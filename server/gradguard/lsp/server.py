@@ -8,7 +8,8 @@
 * hover explains findings and a few autograd idioms, in English or Chinese.
 
 No detection logic lives here. Run with ``gradguard serve`` or
-``python -m gradguard.lsp.server``.
+``python -I -m gradguard serve`` (never a plain ``python -m`` in a workspace:
+see docs/server.md and ``gradguard/__init__.py``).
 """
 
 from __future__ import annotations
