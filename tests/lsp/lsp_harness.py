@@ -117,6 +117,7 @@ async def start_session(
     folders: Sequence[Path] = (),
     server_args: Sequence[str] = (),
     server_cmd: Optional[List[str]] = None,
+    client_info: Optional[lsp.ClientInfo] = None,
 ):
     client = make_client()
     if configuration is not None:
@@ -129,6 +130,7 @@ async def start_session(
                 lsp.InitializeParams(
                     capabilities=capabilities or vscode_capabilities(),
                     locale=locale,
+                    client_info=client_info,
                     initialization_options=init_options,
                     root_uri=root.as_uri() if root else None,
                     workspace_folders=[lsp.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in (folders or ([root] if root else []))] or None,

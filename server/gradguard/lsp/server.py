@@ -41,7 +41,7 @@ from gradguard.model.text import apply_text_edits, split_lines
 from gradguard.lsp import actions as act
 from gradguard.lsp.document import LspWorkspace, encoding_name
 from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_json, fixes_data, range_json
-from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
+from gradguard.lsp.hover import finding_markdown, hover_shows_diagnostics, idiom_at, idiom_markdown
 from gradguard.lsp.notebook import build_source
 from gradguard.lsp.settings import Settings, parse_settings, resolve_language
 from gradguard.lsp.wire import BoundedInput, GradguardProtocol
@@ -115,6 +115,8 @@ class GradguardServer(LanguageServer):
         self._client_handler: Optional[ClientLogHandler] = None
         # the process's exit status: `exit` before `shutdown` is 1 (the specification's rule)
         self.exit_code = 0
+        self.client_name: Optional[str] = None
+        self.hover_shows_diagnostics = False  # the client's hover shows the message itself (VS Code)
         # diagnostics are built as they travel (convert.diagnostic_json): the
         # converter passes those values through instead of taking them apart
         self.protocol._converter.register_unstructure_hook(RawJson, _as_is)
@@ -625,6 +627,8 @@ def create_server() -> GradguardServer:
         # LSP's line ends (lsp/document.py), text files and notebook cells alike
         ls.protocol._workspace = LspWorkspace.replacing(ls.workspace)
         ls.locale = params.locale
+        ls.client_name = params.client_info.name if params.client_info else None
+        ls.hover_shows_diagnostics = hover_shows_diagnostics(ls.client_name)
         ls.codec = Codec(encoding_name(ls.workspace.position_encoding))
         ls.pull = ls.cap("text_document.diagnostic") is not None
         ls.settings_ready = asyncio.Event()
@@ -656,12 +660,14 @@ def create_server() -> GradguardServer:
             if ls.settings_ready is not None:
                 ls.settings_ready.set()
         log.info(
-            "gradguard %s (Python %s) ready; position encoding %s; diagnostics %s; language %s; settings %s",
+            "gradguard %s (Python %s) ready for %s; position encoding %s; diagnostics %s; language %s; hover %s; settings %s",
             __version__,
             sys.version.split()[0],
+            ls.client_name or "an unnamed client",
             ls.codec.encoding,
             "pull" if ls.pull else "push",
             ls.lang,
+            "without the message (the client's hover shows it)" if ls.hover_shows_diagnostics else "with the message",
             ls.settings.as_dict(),
         )
 
@@ -829,7 +835,7 @@ def create_server() -> GradguardServer:
         blocks: List[str] = []
         hits = [f for f in result.findings if f.range.contains(pos)]
         if hits:
-            blocks.append(finding_markdown(hits, lang))
+            blocks.append(finding_markdown(hits, lang, with_message=not ls.hover_shows_diagnostics))
         part = smap.part_for_uri(uri)
         line_text = part.line(pos.line - part.start) if part else ""
         idiom = idiom_at(line_text, pos.character)
