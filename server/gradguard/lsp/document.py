@@ -35,20 +35,24 @@ def offset_at(text: str, pos: lsp.Position, codec: Codec) -> int:
     """The index in ``text`` of an LSP position, clamped as editors clamp: a
     column past the end of its line is the line's end (before its terminator),
     a line past the last one is the end of the text."""
-    line = max(pos.line, 0)
-    start = 0
-    if line:
-        seen = 0
-        for m in _EOL.finditer(text):
-            seen += 1
-            if seen == line:
-                start = m.end()
-                break
-        else:
-            return len(text)
+    start = _line_start(text, max(pos.line, 0))
+    if start is None:
+        return len(text)
     m = _EOL.search(text, start)
     end = m.start() if m else len(text)
     return start + codec.from_client(text[start:end], pos.character)
+
+
+def _line_start(text: str, line: int) -> Optional[int]:
+    """Where line ``line`` starts (None past the last line). Split in C, at most
+    ``line`` times: what follows the last split is the rest of the text, whatever
+    the lengths of the line ends before it."""
+    if line == 0:
+        return 0
+    parts = text.split("\n", line) if "\r" not in text else _EOL.split(text, line)
+    if len(parts) <= line:
+        return None
+    return len(text) - len(parts[-1])
 
 
 def apply_change(text: str, rng: lsp.Range, new_text: str, codec: Codec) -> str:
