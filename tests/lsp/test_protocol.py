@@ -128,6 +128,10 @@ def test_exit_after_shutdown_exits_with_code_0(raw, tmp_path):
     c.initialize(tmp_path)
     c.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
     c.response(2)
+    # a request after shutdown is answered with InvalidRequest, not left hanging
+    c.send({"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": (tmp_path / "t.py").as_uri()}, "position": {"line": 0, "character": 0}}})
+    assert c.response(3)["error"]["code"] == -32600
     c.send({"jsonrpc": "2.0", "method": "exit"})
     assert c.end() == 0
 

@@ -10,7 +10,9 @@
 * :class:`GradguardProtocol` answers a request whose parameters do not fit the
   protocol's types (a position with ``line: -1``) with ``InvalidParams``
   instead of never answering it (pygls raised while reading the message, before
-  it knew what to answer), and drops an invalid notification with a log line.
+  it knew what to answer), and drops an invalid notification with a log line;
+  a request after ``shutdown`` gets ``InvalidRequest``, as the specification
+  says (pygls dropped it unanswered).
 """
 
 from __future__ import annotations
@@ -102,6 +104,15 @@ class GradguardProtocol(LanguageServerProtocol):
         if isinstance(message, dict):  # dropped above, or a message that is not JSON-RPC
             if message:
                 log.error("a message without \"jsonrpc\" was ignored")
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, lsp.EXIT) and getattr(message, "id", None) is not None:
+            # the specification: a request after shutdown is answered with InvalidRequest
+            # (pygls drops it, and the client waits for an answer forever)
+            self._send_response(
+                message.id,
+                error=lsp.ResponseError(code=lsp.ErrorCodes.InvalidRequest, message=f"gradguard: {method} after shutdown"),
+            )
             return
         super().handle_message(message)
 
