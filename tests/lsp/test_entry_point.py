@@ -157,3 +157,18 @@ def test_starting_the_server_in_a_hostile_workspace_runs_none_of_its_code(tmp_pa
         c.close()
     ran = sorted(p.name for p in tmp_path.glob("RAN_*"))
     assert ran == [], f"{launch} ran the workspace's {ran}"
+
+
+def test_importing_gradguard_as_a_library_leaves_sys_path_alone(tmp_path):
+    """The working directory is dropped only when `python -m gradguard...` runs:
+    a program (or `python -m` of another package) that imports gradguard keeps
+    its sys.path."""
+    probe = "import sys; before = list(sys.path); import gradguard; print(sys.path == before)"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.stdout.strip() == "True", r.stderr
+    pkg = tmp_path / "otherpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import gradguard\n", encoding="utf-8")
+    (pkg / "__main__.py").write_text("import os, sys\nprint(os.getcwd() in sys.path)\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "otherpkg"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.stdout.strip() == "True", r.stderr
