@@ -31,9 +31,9 @@ from lsp_harness import (
     vscode_capabilities,
     wait_for_diagnostics,
 )
-from gradguard.core import check_source
-from gradguard.core.text import split_lines
-from gradguard.lsp.actions import iterate_fixes
+from gradguard.engine import check_source
+from gradguard.engine.fixing import fix_until_stable
+from gradguard.model.text import apply_text_edits, split_lines
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -78,7 +78,7 @@ def published_lines(pub):
 
 
 def fixed_by_gradguard(text: str) -> str:
-    return iterate_fixes(text, lambda t: check_source(t).findings)
+    return fix_until_stable(text, check_source(text), apply_text_edits, check_source).state
 
 
 @pytest.mark.parametrize("ch", NOT_LINE_ENDS, ids=[f"U+{ord(c):04X}" for c in NOT_LINE_ENDS])

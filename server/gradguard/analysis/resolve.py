@@ -51,7 +51,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gradguard.analysis.summary import FactSource
 
-from gradguard.core.text import split_lines
+from gradguard.model.text import split_lines
 
 __all__ = ["resolve_external_facts", "stats", "clear_cache"]
 

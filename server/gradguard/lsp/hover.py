@@ -188,7 +188,7 @@ _SHOWS_DIAGNOSTICS = re.compile(r"visual studio code|vscodium|code - oss|code-se
 
 def hover_shows_diagnostics(client_name: Optional[str]) -> bool:
     """Does this client's hover already show the diagnostic's message?"""
-    return bool(client_name) and _SHOWS_DIAGNOSTICS.search(client_name) is not None
+    return client_name is not None and _SHOWS_DIAGNOSTICS.search(client_name) is not None
 
 
 # The explanation's sections a hover leads with (every rule's page has them, in
