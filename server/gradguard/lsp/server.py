@@ -679,7 +679,7 @@ def create_server() -> GradguardServer:
         ls.executor.shutdown(wait=False, cancel_futures=True)
 
     @ls.feature(lsp.EXIT)
-    def exit(ls: GradguardServer, params: Any) -> None:
+    def on_exit(ls: GradguardServer, params: Any) -> None:
         # pygls computes the same status, but its SystemExit is swallowed by its
         # own loop and the process ended with 0 whatever came before
         ls.exit_code = 0 if ls.protocol._shutdown else 1
