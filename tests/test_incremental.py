@@ -568,3 +568,24 @@ def test_a_document_in_which_nothing_back_propagates_computes_no_facts():
     assert [f.code for f in got.findings] == ["GG101"]
     assert got == check_source(model + loop, "net.py")
     assert doc.update(model).findings == () and doc.update(model + loop) == got
+
+
+@pytest.mark.parametrize("ch", ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_characters_splitlines_breaks_at_are_not_line_ends_incrementally(ch, probe_rule):
+    """Python and LSP end lines at \\n, \\r\\n, \\r only: a form feed (a page
+    break), a vertical tab, \\x1c-\\x1e, U+0085, U+2028 or U+2029 in a comment
+    above an edited line leaves every line number where it is, in the
+    incremental engine as in a fresh run."""
+    lines = GRU_LOOP.split("\n")
+    text = "\n".join([f"# 第一页 😀{ch}第二页"] + (["\x0c"] if ch == "\x0c" else []) + lines)
+    doc = Document(text, "prog.py")
+    history = [text]
+    for edited in (
+        text.replace("第二页", "第二页\n# 新的一行 🚀"),
+        text.replace("第二页", "第二页 又一页").replace("import torch.nn as nn", "import torch.nn as nn\n\n"),
+    ):
+        res = doc.update(edited)
+        _assert_same(res, edited, history)
+        history.append(edited)
+        n_lines = len(edited.split("\n"))
+        assert all(0 <= f.range.start.line < n_lines for f in res.findings)

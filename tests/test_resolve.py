@@ -494,3 +494,13 @@ def test_an_imported_training_loop_that_back_propagates_through_its_helper(tmp_p
     found = check_source(STALE_LABEL, str(root / "main.py"), external_facts=facts).findings
     assert [(f.code, f.range.start.line) for f in found] == [("GG102", 5)]
     assert check_source(STALE_LABEL, str(root / "main.py")).findings == ()  # nothing known without the facts
+
+
+@pytest.mark.parametrize("ch", ["\x0c", "\x0b", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_imported_names_are_read_on_pythons_lines_not_splitlines(ch):
+    """A comment runs to the end of the line, and Python ends lines only at \\n,
+    \\r\\n or \\r: a form feed or U+2028 inside the comment does not end it, so
+    the name after it is part of the comment, not an imported name."""
+    source = f"from helpers import (make,  # 工厂{ch} forget\n    build)\n"
+    names = [(mod, name) for mod, _, name, _, _, _ in resolve._imports_of(source)]
+    assert names == [("helpers", "make"), ("helpers", "build")]

@@ -73,6 +73,13 @@ for step in range(100):
     optimizer.step()
 `;
 const SEED_LINE = 14; // 1-based line of `out, hidden = gru(x, hidden)`
+// A sentence of GG101's message on SEED (no backticks: Markdown would render them away)
+const MESSAGE_EN = "carries this iteration's autograd graph into the next iteration, where";
+const MESSAGE_ZH = "把本轮迭代的计算图带进了下一轮，下一轮的";
+
+function occurrences(text, needle) {
+  return text.split(needle).length - 1;
+}
 
 // The same program as a notebook: the state is set up in one cell and carried in another.
 const NOTEBOOK = JSON.stringify(
@@ -404,6 +411,12 @@ async function phaseEnglish(browser, workspace, file) {
       /Trying to backward through the graph a second time/.test(hoverText) && /detach/.test(hoverText),
       hoverText.slice(0, 400),
     );
+    // VS Code shows the diagnostic's message in the hover; the server's part must not repeat it
+    check(
+      "the hover shows the message once, then why it fails and the fix",
+      occurrences(hoverText, MESSAGE_EN) === 1 && /Why it fails/.test(hoverText) && /Fix/.test(hoverText),
+      `${occurrences(hoverText, MESSAGE_EN)}x: ${hoverText.slice(0, 600)}`,
+    );
     await shot(page, "hover-en.png", { x: 350, y: 30, width: 930, height: 450 });
     await closeHover(page);
 
@@ -502,6 +515,11 @@ async function phaseChinese(browser, workspace, file) {
     const extLog = extensionLog(profile);
     check("the extension host runs with the zh-cn display language", /activated \(VS Code [^,]+, UI zh-cn\)/.test(extLog), extLog.split("\n")[0]);
     check("with the UI in Chinese the hover is in Chinese", /计算图/.test(hoverText) && /detach/.test(hoverText), hoverText.slice(0, 400));
+    check(
+      "the Chinese hover shows the message once, then why it fails and the fix",
+      occurrences(hoverText, MESSAGE_ZH) === 1 && /为什么会出错/.test(hoverText) && /修复/.test(hoverText),
+      `${occurrences(hoverText, MESSAGE_ZH)}x: ${hoverText.slice(0, 600)}`,
+    );
     await shot(page, "hover-zh.png", { x: 350, y: 30, width: 930, height: 450 });
     await closeHover(page);
 

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -28,8 +32,9 @@ from gradguard.model.text import split_lines, utf16_to_char
 # Linear regression whose label Y is computed from an input that requires grad (seed note 003).
 from seed_programs import REGRESSION_SEED  # noqa: F401  (re-exported to the LSP tests)
 
-# GRADGUARD_LSP_SERVER overrides the command (e.g. to test an installed `gradguard serve`)
-SERVER_CMD = os.environ.get("GRADGUARD_LSP_SERVER", f"{sys.executable} -m gradguard.lsp.server").split()
+# GRADGUARD_LSP_SERVER overrides the command (e.g. to test an installed `gradguard serve`);
+# by default the server is started as the VS Code extension starts it (docs/server.md)
+SERVER_CMD = os.environ.get("GRADGUARD_LSP_SERVER", f"{sys.executable} -I -m gradguard serve").split()
 TIMEOUT = 20.0
 
 # ---- the two seed programs -------------------------------------------------------
@@ -112,6 +117,7 @@ async def start_session(
     folders: Sequence[Path] = (),
     server_args: Sequence[str] = (),
     server_cmd: Optional[List[str]] = None,
+    client_info: Optional[lsp.ClientInfo] = None,
 ):
     client = make_client()
     if configuration is not None:
@@ -124,6 +130,7 @@ async def start_session(
                 lsp.InitializeParams(
                     capabilities=capabilities or vscode_capabilities(),
                     locale=locale,
+                    client_info=client_info,
                     initialization_options=init_options,
                     root_uri=root.as_uri() if root else None,
                     workspace_folders=[lsp.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in (folders or ([root] if root else []))] or None,
@@ -203,12 +210,9 @@ def change_range(client: LanguageClient, uri: str, version: int, rng: lsp.Range,
 def apply_lsp_edits(text: str, edits: Sequence[lsp.TextEdit]) -> str:
     """Apply LSP edits (UTF-16 positions) the way an editor does."""
     lines = split_lines(text)
-    starts = [0]
-    acc = 0
-    # absolute offsets (characters) of each line start, honouring \n terminators
-    for ln in text.split("\n")[:-1]:
-        acc += len(ln) + 1
-        starts.append(acc)
+    # absolute offsets (characters) of each line start: LSP ends lines at \r\n, \r
+    # and \n only (a form feed or U+2028 is an ordinary character, as in an editor)
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
 
     def offset(p: lsp.Position) -> int:
         if p.line >= len(lines):
@@ -271,3 +275,89 @@ def codes(params: lsp.PublishDiagnosticsParams) -> List[str]:
 
 def utf16_col(line: str, chars: int) -> int:
     return len(line[:chars].encode("utf-16-le")) // 2
+
+
+# ---- raw JSON-RPC (what no client library would send) ------------------------------
+class RawClient:
+    """The server as a subprocess, messages read on a thread."""
+
+    def __init__(self, tmp_path, cmd: Optional[List[str]] = None):
+        self.proc = subprocess.Popen(
+            cmd or SERVER_CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+        )
+        self.messages: List[Dict[str, Any]] = []
+        self.cond = threading.Condition()
+        self.stderr = b""
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self) -> None:
+        f = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = f.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            msg = json.loads(f.read(length))
+            with self.cond:
+                self.messages.append(msg)
+                self.cond.notify_all()
+
+    def _read_err(self) -> None:
+        self.stderr = self.proc.stderr.read()
+
+    def send_bytes(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, payload: Dict[str, Any]) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        self.send_bytes(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def wait_for(self, pred, timeout: float = 30.0) -> Dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for m in self.messages:
+                    if pred(m):
+                        return m
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    pytest.fail(f"no such message within {timeout}s; got {[m.get('method', m.get('id')) for m in self.messages]}")
+                self.cond.wait(left)
+
+    def response(self, msg_id: int) -> Dict[str, Any]:
+        return self.wait_for(lambda m: m.get("id") == msg_id and "method" not in m)
+
+    def initialize(self, tmp_path) -> None:
+        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
+                              "initializationOptions": {"debounce": 0}}})
+        assert self.response(1)["result"]["serverInfo"]["name"] == "gradguard"
+        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+
+    def open(self, uri: str, text: str) -> None:
+        self.send({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                   "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}})
+
+    def diagnostics(self, uri: str) -> Dict[str, Any]:
+        return self.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
+
+    def end(self, timeout: float = 30.0) -> int:
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)

@@ -99,3 +99,76 @@ def test_cli_check_path_does_not_import_pygls(tmp_path):
     )
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip().splitlines()[-1] == "CLEAN 1", r.stdout + r.stderr
+
+
+# Modules a cloned repository could hold to run code when an editor starts the
+# server in it: the standard library's (imported as the server starts, or when a
+# pyproject.toml is read) and a dependency's (jedi, for names imported from the
+# user's files).
+_SHADOWS = ("tokenize", "linecache", "typing", "enum", "tomllib", "jedi", "pygls", "lsprotocol")
+
+
+def _hostile_workspace(root) -> None:
+    for name in _SHADOWS:
+        (root / f"{name}.py").write_text(
+            f"open({str(root / ('RAN_' + name))!r}, 'w').write('the workspace ran code')\n", encoding="utf-8"
+        )
+    (root / "pyproject.toml").write_text("[tool.gradguard]\nignore = []\n", encoding="utf-8")
+    (root / "helpers.py").write_text("import torch\n\ndef make():\n    return torch.zeros(3, requires_grad=True) * 2\n",
+                                     encoding="utf-8")
+
+
+def _launches():
+    import os
+
+    scripts = os.path.dirname(sys.executable)  # the venv's console scripts live beside its python
+    return {
+        "console script": [os.path.join(scripts, "gradguard"), "serve"],
+        "python -I -m gradguard serve": [sys.executable, "-I", "-m", "gradguard", "serve"],
+        "python -m gradguard serve": [sys.executable, "-m", "gradguard", "serve"],
+        "python -m gradguard.lsp.server": [sys.executable, "-m", "gradguard.lsp.server"],
+    }
+
+
+@pytest.mark.parametrize("launch", list(_launches()))
+def test_starting_the_server_in_a_hostile_workspace_runs_none_of_its_code(tmp_path, launch):
+    """Editors start the server with the workspace as the working directory;
+    `python -m` puts that directory first on sys.path. No launch, documented or
+    not, may import the workspace's files in place of the standard library's or
+    a dependency's."""
+    from lsp_harness import RawClient
+
+    _hostile_workspace(tmp_path)
+    c = RawClient(tmp_path, cmd=_launches()[launch])
+    try:
+        c.initialize(tmp_path)
+        uri = (tmp_path / "train.py").as_uri()
+        # a name from the user's own file, and one no file defines (asked of jedi)
+        text = GRU_SEED.replace("from torch import nn\n", "from torch import nn\nfrom helpers import make\n"
+                                "from nowhere_in_particular import build\nmade, built = make(), build()\n")
+        c.open(uri, text)
+        diags = c.diagnostics(uri)["params"]["diagnostics"]
+        assert [d["code"] for d in diags] == ["GG101"]
+        c.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+        c.response(2)
+        c.send({"jsonrpc": "2.0", "method": "exit"})
+        assert c.end() == 0, c.stderr.decode(errors="replace")
+    finally:
+        c.close()
+    ran = sorted(p.name for p in tmp_path.glob("RAN_*"))
+    assert ran == [], f"{launch} ran the workspace's {ran}"
+
+
+def test_importing_gradguard_as_a_library_leaves_sys_path_alone(tmp_path):
+    """The working directory is dropped only when `python -m gradguard...` runs:
+    a program (or `python -m` of another package) that imports gradguard keeps
+    its sys.path."""
+    probe = "import sys; before = list(sys.path); import gradguard; print(sys.path == before)"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.stdout.strip() == "True", r.stderr
+    pkg = tmp_path / "otherpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import gradguard\n", encoding="utf-8")
+    (pkg / "__main__.py").write_text("import os, sys\nprint(os.getcwd() in sys.path)\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "otherpkg"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.stdout.strip() == "True", r.stderr

@@ -32,6 +32,52 @@ def _col(line: str, needle: str, offset: int = 1) -> int:
     return line.index(needle) + offset
 
 
+def _section(explanation: str, heading: str) -> str:
+    """A section's body (its first paragraph) of a rule's explanation."""
+    body = explanation.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
+    return body.strip().split("\n\n")[0]
+
+
+# (clientInfo.name, does its hover already show the diagnostic under the mouse?)
+CLIENTS = [
+    ("Visual Studio Code", True),
+    ("Visual Studio Code - Insiders", True),
+    ("code-server", True),
+    ("VSCodium", True),
+    ("Neovim", False),  # vim.lsp.buf.hover() shows the hover alone; diagnostics float apart
+    ("helix", False),
+    (None, False),  # a client that does not say: the message stays
+]
+
+
+@pytest.mark.parametrize("name,shows", CLIENTS, ids=[str(c[0]) for c in CLIENTS])
+async def test_finding_hover_adds_to_what_the_client_already_shows(session, tmp_path, name, shows):
+    """VS Code's hover already shows the diagnostic's message above the
+    provider's hover: the hover leads with what the message does not say (why it
+    fails, the fix, a link to the rule's page) and repeats nothing. A client
+    whose hover shows no diagnostics gets the message once, plainly."""
+    uri = file_uri(tmp_path, "gru.py")
+    info = lsp.ClientInfo(name=name) if name else None
+    for lang, locale in (("en", None), ("zh", "zh-CN")):
+        async with session(init_options=FAST, client_info=info, locale=locale) as client:
+            open_doc(client, uri, GRU_SEED, 1)
+            d = (await wait_for_diagnostics(client, uri, 1)).diagnostics[0]
+            text = (await hover(client, uri, GRU_LINE, d.range.start.character + 2)).contents.value
+            assert text.startswith("### GG101 ")
+            assert text.count(d.message) == (0 if shows else 1), text[:300]
+            assert f"**{d.message}**" not in text
+            rule = get_rule("GG101")
+            why = ("## Why is this bad?", "## 为什么这是个问题")[lang == "zh"]
+            fix = ("## Fix", "## 修复")[lang == "zh"]
+            what = ("## What it does", "## 它检查什么")[lang == "zh"]
+            explanation = rule.explain(lang)
+            # why, then the fix, then the link; what the rule checks is on the rule's page
+            at = [text.index(_section(explanation, why)), text.index(_section(explanation, fix)), text.index(rule.docs_url())]
+            assert at == sorted(at), at
+            assert _section(explanation, what) not in text
+            assert len(text) < len(explanation)
+
+
 async def test_finding_hover_english(shared, tmp_path):
     uri = file_uri(tmp_path, "gru.py")
     async with use(shared) as client:
@@ -42,9 +88,9 @@ async def test_finding_hover_english(shared, tmp_path):
         text = h.contents.value
         assert h.contents.kind == lsp.MarkupKind.Markdown
         assert text.startswith("### GG101")
-        assert d.message in text  # headed by the finding's message
-        explanation = get_rule("GG101").explain("en").strip()
-        assert explanation and explanation.splitlines()[0] in text
+        # a client not known to show diagnostics in its hover gets the message, once
+        assert text.count(d.message) == 1 and f"**{d.message}**" not in text
+        assert _section(get_rule("GG101").explain("en"), "## Why is this bad?") in text
         assert "计算图" not in text
 
 
@@ -103,8 +149,7 @@ async def test_chinese_locale_and_language_override(session, tmp_path):
         h = await hover(client, uri, d.range.start.line, d.range.start.character + 1)
         assert h is not None
         assert d.message in h.contents.value
-        zh_expl = get_rule("GG102").explain("zh").strip()
-        assert zh_expl.splitlines()[0] in h.contents.value
+        assert _section(get_rule("GG102").explain("zh"), "## 为什么这是个问题") in h.contents.value
         # code action titles follow the language too
         actions = await code_actions(client, uri, d.range, [d])
         assert any(a.title.startswith("在此行忽略 GG102") for a in actions)
@@ -121,7 +166,7 @@ async def test_chinese_locale_and_language_override(session, tmp_path):
         d = next(d for d in pub.diagnostics if d.code == "GG102")
         assert d.message.isascii()
         h = await hover(client, uri, d.range.start.line, d.range.start.character + 1)
-        assert get_rule("GG102").explain("en").strip().splitlines()[0] in h.contents.value
+        assert _section(get_rule("GG102").explain("en"), "## Why is this bad?") in h.contents.value
 
 
 async def test_language_setting_zh_with_english_locale(shared, tmp_path):
@@ -136,7 +181,7 @@ async def test_language_setting_zh_with_english_locale(shared, tmp_path):
             d = (await wait_for_diagnostics(client, uri, 1, since=mark)).diagnostics[0]
             assert not d.message.isascii()
             h = await hover(client, uri, GRU_LINE, d.range.start.character + 1)
-            assert get_rule("GG101").explain("zh").strip().splitlines()[0] in h.contents.value
+            assert _section(get_rule("GG101").explain("zh"), "## 为什么这是个问题") in h.contents.value
         finally:
             mark = len(client.published)
             client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"gradguard": FAST}))

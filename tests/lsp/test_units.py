@@ -175,3 +175,67 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
         assert uri == "cell1"
         assert conv.unstructure(conv.structure(d, lsp.Diagnostic)) == d
         assert d["range"]["start"]["line"] == 2 and d["data"]["version"] == 2
+
+
+def test_document_changes_use_lsp_line_ends_and_clamp_like_an_editor():
+    from gradguard.lsp.document import LspTextDocument, apply_change, lsp_lines
+
+    def rng(a, b, c, d):
+        return lsp.Range(lsp.Position(a, b), lsp.Position(c, d))
+
+    u16 = Codec("utf-16")
+    text = "页\x0c码 😀\r\nb\u2028c\rd\ne"
+    assert lsp_lines(text) == ("页\x0c码 😀\r\n", "b\u2028c\r", "d\n", "e")
+    assert lsp_lines("a\n") == ("a\n",) and lsp_lines("") == ()
+    # after the emoji (two UTF-16 units), on the line after a form feed, after \r alone
+    assert apply_change(text, rng(0, 6, 0, 6), "!", u16) == "页\x0c码 😀!\r\nb\u2028c\rd\ne"
+    assert apply_change(text, rng(1, 2, 2, 1), "X", u16) == "页\x0c码 😀\r\nb\u2028X\ne"
+    # a \r\n is one line end: deleting line 0 whole takes both characters
+    assert apply_change(text, rng(0, 0, 1, 0), "", u16) == "b\u2028c\rd\ne"
+    # a column past the end of its line is the line's end; a line past the last, the text's end
+    assert apply_change(text, rng(2, 99, 2, 99), "~", u16) == "页\x0c码 😀\r\nb\u2028c\rd~\ne"
+    assert apply_change(text, rng(9, 0, 9, 0), "\nf", u16) == text + "\nf"
+    # in the middle of a surrogate pair: before the emoji (rounds down, as the codec does)
+    assert apply_change("😀a", rng(0, 1, 0, 1), "^", u16) == "^😀a"
+    # the same columns counted in UTF-8 bytes
+    assert apply_change(text, rng(0, 12, 0, 12), "!", Codec("utf-8")) == "页\x0c码 😀!\r\nb\u2028c\rd\ne"
+
+    doc = LspTextDocument("file:///x.py", text, version=1, codec=u16)
+    doc.apply_change(lsp.TextDocumentContentChangePartial(range=rng(3, 0, 3, 1), text="最后 🚀"))
+    assert doc.source == "页\x0c码 😀\r\nb\u2028c\rd\n最后 🚀"
+    assert doc.lines == lsp_lines(doc.source) and len(doc.lines) == 4
+
+
+def test_document_model_follows_an_editor_through_random_edits():
+    """2,000 seeded random incremental edits (insertions, deletions, replacements
+    spanning lines, text holding every character str.splitlines() breaks at, all
+    three line ends, Chinese text and emoji) applied to the server's document and
+    to an editor's model of the text (tests/lsp/lsp_harness.apply_lsp_edits): the
+    texts stay equal after every edit. (pygls's own document fails at the first.)"""
+    from gradguard.lsp.document import LspTextDocument
+    from gradguard.model.text import split_lines
+
+    rnd = random.Random(20261201)
+    pieces = ["a", "x = 1", "隐状态", "😀", " ", "\t", "\n", "\r\n", "\r", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e",
+              "\x85", "\u2028", "\u2029", "# 注释 🚀", "def f():\n    pass"]
+
+    def snippet() -> str:
+        return "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 6)))
+
+    def u16(s: str) -> int:
+        return len(s.encode("utf-16-le")) // 2
+
+    def pos(lines) -> lsp.Position:
+        ln = rnd.randrange(len(lines) + 1)  # one past the last line, too
+        width = u16(lines[ln]) if ln < len(lines) else 0
+        return lsp.Position(ln, rnd.randint(0, width + 2))  # a little past the line's end, too
+
+    text = "".join(snippet() for _ in range(20))
+    doc = LspTextDocument("file:///fuzz.py", text, version=1, codec=Codec("utf-16"))
+    for i in range(2000):
+        lines = split_lines(text)
+        a, b = sorted((pos(lines), pos(lines)), key=lambda p: (p.line, p.character))
+        new = snippet()
+        text = apply_lsp_edits(text, [lsp.TextEdit(range=lsp.Range(a, b), new_text=new)])
+        doc.apply_change(lsp.TextDocumentContentChangePartial(range=lsp.Range(a, b), text=new))
+        assert doc.source == text, (i, a, b, new)

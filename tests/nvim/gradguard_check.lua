@@ -1,6 +1,6 @@
 -- Drive gradguard's language server from a real Neovim (0.7+, headless).
 --
---   GG_CMD='["python","-m","gradguard.lsp.server"]' GG_FILE=/path/train.py \
+--   GG_CMD='["python","-I","-m","gradguard","serve"]' GG_FILE=/path/train.py \
 --     nvim --headless --clean -c 'luafile tests/nvim/gradguard_check.lua'
 --
 -- Opens GG_FILE, attaches the server, waits for diagnostics, asks for a hover

@@ -51,6 +51,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gradguard.analysis.summary import FactSource
 
+from gradguard.model.text import split_lines
+
 __all__ = ["resolve_external_facts", "stats", "clear_cache"]
 
 DEFAULT_BUDGET = 2.0  # seconds
@@ -424,7 +426,7 @@ def _imports_of(source: str) -> List[Tuple[str, int, str, str, int, int]]:
         if names.startswith("("):
             names = names[1:-1]
         lineno = source.count("\n", 0, m.start()) + 1
-        for line in names.splitlines():
+        for line in split_lines(names):
             line = line.split("#", 1)[0].rstrip().rstrip("\\")
             for part in line.split(","):
                 named = _name_as(part, dotted=False)
@@ -495,7 +497,7 @@ def _jedi_lookup(source: str, path: Optional[str], root: Optional[str], line: in
 
         project = jedi.Project(os.path.abspath(root)) if root else None
         script = jedi.Script(source, path=path, project=project)
-        lines = source.splitlines()
+        lines = split_lines(source)
         text = lines[line - 1] if 0 < line <= len(lines) else ""
         c = _find_word(text, alias, col)
         if c is None:

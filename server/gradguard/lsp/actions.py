@@ -10,7 +10,7 @@ for: a client applying it to a newer text refuses it instead of corrupting code.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Container, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
@@ -50,8 +50,12 @@ def is_ours(diag: lsp.Diagnostic) -> bool:
     return diag.source == SOURCE and isinstance(diag.code, str) and diag.code.upper().startswith("GG")
 
 
-def quick_fixes(uri: str, diag: lsp.Diagnostic, data: Any, current_version: Optional[int]) -> List[lsp.CodeAction]:
-    """One ``quickfix`` per fix carried in the diagnostic's data."""
+def quick_fixes(uri: str, diag: lsp.Diagnostic, data: Any, current_version: Optional[int],
+                allowed: Optional[Container[str]] = None) -> List[lsp.CodeAction]:
+    """One ``quickfix`` per fix carried in the diagnostic's data; a fix with an
+    edit outside ``allowed`` (the URIs of the analysed document or notebook
+    cells; default: ``uri``) is not offered."""
+    allowed = {uri} if allowed is None else allowed
     out: List[lsp.CodeAction] = []
     if not isinstance(data, Mapping) or not data.get(DATA_MARK):
         return out
@@ -67,6 +71,9 @@ def quick_fixes(uri: str, diag: lsp.Diagnostic, data: Any, current_version: Opti
                 ok = False
                 break
             e_uri = e.get("uri") or uri
+            if e_uri not in allowed:
+                ok = False
+                break
             version = e.get("version", data.get("version", current_version))
             changes.setdefault(e_uri, (version, []))[1].append(lsp.TextEdit(range=rng, new_text=new_text))
         if not ok or not changes:

@@ -179,19 +179,62 @@ def idiom_markdown(idiom: Idiom, lang: str) -> str:
     return pick(idiom.text, lang)
 
 
-def finding_markdown(findings: Sequence[Finding], lang: str) -> str:
+# Editors whose hover already shows the diagnostics under the mouse, above the
+# language server's hover: VS Code and the editors built on it, by the name their
+# LSP client gives (clientInfo.name: vscode.env.appName). Neovim's
+# vim.lsp.buf.hover(), Helix, Emacs and Sublime show the hover alone.
+_SHOWS_DIAGNOSTICS = re.compile(r"visual studio code|vscodium|code - oss|code-server|cursor|windsurf|positron", re.I)
+
+
+def hover_shows_diagnostics(client_name: Optional[str]) -> bool:
+    """Does this client's hover already show the diagnostic's message?"""
+    return client_name is not None and _SHOWS_DIAGNOSTICS.search(client_name) is not None
+
+
+# The explanation's sections a hover leads with (every rule's page has them, in
+# both languages: tests/rule_pages.py); what the rule checks, the example and the
+# FAQ stay on the rule's page, one click away.
+_HOVER_SECTIONS = {
+    "en": (("## Why is this bad?", "Why it fails"), ("## Fix", "Fix")),
+    "zh": (("## 为什么这是个问题", "为什么会出错"), ("## 修复", "修复")),
+}
+_MORE = {"en": "The rule's page: what it checks, examples, FAQ", "zh": "规则说明页：检查什么、示例、常见问题"}
+
+
+def _sections(explanation: str) -> dict:
+    """``## heading`` → its body, for each section of a rule's explanation."""
+    out = {}
+    for chunk in re.split(r"^(?=## )", explanation, flags=re.M):
+        head, _, body = chunk.partition("\n")
+        if head.startswith("## "):
+            out[head.strip()] = body.strip()
+    return out
+
+
+def finding_markdown(findings: Sequence[Finding], lang: str, with_message: bool = True) -> str:
+    """The hover of findings: what the diagnostic's message does not say — why
+    the program fails and how to fix it — then a link to the rule's page.
+    ``with_message``: start with the message itself, for clients whose hover does
+    not already show it (see :func:`hover_shows_diagnostics`)."""
     from gradguard.rules import get_rule
 
+    key = "zh" if lang == "zh" else "en"
     blocks: List[str] = []
     for f in findings:
         rule = get_rule(f.code)
         head = f"### {f.code} {rule.name if rule else ''}".rstrip()
-        body = [head, "", f"**{f.message_in(lang)}**"]
+        body = [head]
+        if with_message:
+            body += ["", f.message_in(lang)]
         explanation = rule.explain(lang) if rule else ""
-        if explanation:
+        sections = _sections(explanation)
+        wanted = [(label, sections.get(h, "")) for h, label in _HOVER_SECTIONS[key]]
+        if all(text for _, text in wanted):
+            for label, text in wanted:
+                body += ["", f"**{label}**", "", text]
+        elif explanation:  # an explanation without those sections: all of it
             body += ["", explanation.strip()]
         if rule:
-            more = "更多说明" if lang == "zh" else "Rule documentation"
-            body += ["", f"[{more}]({rule.docs_url()})"]
+            body += ["", f"[{_MORE[key]}]({rule.docs_url()})"]
         blocks.append("\n".join(body))
     return "\n\n---\n\n".join(blocks)

@@ -8,7 +8,8 @@
 * hover explains findings and a few autograd idioms, in English or Chinese.
 
 No detection logic lives here. Run with ``gradguard serve`` or
-``python -m gradguard.lsp.server``.
+``python -I -m gradguard serve`` (never a plain ``python -m`` in a workspace:
+see docs/server.md and ``gradguard/__init__.py``).
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ from gradguard.engine.document import CheckResult, Document
 from gradguard.engine.fixing import fix_until_stable, preferred_edits
 from gradguard.model.text import apply_text_edits, split_lines
 from gradguard.lsp import actions as act
+from gradguard.lsp.document import LspWorkspace, encoding_name
 from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap, diagnostics_json, fixes_data, range_json
-from gradguard.lsp.hover import finding_markdown, idiom_at, idiom_markdown
+from gradguard.lsp.hover import finding_markdown, hover_shows_diagnostics, idiom_at, idiom_markdown
 from gradguard.lsp.notebook import build_source
 from gradguard.lsp.settings import Settings, parse_settings, resolve_language
+from gradguard.lsp.wire import BoundedInput, GradguardProtocol
 
 log = logging.getLogger("gradguard.lsp")
 
@@ -83,6 +86,7 @@ class GradguardServer(LanguageServer):
         super().__init__(
             NAME,
             __version__,
+            protocol_cls=GradguardProtocol,
             text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
             notebook_document_sync=lsp.NotebookDocumentSyncOptions(
                 notebook_selector=[
@@ -109,6 +113,10 @@ class GradguardServer(LanguageServer):
         self._configs: Dict[Tuple[str, float], Any] = {}
         self._reported_config_errors: Set[str] = set()
         self._client_handler: Optional[ClientLogHandler] = None
+        # the process's exit status: `exit` before `shutdown` is 1 (the specification's rule)
+        self.exit_code = 0
+        self.client_name: Optional[str] = None
+        self.hover_shows_diagnostics = False  # the client's hover shows the message itself (VS Code)
         # diagnostics are built as they travel (convert.diagnostic_json): the
         # converter passes those values through instead of taking them apart
         self.protocol._converter.register_unstructure_hook(RawJson, _as_is)
@@ -615,8 +623,13 @@ def create_server() -> GradguardServer:
     # ---- lifecycle --------------------------------------------------------------
     @ls.feature(lsp.INITIALIZE)
     def initialize(ls: GradguardServer, params: lsp.InitializeParams) -> None:
+        # pygls made the (empty) workspace just before: ours keeps documents with
+        # LSP's line ends (lsp/document.py), text files and notebook cells alike
+        ls.protocol._workspace = LspWorkspace.replacing(ls.workspace)
         ls.locale = params.locale
-        ls.codec = Codec(str(getattr(ls.workspace, "position_encoding", None) or "utf-16"))
+        ls.client_name = params.client_info.name if params.client_info else None
+        ls.hover_shows_diagnostics = hover_shows_diagnostics(ls.client_name)
+        ls.codec = Codec(encoding_name(ls.workspace.position_encoding))
         ls.pull = ls.cap("text_document.diagnostic") is not None
         ls.settings_ready = asyncio.Event()
         if ls._client_handler is None:
@@ -647,12 +660,14 @@ def create_server() -> GradguardServer:
             if ls.settings_ready is not None:
                 ls.settings_ready.set()
         log.info(
-            "gradguard %s (Python %s) ready; position encoding %s; diagnostics %s; language %s; settings %s",
+            "gradguard %s (Python %s) ready for %s; position encoding %s; diagnostics %s; language %s; hover %s; settings %s",
             __version__,
             sys.version.split()[0],
+            ls.client_name or "an unnamed client",
             ls.codec.encoding,
             "pull" if ls.pull else "push",
             ls.lang,
+            "without the message (the client's hover shows it)" if ls.hover_shows_diagnostics else "with the message",
             ls.settings.as_dict(),
         )
 
@@ -662,6 +677,14 @@ def create_server() -> GradguardServer:
             if t.task is not None:
                 t.task.cancel()
         ls.executor.shutdown(wait=False, cancel_futures=True)
+
+    @ls.feature(lsp.EXIT)
+    def on_exit(ls: GradguardServer, params: Any) -> None:
+        # pygls computes the same status, but its SystemExit is swallowed by its
+        # own loop and the process ended with 0 whatever came before
+        ls.exit_code = 0 if ls.protocol._shutdown else 1
+        if ls.exit_code:
+            log.warning("exit without shutdown: exiting with status 1")
 
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: GradguardServer, params: lsp.DidChangeConfigurationParams) -> None:
@@ -812,7 +835,7 @@ def create_server() -> GradguardServer:
         blocks: List[str] = []
         hits = [f for f in result.findings if f.range.contains(pos)]
         if hits:
-            blocks.append(finding_markdown(hits, lang))
+            blocks.append(finding_markdown(hits, lang, with_message=not ls.hover_shows_diagnostics))
         part = smap.part_for_uri(uri)
         line_text = part.line(pos.line - part.start) if part else ""
         idiom = idiom_at(line_text, pos.character)
@@ -859,10 +882,11 @@ def create_server() -> GradguardServer:
             suppress: List[lsp.CodeAction] = []
             seen_codes: Set[Tuple[str, int]] = set()
             for d in ours:
-                data = d.data
-                if not (isinstance(data, dict) and data.get("gradguard") and isinstance(data.get("fixes"), list)):
-                    data = await _lookup_data(ls, target, uri, d)
-                fixes.extend(act.quick_fixes(uri, d, data, td.version))
+                # the fixes are the server's own, made from its result: a client's
+                # diagnostic (its data included) only says which finding is meant
+                data = await _lookup_data(ls, target, uri, d)
+                parts = {p.uri for p in target.result_smap.parts} if target.result_smap else {uri}
+                fixes.extend(act.quick_fixes(uri, d, data, td.version, allowed=parts))
                 key = (str(d.code), d.range.start.line)
                 if key not in seen_codes:
                     seen_codes.add(key)
@@ -1037,12 +1061,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     server = create_server()
     if tcp:
         server.start_tcp(*tcp)
-        return 0
+        return server.exit_code
     # stdout carries the protocol: anything else printing there would corrupt it
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr
-    server.start_io(sys.stdin.buffer, protocol_out)
-    return 0
+    server.start_io(BoundedInput(sys.stdin.buffer), protocol_out)  # type: ignore[arg-type]
+    return server.exit_code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,165 @@
+"""The wire, as a hostile or broken client drives it: the server answers what it
+can, refuses what it cannot hold, and ends the way the specification says.
+
+Raw JSON-RPC over the server's stdin/stdout (no client library that would
+refuse to send what these tests send)."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from typing import List
+
+import pytest
+
+from lsp_harness import GRU_LINE, GRU_SEED, RawClient
+
+
+@pytest.fixture
+def raw(tmp_path):
+    clients: List[RawClient] = []
+
+    def start(**kw) -> RawClient:
+        c = RawClient(tmp_path, **kw)
+        clients.append(c)
+        return c
+
+    yield start
+    for c in clients:
+        c.close()
+
+
+def test_a_content_length_no_memory_can_hold_is_refused_without_a_crash(raw, tmp_path):
+    c = raw()
+    c.initialize(tmp_path)
+    c.send_bytes(b"Content-Length: 100000000000\r\n\r\n" + b"x" * 100_000)
+    time.sleep(1.0)
+    assert c.proc.poll() is None, c.stderr.decode(errors="replace")  # still reading, not dead
+    c.proc.stdin.close()  # the client goes away mid-body
+    rc = c.end()
+    err = c.stderr.decode("utf-8", errors="replace")
+    assert "MemoryError" not in err and "Traceback" not in err, err
+    assert "100000000000 bytes" in err and "over the limit" in err, err
+    assert rc in (0, 1)
+
+
+def test_an_oversized_message_is_skipped_and_the_next_one_answered():
+    """In process, with a small limit: the oversized body is read and dropped
+    (never held whole) and the message after it is handled."""
+    import asyncio
+    from pygls.io_ import run_async
+
+    from gradguard.lsp.server import create_server
+    from gradguard.lsp.wire import BoundedInput
+
+    small = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "shutdown"}).encode()
+    big = b"[" + b"0," * 600 + b"0]"
+    stream = (b"Content-Length: %d\r\n\r\n" % len(big) + big
+              + b"Content-Length: %d\r\n\r\n" % len(small) + small)
+    server = create_server()
+    out = io.BytesIO()
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            out.write(data)
+
+        def close(self) -> None:
+            pass
+
+    server.protocol.set_writer(Writer())
+    reader = BoundedInput(io.BytesIO(stream), limit=1000, chunk=256)
+    largest = []
+    orig = reader.raw.read
+
+    def spy(n=-1):
+        largest.append(n)
+        return orig(n)
+
+    reader.raw.read = spy
+
+    class Async:
+        async def readline(self):
+            return reader.readline()
+
+        async def readexactly(self, n):
+            return reader.read(n)
+
+    asyncio.run(run_async(threading.Event(), Async(), server.protocol))
+    assert b'"id": 7' in out.getvalue() and b'"result": null' in out.getvalue(), out.getvalue()
+    assert max(largest) <= 1000
+
+
+def test_a_request_with_a_negative_position_is_answered(raw, tmp_path):
+    c = raw()
+    c.initialize(tmp_path)
+    uri = (tmp_path / "t.py").as_uri()
+    c.open(uri, GRU_SEED)
+    c.diagnostics(uri)
+    pos = {"line": -1, "character": 0}
+    c.send({"jsonrpc": "2.0", "id": 10, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": pos}})
+    c.send({"jsonrpc": "2.0", "id": 11, "method": "textDocument/codeAction",
+            "params": {"textDocument": {"uri": uri}, "range": {"start": pos, "end": {"line": 0, "character": -5}},
+                       "context": {"diagnostics": []}}})
+    for i in (10, 11):
+        res = c.response(i)
+        assert res.get("error", {}).get("code") == -32602 or res.get("result") in (None, []), res
+    # and the server still serves
+    c.send({"jsonrpc": "2.0", "id": 12, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": GRU_LINE, "character": 20}}})
+    assert "GG101" in c.response(12)["result"]["contents"]["value"]
+    c.send({"jsonrpc": "2.0", "id": 13, "method": "shutdown"})
+    c.response(13)
+    c.send({"jsonrpc": "2.0", "method": "exit"})
+    assert c.end() == 0
+
+
+def test_exit_without_shutdown_exits_with_code_1(raw, tmp_path):
+    c = raw()
+    c.initialize(tmp_path)
+    c.send({"jsonrpc": "2.0", "method": "exit"})
+    assert c.end() == 1
+
+
+def test_exit_after_shutdown_exits_with_code_0(raw, tmp_path):
+    c = raw()
+    c.initialize(tmp_path)
+    c.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    c.response(2)
+    # a request after shutdown is answered with InvalidRequest, not left hanging
+    c.send({"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": (tmp_path / "t.py").as_uri()}, "position": {"line": 0, "character": 0}}})
+    assert c.response(3)["error"]["code"] == -32600
+    c.send({"jsonrpc": "2.0", "method": "exit"})
+    assert c.end() == 0
+
+
+def test_a_code_action_never_carries_client_supplied_edits(raw, tmp_path):
+    """Diagnostics travel without their fixes; a client (or a file it was
+    handed) that sends back a diagnostic whose data holds edits for other files
+    must not get them back as a workspace edit: the fixes are the server's own,
+    and only for the document asked about."""
+    c = raw()
+    c.initialize(tmp_path)
+    uri = (tmp_path / "t.py").as_uri()
+    victim = (tmp_path / "victim.py").as_uri()
+    c.open(uri, GRU_SEED)
+    d = c.diagnostics(uri)["params"]["diagnostics"][0]
+    forged = dict(d)
+    forged["data"] = {"gradguard": 1, "uri": uri, "version": 1, "fixes": [
+        {"title": "Fix GG101 (forged)", "preferred": True,
+         "edits": [{"uri": victim, "version": None, "range": {"start": {"line": 0, "character": 0},
+                                                           "end": {"line": 0, "character": 0}},
+                    "newText": "import os; os.system('echo owned')\n"}]}]}
+    c.send({"jsonrpc": "2.0", "id": 20, "method": "textDocument/codeAction",
+            "params": {"textDocument": {"uri": uri}, "range": d["range"],
+                       "context": {"diagnostics": [forged], "only": ["quickfix"]}}})
+    actions = c.response(20)["result"]
+    assert actions, "the real fixes are still offered"
+    for a in actions:
+        for dc in (a.get("edit") or {}).get("documentChanges", []):
+            assert dc["textDocument"]["uri"] == uri, a
+            assert all("owned" not in e["newText"] for e in dc["edits"]), a
+        assert "forged" not in a["title"]
