@@ -108,16 +108,45 @@ def _problems(rec: dict) -> List[str]:
     return out
 
 
-def emit(records: List[dict], fmt: str, lang: str, out: IO[str], statistics: bool = False) -> None:
-    """Print records' findings (``rec["items"]``: :func:`finding_dict` dicts) in a format."""
-    if fmt == "json":
+def emit(records: List[dict], fmt: str, lang: str, out: IO[str], statistics: bool = False,
+         quiet: bool = False) -> None:
+    """Print records' findings (``rec["items"]``: :func:`finding_dict` dicts) in a format.
+
+    ``statistics`` (ruff's ``--statistics``): a count per rule instead of the
+    findings, as JSON with ``--format json``, else as a table. ``quiet``
+    (``--quiet``): the findings and nothing else (no summary, no "fixed" lines)."""
+    if statistics:
+        _emit_statistics(records, fmt, out)
+    elif fmt == "json":
         _emit_json(records, out)
     elif fmt == "sarif":
         _emit_sarif(records, lang, out)
     elif fmt == "github":
         _emit_github(records, out)
     else:
-        _emit_text(records, lang, out, statistics)
+        _emit_text(records, lang, out, quiet)
+
+
+def _emit_statistics(records, fmt, out):
+    stats: dict = {}
+    for rec in records:
+        for p in _problems(rec):
+            sys.stderr.write(f"{rec['path']}: {p}\n")
+        for f in rec["items"]:
+            s = stats.setdefault(f["code"], {"code": f["code"], "name": f["name"], "count": 0, "fixable": False})
+            s["count"] += 1
+            s["fixable"] = s["fixable"] or bool(f["fixes"])
+    rows = sorted(stats.values(), key=lambda s: (-s["count"], s["code"]))  # ruff's order: most frequent first
+    if fmt == "json":
+        import json
+
+        out.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return
+    width = max((len(str(s["count"])) for s in rows), default=1)
+    any_fixable = any(s["fixable"] for s in rows)
+    for s in rows:
+        mark = ("[*] " if s["fixable"] else "[ ] ") if any_fixable else ""
+        out.write(f"{s['count']:>{width}}\t{s['code']}\t{mark}{s['name']}\n")
 
 
 def _emit_json(records, out):
@@ -143,12 +172,10 @@ def _color(out) -> bool:
     return hasattr(out, "isatty") and out.isatty() and not os.environ.get("NO_COLOR")
 
 
-def _emit_text(records, lang, out, statistics):
+def _emit_text(records, lang, out, quiet=False):
     color = _color(out)
     bold = (lambda s: f"\033[1m{s}\033[0m") if color else (lambda s: s)
     sev_color = {"error": "31", "warning": "33", "info": "36", "hint": "36"}
-    counts = {}
-    names = {}
     total = 0
     fixable = 0
     for rec in records:
@@ -167,14 +194,11 @@ def _emit_text(records, lang, out, statistics):
                 fixable += 1
                 label = "修复" if lang == "zh" else "fix"
                 out.write(f"    {label}: {preferred[0]['title']}\n")
-            counts[f["code"]] = counts.get(f["code"], 0) + 1
-            names[f["code"]] = f["name"]
             total += 1
-        if rec.get("fixed_written"):
+        if rec.get("fixed_written") and not quiet:
             out.write(f"{rec['path']}: {'已修复' if lang == 'zh' else 'fixed'}\n")
-    if statistics and counts:
-        for code, n in sorted(counts.items()):
-            out.write(f"{n:6d}  {code}  {names[code]}\n")
+    if quiet:
+        return
     files = len(records)
     if lang == "zh":
         summary = f"检查了 {files} 个文件，发现 {total} 个问题" + (f"（{fixable} 个可用 --fix 自动修复）" if fixable else "")

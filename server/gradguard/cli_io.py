@@ -1,0 +1,145 @@
+"""What ``gradguard check`` reads and writes besides the files it checks.
+
+- A buffer on standard input (``gradguard check --stdin-filename PATH -``), as
+  ruff, black and flake8 take it: editors that pipe the unsaved text (ALE,
+  efm-langserver, flymake, ...) use the CLI this way. PATH decides everything a
+  file's path decides on disk: the configuration (the nearest
+  ``pyproject.toml``), notebook handling (``.ipynb``: the buffer is the
+  notebook's JSON), and which sibling modules and packages its imports resolve
+  to. The buffer is checked as it is; the file at PATH is never read for it
+  and never written: with ``--fix`` the fixed buffer goes to standard output
+  (the unchanged buffer when there is nothing to fix or it cannot be read) and
+  the report to standard error, as ruff does.
+- ``--output-file FILE``: the report goes to FILE, written whole or not at all
+  (a temporary file beside it, then renamed over it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import IO, List, Optional
+
+
+class UsageError(Exception):
+    pass
+
+
+def stdin_name(args) -> Optional[str]:
+    """The name standard input is checked under, or None when the paths are
+    files and directories. Raises UsageError for a mix of both."""
+    paths = [p for p in args.paths if p != "."] if args.paths == ["."] else list(args.paths)
+    named = getattr(args, "stdin_filename", None)
+    if "-" not in paths and not named:
+        return None
+    others = [p for p in paths if p != "-"]
+    if others:
+        raise UsageError(f"standard input ('-' or --stdin-filename) is checked alone; "
+                         f"also given: {', '.join(others)}")
+    if named == "-":
+        raise UsageError("--stdin-filename needs the path the buffer stands for, not '-'")
+    return named or "-"
+
+
+class Output:
+    """Where the report goes: standard output, or ``path`` written atomically by :meth:`close`."""
+
+    def __init__(self, path: Optional[str], default: Optional[IO[str]] = None):
+        self.path = path
+        if path:
+            import io
+
+            self.stream = io.StringIO()
+        else:
+            self.stream = default or sys.stdout
+
+    def close(self) -> None:
+        if self.path:
+            write_atomic(self.path, self.stream.getvalue().encode("utf-8"))
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace ``path`` by ``data`` in one rename: a reader sees the old file or
+    the new one, never half of one. Keeps the mode of a file that exists."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".gradguard-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def check_stdin(args, name: str, lang: str, jobs: int) -> int:
+    """``gradguard check`` of one buffer read from standard input, checked as if it were the file ``name``."""
+    from gradguard import cli, output
+
+    data = sys.stdin.buffer.read()
+    config_for, ConfigError = cli._make_config_for(args)
+    cli.BUFFERS[name] = data
+    try:
+        # no result cache: a buffer is checked once, and editors pipe every keystroke's text
+        records = cli._run_all([(name, True)], config_for, args.fix or args.diff, jobs, args.resolve, lang, None)
+    except ConfigError as e:
+        return cli._usage_error(str(e))
+    finally:
+        del cli.BUFFERS[name]
+    rec = records[0]
+    errors = 1 if rec["error"] or rec["syntax"] else 0
+    if args.diff:
+        out = Output(args.output_file)
+        out.stream.write(output.diff(rec))
+        out.close()
+        _stderr_problems(records)
+        return 2 if errors else (1 if output.diff(rec) else 0)
+    if args.fix:
+        sys.stdout.buffer.write(_fixed_bytes(rec, data))
+        sys.stdout.flush()
+    out = Output(args.output_file, sys.stderr if args.fix else None)
+    output.emit(records, args.format, lang, out.stream, statistics=args.statistics, quiet=args.quiet)
+    out.close()
+    if errors:
+        return 2
+    return 1 if rec["items"] and not args.exit_zero else 0
+
+
+def _fixed_bytes(rec: dict, data: bytes) -> bytes:
+    """The buffer after --fix, in its own encoding; the buffer as it came when nothing changed."""
+    fixed = rec.get("fixed")
+    if rec.get("error") or fixed is None or fixed == rec.get("source"):
+        return data
+    from gradguard.cli import source_encoding
+
+    if rec["path"].endswith(".ipynb"):
+        return fixed.encode("utf-8")
+    encoding = source_encoding(data)
+    if encoding == "utf-8-sig":
+        return b"\xef\xbb\xbf" + fixed.encode("utf-8")
+    return fixed.encode(encoding)
+
+
+def _stderr_problems(records: List[dict]) -> None:
+    from gradguard.output import _problems
+
+    for rec in records:
+        for p in _problems(rec):
+            sys.stderr.write(f"{rec['path']}: {p}\n")
