@@ -472,7 +472,8 @@ def cmd_check(args) -> int:
     else:
         output.emit(records, args.format, lang, out.stream, statistics=args.statistics, quiet=args.quiet)
         status = 1 if n_findings and not args.exit_zero else 0
-    out.close()
+    if not out.close():  # --output-file could not be written (said on stderr)
+        errors += 1
     if errors:
         status = 2
     return status

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 
@@ -49,16 +50,18 @@ class Output:
 
     def __init__(self, path: Optional[str], default: Optional[IO[str]] = None):
         self.path = path
-        if path:
-            import io
+        self.stream: IO[str] = io.StringIO() if path else (default or sys.stdout)
 
-            self.stream = io.StringIO()
-        else:
-            self.stream = default or sys.stdout
-
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Write the file; False when it could not be written (said on standard error)."""
         if self.path:
-            write_atomic(self.path, self.stream.getvalue().encode("utf-8"))
+            assert isinstance(self.stream, io.StringIO)
+            try:
+                write_atomic(self.path, self.stream.getvalue().encode("utf-8"))
+            except OSError as e:
+                sys.stderr.write(f"gradguard: error: cannot write {self.path}: {e.strerror or e}\n")
+                return False
+        return True
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -107,17 +110,16 @@ def check_stdin(args, name: str, lang: str, jobs: int) -> int:
     errors = 1 if rec["error"] or rec["syntax"] else 0
     if args.diff:
         out = Output(args.output_file)
-        out.stream.write(output.diff(rec))
-        out.close()
+        d = output.diff(rec)
+        out.stream.write(d)
         _stderr_problems(records)
-        return 2 if errors else (1 if output.diff(rec) else 0)
+        return 2 if errors or not out.close() else (1 if d else 0)
     if args.fix:
         sys.stdout.buffer.write(_fixed_bytes(rec, data))
         sys.stdout.flush()
     out = Output(args.output_file, sys.stderr if args.fix else None)
     output.emit(records, args.format, lang, out.stream, statistics=args.statistics, quiet=args.quiet)
-    out.close()
-    if errors:
+    if not out.close() or errors:
         return 2
     return 1 if rec["items"] and not args.exit_zero else 0
 
