@@ -175,3 +175,16 @@ def test_output_file_is_written_whole(project):
     # a directory that does not exist: an error, and nothing half-written anywhere
     bad = sh("gradguard check -o nowhere/r.txt .", project)
     assert bad.returncode == 2 and not (project / "nowhere").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["--stdin-filename", "a/训练.py", "-"],
+    ["-q", "--exit-zero", "-o", "r.txt", "--quiet", "."],
+    ["--stdin-filename=x.ipynb", "--statistics", "--fix", "--output-file=r.json", "-"],
+])
+def test_fast_argument_parser_agrees_with_argparse_on_the_new_options(argv):
+    from gradguard.cli import _fast_check_args, build_parser
+
+    fast = _fast_check_args(argv)
+    assert fast is not None
+    assert vars(fast) == vars(build_parser().parse_args(["check", *argv]))
