@@ -25,4 +25,10 @@ export default tseslint.config(
       globals: { process: "readonly", console: "readonly", fetch: "readonly", document: "readonly", setTimeout: "readonly", clearTimeout: "readonly", URL: "readonly", Buffer: "readonly" },
     },
   },
+  {
+    // the Python extension stand-in of the end-to-end test: a CommonJS VS Code extension
+    files: ["e2e/**/*.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "writable" } },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
+  },
 );

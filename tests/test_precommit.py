@@ -9,6 +9,7 @@ repository. The README's `repos:` snippet is run as written, pointed at that
 commit, and the environment pre-commit built for it must hold no torch.
 """
 
+import json
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from test_cli import CLEAN, GRU_SEED
+from test_cli import CLEAN, GRU_SEED, _gru_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
@@ -55,6 +56,7 @@ def repo(tmp_path):
     (tmp_path / "train.py").write_text(GRU_SEED, encoding="utf-8")
     (tmp_path / "clean.py").write_text(CLEAN, encoding="utf-8")
     (tmp_path / "README.txt").write_text("not Python: the hook never sees it\n", encoding="utf-8")
+    (tmp_path / "训练.ipynb").write_text(json.dumps(_gru_notebook(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     git("init", "-q", cwd=tmp_path)
     git("add", "-A", cwd=tmp_path)
     return tmp_path
@@ -74,9 +76,10 @@ def try_repo(hooks, repo, hook, *files):
 
 
 def test_the_hook_fails_on_the_buggy_file_and_prints_the_finding(hooks, repo):
-    r = try_repo(hooks, repo, "gradguard", "train.py", "README.txt")
+    r = try_repo(hooks, repo, "gradguard", "train.py", "README.txt", "训练.ipynb")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "train.py:12:5: GG101 [error] `hidden` carries this iteration's autograd graph" in r.stdout
+    assert "训练.ipynb:cell 3:5:5: GG101 [error]" in r.stdout  # notebooks are checked too (types_or: jupyter)
     assert "Failed" in r.stdout and "README.txt" not in r.stdout.split("- hook id: gradguard", 1)[1]
 
 

@@ -9,6 +9,11 @@
 //               (the server picks the language from initialize.locale) → "gradguard: Fix All
 //               in File" from the command palette fixes the file.
 //
+//   phase "python": no gradguard.interpreter; a stand-in for the Python extension
+//               (e2e/python-ext, installed as ms-python.python) reports the active interpreter
+//               → the server runs under it; the stand-in's interpreter changes → the client
+//               restarts the server under the new one, which reports again.
+//
 // Environment (set by scripts/e2e.sh): CODE_SERVER_BIN, NODE24_DIR, GRADGUARD_VSIX,
 // GRADGUARD_PYTHON, CHROMIUM, E2E_MEDIA (where README screenshots go; optional).
 import { spawn, execFileSync } from "node:child_process";
@@ -630,6 +635,79 @@ async function phaseInstall(browser, barePython) {
   }
 }
 
+/**
+ * The stand-in for the Python extension, packaged as ms-python.python: no registry reachable
+ * from the test machines serves the Python extension itself (see e2e/python-ext/README.md).
+ */
+function packagePythonStandIn() {
+  const out = path.join(runDir, "ms-python-stand-in.vsix");
+  execFileSync(
+    path.join(NODE24, "bin", "node"),
+    [path.join(here, "..", "node_modules", "@vscode", "vsce", "vsce"), "package", "--allow-missing-repository", "--skip-license", "-o", out],
+    { cwd: path.join(here, "python-ext"), env: childEnv(), stdio: ["ignore", "ignore", "inherit"], timeout: 120_000 },
+  );
+  return out;
+}
+
+async function phasePythonExtension(browser) {
+  const workspace = path.join(runDir, "python-ws");
+  const file = path.join(workspace, "train_gru.py");
+  mkdirSync(path.join(workspace, ".vscode"), { recursive: true });
+  writeFileSync(file, SEED);
+  // Two "environments": wrappers of the test Python that record each server they start.
+  const launches = path.join(runDir, "python-launches.txt");
+  writeFileSync(launches, "");
+  const envs = ["env-a", "env-b"].map((name) => {
+    const bin = path.join(runDir, name, "bin", "python");
+    mkdirSync(path.dirname(bin), { recursive: true });
+    writeFileSync(bin, `#!/bin/sh\n[ "$2" = "-m" ] && echo "$0 $*" >> '${launches}'\nexec '${PYTHON}' "$@"\n`, { mode: 0o755 });
+    return bin;
+  });
+  const servedBy = (bin) => readFileSync(launches, "utf8").split("\n").filter((l) => l === `${bin} -I -m gradguard serve`).length;
+  const settingsFile = path.join(workspace, ".vscode", "settings.json");
+  // No gradguard.interpreter anywhere: the client asks the Python extension.
+  writeJson(settingsFile, { "gradguardE2e.activeInterpreter": envs[0] });
+  // Its own extensions folder: the other phases run without a Python extension.
+  const profile = { ...prepareProfile("python"), extensions: path.join(runDir, "python", "extensions") };
+  installExtension(profile);
+  const standIn = installExtension(profile, packagePythonStandIn());
+  check("the Python extension stand-in installs as ms-python.python", /ms-python\.python.*successfully installed/i.test(standIn), standIn.trim());
+  const cs = await startCodeServer(profile, workspace);
+  const { page, context } = await openWorkbench(browser, cs.url, workspace);
+  const using = /gradguard: using (\S+) \(from the Python extension's active environment\)/;
+  const running = () => (extensionLog(profile).match(/ is running \(/g) ?? []).length;
+  try {
+    await openFile(page, "train_gru.py");
+    await waitForSquiggle(page, 120_000);
+    const first = await waitForLog(profile, using, 10_000);
+    check("the client takes the interpreter from the Python extension's API", first?.includes(envs[0]), logTail(profile));
+    check("…and the server runs under that interpreter", servedBy(envs[0]) === 1 && servedBy(envs[1]) === 0, readFileSync(launches, "utf8"));
+
+    // The user picks another interpreter in the Python extension.
+    const before = extensionLog(profile).length;
+    const runningBefore = running();
+    writeJson(settingsFile, { "gradguardE2e.activeInterpreter": envs[1] });
+    const restarting = await waitForLog(profile, /the Python extension's active environment changed; restarting with \S+/, 30_000, before);
+    check("a change of the Python extension's interpreter restarts the server", restarting?.endsWith(envs[1]), `${restarting}\n${logTail(profile)}`);
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline && running() === runningBefore) await sleep(250);
+    const second = extensionLog(profile).slice(before).match(using);
+    check(
+      "…under the new interpreter, which serves the file",
+      second?.[1] === envs[1] && running() === runningBefore + 1 && servedBy(envs[1]) === 1 && servedBy(envs[0]) === 1,
+      `${second?.[0]} | launches:\n${readFileSync(launches, "utf8")}\n${logTail(profile)}`,
+    );
+    await waitForSquiggle(page, 60_000);
+    check("…and the squiggle is there with the new server", (await squiggles(page).count()) > 0);
+  } catch (e) {
+    await shot(page, "failure-python.png").catch(() => {});
+    throw e;
+  } finally {
+    await context.close();
+    await stopCodeServer(cs.child);
+  }
+}
+
 // ------------------------------------------------------------------ main
 let browser;
 let exitCode = 1;
@@ -648,8 +726,8 @@ try {
   const bare = makeBareEnv(); // built while the first phase runs
   bare.catch(() => {});
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
-  // E2E_PHASES=en,zh,install (the default) selects phases while developing the test.
-  const phases = (process.env.E2E_PHASES || "en,zh,install").split(",");
+  // E2E_PHASES=en,zh,install,python (the default) selects phases while developing the test.
+  const phases = (process.env.E2E_PHASES || "en,zh,install,python").split(",");
   let phase = Date.now();
   if (phases.includes("en")) {
     await phaseEnglish(browser, workspace, file);
@@ -665,12 +743,17 @@ try {
     await phaseInstall(browser, await bare);
     timings.phaseInstall = secs(phase);
   }
+  if (phases.includes("python")) {
+    phase = Date.now();
+    await phasePythonExtension(browser);
+    timings.phasePythonExtension = secs(phase);
+  }
   exitCode = failed === 0 ? 0 : 1;
 } catch (e) {
   failed++;
   failures.push(`aborted: ${e instanceof Error ? e.message : String(e)}`);
   log(`FAIL ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-  for (const name of ["en", "zh", "install"]) {
+  for (const name of ["en", "zh", "install", "python"]) {
     const f = path.join(runDir, name, "code-server.log");
     if (existsSync(f)) log(`--- ${f} (tail)\n${readFileSync(f, "utf8").split("\n").slice(-30).join("\n")}`);
   }
