@@ -663,7 +663,7 @@ async function phasePythonExtension(browser) {
     writeFileSync(bin, `#!/bin/sh\n[ "$2" = "-m" ] && echo "$0 $*" >> '${launches}'\nexec '${PYTHON}' "$@"\n`, { mode: 0o755 });
     return bin;
   });
-  const servedBy = (bin) => readFileSync(launches, "utf8").split("\n").filter((l) => l === `${bin} -I -m gradguard serve`).length;
+  const servedBy = (bin) => readFileSync(launches, "utf8").split("\n").filter((l) => l.startsWith(`${bin} -I -m gradguard serve`)).length;
   const settingsFile = path.join(workspace, ".vscode", "settings.json");
   // No gradguard.interpreter anywhere: the client asks the Python extension.
   writeJson(settingsFile, { "gradguardE2e.activeInterpreter": envs[0] });
@@ -671,7 +671,8 @@ async function phasePythonExtension(browser) {
   const profile = { ...prepareProfile("python"), extensions: path.join(runDir, "python", "extensions") };
   installExtension(profile);
   const standIn = installExtension(profile, packagePythonStandIn());
-  check("the Python extension stand-in installs as ms-python.python", /ms-python\.python.*successfully installed/i.test(standIn), standIn.trim());
+  const installedAs = readdirSync(profile.extensions).filter((d) => d.startsWith("ms-python.python-"));
+  check("the Python extension stand-in installs as ms-python.python", /successfully installed/i.test(standIn) && installedAs.length === 1, `${standIn.trim()} ${installedAs}`);
   const cs = await startCodeServer(profile, workspace);
   const { page, context } = await openWorkbench(browser, cs.url, workspace);
   const using = /gradguard: using (\S+) \(from the Python extension's active environment\)/;

@@ -32,7 +32,7 @@ class UsageError(Exception):
 def stdin_name(args) -> Optional[str]:
     """The name standard input is checked under, or None when the paths are
     files and directories. Raises UsageError for a mix of both."""
-    paths = [p for p in args.paths if p != "."] if args.paths == ["."] else list(args.paths)
+    paths = [] if args.paths == ["."] else list(args.paths)  # ["."]: also what no path at all gives
     named = getattr(args, "stdin_filename", None)
     if "-" not in paths and not named:
         return None
