@@ -30,6 +30,8 @@ FLOORS = {
     "gradguard.rules": 3,
     "gradguard.engine": 4,
     "gradguard.cli": 5,
+    "gradguard.cli_io": 5,
+    "gradguard.flake8_plugin": 5,
     "gradguard.output": 5,
     "gradguard.cache": 5,
     "gradguard.lsp": 5,

@@ -423,7 +423,12 @@ def cmd_check(args) -> int:
             lang = _language(args.lang, lambda: config_for(piped))
         except ConfigError as e:
             return _usage_error(str(e))
-        return cli_io.check_stdin(args, piped, lang, args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1))
+        jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
+        try:
+            return cli_io.check_stdin(args, lang, lambda data: _check_buffer(piped, data, config_for, args, jobs, lang),
+                                      source_encoding)
+        except ConfigError as e:
+            return _usage_error(str(e))
     try:
         files = list(discover(args.paths, config_for))
         lang = _language(args.lang, lambda: config_for(_config_probe(args.paths)))
@@ -477,6 +482,16 @@ def cmd_check(args) -> int:
     if errors:
         status = 2
     return status
+
+
+def _check_buffer(name: str, data: bytes, config_for, args, jobs: int, lang: str) -> dict:
+    """The record of a buffer checked as the file ``name`` (``check -``, see cli_io.py).
+    No result cache: editors pipe each version of the text once."""
+    BUFFERS[name] = data
+    try:
+        return _run_all([(name, True)], config_for, args.fix or args.diff, jobs, args.resolve, lang, None)[0]
+    finally:
+        del BUFFERS[name]
 
 
 def _language(flag: Optional[str], config) -> str:

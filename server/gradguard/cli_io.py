@@ -22,7 +22,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import IO, List, Optional
+    from typing import IO, Callable, List, Optional
 
 
 class UsageError(Exception):
@@ -92,21 +92,14 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-def check_stdin(args, name: str, lang: str, jobs: int) -> int:
-    """``gradguard check`` of one buffer read from standard input, checked as if it were the file ``name``."""
-    from gradguard import cli, output
+def check_stdin(args, lang: str, check: Callable[[bytes], dict], source_encoding: Callable[[bytes], str]) -> int:
+    """``gradguard check -``: read the buffer, ``check`` it (the CLI's own check
+    of one file, under the name the buffer stands for), report."""
+    from gradguard import output
 
     data = sys.stdin.buffer.read()
-    config_for, ConfigError = cli._make_config_for(args)
-    cli.BUFFERS[name] = data
-    try:
-        # no result cache: a buffer is checked once, and editors pipe every keystroke's text
-        records = cli._run_all([(name, True)], config_for, args.fix or args.diff, jobs, args.resolve, lang, None)
-    except ConfigError as e:
-        return cli._usage_error(str(e))
-    finally:
-        del cli.BUFFERS[name]
-    rec = records[0]
+    rec = check(data)
+    records = [rec]
     errors = 1 if rec["error"] or rec["syntax"] else 0
     if args.diff:
         out = Output(args.output_file)
@@ -115,7 +108,7 @@ def check_stdin(args, name: str, lang: str, jobs: int) -> int:
         _stderr_problems(records)
         return 2 if errors or not out.close() else (1 if d else 0)
     if args.fix:
-        sys.stdout.buffer.write(_fixed_bytes(rec, data))
+        sys.stdout.buffer.write(_fixed_bytes(rec, data, source_encoding))
         sys.stdout.flush()
     out = Output(args.output_file, sys.stderr if args.fix else None)
     output.emit(records, args.format, lang, out.stream, statistics=args.statistics, quiet=args.quiet)
@@ -124,13 +117,11 @@ def check_stdin(args, name: str, lang: str, jobs: int) -> int:
     return 1 if rec["items"] and not args.exit_zero else 0
 
 
-def _fixed_bytes(rec: dict, data: bytes) -> bytes:
+def _fixed_bytes(rec: dict, data: bytes, source_encoding: Callable[[bytes], str]) -> bytes:
     """The buffer after --fix, in its own encoding; the buffer as it came when nothing changed."""
     fixed = rec.get("fixed")
     if rec.get("error") or fixed is None or fixed == rec.get("source"):
         return data
-    from gradguard.cli import source_encoding
-
     if rec["path"].endswith(".ipynb"):
         return fixed.encode("utf-8")
     encoding = source_encoding(data)
