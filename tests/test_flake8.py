@@ -96,6 +96,12 @@ def test_gradguard_configuration_and_language(project):
     # a broken table is said once, at the top of the file, and the file is still checked with the defaults
     assert [(f["line"], f["code"]) for f in found] == [("1", "GG000"), ("12", "GG101")]
     assert "pyproject.toml" in found[0]["text"]
+    # exclude: what `gradguard check .` skips, the plugin is silent on
+    (project / "vendored").mkdir()
+    (project / "vendored" / "gru.py").write_text(GRU_SEED, encoding="utf-8")
+    (project / "pyproject.toml").write_text('[tool.gradguard]\nexclude = ["vendored/"]\n', encoding="utf-8")
+    assert gg(flake8("--select GG .", project)[1]) == [("./train.py", 12, 5, "GG101")]
+    assert [f["path"] for f in json.loads(sh("gradguard check --format json .", project).stdout)] == ["./train.py"]
     (project / "pyproject.toml").unlink()
     _, zh = flake8("--select GG --gradguard-lang zh train.py", project)
     assert zh[0]["text"].startswith("`hidden` 把本轮迭代的计算图带进了下一轮")

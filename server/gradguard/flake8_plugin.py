@@ -10,7 +10,9 @@ imports (found from the file's path; with ``flake8 -``, from
 
 Messages read ``GG101 <message>``; columns count characters, as the CLI's.
 ``--gradguard-lang zh`` (or ``gradguard-lang = zh`` in flake8's
-configuration) gives them in Chinese. A ``[tool.gradguard]`` table that cannot
+configuration) gives them in Chinese. Files the ``exclude`` of
+``[tool.gradguard]`` names get no findings, as a directory walk of the CLI
+skips them. A ``[tool.gradguard]`` table that cannot
 be read is reported on the file's first line as ``GG000``, and the file is
 checked with the defaults.
 """
@@ -57,6 +59,8 @@ class Plugin:
         except ConfigError as e:
             yield 1, 0, f"GG000 gradguard cannot use its configuration, checked with the defaults: {e}", type(self)
             config = Config()
+        if config.is_excluded(path):  # `exclude` of [tool.gradguard]: what `gradguard check .` skips
+            return
         lang = _language(self.lang, lambda: config)  # --gradguard-lang, GRADGUARD_LANG, [tool.gradguard], en
         src = "".join(self.lines)
         # the same analysis as `gradguard check` of this file: the other modules it imports, then the file
