@@ -828,7 +828,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = ap.parse_args(argv)
     if args.render_only:
         results = json.loads((OUT / "results.json").read_text(encoding="utf-8"))
-        (ROOT / "BENCHMARKS.md").write_text(render(results), encoding="utf-8")
+        _write_report(render(results))
         return 0
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     runs = args.runs or (3 if args.quick else 9)
@@ -855,9 +855,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         prev.write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
     text = render(results)
     if not args.no_write:
-        (ROOT / "BENCHMARKS.md").write_text(text, encoding="utf-8")
+        _write_report(text)
     print(text)
     return 0
+
+
+EXPERIMENTS = "\n## Experiments"
+
+
+def _write_report(text: str) -> None:
+    """Write BENCHMARKS.md, keeping its hand-written "## Experiments" section
+    (measurements made outside this harness) at the end."""
+    path = ROOT / "BENCHMARKS.md"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    kept = old[old.index(EXPERIMENTS):] if EXPERIMENTS in old else ""
+    path.write_text(text.rstrip("\n") + "\n" + kept if kept else text, encoding="utf-8")
 
 
 if __name__ == "__main__":
