@@ -27,7 +27,7 @@ from operator import attrgetter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (type checkers only: no typing import on the CLI's start-up path)
-    from typing import Callable, TypeVar
+    from typing import Any, Callable, TypeVar
 
     from typing_extensions import dataclass_transform
 
@@ -106,11 +106,11 @@ def _build(cls, frozen, eq, order, compare):
         body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
     src = f"def __init__(self, {', '.join(params)}):\n    " + ("\n    ".join(body) or "pass") + "\n"
     exec(src, env)  # noqa: S102  (our own generated source, from field names)
-    init = env["__init__"]
+    init: Any = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     ns["__init__"] = init
 
-    get_all = attrgetter(*fields) if fields else (lambda self: ())
+    get_all: Any = attrgetter(*fields) if fields else (lambda self: ())
     if len(fields) == 1:
         get_all = (lambda g: lambda self: (g(self),))(get_all)  # always a tuple
 
@@ -128,7 +128,7 @@ def _build(cls, frozen, eq, order, compare):
 
     if eq:
         cmp_fields = tuple(compare) if compare is not None else fields
-        key = attrgetter(*cmp_fields) if cmp_fields else (lambda self: ())
+        key: Any = attrgetter(*cmp_fields) if cmp_fields else (lambda self: ())
         if len(cmp_fields) == 1:
             key = (lambda g: lambda self: (g(self),))(key)
 

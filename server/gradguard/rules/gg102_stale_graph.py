@@ -317,7 +317,7 @@ def _backprop_facts(fn):
 
     def delegated():
         calls = []
-        for c, (args, kws) in an.delegations.items():
+        for c, (args, kws) in an.delegations.items():  # type: ignore[union-attr]
             if c.func.id == fn.name:
                 continue  # recursion: its own facts already say it
             enc_args = tuple(encode(t) for t in args)
@@ -750,8 +750,8 @@ def _mentions_bwloop(summary, words: frozenset) -> bool:
 class _Hit:
     var: str
     graph: Graph
-    loop: ast.stmt  # the loop; or the statement calling a function whose loop back-propagates
-    backward: ast.Call
+    loop: Optional[ast.stmt]  # the loop; or the statement calling a function whose loop back-propagates
+    backward: Optional[ast.Call]  # (both None for a hit of a backward in another method: remote)
     via: Optional[str] = None  # the called function that runs backward(), if not a backward call itself
     remote: Optional[Range] = None  # the backward() in another method (loop is then None): self.attr hits
     remote_body: Optional[Position] = None  # start of the first statement of that method's loop body
@@ -835,14 +835,14 @@ class _Analysis:
                             self.grad_used.add(n.value.id)
                 elif isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook") \
                         and _attr_name(n.value):
-                    self.grad_used.add(_attr_name(n.value))  # self.X.grad
+                    self.grad_used.add(_attr_name(n.value))  # type: ignore[arg-type]  # self.X.grad
                 elif isinstance(n, (ast.List, ast.Tuple, ast.Set)):
                     if isinstance(n.ctx if hasattr(n, "ctx") else ast.Load(), ast.Load):
                         for e in n.elts:
                             if isinstance(e, ast.Name):
                                 self.grad_used.add(e.id)  # e.g. optim.SGD([X, w]): a trained tensor
                             elif _attr_name(e):
-                                self.grad_used.add(_attr_name(e))  # optim.SGD([self.X])
+                                self.grad_used.add(_attr_name(e))  # type: ignore[arg-type]  # optim.SGD([self.X])
                 elif isinstance(n, ast.Dict):
                     for e in n.values:
                         if isinstance(e, ast.Name):
@@ -1273,7 +1273,7 @@ class _Analysis:
 
     def _fix_recompute(self, h: _Hit) -> Optional[Fix]:
         loop, g = h.loop, h.graph
-        if id(loop) not in self.parent or not loop.body or loop.body[0].lineno <= loop.lineno:  # type: ignore[attr-defined]
+        if loop is None or id(loop) not in self.parent or not loop.body or loop.body[0].lineno <= loop.lineno:  # type: ignore[attr-defined]
             return None
         block, li = self.parent[id(loop)]
         stmts = list(g.stmts)
