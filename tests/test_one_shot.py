@@ -131,3 +131,17 @@ def test_parallel_path_gates_the_same_way():
     off = _without_backprop(fixture_catalogue())
     res = check_source_parallel(off, "all.py", jobs=2, min_lines=10)
     assert res == check_source(off, "all.py") and res.findings == ()
+
+
+def test_an_edit_that_adds_or_removes_the_only_backward_regates_the_document():
+    """The document remembers per chunk whether its text can back-propagate; an
+    edit makes new chunks, so adding the one backward (in the last chunk) brings
+    the findings, and taking it out again takes them away."""
+    text = fixture_catalogue()
+    off = _without_backprop(text)
+    doc = Document(off, "all.py")
+    assert doc.result().findings == ()
+    on = off + "\n\nloss = model(x).sum()\nloss.backward()\n"
+    for version in (text, off, on, off, text):
+        assert doc.update(version) == check_source(version, "all.py")
+    assert doc.update(text).findings

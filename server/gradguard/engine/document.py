@@ -70,7 +70,7 @@ class CheckResult:
 
 class _Chunk:
     __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "basis",
-                 "analyzed_start")
+                 "analyzed_start", "_may_backprop")
 
     def __init__(self, start: int, nlines: int, text: str, tree: Optional[ast.Module], kind: str):
         self.start = start  # 0-based first line
@@ -85,10 +85,18 @@ class _Chunk:
         # the units read, the summary queries they asked — see FactTable)
         self.basis: Optional[tuple] = None
         self.analyzed_start = start
+        self._may_backprop: Optional[bool] = None
 
     @property
     def end(self) -> int:
         return self.start + self.nlines
+
+    def may_backprop(self) -> bool:
+        """Does the chunk's text spell a backward (:func:`_text_may_backprop`)?
+        Asked on every analysis, answered once per chunk (its text never changes)."""
+        if self._may_backprop is None:
+            self._may_backprop = _text_may_backprop(self.text)
+        return self._may_backprop
 
     def positioned_tree(self) -> ast.Module:
         assert self.tree is not None, "a broken chunk has no tree"
@@ -416,7 +424,8 @@ class Document:
 
     def _analyse(self) -> Tuple[Finding, ...]:
         rules = enabled_rules(self.config, self.path)
-        if nothing_to_report((c.text for c in self.chunks), self.external_facts, rules):
+        if (all(r.needs_backprop for r in rules) and not any(c.may_backprop() for c in self.chunks)
+                and not _facts_may_backprop(self.external_facts)):  # nothing_to_report, each chunk's text read once
             # nothing here back-propagates (a model, a data module): no rule can
             # report, so no fact is computed; the module unit is re-analysed
             # once something does
@@ -607,7 +616,8 @@ def nothing_to_report(texts: Iterable[str], external_facts: Optional[Dict[str, o
     """Every one of ``rules`` needs back-propagation, and nothing in ``texts``
     (a file, or its chunks) nor in the facts imported from other files can
     back-propagate: the one decision of the CLI, the parallel path and the
-    incremental document."""
+    incremental document (which asks it chunk by chunk, remembering each
+    chunk's answer: ``_Chunk.may_backprop``)."""
     return (all(r.needs_backprop for r in rules) and not any(_text_may_backprop(t) for t in texts)
             and not _facts_may_backprop(external_facts))
 
