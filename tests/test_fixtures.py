@@ -290,7 +290,8 @@ def runtime(tmp_path_factory):
             job["fixed"] = str(folder / path.name)
         jobs.append(job)
     for name, path in targets:
-        job = {"name": name, "original": str(path), "fixed": None, "seed": 0}
+        job = {"name": name, "original": str(path), "fixed": None, "seed": 0,
+               "holds": list(SPECS[name].holds) if name in SPECS else []}
         fixed = _fixed_source(path)
         if fixed is not None:
             out = work / name.replace("/", "__")
@@ -351,6 +352,29 @@ def test_fix_keeps_first_iteration_gradients(runtime, name):
     entry = runtime[name]
     assert "fixed" in entry, f"{name}: no preferred fix could be applied"
     assert entry["grads_equal"], f"{name}: {entry['grads_why']}"
+
+
+HOLDS_NAMES = [n for n in NAMES if SPECS[n].holds]
+
+
+def test_leak_fixtures_declare_what_leaks():
+    """Every GG201 program proves its leak at runtime (``holds-graph:``)."""
+    assert HOLDS_NAMES
+    for name in NAMES:
+        if "GG201" in SPECS[name].codes and name not in ("gg201_evaluate_function.py",):
+            assert SPECS[name].holds, f"{name}: no 'holds-graph:' header"
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", HOLDS_NAMES)
+def test_leak_is_real_and_the_fix_ends_it(runtime, name):
+    """The program ends holding an autograd graph in the declared names (the
+    leak, which never crashes); the fixed program trains and holds none."""
+    entry = runtime[name]
+    held = entry["original"]["holds"]
+    assert held and all(held.values()), f"{name}: {held}"
+    assert "fixed" in entry, f"{name}: no preferred fix could be applied"
+    assert not any(entry["fixed"]["holds"].values()), f"{name}: still holds a graph once fixed: {entry['fixed']['holds']}"
 
 
 @pytest.mark.needs_torch

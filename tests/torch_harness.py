@@ -22,6 +22,10 @@ Header format (comment lines at the top of the file, any order)::
     # severity: GG102@12=warning       (optional; default is the rule's)
     # error: modified by an inplace operation   (optional; for runtime: crash,
     #        the substring torch's error must contain instead of the default)
+    # holds-graph: total_loss losses   (optional; module-level names that hold
+    #        an autograd graph when the program ends (a tensor with a grad_fn,
+    #        or a list/tuple/dict holding one) and no longer do once fixed:
+    #        the runtime proof of a leak that never crashes, GG201)
 
 Command line::
 
@@ -69,6 +73,7 @@ class FixtureSpec:
     expect: frozenset  # {(code, line1)}
     severity: Dict[Tuple[str, int], str] = field(default_factory=dict, hash=False, compare=False)
     error: str = DEFAULT_ERROR
+    holds: Tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -127,7 +132,10 @@ def parse_header(source: str, path: str = "<fixture>") -> FixtureSpec:
     error = fields.get("error", DEFAULT_ERROR)
     if "error" in fields and runtime != "crash":
         raise HeaderError(f"{path}: 'error:' only makes sense with runtime: crash")
-    return FixtureSpec(path, runtime, frozenset(expect), severity, error)
+    holds = tuple(fields.get("holds-graph", "").split())
+    if holds and runtime != "train":
+        raise HeaderError(f"{path}: 'holds-graph:' only makes sense with runtime: train")
+    return FixtureSpec(path, runtime, frozenset(expect), severity, error, holds)
 
 
 def fixture_paths(root: Path = FIXTURES) -> List[Path]:
@@ -156,6 +164,8 @@ class RunResult:
     first_grads: Optional[list] = None
     # values differentiated by the first two backward calls
     roots: list = field(default_factory=list)
+    # for each asked module-level name: does it hold an autograd graph at the end?
+    holds: Dict[str, bool] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -165,6 +175,7 @@ class RunResult:
             "seconds": round(self.seconds, 3),
             "backward_calls": self.backward_calls,
             "captured": self.first_grads is not None,
+            "holds": self.holds,
         }
 
 
@@ -283,7 +294,19 @@ def _alarm(signum, frame):  # pragma: no cover - only on a hanging program
     raise ProgramTimeout("program exceeded its time budget")
 
 
-def run_program(path: str, seed: int = 0, timeout: int = 60) -> RunResult:
+def holds_graph(value, torch, depth: int = 0) -> bool:
+    """Does ``value`` keep an autograd graph alive: a tensor with a ``grad_fn``,
+    or a list/tuple/dict (a few levels deep) holding one?"""
+    if isinstance(value, torch.Tensor):
+        return value.grad_fn is not None
+    if depth < 3 and isinstance(value, (list, tuple)):
+        return any(holds_graph(v, torch, depth + 1) for v in value)
+    if depth < 3 and isinstance(value, dict):
+        return any(holds_graph(v, torch, depth + 1) for v in value.values())
+    return False
+
+
+def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, ...] = ()) -> RunResult:
     """Run one program as ``__main__`` in a fresh namespace; never raises
     for the program's own exceptions. A program that runs longer than
     ``timeout`` seconds is stopped and reported as a ProgramTimeout crash."""
@@ -305,6 +328,7 @@ def run_program(path: str, seed: int = 0, timeout: int = 60) -> RunResult:
     rec = _Recorder(torch)
     t0 = time.perf_counter()
     status, etype, emsg = "train", None, None
+    held: Dict[str, bool] = {}
     old_argv = sys.argv
     sys.argv = [path]
     # as `python path` does: the script's folder first on the path, so that a
@@ -320,7 +344,8 @@ def run_program(path: str, seed: int = 0, timeout: int = 60) -> RunResult:
         with rec.installed(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with torch.enable_grad():
-                runpy.run_path(path, run_name="__main__")
+                namespace = runpy.run_path(path, run_name="__main__")
+            held = {n: holds_graph(namespace.get(n), torch) for n in holds}
     except BaseException as e:  # noqa: BLE001 - a program may raise anything, even SystemExit
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -336,7 +361,7 @@ def run_program(path: str, seed: int = 0, timeout: int = 60) -> RunResult:
         if can_alarm:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old_handler)
-    return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads, rec.roots)
+    return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads, rec.roots, held)
 
 
 def crash_matches(result: RunResult, expected_error: str) -> bool:
@@ -395,10 +420,11 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
     out = []
     for job in jobs:
         seed = int(job.get("seed", 0))
-        orig = run_program(job["original"], seed)
+        holds = tuple(job.get("holds", ()))
+        orig = run_program(job["original"], seed, holds=holds)
         entry = {"name": job["name"], "original": orig.to_json()}
         if job.get("fixed"):
-            fixed = run_program(job["fixed"], seed)
+            fixed = run_program(job["fixed"], seed, holds=holds)
             ok, why = compare_grads(orig.first_grads, fixed.first_grads)
             entry["fixed"] = fixed.to_json()
             entry["grads_equal"] = ok
@@ -427,11 +453,11 @@ def _main(argv: List[str]) -> int:
     for p in targets:
         spec = parse_header(p.read_text(encoding="utf-8"), str(p))
         counts[spec.label] = counts.get(spec.label, 0) + 1
-        res = run_program(str(p))
+        res = run_program(str(p), holds=spec.holds)
         if spec.runtime == "crash":
             ok = crash_matches(res, spec.error)
         else:
-            ok = res.status == "train"
+            ok = res.status == "train" and all(res.holds.values())
         bad += not ok
         detail = "" if res.status == "train" else f"{res.error_type}: {(res.error or '').splitlines()[0][:90]}"
         print(f"{'ok ' if ok else 'BAD'} {spec.runtime:5} -> {res.status:5} {res.seconds:5.2f}s bw={res.backward_calls:<3} {p.name} {detail}")

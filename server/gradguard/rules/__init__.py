@@ -21,6 +21,7 @@ _RULE_MODULES = (
     "gradguard.rules.gg101_carried_graph",
     "gradguard.rules.gg102_stale_graph",
     "gradguard.rules.gg103_freed_in_step",
+    "gradguard.rules.gg201_growing_history",
 )
 
 _REGISTRY: Optional[Dict[str, Rule]] = None

@@ -1,0 +1,591 @@
+"""GG201 growing-history: a tensor with a graph is accumulated across the
+iterations of a loop (``total_loss += loss``, an EMA of a loss, ``losses.append(loss)``)
+and never back-propagated, so every iteration's graph stays alive.
+
+Nothing fails: the program trains, and memory grows with every step (PyTorch's
+FAQ, "Don't accumulate history across your training loop"). The evaluation
+variant is a loop that never back-propagates, run without ``torch.no_grad()``,
+whose outputs or losses are kept.
+
+Detection runs the graph interpreter of :mod:`gradguard.core.flow` over the
+unit, with one more kind of token: an accumulation statement in a loop (an
+augmented assignment, ``x = f(x, ...)``, ``xs.append(...)`` on a name bound
+before the loop) whose new value gains a graph built in the loop marks the
+accumulator with ``("H", statement)``. A mark that is still on the name at the
+end of the iteration is *kept*; a kept mark that reaches a ``backward()`` (the
+accumulation is the loss: gradient accumulation on purpose, or a recurrent
+state), a ``return``/``yield`` (the caller decides) or an attribute (another
+method may back-propagate it) is not a leak. The loop is walked once more with
+the marks carried in, so that an accumulator read by the next iteration's loss
+(``out, h = rnn(x, h)``) counts as back-propagated.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.core import flow as F
+from gradguard.core.context import unit_text
+from gradguard.core.model import Finding, Fix, Related, Severity, TextEdit
+from gradguard.core.summary import register
+from gradguard.rules.base import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Dict, Iterable, List, Optional, Tuple
+
+EXPLANATION = {
+    "en": '''\
+## What it does
+Finds a tensor that carries an autograd graph and is accumulated across the iterations of a loop
+without ever being back-propagated: `total_loss += loss`, a running average
+`running = 0.9 * running + 0.1 * loss`, `losses.append(loss)` or `outputs.append(out)` into a list
+that outlives the iteration. Also an evaluation loop (one that never calls `backward()`, often after
+`model.eval()`) run without `torch.no_grad()` whose outputs or losses are kept.
+
+## Why is this bad?
+A tensor computed from parameters remembers how it was computed. `total_loss + loss` is a new
+tensor whose graph holds the previous `total_loss` *and* this iteration's `loss`, so after `N`
+iterations the accumulator holds `N` iterations' graphs, with every intermediate tensor they still
+reference. Nothing fails: the program trains, memory grows with every step, and a long run ends in
+an out-of-memory error far from the line that caused it. PyTorch's own FAQ calls this "accumulating
+history across your training loop". `model.eval()` does not help: it changes dropout and batch
+norm, not graph recording; only `torch.no_grad()` (or `torch.inference_mode()`) stops it.
+
+## Example
+```python
+total_loss = 0
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss          # keeps every iteration's graph
+print(total_loss.item() / len(loader))
+```
+
+## Fix
+Accumulate a Python number (and read it as one later), or a detached tensor:
+
+```python
+    total_loss += loss.item()
+print(total_loss / len(loader))
+
+    outputs.append(out.detach())
+```
+
+An evaluation loop is wrapped in `torch.no_grad()`, which builds no graph at all and is faster:
+
+```python
+model.eval()
+with torch.no_grad():
+    for x, y in val_loader:
+        val_loss += criterion(model(x), y)
+```
+
+The quick fix uses `.item()` when the accumulator starts as a Python number and holds a loss, and
+then also rewrites a later `total_loss.item()` into `total_loss`; otherwise `.detach()`, which keeps
+a tensor with the same values.
+
+## FAQ
+**I sum the losses of several chunks and call `backward()` on the sum after the loop. Is that reported?**
+No. An accumulator that reaches a `backward()` (inside the loop or after it), is returned, or is
+stored on an object is what the program means to differentiate: gradient accumulation on purpose.
+
+**Is `float(loss)` or `loss.item()` enough?**
+Yes: both give a Python number with no graph. So does `loss.detach()` (a tensor).
+
+**Does `model.eval()` stop the graph?**
+No. It switches layers such as dropout and batch norm to evaluation behaviour; autograd still
+records every operation until you enter `torch.no_grad()`.
+
+**Why is my evaluation function not reported, though it has no `no_grad`?**
+When the same file calls it inside `with torch.no_grad():` (or from a function decorated with
+`@torch.no_grad()`), nothing is recorded, and it is not reported. It is not reported either when it
+returns the accumulated tensor: its caller decides. Files that never back-propagate are not
+analysed.
+''',
+    "zh": '''\
+## 它检查什么
+找出这样的张量：它带着自动求导的计算图，在循环的各次迭代之间被不断累积，却从未被反向传播：
+`total_loss += loss`、滑动平均 `running = 0.9 * running + 0.1 * loss`、把 `loss` 或 `out`
+`append` 进一个在迭代结束后仍然存在的列表。还包括评估循环（从不调用 `backward()`，常在
+`model.eval()` 之后）：它没有放在 `torch.no_grad()` 下，却保存了输出或损失。
+
+## 为什么这是个问题
+由参数计算出来的张量会记住自己是怎么算出来的。`total_loss + loss` 是一个新张量，它的计算图
+同时挂着上一轮的 `total_loss` *和* 这一轮的 `loss`，于是 `N` 轮之后累加器持有 `N` 轮的计算图，
+以及它们仍然引用的所有中间张量。程序不会报错，照常训练，但内存每一步都在增长，长时间训练后
+以显存/内存不足告终，而出错的位置离真正的原因很远。PyTorch 官方 FAQ 把这叫作“在训练循环中
+累积历史”。`model.eval()` 不能解决：它只改变 dropout 和 batch norm 的行为，不影响计算图的
+记录；只有 `torch.no_grad()`（或 `torch.inference_mode()`）才会停止记录。
+
+## 示例
+```python
+total_loss = 0
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss          # 保留了每一轮的计算图
+print(total_loss.item() / len(loader))
+```
+
+## 修复
+累加 Python 数值（之后也按数值读取），或者累加 detach 之后的张量：
+
+```python
+    total_loss += loss.item()
+print(total_loss / len(loader))
+
+    outputs.append(out.detach())
+```
+
+评估循环放进 `torch.no_grad()`，完全不建计算图，而且更快：
+
+```python
+model.eval()
+with torch.no_grad():
+    for x, y in val_loader:
+        val_loss += criterion(model(x), y)
+```
+
+当累加器以 Python 数值开始、累加的是损失时，快速修复使用 `.item()`，并把之后的
+`total_loss.item()` 改成 `total_loss`；否则使用 `.detach()`，得到数值相同的张量。
+
+## 常见问题
+**我把几个分块的损失加起来，在循环之后对总和调用 `backward()`，会被报告吗？**
+不会。累加器如果到达了 `backward()`（在循环内或循环后）、被 `return`、或被存到对象的属性上，
+那正是程序要求导的东西：这是有意的梯度累积。
+
+**`float(loss)` 或 `loss.item()` 就够了吗？**
+够了：两者都得到没有计算图的 Python 数值。`loss.detach()`（得到张量）也可以。
+
+**`model.eval()` 会停止记录计算图吗？**
+不会。它只把 dropout、batch norm 等层切换到评估行为；在进入 `torch.no_grad()` 之前，
+autograd 仍然记录每一个操作。
+
+**我的评估函数没有 `no_grad`，为什么没有被报告？**
+如果同一个文件在 `with torch.no_grad():` 之内（或在带 `@torch.no_grad()` 装饰的函数里）调用它，
+就不会记录任何计算图，因此不报告。如果它 `return` 累积的张量，也不报告：由调用者决定。
+从不进行反向传播的文件不做分析。
+''',
+}
+
+
+_ACC_METHODS = frozenset({"append", "extend", "insert"})
+_NOGRAD_KEY = "gg201:nograd:"
+
+
+# ---------------------------------------------------------------------------
+# facts: the functions a file calls with graph recording off
+# ---------------------------------------------------------------------------
+@register
+def _nograd_calls(stmt: ast.stmt, referenced: bool = True):
+    """``gg201:nograd:<name>`` for each function or method called (by its last
+    name) inside ``with torch.no_grad():`` or in a def decorated with it: an
+    evaluation helper called that way builds no graph."""
+    if not isinstance(stmt, (ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                             ast.If, ast.For, ast.While, ast.Try)):
+        return ()
+    out = set()
+    for node in ast.walk(stmt):
+        body = None
+        if isinstance(node, (ast.With, ast.AsyncWith)) and F.is_no_grad_with(node):
+            body = node.body
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and F.is_no_grad_function(node):
+            body = node.body
+        if body is None:
+            continue
+        for s in body:
+            for n in ast.walk(s):
+                if isinstance(n, ast.Call):
+                    f = n.func
+                    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                    if name:
+                        out.add((_NOGRAD_KEY + name, True))
+    return sorted(out)
+
+
+# ---------------------------------------------------------------------------
+# the interpreter, with accumulation marks
+# ---------------------------------------------------------------------------
+class _Site:
+    __slots__ = ("stmt", "name", "kind", "frame", "loops", "kept", "carried", "value", "init")
+
+    def __init__(self, stmt, name, kind, frame, loops, value, init):
+        self.stmt = stmt
+        self.name = name
+        self.kind = kind  # "aug" | "assign" | "append"
+        self.frame = frame  # the innermost loop's frame
+        self.loops = loops  # enclosing loop frames, outermost first
+        self.kept = False  # still marked at the end of the iteration
+        self.carried = False  # and read by the same statement in the next one
+        self.value = value  # the expression added (aug/append) or the right-hand side
+        self.init = init  # the accumulator's value before the loop
+
+
+class HistoryFlow(F.GraphFlow):
+    """:class:`gradguard.core.flow.GraphFlow` that also marks accumulators."""
+
+    def __init__(self, resolver, self_obj=None):
+        super().__init__(resolver, self_obj=self_obj, find_carries=False)
+        self.sites: Dict[int, _Site] = {}
+
+    def stmt(self, s, env):
+        cand = self._candidates(s) if self.frames and not self.no_grad else ()
+        before = {n: env.get(n) for n, _, _ in cand}
+        env = super().stmt(s, env)
+        for name, kind, value in cand:
+            old, new = before[name], env.get(name)
+            if old is None or new is None:
+                continue
+            mark = ("H", id(s))
+            site = self.sites.get(id(s))
+            if site is not None and mark in old.taints and mark in new.taints:
+                site.carried = True  # the last iteration's accumulation flows on into this one's
+            frame = self.frames[-1]
+            fresh = new.graph_tokens() - old.graph_tokens()
+            if not any(_inside(t[1], frame.loop) for t in fresh if hasattr(t[1], "lineno")):
+                continue
+            if site is None:
+                site = self.sites[id(s)] = _Site(s, name, kind, frame, tuple(self.frames), value, old)
+            env[name] = F._with(new, taints=new.taints | {mark})
+        return env
+
+    def _candidates(self, s) -> List[Tuple[str, str, ast.expr]]:
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            return [(s.target.id, "aug", s.value)]
+        if isinstance(s, ast.Assign) and len(s.targets) == 1:
+            names = [n for n in F.target_names(s.targets[0]) if "." not in n]
+            if names:
+                read = set(F.loaded_names(s.value))
+                return [(n, "assign", s.value) for n in names if n in read]
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            f = s.value.func
+            if isinstance(f, ast.Attribute) and f.attr in _ACC_METHODS and isinstance(f.value, ast.Name) and s.value.args:
+                return [(f.value.id, "append", s.value.args[-1])]
+        return []
+
+    def loop(self, loop, env):
+        out = super().loop(loop, env)
+        mine = [site for site in self.sites.values() if site.frame.loop is loop and not site.kept]
+        kept = [site for site in mine if ("H", id(site.stmt)) in (out.get(site.name) or F.CLEAN).taints]
+        if kept:
+            for site in kept:
+                site.kept = True
+            # once more with the marks carried in: the next iteration may read them
+            frame = F.LoopFrame(loop, second=True)
+            self.frames.append(frame)
+            e2 = dict(out)
+            self._bind_loop_target(loop, e2)
+            e2 = self.block(loop.body, e2)  # type: ignore[attr-defined]
+            self.frames.pop()
+            out = F.join_env(out, e2)
+        return out
+
+
+def _inside(node, loop) -> bool:
+    lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
+    return lo <= getattr(node, "lineno", 0) <= hi
+
+
+# ---------------------------------------------------------------------------
+# the rule
+# ---------------------------------------------------------------------------
+class GrowingHistory(Rule):
+    code = "GG201"
+    name = "growing-history"
+    default_severity = Severity.WARNING
+    needs_backprop = True
+    title = {
+        "en": "A tensor with a graph is accumulated across iterations and never back-propagated",
+        "zh": "带计算图的张量在迭代之间被累积，却从未反向传播",
+    }
+    explanation = EXPLANATION
+
+    def check(self, unit, ctx):
+        if not unit.body or not _worth_running(unit):
+            return ()
+        if unit.kind == "function" and F.is_no_grad_function(unit.node, ctx):
+            return ()
+        from gradguard.rules.gg101_carried_graph import unit_entry
+
+        env, self_obj = unit_entry(unit)
+        flow = HistoryFlow(F.Resolver(ctx), self_obj=self_obj)
+        try:
+            flow.run(unit.body, env)
+        except RecursionError:
+            return ()
+        kept = [s for s in flow.sites.values() if s.kept and s.carried]
+        if not kept:
+            return ()
+        used = _escaping_marks(flow)
+        leaks = [s for s in kept if ("H", id(s.stmt)) not in used]
+        if not leaks:
+            return ()
+        if unit.kind == "function" and unit.node is not None and (_NOGRAD_KEY + unit.node.name) in ctx.summary:
+            return ()  # called with graph recording off
+        return _findings(self, leaks, flow, unit, ctx)
+
+
+def _worth_running(unit) -> bool:
+    """A loop holding an accumulation statement that is not obviously a number."""
+    for s in F.iter_statements(unit.body):
+        if not isinstance(s, F.LOOPS):
+            continue
+        for t in F.iter_statements(s.body):  # type: ignore[attr-defined]
+            if isinstance(t, ast.AugAssign) and not F.is_graph_cut(t.value):
+                return True
+            if isinstance(t, ast.Assign) and len(t.targets) == 1 and not F.is_graph_cut(t.value):
+                if set(F.target_names(t.targets[0])) & set(F.loaded_names(t.value)):
+                    return True
+            if (isinstance(t, ast.Expr) and isinstance(t.value, ast.Call) and isinstance(t.value.func, ast.Attribute)
+                    and t.value.func.attr in _ACC_METHODS and t.value.args and not F.is_graph_cut(t.value.args[-1])):
+                return True
+    return False
+
+
+def _escaping_marks(flow: HistoryFlow) -> set:
+    """The marks that reach a backward, a return/yield, or an attribute."""
+    used: set = set()
+    for ev in flow.events:
+        used |= ev.loss.taints
+    for r in flow.returns:
+        used |= r.taints
+    for key, v in (getattr(flow, "final", None) or {}).items():
+        if "." in key:
+            used |= v.taints
+    return {t for t in used if t[0] == "H"}
+
+
+# ---------------------------------------------------------------------------
+# findings and fixes
+# ---------------------------------------------------------------------------
+def _findings(rule, leaks, flow, unit, ctx) -> List[Finding]:
+    out: List[Finding] = []
+    torch_name = _torch_alias(ctx)
+    groups: Dict[int, List[_Site]] = {}
+    quiet_of: Dict[int, Optional[ast.stmt]] = {}
+    for site in sorted(leaks, key=lambda s: (s.stmt.lineno, s.stmt.col_offset)):
+        quiet = quiet_of[id(site)] = _quiet_loop(site, flow)  # the outermost enclosing loop that never back-propagates
+        if quiet is not None:
+            groups.setdefault(id(quiet), []).append(site)
+    done: set = set()
+    for site in sorted(leaks, key=lambda s: (s.stmt.lineno, s.stmt.col_offset)):
+        quiet = quiet_of[id(site)]
+        if quiet is not None and site.kind == "assign" and _eval_call_before(unit, quiet, ctx) is None:
+            # a state threaded through a loop that never back-propagates (sampling, generation)
+            # is reported in an evaluation phase only: its growth ends with the loop
+            continue
+        if quiet is not None:
+            if id(quiet) in done:
+                continue  # one finding per evaluation loop, at its first accumulation
+            done.add(id(quiet))
+        out.append(_finding(rule, site, quiet, groups.get(id(quiet), [site]), unit, ctx, torch_name))
+    return out
+
+
+def _quiet_loop(site: _Site, flow: HistoryFlow) -> Optional[ast.stmt]:
+    """The outermost loop around the site in which nothing back-propagates and
+    whose graphs reach no backward and no return: it can run under no_grad."""
+    reached: set = set()
+    for ev in flow.events:
+        reached |= ev.loss.graph_tokens()
+    for r in flow.returns:
+        reached |= r.graph_tokens()
+    for fr in site.loops:
+        if fr.backprop:
+            continue
+        loop = fr.loop
+        if any(_inside(t[1], loop) for t in reached if hasattr(t[1], "lineno")):
+            continue
+        if _backward_spelled(loop):
+            continue
+        return loop
+    return None
+
+
+def _backward_spelled(loop) -> bool:
+    for n in F.iter_nodes(list(loop.body)):
+        if isinstance(n, ast.Call) and F.is_backward_call(n):
+            return True
+    return False
+
+
+def _torch_alias(ctx) -> Optional[str]:
+    for alias, full in (ctx.imports or {}).items():
+        if full == "torch":
+            return alias
+    return None
+
+
+def _src(node, ctx) -> str:
+    """The node's own source text (as written), or its unparsed form without a context."""
+    if ctx is None:
+        return ast.unparse(node)
+    r = ctx.range(node)
+    if r.start.line == r.end.line:
+        return ctx.index.line(r.start.line)[r.start.character:r.end.character]
+    lines = [ctx.index.line(i) for i in range(r.start.line, r.end.line + 1)]
+    lines[-1] = lines[-1][:r.end.character]
+    lines[0] = lines[0][r.start.character:]
+    return "\n".join(lines)
+
+
+def _finding(rule, site: _Site, quiet, group, unit, ctx, torch_name) -> Finding:
+    name = site.name
+    what = {"aug": f"`{name}`", "assign": f"`{name}`", "append": f"the list `{name}`"}[site.kind]
+    what_zh = {"aug": f"`{name}`", "assign": f"`{name}`", "append": f"列表 `{name}`"}[site.kind]
+    plural = quiet is not None and len({s.name for s in group}) > 1
+    if plural:
+        names = sorted({s.name for s in group}, key=[s.name for s in group].index)
+        what = ", ".join(f"`{n}`" for n in names[:-1]) + f" and `{names[-1]}`"
+        what_zh = "、".join(f"`{n}`" for n in names)
+    loop = site.frame.loop
+    related = [Related(ctx.line_range(loop), {"en": "the loop it accumulates across",
+                                              "zh": "在这个循环的各次迭代之间累积"})]
+    eval_call = _eval_call_before(unit, quiet or loop, ctx)
+    fixes: List[Fix] = []
+    if quiet is not None:
+        phase_en = f" after `{_src(eval_call.func, ctx)}()`" if eval_call is not None else ""
+        phase_zh = f"（在 `{_src(eval_call.func, ctx)}()` 之后）" if eval_call is not None else ""
+        msg = {
+            "en": f"{what} {'keep' if plural else 'keeps'} the autograd graph of every iteration of a loop that never back-propagates"
+                  f"{phase_en} and runs without `torch.no_grad()`: memory grows with every iteration; "
+                  f"run the loop under `torch.no_grad()`.",
+            "zh": f"{what_zh} 保留了一个从不反向传播的循环{phase_zh}每一轮的计算图，而这个循环没有放在 "
+                  f"`torch.no_grad()` 下：内存随迭代不断增长；请在 `torch.no_grad()` 下运行这个循环。",
+        }
+        if eval_call is not None:
+            related.append(Related(ctx.range(eval_call), {"en": "`eval()` does not stop graph recording",
+                                                          "zh": "`eval()` 不会停止记录计算图"}))
+        wrap = _wrap_edit(quiet, ctx, torch_name) if torch_name else None
+        if wrap is not None:
+            fixes.append(Fix({"en": "Run the loop under `torch.no_grad()`",
+                              "zh": "在 `torch.no_grad()` 下运行这个循环"}, (wrap,), preferred=True))
+    else:
+        msg = {
+            "en": f"{what} keeps the autograd graph of every iteration and is never back-propagated: memory grows "
+                  f"with every iteration (\"accumulating history across the training loop\"); accumulate "
+                  f"`.item()` or `.detach()` instead.",
+            "zh": f"{what_zh} 保留了每一轮迭代的计算图，却从未被反向传播：内存随迭代不断增长"
+                  f"（“在训练循环中累积历史”）；请改为累积 `.item()` 或 `.detach()`。",
+        }
+    cut = _cut_edits(site, unit, ctx)
+    if cut is not None:
+        method, edits = cut
+        fixes.append(Fix({"en": f"Accumulate `{method}` of the value (no graph)",
+                          "zh": f"累积数值的 `{method}`（不带计算图）"}, tuple(edits), preferred=not fixes))
+    return Finding(rule.code, ctx.line_range(site.stmt), msg, rule.default_severity, tuple(related), tuple(fixes),
+                   {"variable": name, "evaluation": quiet is not None})
+
+
+def _eval_call_before(unit, loop, ctx) -> Optional[ast.Call]:
+    """The last ``<module>.eval()`` call of the unit before the loop (or at its top)."""
+    best = None
+    for n in F.iter_nodes(list(unit.body)):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "eval"
+                and not n.args and not n.keywords and n.lineno <= loop.lineno + 1):
+            if best is None or n.lineno > best.lineno:
+                best = n
+    return best
+
+
+def _wrap_edit(loop, ctx, torch_name) -> Optional[TextEdit]:
+    """Indent the loop one level under ``with torch.no_grad():``."""
+    first, last = loop.lineno, loop.end_lineno or loop.lineno
+    lines = [ctx.index.line(i - 1) for i in range(first, last + 1)]
+    indent = ctx.indent_of(first)
+    if lines[0][: len(indent)] != indent or lines[0].strip() == "" or not lines[0].lstrip().startswith(("for", "while", "async")):
+        return None
+    step = "    " if "\t" not in indent else "\t"
+    body = [indent + f"with {torch_name}.no_grad():"] + [(step + ln) if ln.strip() else ln for ln in lines]
+    from gradguard.core.model import Position, Range
+
+    rng = Range(Position(first - 1, 0), Position(last - 1, len(lines[-1])))
+    return TextEdit(rng, "\n".join(body))
+
+
+def _scalar_like(expr: ast.expr) -> bool:
+    """A loss (by name) or a reduction: ``.item()`` is safe on it."""
+    text = _src(expr, None).lower()
+    if "loss" in text or "损失" in text:
+        return True
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("mean", "sum")
+
+
+def _later_uses(unit, site: _Site) -> Tuple[List[ast.Call], bool]:
+    """Later ``name.item()`` calls, and whether the name is used as a tensor otherwise."""
+    items, tensor_use = [], False
+    for n in F.iter_nodes(list(unit.body)):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == site.name:
+            if (n.lineno, n.col_offset) <= (site.stmt.lineno, site.stmt.col_offset):
+                continue
+            if n.attr == "item":
+                items.append(n)
+            else:
+                tensor_use = True
+        elif isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == site.name for a in n.args):
+            q = F.dotted(n.func) or ""
+            if q.startswith(("torch.", "np.", "numpy.")):
+                tensor_use = True
+    calls = []
+    for n in F.iter_nodes(list(unit.body)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func in items and not n.args:
+            calls.append(n)
+    return calls, tensor_use
+
+
+def _wrap(expr: ast.expr, method: str, ctx) -> TextEdit:
+    r = ctx.range(expr)
+    text = _src(expr, ctx)
+    atom = isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+    return TextEdit(r, f"{text}.{method}()" if atom else f"({text}).{method}()")
+
+
+def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
+    if site.kind == "append":
+        return ".detach()", [_wrap(site.value, "detach", ctx)]
+    items, tensor_use = _later_uses(unit, site)
+    number = site.init is not None and site.init.const and not site.init.taints and not tensor_use
+    if site.kind == "aug":
+        leaves = [site.value]
+    else:
+        leaves = _graph_leaves(site.value, site.name)
+        if not leaves:
+            return None
+    method = "item" if number and all(_scalar_like(e) for e in leaves) else "detach"
+    edits = [_wrap(e, method, ctx) for e in leaves]
+    if method == "item":
+        for call in items:
+            edits.append(TextEdit(ctx.range(call), site.name))
+    return f".{method}()", edits
+
+
+def _graph_leaves(expr: ast.expr, name: str) -> List[ast.expr]:
+    """The operands of an arithmetic expression that do not read the accumulator
+    and are not constants: ``0.1 * loss`` in ``0.9 * running + 0.1 * loss``."""
+    out: List[ast.expr] = []
+
+    def visit(e):
+        if isinstance(e, ast.BinOp):
+            visit(e.left)
+            visit(e.right)
+        elif isinstance(e, ast.UnaryOp):
+            visit(e.operand)
+        elif isinstance(e, ast.Constant):
+            return
+        elif name in F.loaded_names(e):
+            if isinstance(e, ast.Name):
+                return
+            raise ValueError  # the accumulator inside a call: no simple edit
+        else:
+            out.append(e)
+
+    try:
+        visit(expr)
+    except ValueError:
+        return []
+    return out

@@ -1,0 +1,230 @@
+"""GG201 growing-history: a graph accumulated across iterations, never back-propagated."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from gradguard.core import check_source
+from gradguard.core.config import config_from_mapping
+from gradguard.core.text import apply_text_edits
+from gradguard.rules import get_rule
+
+HEAD = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = [(torch.randn(2, 4), torch.randn(2, 1)) for _ in range(3)]
+"""
+
+LOOP = HEAD + """\
+total = 0
+for x, y in data:
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    total += loss
+print(total.item())
+"""
+
+
+def gg201(src: str, config=None):
+    return [f for f in check_source(textwrap.dedent(src), "t.py", config).findings if f.code == "GG201"]
+
+
+def fixed(src: str) -> str:
+    src = textwrap.dedent(src)
+    fs = gg201(src)
+    return apply_text_edits(src, [e for f in fs for e in f.preferred_fix.edits])
+
+
+def test_total_loss_is_reported_and_item_fix_rewrites_the_later_item_call():
+    [f] = gg201(LOOP)
+    assert f.range.start.line + 1 == 13 and f.severity.value == "warning"
+    assert "total" in f.message_in("en") and "计算图" in f.message_in("zh")
+    out = fixed(LOOP)
+    assert "    total += loss.item()\n" in out and "print(total)\n" in out
+    assert not gg201(out)
+
+
+@pytest.mark.parametrize("line, fixed_line", [
+    ("total += loss.item()", None),
+    ("total += float(loss)", None),
+    ("total += loss.detach()", None),
+    ("total = total + loss.detach()", None),
+    ("total = 0.9 * total + 0.1 * loss", "total = 0.9 * total + 0.1 * loss.item()"),
+    ("total = total + loss", "total = total + loss.item()"),
+])
+def test_cut_accumulation_is_silent_and_graph_accumulation_is_fixed(line, fixed_line):
+    src = LOOP.replace("total += loss", line).replace("print(total.item())", "print(float(total))")
+    if fixed_line is None:
+        assert not gg201(src)
+    else:
+        assert len(gg201(src)) == 1 and fixed_line in fixed(src)
+
+
+@pytest.mark.parametrize("tail", [
+    "total.backward()",                       # back-propagated once after the loop
+    "(total / len(data)).backward()",
+])
+def test_accumulation_back_propagated_after_the_loop_is_silent(tail):
+    src = HEAD + textwrap.dedent("""\
+    for epoch in range(2):
+        total = 0
+        for x, y in data:
+            total = total + ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        TAIL
+        opt.step()
+    """).replace("TAIL", tail)
+    assert not gg201(src)
+
+
+def test_returned_or_stored_on_an_object_is_silent():
+    src = HEAD + textwrap.dedent("""\
+    def chunk_loss(xs, ys):
+        total = 0
+        for x, y in zip(xs, ys):
+            total += ((model(x) - y) ** 2).mean()
+        return total
+
+
+    class Trainer:
+        def run(self):
+            for x, y in data:
+                loss = ((model(x) - y) ** 2).mean()
+                loss.backward()
+                self.history.append(loss)
+    """)
+    assert not gg201(src)
+
+
+def test_list_append_in_a_loop_is_reported_with_a_detach_fix():
+    src = HEAD + textwrap.dedent("""\
+    losses = []
+    for x, y in data:
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        losses.append(loss)
+    """)
+    [f] = gg201(src)
+    assert "losses.append(loss.detach())" in fixed(src)
+    # a list made anew in each iteration does not outlive it
+    assert not gg201(src.replace("    loss = ((model", "    losses = []\n    loss = ((model"))
+
+
+def test_evaluation_loop_gets_no_grad_and_one_finding():
+    src = HEAD + textwrap.dedent("""\
+    for x, y in data:
+        ((model(x) - y) ** 2).mean().backward()
+    model.eval()
+    val, outs = 0, []
+    for x, y in data:
+        out = model(x)
+        outs.append(out)
+        val += ((out - y) ** 2).mean()
+    print(val.item())
+    """)
+    [f] = gg201(src)
+    assert "`outs` and `val`" in f.message_in("en") and "model.eval()" in f.message_in("en")
+    out = fixed(src)
+    assert "with torch.no_grad():\n    for x, y in data:\n        out = model(x)\n" in out
+    assert not gg201(out)
+    # under no_grad / inference_mode already: silent
+    for ctx_mgr in ("torch.no_grad()", "torch.inference_mode()"):
+        wrapped = out.replace("torch.no_grad()", ctx_mgr)
+        assert not gg201(wrapped)
+
+
+def test_evaluation_helper_called_under_no_grad_is_silent():
+    src = HEAD + textwrap.dedent("""\
+    def evaluate():
+        model.eval()
+        total = 0
+        for x, y in data:
+            total += ((model(x) - y) ** 2).mean()
+        return float(total)
+
+
+    for x, y in data:
+        ((model(x) - y) ** 2).mean().backward()
+    print(evaluate())
+    """)
+    assert len(gg201(src)) == 1
+    assert not gg201(src.replace("print(evaluate())", "with torch.no_grad():\n    print(evaluate())"))
+
+
+def test_recurrent_state_detached_each_step_and_decoders_are_silent():
+    src = HEAD + textwrap.dedent("""\
+    cell = nn.GRUCell(4, 4)
+    h = torch.zeros(1, 4)
+    for x, y in data:
+        h = cell(x[:1], h)
+        loss = h.pow(2).mean()
+        loss.backward()
+        h = h.detach()
+    outs = []
+    s = torch.zeros(1, 4)
+    for t in range(3):
+        s = cell(data[0][0][:1], s)
+        outs.append(s)
+    torch.stack(outs).sum().backward()
+    """)
+    assert not gg201(src)
+
+
+def test_chinese_names_columns_are_characters():
+    src = HEAD + textwrap.dedent("""\
+    总损失 = 0.0  # 中文注释
+    for x, y in data:
+        损失 = ((model(x) - y) ** 2).mean()
+        损失.backward()
+        总损失 = 总损失 + 损失
+    """)
+    [f] = gg201(src)
+    line = src.splitlines()[f.range.start.line]
+    assert f.range.start.character == line.index("总损失") and f.data["variable"] == "总损失"
+    assert "总损失 = 总损失 + 损失.item()" in fixed(src)
+
+
+def test_select_ignore_severity_per_file_and_noqa():
+    assert gg201(LOOP)
+    assert not gg201(LOOP, config_from_mapping({"ignore": ["GG201"]}))
+    assert not gg201(LOOP, config_from_mapping({"select": ["GG1"]}))
+    assert gg201(LOOP, config_from_mapping({"select": ["GG2"]}))
+    [f] = gg201(LOOP, config_from_mapping({"severity": {"GG201": "error"}}))
+    assert f.severity.value == "error"
+    assert not gg201(LOOP, config_from_mapping({"per-file-ignores": {"t.py": ["GG201"]}}))
+    assert not gg201(LOOP.replace("    total += loss\n", "    total += loss  # noqa: GG201\n"))
+    assert gg201(LOOP.replace("    total += loss\n", "    total += loss  # noqa: GG101\n"))
+
+
+def test_explanation_sections_docs_page_and_cli():
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+    from rule_pages import assert_docs_page_is_the_explanation, assert_sections
+
+    rule = get_rule("GG201")
+    assert rule.name == "growing-history" and rule.default_severity.value == "warning"
+    assert_sections("GG201")
+    for text in (rule.explain("en"), rule.explain("zh")):
+        assert "total_loss += loss" in text and "torch.no_grad()" in text and ".item()" in text
+    assert_docs_page_is_the_explanation("GG201")
+    out = subprocess.run([sys.executable, "-m", "gradguard", "rule", "GG201", "--lang", "zh"],
+                         capture_output=True, text=True, encoding="utf-8")
+    assert out.returncode == 0 and "累积历史" in out.stdout and "GG201" in out.stdout
+
+
+def test_hover_shows_the_message_and_the_explanation_in_both_languages():
+    from gradguard.lsp.hover import finding_markdown
+
+    [f] = gg201(LOOP)
+    for lang, needle in (("en", "## Why is this bad?"), ("zh", "## 为什么这是个问题")):
+        md = finding_markdown([f], lang)
+        assert md.startswith("### GG201 growing-history") and f.message_in(lang) in md and needle in md
+        assert "docs/rules/GG201.md" in md
