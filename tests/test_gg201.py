@@ -228,3 +228,32 @@ def test_hover_shows_the_message_and_the_explanation_in_both_languages():
         md = finding_markdown([f], lang)
         assert md.startswith("### GG201 growing-history") and f.message_in(lang) in md and needle in md
         assert "docs/rules/GG201.md" in md
+
+
+def test_values_not_built_from_the_loop_data_and_threaded_states_in_training_are_silent():
+    """pytorch/examples: modules made in a loop (`layers.append(block(...))`), a best score
+    (`best = max(acc, best)`), a recurrent state detached in place through an index."""
+    src = HEAD + textwrap.dedent("""\
+    class Net(nn.Module):
+        def make(self, block, n):
+            layers = []
+            for _ in range(n):
+                layers.append(block(self.width, groups=self.groups))
+            return nn.Sequential(*layers)
+
+
+    def validate():
+        return model(data[0][0]).mean()
+
+
+    best = 0
+    hidden = (torch.zeros(1, 4), torch.zeros(1, 4))
+    for epoch in range(2):
+        for x, y in data:
+            hidden[0].detach_()
+            out, hidden = model(x, hidden)
+            backend.backward(ctx, [out.sum()])
+        acc = validate()
+        best = max(acc, best)
+    """)
+    assert not gg201(src)

@@ -249,6 +249,9 @@ class HistoryFlow(F.GraphFlow):
             fresh = new.graph_tokens() - old.graph_tokens()
             if not any(_inside(t[1], frame.loop) for t in fresh if hasattr(t[1], "lineno")):
                 continue
+            fors = [fr.loop for fr in self.frames if isinstance(fr.loop, (ast.For, ast.AsyncFor))]
+            if fors and not any(("T", id(lp)) in new.taints for lp in fors):
+                continue  # built from nothing the loop iterates over: modules made in a loop, a best score
             if site is None:
                 site = self.sites[id(s)] = _Site(s, name, kind, frame, tuple(self.frames), value, old)
             env[name] = F._with(new, taints=new.taints | {mark})
@@ -267,6 +270,15 @@ class HistoryFlow(F.GraphFlow):
             if isinstance(f, ast.Attribute) and f.attr in _ACC_METHODS and isinstance(f.value, ast.Name) and s.value.args:
                 return [(f.value.id, "append", s.value.args[-1])]
         return []
+
+    def _bind_loop_target(self, loop, env):
+        super()._bind_loop_target(loop, env)
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            mark = ("T", id(loop))  # what the loop iterates over: its data
+            for n in F.target_names(loop.target):
+                v = env.get(n)
+                if v is not None:
+                    env[n] = F._with(v, taints=v.taints | {mark})
 
     def loop(self, loop, env):
         out = super().loop(loop, env)
@@ -375,9 +387,12 @@ def _findings(rule, leaks, flow, unit, ctx) -> List[Finding]:
     done: set = set()
     for site in sorted(leaks, key=lambda s: (s.stmt.lineno, s.stmt.col_offset)):
         quiet = quiet_of[id(site)]
-        if quiet is not None and site.kind == "assign" and _eval_call_before(unit, quiet, ctx) is None:
-            # a state threaded through a loop that never back-propagates (sampling, generation)
-            # is reported in an evaluation phase only: its growth ends with the loop
+        threaded = site.kind == "assign" and not _graph_leaves(site.value, site.name)
+        if threaded and (quiet is None or _eval_call_before(unit, quiet, ctx) is None):
+            # a state threaded through a call (``out, h = rnn(x, h)``, ``best = max(acc, best)``) is
+            # reported in an evaluation loop only: in a training loop its graph is back-propagated
+            # (or it is GG101's crash) by ways the analysis may not follow (a state detached in place
+            # through an index, a distributed backward), and a sampling loop's growth ends with it
             continue
         if quiet is not None:
             if id(quiet) in done:
