@@ -22,6 +22,7 @@ _RULE_MODULES = (
     "gradguard.rules.gg102_stale_graph",
     "gradguard.rules.gg103_freed_in_step",
     "gradguard.rules.gg201_growing_history",
+    "gradguard.rules.gg202_data_cut",
 )
 
 _REGISTRY: Optional[Dict[str, Rule]] = None
