@@ -377,6 +377,19 @@ def test_leak_is_real_and_the_fix_ends_it(runtime, name):
     assert not any(entry["fixed"]["holds"].values()), f"{name}: still holds a graph once fixed: {entry['fixed']['holds']}"
 
 
+GG205_NAMES = [n for n in NAMES if "GG205" in SPECS[n].codes]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", GG205_NAMES)
+def test_gradients_accumulate_and_the_fix_resets_them(runtime, name):
+    """GG205: the original's second gradient is its first plus the fixed run's
+    second (the fix zeroes once per iteration and changes nothing else)."""
+    entry = runtime[name]
+    assert "fixed" in entry, f"{name}: no preferred fix could be applied"
+    assert entry["accumulates"], f"{name}: {entry['accumulates_why']}"
+
+
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("name", GG101_NAMES)
 def test_fix_keeps_the_carried_state(runtime, name):

@@ -166,6 +166,7 @@ class RunResult:
     roots: list = field(default_factory=list)
     # for each asked module-level name: does it hold an autograd graph at the end?
     holds: Dict[str, bool] = field(default_factory=dict)
+    second_grads: Optional[list] = None
 
     def to_json(self) -> dict:
         return {
@@ -189,6 +190,7 @@ class _Recorder:
         self.depth = 0
         self.calls = 0
         self.first_grads: Optional[list] = None
+        self.second_grads: Optional[list] = None  # the same, after the second backward
         # values of what the first two outermost backward calls differentiate
         # (recorded on entry, so the call that crashes is recorded too)
         self.roots: list = []
@@ -258,6 +260,8 @@ class _Recorder:
                     rec.depth -= 1
                 if rec.depth == 0:
                     rec.calls += 1
+                    if rec.first_grads is not None and rec.second_grads is None and not returns_grads:
+                        rec.second_grads = rec.snapshot()
                     if rec.first_grads is None:
                         if returns_grads:  # torch.autograd.grad: the gradients are its result
                             rec.first_grads = [
@@ -361,7 +365,8 @@ def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, .
         if can_alarm:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old_handler)
-    return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads, rec.roots, held)
+    return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads, rec.roots, held,
+                     rec.second_grads)
 
 
 def crash_matches(result: RunResult, expected_error: str) -> bool:
@@ -415,6 +420,30 @@ def compare_roots(a: list, b: list) -> Tuple[bool, str]:
     return True, ""
 
 
+def compare_accumulation(orig_first: Optional[list], orig_second: Optional[list],
+                         fixed_second: Optional[list]) -> Tuple[bool, str]:
+    """Does the original accumulate gradients across iterations while the fix
+    does not? Both runs take the same first step, so their second iterations
+    start from the same parameters and compute the same fresh gradient; the
+    original's ``.grad`` after the second backward must then equal its first
+    gradient plus the fixed run's second one (and differ from the latter)."""
+    import torch
+
+    if orig_first is None or orig_second is None or fixed_second is None:
+        return False, "fewer than two backward calls observed"
+    first = {e[0]: e[1] for e in orig_first}
+    fixed = {e[0]: e[1] for e in fixed_second}
+    differ = False
+    for key, g2 in ((e[0], e[1]) for e in orig_second):
+        g1, f2 = first.get(key), fixed.get(key)
+        if g2 is None or g1 is None or f2 is None:
+            continue
+        if not torch.allclose(g2, g1 + f2, rtol=1e-4, atol=1e-6):
+            return False, f"{key}: the original's second gradient is not the sum of the first two"
+        differ = differ or not torch.allclose(g2, f2, rtol=1e-4, atol=1e-6)
+    return differ, "" if differ else "the fixed run's second gradient equals the original's"
+
+
 def run_manifest(jobs: List[dict]) -> List[dict]:
     """jobs: [{"name", "original", "fixed" (path or None), "seed"}] → results."""
     out = []
@@ -432,6 +461,9 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
             ok, why = compare_roots(orig.roots, fixed.roots)
             entry["losses_equal"] = ok
             entry["losses_why"] = why
+            ok, why = compare_accumulation(orig.first_grads, orig.second_grads, fixed.second_grads)
+            entry["accumulates"] = ok
+            entry["accumulates_why"] = why
         out.append(entry)
     return out
 

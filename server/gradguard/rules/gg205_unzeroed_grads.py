@@ -1,0 +1,379 @@
+"""GG205 unzeroed-grads: a loop back-propagates and steps every iteration and
+never zeroes the gradients, so each step uses the sum of all earlier ones.
+
+``backward()`` *adds* into ``.grad``. A training loop that calls
+``loss.backward()`` and ``optimizer.step()`` every iteration without
+``optimizer.zero_grad()`` (or ``model.zero_grad()``, ``p.grad = None``,
+``p.grad.zero_()``) trains on a running sum of gradients: nothing fails, the
+model learns worse or diverges.
+
+Detection is on the loop's statements, with the AST predicates of
+:mod:`gradguard.core.flow` (``is_backward_call``, the loops of a unit): the
+innermost loop whose body both back-propagates (``backward()``, not
+``torch.autograd.grad``, which accumulates nothing) and updates what it trains
+(an optimizer's ``step()``, ``scaler.step(opt)``, or a hand-written update from
+``p.grad``) is reported when nothing in its body, nor in a same-file helper it
+calls, zeroes gradients. Zeroing anywhere in the iteration (before or after the
+backward, every ``k`` steps under an ``if``) is enough; a loop that only
+back-propagates (the update and the zeroing after it) accumulates on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from gradguard.core import flow as F
+from gradguard.core.context import unit_text
+from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.core.summary import query, register
+from gradguard.rules.base import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import List, Optional, Set, Tuple
+
+EXPLANATION = {
+    "en": '''\
+## What it does
+Finds a training loop that calls `backward()` and updates the parameters (`optimizer.step()`, or
+`w -= lr * w.grad` by hand) in every iteration, and never zeroes the gradients:
+no `optimizer.zero_grad()`, no `model.zero_grad()`, no `p.grad = None` or `p.grad.zero_()`.
+
+## Why is this bad?
+`backward()` does not overwrite `.grad`, it *adds* to it. Without zeroing, the gradient used by
+the step of iteration `n` is the sum of the gradients of iterations `1..n`. Nothing fails: the
+loss goes down for a while, then training becomes unstable or diverges, and the learning rate
+looks like the culprit.
+
+## Example
+```python
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()                 # steps with the sum of every earlier gradient
+```
+
+## Fix
+Zero the gradients of what the optimizer steps once per iteration, before the backward:
+
+```python
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+The quick fix inserts the zeroing call at the top of the iteration: the optimizer that steps (or,
+for a hand-written update, `w.grad = None` for each updated tensor). The first iteration's
+gradients are unchanged; every later one no longer includes the earlier ones.
+
+## FAQ
+**I accumulate gradients over several batches on purpose. Is that reported?**
+No, as long as the loop zeroes them somewhere: every `k` steps under an `if`, or only after the loop
+(then the loop only back-propagates and the step is outside it). When you accumulate on purpose,
+divide each loss by the number of accumulated batches so that the step sees their mean.
+
+**Does it matter whether `zero_grad()` comes before `backward()` or after `step()`?**
+No. Either place zeroes once per iteration, and both are common.
+
+**I use `torch.autograd.grad(...)`. Is that reported?**
+No: it returns the gradients instead of adding them into `.grad`, so nothing accumulates.
+
+**My zeroing is in a helper, `reset(model)`.**
+A helper defined in the same file is read; one imported from elsewhere is not. Add
+`# noqa: GG205` on the reported line if the analysis cannot see it.
+''',
+    "zh": '''\
+## 它检查什么
+找出这样的训练循环：每一轮都调用 `backward()` 并更新参数（`optimizer.step()`，或手写的
+`w -= lr * w.grad`），却从不把梯度清零：没有 `optimizer.zero_grad()`、`model.zero_grad()`，
+也没有 `p.grad = None` 或 `p.grad.zero_()`。
+
+## 为什么这是个问题
+`backward()` 不会覆盖 `.grad`，而是把梯度*累加*进去。不清零的话，第 `n` 轮的 step 用的是
+第 `1..n` 轮梯度之和。程序不会报错：损失会先下降一阵，然后训练变得不稳定甚至发散，
+看起来像是学习率的问题。
+
+## 示例
+```python
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()                 # 用的是之前所有梯度之和
+```
+
+## 修复
+每一轮迭代把优化器所更新参数的梯度清零一次，放在 backward 之前：
+
+```python
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+快速修复会在迭代开头插入清零调用：执行 step 的那个优化器的 `zero_grad()`（手写更新时，
+对每个被更新的张量写 `w.grad = None`）。第一轮的梯度不变；之后每一轮不再包含之前的梯度。
+
+## 常见问题
+**我是有意在几个 batch 上累积梯度，会被报告吗？**
+不会，只要循环在某处清零：在 `if` 里每 `k` 步清零一次，或者只在循环之后清零（这时循环里只做
+反向传播，step 在循环外）。有意累积时，请把每个损失除以累积的 batch 数，让 step 看到的是平均值。
+
+**`zero_grad()` 放在 `backward()` 之前还是 `step()` 之后有区别吗？**
+没有。两种位置都是每轮清零一次，也都很常见。
+
+**我用的是 `torch.autograd.grad(...)`，会被报告吗？**
+不会：它把梯度作为返回值，而不是累加进 `.grad`，所以不会累积。
+
+**我的清零写在辅助函数 `reset(model)` 里。**
+同一文件里定义的辅助函数会被读取；从别处导入的不会。如果分析看不到它，请在报告的那一行
+加上 `# noqa: GG205`。
+''',
+}
+
+_ZERO_KEY = "gg205:zeroes:"
+_OPT_NAME = re.compile(r"opt", re.IGNORECASE)
+_SCHED_NAME = re.compile(r"sched|lr_|warmup", re.IGNORECASE)
+
+
+def _zeroes(node: ast.AST) -> bool:
+    """``x.zero_grad()``, ``p.grad = None``, ``p.grad.zero_()``, ``p.grad.data.zero_()``,
+    ``p.grad.fill_(0)``, ``del p.grad``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        m = node.func.attr
+        if m == "zero_grad":
+            return True
+        if m in ("zero_", "fill_", "mul_"):
+            recv = node.func.value
+            while isinstance(recv, ast.Attribute) and recv.attr == "data":
+                recv = recv.value
+            return isinstance(recv, ast.Attribute) and recv.attr == "grad"
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = node.targets
+        return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
+    return False
+
+
+@register
+def _zeroing_defs(stmt: ast.stmt, referenced: bool = True):
+    """``gg205:zeroes:<name>`` for each same-file def (methods too, by name)
+    whose body zeroes gradients."""
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return ()
+    defs = [stmt] if not isinstance(stmt, ast.ClassDef) else [
+        s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    out = []
+    for d in defs:
+        if any(_zeroes(n) for n in ast.walk(d)):
+            out.append((_ZERO_KEY + d.name, True))
+    return out
+
+
+class UnzeroedGrads(Rule):
+    code = "GG205"
+    name = "unzeroed-grads"
+    default_severity = Severity.WARNING
+    needs_backprop = True
+    title = {
+        "en": "A training loop never zeroes its gradients: each step uses the sum of all earlier ones",
+        "zh": "训练循环从不清零梯度：每次 step 用的是之前所有梯度之和",
+    }
+    explanation = EXPLANATION
+
+    def check(self, unit, ctx):
+        if not unit.body:
+            return ()
+        text = unit_text(unit, ctx.index.lines)
+        if "backward" not in text or ".grad" not in text and "step" not in text:
+            return ()
+        out = []
+        for loop in _training_loops(unit.body, ctx):
+            steps = _steps(loop, ctx, unit.body)
+            if not steps or _zeroed(loop, ctx):
+                continue
+            out.append(_finding(self, loop, steps, ctx))
+        return out
+
+
+def _real_backward(call: ast.Call, ctx) -> bool:
+    if not F.is_backward_call(call, ctx):
+        return False
+    q = F.qualify(call.func, ctx)
+    return q != "torch.autograd.grad" and not F.has_create_graph(call)
+
+
+def _body_nodes(loop) -> List[ast.AST]:
+    return list(F.iter_nodes(list(loop.body)))
+
+
+def _training_loops(body, ctx) -> List[ast.stmt]:
+    """Innermost loops whose body back-propagates and steps."""
+    cands = []
+    for s in F.iter_statements(body):
+        if not isinstance(s, F.LOOPS):
+            continue
+        nodes = _body_nodes(s)
+        if any(isinstance(n, ast.Call) and _real_backward(n, ctx) for n in nodes) and _steps(s, ctx, body):
+            cands.append(s)
+    inner = []
+    for s in cands:
+        if not any(o is not s and s.lineno <= o.lineno and (o.end_lineno or 0) <= (s.end_lineno or 0) for o in cands):
+            inner.append(s)
+    return inner
+
+
+def _steps(loop, ctx, unit_body=()) -> List[Tuple[ast.AST, str, Optional[str]]]:
+    """The updates of what the loop trains: (node, kind, what to zero)."""
+    out: List[Tuple[ast.AST, str, Optional[str]]] = []
+    for n in _body_nodes(loop):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
+            recv = F.dotted(n.func.value)
+            if recv is None:
+                continue
+            last = recv.rsplit(".", 1)[-1]
+            if "scaler" in last.lower() and n.args:
+                opt = F.dotted(n.args[0])
+                if opt:
+                    out.append((n, "optimizer", opt))
+                continue
+            if _is_optimizer(recv, last, ctx, unit_body):
+                out.append((n, "optimizer", recv))
+        elif isinstance(n, ast.AugAssign) and isinstance(n.op, (ast.Sub, ast.Add)):
+            base = _param_base(n.target)
+            if base and _reads_grad_of(n.value, base):
+                out.append((n, "manual", base))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("add_", "sub_")):
+            base = _param_base(n.func.value)
+            if base and any(_reads_grad_of(a, base) for a in list(n.args) + [k.value for k in n.keywords]):
+                out.append((n, "manual", base))
+    return out
+
+
+def _is_optimizer(recv: str, last: str, ctx, unit_body) -> bool:
+    """``optimizer.step()``, ``self.opt_g.step()``, or a name bound to a
+    ``torch.optim`` constructor (``优化器 = torch.optim.Adam(...)``) — never a
+    learning-rate scheduler's ``step()``."""
+    if _SCHED_NAME.search(last):
+        return False
+    if _OPT_NAME.search(last):
+        return True
+    return recv in query(ctx.summary, _module_optimizers) or recv in _local_optimizers(unit_body, ctx)
+
+
+def _module_optimizers(summary) -> frozenset:
+    """Module-level names bound to a ``torch.optim`` optimizer (a summary query)."""
+    names = set()
+    for key, raw in summary.items():
+        if key.startswith("var:") and isinstance(raw, str):
+            head, dot, rest = raw.partition(".")
+            full = summary.get("import:" + head)
+            q = (full + dot + rest) if isinstance(full, str) else raw
+            if q.startswith("torch.optim.") and "lr_scheduler" not in q:
+                names.add(key[4:])
+    return frozenset(names)
+
+
+def _local_optimizers(body, ctx) -> Set[str]:
+    names: Set[str] = set()
+    for s in F.iter_statements(body):
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call):
+            q = F.qualify(s.value.func, ctx) or ""
+            if q.startswith("torch.optim.") and "lr_scheduler" not in q:
+                for t in s.targets:
+                    names.update(F.target_names(t))
+    return names
+
+
+def _param_base(t: ast.AST) -> Optional[str]:
+    """``w`` of ``w``, ``w.data``, ``w.data[:]``, ``model.weight.data``."""
+    while isinstance(t, ast.Subscript):
+        t = t.value
+    if isinstance(t, ast.Attribute) and t.attr == "data":
+        t = t.value
+    return F.dotted(t)
+
+
+def _reads_grad_of(e: ast.AST, base: str) -> bool:
+    for n in F.iter_nodes(e):
+        if isinstance(n, ast.Attribute) and n.attr == "grad":
+            inner = n.value
+            if F.dotted(inner) == base:
+                return True
+    return False
+
+
+def _zeroed(loop, ctx) -> bool:
+    summary = ctx.summary
+    for n in _body_nodes(loop):
+        if _zeroes(n):
+            return True
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name and (_ZERO_KEY + name) in summary:
+                return True
+    return False
+
+
+def _finding(rule, loop, steps, ctx) -> Finding:
+    node, kind, what = steps[0]
+    stmt_line = node.lineno
+    if kind == "optimizer":
+        zero = f"{what}.zero_grad()"
+        msg = {
+            "en": f"this loop back-propagates and steps `{what}` every iteration but never zeroes the gradients: "
+                  f"`backward()` adds into `.grad`, so each step uses the sum of all earlier gradients; call "
+                  f"`{zero}` once per iteration.",
+            "zh": f"这个循环每一轮都反向传播并执行 `{what}` 的 step，却从不清零梯度：`backward()` 会累加进 "
+                  f"`.grad`，于是每次 step 用的是之前所有梯度之和；请每轮调用一次 `{zero}`。",
+        }
+        lines = [zero]
+    else:
+        bases = []
+        for _, k, b in steps:
+            if k == "manual" and b not in bases:
+                bases.append(b)
+        names = ", ".join(f"`{b}`" for b in bases)
+        grads = ", ".join(f"`{b}.grad`" for b in bases)
+        msg = {
+            "en": f"this loop back-propagates and updates {names} by hand from {grads} every iteration but never "
+                  f"resets the gradients: `backward()` adds into `.grad`, so each update uses the sum of all earlier "
+                  f"gradients; reset them once per iteration.",
+            "zh": f"这个循环每一轮都反向传播并用 {grads} 手动更新 {names}，却从不清零梯度：`backward()` 会累加进 "
+                  f"`.grad`，于是每次更新用的是之前所有梯度之和；请每轮把它们清零一次。",
+        }
+        lines = [f"{b}.grad = None" for b in bases]
+        loop_vars = set(F.target_names(loop.target)) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+        if any(b.split(".")[0] in loop_vars for b in bases):
+            lines = []  # a per-parameter loop variable: nothing to name at the top of the iteration
+    fixes = []
+    edit = _insert_at_top(loop, lines, ctx) if lines else None
+    if edit is not None:
+        fixes.append(Fix({"en": f"Zero the gradients at the top of the iteration: `{'; '.join(lines)}`",
+                          "zh": f"在每轮迭代开头清零梯度：`{'; '.join(lines)}`"}, (edit,), preferred=True))
+    related = (Related(ctx.line_range(loop), {"en": "the loop that never zeroes them",
+                                              "zh": "从不清零梯度的循环"}),)
+    stmt = _statement_of(loop, stmt_line)
+    return Finding(rule.code, ctx.line_range(stmt if stmt is not None else node), msg, rule.default_severity,
+                   related, tuple(fixes), {"zero": "; ".join(lines)})
+
+
+def _statement_of(loop, line: int) -> Optional[ast.stmt]:
+    for s in F.iter_statements(list(loop.body)):
+        if s.lineno == line and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+            return s
+    return None
+
+
+def _insert_at_top(loop, lines: List[str], ctx) -> Optional[TextEdit]:
+    first = loop.body[0]
+    if first.lineno == loop.lineno:
+        return None  # `for x in xs: step(x)` on one line
+    indent = ctx.indent_of(first.lineno)
+    text = "".join(f"{indent}{ln}\n" for ln in lines)
+    pos = Position(first.lineno - 1, 0)
+    return TextEdit(Range(pos, pos), text)

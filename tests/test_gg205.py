@@ -1,0 +1,139 @@
+"""GG205 unzeroed-grads: a training loop that never zeroes its gradients."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gradguard.core import check_source
+from gradguard.core.config import config_from_mapping
+from gradguard.core.text import apply_text_edits
+from gradguard.rules import get_rule
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+HEAD = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+scaler = torch.cuda.amp.GradScaler(enabled=False)
+data = [(torch.randn(2, 4), torch.randn(2, 1)) for _ in range(3)]
+"""
+
+
+def gg205(src: str, config=None):
+    return [f for f in check_source(textwrap.dedent(src), "t.py", config).findings if f.code == "GG205"]
+
+
+def fixed(src: str) -> str:
+    return apply_text_edits(src, [e for f in gg205(src) for e in f.preferred_fix.edits])
+
+
+LOOP = HEAD + """\
+for x, y in data:
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_missing_zero_grad_is_reported_at_the_step_and_fixed_at_the_top():
+    [f] = gg205(LOOP)
+    assert f.range.start.line + 1 == 12 and f.severity.value == "warning"
+    assert "opt.zero_grad()" in f.message_in("en") and "累加" in f.message_in("zh")
+    out = fixed(LOOP)
+    assert "for x, y in data:\n    opt.zero_grad()\n    loss = " in out
+    assert not gg205(out)
+
+
+@pytest.mark.parametrize("body", [
+    "    opt.zero_grad()\n    ((model(x) - y) ** 2).mean().backward()\n    opt.step()\n",
+    "    ((model(x) - y) ** 2).mean().backward()\n    opt.step()\n    opt.zero_grad(set_to_none=True)\n",
+    "    ((model(x) - y) ** 2).mean().backward()\n    opt.step()\n    model.zero_grad()\n",
+    "    ((model(x) - y) ** 2).mean().backward()\n    opt.step()\n    for p in model.parameters():\n        p.grad = None\n",
+    "    ((model(x) - y) ** 2).mean().backward()\n    if x.sum() > 0:\n        opt.step()\n        opt.zero_grad()\n",
+    "    ((model(x) - y) ** 2).mean().backward()\n    sched.step()\n",       # a scheduler is no optimizer
+    "    ((model(x) - y) ** 2).mean().backward()\n",                          # accumulation: step after the loop
+    "    g = torch.autograd.grad(((model(x) - y) ** 2).mean(), list(model.parameters()))\n    opt.step()\n",
+    "    reset()\n    ((model(x) - y) ** 2).mean().backward()\n    opt.step()\n",  # a helper of this file zeroes
+])
+def test_zeroing_anywhere_in_the_iteration_and_other_loops_are_silent(body):
+    src = HEAD + "\n\ndef reset():\n    opt.zero_grad()\n\n\nfor x, y in data:\n" + body + "opt.step()\nopt.zero_grad()\n"
+    assert not gg205(src)
+
+
+def test_zeroing_only_per_epoch_and_a_scaler_step_are_reported():
+    src = HEAD + textwrap.dedent("""\
+    for epoch in range(2):
+        opt.zero_grad()
+        for x, y in data:
+            scaler.scale(((model(x) - y) ** 2).mean()).backward()
+            scaler.step(opt)
+            scaler.update()
+    """)
+    [f] = gg205(src)
+    assert f.range.start.line + 1 == 13 and "`opt`" in f.message_in("en")
+    assert "    for x, y in data:\n        opt.zero_grad()\n        scaler.scale(" in fixed(src)
+
+
+def test_manual_update_gets_grad_none_lines_and_chinese_names():
+    src = textwrap.dedent("""\
+    import torch
+    权重 = torch.zeros(3, 1, requires_grad=True)
+    偏置 = torch.zeros(1, requires_grad=True)
+    x, y = torch.randn(4, 3), torch.randn(4, 1)
+    for 步 in range(3):
+        损失 = ((x @ 权重 + 偏置 - y) ** 2).mean()  # 均方误差
+        损失.backward()
+        with torch.no_grad():
+            权重 -= 0.1 * 权重.grad
+            偏置.sub_(0.1 * 偏置.grad)
+    """)
+    [f] = gg205(src)
+    line = src.splitlines()[f.range.start.line]
+    assert f.range.start.character == line.index("权重 -=")
+    out = fixed(src)
+    assert "for 步 in range(3):\n    权重.grad = None\n    偏置.grad = None\n    损失 =" in out
+    assert not gg205(out)
+
+
+def test_an_optimizer_named_anything_is_found_by_its_construction():
+    src = textwrap.dedent("""\
+    import torch
+    from torch import optim
+    model = torch.nn.Linear(4, 1)
+    trainer_state = optim.Adam(model.parameters())
+    stepper = optim.lr_scheduler.StepLR(trainer_state, 1)
+    for x in torch.randn(3, 2, 4):
+        model(x).sum().backward()
+        stepper.step()
+        trainer_state.step()
+    """)
+    [f] = gg205(src)
+    assert "trainer_state.zero_grad()" in f.message_in("en")
+
+
+def test_user_controls():
+    assert not gg205(LOOP, config_from_mapping({"ignore": ["GG205"]}))
+    assert not gg205(LOOP, config_from_mapping({"select": ["GG201", "GG202"]}))
+    [f] = gg205(LOOP, config_from_mapping({"severity": {"GG205": "info"}}))
+    assert f.severity.value == "info"
+    assert not gg205(LOOP, config_from_mapping({"per-file-ignores": {"*.py": ["GG205"]}}))
+    assert not gg205(LOOP.replace("    opt.step()\n", "    opt.step()  # noqa: GG205\n"))
+
+
+def test_explanation_sections_and_docs_page():
+    from rule_pages import assert_docs_page_is_the_explanation, assert_sections
+
+    rule = get_rule("GG205")
+    assert rule.name == "unzeroed-grads" and rule.default_severity.value == "warning"
+    assert_sections("GG205")
+    for text in (rule.explain("en"), rule.explain("zh")):
+        assert "optimizer.zero_grad()" in text and "torch.autograd.grad" in text and "p.grad = None" in text
+    assert_docs_page_is_the_explanation("GG205")
