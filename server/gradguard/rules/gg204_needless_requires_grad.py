@@ -1,0 +1,298 @@
+"""GG204 needless-requires-grad: a data tensor created with
+``requires_grad=True`` (or given ``requires_grad_()``) that nothing ever asks
+the gradient of.
+
+Autograd then records every operation on it and computes its gradient in each
+``backward()``: wasted time and memory, and the first step towards the seed
+note's crash (a label computed from it before the loop, GG102). A hint: the code
+is legal, and the flag is sometimes meant.
+
+Detection is on the unit's statements, with the AST predicates of
+:mod:`gradguard.core.flow`: a name bound to a tensor factory called with
+``requires_grad=True`` (or flagged by ``x.requires_grad_()`` / ``x.requires_grad
+= True``) whose every later use is as input of a computation inside a loop that
+back-propagates (a module call, an operation), or a read of its shape. Any other
+use keeps it silent: ``x.grad`` read (adversarial examples, saliency maps, deep
+dream), ``x`` handed to an optimizer or to ``torch.autograd.grad`` (input
+optimisation, style transfer, PINNs), put in a list, returned, stored, passed to
+a call the analysis does not know, or used before the loop (then a graph built
+from it before the loop is GG102's question). A module-level tensor is also kept
+silent when any function of the file reads its gradient or hands it on.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.core import flow as F
+from gradguard.core import knowledge as K
+from gradguard.core.context import unit_text
+from gradguard.core.model import Finding, Fix, Position, Range, Severity, TextEdit
+from gradguard.core.summary import register
+from gradguard.rules.base import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Dict, List, Optional, Set, Tuple
+
+EXPLANATION = {
+    "en": '''\
+## What it does
+Finds a tensor of data (inputs, features) created with `requires_grad=True`, or flagged with
+`x.requires_grad_()`, that is only ever fed into the model inside the training loop: its `.grad`
+is never read, and no optimizer and no `torch.autograd.grad` call takes it.
+
+## Why is this bad?
+A tensor that requires grad makes autograd record every operation on it, keep what it needs for
+the backward pass, and compute its gradient in every `backward()`, all for a gradient nobody reads.
+It costs memory and time, and it is one step away from a crash: a label or a feature computed from
+it *before* the loop carries a graph that the first `backward()` frees (GG102, "Trying to backward
+through the graph a second time"). Data does not need the flag: the parameters of the model
+require grad, and gradients flow to them whatever the inputs.
+
+## Example
+```python
+X = torch.rand(64, 5, requires_grad=True)     # data
+linear = nn.Linear(5, 1)
+for i in range(100):
+    loss = ((linear(X) - Y) ** 2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+
+## Fix
+Drop the flag:
+
+```python
+X = torch.rand(64, 5)
+```
+
+The model's gradients are exactly the same.
+
+## FAQ
+**I need the gradient with respect to the input (adversarial examples, saliency maps, deep dream). Is that reported?**
+No. Reading `x.grad`, handing `x` to an optimizer (style transfer, input optimisation) or to
+`torch.autograd.grad` (physics-informed networks that differentiate with respect to inputs) keeps
+the rule silent.
+
+**Why a hint and not a warning?**
+The program is correct; it only does work it does not need. The hint also names the tensor that
+GG102 would blame if a value were computed from it before the loop.
+
+**My tensor is used in a function of another file.**
+The rule only sees this file; add `# noqa: GG204` on the line if the flag is needed elsewhere.
+''',
+    "zh": '''\
+## 它检查什么
+找出用 `requires_grad=True` 创建（或被 `x.requires_grad_()` 标记）的数据张量（输入、特征），
+它只在训练循环里被送进模型：从没读取过它的 `.grad`，也没有优化器或 `torch.autograd.grad`
+用到它。
+
+## 为什么这是个问题
+需要梯度的张量会让 autograd 记录它参与的每一个操作，保存反向传播需要的东西，并在每次
+`backward()` 时计算它的梯度——而这个梯度没有人读。这浪费内存和时间，而且离崩溃只差一步：
+如果在循环*之前*用它算出标签或特征，那个值就带着计算图，第一次 `backward()` 会把图释放
+（GG102，"Trying to backward through the graph a second time"）。数据不需要这个标记：模型的
+参数本身需要梯度，无论输入如何，梯度都会流到参数上。
+
+## 示例
+```python
+X = torch.rand(64, 5, requires_grad=True)     # 数据
+linear = nn.Linear(5, 1)
+for i in range(100):
+    loss = ((linear(X) - Y) ** 2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+
+## 修复
+去掉这个标记：
+
+```python
+X = torch.rand(64, 5)
+```
+
+模型得到的梯度完全相同。
+
+## 常见问题
+**我需要对输入求梯度（对抗样本、显著图、deep dream），会被报告吗？**
+不会。读取 `x.grad`、把 `x` 交给优化器（风格迁移、输入优化）或 `torch.autograd.grad`
+（对输入求导的物理信息神经网络）都会让本规则保持沉默。
+
+**为什么是提示（hint）而不是警告？**
+程序是正确的，只是做了不必要的工作。这个提示也指出了：如果在循环前用它计算了别的值，
+GG102 会归咎于哪个张量。
+
+**我的张量在另一个文件的函数里用到。**
+本规则只看当前文件；如果别处确实需要这个标记，请在该行加上 `# noqa: GG204`。
+''',
+}
+
+_KEEP_KEY = "gg204:keep:"
+_META_ATTRS = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda", "T"})
+_HANDS_ON = frozenset({"grad", "register_hook", "retain_grad"})
+
+
+def _kept_names(stmt: ast.AST) -> Set[str]:
+    """Names whose gradient the code asks for: ``x.grad`` read, ``x.register_hook``,
+    ``x`` inside the arguments of an optimizer or of ``autograd.grad``."""
+    out: Set[str] = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Attribute) and n.attr in _HANDS_ON and isinstance(n.value, ast.Name):
+            out.add(n.value.id)
+        elif isinstance(n, ast.Call):
+            name = F.dotted(n.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last == "grad" or "optim" in name.lower() or last[:1].isupper() and "Optim" in last:
+                for a in list(n.args) + [k.value for k in n.keywords]:
+                    for m in ast.walk(a):
+                        if isinstance(m, ast.Name):
+                            out.add(m.id)
+    return out
+
+
+@register
+def _gradient_users(stmt: ast.stmt, referenced: bool = True):
+    """``gg204:keep:<name>`` for names a def or class of the file asks the gradient of."""
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return ()
+    return sorted((_KEEP_KEY + n, True) for n in _kept_names(stmt))
+
+
+class NeedlessRequiresGrad(Rule):
+    code = "GG204"
+    name = "needless-requires-grad"
+    default_severity = Severity.HINT
+    needs_backprop = True
+    title = {
+        "en": "A data tensor requires grad, but nothing reads its gradient",
+        "zh": "数据张量设置了 requires_grad，却没有任何地方用到它的梯度",
+    }
+    explanation = EXPLANATION
+
+    def check(self, unit, ctx):
+        if not unit.body:
+            return ()
+        text = unit_text(unit, ctx.index.lines)
+        if "requires_grad" not in text or "backward" not in text:
+            return ()
+        out = []
+        kept = _kept_names(ast.Module(body=list(unit.body), type_ignores=[]))
+        for name, site, edit in _flagged(unit.body, ctx):
+            if name in kept or (unit.kind == "module" and (_KEEP_KEY + name) in ctx.summary):
+                continue
+            if not _only_training_input(unit.body, name, site, ctx):
+                continue
+            out.append(_finding(self, name, site, edit, ctx))
+        return out
+
+
+def _flagged(body, ctx) -> List[Tuple[str, ast.stmt, Optional[TextEdit]]]:
+    """(name, statement, edit dropping the flag) for each tensor given requires_grad."""
+    out = []
+    for s in F.iter_statements(body):
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            call = s.value
+            if isinstance(call, ast.Call) and F.qualify(call.func, ctx) in K.TENSOR_FACTORIES:
+                for kw in call.keywords:
+                    if kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
+                        out.append((s.targets[0].id, s, _drop_keyword(call, kw, ctx)))
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            c = s.value
+            if (isinstance(c.func, ast.Attribute) and c.func.attr == "requires_grad_" and isinstance(c.func.value, ast.Name)
+                    and (not c.args or isinstance(c.args[0], ast.Constant) and c.args[0].value is True)):
+                out.append((c.func.value.id, s, _delete_line(s, ctx)))
+    return out
+
+
+def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
+    """Every use of ``name`` after ``site`` is an input of a computation inside
+    a loop that back-propagates, or a read of its shape."""
+    loops = [s for s in F.iter_statements(body) if isinstance(s, F.LOOPS) and F.loop_backprops(s, ctx)]
+    if not loops:
+        return False
+    parents: Dict[int, ast.AST] = {}
+    for n in F.iter_nodes(list(body)):
+        for c in F.child_nodes(n):
+            parents[id(c)] = n
+    used = False
+    for n in F.iter_nodes(list(body)):
+        if not (isinstance(n, ast.Name) and n.id == name):
+            continue
+        if n.lineno <= (site.end_lineno or site.lineno):
+            continue  # the creation, the flagging, and what came before them
+        if not isinstance(n.ctx, ast.Load):
+            return False  # rebound: another value
+        p = parents.get(id(n))
+        if isinstance(p, ast.Attribute):
+            if p.attr in _META_ATTRS:
+                continue
+            return False
+        in_loop = any(lp.lineno <= n.lineno <= (lp.end_lineno or lp.lineno) for lp in loops)
+        if not in_loop:
+            return False  # used before (or after) the loop: a graph made from it is GG102's question
+        if isinstance(p, (ast.BinOp, ast.Compare, ast.UnaryOp)):
+            used = True
+            continue
+        if isinstance(p, ast.Subscript) and p.value is n:
+            used = True
+            continue
+        if isinstance(p, ast.Call) and n in p.args:
+            q = F.dotted(p.func) or ""
+            if isinstance(p.func, ast.Attribute) and q.rsplit(".", 1)[-1] in ("append", "extend", "insert"):
+                return False
+            used = True
+            continue
+        return False
+    return used
+
+
+def _drop_keyword(call: ast.Call, kw: ast.keyword, ctx) -> Optional[TextEdit]:
+    """Remove ``, requires_grad=True`` (with the comma before it, or after it
+    when it comes first)."""
+    items = [(a.lineno, a.col_offset, a.end_lineno, a.end_col_offset) for a in call.args] + [
+        (k.lineno, k.col_offset, k.end_lineno, k.end_col_offset) for k in call.keywords]
+    items.sort()
+    me = (kw.lineno, kw.col_offset, kw.end_lineno, kw.end_col_offset)
+    i = items.index(me)
+    if i > 0:
+        prev = items[i - 1]
+        start = ctx.pos(prev[2], prev[3])
+        end = ctx.pos(me[2], me[3])
+    elif len(items) > 1:
+        nxt = items[1]
+        start = ctx.pos(me[0], me[1])
+        end = ctx.pos(nxt[0], nxt[1])
+    else:
+        start, end = ctx.pos(me[0], me[1]), ctx.pos(me[2], me[3])
+    return TextEdit(Range(start, end), "")
+
+
+def _delete_line(s: ast.stmt, ctx) -> Optional[TextEdit]:
+    """Delete ``x.requires_grad_()`` when it is alone on its line (a comment may follow)."""
+    if (s.end_lineno or s.lineno) != s.lineno:
+        return None
+    line = ctx.index.line(s.lineno - 1)
+    a = ctx.pos(s.lineno, s.col_offset).character
+    b = ctx.pos(s.lineno, s.end_col_offset).character
+    rest = line[b:].strip()
+    if line[:a].strip() or (rest and not rest.startswith("#")):
+        return None
+    return TextEdit(Range(Position(s.lineno - 1, 0), Position(s.lineno, 0)), "")
+
+
+def _finding(rule, name: str, site: ast.stmt, edit: Optional[TextEdit], ctx) -> Finding:
+    msg = {
+        "en": f"`{name}` requires grad, but nothing reads its gradient: it is only fed into the training loop, "
+              f"so autograd records and differentiates it for nothing; drop the flag (the model's gradients are "
+              f"the same).",
+        "zh": f"`{name}` 设置了 requires_grad，却没有任何地方用到它的梯度：它只被送进训练循环，autograd 白白"
+              f"记录并为它求导；请去掉这个标记（模型的梯度不变）。",
+    }
+    fixes = ()
+    if edit is not None:
+        fixes = (Fix({"en": f"Drop `requires_grad` from `{name}`", "zh": f"去掉 `{name}` 的 `requires_grad`"},
+                     (edit,), preferred=True),)
+    return Finding(rule.code, ctx.line_range(site), msg, rule.default_severity, (), fixes, {"variable": name})
