@@ -23,6 +23,7 @@ _RULE_MODULES = (
     "gradguard.rules.gg103_freed_in_step",
     "gradguard.rules.gg201_growing_history",
     "gradguard.rules.gg202_data_cut",
+    "gradguard.rules.gg203_stale_epoch_state",
     "gradguard.rules.gg204_needless_requires_grad",
     "gradguard.rules.gg205_unzeroed_grads",
 )
