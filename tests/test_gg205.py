@@ -137,3 +137,23 @@ def test_explanation_sections_and_docs_page():
     for text in (rule.explain("en"), rule.explain("zh")):
         assert "optimizer.zero_grad()" in text and "torch.autograd.grad" in text and "p.grad = None" in text
     assert_docs_page_is_the_explanation("GG205")
+
+
+def test_accumulation_without_dividing_the_loss_is_a_hint_without_a_fix():
+    src = HEAD + textwrap.dedent("""\
+    accum_steps = 4
+    for i, (x, y) in enumerate(data):
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            opt.step()
+            opt.zero_grad()
+    """)
+    [f] = gg205(src)
+    assert f.severity.value == "hint" and f.range.start.line + 1 == 12 and not f.fixes
+    assert "accum_steps" in f.message_in("en") and "累积" in f.message_in("zh")
+    for divided in ("loss = ((model(x) - y) ** 2).mean() / accum_steps",):
+        assert not gg205(src.replace("loss = ((model(x) - y) ** 2).mean()", divided))
+    assert not gg205(src.replace("    loss.backward()", "    loss /= accum_steps\n    loss.backward()"))
+    assert not gg205(src.replace("    loss.backward()", "    (loss / accum_steps).backward()"))
+    assert not gg205(src.replace("opt.step()", "accelerator.step()"))

@@ -73,7 +73,9 @@ gradients are unchanged; every later one no longer includes the earlier ones.
 **I accumulate gradients over several batches on purpose. Is that reported?**
 No, as long as the loop zeroes them somewhere: every `k` steps under an `if`, or only after the loop
 (then the loop only back-propagates and the step is outside it). When you accumulate on purpose,
-divide each loss by the number of accumulated batches so that the step sees their mean.
+divide each loss by the number of accumulated batches so that the step sees their mean: where the
+step sits under `if (i + 1) % k == 0:` and no loss is divided by `k`, a hint (without a quick fix,
+since dividing changes the scale of every gradient) says so.
 
 **Does it matter whether `zero_grad()` comes before `backward()` or after `step()`?**
 No. Either place zeroes once per iteration, and both are common.
@@ -121,7 +123,9 @@ for x, y in loader:
 ## 常见问题
 **我是有意在几个 batch 上累积梯度，会被报告吗？**
 不会，只要循环在某处清零：在 `if` 里每 `k` 步清零一次，或者只在循环之后清零（这时循环里只做
-反向传播，step 在循环外）。有意累积时，请把每个损失除以累积的 batch 数，让 step 看到的是平均值。
+反向传播，step 在循环外）。有意累积时，请把每个损失除以累积的 batch 数，让 step 看到的是平均值：
+如果 step 在 `if (i + 1) % k == 0:` 之下，而没有任何损失除以 `k`，会给出一个提示（没有快速修复，
+因为除法会改变所有梯度的大小）。
 
 **`zero_grad()` 放在 `backward()` 之前还是 `step()` 之后有区别吗？**
 没有。两种位置都是每轮清零一次，也都很常见。
@@ -193,9 +197,14 @@ class UnzeroedGrads(Rule):
         out = []
         for loop in _training_loops(unit.body, ctx):
             steps = _steps(loop, ctx, unit.body)
-            if not steps or _zeroed(loop, ctx):
+            if not steps:
                 continue
-            out.append(_finding(self, loop, steps, ctx))
+            if not _zeroed(loop, ctx):
+                out.append(_finding(self, loop, steps, ctx))
+                continue
+            hint = _undivided_accumulation(self, loop, steps, ctx, text)
+            if hint is not None:
+                out.append(hint)
         return out
 
 
@@ -360,6 +369,61 @@ def _finding(rule, loop, steps, ctx) -> Finding:
     stmt = _statement_of(loop, stmt_line)
     return Finding(rule.code, ctx.line_range(stmt if stmt is not None else node), msg, rule.default_severity,
                    related, tuple(fixes), {"zero": "; ".join(lines)})
+
+
+def _modulo_divisor(test: ast.expr) -> Optional[ast.expr]:
+    for n in F.iter_nodes(test):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
+            return n.right
+    return None
+
+
+def _same(a: ast.expr, b: ast.expr) -> bool:
+    if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
+        return a.value == b.value
+    da, db = F.dotted(a), F.dotted(b)
+    return da is not None and da == db
+
+
+def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Finding]:
+    """Accumulation on purpose (the step under ``if (i + 1) % k == 0:``) while the
+    loss is never divided by ``k``: the step sees the sum of ``k`` gradients.
+    A hint without a fix (dividing changes the gradients' scale, and with it the
+    learning rate that was tuned); libraries that scale for you are left alone."""
+    if "accelerator" in text or "accumulate(" in text or "deepspeed" in text:
+        return None
+    step_ids = {id(n) for n, k, _ in steps if k == "optimizer"}
+    divisor = None
+    for s in F.iter_statements(list(loop.body)):
+        if isinstance(s, ast.If) and any(id(n) in step_ids for n in F.iter_nodes(list(s.body))):
+            divisor = _modulo_divisor(s.test)
+            if divisor is not None:
+                break
+    if divisor is None or (isinstance(divisor, ast.Constant) and divisor.value in (0, 1)):
+        return None
+    backward = None
+    for n in F.iter_nodes(list(loop.body)):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Mult)) and (
+                _same(n.right, divisor) or isinstance(n.op, ast.Mult) and _same(n.left, divisor)):
+            return None  # loss / k (or a factor built from k)
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Div) and _same(n.value, divisor):
+            return None
+        if isinstance(n, ast.Call) and backward is None and _real_backward(n, ctx):
+            backward = n
+    if backward is None:
+        return None
+    k = F.dotted(divisor) or ast.unparse(divisor)
+    msg = {
+        "en": f"gradients are accumulated over `{k}` backward passes per step, but the loss is not divided by `{k}`: "
+              f"the step sees their sum, `{k}` times the mean gradient; divide the loss by `{k}` (and keep the "
+              f"learning rate tuned for one batch).",
+        "zh": f"每次 step 之前累积了 `{k}` 次反向传播的梯度，但损失没有除以 `{k}`：step 看到的是它们的和，"
+              f"是平均梯度的 `{k}` 倍；请把损失除以 `{k}`（学习率按单个 batch 调好即可）。",
+    }
+    stmt = _statement_of(loop, backward.lineno)
+    return Finding(rule.code, ctx.line_range(stmt if stmt is not None else backward), msg, Severity.HINT,
+                   (Related(ctx.line_range(divisor), {"en": "the accumulation count", "zh": "累积次数"}),), (),
+                   {"accumulation": k})
 
 
 def _statement_of(loop, line: int) -> Optional[ast.stmt]:
