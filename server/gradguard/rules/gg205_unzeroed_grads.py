@@ -393,16 +393,22 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
     if "accelerator" in text or "accumulate(" in text or "deepspeed" in text:
         return None
     step_ids = {id(n) for n, k, _ in steps if k == "optimizer"}
-    divisor = None
+    divisor = guard = None
     for s in F.iter_statements(list(loop.body)):
         if isinstance(s, ast.If) and any(id(n) in step_ids for n in F.iter_nodes(list(s.body))):
             divisor = _modulo_divisor(s.test)
             if divisor is not None:
+                guard = s
                 break
     if divisor is None or (isinstance(divisor, ast.Constant) and divisor.value in (0, 1)):
         return None
+    guarded = {id(n) for n in F.iter_nodes(guard)}
     backward = None
     for n in F.iter_nodes(list(loop.body)):
+        if id(n) in guarded:
+            continue  # a step skipped every k iterations (a GAN's generator), not accumulation
+        if _zeroes(n):
+            return None  # zeroed every iteration: nothing accumulates
         if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Mult)) and (
                 _same(n.right, divisor) or isinstance(n.op, ast.Mult) and _same(n.left, divisor)):
             return None  # loss / k (or a factor built from k)
