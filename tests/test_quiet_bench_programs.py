@@ -1,0 +1,31 @@
+"""The comparison programs of ``bench/quiet.py`` that are not fixtures carry
+fixture headers too; gradguard reports exactly what they say (their runtime
+labels are checked by ``python tests/torch_harness.py bench/quiet_programs``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch_harness as th  # noqa: E402
+
+from gradguard.core import check_source  # noqa: E402
+
+PROGRAMS = th.fixture_paths(Path(__file__).resolve().parent.parent / "bench" / "quiet_programs")
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+def test_bench_program_labels(path):
+    spec = th.parse_header(path.read_text(encoding="utf-8"), str(path))
+    found = {(f.code, f.range.start.line + 1) for f in check_source(path.read_text(encoding="utf-8"), str(path)).findings}
+    assert found == set(spec.expect)
+
+
+@pytest.mark.needs_torch
+def test_bench_programs_train():
+    for path in PROGRAMS:
+        assert th.run_program(str(path)).status == "train", path.name
