@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from gradguard.core import check_source
-from gradguard.core.config import config_from_mapping
-from gradguard.core.text import apply_text_edits
+from gradguard.engine import check_source
+from gradguard.engine.config import config_from_mapping
+from gradguard.model.text import apply_text_edits
 from gradguard.rules import get_rule
 
 HEAD = """\

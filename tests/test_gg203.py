@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gradguard.core import check_source
-from gradguard.core.config import config_from_mapping
-from gradguard.core.text import apply_text_edits
+from gradguard.engine import check_source
+from gradguard.engine.config import config_from_mapping
+from gradguard.model.text import apply_text_edits
 from gradguard.rules import get_rule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch_harness as th  # noqa: E402
 
-from gradguard.core import check_source  # noqa: E402
+from gradguard.engine import check_source  # noqa: E402
 
 PROGRAMS = th.fixture_paths(Path(__file__).resolve().parent.parent / "bench" / "quiet_programs")
 

@@ -7,7 +7,7 @@ FAQ, "Don't accumulate history across your training loop"). The evaluation
 variant is a loop that never back-propagates, run without ``torch.no_grad()``,
 whose outputs or losses are kept.
 
-Detection runs the graph interpreter of :mod:`gradguard.core.flow` over the
+Detection runs the graph interpreter of :mod:`gradguard.analysis.interpreter` over the
 unit, with one more kind of token: an accumulation statement in a loop (an
 augmented assignment, ``x = f(x, ...)``, ``xs.append(...)`` on a name bound
 before the loop) whose new value gains a graph built in the loop marks the
@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import ast
 
-from gradguard.core import flow as F
-from gradguard.core.context import unit_text
-from gradguard.core.model import Finding, Fix, Related, Severity, TextEdit
-from gradguard.core.summary import register
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import interpreter as interp
+from gradguard.analysis import values as V
+from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
+from gradguard.analysis.facts import GRAPH_FACTS
+from gradguard.analysis.summary import FactSource
 from gradguard.rules.base import Rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, Iterable, List, Optional, Tuple
+    from typing import Dict, List, Optional, Tuple
 
 EXPLANATION = {
     "en": '''\
@@ -181,7 +183,6 @@ _NOGRAD_KEY = "gg201:nograd:"
 # ---------------------------------------------------------------------------
 # facts: the functions a file calls with graph recording off
 # ---------------------------------------------------------------------------
-@register
 def _nograd_calls(stmt: ast.stmt, referenced: bool = True):
     """``gg201:nograd:<name>`` for each function or method called (by its last
     name) inside ``with torch.no_grad():`` or in a def decorated with it: an
@@ -192,9 +193,9 @@ def _nograd_calls(stmt: ast.stmt, referenced: bool = True):
     out = set()
     for node in ast.walk(stmt):
         body = None
-        if isinstance(node, (ast.With, ast.AsyncWith)) and F.is_no_grad_with(node):
+        if isinstance(node, (ast.With, ast.AsyncWith)) and A.is_no_grad_with(node):
             body = node.body
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and F.is_no_grad_function(node):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and A.is_no_grad_function(node):
             body = node.body
         if body is None:
             continue
@@ -206,6 +207,10 @@ def _nograd_calls(stmt: ast.stmt, referenced: bool = True):
                     if name:
                         out.add((_NOGRAD_KEY + name, True))
     return sorted(out)
+
+
+# which functions the file calls with graph recording off
+GG201_FACTS = FactSource("gg201", _nograd_calls)
 
 
 # ---------------------------------------------------------------------------
@@ -226,8 +231,8 @@ class _Site:
         self.init = init  # the accumulator's value before the loop
 
 
-class HistoryFlow(F.GraphFlow):
-    """:class:`gradguard.core.flow.GraphFlow` that also marks accumulators."""
+class HistoryFlow(interp.GraphFlow):
+    """:class:`gradguard.analysis.interpreter.GraphFlow` that also marks accumulators."""
 
     def __init__(self, resolver, self_obj=None):
         super().__init__(resolver, self_obj=self_obj, find_carries=False)
@@ -254,16 +259,16 @@ class HistoryFlow(F.GraphFlow):
                 continue  # built from nothing the loop iterates over: modules made in a loop, a best score
             if site is None:
                 site = self.sites[id(s)] = _Site(s, name, kind, frame, tuple(self.frames), value, old)
-            env[name] = F._with(new, taints=new.taints | {mark})
+            env[name] = V._with(new, taints=new.taints | {mark})
         return env
 
     def _candidates(self, s) -> List[Tuple[str, str, ast.expr]]:
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
             return [(s.target.id, "aug", s.value)]
         if isinstance(s, ast.Assign) and len(s.targets) == 1:
-            names = [n for n in F.target_names(s.targets[0]) if "." not in n]
+            names = [n for n in A.target_names(s.targets[0]) if "." not in n]
             if names:
-                read = set(F.loaded_names(s.value))
+                read = set(A.loaded_names(s.value))
                 return [(n, "assign", s.value) for n in names if n in read]
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             f = s.value.func
@@ -275,26 +280,26 @@ class HistoryFlow(F.GraphFlow):
         super()._bind_loop_target(loop, env)
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             mark = ("T", id(loop))  # what the loop iterates over: its data
-            for n in F.target_names(loop.target):
+            for n in A.target_names(loop.target):
                 v = env.get(n)
                 if v is not None:
-                    env[n] = F._with(v, taints=v.taints | {mark})
+                    env[n] = V._with(v, taints=v.taints | {mark})
 
     def loop(self, loop, env):
         out = super().loop(loop, env)
         mine = [site for site in self.sites.values() if site.frame.loop is loop and not site.kept]
-        kept = [site for site in mine if ("H", id(site.stmt)) in (out.get(site.name) or F.CLEAN).taints]
+        kept = [site for site in mine if ("H", id(site.stmt)) in (out.get(site.name) or V.CLEAN).taints]
         if kept:
             for site in kept:
                 site.kept = True
             # once more with the marks carried in: the next iteration may read them
-            frame = F.LoopFrame(loop, second=True)
+            frame = V.LoopFrame(loop, second=True)
             self.frames.append(frame)
             e2 = dict(out)
             self._bind_loop_target(loop, e2)
-            e2 = self.block(loop.body, e2)  # type: ignore[attr-defined]
+            e2 = self.block(loop.body, e2)
             self.frames.pop()
-            out = F.join_env(out, e2)
+            out = V.join_env(out, e2)
         return out
 
 
@@ -311,6 +316,7 @@ class GrowingHistory(Rule):
     name = "growing-history"
     default_severity = Severity.WARNING
     needs_backprop = True
+    fact_sources = (GRAPH_FACTS, GG201_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
     title = {
         "en": "A tensor with a graph is accumulated across iterations and never back-propagated",
         "zh": "带计算图的张量在迭代之间被累积，却从未反向传播",
@@ -320,12 +326,12 @@ class GrowingHistory(Rule):
     def check(self, unit, ctx):
         if not unit.body or not _worth_running(unit):
             return ()
-        if unit.kind == "function" and F.is_no_grad_function(unit.node, ctx):
+        if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
-        from gradguard.rules.gg101_carried_graph import unit_entry
+        from gradguard.rules.common import unit_entry
 
         env, self_obj = unit_entry(unit)
-        flow = HistoryFlow(F.Resolver(ctx), self_obj=self_obj)
+        flow = HistoryFlow(interp.Resolver(ctx), self_obj=self_obj)
         try:
             flow.run(unit.body, env)
         except RecursionError:
@@ -344,17 +350,17 @@ class GrowingHistory(Rule):
 
 def _worth_running(unit) -> bool:
     """A loop holding an accumulation statement that is not obviously a number."""
-    for s in F.iter_statements(unit.body):
-        if not isinstance(s, F.LOOPS):
+    for s in A.iter_statements(unit.body):
+        if not isinstance(s, A.LOOPS):
             continue
-        for t in F.iter_statements(s.body):  # type: ignore[attr-defined]
-            if isinstance(t, ast.AugAssign) and not F.is_graph_cut(t.value):
+        for t in A.iter_statements(s.body):
+            if isinstance(t, ast.AugAssign) and not A.is_graph_cut(t.value):
                 return True
-            if isinstance(t, ast.Assign) and len(t.targets) == 1 and not F.is_graph_cut(t.value):
-                if set(F.target_names(t.targets[0])) & set(F.loaded_names(t.value)):
+            if isinstance(t, ast.Assign) and len(t.targets) == 1 and not A.is_graph_cut(t.value):
+                if set(A.target_names(t.targets[0])) & set(A.loaded_names(t.value)):
                     return True
             if (isinstance(t, ast.Expr) and isinstance(t.value, ast.Call) and isinstance(t.value.func, ast.Attribute)
-                    and t.value.func.attr in _ACC_METHODS and t.value.args and not F.is_graph_cut(t.value.args[-1])):
+                    and t.value.func.attr in _ACC_METHODS and t.value.args and not A.is_graph_cut(t.value.args[-1])):
                 return True
     return False
 
@@ -423,8 +429,8 @@ def _quiet_loop(site: _Site, flow: HistoryFlow) -> Optional[ast.stmt]:
 
 
 def _backward_spelled(loop) -> bool:
-    for n in F.iter_nodes(list(loop.body)):
-        if isinstance(n, ast.Call) and F.is_backward_call(n):
+    for n in A.iter_nodes(list(loop.body)):
+        if isinstance(n, ast.Call) and A.is_backward_call(n):
             return True
     return False
 
@@ -500,7 +506,7 @@ def _finding(rule, site: _Site, quiet, group, unit, ctx, torch_name) -> Finding:
 def _eval_call_before(unit, loop, ctx) -> Optional[ast.Call]:
     """The last ``<module>.eval()`` call of the unit before the loop (or at its top)."""
     best = None
-    for n in F.iter_nodes(list(unit.body)):
+    for n in A.iter_nodes(list(unit.body)):
         if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "eval"
                 and not n.args and not n.keywords and n.lineno <= loop.lineno + 1):
             if best is None or n.lineno > best.lineno:
@@ -517,7 +523,7 @@ def _wrap_edit(loop, ctx, torch_name) -> Optional[TextEdit]:
         return None
     step = "    " if "\t" not in indent else "\t"
     body = [indent + f"with {torch_name}.no_grad():"] + [(step + ln) if ln.strip() else ln for ln in lines]
-    from gradguard.core.model import Position, Range
+    from gradguard.model.findings import Position, Range
 
     rng = Range(Position(first - 1, 0), Position(last - 1, len(lines[-1])))
     return TextEdit(rng, "\n".join(body))
@@ -534,7 +540,7 @@ def _scalar_like(expr: ast.expr) -> bool:
 def _later_uses(unit, site: _Site) -> Tuple[List[ast.Call], bool]:
     """Later ``name.item()`` calls, and whether the name is used as a tensor otherwise."""
     items, tensor_use = [], False
-    for n in F.iter_nodes(list(unit.body)):
+    for n in A.iter_nodes(list(unit.body)):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == site.name:
             if (n.lineno, n.col_offset) <= (site.stmt.lineno, site.stmt.col_offset):
                 continue
@@ -543,11 +549,11 @@ def _later_uses(unit, site: _Site) -> Tuple[List[ast.Call], bool]:
             else:
                 tensor_use = True
         elif isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == site.name for a in n.args):
-            q = F.dotted(n.func) or ""
+            q = A.dotted(n.func) or ""
             if q.startswith(("torch.", "np.", "numpy.")):
                 tensor_use = True
     calls = []
-    for n in F.iter_nodes(list(unit.body)):
+    for n in A.iter_nodes(list(unit.body)):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func in items and not n.args:
             calls.append(n)
     return calls, tensor_use
@@ -592,7 +598,7 @@ def _graph_leaves(expr: ast.expr, name: str) -> List[ast.expr]:
             visit(e.operand)
         elif isinstance(e, ast.Constant):
             return
-        elif name in F.loaded_names(e):
+        elif name in A.loaded_names(e):
             if isinstance(e, ast.Name):
                 return
             raise ValueError  # the accumulator inside a call: no simple edit

@@ -5,7 +5,7 @@ graph (``hidden = hidden.data``, ``Variable(h.data)``, ``x = y.data``).
 also hides the result from autograd's version counter, so an in-place change of
 it that corrupts a gradient goes unreported. The fix is ``.detach()``.
 
-Detection runs the graph interpreter of :mod:`gradguard.core.flow` over the unit
+Detection runs the graph interpreter of :mod:`gradguard.analysis.interpreter` over the unit
 and looks at the places where ``.data`` is *kept* as a tensor: the right-hand
 side of an assignment, a ``return``, the argument of ``Variable(...)``, alone
 or through a passthrough (``.clone()``, ``.to(device)``) or a tuple of such.
@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import ast
 
-from gradguard.core import flow as F
-from gradguard.core import knowledge as K
-from gradguard.core.context import unit_text
-from gradguard.core.model import Finding, Fix, Severity, TextEdit
+from gradguard.analysis import interpreter as interp
+from gradguard.analysis import knowledge as K
+from gradguard.analysis.context import unit_text
+from gradguard.analysis.facts import GRAPH_FACTS
+from gradguard.model.findings import Finding, Fix, Severity, TextEdit
 from gradguard.rules.base import Rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, List, Optional, Tuple
+    from typing import Dict, List, Tuple
 
 EXPLANATION = {
     "en": '''\
@@ -158,7 +159,7 @@ def _plain_target(t: ast.expr) -> bool:
     return isinstance(t, (ast.Name, ast.Attribute))
 
 
-class _DataFlow(F.GraphFlow):
+class _DataFlow(interp.GraphFlow):
     """GraphFlow that records, at each statement keeping a ``.data``, whether
     its base carries a graph (or is a parameter of the unit)."""
 
@@ -194,6 +195,7 @@ class DataCut(Rule):
     name = "data-cut"
     default_severity = Severity.WARNING
     needs_backprop = True
+    fact_sources = (GRAPH_FACTS,)  # the interpreter reads fn:/class: facts of same-file definitions
     title = {
         "en": "`.data` used to cut a tensor out of its graph: use `.detach()`",
         "zh": "用 `.data` 把张量从计算图中切出：请用 `.detach()`",
@@ -203,10 +205,10 @@ class DataCut(Rule):
     def check(self, unit, ctx):
         if not unit.body or ".data" not in unit_text(unit, ctx.index.lines):
             return ()
-        from gradguard.rules.gg101_carried_graph import unit_entry
+        from gradguard.rules.common import unit_entry
 
         env, self_obj = unit_entry(unit)
-        flow = _DataFlow(F.Resolver(ctx), self_obj=self_obj)
+        flow = _DataFlow(interp.Resolver(ctx), self_obj=self_obj)
         try:
             flow.run(unit.body, env)
         except RecursionError:
@@ -235,7 +237,7 @@ def _finding(rule, node: ast.Attribute, ctx) -> Finding:
     base = _text(node.value, ctx)
     start = ctx.range(node.value).end
     end = ctx.range(node).end
-    from gradguard.core.model import Range
+    from gradguard.model.findings import Range
 
     edit = TextEdit(Range(start, end), ".detach()")
     msg = {

@@ -9,7 +9,7 @@ training loop initialises the state at the top of each epoch. A hint: a stream
 continuous on purpose is legal.
 
 Detection is on the unit's statements, with the AST predicates of
-:mod:`gradguard.core.flow`: an outer ``for`` loop (over ``range(...)`` or a name
+:mod:`gradguard.analysis.interpreter`: an outer ``for`` loop (over ``range(...)`` or a name
 that says epoch) holding an inner ``for`` loop that back-propagates; in the inner
 loop a statement threads a name through a call (``out, h = model(x, h)``) and
 the name is cut each batch (``h = h.detach()``, ``h = repackage_hidden(h)``,
@@ -23,14 +23,14 @@ from __future__ import annotations
 import ast
 import re
 
-from gradguard.core import flow as F
-from gradguard.core.context import unit_text
-from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.analysis import ast_util as A
+from gradguard.analysis.context import unit_text
+from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import List, Optional, Set, Tuple
+    from typing import Dict, List, Optional, Set, Tuple
 
 EXPLANATION = {
     "en": '''\
@@ -156,11 +156,11 @@ class StaleEpochState(Rule):
         if "backward" not in text:
             return ()
         out = []
-        for outer in F.iter_statements(unit.body):
+        for outer in A.iter_statements(unit.body):
             if not _epoch_loop(outer):
                 continue
-            for inner in F.iter_statements(outer.body):  # type: ignore[attr-defined]
-                if not isinstance(inner, (ast.For, ast.AsyncFor)) or not F.loop_backprops(inner, ctx):
+            for inner in A.iter_statements(outer.body):
+                if not isinstance(inner, (ast.For, ast.AsyncFor)) or not A.loop_backprops(inner, ctx):
                     continue
                 for name, thread in _threaded_and_cut(inner):
                     init = _init_before(unit.body, outer, name)
@@ -173,7 +173,7 @@ class StaleEpochState(Rule):
 def _epoch_loop(s) -> bool:
     if not isinstance(s, (ast.For, ast.AsyncFor)):
         return False
-    names = F.target_names(s.target)
+    names = A.target_names(s.target)
     it = s.iter
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "trange", "tqdm"):
         return True
@@ -183,33 +183,33 @@ def _epoch_loop(s) -> bool:
 def _threaded_and_cut(loop) -> List[Tuple[str, ast.stmt]]:
     """Names threaded through a call in the loop (``out, h = f(x, h)``) and cut
     each iteration (``h = h.detach()``, ``h.detach_()``, ``f(x, h.detach())``)."""
-    threads = {}
+    threads: Dict[str, ast.stmt] = {}
     cut: Set[str] = set()
-    for s in F.iter_statements(list(loop.body)):
+    for s in A.iter_statements(list(loop.body)):
         if isinstance(s, ast.Assign) and len(s.targets) == 1:
-            targets = F.target_names(s.targets[0])
+            targets = A.target_names(s.targets[0])
             v = s.value
             if isinstance(v, ast.Call):
                 args = list(v.args) + [k.value for k in v.keywords]
                 for t in targets:
                     for a in args:
-                        if F.dotted(a) == t:
+                        if A.dotted(a) == t:
                             threads.setdefault(t, s)
-                        elif t in F.loaded_names(a) and F.is_graph_cut(a):
+                        elif t in A.loaded_names(a) and A.is_graph_cut(a):
                             threads.setdefault(t, s)
                             cut.add(t)  # f(x, h.detach())
-                if len(targets) == 1 and len(v.args) == 1 and F.dotted(v.args[0]) == targets[0] and not v.keywords:
+                if len(targets) == 1 and len(v.args) == 1 and A.dotted(v.args[0]) == targets[0] and not v.keywords:
                     if not isinstance(v.func, ast.Attribute) or v.func.attr in ("detach", "repackage_hidden"):
                         cut.add(targets[0])  # h = repackage_hidden(h)
-            if F.is_graph_cut(v) and any(n in targets for n in F.loaded_names(v)):
+            if A.is_graph_cut(v) and any(n in targets for n in A.loaded_names(v)):
                 cut.update(targets)  # h = h.detach(), h = (h[0].detach(), h[1].detach())
-        name = F.inplace_cut_target(s) if isinstance(s, (ast.Expr, ast.For)) else None
+        name = A.inplace_cut_target(s) if isinstance(s, (ast.Expr, ast.For)) else None
         if name:
             cut.add(name)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute):
             recv = s.value.func.value
             if s.value.func.attr == "detach_" and isinstance(recv, ast.Subscript):
-                base = F.dotted(recv.value)
+                base = A.dotted(recv.value)
                 if base:
                     cut.add(base)  # h[0].detach_()
     return [(n, s) for n, s in threads.items() if n in cut]
@@ -223,13 +223,13 @@ def _init_before(body, outer, name: str) -> Optional[ast.stmt]:
         if s is outer:
             return found
         if _contains(s, outer):
-            for block in F.child_blocks(s):
+            for block in A.child_blocks(s):
                 r = _init_before(block, outer, name)
                 if r is not None:
                     return r
                 if any(b is outer or _contains(b, outer) for b in block):
                     return found
-        if isinstance(s, ast.Assign) and any(name in F.target_names(t) for t in s.targets):
+        if isinstance(s, ast.Assign) and any(name in A.target_names(t) for t in s.targets):
             v = s.value
             found = None if isinstance(v, ast.Constant) and v.value is None else s
     return found
@@ -242,19 +242,19 @@ def _contains(s, node) -> bool:
 def _rebound_in(outer, inner, name: str) -> bool:
     """Is ``name`` bound in the epoch loop other than by the batch loop's own
     threading and cutting? (Then it is re-initialised somewhere.)"""
-    for s in F.iter_statements(list(outer.body)):
+    for s in A.iter_statements(list(outer.body)):
         if _contains(inner, s) or s is inner:
             continue
         if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            if any(name in F.target_names(t) for t in targets):
+            if any(name in A.target_names(t) for t in targets):
                 return True
-        if isinstance(s, (ast.For, ast.AsyncFor)) and s is not inner and name in F.target_names(s.target):
+        if isinstance(s, (ast.For, ast.AsyncFor)) and s is not inner and name in A.target_names(s.target):
             return True
     # inside the batch loop: a fresh value each batch (h = None, h = init_hidden(...))
-    for s in F.iter_statements(list(inner.body)):
-        if isinstance(s, ast.Assign) and any(name in F.target_names(t) for t in s.targets):
-            if name not in F.loaded_names(s.value):
+    for s in A.iter_statements(list(inner.body)):
+        if isinstance(s, ast.Assign) and any(name in A.target_names(t) for t in s.targets):
+            if name not in A.loaded_names(s.value):
                 return True
     return False
 
@@ -269,7 +269,7 @@ def _finding(rule, name, thread, init, outer, ctx) -> Finding:
     }
     related = (Related(ctx.line_range(init), {"en": "initialised once, here", "zh": "只在这里初始化了一次"}),
                Related(ctx.line_range(outer), {"en": "the epoch loop", "zh": "epoch 循环"}))
-    fixes = ()
+    fixes: Tuple[Fix, ...] = ()
     edit = _copy_init(init, outer, ctx)
     if edit is not None:
         fixes = (Fix({"en": f"Initialise `{name}` at the top of the epoch loop",

@@ -8,7 +8,7 @@ note's crash (a label computed from it before the loop, GG102). A hint: the code
 is legal, and the flag is sometimes meant.
 
 Detection is on the unit's statements, with the AST predicates of
-:mod:`gradguard.core.flow`: a name bound to a tensor factory called with
+:mod:`gradguard.analysis.interpreter`: a name bound to a tensor factory called with
 ``requires_grad=True`` (or flagged by ``x.requires_grad_()`` / ``x.requires_grad
 = True``) whose every later use is as input of a computation inside a loop that
 back-propagates (a module call, an operation), or a read of its shape. Any other
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import ast
 
-from gradguard.core import flow as F
-from gradguard.core import knowledge as K
-from gradguard.core.context import unit_text
-from gradguard.core.model import Finding, Fix, Position, Range, Severity, TextEdit
-from gradguard.core.summary import register
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
+from gradguard.analysis.context import unit_text
+from gradguard.model.findings import Finding, Fix, Position, Range, Severity, TextEdit
+from gradguard.analysis.summary import FactSource
 from gradguard.rules.base import Rule
 
 TYPE_CHECKING = False
@@ -143,7 +143,7 @@ def _kept_names(stmt: ast.AST) -> Set[str]:
         if isinstance(n, ast.Attribute) and n.attr in _HANDS_ON and isinstance(n.value, ast.Name):
             out.add(n.value.id)
         elif isinstance(n, ast.Call):
-            name = F.dotted(n.func) or ""
+            name = A.dotted(n.func) or ""
             last = name.rsplit(".", 1)[-1]
             if last == "grad" or "optim" in name.lower() or last[:1].isupper() and "Optim" in last:
                 for a in list(n.args) + [k.value for k in n.keywords]:
@@ -153,7 +153,6 @@ def _kept_names(stmt: ast.AST) -> Set[str]:
     return out
 
 
-@register
 def _gradient_users(stmt: ast.stmt, referenced: bool = True):
     """``gg204:keep:<name>`` for names a def or class of the file asks the gradient of."""
     if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -161,11 +160,15 @@ def _gradient_users(stmt: ast.stmt, referenced: bool = True):
     return sorted((_KEEP_KEY + n, True) for n in _kept_names(stmt))
 
 
+GG204_FACTS = FactSource("gg204", _gradient_users)
+
+
 class NeedlessRequiresGrad(Rule):
     code = "GG204"
     name = "needless-requires-grad"
     default_severity = Severity.HINT
     needs_backprop = True
+    fact_sources = (GG204_FACTS,)
     title = {
         "en": "A data tensor requires grad, but nothing reads its gradient",
         "zh": "数据张量设置了 requires_grad，却没有任何地方用到它的梯度",
@@ -191,11 +194,11 @@ class NeedlessRequiresGrad(Rule):
 
 def _flagged(body, ctx) -> List[Tuple[str, ast.stmt, Optional[TextEdit]]]:
     """(name, statement, edit dropping the flag) for each tensor given requires_grad."""
-    out = []
-    for s in F.iter_statements(body):
+    out: List[Tuple[str, ast.stmt, Optional[TextEdit]]] = []
+    for s in A.iter_statements(body):
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             call = s.value
-            if isinstance(call, ast.Call) and F.qualify(call.func, ctx) in K.TENSOR_FACTORIES:
+            if isinstance(call, ast.Call) and A.qualify(call.func, ctx) in K.TENSOR_FACTORIES:
                 for kw in call.keywords:
                     if kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
                         out.append((s.targets[0].id, s, _drop_keyword(call, kw, ctx)))
@@ -210,15 +213,15 @@ def _flagged(body, ctx) -> List[Tuple[str, ast.stmt, Optional[TextEdit]]]:
 def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
     """Every use of ``name`` after ``site`` is an input of a computation inside
     a loop that back-propagates, or a read of its shape."""
-    loops = [s for s in F.iter_statements(body) if isinstance(s, F.LOOPS) and F.loop_backprops(s, ctx)]
+    loops = [s for s in A.iter_statements(body) if isinstance(s, A.LOOPS) and A.loop_backprops(s, ctx)]
     if not loops:
         return False
     parents: Dict[int, ast.AST] = {}
-    for n in F.iter_nodes(list(body)):
-        for c in F.child_nodes(n):
+    for n in A.iter_nodes(list(body)):
+        for c in A.child_nodes(n):
             parents[id(c)] = n
     used = False
-    for n in F.iter_nodes(list(body)):
+    for n in A.iter_nodes(list(body)):
         if not (isinstance(n, ast.Name) and n.id == name):
             continue
         if n.lineno <= (site.end_lineno or site.lineno):
@@ -240,7 +243,7 @@ def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
             used = True
             continue
         if isinstance(p, ast.Call) and n in p.args:
-            q = F.dotted(p.func) or ""
+            q = A.dotted(p.func) or ""
             if isinstance(p.func, ast.Attribute) and q.rsplit(".", 1)[-1] in ("append", "extend", "insert"):
                 return False
             used = True
@@ -291,7 +294,7 @@ def _finding(rule, name: str, site: ast.stmt, edit: Optional[TextEdit], ctx) -> 
         "zh": f"`{name}` 设置了 requires_grad，却没有任何地方用到它的梯度：它只被送进训练循环，autograd 白白"
               f"记录并为它求导；请去掉这个标记（模型的梯度不变）。",
     }
-    fixes = ()
+    fixes: Tuple[Fix, ...] = ()
     if edit is not None:
         fixes = (Fix({"en": f"Drop `requires_grad` from `{name}`", "zh": f"去掉 `{name}` 的 `requires_grad`"},
                      (edit,), preferred=True),)

@@ -8,7 +8,7 @@ never zeroes the gradients, so each step uses the sum of all earlier ones.
 model learns worse or diverges.
 
 Detection is on the loop's statements, with the AST predicates of
-:mod:`gradguard.core.flow` (``is_backward_call``, the loops of a unit): the
+:mod:`gradguard.analysis.interpreter` (``is_backward_call``, the loops of a unit): the
 innermost loop whose body both back-propagates (``backward()``, not
 ``torch.autograd.grad``, which accumulates nothing) and updates what it trains
 (an optimizer's ``step()``, ``scaler.step(opt)``, or a hand-written update from
@@ -23,10 +23,11 @@ from __future__ import annotations
 import ast
 import re
 
-from gradguard.core import flow as F
-from gradguard.core.context import unit_text
-from gradguard.core.model import Finding, Fix, Position, Range, Related, Severity, TextEdit
-from gradguard.core.summary import query, register
+from gradguard.analysis import ast_util as A
+from gradguard.analysis.context import unit_text
+from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.analysis.facts import GRAPH_FACTS
+from gradguard.analysis.summary import FactSource, query
 from gradguard.rules.base import Rule
 
 TYPE_CHECKING = False
@@ -162,7 +163,6 @@ def _zeroes(node: ast.AST) -> bool:
     return False
 
 
-@register
 def _zeroing_defs(stmt: ast.stmt, referenced: bool = True):
     """``gg205:zeroes:<name>`` for each same-file def (methods too, by name)
     whose body zeroes gradients."""
@@ -177,11 +177,15 @@ def _zeroing_defs(stmt: ast.stmt, referenced: bool = True):
     return out
 
 
+GG205_FACTS = FactSource("gg205", _zeroing_defs)
+
+
 class UnzeroedGrads(Rule):
     code = "GG205"
     name = "unzeroed-grads"
     default_severity = Severity.WARNING
     needs_backprop = True
+    fact_sources = (GRAPH_FACTS, GG205_FACTS)  # var: (optimizers made at module level), and zeroing helpers
     title = {
         "en": "A training loop never zeroes its gradients: each step uses the sum of all earlier ones",
         "zh": "训练循环从不清零梯度：每次 step 用的是之前所有梯度之和",
@@ -209,26 +213,26 @@ class UnzeroedGrads(Rule):
 
 
 def _real_backward(call: ast.Call, ctx) -> bool:
-    if not F.is_backward_call(call, ctx):
+    if not A.is_backward_call(call, ctx):
         return False
-    q = F.qualify(call.func, ctx)
-    return q != "torch.autograd.grad" and not F.has_create_graph(call)
+    q = A.qualify(call.func, ctx)
+    return q != "torch.autograd.grad" and not A.has_create_graph(call)
 
 
 def _body_nodes(loop) -> List[ast.AST]:
-    return list(F.iter_nodes(list(loop.body)))
+    return list(A.iter_nodes(list(loop.body)))
 
 
 def _training_loops(body, ctx) -> List[ast.stmt]:
     """Innermost loops whose body back-propagates and steps."""
-    cands = []
-    for s in F.iter_statements(body):
-        if not isinstance(s, F.LOOPS):
+    cands: List[ast.stmt] = []
+    for s in A.iter_statements(body):
+        if not isinstance(s, A.LOOPS):
             continue
         nodes = _body_nodes(s)
         if any(isinstance(n, ast.Call) and _real_backward(n, ctx) for n in nodes) and _steps(s, ctx, body):
             cands.append(s)
-    inner = []
+    inner: List[ast.stmt] = []
     for s in cands:
         if not any(o is not s and s.lineno <= o.lineno and (o.end_lineno or 0) <= (s.end_lineno or 0) for o in cands):
             inner.append(s)
@@ -240,12 +244,12 @@ def _steps(loop, ctx, unit_body=()) -> List[Tuple[ast.AST, str, Optional[str]]]:
     out: List[Tuple[ast.AST, str, Optional[str]]] = []
     for n in _body_nodes(loop):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
-            recv = F.dotted(n.func.value)
+            recv = A.dotted(n.func.value)
             if recv is None:
                 continue
             last = recv.rsplit(".", 1)[-1]
             if "scaler" in last.lower() and n.args:
-                opt = F.dotted(n.args[0])
+                opt = A.dotted(n.args[0])
                 if opt:
                     out.append((n, "optimizer", opt))
                 continue
@@ -288,12 +292,12 @@ def _module_optimizers(summary) -> frozenset:
 
 def _local_optimizers(body, ctx) -> Set[str]:
     names: Set[str] = set()
-    for s in F.iter_statements(body):
+    for s in A.iter_statements(body):
         if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call):
-            q = F.qualify(s.value.func, ctx) or ""
+            q = A.qualify(s.value.func, ctx) or ""
             if q.startswith("torch.optim.") and "lr_scheduler" not in q:
                 for t in s.targets:
-                    names.update(F.target_names(t))
+                    names.update(A.target_names(t))
     return names
 
 
@@ -303,14 +307,14 @@ def _param_base(t: ast.AST) -> Optional[str]:
         t = t.value
     if isinstance(t, ast.Attribute) and t.attr == "data":
         t = t.value
-    return F.dotted(t)
+    return A.dotted(t)
 
 
 def _reads_grad_of(e: ast.AST, base: str) -> bool:
-    for n in F.iter_nodes(e):
+    for n in A.iter_nodes(e):
         if isinstance(n, ast.Attribute) and n.attr == "grad":
             inner = n.value
-            if F.dotted(inner) == base:
+            if A.dotted(inner) == base:
                 return True
     return False
 
@@ -356,7 +360,7 @@ def _finding(rule, loop, steps, ctx) -> Finding:
                   f"`.grad`，于是每次更新用的是之前所有梯度之和；请每轮把它们清零一次。",
         }
         lines = [f"{b}.grad = None" for b in bases]
-        loop_vars = set(F.target_names(loop.target)) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+        loop_vars = set(A.target_names(loop.target)) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
         if any(b.split(".")[0] in loop_vars for b in bases):
             lines = []  # a per-parameter loop variable: nothing to name at the top of the iteration
     fixes = []
@@ -372,7 +376,7 @@ def _finding(rule, loop, steps, ctx) -> Finding:
 
 
 def _modulo_divisor(test: ast.expr) -> Optional[ast.expr]:
-    for n in F.iter_nodes(test):
+    for n in A.iter_nodes(test):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
             return n.right
     return None
@@ -381,7 +385,7 @@ def _modulo_divisor(test: ast.expr) -> Optional[ast.expr]:
 def _same(a: ast.expr, b: ast.expr) -> bool:
     if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
         return a.value == b.value
-    da, db = F.dotted(a), F.dotted(b)
+    da, db = A.dotted(a), A.dotted(b)
     return da is not None and da == db
 
 
@@ -394,17 +398,17 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
         return None
     step_ids = {id(n) for n, k, _ in steps if k == "optimizer"}
     divisor = guard = None
-    for s in F.iter_statements(list(loop.body)):
-        if isinstance(s, ast.If) and any(id(n) in step_ids for n in F.iter_nodes(list(s.body))):
+    for s in A.iter_statements(list(loop.body)):
+        if isinstance(s, ast.If) and any(id(n) in step_ids for n in A.iter_nodes(list(s.body))):
             divisor = _modulo_divisor(s.test)
             if divisor is not None:
                 guard = s
                 break
-    if divisor is None or (isinstance(divisor, ast.Constant) and divisor.value in (0, 1)):
+    if guard is None or divisor is None or (isinstance(divisor, ast.Constant) and divisor.value in (0, 1)):
         return None
-    guarded = {id(n) for n in F.iter_nodes(guard)}
+    guarded = {id(n) for n in A.iter_nodes(guard)}
     backward = None
-    for n in F.iter_nodes(list(loop.body)):
+    for n in A.iter_nodes(list(loop.body)):
         if id(n) in guarded:
             continue  # a step skipped every k iterations (a GAN's generator), not accumulation
         if _zeroes(n):
@@ -418,7 +422,7 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
             backward = n
     if backward is None:
         return None
-    k = F.dotted(divisor) or ast.unparse(divisor)
+    k = A.dotted(divisor) or ast.unparse(divisor)
     msg = {
         "en": f"gradients are accumulated over `{k}` backward passes per step, but the loss is not divided by `{k}`: "
               f"the step sees their sum, `{k}` times the mean gradient; divide the loss by `{k}` (and keep the "
@@ -433,7 +437,7 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
 
 
 def _statement_of(loop, line: int) -> Optional[ast.stmt]:
-    for s in F.iter_statements(list(loop.body)):
+    for s in A.iter_statements(list(loop.body)):
         if s.lineno == line and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
             return s
     return None
