@@ -168,7 +168,8 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
     cell1 = ("opt = torch.optim.SGD(gru.parameters(), lr=0.1)\nfor x in torch.randn(4, 1, 5, 2):\n"
              "    out, 隐 = gru(x, 隐)  # 状态\n    out.sum().backward()\n    opt.step()")
     source, smap = build_source([("cell0", cell0, 1), ("cell1", cell1, 2)])
-    found = check_source(source, "nb.ipynb").findings
+    # (the cell never zeroes its gradients: GG205 reports the step too; this is about GG101's place)
+    found = [f for f in check_source(source, "nb.ipynb").findings if f.code == "GG101"]
     assert found
     for f in found:
         uri, d = diagnostic_json(f, smap, codec, "zh")
