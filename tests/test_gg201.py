@@ -257,3 +257,32 @@ def test_values_not_built_from_the_loop_data_and_threaded_states_in_training_are
         best = max(acc, best)
     """)
     assert not gg201(src)
+
+
+def test_metadata_other_frameworks_and_loops_that_do_not_evaluate_are_silent():
+    """Real-code false alarms of earlier versions (docs/quiet-rules-scan.md)."""
+    sizes = HEAD + textwrap.dedent("""\
+    seen, total = 0, 0.0
+    for x, y in data:
+        out = model(x)
+        loss = ((out - y) ** 2).mean()
+        loss.backward()
+        seen += out.size(0) + y.shape[0]
+        total += loss.detach() * y.shape[0]
+    """)
+    assert not gg201(sizes)
+    mxnet = "from mxnet import autograd, nd\n" + sizes.replace("import torch\n", "").replace("torch.", "nd.")
+    assert not gg201(mxnet)
+    builds = HEAD + textwrap.dedent("""\
+    for x, y in data:
+        ((model(x) - y) ** 2).mean().backward()
+    examples = []
+    for x, y in data:
+        examples.append(model(x))
+    """)
+    assert not gg201(builds)  # no backward in the loop, but nothing says it evaluates
+    assert len(gg201(builds.replace("for x, y in data:\n    examples", "for x, y in val_data:\n    examples")
+                     .replace("data = [", "val_data = data = ["))) == 1
+    evaluated = builds.replace("examples = []", "model.eval()\nexamples = []")
+    assert len(gg201(evaluated)) == 1
+    assert not [f for f in check_source(evaluated, "tests/test_model.py").findings if f.code == "GG201"]

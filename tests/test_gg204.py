@@ -90,3 +90,15 @@ def test_explanation_sections_and_docs_page():
     for text in (rule.explain("en"), rule.explain("zh")):
         assert "requires_grad=True" in text and "GG102" in text and "torch.autograd.grad" in text
     assert_docs_page_is_the_explanation("GG204")
+
+
+def test_a_loop_that_trains_no_parameters_needs_the_flag():
+    """norse's threshold tests: backward() of a function of x alone needs x to require grad."""
+    src = textwrap.dedent("""\
+    import torch
+    for method in ("super", "tanh"):
+        x = torch.full((10,), 0.1, requires_grad=True)
+        out = torch.sigmoid(x * 3)
+        out.backward(torch.ones(10))
+    """)
+    assert not gg204(src)

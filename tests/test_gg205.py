@@ -157,3 +157,16 @@ def test_accumulation_without_dividing_the_loss_is_a_hint_without_a_fix():
     assert not gg205(src.replace("    loss.backward()", "    loss /= accum_steps\n    loss.backward()"))
     assert not gg205(src.replace("    loss.backward()", "    (loss / accum_steps).backward()"))
     assert not gg205(src.replace("opt.step()", "accelerator.step()"))
+
+
+def test_distributed_autograd_and_other_frameworks_are_silent():
+    rpc = HEAD + textwrap.dedent("""\
+    import torch.distributed.autograd as dist_autograd
+    for x, y in data:
+        with dist_autograd.context() as cid:
+            dist_autograd.backward(cid, [((model(x) - y) ** 2).mean()])
+            opt.step(cid)
+    """)
+    assert not gg205(rpc)
+    paddle = "import paddle\n" + LOOP.replace("import torch\nimport torch.nn as nn\n", "").replace("torch.", "paddle.")
+    assert not gg205(paddle)

@@ -61,3 +61,10 @@ def _param_env(fn: ast.AST, method: bool) -> Dict[str, V.Val]:
         d = defaults.get(arg.arg)
         env[arg.arg] = V.Val(param=True, none=d is None or (isinstance(d, ast.Constant) and d.value is None))
     return env
+
+
+def imports_torch(ctx) -> bool:
+    """Does the module import torch (or a part of it)? The GG2xx rules judge
+    what a value is by torch's semantics; in a file of another framework
+    (MXNet's ``asscalar``, Paddle's ``clear_grad``) they stay silent."""
+    return any(q == "torch" or q.startswith("torch.") for q in (getattr(ctx, "imports", None) or {}).values())

@@ -23,6 +23,8 @@ the marks carried in, so that an accumulator read by the next iteration's loss
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import interpreter as interp
@@ -31,6 +33,7 @@ from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis.summary import FactSource
 from gradguard.rules.base import Rule
+from gradguard.rules.common import imports_torch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -177,6 +180,13 @@ autograd 仍然记录每一个操作。
 
 
 _ACC_METHODS = frozenset({"append", "extend", "insert"})
+_METADATA = frozenset({"shape", "size", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout"})
+_METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "asscalar", "asnumpy",
+                               "get_device", "is_contiguous", "data_ptr", "stride"})
+# an evaluation phase by name: the function, or what the loop iterates over
+_EVAL_FUNCTION = re.compile(r"^_*(eval|evaluate|evaluation|validate|validation|val|predict|inference|infer|test)"
+                            r"(_|$)", re.IGNORECASE)
+_EVAL_ITERABLE = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)(_|$|loader|set|data)", re.IGNORECASE)
 _NOGRAD_KEY = "gg201:nograd:"
 
 
@@ -237,6 +247,28 @@ class HistoryFlow(interp.GraphFlow):
     def __init__(self, resolver, self_obj=None):
         super().__init__(resolver, self_obj=self_obj, find_carries=False)
         self.sites: Dict[int, _Site] = {}
+        # calls of a module (or of a model handed in as a parameter): what an
+        # accumulation must hold a graph of (not a helper's unknown return value)
+        self.model_calls: set = set()
+
+    def eval(self, e, env):
+        if isinstance(e, ast.Attribute) and e.attr in _METADATA:
+            super().eval(e.value, env)
+            return V.CLEAN  # x.shape, x.size, x.device: metadata never carries a graph
+        return super().eval(e, env)
+
+    def _method_call(self, call, func, env):
+        if func.attr in _METADATA_METHODS:
+            super().eval(func.value, env)
+            self._args(call, env)
+            return V.CLEAN  # x.size(0), x.numel(), x.asscalar()
+        return super()._method_call(call, func, env)
+
+    def _apply(self, call, callee, q, pos, kws, args_taints, env):
+        obj = callee.obj or ""
+        if not self.no_grad and (callee.param or obj.startswith(("inst:", "user:"))):
+            self.model_calls.add(id(call))
+        return super()._apply(call, callee, q, pos, kws, args_taints, env)
 
     def stmt(self, s, env):
         cand = self._candidates(s) if self.frames and not self.no_grad else ()
@@ -254,6 +286,8 @@ class HistoryFlow(interp.GraphFlow):
             fresh = new.graph_tokens() - old.graph_tokens()
             if not any(_inside(t[1], frame.loop) for t in fresh if hasattr(t[1], "lineno")):
                 continue
+            if not any(id(t[1]) in self.model_calls or id(t[1]) in self.saving_calls for t in fresh):
+                continue  # no module's output in it: a helper's value of unknown kind
             fors = [fr.loop for fr in self.frames if isinstance(fr.loop, (ast.For, ast.AsyncFor))]
             if fors and not any(("T", id(lp)) in new.taints for lp in fors):
                 continue  # built from nothing the loop iterates over: modules made in a loop, a best score
@@ -324,7 +358,7 @@ class GrowingHistory(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or not _worth_running(unit):
+        if not unit.body or not imports_torch(ctx) or not _worth_running(unit):
             return ()
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
@@ -393,6 +427,8 @@ def _findings(rule, leaks, flow, unit, ctx) -> List[Finding]:
     done: set = set()
     for site in sorted(leaks, key=lambda s: (s.stmt.lineno, s.stmt.col_offset)):
         quiet = quiet_of[id(site)]
+        if quiet is not None and not _evaluation_phase(unit, quiet, ctx):
+            continue  # a loop that builds something without back-propagating, and says nothing of evaluation
         threaded = site.kind == "assign" and not _graph_leaves(site.value, site.name)
         if threaded and (quiet is None or _eval_call_before(unit, quiet, ctx) is None):
             # a state threaded through a call (``out, h = rnn(x, h)``, ``best = max(acc, best)``) is
@@ -501,6 +537,30 @@ def _finding(rule, site: _Site, quiet, group, unit, ctx, torch_name) -> Finding:
                           "zh": f"累积数值的 `{method}`（不带计算图）"}, tuple(edits), preferred=not fixes))
     return Finding(rule.code, ctx.line_range(site.stmt), msg, rule.default_severity, tuple(related), tuple(fixes),
                    {"variable": name, "evaluation": quiet is not None})
+
+
+def _evaluation_phase(unit, loop, ctx) -> bool:
+    """Does the code say the loop evaluates? A ``.eval()`` call before it, a
+    function named for evaluation (``evaluate``, ``validate_epoch``,
+    ``predict``), or an iterable named for it (``val_loader``, ``test_data``).
+    Never in a test suite (a test checks a forward pass; its graph dies with it)."""
+    base = os.path.basename((getattr(ctx, "path", None) or "").replace("\\", "/"))
+    if base.startswith("test_") or base.endswith("_test.py"):
+        return False
+    if _eval_call_before(unit, loop, ctx) is not None:
+        return True
+    node = unit.node
+    name = getattr(node, "name", "") if unit.kind == "function" else ""
+    if name and not name.startswith("test_") and _EVAL_FUNCTION.match(name):
+        return True
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        it = loop.iter
+        while isinstance(it, ast.Call) and it.args and isinstance(it.func, ast.Name):
+            it = it.args[0]  # enumerate(val_loader), tqdm(val_loader)
+        label = A.dotted(it) or ""
+        if _EVAL_ITERABLE.search(label.rsplit(".", 1)[-1]):
+            return True
+    return False
 
 
 def _eval_call_before(unit, loop, ctx) -> Optional[ast.Call]:

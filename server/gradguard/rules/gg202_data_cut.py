@@ -28,6 +28,7 @@ from gradguard.analysis.context import unit_text
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.model.findings import Finding, Fix, Severity, TextEdit
 from gradguard.rules.base import Rule
+from gradguard.rules.common import imports_torch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -203,7 +204,7 @@ class DataCut(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or ".data" not in unit_text(unit, ctx.index.lines):
+        if not unit.body or ".data" not in unit_text(unit, ctx.index.lines) or not imports_torch(ctx):
             return ()
         from gradguard.rules.common import unit_entry
 

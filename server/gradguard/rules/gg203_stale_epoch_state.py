@@ -27,6 +27,7 @@ from gradguard.analysis import ast_util as A
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
+from gradguard.rules.common import imports_torch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -150,7 +151,7 @@ class StaleEpochState(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body:
+        if not unit.body or not imports_torch(ctx):
             return ()
         text = unit_text(unit, ctx.index.lines)
         if "backward" not in text:

@@ -30,6 +30,7 @@ from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Severity, TextEdit
 from gradguard.analysis.summary import FactSource
 from gradguard.rules.base import Rule
+from gradguard.rules.common import imports_torch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -176,7 +177,7 @@ class NeedlessRequiresGrad(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body:
+        if not unit.body or not imports_torch(ctx):
             return ()
         text = unit_text(unit, ctx.index.lines)
         if "requires_grad" not in text or "backward" not in text:
@@ -213,7 +214,11 @@ def _flagged(body, ctx) -> List[Tuple[str, ast.stmt, Optional[TextEdit]]]:
 def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
     """Every use of ``name`` after ``site`` is an input of a computation inside
     a loop that back-propagates, or a read of its shape."""
-    loops = [s for s in A.iter_statements(body) if isinstance(s, A.LOOPS) and A.loop_backprops(s, ctx)]
+    # loops that train parameters (an optimizer steps or gradients are zeroed): the
+    # loss then has a graph through the parameters whatever the inputs, so dropping
+    # the flag cannot leave backward() without a graph
+    loops = [s for s in A.iter_statements(body) if isinstance(s, A.LOOPS) and A.loop_backprops(s, ctx)
+             and _trains_parameters(s)]
     if not loops:
         return False
     parents: Dict[int, ast.AST] = {}
@@ -250,6 +255,18 @@ def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
             continue
         return False
     return used
+
+
+def _trains_parameters(loop) -> bool:
+    for n in A.iter_nodes(list(loop.body)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "zero_grad":
+                return True
+            if n.func.attr == "step":
+                recv = (A.dotted(n.func.value) or "").rsplit(".", 1)[-1].lower()
+                if "opt" in recv and "sched" not in recv:
+                    return True
+    return False
 
 
 def _drop_keyword(call: ast.Call, kw: ast.keyword, ctx) -> Optional[TextEdit]:

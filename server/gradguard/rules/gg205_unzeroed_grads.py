@@ -29,6 +29,7 @@ from gradguard.model.findings import Finding, Fix, Position, Range, Related, Sev
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis.summary import FactSource, query
 from gradguard.rules.base import Rule
+from gradguard.rules.common import imports_torch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -150,7 +151,7 @@ def _zeroes(node: ast.AST) -> bool:
     ``p.grad.fill_(0)``, ``del p.grad``."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         m = node.func.attr
-        if m == "zero_grad":
+        if m in ("zero_grad", "clear_grad", "clear_gradients"):
             return True
         if m in ("zero_", "fill_", "mul_"):
             recv = node.func.value
@@ -193,7 +194,7 @@ class UnzeroedGrads(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body:
+        if not unit.body or not imports_torch(ctx):
             return ()
         text = unit_text(unit, ctx.index.lines)
         if "backward" not in text or ".grad" not in text and "step" not in text:
@@ -215,7 +216,9 @@ class UnzeroedGrads(Rule):
 def _real_backward(call: ast.Call, ctx) -> bool:
     if not A.is_backward_call(call, ctx):
         return False
-    q = A.qualify(call.func, ctx)
+    q = A.qualify(call.func, ctx) or ""
+    if q.startswith("torch.distributed") or "dist_autograd" in (A.dotted(call.func) or ""):
+        return False  # distributed autograd accumulates into its context, made anew each iteration
     return q != "torch.autograd.grad" and not A.has_create_graph(call)
 
 
