@@ -26,12 +26,13 @@ import ast
 import os
 import re
 
+from gradguard.analysis.context import unit_words
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis.summary import FactSource
+from gradguard.analysis.quiet_facts import NOGRAD, QUIET_FACTS
 from gradguard.rules.base import Rule
 from gradguard.rules.common import imports_torch
 
@@ -187,40 +188,6 @@ _METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size
 _EVAL_FUNCTION = re.compile(r"^_*(eval|evaluate|evaluation|validate|validation|val|predict|inference|infer|test)"
                             r"(_|$)", re.IGNORECASE)
 _EVAL_ITERABLE = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)(_|$|loader|set|data)", re.IGNORECASE)
-_NOGRAD_KEY = "gg201:nograd:"
-
-
-# ---------------------------------------------------------------------------
-# facts: the functions a file calls with graph recording off
-# ---------------------------------------------------------------------------
-def _nograd_calls(stmt: ast.stmt, referenced: bool = True):
-    """``gg201:nograd:<name>`` for each function or method called (by its last
-    name) inside ``with torch.no_grad():`` or in a def decorated with it: an
-    evaluation helper called that way builds no graph."""
-    if not isinstance(stmt, (ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                             ast.If, ast.For, ast.While, ast.Try)):
-        return ()
-    out = set()
-    for node in ast.walk(stmt):
-        body = None
-        if isinstance(node, (ast.With, ast.AsyncWith)) and A.is_no_grad_with(node):
-            body = node.body
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and A.is_no_grad_function(node):
-            body = node.body
-        if body is None:
-            continue
-        for s in body:
-            for n in ast.walk(s):
-                if isinstance(n, ast.Call):
-                    f = n.func
-                    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-                    if name:
-                        out.add((_NOGRAD_KEY + name, True))
-    return sorted(out)
-
-
-# which functions the file calls with graph recording off
-GG201_FACTS = FactSource("gg201", _nograd_calls)
 
 
 # ---------------------------------------------------------------------------
@@ -350,7 +317,7 @@ class GrowingHistory(Rule):
     name = "growing-history"
     default_severity = Severity.WARNING
     needs_backprop = True
-    fact_sources = (GRAPH_FACTS, GG201_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
+    fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
     title = {
         "en": "A tensor with a graph is accumulated across iterations and never back-propagated",
         "zh": "带计算图的张量在迭代之间被累积，却从未反向传播",
@@ -358,7 +325,7 @@ class GrowingHistory(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or not imports_torch(ctx) or not _worth_running(unit):
+        if not unit.body or not imports_torch(ctx) or not _worth_running(unit, ctx):
             return ()
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
@@ -377,26 +344,55 @@ class GrowingHistory(Rule):
         leaks = [s for s in kept if ("H", id(s.stmt)) not in used]
         if not leaks:
             return ()
-        if unit.kind == "function" and unit.node is not None and (_NOGRAD_KEY + unit.node.name) in ctx.summary:
+        if unit.kind == "function" and unit.node is not None and (NOGRAD + unit.node.name) in ctx.summary:
             return ()  # called with graph recording off
         return _findings(self, leaks, flow, unit, ctx)
 
 
-def _worth_running(unit) -> bool:
-    """A loop holding an accumulation statement that is not obviously a number."""
-    for s in A.iter_statements(unit.body):
-        if not isinstance(s, A.LOOPS):
-            continue
-        for t in A.iter_statements(s.body):
-            if isinstance(t, ast.AugAssign) and not A.is_graph_cut(t.value):
+def _worth_running(unit, ctx) -> bool:
+    """A loop holding an accumulation statement that is not obviously a number
+    (one pass over the unit's statements, loops nested or not)."""
+    evaluates: List[bool] = []
+
+    def says_eval() -> bool:
+        if not evaluates:
+            words = unit_words(unit, ctx.index.lines)
+            evaluates.append(any(w.startswith(("eval", "val", "test", "predict", "infer")) for w in words))
+        return evaluates[0]
+
+    def visit(stmts, in_loop: bool) -> bool:
+        for t in stmts:
+            if in_loop and _accumulation_shaped(t, says_eval):
                 return True
-            if isinstance(t, ast.Assign) and len(t.targets) == 1 and not A.is_graph_cut(t.value):
-                if set(A.target_names(t.targets[0])) & set(A.loaded_names(t.value)):
+            inner = in_loop or isinstance(t, A.LOOPS)
+            for block in A.child_blocks(t):
+                if visit(block, inner):
                     return True
-            if (isinstance(t, ast.Expr) and isinstance(t.value, ast.Call) and isinstance(t.value.func, ast.Attribute)
-                    and t.value.func.attr in _ACC_METHODS and t.value.args and not A.is_graph_cut(t.value.args[-1])):
-                return True
+        return False
+
+    return visit(unit.body, False)
+
+
+def _accumulation_shaped(t, says_eval) -> bool:
+    if isinstance(t, ast.AugAssign):
+        # (w -= lr * w.grad is an update, not a history)
+        return isinstance(t.target, ast.Name) and not A.is_graph_cut(t.value) and not _reads_grad(t.value)
+    if isinstance(t, ast.Assign):
+        if len(t.targets) != 1 or A.is_graph_cut(t.value):
+            return False
+        names = set(A.target_names(t.targets[0])) & set(A.loaded_names(t.value))
+        if not names:
+            return False
+        # arithmetic (a running sum, an EMA); a state threaded through a call only
+        # matters in an evaluation loop, and such code says "eval" somewhere
+        return any(_graph_leaves(t.value, n) for n in names) or says_eval()
+    if isinstance(t, ast.Expr) and isinstance(t.value, ast.Call) and isinstance(t.value.func, ast.Attribute):
+        return t.value.func.attr in _ACC_METHODS and bool(t.value.args) and not A.is_graph_cut(t.value.args[-1])
     return False
+
+
+def _reads_grad(e: ast.AST) -> bool:
+    return any(n.__class__ is ast.Attribute and n.attr == "grad" for n in A.iter_nodes(e))
 
 
 def _escaping_marks(flow: HistoryFlow) -> set:

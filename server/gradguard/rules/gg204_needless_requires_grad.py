@@ -28,7 +28,7 @@ from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Severity, TextEdit
-from gradguard.analysis.summary import FactSource
+from gradguard.analysis.quiet_facts import KEEP, QUIET_FACTS, asks_gradient_of
 from gradguard.rules.base import Rule
 from gradguard.rules.common import imports_torch
 
@@ -131,37 +131,15 @@ GG102 会归咎于哪个张量。
 ''',
 }
 
-_KEEP_KEY = "gg204:keep:"
 _META_ATTRS = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda", "T"})
-_HANDS_ON = frozenset({"grad", "register_hook", "retain_grad"})
 
 
-def _kept_names(stmt: ast.AST) -> Set[str]:
-    """Names whose gradient the code asks for: ``x.grad`` read, ``x.register_hook``,
-    ``x`` inside the arguments of an optimizer or of ``autograd.grad``."""
+def _kept_names(body) -> Set[str]:
+    """Names whose gradient the unit asks for (see :func:`quiet_facts.asks_gradient_of`)."""
     out: Set[str] = set()
-    for n in ast.walk(stmt):
-        if isinstance(n, ast.Attribute) and n.attr in _HANDS_ON and isinstance(n.value, ast.Name):
-            out.add(n.value.id)
-        elif isinstance(n, ast.Call):
-            name = A.dotted(n.func) or ""
-            last = name.rsplit(".", 1)[-1]
-            if last == "grad" or "optim" in name.lower() or last[:1].isupper() and "Optim" in last:
-                for a in list(n.args) + [k.value for k in n.keywords]:
-                    for m in ast.walk(a):
-                        if isinstance(m, ast.Name):
-                            out.add(m.id)
+    for n in A.iter_nodes(list(body)):
+        asks_gradient_of(n, out)
     return out
-
-
-def _gradient_users(stmt: ast.stmt, referenced: bool = True):
-    """``gg204:keep:<name>`` for names a def or class of the file asks the gradient of."""
-    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return ()
-    return sorted((_KEEP_KEY + n, True) for n in _kept_names(stmt))
-
-
-GG204_FACTS = FactSource("gg204", _gradient_users)
 
 
 class NeedlessRequiresGrad(Rule):
@@ -169,7 +147,7 @@ class NeedlessRequiresGrad(Rule):
     name = "needless-requires-grad"
     default_severity = Severity.HINT
     needs_backprop = True
-    fact_sources = (GG204_FACTS,)
+    fact_sources = (QUIET_FACTS,)  # the names other defs of the file ask the gradient of
     title = {
         "en": "A data tensor requires grad, but nothing reads its gradient",
         "zh": "数据张量设置了 requires_grad，却没有任何地方用到它的梯度",
@@ -183,9 +161,10 @@ class NeedlessRequiresGrad(Rule):
         if "requires_grad" not in text or "backward" not in text:
             return ()
         out = []
-        kept = _kept_names(ast.Module(body=list(unit.body), type_ignores=[]))
-        for name, site, edit in _flagged(unit.body, ctx):
-            if name in kept or (unit.kind == "module" and (_KEEP_KEY + name) in ctx.summary):
+        flagged = _flagged(unit.body, ctx)
+        kept = _kept_names(unit.body) if flagged else set()
+        for name, site, edit in flagged:
+            if name in kept or (unit.kind == "module" and (KEEP + name) in ctx.summary):
                 continue
             if not _only_training_input(unit.body, name, site, ctx):
                 continue

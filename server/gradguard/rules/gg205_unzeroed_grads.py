@@ -27,7 +27,8 @@ from gradguard.analysis import ast_util as A
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis.summary import FactSource, query
+from gradguard.analysis.quiet_facts import QUIET_FACTS, ZEROES, zeroes as _zeroes
+from gradguard.analysis.summary import query
 from gradguard.rules.base import Rule
 from gradguard.rules.common import imports_torch
 
@@ -141,44 +142,8 @@ for x, y in loader:
 ''',
 }
 
-_ZERO_KEY = "gg205:zeroes:"
 _OPT_NAME = re.compile(r"opt", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_|warmup", re.IGNORECASE)
-
-
-def _zeroes(node: ast.AST) -> bool:
-    """``x.zero_grad()``, ``p.grad = None``, ``p.grad.zero_()``, ``p.grad.data.zero_()``,
-    ``p.grad.fill_(0)``, ``del p.grad``."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        m = node.func.attr
-        if m in ("zero_grad", "clear_grad", "clear_gradients"):
-            return True
-        if m in ("zero_", "fill_", "mul_"):
-            recv = node.func.value
-            while isinstance(recv, ast.Attribute) and recv.attr == "data":
-                recv = recv.value
-            return isinstance(recv, ast.Attribute) and recv.attr == "grad"
-    if isinstance(node, (ast.Assign, ast.Delete)):
-        targets = node.targets
-        return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
-    return False
-
-
-def _zeroing_defs(stmt: ast.stmt, referenced: bool = True):
-    """``gg205:zeroes:<name>`` for each same-file def (methods too, by name)
-    whose body zeroes gradients."""
-    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return ()
-    defs = [stmt] if not isinstance(stmt, ast.ClassDef) else [
-        s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    out = []
-    for d in defs:
-        if any(_zeroes(n) for n in ast.walk(d)):
-            out.append((_ZERO_KEY + d.name, True))
-    return out
-
-
-GG205_FACTS = FactSource("gg205", _zeroing_defs)
 
 
 class UnzeroedGrads(Rule):
@@ -186,7 +151,7 @@ class UnzeroedGrads(Rule):
     name = "unzeroed-grads"
     default_severity = Severity.WARNING
     needs_backprop = True
-    fact_sources = (GRAPH_FACTS, GG205_FACTS)  # var: (optimizers made at module level), and zeroing helpers
+    fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # var: (optimizers made at module level), and zeroing helpers
     title = {
         "en": "A training loop never zeroes its gradients: each step uses the sum of all earlier ones",
         "zh": "训练循环从不清零梯度：每次 step 用的是之前所有梯度之和",
@@ -200,11 +165,9 @@ class UnzeroedGrads(Rule):
         if "backward" not in text or ".grad" not in text and "step" not in text:
             return ()
         out = []
-        for loop in _training_loops(unit.body, ctx):
-            steps = _steps(loop, ctx, unit.body)
-            if not steps:
-                continue
-            if not _zeroed(loop, ctx):
+        local_opts = _Lazy(lambda: _local_optimizers(unit.body, ctx))
+        for loop, nodes, steps in _training_loops(unit.body, ctx, local_opts):
+            if not _zeroed(nodes, ctx):
                 out.append(_finding(self, loop, steps, ctx))
                 continue
             hint = _undivided_accumulation(self, loop, steps, ctx, text)
@@ -222,31 +185,32 @@ def _real_backward(call: ast.Call, ctx) -> bool:
     return q != "torch.autograd.grad" and not A.has_create_graph(call)
 
 
-def _body_nodes(loop) -> List[ast.AST]:
-    return list(A.iter_nodes(list(loop.body)))
-
-
-def _training_loops(body, ctx) -> List[ast.stmt]:
-    """Innermost loops whose body back-propagates and steps."""
-    cands: List[ast.stmt] = []
+def _training_loops(body, ctx, local_opts) -> List[Tuple[ast.stmt, List[ast.AST], list]]:
+    """Innermost loops whose body back-propagates and steps: (loop, its nodes, its steps)."""
+    cands: List[Tuple[ast.stmt, List[ast.AST], list]] = []
     for s in A.iter_statements(body):
         if not isinstance(s, A.LOOPS):
             continue
-        nodes = _body_nodes(s)
-        if any(isinstance(n, ast.Call) and _real_backward(n, ctx) for n in nodes) and _steps(s, ctx, body):
-            cands.append(s)
-    inner: List[ast.stmt] = []
-    for s in cands:
-        if not any(o is not s and s.lineno <= o.lineno and (o.end_lineno or 0) <= (s.end_lineno or 0) for o in cands):
-            inner.append(s)
+        nodes = list(A.iter_nodes(list(s.body)))
+        if not any(n.__class__ is ast.Call and _real_backward(n, ctx) for n in nodes):
+            continue
+        steps = _steps(nodes, ctx, local_opts)
+        if steps:
+            cands.append((s, nodes, steps))
+    inner: List[Tuple[ast.stmt, List[ast.AST], list]] = []
+    for s, nodes, steps in cands:
+        if not any(o is not s and s.lineno <= o.lineno and (o.end_lineno or 0) <= (s.end_lineno or 0)
+                   for o, _, _ in cands):
+            inner.append((s, nodes, steps))
     return inner
 
 
-def _steps(loop, ctx, unit_body=()) -> List[Tuple[ast.AST, str, Optional[str]]]:
+def _steps(nodes, ctx, local_opts) -> List[Tuple[ast.AST, str, Optional[str]]]:
     """The updates of what the loop trains: (node, kind, what to zero)."""
     out: List[Tuple[ast.AST, str, Optional[str]]] = []
-    for n in _body_nodes(loop):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
+    for n in nodes:
+        cls = n.__class__
+        if cls is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
             recv = A.dotted(n.func.value)
             if recv is None:
                 continue
@@ -256,20 +220,20 @@ def _steps(loop, ctx, unit_body=()) -> List[Tuple[ast.AST, str, Optional[str]]]:
                 if opt:
                     out.append((n, "optimizer", opt))
                 continue
-            if _is_optimizer(recv, last, ctx, unit_body):
+            if _is_optimizer(recv, last, ctx, local_opts):
                 out.append((n, "optimizer", recv))
-        elif isinstance(n, ast.AugAssign) and isinstance(n.op, (ast.Sub, ast.Add)):
+        elif cls is ast.AugAssign and isinstance(n.op, (ast.Sub, ast.Add)):
             base = _param_base(n.target)
             if base and _reads_grad_of(n.value, base):
                 out.append((n, "manual", base))
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("add_", "sub_")):
+        elif cls is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr in ("add_", "sub_"):
             base = _param_base(n.func.value)
             if base and any(_reads_grad_of(a, base) for a in list(n.args) + [k.value for k in n.keywords]):
                 out.append((n, "manual", base))
     return out
 
 
-def _is_optimizer(recv: str, last: str, ctx, unit_body) -> bool:
+def _is_optimizer(recv: str, last: str, ctx, local_opts) -> bool:
     """``optimizer.step()``, ``self.opt_g.step()``, or a name bound to a
     ``torch.optim`` constructor (``优化器 = torch.optim.Adam(...)``) — never a
     learning-rate scheduler's ``step()``."""
@@ -277,7 +241,7 @@ def _is_optimizer(recv: str, last: str, ctx, unit_body) -> bool:
         return False
     if _OPT_NAME.search(last):
         return True
-    return recv in query(ctx.summary, _module_optimizers) or recv in _local_optimizers(unit_body, ctx)
+    return recv in local_opts.get() or recv in query(ctx.summary, _module_optimizers)
 
 
 def _module_optimizers(summary) -> frozenset:
@@ -291,6 +255,20 @@ def _module_optimizers(summary) -> frozenset:
             if q.startswith("torch.optim.") and "lr_scheduler" not in q:
                 names.add(key[4:])
     return frozenset(names)
+
+
+class _Lazy:
+    """A value computed on first use (the unit's optimizer names: most step()
+    receivers are named ``opt...`` and never need them)."""
+
+    def __init__(self, make):
+        self._make = make
+        self._value = None
+
+    def get(self):
+        if self._value is None:
+            self._value = self._make()
+        return self._value
 
 
 def _local_optimizers(body, ctx) -> Set[str]:
@@ -322,15 +300,15 @@ def _reads_grad_of(e: ast.AST, base: str) -> bool:
     return False
 
 
-def _zeroed(loop, ctx) -> bool:
+def _zeroed(nodes, ctx) -> bool:
     summary = ctx.summary
-    for n in _body_nodes(loop):
+    for n in nodes:
         if _zeroes(n):
             return True
-        if isinstance(n, ast.Call):
+        if n.__class__ is ast.Call:
             f = n.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-            if name and (_ZERO_KEY + name) in summary:
+            if name and (ZEROES + name) in summary:
                 return True
     return False
 
@@ -402,7 +380,8 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
     step_ids = {id(n) for n, k, _ in steps if k == "optimizer"}
     divisor = guard = None
     for s in A.iter_statements(list(loop.body)):
-        if isinstance(s, ast.If) and any(id(n) in step_ids for n in A.iter_nodes(list(s.body))):
+        if isinstance(s, ast.If) and _modulo_divisor(s.test) is not None and any(
+                id(n) in step_ids for n in A.iter_nodes(list(s.body))):
             divisor = _modulo_divisor(s.test)
             if divisor is not None:
                 guard = s

@@ -1,0 +1,126 @@
+"""Module facts for the GG2xx rules: the :data:`QUIET_FACTS` source.
+
+One walk per top-level statement that can hold code (a def, a class, a compound
+statement; a plain assignment or call at module level cannot), giving:
+
+* ``gg2:nograd:<name>`` — a function or method called (by its last name) inside
+  ``with torch.no_grad():`` / ``inference_mode()`` or in a def decorated with
+  one: an evaluation helper called that way builds no graph (GG201);
+* ``gg2:zeroes:<def>``  — a def or method whose body zeroes gradients
+  (``zero_grad()``, ``p.grad = None``, ``p.grad.zero_()``) (GG205);
+* ``gg2:keep:<name>``   — a name whose gradient a def or class asks for: ``x.grad``
+  read, ``x.register_hook``, ``x`` in the arguments of an optimizer or of
+  ``autograd.grad`` (GG204).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import ast_util as A
+from gradguard.analysis.summary import FactSource
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Iterable, List, Optional, Set, Tuple
+
+NOGRAD = "gg2:nograd:"
+ZEROES = "gg2:zeroes:"
+KEEP = "gg2:keep:"
+
+_HOLDERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith, ast.If, ast.For,
+            ast.AsyncFor, ast.While, ast.Try)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_ASKS_GRAD = frozenset({"grad", "register_hook", "retain_grad"})
+_ZEROING_CALLS = frozenset({"zero_grad", "clear_grad", "clear_gradients"})
+
+
+def zeroes(node: ast.AST) -> bool:
+    """``x.zero_grad()``, ``p.grad = None``, ``p.grad.zero_()``, ``p.grad.data.zero_()``,
+    ``p.grad.fill_(0)``, ``del p.grad`` (and Paddle's ``clear_grad()``)."""
+    cls = node.__class__
+    if cls is ast.Call:
+        func = node.func  # type: ignore[attr-defined]
+        if func.__class__ is not ast.Attribute:
+            return False
+        m = func.attr
+        if m in _ZEROING_CALLS:
+            return True
+        if m in ("zero_", "fill_", "mul_"):
+            recv = func.value
+            while isinstance(recv, ast.Attribute) and recv.attr == "data":
+                recv = recv.value
+            return isinstance(recv, ast.Attribute) and recv.attr == "grad"
+        return False
+    if cls is ast.Assign or cls is ast.Delete:
+        return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)  # type: ignore[attr-defined]
+    return False
+
+
+def asks_gradient_of(node: ast.AST, out: Set[str]) -> None:
+    """Add to ``out`` the names whose gradient ``node`` asks for."""
+    if node.__class__ is ast.Attribute:
+        if node.attr in _ASKS_GRAD and node.value.__class__ is ast.Name:
+            out.add(node.value.id)
+    elif node.__class__ is ast.Call:
+        f = node.func
+        last = f.attr if f.__class__ is ast.Attribute else f.id if f.__class__ is ast.Name else ""
+        if last != "grad" and not last[:1].isupper() and "optim" not in last.lower():
+            return  # (the cheap test first: this runs on every call of the file)
+        name = A.dotted(f) or ""
+        if last == "grad" or "optim" in name.lower() or (last[:1].isupper() and "Optim" in last):
+            for a in list(node.args) + [k.value for k in node.keywords]:
+                for m in A.walk_all(a):
+                    if m.__class__ is ast.Name:
+                        out.add(m.id)
+
+
+def _called_names(body) -> Iterable[str]:
+    for n in A.iter_nodes(list(body)):
+        if n.__class__ is ast.Call:
+            f = n.func
+            if f.__class__ is ast.Name:
+                yield f.id
+            elif f.__class__ is ast.Attribute:
+                yield f.attr
+
+
+def _scan(nodes, facts: Set[str], keep: Optional[Set[str]]) -> bool:
+    """One pass over ``nodes`` (nested defs not entered): no_grad blocks (into
+    ``facts``), gradient requests (into ``keep``, when given); does it zero gradients?"""
+    zeroing = False
+    for n in nodes:
+        cls = n.__class__
+        if cls is ast.With or cls is ast.AsyncWith:
+            if A.is_no_grad_with(n):
+                facts.update(NOGRAD + name for name in _called_names(n.body))
+        elif cls is ast.Call or cls is ast.Assign or cls is ast.Delete:
+            if not zeroing and zeroes(n):
+                zeroing = True
+        if keep is not None and (cls is ast.Attribute or cls is ast.Call):
+            asks_gradient_of(n, keep)
+    return zeroing
+
+
+def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple[str, bool]]:
+    if not isinstance(stmt, _HOLDERS):
+        return []
+    facts: Set[str] = set()
+    keep: Set[str] = set()
+    if isinstance(stmt, ast.ClassDef):
+        defs = [s for s in stmt.body if isinstance(s, _DEFS)]
+    elif isinstance(stmt, _DEFS):
+        defs = [stmt]
+    else:  # module-level code: its no_grad blocks
+        _scan(A.iter_nodes(stmt), facts, None)
+        return sorted((f, True) for f in facts)
+    for d in defs:
+        if d.decorator_list and A.is_no_grad_function(d):
+            facts.update(NOGRAD + name for name in _called_names(d.body))
+        if _scan(A.iter_nodes(list(d.body)), facts, keep):
+            facts.add(ZEROES + d.name)
+    facts.update(KEEP + name for name in keep)
+    return sorted((f, True) for f in facts)
+
+
+QUIET_FACTS = FactSource("quiet", summarize_quiet_facts)
