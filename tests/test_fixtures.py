@@ -361,8 +361,11 @@ def test_leak_fixtures_declare_what_leaks():
     """Every GG201 program proves its leak at runtime (``holds-graph:``)."""
     assert HOLDS_NAMES
     for name in NAMES:
-        if "GG201" in SPECS[name].codes and name not in ("gg201_evaluate_function.py",):
-            assert SPECS[name].holds, f"{name}: no 'holds-graph:' header"
+        spec = SPECS[name]
+        leaks = [key for key in spec.expect if key[0] == "GG201" and spec.severity.get(key) != "hint"]
+        # (an evaluation loop's hint keeps nothing; a leak inside a function is out of the harness's reach)
+        if leaks and name not in ("gg201_evaluate_function.py",):
+            assert spec.holds, f"{name}: no 'holds-graph:' header"
 
 
 @pytest.mark.needs_torch

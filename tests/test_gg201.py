@@ -286,3 +286,23 @@ def test_metadata_other_frameworks_and_loops_that_do_not_evaluate_are_silent():
     evaluated = builds.replace("examples = []", "model.eval()\nexamples = []")
     assert len(gg201(evaluated)) == 1
     assert not [f for f in check_source(evaluated, "tests/test_model.py").findings if f.code == "GG201"]
+
+
+def test_an_evaluation_loop_that_keeps_nothing_gets_a_hint_and_no_grad():
+    src = HEAD + textwrap.dedent("""\
+    for x, y in data:
+        ((model(x) - y) ** 2).mean().backward()
+    model.eval()
+    correct = 0
+    for x, y in data:
+        correct += int((model(x) > y).sum())
+    """)
+    [f] = gg201(src)
+    assert f.severity.value == "hint" and f.range.start.line + 1 == 11
+    out = fixed(src)
+    assert "with torch.no_grad():\n    for x, y in data:\n        correct +=" in out and not gg201(out)
+    # no module called, a backward in it, a unit test, or no sign of evaluation: silent
+    assert not gg201(src.replace("int((model(x) > y).sum())", "int((x > y).sum())"))
+    assert not gg201(src.replace("model.eval()\n", ""))
+    wrapped = "class TestModel:\n    def test_forward(self):\n" + textwrap.indent(src, "        ")
+    assert not gg201(wrapped)

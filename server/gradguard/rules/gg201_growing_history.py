@@ -80,7 +80,9 @@ print(total_loss / len(loader))
     outputs.append(out.detach())
 ```
 
-An evaluation loop is wrapped in `torch.no_grad()`, which builds no graph at all and is faster:
+An evaluation loop is wrapped in `torch.no_grad()`, which builds no graph at all and is faster. An
+evaluation loop that keeps only numbers does not grow, but still builds a graph per batch for
+nothing: that one gets a hint with the same fix.
 
 ```python
 model.eval()
@@ -148,7 +150,8 @@ print(total_loss / len(loader))
     outputs.append(out.detach())
 ```
 
-评估循环放进 `torch.no_grad()`，完全不建计算图，而且更快：
+评估循环放进 `torch.no_grad()`，完全不建计算图，而且更快。只保存数值的评估循环不会增长内存，
+但每个 batch 仍然白白构建计算图：对它给出一个提示（hint），修复方法相同。
 
 ```python
 model.eval()
@@ -217,6 +220,8 @@ class HistoryFlow(interp.GraphFlow):
         # calls of a module (or of a model handed in as a parameter): what an
         # accumulation must hold a graph of (not a helper's unknown return value)
         self.model_calls: set = set()
+        self.model_call_lines: List[int] = []
+        self.loop_no_grad: Dict[int, bool] = {}  # was each loop walked with graph recording off?
 
     def eval(self, e, env):
         if isinstance(e, ast.Attribute) and e.attr in _METADATA:
@@ -235,6 +240,7 @@ class HistoryFlow(interp.GraphFlow):
         obj = callee.obj or ""
         if not self.no_grad and (callee.param or obj.startswith(("inst:", "user:"))):
             self.model_calls.add(id(call))
+            self.model_call_lines.append(call.lineno)
         return super()._apply(call, callee, q, pos, kws, args_taints, env)
 
     def stmt(self, s, env):
@@ -287,6 +293,7 @@ class HistoryFlow(interp.GraphFlow):
                     env[n] = V._with(v, taints=v.taints | {mark})
 
     def loop(self, loop, env):
+        self.loop_no_grad.setdefault(id(loop), bool(self.no_grad))
         out = super().loop(loop, env)
         mine = [site for site in self.sites.values() if site.frame.loop is loop and not site.kept]
         kept = [site for site in mine if ("H", id(site.stmt)) in (out.get(site.name) or V.CLEAN).taints]
@@ -325,10 +332,16 @@ class GrowingHistory(Rule):
     explanation = EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or not imports_torch(ctx) or not _worth_running(unit, ctx):
+        if not unit.body or not imports_torch(ctx):
+            return ()
+        accumulates = _worth_running(unit, ctx)
+        evaluates = _may_evaluate(unit, ctx)
+        if not accumulates and not evaluates:
             return ()
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
+        if unit.kind == "function" and unit.node is not None and (NOGRAD + unit.node.name) in ctx.summary:
+            return ()  # called with graph recording off
         from gradguard.rules.common import unit_entry
 
         env, self_obj = unit_entry(unit)
@@ -338,15 +351,71 @@ class GrowingHistory(Rule):
         except RecursionError:
             return ()
         kept = [s for s in flow.sites.values() if s.kept and s.carried]
-        if not kept:
-            return ()
+        out: List[Finding] = []
         used = _escaping_marks(flow)
         leaks = [s for s in kept if ("H", id(s.stmt)) not in used]
-        if not leaks:
-            return ()
-        if unit.kind == "function" and unit.node is not None and (NOGRAD + unit.node.name) in ctx.summary:
-            return ()  # called with graph recording off
-        return _findings(self, leaks, flow, unit, ctx)
+        if leaks:
+            out.extend(_findings(self, leaks, flow, unit, ctx))
+        if evaluates:
+            out.extend(_evaluation_hints(self, flow, unit, ctx, out))
+        return out
+
+
+def _may_evaluate(unit, ctx) -> bool:
+    """A loop in a unit that says it evaluates (cheap: words of the text)."""
+    words = unit_words(unit, ctx.index.lines)
+    if "for" not in words and "while" not in words:
+        return False
+    return any(w.startswith(("eval", "val", "test", "predict", "infer", "dev")) for w in words)
+
+
+def _evaluation_hints(rule, flow, unit, ctx, already: List[Finding]) -> List[Finding]:
+    """A hint for each evaluation loop (by ``_evaluation_phase``) that calls a
+    module with graph recording on and back-propagates nothing of what it builds:
+    every iteration's graph is built for nothing (nothing accumulates: that would
+    be the warning above)."""
+    reached: set = set()
+    for ev in flow.events:
+        reached |= ev.loss.graph_tokens()
+    for r in flow.returns:
+        reached |= r.graph_tokens()
+    reported = {f.range.start.line for f in already}
+    out: List[Finding] = []
+    done: List[ast.stmt] = []
+    torch_name = _torch_alias(ctx)
+    for loop in A.iter_statements(unit.body):
+        if not isinstance(loop, A.LOOPS) or flow.loop_no_grad.get(id(loop), True):
+            continue
+        if any(_inside(loop, d) for d in done):
+            continue
+        lo, hi = loop.lineno, loop.end_lineno or loop.lineno
+        if not any(lo <= ln <= hi for ln in flow.model_call_lines):
+            continue  # no module called in it
+        if any(lo <= getattr(ev.call, "lineno", 0) <= hi for ev in flow.events) or _backward_spelled(loop):
+            continue
+        if any(_inside(t[1], loop) for t in reached if hasattr(t[1], "lineno")):
+            continue  # what it builds is back-propagated or returned
+        if any(lo - 1 <= line <= hi - 1 for line in reported) or not _evaluation_phase(unit, loop, ctx):
+            continue
+        done.append(loop)
+        eval_call = _eval_call_before(unit, loop, ctx)
+        after_en = f" after `{_src(eval_call.func, ctx)}()`" if eval_call is not None else ""
+        after_zh = f"（在 `{_src(eval_call.func, ctx)}()` 之后）" if eval_call is not None else ""
+        msg = {
+            "en": f"this evaluation loop{after_en} runs the model with graph recording on and back-propagates "
+                  f"nothing: every iteration builds an autograd graph (and keeps activations) for nothing; run it "
+                  f"under `torch.no_grad()`.",
+            "zh": f"这个评估循环{after_zh}在记录计算图的状态下运行模型，却不做任何反向传播：每一轮都白白构建"
+                  f"计算图（并保存激活值）；请在 `torch.no_grad()` 下运行它。",
+        }
+        fixes: Tuple[Fix, ...] = ()
+        wrap = _wrap_edit(loop, ctx, torch_name) if torch_name else None
+        if wrap is not None:
+            fixes = (Fix({"en": "Run the loop under `torch.no_grad()`", "zh": "在 `torch.no_grad()` 下运行这个循环"},
+                         (wrap,), preferred=True),)
+        out.append(Finding(rule.code, ctx.line_range(loop), msg, Severity.HINT, (), fixes,
+                           {"variable": "", "evaluation": True}))
+    return out
 
 
 def _worth_running(unit, ctx) -> bool:
@@ -543,10 +612,12 @@ def _evaluation_phase(unit, loop, ctx) -> bool:
     base = os.path.basename((getattr(ctx, "path", None) or "").replace("\\", "/"))
     if base.startswith("test_") or base.endswith("_test.py"):
         return False
-    if _eval_call_before(unit, loop, ctx) is not None:
-        return True
     node = unit.node
     name = getattr(node, "name", "") if unit.kind == "function" else ""
+    if name.startswith("test_") or (unit.class_node is not None and unit.class_node.name.startswith("Test")):
+        return False  # a unit test's forward pass
+    if _eval_call_before(unit, loop, ctx) is not None:
+        return True
     if name and not name.startswith("test_") and _EVAL_FUNCTION.match(name):
         return True
     if isinstance(loop, (ast.For, ast.AsyncFor)):
