@@ -9,7 +9,7 @@ from gradguard.analysis import values as V
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, Optional, Tuple
+    from typing import Dict, List, Optional, Tuple
 
     from gradguard.analysis.context import ModuleContext, Unit
 
@@ -68,3 +68,12 @@ def imports_torch(ctx) -> bool:
     what a value is by torch's semantics; in a file of another framework
     (MXNet's ``asscalar``, Paddle's ``clear_grad``) they stay silent."""
     return any(q == "torch" or q.startswith("torch.") for q in (getattr(ctx, "imports", None) or {}).values())
+
+
+def loaded_names(expr: ast.AST) -> List[str]:
+    """The names an expression reads (nested scopes not entered): an accumulation
+    (``total = total + loss``) or a threaded state (``out, h = f(x, h)``) reads the
+    name it assigns."""
+    from gradguard.analysis.ast_util import iter_nodes
+
+    return [n.id for n in iter_nodes(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]

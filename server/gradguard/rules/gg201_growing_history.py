@@ -34,7 +34,7 @@ from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis.quiet_facts import NOGRAD, QUIET_FACTS
 from gradguard.rules.base import Rule
-from gradguard.rules.common import imports_torch
+from gradguard.rules.common import imports_torch, loaded_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -275,7 +275,7 @@ class HistoryFlow(interp.GraphFlow):
         if isinstance(s, ast.Assign) and len(s.targets) == 1:
             names = [n for n in A.target_names(s.targets[0]) if "." not in n]
             if names:
-                read = set(A.loaded_names(s.value))
+                read = set(loaded_names(s.value))
                 return [(n, "assign", s.value) for n in names if n in read]
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             f = s.value.func
@@ -449,7 +449,7 @@ def _accumulation_shaped(t, says_eval) -> bool:
     if isinstance(t, ast.Assign):
         if len(t.targets) != 1 or A.is_graph_cut(t.value):
             return False
-        names = set(A.target_names(t.targets[0])) & set(A.loaded_names(t.value))
+        names = set(A.target_names(t.targets[0])) & set(loaded_names(t.value))
         if not names:
             return False
         # arithmetic (a running sum, an EMA); a state threaded through a call only
@@ -725,7 +725,7 @@ def _graph_leaves(expr: ast.expr, name: str) -> List[ast.expr]:
             visit(e.operand)
         elif isinstance(e, ast.Constant):
             return
-        elif name in A.loaded_names(e):
+        elif name in loaded_names(e):
             if isinstance(e, ast.Name):
                 return
             raise ValueError  # the accumulator inside a call: no simple edit

@@ -27,7 +27,7 @@ from gradguard.analysis import ast_util as A
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
-from gradguard.rules.common import imports_torch
+from gradguard.rules.common import imports_torch, loaded_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,7 +158,7 @@ class StaleEpochState(Rule):
             return ()
         out = []
         for outer in A.iter_statements(unit.body):
-            if not _epoch_loop(outer):
+            if not isinstance(outer, (ast.For, ast.AsyncFor)) or not _epoch_loop(outer):
                 continue
             for inner in A.iter_statements(outer.body):
                 if not isinstance(inner, (ast.For, ast.AsyncFor)) or not A.loop_backprops(inner, ctx):
@@ -196,13 +196,13 @@ def _threaded_and_cut(loop) -> List[Tuple[str, ast.stmt]]:
                     for a in args:
                         if A.dotted(a) == t:
                             threads.setdefault(t, s)
-                        elif t in A.loaded_names(a) and A.is_graph_cut(a):
+                        elif t in loaded_names(a) and A.is_graph_cut(a):
                             threads.setdefault(t, s)
                             cut.add(t)  # f(x, h.detach())
                 if len(targets) == 1 and len(v.args) == 1 and A.dotted(v.args[0]) == targets[0] and not v.keywords:
                     if not isinstance(v.func, ast.Attribute) or v.func.attr in ("detach", "repackage_hidden"):
                         cut.add(targets[0])  # h = repackage_hidden(h)
-            if A.is_graph_cut(v) and any(n in targets for n in A.loaded_names(v)):
+            if A.is_graph_cut(v) and any(n in targets for n in loaded_names(v)):
                 cut.update(targets)  # h = h.detach(), h = (h[0].detach(), h[1].detach())
         name = A.inplace_cut_target(s) if isinstance(s, (ast.Expr, ast.For)) else None
         if name:
@@ -255,7 +255,7 @@ def _rebound_in(outer, inner, name: str) -> bool:
     # inside the batch loop: a fresh value each batch (h = None, h = init_hidden(...))
     for s in A.iter_statements(list(inner.body)):
         if isinstance(s, ast.Assign) and any(name in A.target_names(t) for t in s.targets):
-            if name not in A.loaded_names(s.value):
+            if name not in loaded_names(s.value):
                 return True
     return False
 
