@@ -12,7 +12,6 @@ from gradguard.model.findings import Position, Range
 from gradguard.lsp.actions import kind_wanted, whole_line_diff
 from gradguard.lsp.convert import Codec, SourceMap
 from gradguard.lsp.hover import idiom_at
-from gradguard.lsp.notebook import build_source
 from gradguard.lsp.settings import Settings, parse_settings, resolve_language
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -36,7 +35,7 @@ def test_codec_round_trips_in_every_encoding():
 
 
 def test_source_map_clamps_and_never_spills_into_the_next_cell():
-    text, smap = build_source([("c0", "a = 1\nb = 2", 1), ("c1", "%time\nfor i in x:\n    y = 😀", 3)])
+    text, smap = SourceMap.of_cells([("c0", "a = 1\nb = 2", 1), ("c1", "%time\nfor i in x:\n    y = 😀", 3)])
     assert text.split("\n") == ["a = 1", "b = 2", "", "for i in x:", "    y = 😀"]
     codec = Codec("utf-16")
     part, rng = smap.to_client_range(Range(Position(3, 0), Position(99, 99)), codec)
@@ -167,7 +166,7 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
     cell0 = "import torch\nfrom torch import nn\n# 训练循环\ngru = nn.GRU(2, 3)\n隐 = torch.zeros(1, 1, 3)"
     cell1 = ("opt = torch.optim.SGD(gru.parameters(), lr=0.1)\nfor x in torch.randn(4, 1, 5, 2):\n"
              "    out, 隐 = gru(x, 隐)  # 状态\n    out.sum().backward()\n    opt.step()")
-    source, smap = build_source([("cell0", cell0, 1), ("cell1", cell1, 2)])
+    source, smap = SourceMap.of_cells([("cell0", cell0, 1), ("cell1", cell1, 2)])
     found = check_source(source, "nb.ipynb").findings
     assert found
     for f in found:
@@ -239,3 +238,35 @@ def test_document_model_follows_an_editor_through_random_edits():
         text = apply_lsp_edits(text, [lsp.TextEdit(range=lsp.Range(a, b), new_text=new)])
         doc.apply_change(lsp.TextDocumentContentChangePartial(range=lsp.Range(a, b), text=new))
         assert doc.source == text, (i, a, b, new)
+
+
+def test_the_editor_and_the_cli_read_a_notebook_as_the_same_program():
+    """One notebook model: the cells the editor sends and the same cells in an
+    .ipynb file give the same program and the same cell boundaries, through
+    IPython lines, an indented first line (the wrapper line in no cell) and
+    non-ASCII text; a wrapper line belongs to no cell in the editor's map."""
+    import json
+
+    from gradguard.engine.notebook import code_cells, concatenate, notebook_map, notebook_source
+
+    cells = ["import torch\n%matplotlib inline\n隐 = torch.zeros(3)  # 状态",
+             " x = 1\n y = !ls",
+             "%%time\nfor i in range(3):\n    pass",
+             "for i in range(2):\n    !echo hi\n    z = 隐 * 2"]
+    nb = {"cells": [{"cell_type": "markdown", "source": "# 笔记"}]
+          + [{"cell_type": "code", "source": c, "outputs": []} for c in cells],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    data = json.dumps(nb, ensure_ascii=False).encode("utf-8")
+    source, smap = SourceMap.of_cells([(f"cell{i}", c, i + 10) for i, c in enumerate(cells)])
+    assert source == notebook_source(data) == concatenate(code_cells(data))[0]
+    cli = notebook_map(data)
+    assert [c.start for c in smap.parts] == [c.start for c in cli.cells]
+    assert cli.keys == (2, 3, 4, 5) and [p.version for p in smap.parts] == [10, 11, 12, 13]
+    wrapper = smap.parts[1].start - 1
+    assert source.split("\n")[wrapper] == "with __ipython_cell__:"
+    assert smap.part_at(wrapper) is None and cli.locate(wrapper) == (0, 3)
+    for line in range(len(source.split("\n"))):
+        part = smap.part_at(line)
+        if part is not None:
+            i, ln = cli.locate(line)
+            assert part.uri == f"cell{i}" and part.line(ln) == cells[i].split("\n")[ln]

@@ -23,7 +23,6 @@ from gradguard.engine.document import CheckResult
 from gradguard.lsp.configuration import EditorSettings, ProjectConfigs
 from gradguard.lsp.convert import Codec, Lines, RawJson, SourceMap
 from gradguard.lsp.logs import LEVELS, ClientLogHandler
-from gradguard.lsp.notebook import build_source
 from gradguard.lsp.publishing import Publisher
 from gradguard.lsp.settings import Settings, resolve_language
 from gradguard.lsp.target import Analysed, Target, path_of
@@ -157,7 +156,7 @@ class GradguardServer(LanguageServer):
             if td.language_id and td.language_id.lower() not in ("python", "python3"):
                 continue
             cells.append((cell.document, td.source, td.version))
-        source, smap = build_source(cells)
+        source, smap = SourceMap.of_cells(cells)
         return analysable(source), smap, nb.version
 
     # -- analysis -------------------------------------------------------------
