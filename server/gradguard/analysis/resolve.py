@@ -45,10 +45,10 @@ import _thread
 import ast
 import os
 import re
-import sys
 import time
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from gradguard.analysis.libraries import never_users
 from gradguard.analysis.summary import FactSource
 
 from gradguard.model.text import split_lines
@@ -57,13 +57,6 @@ __all__ = ["resolve_external_facts", "stats", "clear_cache"]
 
 DEFAULT_BUDGET = 2.0  # seconds
 
-# Top-level modules that are never the user's own (besides the standard library).
-_THIRD_PARTY = frozenset(
-    "torch torchvision torchaudio torchtext numpy scipy pandas matplotlib sklearn tqdm lightning pytorch_lightning "
-    "accelerate transformers datasets tensorboard wandb einops timm PIL cv2 yaml h5py jax flax tensorflow keras "
-    "hydra omegaconf apex deepspeed fairseq sentencepiece tokenizers safetensors huggingface_hub".split()
-)
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 _MAX_FOLLOW = 4  # re-export hops
 _MAX_FILE_BYTES = 2_000_000
 
@@ -282,7 +275,7 @@ def _is_external_module(module: str, level: int) -> bool:
     if level:
         return False
     top = module.split(".")[0]
-    return top in _THIRD_PARTY or top in _STDLIB
+    return never_users(top)
 
 
 # ---------------------------------------------------------------- facts
