@@ -32,8 +32,9 @@ Two uses::
     facts = resolve_external_facts(source, path, project_root)
     result = check_source(source, path, config, external_facts=facts)
 
-    # language server: off the keystroke path, after the first publish
-    facts = await loop.run_in_executor(None, resolve_external_facts, text, path, root)
+    # language server: off the keystroke path, after the first publish, on the
+    # server's own worker threads (lsp/worker.py, never the loop's default pool)
+    facts = await loop.run_in_executor(server.executor, resolve_facts, text, path, root)
     result = document.set_external_facts(facts)   # no re-parse; re-publish if changed
 
 :func:`stats` reports how often jedi was consulted and how long it took.

@@ -5,8 +5,10 @@ position encoding (UTF-16 code units unless it offered UTF-8/UTF-32). Every
 range is clamped into its document, so nothing is ever published past EOF.
 
 An analysed *source* may be made of several *parts* (the cells of a
-notebook, concatenated); a part knows its URI, its first line in the source
-and its own lines, so a range in the source maps back to one part.
+notebook, concatenated by the engine's one notebook model,
+:mod:`gradguard.engine.notebook`); a part (a ``Cell``) knows its URI, its first
+line in the source and its own lines, so a range in the source maps back to one
+part. A text document is a source of one part.
 """
 
 from __future__ import annotations
@@ -294,17 +296,8 @@ def diagnostics_json(findings: Iterable[Finding], smap: SourceMap, codec: Codec,
 
 class RawJson(dict):
     """A value already in its wire form: the server's converter passes it
-    through untouched (see ``GradguardServer``), and the JSON encoder writes it
+    through untouched (``language_server._converter``), and the JSON encoder writes it
     as the dict it is."""
-
-
-def lsp_range_contains(rng: lsp.Range, other: lsp.Range) -> bool:
-    """Do two client ranges touch (the usual codeAction 'overlaps' test)?"""
-    a = (rng.start.line, rng.start.character)
-    b = (rng.end.line, rng.end.character)
-    c = (other.start.line, other.start.character)
-    d = (other.end.line, other.end.character)
-    return not (d < a or b < c)
 
 
 def sequence(value: Any) -> Sequence[Any]:
