@@ -34,6 +34,7 @@ from gradguard.lsp.worker import (
 log = logging.getLogger("gradguard.lsp")
 
 NAME = "gradguard"
+SYNC_KIND = lsp.TextDocumentSyncKind.Incremental
 
 
 def _as_is(value: Any) -> Any:
@@ -55,7 +56,7 @@ class GradguardServer(LanguageServer):
             __version__,
             protocol_cls=GradguardProtocol,
             converter_factory=_converter,
-            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            text_document_sync_kind=SYNC_KIND,
             notebook_document_sync=lsp.NotebookDocumentSyncOptions(
                 notebook_selector=[
                     lsp.NotebookDocumentFilterWithCells(

@@ -13,7 +13,7 @@ from gradguard import __version__
 from gradguard.lsp.convert import Codec
 from gradguard.lsp.document import LspWorkspace, encoding_name
 from gradguard.lsp.hover import hover_shows_diagnostics
-from gradguard.lsp.language_server import GradguardServer
+from gradguard.lsp.language_server import SYNC_KIND, GradguardServer
 from gradguard.lsp.logs import ClientLogHandler
 
 log = logging.getLogger("gradguard.lsp")
@@ -23,7 +23,7 @@ def initialize(ls: GradguardServer, params: lsp.InitializeParams) -> None:
     # pygls made the (empty) workspace just before: ours keeps documents with
     # LSP's line ends (lsp/document.py), text files and notebook cells alike.
     # pygls has no public way to hand it another workspace.
-    ls.protocol._workspace = LspWorkspace.replacing(ls.workspace)
+    ls.protocol._workspace = LspWorkspace.replacing(ls.workspace, SYNC_KIND)
     ls.locale = params.locale
     ls.client_name = params.client_info.name if params.client_info else None
     ls.hover_shows_diagnostics = hover_shows_diagnostics(ls.client_name)
