@@ -270,3 +270,47 @@ def test_the_editor_and_the_cli_read_a_notebook_as_the_same_program():
         if part is not None:
             i, ln = cli.locate(line)
             assert part.uri == f"cell{i}" and part.line(ln) == cells[i].split("\n")[ln]
+
+
+def test_project_configs_report_a_broken_pyproject_once_and_reload_when_it_changes(tmp_path):
+    import os
+
+    from gradguard.lsp.configuration import ProjectConfigs
+
+    shown = []
+    configs = ProjectConfigs(shown.append)
+    proj = tmp_path / "项目"
+    (proj / "pkg").mkdir(parents=True)
+    py = proj / "pyproject.toml"
+    py.write_text("[tool.gradguard]\nselect = 5\n", encoding="utf-8")
+    train = str(proj / "pkg" / "train.py")
+    assert configs.for_path(train, None).select == () and len(shown) == 1
+    assert configs.for_path(train, None).select == () and len(shown) == 1  # once, not per analysis
+    py.write_text('[tool.gradguard]\nselect = ["GG101"]\n', encoding="utf-8")
+    os.utime(py, (1, 1))  # a new modification time: read again
+    assert configs.for_path(train, None).select == ("GG101",)
+    assert configs.for_path(None, str(proj)).select == ("GG101",)  # no file: the workspace root's
+    assert configs.for_path(None, None).select == ()
+    configs.forget()
+    py.write_text("[tool.gradguard]\nselect = 5\n", encoding="utf-8")
+    assert configs.for_path(train, None).select == () and len(shown) == 2  # reported again after forget
+
+
+def test_editor_settings_per_folder_longest_first_with_window_keys_global(tmp_path):
+    from gradguard.lsp.configuration import EditorSettings
+
+    editor = EditorSettings()
+    editor.apply({"language": "zh-cn"}, "initializationOptions")
+    changed, problems = editor.apply({"debounce": 50, "run": "onSave"}, "workspace/configuration")
+    assert changed and not problems and editor.current.language == "zh-cn"  # on top of the init options
+    outer, inner = tmp_path / "外", tmp_path / "外" / "内"
+    shown = []
+    editor.apply_folders({}, [(str(outer), {"enable": False, "debounce": 9}), (str(inner), {"select": ["GG102"]}),
+                              (str(tmp_path / "same"), {"debounce": 50, "run": "onSave"}),
+                              (str(tmp_path / "bad"), {"run": "sometimes"})], shown.append)
+    assert len(shown) == 1 and "run" in shown[0]
+    assert not editor.for_path(str(outer / "a.py")).enable
+    assert editor.for_path(str(outer / "a.py")).debounce == 50  # window-scoped: the global value
+    assert editor.for_path(str(inner / "b.py")).select == ("GG102",) and editor.for_path(str(inner / "b.py")).enable
+    assert editor.for_path(str(tmp_path / "same" / "c.py")) is editor.current  # no different folder entry
+    assert editor.for_path(str(tmp_path / "外面.py")) is editor.current  # a prefix of the name is not the folder
