@@ -534,10 +534,12 @@ def _jedi_fallback_cost() -> dict:
 
 
 def _server_uses_resolve() -> str:
-    srv = ROOT / "server" / "gradguard" / "lsp" / "server.py"
+    lsp_dir = ROOT / "server" / "gradguard" / "lsp"
     try:
-        text = srv.read_text(encoding="utf-8")
+        text = "".join(p.read_text(encoding="utf-8") for p in sorted(lsp_dir.rglob("*.py")))
     except OSError:
+        return "no server"
+    if not text:
         return "no server"
     return "yes" if "resolve_external_facts" in text else "no"
 

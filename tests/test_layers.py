@@ -4,7 +4,7 @@
     floor 2  gradguard.analysis   AST predicates, values, interpreter, summaries, facts, resolve
     floor 3  gradguard.rules      base, common helpers, the rule modules, the registry
     floor 4  gradguard.engine     document, parallel, config, notebook, the fix loop
-    floor 5  front ends           cli, output, cache, lsp (and __main__)
+    floor 5  front ends           cli, output, cache, lsp (its features/ package included) (and __main__)
 
 Every import is read from the source with :mod:`ast`, including imports inside
 functions and under ``if TYPE_CHECKING:``: a lazy import is still a dependency,

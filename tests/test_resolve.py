@@ -504,3 +504,21 @@ def test_imported_names_are_read_on_pythons_lines_not_splitlines(ch):
     source = f"from helpers import (make,  # 工厂{ch} forget\n    build)\n"
     names = [(mod, name) for mod, _, name, _, _, _ in resolve._imports_of(source)]
     assert names == [("helpers", "make"), ("helpers", "build")]
+
+
+def test_one_list_of_libraries_that_are_never_the_users():
+    """The CLI's cheap test (does this file need a look-up at all?) and the
+    resolver (is this module followed into the user's files?) read the same list:
+    a file importing only from those libraries is not looked up, and the resolver
+    would not follow any of its imports either; a user's module is followed by both."""
+    from gradguard.analysis.libraries import NEVER_USERS
+    from gradguard.analysis.resolve import _is_external_module
+    from gradguard.cli import resolve_needed
+
+    for name in sorted(NEVER_USERS):
+        assert _is_external_module(f"{name}.sub", 0), name
+        assert not resolve_needed(f"import {name}\nfrom {name}.sub import x  # 注释\n"), name
+    for src, user in (("import wandb, einops\nimport os", False), ("from 模型 import 网络", True),
+                      ("import torch\nimport utils", True), ("from .models import Net", True)):
+        assert resolve_needed(src) is user, src
+    assert not _is_external_module("utils", 0) and not _is_external_module("torch", 1)

@@ -259,27 +259,22 @@ def _external_facts(src: str, path: str, config):
 
 def resolve_needed(src: str) -> bool:
     """Cheap textual test: does the file import from a module that could be the user's own?"""
+    from gradguard.analysis.libraries import never_users
+
     for line in src.splitlines():
         s = line.lstrip()
         if s.startswith("from ") and " import " in s:
             mod = s[5:].split(" import ", 1)[0].strip()
             top = mod.lstrip(".").split(".")[0]
-            if mod.startswith(".") or top not in _KNOWN_LIBS:
+            if mod.startswith(".") or not never_users(top):
                 return True
         elif s.startswith("import "):
             # `import utils`, `import models.rnn as rnn`: read as utils.<name>
             for part in s[7:].split("#", 1)[0].split(","):
                 top = part.strip().split(" ", 1)[0].split(".")[0]
-                if top and top not in _KNOWN_LIBS:
+                if top and not never_users(top):
                     return True
     return False
-
-
-_KNOWN_LIBS = frozenset(
-    "torch torchvision torchaudio torchtext numpy scipy pandas matplotlib sklearn typing collections os sys math "
-    "random time json re itertools functools pathlib argparse dataclasses abc logging tqdm __future__ lightning "
-    "pytorch_lightning accelerate transformers datasets copy warnings contextlib io pickle csv".split()
-)
 
 
 def _analyse(src: str, path: str, config, facts, file_jobs: int):

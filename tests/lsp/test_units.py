@@ -12,7 +12,6 @@ from gradguard.model.findings import Position, Range
 from gradguard.lsp.actions import kind_wanted, whole_line_diff
 from gradguard.lsp.convert import Codec, SourceMap
 from gradguard.lsp.hover import idiom_at
-from gradguard.lsp.notebook import build_source
 from gradguard.lsp.settings import Settings, parse_settings, resolve_language
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -36,7 +35,7 @@ def test_codec_round_trips_in_every_encoding():
 
 
 def test_source_map_clamps_and_never_spills_into_the_next_cell():
-    text, smap = build_source([("c0", "a = 1\nb = 2", 1), ("c1", "%time\nfor i in x:\n    y = 😀", 3)])
+    text, smap = SourceMap.of_cells([("c0", "a = 1\nb = 2", 1), ("c1", "%time\nfor i in x:\n    y = 😀", 3)])
     assert text.split("\n") == ["a = 1", "b = 2", "", "for i in x:", "    y = 😀"]
     codec = Codec("utf-16")
     part, rng = smap.to_client_range(Range(Position(3, 0), Position(99, 99)), codec)
@@ -167,7 +166,7 @@ def test_diagnostics_built_as_they_travel_are_valid_lsp_diagnostics():
     cell0 = "import torch\nfrom torch import nn\n# 训练循环\ngru = nn.GRU(2, 3)\n隐 = torch.zeros(1, 1, 3)"
     cell1 = ("opt = torch.optim.SGD(gru.parameters(), lr=0.1)\nfor x in torch.randn(4, 1, 5, 2):\n"
              "    out, 隐 = gru(x, 隐)  # 状态\n    out.sum().backward()\n    opt.step()")
-    source, smap = build_source([("cell0", cell0, 1), ("cell1", cell1, 2)])
+    source, smap = SourceMap.of_cells([("cell0", cell0, 1), ("cell1", cell1, 2)])
     # (the cell never zeroes its gradients: GG205 reports the step too; this is about GG101's place)
     found = [f for f in check_source(source, "nb.ipynb").findings if f.code == "GG101"]
     assert found
@@ -240,3 +239,79 @@ def test_document_model_follows_an_editor_through_random_edits():
         text = apply_lsp_edits(text, [lsp.TextEdit(range=lsp.Range(a, b), new_text=new)])
         doc.apply_change(lsp.TextDocumentContentChangePartial(range=lsp.Range(a, b), text=new))
         assert doc.source == text, (i, a, b, new)
+
+
+def test_the_editor_and_the_cli_read_a_notebook_as_the_same_program():
+    """One notebook model: the cells the editor sends and the same cells in an
+    .ipynb file give the same program and the same cell boundaries, through
+    IPython lines, an indented first line (the wrapper line in no cell) and
+    non-ASCII text; a wrapper line belongs to no cell in the editor's map."""
+    import json
+
+    from gradguard.engine.notebook import code_cells, concatenate, notebook_map, notebook_source
+
+    cells = ["import torch\n%matplotlib inline\n隐 = torch.zeros(3)  # 状态",
+             " x = 1\n y = !ls",
+             "%%time\nfor i in range(3):\n    pass",
+             "for i in range(2):\n    !echo hi\n    z = 隐 * 2"]
+    nb = {"cells": [{"cell_type": "markdown", "source": "# 笔记"}]
+          + [{"cell_type": "code", "source": c, "outputs": []} for c in cells],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    data = json.dumps(nb, ensure_ascii=False).encode("utf-8")
+    source, smap = SourceMap.of_cells([(f"cell{i}", c, i + 10) for i, c in enumerate(cells)])
+    assert source == notebook_source(data) == concatenate(code_cells(data))[0]
+    cli = notebook_map(data)
+    assert [c.start for c in smap.parts] == [c.start for c in cli.cells]
+    assert cli.keys == (2, 3, 4, 5) and [p.version for p in smap.parts] == [10, 11, 12, 13]
+    wrapper = smap.parts[1].start - 1
+    assert source.split("\n")[wrapper] == "with __ipython_cell__:"
+    assert smap.part_at(wrapper) is None and cli.locate(wrapper) == (0, 3)
+    for line in range(len(source.split("\n"))):
+        part = smap.part_at(line)
+        if part is not None:
+            i, ln = cli.locate(line)
+            assert part.uri == f"cell{i}" and part.line(ln) == cells[i].split("\n")[ln]
+
+
+def test_project_configs_report_a_broken_pyproject_once_and_reload_when_it_changes(tmp_path):
+    import os
+
+    from gradguard.lsp.configuration import ProjectConfigs
+
+    shown = []
+    configs = ProjectConfigs(shown.append)
+    proj = tmp_path / "项目"
+    (proj / "pkg").mkdir(parents=True)
+    py = proj / "pyproject.toml"
+    py.write_text("[tool.gradguard]\nselect = 5\n", encoding="utf-8")
+    train = str(proj / "pkg" / "train.py")
+    assert configs.for_path(train, None).select == () and len(shown) == 1
+    assert configs.for_path(train, None).select == () and len(shown) == 1  # once, not per analysis
+    py.write_text('[tool.gradguard]\nselect = ["GG101"]\n', encoding="utf-8")
+    os.utime(py, (1, 1))  # a new modification time: read again
+    assert configs.for_path(train, None).select == ("GG101",)
+    assert configs.for_path(None, str(proj)).select == ("GG101",)  # no file: the workspace root's
+    assert configs.for_path(None, None).select == ()
+    configs.forget()
+    py.write_text("[tool.gradguard]\nselect = 5\n", encoding="utf-8")
+    assert configs.for_path(train, None).select == () and len(shown) == 2  # reported again after forget
+
+
+def test_editor_settings_per_folder_longest_first_with_window_keys_global(tmp_path):
+    from gradguard.lsp.configuration import EditorSettings
+
+    editor = EditorSettings()
+    editor.apply({"language": "zh-cn"}, "initializationOptions")
+    changed, problems = editor.apply({"debounce": 50, "run": "onSave"}, "workspace/configuration")
+    assert changed and not problems and editor.current.language == "zh-cn"  # on top of the init options
+    outer, inner = tmp_path / "外", tmp_path / "外" / "内"
+    shown = []
+    editor.apply_folders({}, [(str(outer), {"enable": False, "debounce": 9}), (str(inner), {"select": ["GG102"]}),
+                              (str(tmp_path / "same"), {"debounce": 50, "run": "onSave"}),
+                              (str(tmp_path / "bad"), {"run": "sometimes"})], shown.append)
+    assert len(shown) == 1 and "run" in shown[0]
+    assert not editor.for_path(str(outer / "a.py")).enable
+    assert editor.for_path(str(outer / "a.py")).debounce == 50  # window-scoped: the global value
+    assert editor.for_path(str(inner / "b.py")).select == ("GG102",) and editor.for_path(str(inner / "b.py")).enable
+    assert editor.for_path(str(tmp_path / "same" / "c.py")) is editor.current  # no different folder entry
+    assert editor.for_path(str(tmp_path / "外面.py")) is editor.current  # a prefix of the name is not the folder

@@ -32,8 +32,9 @@ Two uses::
     facts = resolve_external_facts(source, path, project_root)
     result = check_source(source, path, config, external_facts=facts)
 
-    # language server: off the keystroke path, after the first publish
-    facts = await loop.run_in_executor(None, resolve_external_facts, text, path, root)
+    # language server: off the keystroke path, after the first publish, on the
+    # server's own worker threads (lsp/worker.py, never the loop's default pool)
+    facts = await loop.run_in_executor(server.executor, resolve_facts, text, path, root)
     result = document.set_external_facts(facts)   # no re-parse; re-publish if changed
 
 :func:`stats` reports how often jedi was consulted and how long it took.
@@ -45,10 +46,10 @@ import _thread
 import ast
 import os
 import re
-import sys
 import time
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from gradguard.analysis.libraries import never_users
 from gradguard.analysis.summary import FactSource
 
 from gradguard.model.text import split_lines
@@ -57,13 +58,6 @@ __all__ = ["resolve_external_facts", "stats", "clear_cache"]
 
 DEFAULT_BUDGET = 2.0  # seconds
 
-# Top-level modules that are never the user's own (besides the standard library).
-_THIRD_PARTY = frozenset(
-    "torch torchvision torchaudio torchtext numpy scipy pandas matplotlib sklearn tqdm lightning pytorch_lightning "
-    "accelerate transformers datasets tensorboard wandb einops timm PIL cv2 yaml h5py jax flax tensorflow keras "
-    "hydra omegaconf apex deepspeed fairseq sentencepiece tokenizers safetensors huggingface_hub".split()
-)
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 _MAX_FOLLOW = 4  # re-export hops
 _MAX_FILE_BYTES = 2_000_000
 
@@ -282,7 +276,7 @@ def _is_external_module(module: str, level: int) -> bool:
     if level:
         return False
     top = module.split(".")[0]
-    return top in _THIRD_PARTY or top in _STDLIB
+    return never_users(top)
 
 
 # ---------------------------------------------------------------- facts

@@ -2,7 +2,9 @@
 
 Code cells are concatenated in order (each cell starts on a new line) and
 analysed once; :class:`CellMap` maps a line of the concatenation back to
-(cell, line in cell). IPython syntax that is not Python — ``%magic``,
+(cell, line in cell). This is the one notebook model: the CLI reads ``.ipynb``
+files with it, and the language server the notebook documents of the editor
+(keyed by cell URI, with their versions). IPython syntax that is not Python — ``%magic``,
 ``!shell``, ``%%cell_magic`` cells, ``?help`` — is blanked out with the line
 count preserved, so positions stay right.
 """
@@ -12,9 +14,9 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple
 
-from gradguard.model.record import record
 from gradguard.model.text import split_lines
 
 _IPY_LINE = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
@@ -82,15 +84,64 @@ class _Continuation:
         self.inside = self.depth > 0 or self.quote is not None or line.rstrip().endswith("\\")
 
 
-@record
+@dataclass
+class Cell:
+    """One cell inside the concatenated program."""
+
+    key: object  # its identity: the cell's number in the file (CLI), or its URI (editor)
+    start: int  # its first line in the program
+    lines: Sequence[str]  # its own (original) lines
+    version: Optional[int] = None  # the editor's version of the cell
+
+    @property
+    def uri(self) -> str:
+        return self.key if isinstance(self.key, str) else str(self.key)
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.lines)
+
+    def line(self, n: int) -> str:
+        return self.lines[n] if 0 <= n < len(self.lines) else ""
+
+
 class CellMap:
-    starts: Tuple[int, ...]  # first line of each cell in the concatenation
-    keys: Tuple[object, ...]  # cell identity (index in the notebook, or URI)
+    """Where each cell lives in the program: the one map between a notebook's
+    cells and the text the core analyses, for the CLI and the editor alike. A
+    text document is a map of one cell."""
+
+    __slots__ = ("cells", "_starts")
+
+    def __init__(self, cells: Sequence[Cell]):
+        self.cells: List[Cell] = list(cells)
+        self._starts = [c.start for c in self.cells]
+
+    @property
+    def keys(self) -> Tuple[object, ...]:
+        return tuple(c.key for c in self.cells)
 
     def locate(self, line: int) -> Tuple[int, int]:
-        """(cell position in ``keys``, line within the cell)."""
-        i = max(0, bisect_right(self.starts, line) - 1)
-        return i, line - self.starts[i]
+        """(cell position in ``cells``, line within the cell), for any line of
+        the program (a wrapper line maps to one past the end of the cell before)."""
+        i = max(0, bisect_right(self._starts, line) - 1)
+        return i, line - self._starts[i]
+
+    def cell_at(self, line: int) -> Optional[Cell]:
+        """The cell holding ``line`` of the program; None for a line in no cell
+        (a wrapper line, or past the end: the last cell's end counts as its own)."""
+        i = bisect_right(self._starts, line) - 1
+        if i < 0:
+            return None
+        c = self.cells[i]
+        if line >= c.end and not (i == len(self.cells) - 1 and line == c.end):
+            return None
+        return c
+
+    def cell_for(self, key: object) -> Optional[Cell]:
+        for c in self.cells:
+            if c.key == key:
+                return c
+        return None
 
 
 # The line put before a cell whose code starts indented (see :func:`opens_indented`).
@@ -116,21 +167,27 @@ def opens_indented(text: str) -> bool:
     return False
 
 
-def concatenate(cells: Sequence[Tuple[object, str]]) -> Tuple[str, CellMap]:
+def concatenate(cells: Sequence[Tuple[Any, ...]]) -> Tuple[str, CellMap]:
+    """The program of a notebook's code cells, ``(key, text)`` or ``(key, text,
+    version)`` in notebook order, and the map from its lines back to the cells.
+    Each cell starts on a new line; IPython syntax is read by :func:`blank_ipython`,
+    which keeps every line, so a cell's lines keep their numbers."""
     parts: List[str] = []
-    starts: List[int] = []
-    keys: List[object] = []
+    out: List[Cell] = []
     line = 0
-    for key, src in cells:
-        text = blank_ipython(src)
+    for key, src, *rest in cells:
+        original = split_lines(src)
+        clean = split_lines(blank_ipython(src))
+        if len(clean) != len(original):  # never trust, always keep positions right
+            clean = (clean + [""] * len(original))[: len(original)]
+        text = "\n".join(clean)
         if opens_indented(text):
             parts.append(CELL_WRAPPER)  # a line of its own, in no cell
             line += 1
-        starts.append(line)
-        keys.append(key)
+        out.append(Cell(key, line, original, rest[0] if rest else None))
         parts.append(text)
-        line += len(split_lines(text))
-    return "\n".join(parts), CellMap(tuple(starts), tuple(keys))
+        line += len(original)
+    return "\n".join(parts), CellMap(out)
 
 
 def code_cells(data: bytes) -> List[Tuple[int, str]]:

@@ -1,8 +1,9 @@
 """Code actions from diagnostics: quick fixes, ``# noqa`` suppression, fix-all.
 
 Quick fixes are built from the finding the diagnostic was published for (found
-again by ``convert.fixes_data``), so offering them needs no re-analysis. Fix All
-runs the engine's fix loop (:mod:`gradguard.engine.fixing`, the same as
+again by ``convert.fixes_data``), so offering them needs no re-analysis; the
+diagnostic the client sends back only says which finding it means. Fix All
+(``features/fixes.py``) runs the engine's fix loop (:mod:`gradguard.engine.fixing`, the same as
 ``gradguard check --fix``) and sends the result as one whole-line edit. Every
 edit is a ``TextDocumentEdit`` carrying the version the diagnostic was computed
 for: a client applying it to a newer text refuses it instead of corrupting code.

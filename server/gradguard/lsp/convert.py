@@ -5,18 +5,19 @@ position encoding (UTF-16 code units unless it offered UTF-8/UTF-32). Every
 range is clamped into its document, so nothing is ever published past EOF.
 
 An analysed *source* may be made of several *parts* (the cells of a
-notebook, concatenated); a part knows its URI, its first line in the source
-and its own lines, so a range in the source maps back to one part.
+notebook, concatenated by the engine's one notebook model,
+:mod:`gradguard.engine.notebook`); a part (a ``Cell``) knows its URI, its first
+line in the source and its own lines, so a range in the source maps back to one
+part. A text document is a source of one part.
 """
 
 from __future__ import annotations
 
-import bisect
-from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
+from gradguard.engine.notebook import Cell, CellMap, concatenate
 from gradguard.model.findings import Finding, Fix, Position, Range, Severity
 from gradguard.model.text import split_lines, utf16_to_char
 
@@ -103,53 +104,41 @@ class Lines(Sequence[str]):
         return list(self) == list(other) if isinstance(other, (list, Lines)) else NotImplemented
 
 
-@dataclass
-class Part:
-    """One client document inside an analysed source."""
+class SourceMap:
+    """Where each part (a text document, or a notebook's cell) lives in the
+    analysed source, and positions converted between the two: the engine's
+    :class:`~gradguard.engine.notebook.CellMap` (keyed by URI) with the client's
+    position encoding."""
 
-    uri: str
-    start: int  # first line in the analysed source
-    lines: Sequence[str]  # the part's own (original) lines
-    version: Optional[int] = None
+    __slots__ = ("cells",)
+
+    def __init__(self, cells: CellMap):
+        self.cells = cells
 
     @property
-    def end(self) -> int:
-        return self.start + len(self.lines)
-
-    def line(self, n: int) -> str:
-        return self.lines[n] if 0 <= n < len(self.lines) else ""
-
-
-@dataclass
-class SourceMap:
-    """Where each part lives in the analysed source."""
-
-    parts: List[Part] = field(default_factory=list)
+    def parts(self) -> List[Cell]:
+        return self.cells.cells
 
     @staticmethod
     def single(uri: str, text: str, version: Optional[int]) -> "SourceMap":
-        return SourceMap([Part(uri, 0, Lines(text), version)])
+        return SourceMap(CellMap([Cell(uri, 0, Lines(text), version)]))
 
-    def part_for_uri(self, uri: str) -> Optional[Part]:
-        for p in self.parts:
-            if p.uri == uri:
-                return p
-        return None
+    @staticmethod
+    def of_cells(cells: Sequence[Tuple[str, str, Optional[int]]]) -> Tuple[str, "SourceMap"]:
+        """(uri, text, version) of a notebook's code cells in order: the program
+        the core analyses (:func:`~gradguard.engine.notebook.concatenate`, as the
+        CLI reads an ``.ipynb``) and its map."""
+        source, cmap = concatenate(cells)
+        return source, SourceMap(cmap)
 
-    def part_at(self, line: int) -> Optional[Part]:
-        if not self.parts:
-            return None
-        starts = [p.start for p in self.parts]
-        i = bisect.bisect_right(starts, line) - 1
-        if i < 0:
-            return None
-        p = self.parts[i]
-        if line >= p.end and not (i == len(self.parts) - 1 and line == p.end):
-            return None
-        return p
+    def part_for_uri(self, uri: str) -> Optional[Cell]:
+        return self.cells.cell_for(uri)
+
+    def part_at(self, line: int) -> Optional[Cell]:
+        return self.cells.cell_at(line)
 
     # -- core → client ----------------------------------------------------
-    def to_client_span(self, rng: Range, codec: Codec) -> Optional[Tuple[Part, Tuple[int, int, int, int]]]:
+    def to_client_span(self, rng: Range, codec: Codec) -> Optional[Tuple[Cell, Tuple[int, int, int, int]]]:
         """The part holding ``rng.start`` and (start line, start character, end
         line, end character) in its coordinates, clamped into that part (a range
         never spills into another cell)."""
@@ -174,7 +163,7 @@ class SourceMap:
             end = start
         return part, start + end
 
-    def to_client_range(self, rng: Range, codec: Codec) -> Optional[Tuple[Part, lsp.Range]]:
+    def to_client_range(self, rng: Range, codec: Codec) -> Optional[Tuple[Cell, lsp.Range]]:
         """:meth:`to_client_span` as an LSP range."""
         conv = self.to_client_span(rng, codec)
         if conv is None:
@@ -307,17 +296,8 @@ def diagnostics_json(findings: Iterable[Finding], smap: SourceMap, codec: Codec,
 
 class RawJson(dict):
     """A value already in its wire form: the server's converter passes it
-    through untouched (see ``GradguardServer``), and the JSON encoder writes it
+    through untouched (``language_server._converter``), and the JSON encoder writes it
     as the dict it is."""
-
-
-def lsp_range_contains(rng: lsp.Range, other: lsp.Range) -> bool:
-    """Do two client ranges touch (the usual codeAction 'overlaps' test)?"""
-    a = (rng.start.line, rng.start.character)
-    b = (rng.end.line, rng.end.character)
-    c = (other.start.line, other.start.character)
-    d = (other.end.line, other.end.character)
-    return not (d < a or b < c)
 
 
 def sequence(value: Any) -> Sequence[Any]:

@@ -109,6 +109,7 @@ class LspWorkspace(Workspace):
         )
 
     @classmethod
-    def replacing(cls, ws: Workspace) -> "LspWorkspace":
-        """The same (still empty) workspace as ``ws``, made by pygls at ``initialize``."""
-        return cls(ws.root_uri, ws._sync_kind, list(ws.folders.values()), ws.position_encoding)
+    def replacing(cls, ws: Workspace, sync_kind: lsp.TextDocumentSyncKind) -> "LspWorkspace":
+        """The same (still empty) workspace as ``ws``, made by pygls at ``initialize``,
+        for a server that syncs documents by ``sync_kind`` (pygls keeps it private)."""
+        return cls(ws.root_uri, sync_kind, list(ws.folders.values()), ws.position_encoding)
