@@ -7,8 +7,15 @@ checkout never serves stale results). Files whose findings depend on *other*
 files (names imported from the user's own modules) are never cached.
 
 Entries are ``marshal``-ed plain data (no imports needed to read them), one
-file per key, written atomically; a corrupt or unreadable entry is a miss.
-The directory holds a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``.
+file per key, written atomically, each behind a checksum of its bytes: a
+corrupt, truncated or unreadable entry is a miss (one flipped bit gave wrong
+findings before the checksum). The directory holds a ``.gitignore`` of ``*``
+and a ``CACHEDIR.TAG``.
+
+The cache directory sits in the checked tree, which may be someone else's
+repository: a ``.gradguard_cache`` committed as a symbolic link (to ``~/.ssh``,
+say) must not make ``check`` write where it points. A symlinked cache
+directory, shard directory or entry is never followed: no cache is used.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ try:  # the built-in module: loading OpenSSL through hashlib costs more than a c
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _hash
 
-_FORMAT = 1
+_FORMAT = 2
+_SUM = 16  # bytes of checksum in front of each entry
 _code_fp: Optional[bytes] = None
 
 
@@ -59,17 +67,55 @@ def key(path: str, data: bytes, config, lang: str, resolve: bool) -> str:
     return h.hexdigest()
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _real_dir(path: str, create: bool) -> bool:
+    """Is ``path`` a directory itself, not a symbolic link to one (made if ``create``)?"""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            return False
+        try:
+            os.mkdir(path, 0o755)
+        except FileExistsError:
+            pass
+        except OSError:
+            return False
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode)
+
+
+def _create_new(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
 def prepare(directory: Optional[str]) -> Optional[str]:
-    """Create the cache directory (or return None if that is impossible: no cache, no error)."""
+    """Create the cache directory (or return None if that is impossible, or if
+    it is a symbolic link: no cache, no error)."""
     d = os.path.abspath(directory or ".gradguard_cache")
     try:
-        os.makedirs(d, exist_ok=True)
+        parent = os.path.dirname(d)
+        if parent and not os.path.isdir(parent):
+            os.makedirs(parent, exist_ok=True)
+        if not _real_dir(d, create=True):
+            return None
         gi = os.path.join(d, ".gitignore")
-        if not os.path.exists(gi):
-            with open(gi, "w", encoding="utf-8") as fh:
-                fh.write("# created by gradguard\n*\n")
-            with open(os.path.join(d, "CACHEDIR.TAG"), "w", encoding="utf-8") as fh:
-                fh.write("Signature: 8a477f597d28d172789f06886806bc55\n# gradguard result cache\n")
+        if not os.path.lexists(gi):
+            _create_new(gi, "# created by gradguard\n*\n")
+            _create_new(os.path.join(d, "CACHEDIR.TAG"),
+                        "Signature: 8a477f597d28d172789f06886806bc55\n# gradguard result cache\n")
     except OSError:
         return None
     return d
@@ -79,25 +125,41 @@ def _entry(directory: str, k: str) -> str:
     return os.path.join(directory, k[:2], k[2:])
 
 
+def _checksum(payload: bytes) -> bytes:
+    return _hash(payload, digest_size=_SUM).digest()
+
+
 def load(directory: str, k: str):
     try:
-        with open(_entry(directory, k), "rb") as fh:
-            value = marshal.loads(fh.read())
+        fd = os.open(_entry(directory, k), os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read()
+        payload = raw[_SUM:]
+        if len(raw) <= _SUM or raw[:_SUM] != _checksum(payload):
+            return None  # corrupt or truncated: a miss
+        value = marshal.loads(payload)
     except (OSError, EOFError, ValueError, TypeError):
         return None
-    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], list)):
+    if not (isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], list)):
         return None
     return value
 
 
 def store(directory: str, k: str, value) -> None:
     path = _entry(directory, k)
+    shard = os.path.dirname(path)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as fh:
-            fh.write(marshal.dumps(value))
-        os.replace(tmp, path)
+        if not _real_dir(directory, create=False) or not _real_dir(shard, create=True):
+            return  # the directory, or the shard in it, was swapped for a link: write nothing
+        payload = marshal.dumps(value)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_checksum(payload) + payload)
+        os.replace(tmp, path)  # replaces a link at ``path`` itself, never what it points to
     except (OSError, ValueError):
         try:
             os.unlink(tmp)

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (annotations only: the start-up path imports as little as it can)
     import argparse
     from pathlib import Path
-    from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+    from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 _DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "node_modules", ".tox", ".nox",
@@ -34,16 +34,16 @@ class _Ignore:
     def load(self, directory: Path) -> None:
         gi = directory / ".gitignore"
         pats: List[Tuple[str, bool]] = []
-        if gi.is_file():
-            try:
-                for raw in gi.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:  # an unreadable directory: is_file() itself raises (EACCES), and the walk reports it
+            if gi.is_file():
+                for raw in read_bytes(str(gi)).decode("utf-8", errors="replace").splitlines():
                     line = raw.strip()
                     if not line or line.startswith("#"):
                         continue
                     neg = line.startswith("!")
                     pats.append((line[1:] if neg else line, neg))
-            except OSError:
-                pass
+        except (OSError, ReadError):
+            pass
         self._by_dir[directory] = pats
 
     def ignored(self, path: Path, roots: Sequence[Path]) -> bool:
@@ -109,16 +109,25 @@ def discover(paths: Sequence[str], config_for) -> Iterator[Tuple[str, bool]]:
                 if e.is_dir(follow_symlinks=False):
                     if e.name in _DEFAULT_EXCLUDES or ign.ignored(child, roots):
                         continue
-                    if config_for(e.path).is_excluded(e.path + "/"):
+                    if _excluded(config_for, e.path, e.path + "/"):
                         continue
                     subdirs.append((child, roots))
                 elif e.name.endswith((".py", ".pyi", ".ipynb")):
-                    if ign.ignored(child, roots) or config_for(e.path).is_excluded(e.path):
+                    if ign.ignored(child, roots) or _excluded(config_for, e.path, e.path):
                         continue
                     if e.path not in seen:
                         seen.add(e.path)
                         yield e.path, False
             stack.extend(reversed(subdirs))
+
+
+def _excluded(config_for, path: str, rel: str) -> bool:
+    from gradguard.engine.config import ConfigError
+
+    try:
+        return config_for(path).is_excluded(rel)
+    except ConfigError:  # reported per file when it is checked (see _run_all); the walk goes on
+        return False
 
 
 # ---------------------------------------------------------------- reading
@@ -130,17 +139,58 @@ class ReadError(Exception):
 # piped on standard input, ``check --stdin-filename PATH -``: see cli_io.py).
 BUFFERS: Dict[str, bytes] = {}
 
+# Files larger than this are not analysed (reported "skipped"): a generated data
+# file named *.py must not cost minutes and gigabytes. ``--max-file-size`` and
+# ``[tool.gradguard] max-file-size`` (in MB; 0 = no limit) change it.
+DEFAULT_MAX_FILE_MB = 4.0
 
-def read_bytes(path: str) -> bytes:
+
+def read_bytes(path: str, max_mb: Optional[float] = None) -> bytes:
+    """The bytes of a *regular* file: a FIFO named ``x.py`` would block forever
+    and ``/dev/zero`` never ends, so anything else is refused without reading
+    (opened non-blocking: opening a FIFO for reading does not wait for a writer).
+    A file over ``max_mb`` MB is refused with its size. A buffer (``BUFFERS``)
+    is its bytes."""
+    import stat
+
     if path in BUFFERS:
         return BUFFERS[path]
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
     except IsADirectoryError:
         raise ReadError("is a directory") from None
     except OSError as e:
         raise ReadError(e.strerror or str(e)) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReadError("is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadError("not a regular file (a FIFO, device or socket): not read")
+        limit = None if not max_mb or max_mb <= 0 else int(max_mb * 1_000_000)
+        if limit is not None and st.st_size > limit:
+            raise ReadError(_too_big(st.st_size, max_mb))
+        chunks = []
+        total = 0
+        while True:  # read to the end, not to st_size: the file may be growing
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+            total += len(b)
+            if limit is not None and total > limit:
+                raise ReadError(_too_big(total, max_mb))
+        return b"".join(chunks)
+    except OSError as e:
+        raise ReadError(e.strerror or str(e)) from None
+    finally:
+        os.close(fd)
+
+
+def _too_big(size: int, max_mb: Optional[float]) -> str:
+    return (f"skipped: {size / 1_000_000:.1f} MB, over the {max_mb:g} MB limit "
+            f"(--max-file-size or [tool.gradguard] max-file-size changes it)")
 
 
 def decode_source(path: str, data: bytes) -> str:
@@ -176,23 +226,44 @@ def source_encoding(data: bytes) -> str:
     return "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
 
 
-def read_source(path: str) -> str:
-    return decode_source(path, read_bytes(path))
+def read_source(path: str, max_mb: Optional[float] = None) -> str:
+    return decode_source(path, read_bytes(path, max_mb))
 
 
 # ---------------------------------------------------------------- check
 def _new_record(path: str) -> dict:
     # items: JSON-ready finding dicts (output.finding_dict) in the requested language;
-    # findings: the core Finding objects, only when analysed in this run (--fix/--diff need them).
-    return {"path": path, "error": None, "items": [], "findings": (), "syntax": None, "source": None, "fixed": None}
+    # findings: the core Finding objects, only when analysed in this run (--fix/--diff need them);
+    # deep: (0-based line, unit, rule codes) of units too deeply nested to analyse.
+    return {"path": path, "error": None, "items": [], "findings": (), "syntax": None, "source": None, "fixed": None,
+            "deep": ()}
 
 
 def _check_one(args) -> dict:
-    """Worker: check one file; returns a picklable record."""
+    """Worker: check one file; returns a picklable record. Whatever goes wrong
+    with this file (nesting too deep for Python itself, memory, a bug of ours)
+    is this file's error message: every other file is still checked."""
+    path = args[0]
+    try:
+        return _check_one_file(args)
+    except RecursionError:
+        why = "not analysed: nested too deeply"
+    except MemoryError:
+        why = "not analysed: out of memory"
+    except Exception as e:
+        if os.environ.get("GRADGUARD_STRICT"):  # the test suite: a bug of ours fails loudly
+            raise
+        why = f"gradguard internal error ({type(e).__name__}: {e}); please report it"
+    rec = _new_record(path)
+    rec["error"] = why
+    return rec
+
+
+def _check_one_file(args) -> dict:
     path, config, fix, external, lang, cache_dir, file_jobs = args
     rec = _new_record(path)
     try:
-        data = read_bytes(path)
+        data = read_bytes(path, _max_mb(config))
     except ReadError as e:
         rec["error"] = str(e)
         return rec
@@ -203,7 +274,7 @@ def _check_one(args) -> dict:
         key = cache.key(path, data, config, lang, external)
         hit = cache.load(cache_dir, key)
         if hit is not None:
-            rec["items"], rec["syntax"] = hit
+            rec["items"], rec["syntax"], rec["deep"] = hit
             for item in rec["items"]:  # the same file may be named differently this time ("./a.py")
                 item["path"] = path
                 for r in item["related"]:
@@ -222,9 +293,11 @@ def _check_one(args) -> dict:
         facts = _external_facts(src, path, config)
     res = _analyse(src, path, config, facts, file_jobs)
     findings, syntax = res.findings, res.syntax_error
+    rec["deep"] = res.not_analysed
     for code, unit, err in res.internal_errors:
         sys.stderr.write(f"{path}: gradguard internal error: rule {code} failed on {unit} ({err}); please report it\n")
     if fix:  # only --fix/--diff need the text and the Finding objects back in the parent
+        read = data
         if path.endswith(".ipynb"):
             rec["source"] = data.decode("utf-8")
             if findings:
@@ -236,6 +309,14 @@ def _check_one(args) -> dict:
             if findings:
                 rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
         rec["findings"] = findings
+        if fix == "write" and rec["fixed"] is not None and rec["fixed"] != rec["source"]:
+            # written now, as soon as its fixes are known, not at the end of the run
+            # (the longer the wait, the likelier the user saves the file meanwhile)
+            try:
+                write_fixed(path, read, rec["fixed"])
+                rec["fixed_written"] = True
+            except ReadError as e:
+                rec["error"] = str(e)
     loc = Locator(path, data)
     rec["syntax"] = None
     if syntax is not None:
@@ -244,8 +325,13 @@ def _check_one(args) -> dict:
     rec["items"] = [finding_dict(path, f, lang, loc) for f in findings]
     if key is not None and not depends_on_other_files and not res.internal_errors:
         # a file whose findings depend on other files' contents is never served from the cache
-        cache.store(cache_dir, key, (rec["items"], rec["syntax"]))
+        cache.store(cache_dir, key, (rec["items"], rec["syntax"], rec["deep"]))
     return rec
+
+
+def _max_mb(config) -> Optional[float]:
+    v = getattr(config, "max_file_size", None)
+    return DEFAULT_MAX_FILE_MB if v is None else v
 
 
 def _external_facts(src: str, path: str, config):
@@ -279,7 +365,60 @@ def resolve_needed(src: str) -> bool:
 
 def _analyse(src: str, path: str, config, facts, file_jobs: int):
     """One file's analysis; a large file alone on the command line is split
-    across ``file_jobs`` processes (same result, see engine/parallel.py)."""
+    across ``file_jobs`` processes (same result, see engine/parallel.py). Code
+    nested deeper than the analysis can walk on the interpreter's stack (an
+    ``elif`` chain of a thousand branches, a chain of hundreds of calls) is
+    analysed again on a thread with a deep stack: the command line is one
+    analysis at a time, so it may raise the (process-wide) recursion limit
+    for it, which the editor's server, analysing on several threads, may not."""
+    res = _analyse_once(src, path, config, facts, file_jobs)
+    if res.not_analysed:
+        deeper = _on_deep_stack(_analyse_once, src, path, config, facts, 1)
+        if deeper is not None and len(deeper.not_analysed) <= len(res.not_analysed):
+            res = deeper
+    return res
+
+
+_DEEP_LIMIT = 40_000
+_DEEP_STACK = 1 << 29  # 512 MB of address space, touched only as deep as the code goes
+
+
+def _on_deep_stack(fn, *args):
+    """``fn(*args)`` on a thread with a large stack and a raised recursion
+    limit; None if that cannot be arranged or the code is deeper still."""
+    import threading
+
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["result"] = fn(*args)
+        except RecursionError:
+            pass
+        except BaseException as e:  # noqa: B036  (handed back to the caller's thread)
+            box["error"] = e
+
+    old_limit = sys.getrecursionlimit()
+    try:
+        old_stack = threading.stack_size(_DEEP_STACK)
+    except (ValueError, RuntimeError):
+        return None
+    try:
+        sys.setrecursionlimit(max(old_limit, _DEEP_LIMIT))
+        t = threading.Thread(target=target, name="gradguard-deep", daemon=True)
+        t.start()
+        t.join()
+    except (RuntimeError, MemoryError):  # no thread with such a stack here
+        return None
+    finally:
+        sys.setrecursionlimit(old_limit)
+        threading.stack_size(old_stack)
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+def _analyse_once(src: str, path: str, config, facts, file_jobs: int):
     if file_jobs > 1:
         from gradguard.engine.parallel import check_source_parallel
 
@@ -310,8 +449,10 @@ def _fix_notebook_loop(data: bytes, path, config, facts, res, file_jobs: int = 1
     return run.state, run.result.findings, run.result.syntax_error
 
 
-def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, external: bool, lang: str,
+def _run_all(files: List[Tuple[str, bool]], config_for, fix: Union[bool, str], jobs: int, external: bool, lang: str,
              cache_dir: Optional[str]) -> List[dict]:
+    from gradguard.engine.config import ConfigError
+
     tasks = []
     records: Dict[int, dict] = {}
     for i, (path, explicit) in enumerate(files):
@@ -320,14 +461,23 @@ def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, ex
             records[i] = _new_record(d)
             records[i]["error"] = why
             continue
-        cfg = config_for(path)
+        try:
+            cfg = config_for(path)
+        except ConfigError as e:
+            # a broken pyproject.toml costs the files it governs (each says why), not the run
+            records[i] = _new_record(path)
+            records[i]["error"] = f"not checked: {e}"
+            continue
         tasks.append((i, [path, cfg, fix, external, lang, cache_dir, 1]))
+    # never more processes than cores, nor than files (`--jobs 1000` started 1,000)
+    jobs = max(1, min(jobs, usable_cores()))
     if len(tasks) < 8:
         # a pool's start-up would cost more than it saves: the files one after
         # another, each large one split across the cores (engine/parallel.py)
         for _, t in tasks:
             t[-1] = jobs
         jobs = 1
+    jobs = min(jobs, len(tasks))
     if jobs > 1 and len(tasks) > 1:
         # import the analysis before forking the workers: each then starts with it
         import gradguard.engine.document  # noqa: F401
@@ -339,7 +489,8 @@ def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, ex
         from concurrent.futures import ProcessPoolExecutor
 
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_die_with_parent,
+                                 initargs=(os.getpid(),)) as ex:
             chunk = max(1, len(tasks) // (jobs * 4))
             for (i, _), rec in zip(tasks, ex.map(_check_one, [t for _, t in tasks], chunksize=chunk)):
                 records[i] = rec
@@ -349,20 +500,60 @@ def _run_all(files: List[Tuple[str, bool]], config_for, fix: bool, jobs: int, ex
     return [records[i] for i in sorted(records)]
 
 
+def usable_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool worker start-up: end when the parent ends, even if it is killed
+    (then nothing tells an idle worker, and a busy one would run on). Linux:
+    the kernel sends SIGKILL on the parent's death; elsewhere a daemon thread
+    watches the parent id."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
+                if os.getppid() != parent:  # the parent died before the request
+                    os._exit(1)
+                return
+        except Exception:
+            pass
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gradguard-parent-watch", daemon=True).start()
+
+
 def _make_config_for(args):
     from gradguard.engine.config import Config, ConfigError, load_config, load_config_file
 
-    cache: Dict[str, Config] = {}
+    cache: Dict[str, Union[Config, ConfigError]] = {}
     explicit = None
     if args.config:
         from pathlib import Path
 
         explicit = load_config_file(Path(args.config))
 
+    for codes in (args.select, args.ignore, args.extend_select):
+        if codes:
+            _split_codes(codes)  # now, not when (or whether) a file's config asks: an unknown code is an error
+
     def overrides(cfg: Config) -> Config:
         select = tuple(_split_codes(args.select)) if args.select else None
         ignore = tuple(cfg.ignore) + tuple(_split_codes(args.ignore)) if args.ignore else None
-        cfg = cfg.merged(select=select, ignore=ignore)
+        max_mb = getattr(args, "max_file_size", None)
+        cfg = cfg.merged(select=select, ignore=ignore, max_file_size=max_mb)
         if args.extend_select:
             cfg = cfg.merged(select=tuple(cfg.select) + tuple(_split_codes(args.extend_select)) if cfg.select else ())
         return cfg
@@ -373,8 +564,13 @@ def _make_config_for(args):
         d = os.path.dirname(os.path.abspath(path))
         got = cache.get(d)
         if got is None:
-            got = overrides(load_config(d))  # ConfigError propagates: a broken config is a usage error
+            try:
+                got = overrides(load_config(d))
+            except ConfigError as e:  # raised for every file under it, read once
+                got = e
             cache[d] = got
+        if isinstance(got, ConfigError):
+            raise got
         return got
 
     return config_for, ConfigError
@@ -387,6 +583,14 @@ def _split_codes(values: Sequence[str]) -> List[str]:
     for c in out:
         if c != "ALL" and not (c.startswith("GG") and (len(c) == 2 or c[2:].isdigit())):
             raise SystemExit(_usage_error(f"{c!r} is not a gradguard rule code (GGnnn)"))
+    if any(c != "ALL" for c in out):
+        # a code no rule has (GG999) would select nothing and pass: say so instead
+        from gradguard.rules import all_rules
+
+        known = [r.code for r in all_rules()]
+        for c in out:
+            if c != "ALL" and not any(k.startswith(c) for k in known):
+                raise SystemExit(_usage_error(f"{c!r} matches no gradguard rule (known: {', '.join(known)})"))
     return out
 
 
@@ -426,11 +630,11 @@ def cmd_check(args) -> int:
             return _usage_error(str(e))
     try:
         files = list(discover(args.paths, config_for))
-        lang = _language(args.lang, lambda: config_for(_config_probe(args.paths)))
+        lang = _language(args.lang, lambda: _config_or_default(config_for, _config_probe(args.paths)))
     except ConfigError as e:
         return _usage_error(str(e))
     missing = [p for p, explicit in files if explicit and "\0" not in p and not os.path.exists(p)]
-    jobs = args.jobs if args.jobs and args.jobs > 0 else (os.cpu_count() or 1)
+    jobs = args.jobs if args.jobs and args.jobs > 0 else usable_cores()
     cache_dir = None
     if args.cache and not (args.fix or args.diff):
         from gradguard import cache
@@ -438,7 +642,9 @@ def cmd_check(args) -> int:
         cache_dir = cache.prepare(args.cache_dir)
     try:
         # --diff computes the same fixed text as --fix (same fix loop, same cross-file facts), then prints it
-        records = _run_all(files, config_for, args.fix or args.diff, jobs, args.resolve, lang, cache_dir)
+        # --fix writes each file from its worker, as soon as its fixes are known
+        fix = "write" if args.fix else ("diff" if args.diff else False)
+        records = _run_all(files, config_for, fix, jobs, args.resolve, lang, cache_dir)
     except ConfigError as e:
         return _usage_error(str(e))
 
@@ -454,13 +660,8 @@ def cmd_check(args) -> int:
         if rec["error"] or rec["syntax"]:
             errors += 1
         n_findings += len(rec["items"])
-        if args.fix and rec["fixed"] is not None and rec["fixed"] != rec["source"]:
-            try:
-                _write_preserving(rec["path"], rec["fixed"])
-                rec["fixed_written"] = True
-            except OSError as e:
-                rec["error"] = f"cannot write fixes: {e.strerror or e}"
-                errors += 1
+        for note in _deep_notes(rec, lang):
+            sys.stderr.write(note)
         if args.diff:
             d = output.diff(rec)
             if d:
@@ -484,7 +685,9 @@ def _check_buffer(name: str, data: bytes, config_for, args, jobs: int, lang: str
     No result cache: editors pipe each version of the text once."""
     BUFFERS[name] = data
     try:
-        return _run_all([(name, True)], config_for, args.fix or args.diff, jobs, args.resolve, lang, None)[0]
+        # "diff": the fixed text comes back in the record and nothing is written (cli_io prints it)
+        fix = "diff" if args.fix or args.diff else False
+        return _run_all([(name, True)], config_for, fix, jobs, args.resolve, lang, None)[0]
     finally:
         del BUFFERS[name]
 
@@ -501,6 +704,17 @@ def _language(flag: Optional[str], config) -> str:
     return normalize_language(config().language) or "en"
 
 
+def _config_or_default(config_for, path: str):
+    """The config of ``path``; the defaults when it is broken (each file under
+    it says so when it is checked, see _run_all)."""
+    from gradguard.engine.config import Config, ConfigError
+
+    try:
+        return config_for(path)
+    except ConfigError:
+        return Config()
+
+
 def _config_probe(paths: Sequence[str]) -> str:
     """A path whose config is the run's: the first path named (for a directory,
     a file inside it, so that the directory's own pyproject.toml counts)."""
@@ -508,21 +722,92 @@ def _config_probe(paths: Sequence[str]) -> str:
     return os.path.join(first, "__init__.py") if os.path.isdir(first) else first
 
 
-def _write_preserving(path: str, fixed: str) -> None:
-    """Write fixed text back with the file's own newline style and encoding."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    encoding = source_encoding(data)
-    if encoding == "utf-8-sig":
-        encoding = "utf-8"
-        prefix = b"\xef\xbb\xbf"
+def _deep_notes(rec: dict, lang: str) -> List[str]:
+    """One line per unit nested too deeply to analyse: its findings are unknown, not absent."""
+    out = []
+    for line, unit, codes in rec.get("deep") or ():
+        what = "the module" if unit == "<module>" else unit
+        rules = "" if codes == "*" else f" ({codes})"
+        if lang == "zh":
+            what = "模块顶层" if unit == "<module>" else unit
+            out.append(f"{rec['path']}:{line + 1}: 注意: {what} 未分析{rules}: 代码嵌套过深，其中的问题未知\n")
+        else:
+            out.append(f"{rec['path']}:{line + 1}: note: {what} not analysed{rules}: nested too deeply, "
+                       f"its findings are unknown\n")
+    return out
+
+
+def write_fixed(path: str, read: bytes, fixed: str) -> None:
+    """Replace ``path``'s content with ``fixed`` (text of a ``.py`` file in the
+    encoding, BOM and newlines it was read with; a notebook's JSON as UTF-8),
+    only if the file still holds exactly the ``read`` bytes the fixes were
+    computed from: a save made while the run went on is never overwritten (a
+    ReadError says so and nothing is written). The new content goes to a
+    temporary file in the same folder, with the file's mode (and owner, where
+    allowed), flushed to disk, then ``os.replace``-d over it: a reader sees the
+    old file or the new one, never a part."""
+    if path.endswith(".ipynb"):
+        new = fixed.encode("utf-8")
     else:
+        encoding = source_encoding(read)
         prefix = b""
-    with open(path, "w", encoding=encoding, newline="") as fh:
-        if prefix:
-            fh.flush()
-            fh.buffer.write(prefix)
-        fh.write(fixed)
+        if encoding == "utf-8-sig":
+            encoding, prefix = "utf-8", b"\xef\xbb\xbf"
+        try:
+            new = prefix + fixed.encode(encoding)
+        except (UnicodeEncodeError, LookupError) as e:
+            raise ReadError(f"fixes not written: cannot encode the fixed text ({e})") from None
+    changed = "fixes not written: the file changed on disk while it was checked (run again)"
+    path = os.path.realpath(path)  # a linked file is fixed where it lives; the link stays a link
+    try:
+        st = os.stat(path)
+        if _current_bytes(path) != read:
+            raise ReadError(changed)
+        directory = os.path.dirname(os.path.abspath(path))
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".gradguard-tmp", dir=directory)
+    except OSError as e:
+        raise ReadError(f"fixes not written: {e.strerror or e}") from None
+    try:
+        try:
+            os.fchmod(fd, st.st_mode & 0o7777)
+            if hasattr(os, "fchown"):
+                try:
+                    os.fchown(fd, st.st_uid, st.st_gid)
+                except OSError:  # not ours to give away: the mode is kept, the owner becomes the caller
+                    pass
+            view = memoryview(new)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        # the last look before the switch: the window left is the replace itself
+        st2 = os.stat(path)
+        if (st2.st_mtime_ns, st2.st_size, st2.st_ino) != (st.st_mtime_ns, st.st_size, st.st_ino):
+            raise ReadError(changed)
+        os.replace(tmp, path)
+    except OSError as e:
+        _unlink_quietly(tmp)
+        raise ReadError(f"fixes not written: {e.strerror or e}") from None
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+
+
+def _current_bytes(path: str) -> Optional[bytes]:
+    try:
+        return read_bytes(path)
+    except ReadError:
+        return None
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------- rule
@@ -582,6 +867,7 @@ _CHECK_OPTIONS = {
     "--format": "format", "--select": "select", "--extend-select": "extend_select", "--ignore": "ignore",
     "--lang": "lang", "--config": "config", "--jobs": "jobs", "-j": "jobs", "--cache-dir": "cache_dir",
     "--stdin-filename": "stdin_filename", "--output-file": "output_file", "-o": "output_file",
+    "--max-file-size": "max_file_size",
 }
 _FORMATS = ("text", "json", "sarif", "github")
 
@@ -592,7 +878,7 @@ def _check_defaults() -> dict:
         "extend_select": None, "ignore": None, "lang": None, "config": None,
         "jobs": 0, "statistics": False, "resolve": True, "cache": not os.environ.get("GRADGUARD_NO_CACHE"),
         "cache_dir": os.environ.get("GRADGUARD_CACHE_DIR"), "exit_zero": False, "quiet": False,
-        "stdin_filename": None, "output_file": None,
+        "stdin_filename": None, "output_file": None, "max_file_size": None,
     }
 
 
@@ -627,6 +913,11 @@ def _fast_check_args(argv):
                     ns[key] = int(value)
                 elif key == "format" and value not in _FORMATS:
                     return None
+                elif key == "max_file_size":
+                    try:
+                        ns[key] = megabytes(value)
+                    except ValueError:
+                        return None
                 else:
                     ns[key] = value
             else:
@@ -639,6 +930,13 @@ def _fast_check_args(argv):
     import types
 
     return types.SimpleNamespace(**ns)
+
+
+def megabytes(value: str) -> float:
+    v = float(value)
+    if not v >= 0 or v == float("inf"):
+        raise ValueError(value)
+    return v
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -676,6 +974,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="never resolve names imported from other files (faster, less precise)")
     c.add_argument("--no-cache", dest="cache", action="store_false", default=not os.environ.get("GRADGUARD_NO_CACHE"),
                    help="do not read or write the result cache")
+    c.add_argument("--max-file-size", type=megabytes, default=None, metavar="MB",
+                   help=f"skip files larger than this (default {DEFAULT_MAX_FILE_MB:g} MB; 0: no limit)")
     c.add_argument("--cache-dir", default=os.environ.get("GRADGUARD_CACHE_DIR"), metavar="DIR",
                    help="where results of unchanged files are kept (default: ./.gradguard_cache)")
 

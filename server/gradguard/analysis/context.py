@@ -142,19 +142,24 @@ def iter_units(stmts: List[ast.stmt], module_level: bool) -> List[Unit]:
 
 
 def _collect_defs(node: ast.AST, out: List[Unit], parents, cls, prefix):
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        qual = f"{prefix}{node.name}"
-        out.append(Unit("function", node.body, node, qual, cls, parents))
-        for child in node.body:
-            _collect_defs(child, out, parents + (node,), None, qual + ".<locals>.")
-        return
-    if isinstance(node, ast.ClassDef):
-        qual = f"{prefix}{node.name}"
-        for child in node.body:
-            _collect_defs(child, out, parents + (node,), node, qual + ".")
-        return
-    # compound statements (if __name__ == "__main__": def ...; try: ...)
-    for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
-        for child in getattr(node, field_name, ()) or ():
-            if isinstance(child, ast.AST):
-                _collect_defs(child, out, parents, cls, prefix)
+    # iterative (an explicit stack, children pushed in reverse: the same order as
+    # a recursive walk): an elif chain of a thousand branches is valid Python
+    stack = [(node, parents, cls, prefix)]
+    while stack:
+        node, parents, cls, prefix = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            qual = f"{prefix}{node.name}"
+            out.append(Unit("function", node.body, node, qual, cls, parents))
+            stack.extend((child, parents + (node,), None, qual + ".<locals>.") for child in reversed(node.body))
+            continue
+        if isinstance(node, ast.ClassDef):
+            qual = f"{prefix}{node.name}"
+            stack.extend((child, parents + (node,), node, qual + ".") for child in reversed(node.body))
+            continue
+        # compound statements (if __name__ == "__main__": def ...; try: ...)
+        children = []
+        for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, field_name, ()) or ():
+                if isinstance(child, ast.AST):
+                    children.append(child)
+        stack.extend((child, parents, cls, prefix) for child in reversed(children))

@@ -57,25 +57,30 @@ class FactSource:
 
 
 def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:
-    if isinstance(stmt, ast.Import):
-        for a in stmt.names:
-            if a.asname:
-                yield f"import:{a.asname}", a.name
-            else:
-                top = a.name.split(".")[0]
-                yield f"import:{top}", top
-    elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
-        for a in stmt.names:
-            if a.name == "*":
-                continue
-            yield f"import:{a.asname or a.name}", f"{stmt.module}.{a.name}"
-    elif isinstance(stmt, (ast.If, ast.Try)) or type(stmt).__name__ == "TryStar":
-        for field_name in ("body", "orelse", "finalbody"):
-            for child in getattr(stmt, field_name, ()):
-                yield from _import_facts(child)
-        for h in getattr(stmt, "handlers", ()):
-            for child in h.body:
-                yield from _import_facts(child)
+    # iterative (children pushed in reverse, the order of a recursive walk): an
+    # elif chain of a thousand branches is valid Python
+    stack = [stmt]
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname:
+                    yield f"import:{a.asname}", a.name
+                else:
+                    top = a.name.split(".")[0]
+                    yield f"import:{top}", top
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            for a in stmt.names:
+                if a.name == "*":
+                    continue
+                yield f"import:{a.asname or a.name}", f"{stmt.module}.{a.name}"
+        elif isinstance(stmt, (ast.If, ast.Try)) or type(stmt).__name__ == "TryStar":
+            children: List[ast.stmt] = []
+            for field_name in ("body", "orelse", "finalbody"):
+                children.extend(getattr(stmt, field_name, ()))
+            for h in getattr(stmt, "handlers", ()):
+                children.extend(h.body)
+            stack.extend(reversed(children))
 
 
 def summarize(stmt: ast.stmt, referenced: bool = True, sources: Sequence[FactSource] = ()) -> Tuple[Fact, ...]:

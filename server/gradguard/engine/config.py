@@ -43,6 +43,7 @@ _KNOWN_KEYS = {
     "exclude",
     "extend-exclude",
     "language",
+    "max-file-size",
 }
 
 
@@ -50,7 +51,8 @@ class Config:
     """Immutable effective configuration (a plain class, not a dataclass, to
     keep ``gradguard check``'s start-up light)."""
 
-    __slots__ = ("select", "ignore", "severity", "per_file_ignores", "exclude", "language", "root", "source")
+    __slots__ = ("select", "ignore", "severity", "per_file_ignores", "exclude", "language", "root", "source",
+                 "max_file_size")
     _FIELDS = __slots__
     # (declared for type checkers; set once in __init__)
     select: Tuple[str, ...]
@@ -72,6 +74,7 @@ class Config:
         language: str = "en",
         root: Optional[str] = None,  # directory of the pyproject.toml it came from
         source: Optional[str] = None,  # path of that file, for messages
+        max_file_size: Optional[float] = None,  # MB; files over it are skipped by `check` (None: its default, 0: no limit)
     ):
         set_ = object.__setattr__
         set_(self, "select", tuple(select))
@@ -82,6 +85,7 @@ class Config:
         set_(self, "language", language)
         set_(self, "root", root)
         set_(self, "source", source)
+        set_(self, "max_file_size", max_file_size)
 
     def __setattr__(self, name, value):
         raise AttributeError("Config is immutable; use merged()")
@@ -253,6 +257,10 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
             raise ConfigError(f"{where}: '{key}' must be a list of glob patterns")
         exclude.extend(v)
 
+    max_mb = get("max-file-size")
+    if max_mb is not None and (isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or max_mb < 0):
+        raise ConfigError(f"{where}: 'max-file-size' must be a number of megabytes (0: no limit), got {max_mb!r}")
+
     language = get("language") or "en"
     if not isinstance(language, str) or normalize_language(language) is None:
         raise ConfigError(f"{where}: 'language' must be \"en\" or \"zh\", got {language!r}")
@@ -266,6 +274,7 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
         language=normalize_language(language) or "en",
         root=root,
         source=where,
+        max_file_size=None if max_mb is None else float(max_mb),
     )
 
 
@@ -282,12 +291,34 @@ def find_pyproject(start: str) -> Optional[str]:
                     text = fh.read()
             except OSError:
                 text = b""
-            if b"[tool.gradguard" in text:
+            # the word, not a header: `[tool] gradguard = {...}` and dotted keys
+            # (`tool.gradguard.select = [...]`) are the same table in TOML
+            if b"gradguard" in text and _has_table(text):
                 return candidate
         parent = os.path.dirname(d)
         if parent == d:
             return None
         d = parent
+
+
+def _has_table(text: bytes) -> bool:
+    """Does this pyproject.toml define ``tool.gradguard``? A file that does not
+    parse (or whose ``tool`` is not a table) says yes, so that loading it
+    reports what is wrong instead of the table being ignored without a word."""
+    try:
+        data = _toml().loads(text.decode("utf-8"))
+    except Exception:
+        return True
+    tool = data.get("tool")
+    return not isinstance(tool, dict) or "gradguard" in tool
+
+
+def _toml():
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
 
 
 def load_config_file(pyproject) -> Config:
@@ -308,7 +339,11 @@ def load_config_file(pyproject) -> Config:
         raise ConfigError(f"{where}: not valid UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{where}: invalid TOML: {e}") from None
-    table = data.get("tool", {}).get("gradguard", {})
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        kind = "an array of tables ([[tool]])" if isinstance(tool, list) else f"a {type(tool).__name__}"
+        raise ConfigError(f"{where}: 'tool' must be a table ([tool.gradguard] lives in it), but it is {kind}")
+    table = tool.get("gradguard", {})
     return config_from_mapping(table, where=where, root=os.path.dirname(os.path.realpath(pyproject)))
 
 

@@ -62,6 +62,11 @@ class CheckResult:
     # (rule, unit, error) for rules that crashed in this analysis: a bug of ours,
     # reported by the front ends; those units simply have no findings.
     internal_errors: Tuple[Tuple[str, str, str], ...] = ()
+    # (0-based line, unit, rule codes) of units a rule could not analyse because
+    # the code is nested deeper than the analysis can follow (a chain of hundreds
+    # of calls, an elif chain of a thousand branches): their findings are
+    # unknown, which the front ends say (never a silent "no finding").
+    not_analysed: Tuple[Tuple[int, str, str], ...] = ()
 
     @property
     def partial(self) -> bool:
@@ -70,7 +75,7 @@ class CheckResult:
 
 class _Chunk:
     __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "basis",
-                 "analyzed_start", "_may_backprop")
+                 "analyzed_start", "_may_backprop", "too_deep")
 
     def __init__(self, start: int, nlines: int, text: str, tree: Optional[ast.Module], kind: str):
         self.start = start  # 0-based first line
@@ -86,6 +91,7 @@ class _Chunk:
         self.basis: Optional[tuple] = None
         self.analyzed_start = start
         self._may_backprop: Optional[bool] = None
+        self.too_deep: Tuple[Tuple[int, str, str], ...] = ()  # not_analysed entries, as of analyzed_start
 
     @property
     def end(self) -> int:
@@ -112,7 +118,12 @@ class _Chunk:
             if self.tree is not None:
                 sources = fact_sources()
                 for stmt in self.tree.body:
-                    facts.extend(summarize(stmt, getattr(stmt, "name", None) not in unreferenced, sources))
+                    try:
+                        facts.extend(summarize(stmt, getattr(stmt, "name", None) not in unreferenced, sources))
+                    except RecursionError:
+                        # nested too deeply to summarise: nothing is known about it (the
+                        # rules, walking the same statement, record it as not analysed)
+                        continue
             self.facts = tuple(facts)
         return self.facts
 
@@ -120,7 +131,17 @@ class _Chunk:
 def _parse(text: str) -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-        return ast.parse(text)
+        try:
+            return ast.parse(text)
+        except (RecursionError, MemoryError):
+            # a 3,000-term expression, brackets nested by the thousand: Python's own
+            # compiler gives up on these too, so the text is reported as not parsing
+            # (and the statements around it are still analysed)
+            raise SyntaxError(TOO_DEEP_TO_PARSE) from None
+
+
+TOO_DEEP_TO_PARSE = "too deeply nested for Python's parser"
+TOO_DEEP = "not analysed: nested too deeply"
 
 
 def _stmt_first_line(stmt: ast.stmt) -> int:
@@ -225,6 +246,13 @@ def _syntax_problem(err: Exception, index: LineIndex, offset: int = 0) -> Syntax
         col = max(0, (err.offset or 1) - 1)  # SyntaxError.offset counts characters (1-based)
         line, col = index.clamp(line, col)
         return SyntaxProblem(err.msg or "invalid syntax", line, col)
+    if isinstance(err, UnicodeEncodeError) and isinstance(err.object, str):
+        # a lone surrogate (only an editor can send one): located where it is, in
+        # words that do not depend on how much of the text was parsed with it
+        text, at = err.object, err.start
+        before = split_lines(text[:at])  # the text's own line ends, as the index splits them
+        line, col = index.clamp(len(before) - 1 + offset, len(before[-1]))
+        return SyntaxProblem(f"character U+{ord(text[at]):04X} cannot be encoded (a lone surrogate)", line, col)
     return SyntaxProblem(str(err), 0, 0)
 
 
@@ -252,6 +280,7 @@ class Document:
         self._module_key: Optional[tuple] = None
         self._module_findings: Tuple[Finding, ...] = ()
         self._module_basis: Optional[tuple] = None
+        self._module_too_deep: Tuple[Tuple[int, str, str], ...] = ()
         # The module facts of the previous analysis: every unit's basis held against
         # them, so while an edit leaves them equal, nothing needs re-asking.
         self._last_merged: Optional[Dict[str, object]] = None
@@ -286,8 +315,14 @@ class Document:
             if not self._prefix_stands(kept, lines, rs):
                 kept, rs = [], 0
         old = {c.text: c for c in self.chunks[len(kept):] if c.kind != "broken"}
+        if rs:
+            text = "\n" * rs + "\n".join(lines[rs:])
+        else:
+            # the lines as an edit's region is parsed (joined by "\n"): Python words
+            # some errors differently for "\r" line ends ("detected at line N")
+            text = "\n".join(lines) if "\r" in source else source
         try:
-            tree = _parse("\n" * rs + "\n".join(lines[rs:]) if rs else source)
+            tree = _parse(text)
         except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes
             self.syntax_error = _syntax_problem(e, self.index)
             chunks = _heuristic_chunks(lines, rs, len(lines), old)
@@ -418,11 +453,24 @@ class Document:
     def result(self) -> CheckResult:
         if self._result is None:
             self.internal_errors = []
-            findings = self._analyse()
-            self._result = CheckResult(findings, self.syntax_error, tuple(self.internal_errors))
+            try:
+                findings, too_deep = self._analyse()
+            except RecursionError:
+                # a walk outside the rules (facts, summaries) that has no guard of its
+                # own: the whole text is not analysed, and says so
+                self._forget_analysis()
+                findings, too_deep = (), ((0, "<module>", "*"),)
+            self._result = CheckResult(findings, self.syntax_error, tuple(self.internal_errors), too_deep)
         return self._result
 
-    def _analyse(self) -> Tuple[Finding, ...]:
+    def _forget_analysis(self) -> None:
+        for c in self.chunks:
+            c.findings = c.basis = None
+            c.too_deep = ()
+        self._module_key = self._module_basis = self._last_merged = None
+        self._module_too_deep = ()
+
+    def _analyse(self) -> Tuple[Tuple[Finding, ...], Tuple[Tuple[int, str, str], ...]]:
         rules = enabled_rules(self.config, self.path)
         if (all(r.needs_backprop for r in rules) and not any(c.may_backprop() for c in self.chunks)
                 and not _facts_may_backprop(self.external_facts)):  # nothing_to_report, each chunk's text read once
@@ -430,7 +478,7 @@ class Document:
             # report, so no fact is computed; the module unit is re-analysed
             # once something does
             self._module_key = self._last_merged = None
-            return ()
+            return (), ()
         merged = merge_facts(self.external_facts, (c.get_facts(self._unreferenced) for c in self.chunks))
         rules_key = tuple(r.code for r in rules)
         ctx = module_context(self.path, self.index, merged)
@@ -446,27 +494,30 @@ class Document:
             return (basis is not None and basis[0] == rules_key and basis[1] == imports
                     and (same_facts or merged.still_answers(basis[2], basis[3])))
 
-        def analyse(units) -> Tuple[tuple, Optional[tuple]]:
-            """(findings, basis); no basis in one-shot mode: nothing is re-used."""
+        def analyse(units) -> Tuple[tuple, Optional[tuple], tuple]:
+            """(findings, basis, too deep); no basis in one-shot mode: nothing is re-used."""
             if record:
                 merged.reads, merged.queries = {}, {}
+            too_deep: List[Tuple[int, str, str]] = []
             try:
-                found = tuple(self._run(rules, units, ctx))
-                return found, ((rules_key, imports, merged.reads, merged.queries) if record else None)
+                found = tuple(run_rules(rules, units, ctx, self.internal_errors, too_deep))
+                return found, ((rules_key, imports, merged.reads, merged.queries) if record else None), tuple(too_deep)
             finally:
                 merged.reads = merged.queries = None
 
         raw: List[Finding] = []
+        deep: List[Tuple[int, str, str]] = []
         module_chunks: List[_Chunk] = []
         module_key: List[tuple] = []
         for c in self.chunks:
             if c.kind == "def":
                 if c.findings is None or not still_valid(c.basis):
                     tree = c.positioned_tree()
-                    c.findings, c.basis = analyse(iter_units(tree.body, False))
+                    c.findings, c.basis, c.too_deep = analyse(iter_units(tree.body, False))
                     c.analyzed_start = c.start
                 shift = c.start - c.analyzed_start
                 raw.extend(f.shifted(shift) for f in c.findings)  # shifted(0) is the finding itself
+                deep.extend((line + shift, unit, codes) for line, unit, codes in c.too_deep)
             elif c.kind == "stmt":
                 module_key.append((c.start, c.text))
                 module_chunks.append(c)
@@ -475,15 +526,13 @@ class Document:
             body: List[ast.stmt] = []
             for c in module_chunks:
                 body.extend(c.positioned_tree().body)
-            self._module_findings, self._module_basis = analyse(iter_units(body, True))
+            self._module_findings, self._module_basis, self._module_too_deep = analyse(iter_units(body, True))
             self._module_key = key
         raw.extend(self._module_findings)
+        deep.extend(self._module_too_deep)
         if record:
             self._last_merged = merged
-        return self._postprocess(raw)
-
-    def _run(self, rules, units: List[Unit], ctx: ModuleContext):
-        return run_rules(rules, units, ctx, self.internal_errors)
+        return self._postprocess(raw), tuple(sorted(set(deep)))
 
     def _postprocess(self, raw: List[Finding]) -> Tuple[Finding, ...]:
         return postprocess(raw, self.lines, self.config, self.eol)
@@ -534,11 +583,15 @@ def module_context(path: Optional[str], index: LineIndex, merged: Dict[str, obje
     return ModuleContext(path, index, merged, imports)
 
 
-def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: List[Tuple[str, str, str]]):
+def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: List[Tuple[str, str, str]],
+              too_deep: Optional[List[Tuple[int, str, str]]] = None):
     """Every enabled rule on every unit; a crashing rule costs that unit's
-    findings of that rule (recorded in ``internal_errors``), never the run."""
+    findings of that rule (recorded in ``internal_errors``), never the run. A
+    unit nested too deeply for a rule's walk is recorded in ``too_deep`` as
+    (0-based line, unit, comma-separated rule codes)."""
     out: List[Finding] = []
     for unit in units:
+        deep_codes: List[str] = []
         uctx = ctx
         if unit.kind == "function":
             extra = local_imports(unit.body)
@@ -549,13 +602,25 @@ def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: Lis
         for rule in rules:
             try:
                 out.extend(rule.check(unit, uctx))
-            except RecursionError:  # absurdly deep expressions: that unit says nothing
-                internal_errors.append((rule.code, unit.qualname, "expression too deeply nested"))
+            except RecursionError:  # absurdly deep code: that unit's findings of this rule are unknown
+                deep_codes.append(rule.code)
             except Exception as e:  # a rule bug must cost one unit's findings, never the editor
                 if os.environ.get(_STRICT_ENV):
                     raise
                 internal_errors.append((rule.code, unit.qualname, f"{type(e).__name__}: {e}"))
+        if deep_codes:
+            line = _unit_line(unit)
+            if too_deep is not None:
+                too_deep.append((line, unit.qualname, ",".join(deep_codes)))
+            else:
+                internal_errors.extend((code, unit.qualname, TOO_DEEP) for code in deep_codes)
     return out
+
+
+def _unit_line(unit: Unit) -> int:
+    """0-based line a unit is reported at: its ``def`` line, or its first statement's."""
+    node = unit.node if unit.node is not None else (unit.body[0] if unit.body else None)
+    return max(0, getattr(node, "lineno", 1) - 1)
 
 
 def _with_eol(f: Finding, eol: str) -> Finding:
@@ -672,8 +737,9 @@ def _describes_backprop(key: str, value: object, prefixes: Tuple[str, ...]) -> b
 
 def parse_problem(source: str) -> Optional[SyntaxProblem]:
     """The text's syntax error, located as :class:`Document` locates it (None if it parses)."""
+    lines = split_lines(source)
     try:
-        _parse(source)
+        _parse("\n".join(lines) if "\r" in source else source)  # as Document parses it
     except (SyntaxError, ValueError) as e:  # ValueError: NUL bytes
-        return _syntax_problem(e, LineIndex.of_lines(split_lines(source)))
+        return _syntax_problem(e, LineIndex.of_lines(lines))
     return None

@@ -196,9 +196,11 @@ def code_cells(data: bytes) -> List[Tuple[int, str]]:
         nb = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"not JSON: {e}") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ValueError("no 'cells' list (nbformat 4 expected)")
-    lang = (nb.get("metadata") or {}).get("kernelspec", {}).get("language", "python") if isinstance(nb.get("metadata"), dict) else "python"
+    lang = _language(nb)
     if isinstance(lang, str) and lang.lower() not in ("python", "python3", ""):
         return []
     out: List[Tuple[int, str]] = []
@@ -214,6 +216,14 @@ def code_cells(data: bytes) -> List[Tuple[int, str]]:
             raise ValueError(f"cell {n}: 'source' is not text")
         out.append((n, src))
     return out
+
+
+def _language(nb: dict) -> object:
+    """``metadata.kernelspec.language``, "python" when any level is missing or
+    not a table (a hand-written ``"kernelspec": "python3"`` is not a reason to fail)."""
+    meta = nb.get("metadata")
+    spec = meta.get("kernelspec") if isinstance(meta, dict) else None
+    return spec.get("language", "python") if isinstance(spec, dict) else "python"
 
 
 def notebook_source(data: bytes) -> str:

@@ -225,8 +225,9 @@ def _child(source, lines, region, path, config, external_facts, up_w: int, down_
         _write_msg(up_w, (facts, stmt_spans))
         merged_facts = _read_msg(down_r)  # every region's facts, in order
         errors: list = []
-        raw, _, _ = _check_defs(chunks, lines, path, config, external_facts, merged_facts, errors)
-        _write_msg(up_w, ("ok", raw, errors))
+        deep: list = []
+        raw, _, _ = _check_defs(chunks, lines, path, config, external_facts, merged_facts, errors, deep)
+        _write_msg(up_w, ("ok", raw, (errors, deep)))
     except BaseException as e:  # report, never raise into the parent's stack (this is a fork)
         status = 1
         try:
@@ -237,13 +238,13 @@ def _child(source, lines, region, path, config, external_facts, up_w: int, down_
         os._exit(status)
 
 
-def _check_defs(chunks, lines, path, config, external_facts, all_facts, errors):
+def _check_defs(chunks, lines, path, config, external_facts, all_facts, errors, deep):
     ctx = E.module_context(path, LineIndex.of_lines(lines), E.merge_facts(external_facts, all_facts))
     rules = E.enabled_rules(config, path)
     raw = []
     for c in chunks:
         if c.kind == "def":
-            raw.extend(E.run_rules(rules, iter_units(c.tree.body, False), ctx, errors))
+            raw.extend(E.run_rules(rules, iter_units(c.tree.body, False), ctx, errors, deep))
     return raw, ctx, rules
 
 
@@ -260,13 +261,14 @@ def _parent(source, lines, region, path, config, external_facts, children):
     for _, _, w in children:
         _write_msg(w, all_facts)
     errors: list = []
-    raw, ctx, rules = _check_defs(chunks, lines, path, config, external_facts, all_facts, errors)
+    deep: list = []
+    raw, ctx, rules = _check_defs(chunks, lines, path, config, external_facts, all_facts, errors, deep)
     # the module unit: every region's top-level statements, analysed together
     body = []
     for a, b in stmt_spans:
         body.extend(E._parse("\n" * a + "\n".join(lines[a:b])).body)
     module_errors: list = []
-    module_raw = E.run_rules(rules, iter_units(body, True), ctx, module_errors)
+    module_raw = E.run_rules(rules, iter_units(body, True), ctx, module_errors, deep)
     # the serial engine's order (def chunks in file order, then the module unit):
     # post-processing keeps the first of two equal findings
     for _, r, _ in children:
@@ -274,7 +276,9 @@ def _parent(source, lines, region, path, config, external_facts, children):
         if status != "ok":
             raise RuntimeError(f"analysis worker failed: {child_raw}")
         raw.extend(child_raw)
-        errors.extend(child_errors)
+        errors.extend(child_errors[0])
+        deep.extend(child_errors[1])
     raw.extend(module_raw)
     errors.extend(module_errors)
-    return E.CheckResult(E.postprocess(raw, lines, config, line_ending(source)), None, tuple(errors))
+    return E.CheckResult(E.postprocess(raw, lines, config, line_ending(source)), None, tuple(errors),
+                         tuple(sorted(set(deep))))

@@ -217,7 +217,9 @@ class GradguardServer(LanguageServer):
                 loop = asyncio.get_running_loop()
                 computed, lines = await loop.run_in_executor(self.executor, compute, target, source, config)
                 if computed is None:
-                    return target.analysed is not None  # keep the previous diagnostics
+                    # the analysis failed (logged): the previous diagnostics describe an older
+                    # text, so they go; the file says it was not analysed
+                    computed = CheckResult((), None, (), ((0, "<module>", "*"),))
                 result = computed
                 if lines is not None and len(smap.parts) == 1 and isinstance(smap.parts[0].lines, Lines):
                     smap.parts[0].lines.adopt(source, lines)  # the analysis split this very text

@@ -10,10 +10,31 @@ from typing import Any, Callable, Dict, List, Optional
 
 from lsprotocol import types as lsp
 
-from gradguard.lsp.convert import Codec, diagnostics_json
+from gradguard.engine.document import CheckResult
+from gradguard.lsp.convert import SOURCE, Codec, SourceMap, diagnostics_json
+from gradguard.lsp.convert import _span_json as span_json
+from gradguard.model.findings import Position, Range
 from gradguard.lsp.target import Target
 
 log = logging.getLogger("gradguard.lsp")
+
+
+def not_analysed_json(result: CheckResult, smap: SourceMap, codec: Codec, lang: str):
+    """(uri, information Diagnostic) for each unit of ``result`` that was nested
+    too deeply to analyse (or a whole text whose analysis failed): its findings
+    are unknown, and the editor says so rather than showing nothing."""
+    for line, unit, codes in result.not_analysed:
+        conv = smap.to_client_span(Range(Position(line, 0), Position(line, 0)), codec)
+        if conv is None:
+            continue
+        what = unit if unit != "<module>" else ("此文件" if lang == "zh" else "this file")
+        rules = "" if codes == "*" else f" ({codes})"
+        if lang == "zh":
+            msg = f"gradguard 未分析 {what}{rules}：代码嵌套过深（或分析失败），其中的问题未知"
+        else:
+            msg = f"gradguard did not analyse {what}{rules}: nested too deeply (or the analysis failed); its findings are unknown"
+        yield conv[0].uri, {"range": span_json(conv[1]), "severity": int(lsp.DiagnosticSeverity.Information),
+                            "source": SOURCE, "message": msg}
 
 
 class Publisher:
@@ -32,7 +53,10 @@ class Publisher:
         a = target.analysed
         if a is None:
             return {}
-        return diagnostics_json(a.result.findings, a.smap, codec, lang)
+        out = diagnostics_json(a.result.findings, a.smap, codec, lang)
+        for uri, diag in not_analysed_json(a.result, a.smap, codec, lang):
+            out.setdefault(uri, []).append(diag)
+        return out
 
     def publish(self, target: Target, codec: Codec, lang: str) -> None:
         a = target.analysed

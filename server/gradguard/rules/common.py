@@ -18,8 +18,10 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
     """The graph interpreter's run over ``unit``, once per unit whichever rules
     ask (GG101 reads its carries and self-state, GG103 its backward events and
     the calls that save tensors): where each graph is built, which backward
-    frees it, what a loop carries into its next iteration. None if the unit is
-    too deeply nested to interpret. The same run whatever rules are enabled:
+    frees it, what a loop carries into its next iteration. A unit too deeply
+    nested to interpret raises RecursionError (for every rule that asks), which
+    the engine records as "not analysed": never a silent "no finding". The
+    same run whatever rules are enabled:
     loops that back-propagate are walked twice, and a method's ``self.x`` read
     before it is set is marked as state kept from the previous call."""
     if unit.trace is None:
@@ -30,9 +32,11 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
             flow.run(unit.body, env)
         except RecursionError:
             unit.trace = False
-        else:
-            unit.trace = flow
-    return unit.trace or None
+            raise
+        unit.trace = flow
+    if unit.trace is False:
+        raise RecursionError("too deeply nested to interpret")
+    return unit.trace
 
 
 def unit_entry(unit) -> Tuple[Dict[str, V.Val], Optional[str]]:

@@ -41,7 +41,7 @@ from gradguard.rules.common import unit_trace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, List, Optional, Sequence, Tuple
+    from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 
 # The rule page: `gradguard rule GG101`, hovers and docs/rules/GG101.md all use this text.
@@ -398,32 +398,129 @@ def _summary_index(summary):
 _MODEL_WORDS = ("model", "net", "rnn", "lstm", "gru", "encoder", "decoder", "cell", "lm")
 
 
-def _driving_loops(unit, ctx) -> List[Tuple[str, frozenset, frozenset]]:
+def _driving_loops(unit, ctx) -> Iterable[Tuple[str, frozenset, frozenset]]:
     """(callee, methods called on it, attributes assigned on it) for every object
     of this method's class called in a back-propagating loop of the file."""
     own = frozenset(s.name for s in unit.class_node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
     return query(ctx.summary, _driving_entries, unit.class_node.name, unit.node.name, own)
 
 
-def _driving_entries(summary, cls: str, meth: str, own: frozenset) -> List[Tuple[str, frozenset, frozenset]]:
+def _driving_entries(summary, cls: str, meth: str, own: frozenset) -> Iterable[Tuple[str, frozenset, frozenset]]:
+    """The entries of the class's own and of untyped callees that call ``meth``,
+    most likely driver first: typed entries first; then the objects on which the
+    loop calls more of this class's own methods (``model.reset()``); then names
+    that read like a model rather than a loss (``model``/``net``/``rnn`` before
+    ``criterion``); then by name (the facts are sets, whose order changes from
+    process to process); ties in index order, the class's entries first.
+
+    Not quadratic in the file: the untyped entries are ordered once per analysis
+    (:func:`_untyped_order`) and their answer for a method name made once; an
+    entry sharing none of this class's method names keeps that order, so a class
+    without typed entries or sharing ones gets that answer as it is, and
+    otherwise only those few are placed one by one. (Sorting every untyped
+    entry for every method of every class cost a 5 MB generated file 20 s.)"""
     index = _summary_index(summary)[0]
 
+    def matches(methods) -> bool:
+        return meth in methods or (meth == "forward" and "__call__" in methods)
+
     def likeness(entry):
-        # typed entries first; then the objects on which the loop calls more of this
-        # class's own methods (``model.reset()``); then names that read like a model
-        # rather than a loss (``model``/``net``/``rnn`` before ``criterion``); then by
-        # name: the facts are sets, whose order changes from process to process
         callee, ctor, methods, _ = entry
         low = callee.lower()
-        modelish = any(w in low for w in _MODEL_WORDS)
-        return (not ctor, -len(methods & own), not modelish, callee)
+        return (not ctor, -len(methods & own), not any(w in low for w in _MODEL_WORDS), callee)
 
-    out = []
-    for entry in sorted(index.get(cls, []) + index.get("", []), key=likeness):
-        callee, ctor, methods, attrs = entry
-        if meth in methods or (meth == "forward" and "__call__" in methods):
-            out.append((callee, methods, attrs))
-    return out
+    order, by_name, ranked, shared = _untyped_order(summary, index)
+    got = ranked.get(meth)
+    if got is None:  # the untyped entries calling ``meth``, in order: once per method name
+        pos_ = set(by_name.get(meth, ()))
+        if meth == "forward":
+            pos_.update(by_name.get("__call__", ()))
+        base = sorted(pos_)
+        got = ranked[meth] = (base, [_public(order[p]) for p in base])
+    base, answer = got
+    # untyped entries that call one of the class's own methods move ahead, by how
+    # many they call: once per (those of its names some loop calls, method), for
+    # every class that has them
+    called = frozenset(name for name in own if name in by_name)  # not own & by_name: that walks the dict
+    moving = shared.get((called, meth))
+    if moving is None:
+        sharing = sorted({pos for name in called for pos in by_name[name]})
+        ahead = sorted((order[pos] for pos in sharing if matches(order[pos][2])), key=likeness)
+        moving = shared[(called, meth)] = (frozenset(sharing), [(likeness(e), e) for e in ahead])
+    moved, ahead_keyed = moving
+    typed = [e for e in index.get(cls, []) if matches(e[2])]
+    if not typed and not moved:
+        return answer  # shared by every class in this position (read only)
+    if typed:  # the class's entries before untyped ones of the same rank
+        ahead_keyed = sorted([(likeness(e), e) for e in typed] + ahead_keyed, key=lambda ke: ke[0])
+    return _Merged(ahead_keyed, base, moved, order, likeness)
+
+
+class _Merged:
+    """The answer of :func:`_driving_entries` when some entries move ahead of the
+    shared order: ``special`` (few, sorted) merged into the untyped entries at
+    ``base`` (less those ``moved``), as (callee, methods, attrs), each special
+    one before the first entry that does not rank above it. Made as it is read:
+    a reader that stops at the first live loop does not pay for the rest."""
+
+    __slots__ = ("_special", "_base", "_moved", "_order", "_key")
+
+    def __init__(self, special, base, moved, order, key):
+        self._special, self._base, self._moved, self._order, self._key = special, base, moved, order, key
+
+    def __iter__(self):
+        special, moved, order, key = self._special, self._moved, self._order, self._key
+        i, n = 0, len(special)
+        for pos in self._base:
+            if pos in moved:
+                continue
+            e = order[pos]
+            if i < n:
+                k = key(e)
+                while i < n and special[i][0] <= k:
+                    yield _public(special[i][1])
+                    i += 1
+            yield _public(e)
+        while i < n:
+            yield _public(special[i][1])
+            i += 1
+
+    def __bool__(self) -> bool:
+        return bool(self._special) or any(pos not in self._moved for pos in self._base)
+
+    def __eq__(self, other) -> bool:  # FactTable.still_answers compares answers
+        if isinstance(other, (list, _Merged)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _public(entry) -> Tuple[str, frozenset, frozenset]:
+    callee, _, methods, attrs = entry
+    return (callee, methods, attrs)
+
+
+_UNTYPED_CACHE: list = [None, None]  # [summary object, what _untyped_order returns for it]
+
+
+def _untyped_order(summary, index):
+    """The untyped entries in the order they rank for a class none of whose
+    method names they call (stable: index order among equals), each entry's
+    positions by method name, and two memos filled as methods are asked about:
+    per method name, the positions (and answer) of the entries calling it; per
+    (method names, method), the entries that move ahead."""
+    if _UNTYPED_CACHE[0] is summary:
+        return _UNTYPED_CACHE[1]
+    entries = index.get("", [])
+    order = sorted(entries, key=lambda e: (not e[1], 0, not any(w in e[0].lower() for w in _MODEL_WORDS), e[0]))
+    by_name: Dict[str, List[int]] = {}
+    for pos, e in enumerate(order):
+        for name in e[2]:
+            by_name.setdefault(name, []).append(pos)
+    cached: tuple = (order, by_name, {}, {})
+    _UNTYPED_CACHE[0], _UNTYPED_CACHE[1] = summary, cached
+    return cached
 
 
 def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]:
@@ -441,8 +538,9 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
         attr = key.split(".", 1)[1]
         cutting = cf.methods_cutting(key) if isinstance(cf, V.ClassFacts) else frozenset()
         cutting = cutting - {unit.node.name}
-        live = [c for c, methods, attrs in loops if not (methods & cutting) and attr not in attrs]
-        if not live or v.site is None:
+        # the first loop that neither resets nor detaches it (lazily: the loops may be many)
+        live = next((c for c, methods, attrs in loops if not (methods & cutting) and attr not in attrs), None)
+        if live is None or v.site is None:
             continue
         built = interp._built_by(v)
         # no backward event: a probe for the state's shape, which _structure reads without one
@@ -450,10 +548,10 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
         shape = _structure(carry, flow, ctx, unit)
         msg = {
             "en": f"`{key}` keeps this call's autograd graph on the module, and the next call (the next training "
-            f"iteration, through `{live[0]}(...)`) builds on it, so that iteration's backward() runs into the "
+            f"iteration, through `{live}(...)`) builds on it, so that iteration's backward() runs into the "
             f"already-freed graph (\"Trying to backward through the graph a second time\"); detach it at the start "
             f"of `{unit.node.name}`.",
-            "zh": f"`{key}` 把本次调用的计算图留在了模块上，下一次调用（即下一轮训练迭代中的 `{live[0]}(...)`）"
+            "zh": f"`{key}` 把本次调用的计算图留在了模块上，下一次调用（即下一轮训练迭代中的 `{live}(...)`）"
             f"会接着它继续计算，那一轮的 backward() 就会回溯进已经释放的图（报错 \"Trying to backward through "
             f"the graph a second time\"）；请在 `{unit.node.name}` 开头对它 detach。",
         }

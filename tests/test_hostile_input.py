@@ -1,0 +1,446 @@
+"""Hostile trees and careless repositories: one bad file costs only itself,
+nothing hangs, nothing is written where it should not be, and ``--fix`` never
+loses a save (issue 13, items 2-6 and 8-10)."""
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from gradguard import cli
+from gradguard.engine.config import ConfigError, load_config, load_config_file
+from gradguard.engine.document import Document, check_source
+from test_cli import GRU_SEED, run
+
+GG101_AT = 12  # 1-based line of GRU_SEED's finding
+
+
+def main(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def deep_chain_train(n: int) -> str:
+    """A training function whose real GG101 finding sits next to a chain of n calls."""
+    return textwrap.dedent("""\
+        import torch
+
+
+        def train(model, opt, cfg, data):
+            c = cfg{chain}
+            h = torch.zeros(2)
+            for x in data:
+                h = model(h)
+                loss = h.sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """).format(chain=".copy()" * n)
+
+
+# ---------------------------------------------------------------- item 2: --fix
+def test_fix_never_overwrites_a_save_made_while_it_ran(tmp_path, capsys, monkeypatch):
+    a = tmp_path / "a.py"
+    b = tmp_path / "b.py"
+    a.write_text(GRU_SEED, encoding="utf-8")
+    b.write_text(GRU_SEED, encoding="utf-8")
+    saved = GRU_SEED + "# 用户刚保存的一行\n"
+    real = cli._analyse
+
+    def analyse_while_the_user_saves(src, path, *rest):
+        if path.endswith("a.py") and a.read_text(encoding="utf-8") == GRU_SEED:
+            a.write_text(saved, encoding="utf-8")  # the editor saves mid-run
+        return real(src, path, *rest)
+
+    monkeypatch.setattr(cli, "_analyse", analyse_while_the_user_saves)
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", "--jobs", "1", str(a), str(b))
+    assert a.read_text(encoding="utf-8") == saved  # the save survives
+    assert "changed on disk" in err and str(a) in err
+    assert code == 2
+    assert ".detach()" in b.read_text(encoding="utf-8")  # the other file is still fixed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]  # no temporary left behind
+
+
+@pytest.mark.parametrize("name", ["train.py", "train.ipynb"])
+def test_fix_replaces_the_file_atomically_keeping_its_mode(tmp_path, capsys, monkeypatch, name):
+    target = tmp_path / name
+    if name.endswith(".ipynb"):
+        nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                         "source": GRU_SEED.splitlines(keepends=True)}],
+              "metadata": {"kernelspec": {"language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+        target.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    else:
+        target.write_text(GRU_SEED, encoding="utf-8")
+    target.chmod(0o640)
+    before = target.read_bytes()
+    seen = []
+    real_replace = os.replace
+
+    def watching_replace(src, dst, *a, **k):
+        if os.path.abspath(dst) == str(target):
+            # at the switch, the file is still whole and old, and the new one whole beside it
+            seen.append((Path(src).parent == tmp_path, target.read_bytes() == before,
+                         stat.S_IMODE(os.stat(src).st_mode), Path(src).read_bytes()))
+        return real_replace(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "replace", watching_replace)
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", str(target))
+    assert code == 0, err
+    assert len(seen) == 1
+    same_dir, old_intact, mode, new = seen[0]
+    assert same_dir and old_intact and mode == 0o640
+    assert target.read_bytes() == new and b"detach" in new
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_fix_through_a_symlink_keeps_the_link(tmp_path, capsys):
+    real = tmp_path / "src" / "train.py"
+    real.parent.mkdir()
+    real.write_text(GRU_SEED, encoding="utf-8")
+    link = tmp_path / "train.py"
+    os.symlink(real, link)
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", str(link))
+    assert code == 0, err
+    assert link.is_symlink() and "detach" in real.read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- item 3: one bad file
+def _hostile_tree(root: Path, n_good: int) -> None:
+    elif_chain = "x = 0\nif x == 0:\n    pass\n" + "".join(f"elif x == {i}:\n    pass\n" for i in range(1, 1000))
+    (root / "elifs.py").write_text(elif_chain + GRU_SEED, encoding="utf-8")
+    (root / "terms.py").write_text("y = " + " + ".join(["a"] * 3000) + "\n" + GRU_SEED, encoding="utf-8")
+    (root / "brackets.py").write_text("y = " + "[" * 5000 + "]" * 5000 + "\n" + GRU_SEED, encoding="utf-8")
+    nb = {"cells": [{"cell_type": "code", "source": GRU_SEED, "metadata": {}, "outputs": [], "execution_count": None}],
+          "metadata": {"kernelspec": "python3"}, "nbformat": 4, "nbformat_minor": 5}
+    (root / "kernelspec.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    (root / "nested.ipynb").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    bad = root / "badcfg"
+    bad.mkdir()
+    (bad / "pyproject.toml").write_text("tool = 5\n# [tool.gradguard] lives elsewhere\n", encoding="utf-8")
+    (bad / "governed.py").write_text(GRU_SEED, encoding="utf-8")
+    arr = root / "arraycfg"
+    arr.mkdir()
+    (arr / "pyproject.toml").write_text('[[tool]]\nname = "gradguard"\n', encoding="utf-8")
+    (arr / "governed.py").write_text(GRU_SEED, encoding="utf-8")
+    os.symlink("/dev/zero", root / "zero.py")
+    for i in range(n_good):
+        (root / f"good_{i}.py").write_text(GRU_SEED, encoding="utf-8")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_one_bad_file_costs_only_itself(tmp_path, jobs):
+    _hostile_tree(tmp_path, 8)  # 8 good files: enough for the process pool with --jobs 2
+    r = run("check", "--format", "json", "--no-cache", "--jobs", jobs, ".", cwd=tmp_path)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 2, r.stderr
+    found = {(f["path"].removeprefix("./"), f["line"]) for f in json.loads(r.stdout)}
+    for i in range(8):
+        assert (f"good_{i}.py", GG101_AT) in found
+    # valid Python nested deep (a 1,000-branch elif chain) is analysed, finding included
+    assert ("elifs.py", 3 + 2 * 999 + GG101_AT) in found
+    # a notebook whose kernelspec is a string is still a Python notebook
+    assert any(p == "kernelspec.ipynb" for p, _ in found)
+    err = r.stderr
+    assert "terms.py: syntax error at 1:1: too deeply nested for Python's parser" in err
+    assert "brackets.py: syntax error" in err
+    assert "nested.ipynb: malformed notebook: JSON nested too deeply to read" in err
+    assert "zero.py: not a regular file" in err
+    assert "badcfg/governed.py: not checked:" in err and "'tool' must be a table" in err
+    assert "arraycfg/governed.py: not checked:" in err and "[[tool]]" in err
+    # the statements around the part too deep to parse are still analysed
+    assert ("terms.py", GG101_AT + 1) in found and ("brackets.py", GG101_AT + 1) in found
+
+
+def test_an_unreadable_subdirectory_is_reported_and_the_walk_goes_on(tmp_path, capsys, monkeypatch):
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "a.py").write_text(GRU_SEED, encoding="utf-8")
+    (tmp_path / "ok.py").write_text(GRU_SEED, encoding="utf-8")
+    locked = str(tmp_path / "locked")
+    real_stat, real_scandir = os.stat, os.scandir
+
+    def no_search(path, *a, **k):  # what a directory without r-x permission does (root is exempt)
+        if os.fspath(path).startswith(locked + os.sep):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_stat(path, *a, **k)
+
+    def no_read(path="."):
+        if os.fspath(path) == locked:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "stat", no_search)
+    monkeypatch.setattr(os, "scandir", no_read)
+    code, out, err = main(capsys, "check", "--no-cache", "--jobs", "1", str(tmp_path))
+    assert code == 2
+    assert f"{locked}: error: Permission denied" in err
+    assert f"ok.py:{GG101_AT}:" in out
+
+
+# ---------------------------------------------------------------- item 4: depth
+def test_a_unit_too_deep_to_analyse_says_so():
+    ok = check_source(deep_chain_train(100), "t.py")
+    assert [f.code for f in ok.findings] == ["GG101"] and ok.not_analysed == ()
+    deep = check_source(deep_chain_train(400), "t.py")
+    assert deep.findings == ()
+    assert deep.not_analysed == ((3, "train", "GG101"),)  # recorded, not a silent "no finding"
+    assert deep.internal_errors == ()
+    assert Document(deep_chain_train(400), "t.py").result().not_analysed == deep.not_analysed
+
+
+def test_the_cli_analyses_deep_code_on_a_deep_stack_and_shows_what_is_still_too_deep(tmp_path, capsys, monkeypatch):
+    deep = tmp_path / "deep.py"
+    deep.write_text(deep_chain_train(400), encoding="utf-8")
+    code, out, err = main(capsys, "check", "--no-cache", str(deep))
+    assert code == 1 and f"deep.py:{GG101_AT - 4}:" in out and "note" not in err  # the real finding
+    monkeypatch.setattr(cli, "_DEEP_LIMIT", 1000)  # no deeper stack to be had: the note instead
+    code, out, err = main(capsys, "check", "--no-cache", str(deep))
+    assert code == 0 and "deep.py:4: note: train not analysed (GG101): nested too deeply" in err
+    code, out, err = main(capsys, "check", "--no-cache", "--lang", "zh", str(deep))
+    assert "deep.py:4: 注意: train 未分析 (GG101)" in err
+
+
+# ---------------------------------------------------------------- item 5: hostile trees
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_named_py_is_refused_not_read(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "ok.py").write_text(GRU_SEED, encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", "."], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)  # it used to block here forever
+    assert "pipe.py: error: not a regular file" in r.stderr
+    assert f"ok.py:{GG101_AT}:" in r.stdout and r.returncode == 2
+
+
+def test_files_over_the_size_limit_are_skipped_with_their_size(tmp_path):
+    big = tmp_path / "data.py"
+    big.write_text("# grad\nDATA = [\n" + "    1.0,\n" * 700_000 + "]\n", encoding="utf-8")  # ~6.3 MB
+    (tmp_path / "ok.py").write_text(GRU_SEED, encoding="utf-8")
+    r = run("check", "--no-cache", ".", cwd=tmp_path)
+    assert "data.py: error: skipped: 6.3 MB, over the 4 MB limit" in r.stderr
+    assert f"ok.py:{GG101_AT}:" in r.stdout and r.returncode == 2
+    assert "skipped" not in run("check", "--no-cache", "--max-file-size", "0", "data.py", cwd=tmp_path).stderr
+    assert "skipped" not in run("check", "--no-cache", "--max-file-size", "10", "data.py", cwd=tmp_path).stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.gradguard]\nmax-file-size = 0.0001\n", encoding="utf-8")
+    small = run("check", "--no-cache", "ok.py", cwd=tmp_path)
+    assert "ok.py: error: skipped: 0.0 MB, over the 0.0001 MB limit" in small.stderr
+
+
+@pytest.mark.parametrize("calls", ["", "model_{i}.reset_{i}()", "model_{i}.reset()"])
+def test_gg101_driving_loop_lookup_is_linear(calls):
+    """Classes x untyped loop callees: the work per class must not grow with
+    the number of loops in the file (it was a sort of every one, per method):
+    loops that call only the model, that also call a method of their own class,
+    or one that every class has."""
+    import gradguard.rules.gg101_carried_graph as gg101
+
+    def source(n):
+        parts = ["import torch\n"]
+        for i in range(n):
+            parts.append(textwrap.dedent(f"""
+                class Net{i}(torch.nn.Module):
+                    def forward(self, x):
+                        self.h = x if self.h is None else self.h + x
+                        return self.h
+
+                    def reset_{i}(self):
+                        self.h = None
+
+                    def reset(self):
+                        self.h = None
+
+                def train_{i}(model_{i}, opt, data):
+                    for x in data:
+                        loss = model_{i}(x).sum()
+                        {calls.format(i=i)}
+                        loss.backward()
+                        opt.step()
+                """))
+        return "".join(parts)
+
+    class Counting(tuple):
+        calls = 0
+
+        def __iter__(self):
+            Counting.calls += 1
+            return super().__iter__()
+
+    real = gg101._MODEL_WORDS
+    work = []
+    try:
+        gg101._MODEL_WORDS = Counting(real)
+        for n in (50, 200):
+            Counting.calls = 0
+            check_source(source(n), "gen.py")
+            work.append(Counting.calls)
+    finally:
+        gg101._MODEL_WORDS = real
+    assert work[1] < 6 * work[0], work  # 4x the file, about 4x the work (it was 16x)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_pool_workers_die_with_a_killed_parent(tmp_path):
+    for i in range(10):
+        (tmp_path / f"f{i}.py").write_text(GRU_SEED, encoding="utf-8")
+    hang = ("import time, gradguard.cli as c\n"
+            "c._analyse = lambda *a, **k: time.sleep(600)\n"
+            "raise SystemExit(c.main(['check', '--no-cache', '--jobs', '2', '.']))\n")
+    parent = subprocess.Popen([sys.executable, "-c", hang], cwd=tmp_path)
+
+    def children():
+        out = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    fields = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == parent.pid and fields[0] != "Z":
+                    out.append(int(d))
+        return out
+
+    try:
+        deadline = time.monotonic() + 60
+        while len(children()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = children()
+        assert len(workers) >= 2
+        time.sleep(1.0)  # the workers are inside the (endless) analysis
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 20
+        alive = workers
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [w for w in workers if Path(f"/proc/{w}").exists()
+                     and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        assert not alive, "pool workers outlived their killed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for w in children():
+            os.kill(w, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------- item 6: --jobs
+def test_jobs_is_capped_by_files_and_cores(tmp_path, capsys, monkeypatch):
+    import concurrent.futures
+
+    for i in range(9):
+        (tmp_path / f"f{i}.py").write_text(GRU_SEED, encoding="utf-8")
+    started = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    class Recording(real):
+        def __init__(self, max_workers=None, *a, **k):
+            started.append(max_workers)
+            super().__init__(max_workers, *a, **k)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Recording)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    code, out, err = main(capsys, "check", "--no-cache", "--jobs", "1000", str(tmp_path))
+    assert code == 1 and started == [9]  # 9 files: 9 processes, not 1,000
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    main(capsys, "check", "--no-cache", "--jobs", "1000", str(tmp_path))
+    assert started == [9, 2]  # 2 cores: 2 processes
+
+
+# ---------------------------------------------------------------- items 8, 9: the cache
+def test_a_symlinked_cache_directory_is_not_followed(tmp_path):
+    project = tmp_path / "repo"
+    project.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / "t.py").write_text(GRU_SEED, encoding="utf-8")
+    os.symlink(elsewhere, project / ".gradguard_cache")  # committed by a hostile repository
+    r = run("check", "t.py", cwd=project)
+    assert r.returncode == 1
+    assert list(elsewhere.iterdir()) == []
+    # nor a shard directory or an entry inside a real cache directory
+    os.unlink(project / ".gradguard_cache")
+    run("check", "t.py", cwd=project)
+    shard = next(p for p in (project / ".gradguard_cache").iterdir() if p.is_dir())
+    entry = next(shard.iterdir())
+    entry.unlink()
+    os.symlink(elsewhere / "planted", entry)
+    r = run("check", "t.py", cwd=project)
+    assert r.returncode == 1 and not (elsewhere / "planted").exists()
+    for p in list(shard.iterdir()):
+        p.unlink()
+    shard.rmdir()
+    os.symlink(elsewhere, shard)
+    r = run("check", "t.py", cwd=project)
+    assert r.returncode == 1 and list(elsewhere.iterdir()) == []
+
+
+def test_a_corrupted_cache_entry_is_a_miss(tmp_path, capsys):
+    (tmp_path / "t.py").write_text(GRU_SEED, encoding="utf-8")
+    cdir = tmp_path / "cc"
+    args = ("check", "--format", "json", "--jobs", "1", "--cache-dir", str(cdir), str(tmp_path / "t.py"))
+    code, fresh, _ = main(capsys, *args)
+    (entry,) = [p for p in cdir.rglob("*") if p.is_file() and p.parent != cdir]
+    good = entry.read_bytes()
+    wrong = 0
+    for pos in range(0, len(good), max(1, len(good) // 40)):  # ~40 single-bit flips over the entry
+        for bit in (0, 3, 6):
+            flipped = bytearray(good)
+            flipped[pos] ^= 1 << bit
+            entry.write_bytes(bytes(flipped))
+            c, out, _ = main(capsys, *args)
+            wrong += c != code or json.loads(out) != json.loads(fresh)
+    assert wrong == 0  # every flip is caught (a miss, re-analysed), none serves a wrong finding
+
+
+# ---------------------------------------------------------------- item 10: config
+@pytest.mark.parametrize("spelling", [
+    '[tool]\ngradguard = { ignore = ["GG101"] }\n',
+    'tool.gradguard.ignore = ["GG101"]\n',
+    '[tool]\ngradguard.ignore = ["GG101"]\n',
+    '[tool.gradguard]\nignore = ["GG101"]\n',
+])
+def test_every_toml_spelling_of_the_table_is_read(tmp_path, spelling):
+    (tmp_path / "pyproject.toml").write_text(spelling, encoding="utf-8")
+    assert load_config(str(tmp_path)).ignore == ("GG101",)
+    (tmp_path / "t.py").write_text(GRU_SEED, encoding="utf-8")
+    r = run("check", "--no-cache", "t.py", cwd=tmp_path)
+    assert r.returncode == 0 and "GG101" not in r.stdout
+
+
+def test_a_pyproject_whose_tool_is_not_a_table_is_a_config_error(tmp_path):
+    p = tmp_path / "pyproject.toml"
+    p.write_text("tool = 5\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="'tool' must be a table"):
+        load_config_file(p)
+    p.write_text('[[tool]]\nx = 1\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[\[tool\]\]"):
+        load_config_file(p)
+    # and a pyproject that never mentions gradguard is not ours to judge
+    assert load_config(str(tmp_path)).select == ()
+
+
+@pytest.mark.parametrize("flag", ["--select", "--ignore", "--extend-select"])
+def test_an_unknown_rule_code_is_an_error_naming_it(tmp_path, flag):
+    (tmp_path / "t.py").write_text(GRU_SEED, encoding="utf-8")
+    r = run("check", "--no-cache", flag, "GG101,GG999", "t.py", cwd=tmp_path)
+    assert r.returncode == 2 and "GG999" in r.stderr and r.stdout == ""
+    # prefixes of real codes stay valid
+    assert run("check", "--no-cache", flag, "GG1", "t.py", cwd=tmp_path).returncode in (0, 1)
+
+
+@pytest.mark.parametrize("value", ['"big"', "-1", "true"])
+def test_a_bad_max_file_size_is_a_config_error(tmp_path, value):
+    p = tmp_path / "pyproject.toml"
+    p.write_text(f"[tool.gradguard]\nmax-file-size = {value}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="max-file-size"):
+        load_config_file(p)
+    p.write_text("[tool.gradguard]\nmax-file-size = 2.5\n", encoding="utf-8")
+    assert load_config_file(p).max_file_size == 2.5
