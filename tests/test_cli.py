@@ -455,3 +455,22 @@ def test_a_broken_config_language_is_a_usage_error(project):
     (project / "pyproject.toml").write_text('[tool.gradguard]\nlanguage = "klingon"\n', encoding="utf-8")
     r = run("check", "gru_train.py", cwd=project, env={"GRADGUARD_LANG": None})
     assert r.returncode == 2 and "language" in r.stderr
+
+
+def test_ipython_assignments_and_indented_escapes_are_not_syntax_errors(project):
+    """`files = !ls`, `t = %time ...`, an indented `!pip` and `torch.*Tensor?`
+    are valid IPython (read as IPython reads them): the notebook is analysed, and
+    the finding of the loop cell keeps its cell, line and column."""
+    cells = [
+        GRU_SEED.splitlines(keepends=True)[:8] + ["文件 = !ls\n", "torch.*Tensor?\n"],
+        ["if True:\n", "    !pip install torch\n", "    版本 = %env HOME\n", "t = %time 1 + 1\n"]
+        + GRU_SEED.splitlines(keepends=True)[8:],
+    ]
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None}
+                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (project / "nb.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    r = run("check", "--format", "json", "nb.ipynb", cwd=project)
+    assert "syntax error" not in r.stderr, r.stderr
+    items = json.loads(r.stdout)
+    assert [(f["code"], f["cell"], f["line"], f["column"]) for f in items] == [("GG101", 2, 8, 5)]
+    assert cells[1][7].startswith("    out, hidden = gru(x, hidden)")

@@ -78,3 +78,65 @@ def test_ipython_escapes_are_blanked_only_where_a_statement_starts():
     import ast
 
     ast.parse("epoch = loss = 0\n" + "\n".join(out))
+
+
+# What IPython 8's input transforms make of each form (checked with
+# IPython.core.inputtransformer2.TransformerManager().transform_cell), and the
+# line gradguard reads in its place: same line count, the left side's columns kept.
+IPYTHON_FORMS = [
+    ("files = !ls -la", "files = get_ipython().getoutput('ls -la')", "files = None"),
+    ("a, b = !ls", "a, b = get_ipython().getoutput('ls')", "a, b = None"),
+    ("self.x = !ls", "self.x = get_ipython().getoutput('ls')", "self.x = None"),
+    ("x[0] = !ls", "x[0] = get_ipython().getoutput('ls')", "x[0] = None"),
+    ("t = %timeit -o f()", "t = get_ipython().run_line_magic('timeit', '-o f()')", "t = None"),
+    ("torch.*Tensor?", "get_ipython().run_line_magic('psearch', 'torch.*Tensor')", ""),
+    ("*Tensor?", "get_ipython().run_line_magic('psearch', '*Tensor')", ""),
+    ("    !pip install torch", "    get_ipython().system('pip install torch')", "    pass"),
+    ("    %time g()", "    get_ipython().run_line_magic('time', 'g()')", "    pass"),
+    ("    输出 = !echo 你好", "    输出 = get_ipython().getoutput('echo 你好')", "    输出 = None"),
+    ("    y = %env HOME", "    y = get_ipython().run_line_magic('env', 'HOME')", "    y = None"),
+]
+
+
+@pytest.mark.parametrize("line,ipython,read", IPYTHON_FORMS)
+def test_ipython_forms_are_read_as_ipython_reads_them(line, ipython, read):
+    """`var = !cmd` (top level and indented), `x = %magic`, an escape alone in
+    an indented block and the wildcard search `torch.*Tensor?` are valid IPython;
+    they were syntax errors. The block around an indented one still parses."""
+    import ast
+
+    from gradguard.engine.notebook import blank_ipython
+
+    indented = line.startswith(" ")
+    cell = ("for i in range(2):\n" if indented else "") + line + "\nprint(1)  # 后面的行不动"
+    out = blank_ipython(cell).split("\n")
+    assert out[1 if indented else 0] == read
+    assert out[-1] == "print(1)  # 后面的行不动"
+    assert len(out) == len(cell.split("\n"))
+    ast.parse("\n".join(out))
+    ast.parse(("for i in range(2):\n" if indented else "") + ipython)  # what IPython runs is Python too
+    if "=" in read:
+        assert read.split("=")[0] == line.split("=")[0]  # the names keep their columns
+
+
+@pytest.mark.parametrize("line", ["y = a != b", "y = a == b", "z = a <= b", "x = 5 %3", "s = 'x = !ls'",
+                                  "d = {'k': 1}  # x = !ls", "x += 1"])
+def test_python_that_looks_like_an_ipython_assignment_is_left_alone(line):
+    from gradguard.engine.notebook import blank_ipython
+
+    assert blank_ipython(line + "\n") == line + "\n"
+
+
+def test_the_editor_reads_the_same_ipython_forms_with_exact_positions():
+    """The language server builds the notebook's program with the same reader
+    (cells keyed by URI, with versions): an indented `!cmd` and `var = !cmd`
+    leave every cell's lines where they were."""
+    from gradguard.engine.notebook import concatenate
+
+    cells = [("c0", "if True:\n    !pip install torch\n文件 = !ls", 1), ("c1", "x = %time 1 + 1\nprint(x)", 1)]
+    text, cmap = concatenate(cells)
+    assert text.split("\n") == ["if True:", "    pass", "文件 = None", "x = None", "print(x)"]
+    assert cmap.locate(3) == (1, 0)
+    import ast
+
+    ast.parse(text)

@@ -6,7 +6,9 @@ analysed once; :class:`CellMap` maps a line of the concatenation back to
 files with it, and the language server the notebook documents of the editor
 (keyed by cell URI, with their versions). IPython syntax that is not Python — ``%magic``,
 ``!shell``, ``%%cell_magic`` cells, ``?help`` — is blanked out with the line
-count preserved, so positions stay right.
+count preserved, so positions stay right; where IPython makes a statement of
+it (an escape inside an indented block, ``files = !ls``, ``t = %time f()``),
+a statement stands in its place, as IPython's input transforms read it.
 """
 
 from __future__ import annotations
@@ -19,23 +21,39 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from gradguard.model.text import split_lines
 
-_IPY_LINE = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
+# a magic, a shell escape, a help query (``?x``, ``x?``, ``x??``, and IPython's
+# wildcard search ``torch.*Tensor?``)
+_IPY_LINE = re.compile(r"^\s*(%|!|\?)|^\s*[\w*][\w.*]*\?\??\s*$")
+# ``files = !ls`` / ``t = %time f()``: IPython's SystemAssign and MagicAssign
+# (a plain ``=``, then the escape: ``x != y``, ``x == y`` and ``x += y`` are not them)
+_IPY_ASSIGN = re.compile(r"^[^=!%#'\"]*[^=!<>+\-*/%&|^@:~ \t]\s*=\s*[!%]")
+_IPY_ANY = re.compile(r"^\s*(%|!|\?)|\?\s*$|=\s*[!%]")
 
 
 def blank_ipython(cell_source: str) -> str:
     lines = split_lines(cell_source)
     if lines and lines[0].lstrip().startswith("%%"):
         return "\n".join("" for _ in lines)  # a cell magic: the whole cell is not Python
-    if not any(_IPY_LINE.match(ln) for ln in lines):
+    if not any(_IPY_ANY.search(ln) for ln in lines):
         return "\n".join(lines)
     out = []
     state = _Continuation()
     for ln in lines:
-        if not state.inside and _IPY_LINE.match(ln):
-            # a magic, a shell escape or a help query only ever starts a logical
-            # line: inside brackets "% (a, b)" is Python's modulo
-            out.append("")
-            continue
+        # a magic, a shell escape or a help query only ever starts a logical
+        # line: inside brackets "% (a, b)" is Python's modulo
+        if not state.inside:
+            if _IPY_LINE.match(ln):
+                # IPython runs it as a call (get_ipython().system('...')): in an
+                # indented block it is the block's statement, so one stands in
+                # its place; at the top level the line is left out
+                indent = ln[: len(ln) - len(ln.lstrip())]
+                out.append(indent + "pass" if indent else "")
+                continue
+            m = _IPY_ASSIGN.match(ln)
+            if m:
+                # files = get_ipython().getoutput('ls'): the names are bound to
+                # something that is not a tensor; the left side keeps its columns
+                ln = ln[: m.end() - 1] + "None"
         out.append(ln)
         state.feed(ln)
     return "\n".join(out)
