@@ -52,10 +52,10 @@ class _FactResolver(interp.Resolver):
             return V.FnFacts(returns_value=False)
         return None
 
-    def global_obj(self, name):
+    def global_obj(self, name, _depth=0):
         if name == self.current:
             return "fn:" + name
-        return super().global_obj(name)
+        return super().global_obj(name, _depth)
 
 
 def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.expr]]:
@@ -70,6 +70,10 @@ def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.e
     names = [p.arg for p in positional] + [p.arg for p in a.kwonlyargs]
     if method and names:
         names = names[1:]
+    if a.vararg is not None and not a.kwonlyargs:
+        # forward(self, data, target, *mems): the last parameter takes every
+        # remaining positional argument (FnFacts.vararg)
+        names.append(a.vararg.arg)
     return tuple(names), defaults
 
 
@@ -98,7 +102,7 @@ def _retpos(v: V.Val) -> V.RetPos:
     params = frozenset(t[1] for t in v.taints if t[0] == "P")
     arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
     derived = frozenset(t[1] for t in v.taints if t[0] == "Q")
-    return V.RetPos(graph, params, arity, derived)
+    return V.RetPos(graph, params, arity, derived, v.mixed and arity is None)
 
 
 def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,
@@ -148,6 +152,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     )
     return V.FnFacts(
         params=names,
+        vararg=fn.args.vararg is not None and not fn.args.kwonlyargs,  # type: ignore[attr-defined]
         ret=V.RetPos(False, frozenset(), ret.arity) if no_grad else ret,
         returns=tuple(V.RetPos(False, frozenset(), p.arity) for p in returns) if (no_grad and returns) else returns,
         calls_backward=bool(g.events),
@@ -238,6 +243,17 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         ask = states if fn.name == "forward" and _assigns_self(fn) else None
         methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask)))
     mdict = dict(methods)
+    callers = [fn for fn in defs if _calls_own_method(fn, mdict)]
+    if callers:
+        # forward() calling self._update_mems(...): a second run, knowing the
+        # first run's facts of the class's own methods (one level deeper each run)
+        known = replace(partial, methods=tuple(sorted(mdict.items(), key=lambda kv: kv[0])))
+        for fn in callers:
+            r = _FactResolver(cls.name, known)
+            ask = [] if fn.name == "forward" and _assigns_self(fn) else None
+            mdict[fn.name] = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask)
+            if ask is not None:
+                states[:] = ask
     fwd = mdict.get("forward")
     fwd_detaches = False
     if fwd is not None and fwd.returns is not None and len(fwd.returns) >= 2:
@@ -267,6 +283,17 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
     )
+
+
+def _calls_own_method(fn: ast.AST, methods: Dict[str, V.FnFacts]) -> bool:
+    """Does ``fn`` call ``self.<m>(...)`` for another method ``m`` of its class
+    that returns a value?"""
+    for node in A.iter_nodes(fn.body):  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call):
+            attr = _self_attr(node.func)
+            if attr is not None and attr != fn.name and attr in methods and methods[attr].returns_value:  # type: ignore[attr-defined]
+                return True
+    return False
 
 
 def _fresh_from_own_method(value: ast.expr, methods: Dict[str, V.FnFacts]) -> bool:
@@ -412,6 +439,13 @@ def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
     was made by calling (``fMRI_LSTM(...)``), which only the facts of an imported
     class can tell apart from a function."""
     if isinstance(stmt, ast.Assign):
+        wrapped = _wrapped_name(stmt.value)
+        if wrapped is not None:
+            # para_model = nn.DataParallel(model): the wrapper runs the wrapped model
+            for t in stmt.targets:
+                if isinstance(t, ast.Name) and t.id != wrapped:
+                    yield "wrap:" + t.id, wrapped
+            return
         ctor = _ctor_name(stmt.value)
         made = None if ctor else instance_of(stmt.value)
         for t in stmt.targets:
@@ -424,6 +458,30 @@ def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
         for block in A.child_blocks(stmt):
             for s in block:
                 yield from _var_facts(s)
+
+
+# Wrappers whose call runs the module they wrap, as written at module level
+# (raw dotted names: the summary does not see the import table).
+_WRAPPER_CTORS = frozenset({
+    "DataParallel", "nn.DataParallel", "torch.nn.DataParallel", "nn.parallel.DataParallel",
+    "torch.nn.parallel.DataParallel", "DistributedDataParallel", "DDP", "nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.DistributedDataParallel", "parallel.DistributedDataParallel", "torch.compile",
+})
+
+
+def _wrapped_name(value: ast.expr) -> Optional[str]:
+    """``nn.DataParallel(model)``, ``DDP(model, device_ids=[0])``,
+    ``torch.compile(model)``, ``accelerator.prepare(model)`` (or either ``.to(dev)``):
+    the module-level name of the model wrapped; None for anything else."""
+    value = _unmoved(value)
+    if not (isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name)):
+        return None
+    name = A.dotted(value.func)
+    if name in _WRAPPER_CTORS:
+        return value.args[0].id
+    if name and name.endswith(".prepare") and len(value.args) == 1 and not value.keywords:
+        return value.args[0].id
+    return None
 
 
 def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[Fact]:

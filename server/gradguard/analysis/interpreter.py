@@ -10,9 +10,9 @@ import ast
 import re
 
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, has_retain_graph, inplace_cut_target, is_backward_call, is_no_grad_with, iter_statements, qualify, target_names
+from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, has_retain_graph, inplace_cut_target, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, target_names
 from gradguard.analysis.summary import query
-from gradguard.analysis.values import BackwardEvent, CLEAN, CONST, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, join, join_env, plain, tup
+from gradguard.analysis.values import BackwardEvent, CLEAN, CONST, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, join, join_env, plain, tup, unsure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -76,7 +76,7 @@ class Resolver:
         v = self.summary.get("class:" + name)
         return v if isinstance(v, ClassFacts) else None
 
-    def global_obj(self, name: str) -> _Opt[str]:
+    def global_obj(self, name: str, _depth: int = 0) -> _Opt[str]:
         """Object descriptor for a module-level name seen from a unit."""
         if self.cls(name) is not None:
             return "ucls:" + name
@@ -85,6 +85,11 @@ class Resolver:
         raw = self.summary.get("var:" + name)
         if isinstance(raw, str):
             return self.ctor_obj(raw)
+        wrapped = self.summary.get("wrap:" + name)
+        if isinstance(wrapped, str) and wrapped != name and _depth < 4:
+            # para_model = nn.DataParallel(model) at module level: calling the
+            # wrapper runs the model (DataParallel, DDP, torch.compile, prepare)
+            return self.global_obj(wrapped, _depth + 1)
         return None
 
     def ctor_obj(self, raw: str) -> _Opt[str]:
@@ -167,6 +172,11 @@ _LEGACY_TENSOR_TYPE = re.compile(
     r"torch\.(?:cuda\.)?(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)?Tensor")
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
                        "torch.nn.parallel.DataParallel", "torch.compile", "torch.jit.script"})
+# callables handed a lambda that do not return what it makes of their data
+_NOT_MAPPING = frozenset({"sorted", "sort", "min", "max", "filter", "register_hook", "register_forward_hook",
+                          "register_forward_pre_hook", "register_full_backward_hook", "partial", "defaultdict",
+                          "Thread", "Process", "add_done_callback", "LambdaLR", "MultiplicativeLR", "LambdaLayer",
+                          "Lambda", "setdefault", "get", "groupby", "lru_cache", "cached", "apply_async"})
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "modules", "children", "buffers",
                              "zero_grad", "load_state_dict", "apply", "register_buffer", "flatten_parameters",
                              "named_modules", "register_forward_hook"})
@@ -206,6 +216,9 @@ class GraphFlow:
         # the branches last taken on each simple condition (see _recall_branches)
         self._branches: Dict[tuple, list] = {}
         self._cond_keys: Dict[ast.expr, _Opt[tuple]] = {}  # per test node (loop bodies run more than once)
+        # id(last if of an else-less chain) -> names every branch binds (see _mark_invariant_chain)
+        self._no_fallthrough: Dict[int, FrozenSet[str]] = {}
+        self._loop_assigned: Dict[int, FrozenSet[str]] = {}
 
     # -- entry points ----------------------------------------------------
     def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
@@ -306,7 +319,16 @@ class GraphFlow:
             if key is not None:
                 self._recall_branches(key, env, e1, e2)
             before = env
+            if self.frames and id(s) not in self._no_fallthrough:
+                self._mark_invariant_chain(s)
             e1 = self.block(s.body, e1)
+            if not s.orelse and self._no_fallthrough.get(id(s)):
+                # the last test of an if/elif chain without else whose tests read nothing
+                # the loop changes: every iteration takes a branch, or none ever does.
+                # A name every branch binds is never last iteration's value here.
+                for n in self._no_fallthrough[id(s)]:
+                    if n in e1:
+                        e2[n] = e1[n]
             e2 = self.block(s.orelse, e2)
             env = join_env(e1, e2)
             if key is not None:
@@ -358,6 +380,82 @@ class GraphFlow:
                 if isinstance(child, ast.expr):
                     self.eval(child, env)
         return env
+
+    def _assigned_in_loop(self, loop: ast.stmt) -> FrozenSet[str]:
+        """Names (and their roots: ``x`` of ``x.y``) the loop may rebind or mutate
+        in place (``lst.append``), its target included."""
+        got = self._loop_assigned.get(id(loop))
+        if got is None:
+            names: set = set()
+            roots: List[ast.AST] = list(loop.body)  # type: ignore[attr-defined]
+            if isinstance(loop, (ast.For, ast.AsyncFor)):
+                roots.append(loop.target)
+            for node in iter_nodes(roots):
+                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
+                    d = dotted(node)
+                    if d:
+                        names.add(d)
+                        names.add(d.split(".", 1)[0])
+                elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                    d = dotted(node.value)
+                    if d:
+                        names.add(d.split(".", 1)[0])
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    d = dotted(node.func.value)
+                    if d:  # x.append(...), cfg.update(...): may change what a test reads
+                        names.add(d)
+                        names.add(d.split(".", 1)[0])
+                elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                    names.update(node.names)
+            got = self._loop_assigned[id(loop)] = frozenset(names)
+        return got
+
+    def _invariant(self, expr: ast.expr, loop: ast.stmt) -> bool:
+        """Does ``expr`` read only names the loop never changes, through no call
+        but one of a plain name on such names (``exists(n)``, ``len(xs)``)?"""
+        changed = self._assigned_in_loop(loop)
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call):
+                if not isinstance(node.func, ast.Name):
+                    return False
+            elif isinstance(node, ast.Name):
+                if node.id in changed:
+                    return False
+            elif isinstance(node, ast.Attribute):
+                d = dotted(node)
+                if d is None or d in changed:
+                    return False
+            elif isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda,
+                                   ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                return False
+        return True
+
+    def _mark_invariant_chain(self, top: ast.If) -> None:
+        """``if n == 2: spk, mem = net(x)`` / ``elif n == 3: spk, _, mem = net(x)``
+        with no else, in a loop that never changes ``n``: each iteration takes the
+        same branch, so a name bound by every branch never reaches this iteration
+        from the last one through the chain (an iteration taking no branch finds
+        it unbound, as the first did). Records the names on the chain's last if."""
+        tests, bodies, node = [], [], top
+        while True:
+            tests.append(node.test)
+            bodies.append(node.body)
+            if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+                node = node.orelse[0]
+                continue
+            break
+        if node.orelse:
+            self._no_fallthrough[id(node)] = frozenset()
+            return
+        loop = self.frames[-1].loop
+        if not all(self._invariant(t, loop) for t in tests):
+            self._no_fallthrough[id(node)] = frozenset()
+            return
+        common: _Opt[set] = None
+        for b in bodies:
+            got = _definitely_bound(b)
+            common = got if common is None else common & got
+        self._no_fallthrough[id(node)] = frozenset(common or ())
 
     # ``if use_reg: penal = ...`` … ``if use_reg: loss = loss + penal``: the second
     # test takes the branch the first took, as long as nothing it reads changed in
@@ -488,13 +586,14 @@ class GraphFlow:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             self._freeze_loop(loop, env)
         entry = dict(env)
+        once = self._runs_at_least_once(loop)
         frame = LoopFrame(loop)
         self.frames.append(frame)
         e1 = dict(entry)
         self._bind_loop_target(loop, e1)
         e1 = self.block(loop.body, e1)  # type: ignore[attr-defined]
         self.frames.pop()
-        out = join_env(entry, e1)
+        out = dict(e1) if once else join_env(entry, e1)
         if frame.backprop and not self.no_grad and self.find_carries:
             seeds: Dict[str, Val] = {}
             lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
@@ -504,7 +603,12 @@ class GraphFlow:
                 g = v.graph_tokens()
                 # built in this loop's body, and attached to a graph some backward of
                 # the iteration traversed (and so freed)
-                if g & frame.reached and any(lo <= getattr(t[1], "lineno", 0) <= hi for t in g):
+                if g & frame.reached and any(lo <= getattr(t[1], "lineno", 0) <= hi for t in g) and (
+                        g & frame.freed or any(("F", t) in v.taints for t in g)):
+                    # ... on the path that reaches the end of the iteration: a backward
+                    # this path ran freed it (marked then), or a helper freed it inside.
+                    # `if step % K == 0: loss.backward(); window = []` does not free the
+                    # window the other path keeps filling (truncated BPTT every K steps)
                     seeds[name] = v
             if seeds:
                 e2 = dict(out)
@@ -522,6 +626,24 @@ class GraphFlow:
         if orelse:
             out = self.block(orelse, out)
         return out
+
+    def _runs_at_least_once(self, loop: ast.stmt) -> bool:
+        """``for _ in range(4)``, ``for k in ("a", "b")``: the body runs. So does,
+        for what the enclosing loop carries, ``for _ in range(n)`` with an ``n``
+        that loop never changes: run zero times in one iteration, it runs zero
+        times in every one, and binds nothing that could reach the next."""
+        if not isinstance(loop, ast.For):
+            return False
+        it = loop.iter
+        if isinstance(it, (ast.List, ast.Tuple)):
+            return bool(it.elts) and not any(isinstance(e, ast.Starred) for e in it.elts)
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and it.args and not it.keywords and len(it.args) <= 3 and self.r.global_obj("range") is None):
+            return False
+        bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
+        if len(bounds) == len(it.args):
+            return len(range(*bounds)) > 0
+        return bool(self.frames) and self._invariant(it, self.frames[-1].loop)
 
     @staticmethod
     def _seed(name: str, loop: ast.stmt, cur: Val, end: Val) -> Val:
@@ -586,8 +708,9 @@ class GraphFlow:
                     if t[0] == "C" and t[2] is fr.loop and t not in fr.hits:
                         fr.hits[t] = ev
             else:
-                fr.reached.update(t for t in loss.taints if t[0] == "G")
+                fr.reached.update(t if t[0] == "G" else ("G", t[1]) for t in loss.taints if t[0] in ("G", "U"))
                 fr.reached.update(freed)
+                fr.freed.update(freed)
 
     # -- expressions -----------------------------------------------------
     def eval(self, e: ast.AST, env: Dict[str, Val]) -> Val:  # noqa: C901  (one dispatch over expression kinds)
@@ -629,6 +752,8 @@ class GraphFlow:
                 idx = e.slice
                 if isinstance(idx, ast.Constant) and isinstance(idx.value, int) and -len(base.elems) <= idx.value < len(base.elems):
                     return base.elems[idx.value]
+            if base.mixed:
+                return unsure(base)
             return plain(base.taints)
         if isinstance(e, ast.Tuple):
             return tup([self.eval(x, env) for x in e.elts])
@@ -639,6 +764,13 @@ class GraphFlow:
         if isinstance(e, ast.BinOp):
             a = self.eval(e.left, env)
             b = self.eval(e.right, env)
+            if isinstance(e.op, ast.Add) and (a.kind == "list" or isinstance(e.left, (ast.List, ast.ListComp))
+                                              or b.kind == "list" or isinstance(e.right, (ast.List, ast.ListComp))):
+                # [loss] + new_mems: a list (Python adds a list only to a list), not tensors
+                if a.elems is not None and b.elems is not None:
+                    return _with(tup(list(a.elems) + list(b.elems)), kind="list")
+                return _with(plain(a.taints | b.taints), kind="list",
+                             mixed=a.mixed or b.mixed or bool(a.graph_tokens()) != bool(b.graph_tokens()))
             return self._op(e, a.taints | b.taints)
         if isinstance(e, ast.UnaryOp):
             return self._op(e, self.eval(e.operand, env).taints)
@@ -755,6 +887,9 @@ class GraphFlow:
                 pass
             if not has_create_graph(call):
                 self._event(call, loss, has_retain_graph(call))
+                if self.frames and self.find_carries:
+                    # (a retained graph is marked too: the step after it changes what it saved)
+                    _mark_freed(env, _reached(loss))
             return CLEAN
         if (call.args or call.keywords) and applies_cut(call):
             self._args(call, env)
@@ -763,6 +898,9 @@ class GraphFlow:
             self.eval(func, env)
             self._args(call, env)
             return CLEAN
+        mapped = self._maps_a_function(call, env)
+        if mapped is not None:
+            return mapped
         if isinstance(func, ast.Attribute):
             return self._method_call(call, func, env)
         callee = self.eval(func, env)
@@ -772,6 +910,47 @@ class GraphFlow:
         if isinstance(func, ast.Name) and func.id in env and callee.obj is None:
             q = None  # a local callable shadows any import
         return self._apply(call, callee, q, pos, kws, args_taints, env)
+
+    def _maps_a_function(self, call: ast.Call, env: Dict[str, Val]) -> _Opt[Val]:
+        """``map_structure(batch, lambda x: x.to(device))``, ``nest.map(lambda t:
+        t[1:], batch)``, ``tree_map(f, state)``: a helper handed a function (a
+        lambda) and data gives back what the function makes of the data. It is
+        not a module: whatever graph comes back, the lambda's body built it (or
+        the data held it). None when the call is not of that shape (torch's own
+        higher-order functions, a module's methods, a lambda given as a key,
+        a same-file helper that back-propagates)."""
+        lams = [a for a in call.args if isinstance(a, ast.Lambda)]
+        if len(lams) != 1 or not lams[0].args.args or any(isinstance(k.value, ast.Lambda) for k in call.keywords):
+            return None
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name is None or name in _NOT_MAPPING:
+            return None
+        q = self.r.qualify(func)
+        if q and (q.startswith("torch.") or q in _WRAPPERS):
+            return None
+        if isinstance(func, ast.Attribute):
+            key = dotted(func.value)
+            recv = env.get(key) if key is not None else None
+            if recv is not None and (recv.obj or "").startswith(("user:", "inst:")):
+                return None  # model.apply(lambda m: ...): a module's own method
+        elif isinstance(func, ast.Name) and func.id not in env:
+            facts = self.r.fn(func.id)
+            if facts is not None and (facts.calls_backward or facts.delegates):
+                return None
+        lam = lams[0]
+        data: FrozenSet = EMPTY
+        for a in call.args:
+            if a is not lam:
+                v = self.eval(a, env)
+                data = data | v.taints
+        for k in call.keywords:
+            data = data | self.eval(k.value, env).taints
+        inner = dict(env)
+        for p in lam.args.args:
+            inner[p.arg] = plain(data)
+        out = self.eval(lam.body, inner)
+        return plain(out.taints)
 
     def _method_call(self, call: ast.Call, func: ast.Attribute, env) -> Val:
         m = func.attr
@@ -925,7 +1104,7 @@ class GraphFlow:
             return plain(args_taints)
         return self._op(call, args_taints) if args_taints else CLEAN
 
-    def _apply_delegates(self, call, node, facts: FnFacts, argval, seen: set, depth: int) -> None:
+    def _apply_delegates(self, call, node, facts: FnFacts, argval, seen: set, depth: int, env=None) -> None:
         """The backward calls a function makes through the module-level functions
         it calls (``FnFacts.delegates``), each composed from the callee's own
         facts, as if it were in the body: an event at ``call`` back-propagating
@@ -948,8 +1127,10 @@ class GraphFlow:
                 for j in inner.backward_params:
                     loss_t |= inner_arg(j).taints
                 self._event(call, plain(loss_t), inner.backward_retains, {("G", node)})
+                if env is not None and self.frames and self.find_carries:
+                    _mark_freed(env, _reached(plain(loss_t)))
             if inner.delegates:
-                self._apply_delegates(call, node, inner, inner_arg, seen | {name}, depth + 1)
+                self._apply_delegates(call, node, inner, inner_arg, seen | {name}, depth + 1, env)
 
     def _threads_state(self, call: ast.Call, callee: Val, unknown_ok: bool) -> bool:
         """The shape of a recurrent step through a callable we cannot see:
@@ -1039,6 +1220,8 @@ class GraphFlow:
             v = plain(t)
             if rp.arity:
                 v = tup([plain(t)] * rp.arity)
+            elif rp.mixed:
+                v = _with(v, kind="list", mixed=True)
             return v
 
         freed = set()
@@ -1049,11 +1232,57 @@ class GraphFlow:
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
             self._event(call, plain(loss_t), facts.backward_retains, freed)
+            if self.frames and self.find_carries:
+                _mark_freed(env, _reached(plain(loss_t)))
         if facts.delegates and not facts.no_grad:
-            self._apply_delegates(call, node, facts, argval, {fname}, 0)
+            self._apply_delegates(call, node, facts, argval, {fname}, 0, env)
         if facts.returns is not None:
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
+
+
+def _reached(loss: Val) -> FrozenSet:
+    """The graphs a backward of ``loss`` may run through: its G tokens, and
+    those of its U tokens (a graph it may hold)."""
+    return frozenset(t if t[0] == "G" else ("G", t[1]) for t in loss.taints if t[0] in ("G", "U"))
+
+
+def _mark_freed(env: Dict[str, Val], gs: FrozenSet) -> None:
+    """A backward on this path freed the graphs ``gs``: every value of ``env``
+    holding one of them gets an ``("F", g)`` mark, which follows it through joins
+    and copies, so the loop can tell a value freed on the path that reaches the
+    end of an iteration from one another path kept."""
+    if not gs:
+        return
+    for k, v in list(env.items()):
+        hit = v.graph_tokens() & gs
+        if hit:
+            env[k] = _marked(v, gs)
+
+
+def _marked(v: Val, gs: FrozenSet) -> Val:
+    hit = v.graph_tokens() & gs
+    if not hit:
+        return v
+    elems = tuple(_marked(e, gs) for e in v.elems) if v.elems is not None else None
+    return _with(v, taints=v.taints | {("F", t) for t in hit}, elems=elems)
+
+
+def _definitely_bound(stmts: Sequence[ast.stmt]) -> set:
+    """Names a statement list binds on every path through it that completes
+    (plain and tuple assignments, ``with`` bodies, if/else where both arms bind)."""
+    out: set = set()
+    for st in stmts:
+        if isinstance(st, ast.Assign):
+            for t in st.targets:
+                out.update(n for n in target_names(t) if "." not in n)
+        elif isinstance(st, (ast.AnnAssign, ast.AugAssign)) and getattr(st, "value", None) is not None:
+            out.update(n for n in target_names(st.target) if "." not in n)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            out |= _definitely_bound(st.body)
+        elif isinstance(st, ast.If) and st.orelse:
+            out |= _definitely_bound(st.body) & _definitely_bound(st.orelse)
+    return out
 
 
 def _union(pos, kws) -> FrozenSet:

@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
 #   ("P", i)                    flows from parameter ``i`` (function summaries)
 #   ("C", name, loop, idx)      carried into ``loop``'s next iteration by ``name``
 #                               (element ``idx`` of a tuple state, or -1)
+#   ("U", node)                 may hold the graph built by ``node``, or may not: unproven
+#                               (no rule counts it as a graph; a backward counts it as reached)
+#   ("F", ("G", node))          a backward on this path reached that graph (GG101's seeds)
 #
 # It is linear in the unit's size except that a back-propagating loop body is
 # walked twice (once to learn what an iteration leaves behind, once with those
@@ -53,7 +56,11 @@ class Val:
     site: _Opt[ast.stmt] = None  # statement that assigned it (for reporting)
     const: bool = False  # may be a plain Python number/str constant (not a tensor)
     frozen: bool = False  # a module whose parameters were all set requires_grad=False
-    kind: _Opt[str] = None  # "list" for a Python list (fixes keep it a list)
+    kind: _Opt[str] = None  # "list" / "dict" for a Python list or dict (fixes keep it one)
+    # a Python container whose elements do not all hold the same graphs, and which
+    # are not known one by one (``[loss] + new_mems``): an element taken out of it
+    # has an unproven graph (its G tokens become U tokens)
+    mixed: bool = False
 
     def graph_tokens(self) -> FrozenSet:
         return frozenset(t for t in self.taints if t[0] == "G")
@@ -105,14 +112,23 @@ def join(a: _Opt[Val], b: _Opt[Val]) -> Val:
         a.const or b.const,
         a.frozen and b.frozen,
         a.kind if a.kind == b.kind else None,
+        a.mixed or b.mixed,
     )
 
 
 def _with(v: Val, **kw) -> Val:
     d: Dict[str, Any] = dict(taints=v.taints, elems=v.elems, obj=v.obj, none=v.none, undef=v.undef, param=v.param, site=v.site,
-             const=v.const, frozen=v.frozen, kind=v.kind)
+             const=v.const, frozen=v.frozen, kind=v.kind, mixed=v.mixed)
     d.update(kw)
     return Val(**d)
+
+
+def unsure(v: Val) -> Val:
+    """What may hold ``v``'s graphs, or may not: its G tokens become U tokens
+    (no rule counts them as a graph; a backward still counts them as reached)."""
+    if not any(t[0] == "G" for t in v.taints):
+        return plain(v.taints)
+    return plain(frozenset(("U", t[1]) if t[0] == "G" else t for t in v.taints))
 
 
 def join_env(a: Dict[str, Val], b: Dict[str, Val]) -> Dict[str, Val]:
@@ -134,6 +150,7 @@ class RetPos:
     # parameters it is computed from by an operation (not merely handed back): an
     # argument that requires grad or has a graph makes a new graph in the call
     derived: FrozenSet[int] = EMPTY
+    mixed: bool = False  # a list mixing elements with and without a graph (Val.mixed)
 
 
 @record
@@ -162,10 +179,19 @@ class FnFacts:
     # a loop calling ``train_epoch(...)`` that calls ``train_step(...)`` that
     # calls ``loss.backward()`` sees that backward.
     delegates: Tuple[Tuple[str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
+    vararg: bool = False  # the last of ``params`` is ``*args``
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,
-        else the keyword argument of that parameter's name, else ``default``."""
+        else the keyword argument of that parameter's name, else ``default``.
+        For the ``*args`` parameter (``vararg``), all the positional arguments from there on."""
+        if self.vararg and i == len(self.params) - 1:
+            rest = list(positional[i:])
+            if not rest:
+                return default
+            if all(isinstance(v, Val) for v in rest):
+                return plain(frozenset().union(*(v.taints for v in rest)))
+            return frozenset().union(*rest) if all(isinstance(v, frozenset) for v in rest) else rest[0]
         if i < len(positional):
             return positional[i]
         if i < len(self.params) and self.params[i] in keywords:
@@ -221,6 +247,7 @@ class LoopFrame:
     second: bool = False  # pass 2: carried values seeded
     backprop: bool = False
     reached: set = Factory(set)  # G tokens some backward traversed (pass 1)
+    freed: set = Factory(set)  # G tokens of graphs a helper built and back-propagated inside
     hits: Dict[Tuple, BackwardEvent] = Factory(dict)  # C token → first event
 
 
