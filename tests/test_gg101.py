@@ -1660,3 +1660,43 @@ def test_a_helper_that_retains_the_graph_is_reported_as_retaining():
         (f,) = check_source(src, "t.py").findings
         assert f.code == "GG101"
         assert f.data.get("retain_graph", False) == ("retain_graph=True" in src), src
+
+
+# -- fix safety: a state's containers survive the fix (issue 16) ----------------
+NESTED_STATE = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+
+    cell = nn.GRUCell(3, 4)
+    opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+    _detach_state = "a name the program already uses"
+    {init}
+    for step in range(4):
+        x = torch.randn(2, 3)
+        {read}
+        h = cell(x, h)
+        h.pow(2).mean().backward()
+        opt.step()
+        {write}  # <carry>
+''')
+
+
+@pytest.mark.parametrize("init,read,write,kind", [
+    ("states = {}", "h = states.get(step % 2, torch.zeros(2, 4))", "states[step % 2] = h", dict),
+    ("mems = [(torch.zeros(2, 4),) for _ in range(2)]", "h = mems[step % 2][0]", "mems[step % 2] = (h,)", list),
+    ("state = {'dec': {'h': torch.zeros(2, 4)}}", "h = state['dec']['h']", "state = {'dec': {'h': h}}", dict),
+])
+def test_a_dict_or_a_list_of_tuples_keeps_its_containers_when_fixed(init, read, write, kind):
+    """A dict of states must not become a tuple, nor a list of per-chunk tuples a
+    list of tensors (`.detach()` on a tuple): the preferred fix detaches through a
+    helper that keeps every container, named apart from what the program uses."""
+    text = NESTED_STATE.format(init=init, read=read, write=write)
+    (f,) = gg101(text)
+    assert f.range.start.line == line(text, "# <carry>")
+    fixed = apply_preferred(text)
+    assert "def _detach_state2(s):" in fixed and "tuple(s.detach() for s in" not in fixed
+    var = write.split("[")[0].split(" =")[0]
+    assert f"    {var} = _detach_state2({var})\n" in fixed
+    ns: dict = {}
+    exec(compile(fixed, "fixed.py", "exec"), ns)  # trains: no second backward through a freed graph
+    assert isinstance(ns[var], kind)

@@ -555,7 +555,10 @@ class GraphFlow:
             self.eval(target.slice, env)
             if base is not None and base in env:
                 old = env[base]
-                env[base] = _with(old, taints=old.taints | v.taints, elems=None)
+                # states[wid] = new_state: the container now holds it, and this is
+                # the statement that last put a graph in it
+                env[base] = _with(old, taints=old.taints | v.taints, elems=None,
+                                  site=s if v.graph_tokens() else old.site)
 
     # -- loops -----------------------------------------------------------
     def _bind_loop_target(self, loop: ast.stmt, env: Dict[str, Val]) -> None:
@@ -796,13 +799,13 @@ class GraphFlow:
         if isinstance(e, (ast.GeneratorExp, ast.SetComp)):
             return plain(self._comp(e, [e.elt], env))
         if isinstance(e, ast.DictComp):
-            return plain(self._comp(e, [e.key, e.value], env))
+            return _with(plain(self._comp(e, [e.key, e.value], env)), kind="dict")
         if isinstance(e, ast.Dict):
             t: set = set()
             for x in list(e.keys) + list(e.values):  # type: ignore[assignment]
                 if x is not None:
                     t |= self.eval(x, env).taints
-            return plain(t)
+            return _with(plain(t), kind="dict")
         if isinstance(e, ast.Set):
             t = set()
             for x in e.elts:

@@ -924,14 +924,25 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
     maybe_none = unbound or any(v is not None and (v.none or v.param) for v in entry)
     grad_entry = any(v is not None and v.has_grad() for v in entry)
     end_v = carry.end.get(names[0])
-    if len(names) == 1 and (any(v is not None and v.kind == "list" for v in entry)
-                            or (end_v is not None and end_v.kind == "list")):
+    helper = None
+    if len(names) == 1 and _nested_state(entry + [end_v]):
+        # states[wid] = new_state, mems[i] = (h, c), {"enc": (h, c), "dec": {...}}:
+        # a dict must stay a dict and each (h, c) a tuple; a helper detaches every
+        # tensor inside and keeps the containers (repackage_hidden, generalised)
+        shape = "nested"
+        helper = _fresh_helper_name(ctx)
+    elif len(names) == 1 and (any(v is not None and v.kind == "list" for v in entry)
+                              or (end_v is not None and end_v.kind == "list")):
         shape = "list"  # history = []; history.append(out): stays a list
     elif any(v is not None and v.const for v in entry) and len(names) == 1:
         shape = "maybe-number"  # running = 0 before the loop: an int has no .detach()
-    line = _detach_line(names, shape)
+    line = _detach_line(names, shape) if helper is None else f"{names[0]} = {helper}({names[0]})"
     head = names[0]
     edits: List[TextEdit] = []
+    if helper is not None:
+        loop_indent = ctx.indent_of(loop.lineno)
+        at = Position(loop.lineno - 1, 0)
+        edits.append(TextEdit(Range(at, at), _helper_text(helper, loop_indent, unit_)))
     if grad_entry:
         # after the last body statement that back-propagates or assigns the state
         at = _after_statement(loop, carry, names)
@@ -981,6 +992,62 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
             )
         )
     return tuple(fixes)
+
+
+def _nested_state(vals) -> bool:
+    """Is the carried state a dict, or a list whose elements are containers
+    themselves (a list of per-chunk ``(h, c)`` pairs)?"""
+    for v in vals:
+        if v is None:
+            continue
+        if v.kind == "dict":
+            return True
+        if v.kind == "list":
+            if v.elems is not None and any(e.elems is not None or e.kind in ("list", "dict") for e in v.elems):
+                return True
+            site = v.site
+            value = getattr(site, "value", None)
+            if isinstance(value, ast.ListComp) and isinstance(value.elt, (ast.Tuple, ast.List, ast.Dict, ast.ListComp)):
+                return True
+            if isinstance(value, ast.BinOp) and isinstance(value.left, ast.List) and value.left.elts and isinstance(
+                    value.left.elts[0], (ast.Tuple, ast.List, ast.Dict)):
+                return True  # [(h0, c0)] * n
+    return False
+
+
+_HELPER = "_detach_state"
+
+
+def _fresh_helper_name(ctx) -> str:
+    text = "\n".join(ctx.index.lines)
+    name, n = _HELPER, 1
+    while name in text:
+        n += 1
+        name = f"{_HELPER}{n}"
+    return name
+
+
+def _helper_text(name: str, indent: str, unit: str) -> str:
+    """A repackage_hidden-style helper put before the loop: detaches every tensor
+    of a (nested) state and keeps its dicts, lists, tuples and namedtuples."""
+    body = [
+        f"def {name}(s):",
+        f'{unit}"""Detach every tensor of a state, keeping its dicts, lists and tuples."""',
+        f'{unit}if hasattr(s, "detach"):',
+        f"{unit}{unit}return s.detach()",
+        f"{unit}elif isinstance(s, dict):",
+        f"{unit}{unit}s = s.copy()",
+        f"{unit}{unit}for k in s:",
+        f"{unit}{unit}{unit}s[k] = {name}(s[k])",
+        f"{unit}{unit}return s",
+        f"{unit}elif isinstance(s, (list, tuple)):",
+        f"{unit}{unit}parts = [{name}(v) for v in s]",
+        f'{unit}{unit}return type(s)(*parts) if hasattr(s, "_fields") else type(s)(parts)',
+        f"{unit}else:",
+        f"{unit}{unit}return s",
+        "",
+    ]
+    return "".join(f"{indent}{ln}\n" if ln else "\n" for ln in body)
 
 
 def _starts_none(entry) -> bool:
