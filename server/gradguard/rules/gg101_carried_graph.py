@@ -941,8 +941,8 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
     edits: List[TextEdit] = []
     if helper is not None:
         loop_indent = ctx.indent_of(loop.lineno)
-        at = Position(loop.lineno - 1, 0)
-        edits.append(TextEdit(Range(at, at), _helper_text(helper, loop_indent, unit_)))
+        before = Position(loop.lineno - 1, 0)
+        edits.append(TextEdit(Range(before, before), _helper_text(helper, loop_indent, unit_)))
     if grad_entry:
         # after the last body statement that back-propagates or assigns the state
         at = _after_statement(loop, carry, names)
