@@ -1700,3 +1700,20 @@ def test_a_dict_or_a_list_of_tuples_keeps_its_containers_when_fixed(init, read, 
     ns: dict = {}
     exec(compile(fixed, "fixed.py", "exec"), ns)  # trains: no second backward through a freed graph
     assert isinstance(ns[var], kind)
+
+
+@pytest.mark.parametrize("framework", ["from mxnet import autograd, np", "import paddle", "import tensorflow as tf"])
+def test_a_file_of_another_framework_is_not_a_torch_program(framework):
+    """d2l ships the same RNN trainer for mxnet and paddle beside torch's; their
+    detach() and backward() live by other rules, and no torch error can be proven
+    there. With torch imported too, the same loop is reported."""
+    body = textwrap.dedent("""\
+        state = net.begin_state(batch_size=2)
+        for X, Y in train_iter:
+            y_hat, state = net(X, state)
+            l = loss(y_hat, Y).mean()
+            l.backward()
+            updater(batch_size=1)
+    """)
+    assert gg101(framework + "\n" + body) == []
+    assert len(gg101(framework + "\nimport torch\n" + body)) == 1

@@ -244,16 +244,25 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask)))
     mdict = dict(methods)
     callers = [fn for fn in defs if _calls_own_method(fn, mdict)]
-    if callers:
-        # forward() calling self._update_mems(...): a second run, knowing the
-        # first run's facts of the class's own methods (one level deeper each run)
+    for _ in range(OWN_METHOD_DEPTH):
+        # forward() calling self._forward() calling self._update_mems(): another
+        # run, knowing the last run's facts of the class's own methods (one level
+        # deeper each run), until they no longer change
+        if not callers:
+            break
         known = replace(partial, methods=tuple(sorted(mdict.items(), key=lambda kv: kv[0])))
+        changed = False
         for fn in callers:
             r = _FactResolver(cls.name, known)
             ask = [] if fn.name == "forward" and _assigns_self(fn) else None
-            mdict[fn.name] = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask)
+            new = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask)
+            if new != mdict[fn.name]:
+                mdict[fn.name] = new
+                changed = True
             if ask is not None:
                 states[:] = ask
+        if not changed:
+            break
     fwd = mdict.get("forward")
     fwd_detaches = False
     if fwd is not None and fwd.returns is not None and len(fwd.returns) >= 2:
@@ -283,6 +292,10 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
     )
+
+
+# How many times a class's methods that call its other methods are summarised again.
+OWN_METHOD_DEPTH = 3
 
 
 def _calls_own_method(fn: ast.AST, methods: Dict[str, V.FnFacts]) -> bool:
@@ -473,14 +486,21 @@ def _wrapped_name(value: ast.expr) -> Optional[str]:
     """``nn.DataParallel(model)``, ``DDP(model, device_ids=[0])``,
     ``torch.compile(model)``, ``accelerator.prepare(model)`` (or either ``.to(dev)``):
     the module-level name of the model wrapped; None for anything else."""
-    value = _unmoved(value)
-    if not (isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name)):
+    moved = _unmoved(value)
+    if isinstance(moved, ast.Name) and moved is not value:
+        return moved.id  # para_model = model.to(device): the same model
+    value = moved
+    if not (isinstance(value, ast.Call) and value.args):
         return None
     name = A.dotted(value.func)
+    first = value.args[0].id if isinstance(value.args[0], ast.Name) else None
     if name in _WRAPPER_CTORS:
-        return value.args[0].id
+        return first
     if name and name.endswith(".prepare") and len(value.args) == 1 and not value.keywords:
-        return value.args[0].id
+        return first
+    if name and name.endswith("DataParallel"):
+        # a project's own balanced DataParallel: BalancedDataParallel(bsz, model, dim=1)
+        return next((a.id for a in value.args if isinstance(a, ast.Name)), None)
     return None
 
 

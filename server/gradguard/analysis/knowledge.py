@@ -157,3 +157,17 @@ GRAPHLESS_ATTRS = frozenset({"data", "shape", "grad", "dtype", "device", "requir
 MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "type"})
 # Legacy leaf constructors taking requires_grad= like the factories.
 VARIABLE_CONSTRUCTORS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+
+# Other frameworks with a backward() and detach() of their own. A file that imports
+# one of them and not torch (d2l's mxnet.py and paddle.py, side by side with its
+# torch.py) is not a torch program: its graphs live by other rules, and no torch
+# error can be proven there.
+OTHER_FRAMEWORKS = frozenset({"mxnet", "paddle", "tensorflow", "jax", "mindspore", "oneflow", "jittor",
+                              "megengine", "chainer", "keras", "flax", "mlx", "tinygrad"})
+
+
+def other_framework_only(imports) -> bool:
+    """``imports``: local name → qualified name (``ModuleContext.imports``)."""
+    roots = {q.split(".", 1)[0] for q in imports.values()}
+    return bool(roots & OTHER_FRAMEWORKS) and "torch" not in roots

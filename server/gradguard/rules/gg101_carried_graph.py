@@ -31,6 +31,7 @@ import ast
 
 from gradguard.analysis import facts as _facts
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
 from gradguard.analysis import values as V
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis.context import unit_text, unit_words
@@ -288,6 +289,8 @@ class CarriedGraph(Rule):
     def check(self, unit, ctx):
         if not _worth_running(unit, ctx) and not _maybe_stateful(unit, ctx):
             return ()
+        if K.other_framework_only(ctx.imports):
+            return ()  # mxnet/paddle/...: not a torch program
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
         flow = unit_trace(unit, ctx)

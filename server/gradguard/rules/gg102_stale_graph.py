@@ -720,6 +720,8 @@ class StaleGraph(Rule):
         # Exceptions are isolated per rule and unit by the engine.
         if not _may_report(unit, ctx):
             return []
+        if K.other_framework_only(ctx.imports):
+            return []  # mxnet/paddle/...: not a torch program
         return _Analysis(unit, ctx).run()
 
 

@@ -23,6 +23,7 @@ import ast
 import re
 
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis import values as V
 from gradguard.analysis.context import unit_text
@@ -185,6 +186,8 @@ class FreedInStep(Rule):
     def check(self, unit, ctx):
         if not unit.body:
             return ()
+        if K.other_framework_only(ctx.imports):
+            return ()  # mxnet/paddle/...: not a torch program
         text = unit_text(unit, ctx.index.lines)
         if len(_BACKWARD_SPELLING.findall(text)) < 2:
             return ()  # one backward cannot free a graph for another
