@@ -52,6 +52,15 @@ class _FactResolver(interp.Resolver):
             return V.FnFacts(returns_value=False)
         return None
 
+    def ctor_obj(self, raw):
+        """A class of this file other than the one summarised, or of another
+        module: not seen from here. Its methods' results are composed where the
+        summarised function is called (``FnFacts.calls``)."""
+        got = super().ctor_obj(raw)
+        if got is None and raw != "?" and raw.rsplit(".", 1)[-1][:1].isupper() and not raw.startswith(("nn.", "torch.")):
+            return "pending:" + raw
+        return got
+
     def global_obj(self, name, _depth=0):
         if name == self.current:
             return "fn:" + name
@@ -102,7 +111,8 @@ def _retpos(v: V.Val) -> V.RetPos:
     params = frozenset(t[1] for t in v.taints if t[0] == "P")
     arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
     derived = frozenset(t[1] for t in v.taints if t[0] == "Q")
-    return V.RetPos(graph, params, arity, derived, v.mixed and arity is None)
+    via = frozenset((t[1], t[2]) for t in v.taints if t[0] == "R")
+    return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via)
 
 
 def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,
@@ -162,6 +172,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         no_grad=no_grad,
         returns_value=bool(rets),
         delegates=tuple(g.delegates),
+        calls=tuple(g.calls),
     )
 
 
@@ -228,6 +239,13 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
                     ctor = _ctor_name(node.value)
                     if ctor and attr not in attrs:
                         attrs[attr] = ctor
+    for fn in defs:  # self.layers = nn.ModuleList([Block(d) for _ in range(n)]): what a layer is
+        for node in A.iter_nodes(fn.body):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                attr = _self_attr(node.targets[0])
+                elem = _container_element(node.value) if attr is not None else None
+                if elem and attr is not None and (attr + "[]") not in attrs:
+                    attrs[attr + "[]"] = elem
     for s in cls.body:  # class-level: rnn = nn.GRU(...)
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             ctor = _ctor_name(s.value)
@@ -296,6 +314,26 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
 
 # How many times a class's methods that call its other methods are summarised again.
 OWN_METHOD_DEPTH = 3
+
+
+_CONTAINERS = ("ModuleList", "Sequential")
+
+
+def _container_element(value: ast.expr) -> Optional[str]:
+    """``nn.ModuleList([Block(d) for _ in range(n)])``, ``nn.ModuleList([A(), A()])``,
+    ``nn.Sequential(A(), A())``: the one constructor of every element, else None."""
+    if not (isinstance(value, ast.Call) and (A.dotted(value.func) or "").rsplit(".", 1)[-1] in _CONTAINERS):
+        return None
+    items: List[ast.expr] = list(value.args)
+    if len(items) == 1 and isinstance(items[0], (ast.List, ast.Tuple)):
+        items = list(items[0].elts)
+    elif len(items) == 1 and isinstance(items[0], ast.ListComp):
+        items = [items[0].elt]
+    names = {_ctor_name(x) for x in items}
+    if len(names) == 1:
+        name = names.pop()
+        return name if name and name != "?" else None
+    return None
 
 
 def _calls_own_method(fn: ast.AST, methods: Dict[str, V.FnFacts]) -> bool:

@@ -210,6 +210,9 @@ class GraphFlow:
         self.returns: List[Val] = []
         # while summarising a def: calls of module-level functions (FnFacts.delegates)
         self.delegates: List[tuple] = []
+        # while summarising a def: calls of methods of classes not seen from here (FnFacts.calls)
+        self.calls: List[tuple] = []
+        self._via_depth = 0
         self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated
         self._dotted_bases: set = set()
         self._stmt: _Opt[ast.stmt] = None
@@ -527,7 +530,10 @@ class GraphFlow:
                     self.bind(e, ev, env, s)
             else:
                 part = plain(v.taints)
-                for e in elts:
+                pending = any(t[0] == "R" and t[2] == -1 for t in v.taints)
+                for i, e in enumerate(elts):
+                    if pending and not starred:
+                        part = _nth_of_pending(v, i)
                     if isinstance(e, ast.Subscript):
                         # out, opt[0] = f(...) with f's outputs unknown: do not smear
                         # the whole result's graph over a container element
@@ -565,8 +571,32 @@ class GraphFlow:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             it = self.eval(loop.iter, env)
             self.bind(loop.target, plain(it.taints), env, loop)
+            self._type_layers(loop, env)
         else:
             self.eval(loop.test, env)  # type: ignore[attr-defined]
+
+    def _type_layers(self, loop: ast.stmt, env: Dict[str, Val]) -> None:
+        """``for layer in self.layers``, ``for attn, mem in zip(self.layers, mems)``,
+        ``for i, cell in enumerate(self.cells)``: the loop variable is one of the
+        container's modules, of the class every element was made from."""
+        it, target = loop.iter, loop.target  # type: ignore[attr-defined]
+        pos = None
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("zip", "enumerate") \
+                and it.args and isinstance(target, ast.Tuple):
+            if it.func.id == "zip":
+                pos = next((j for j, a in enumerate(it.args) if isinstance(a, ast.Attribute)), None)
+                it = it.args[pos] if pos is not None else None
+            else:
+                pos, it = 1, it.args[0]
+            if pos is None or pos >= len(target.elts):
+                return
+            target = target.elts[pos]
+        if not isinstance(it, ast.Attribute) or not isinstance(target, ast.Name):
+            return
+        base = self.eval(it.value, env)
+        obj = self.r.attr_obj(base.obj, it.attr + "[]")
+        if obj is not None:
+            env[target.id] = Val(obj=obj, site=loop)
 
     @staticmethod
     def _freeze_loop(loop: ast.stmt, env: Dict[str, Val]) -> None:
@@ -757,6 +787,10 @@ class GraphFlow:
                     return base.elems[idx.value]
             if base.mixed:
                 return unsure(base)
+            idx = e.slice
+            if isinstance(idx, ast.Constant) and type(idx.value) is int and idx.value >= 0 and any(
+                    t[0] == "R" and t[2] == -1 for t in base.taints):
+                return _nth_of_pending(base, idx.value)
             return plain(base.taints)
         if isinstance(e, ast.Tuple):
             return tup([self.eval(x, env) for x in e.elts])
@@ -773,7 +807,8 @@ class GraphFlow:
                 if a.elems is not None and b.elems is not None:
                     return _with(tup(list(a.elems) + list(b.elems)), kind="list")
                 return _with(plain(a.taints | b.taints), kind="list",
-                             mixed=a.mixed or b.mixed or bool(a.graph_tokens()) != bool(b.graph_tokens()))
+                             mixed=a.mixed or b.mixed or (bool(a.graph_tokens()) and _graph_free(b))
+                             or (bool(b.graph_tokens()) and _graph_free(a)))
             return self._op(e, a.taints | b.taints)
         if isinstance(e, ast.UnaryOp):
             return self._op(e, self.eval(e.operand, env).taints)
@@ -998,6 +1033,8 @@ class GraphFlow:
             if key is not None:
                 env[key] = _with(env.get(key, CLEAN), taints=env.get(key, CLEAN).taints | {("L",)})
             return plain(recv.taints | {("L",)})
+        if recv.obj and recv.obj.startswith("pending:"):
+            return self._pending_call(recv.obj[8:], m, pos, kws)
         if recv.obj and recv.obj.startswith(("user:", "inst:")):
             if m in _SELF_METHODS:
                 return recv
@@ -1059,6 +1096,10 @@ class GraphFlow:
                 if self.no_grad:
                     return CLEAN
                 return self._module_result(call, tq, args_taints, graph=not callee.frozen)
+            if obj.startswith("pending:"):
+                if self.no_grad:
+                    return CLEAN
+                return self._pending_call(obj[8:], "forward", pos, kws)
             if obj.startswith("user:"):
                 if self.no_grad:
                     return CLEAN
@@ -1106,6 +1147,42 @@ class GraphFlow:
                 return v if v.elems is not None else plain(v.taints)
             return plain(args_taints)
         return self._op(call, args_taints) if args_taints else CLEAN
+
+    def _pending_call(self, cls: str, method: str, pos, kws) -> Val:
+        """While summarising: ``self.core.forward(embed, state)`` on a class not
+        seen from here. Recorded (``FnFacts.calls``) with the parameters flowing
+        into each argument; the result is what the k-th such call returns,
+        composed where the summarised function is called."""
+        k = len(self.calls)
+        self.calls.append((cls, method, tuple(_param_set(v) for v in pos),
+                           tuple((kw, _param_set(v)) for kw, v in kws.items() if kw != "**")))
+        return plain({("R", k, -1)})
+
+    def _via(self, call, node, facts: FnFacts, via, argval, env) -> FrozenSet:
+        """The taints of what a summarised function returns through calls of other
+        classes' methods (``RetPos.via``), from those classes' facts as seen here.
+        A class or method not seen here adds nothing: unknown, not a graph."""
+        out: set = set()
+        if self._via_depth >= DELEGATION_DEPTH:
+            return frozenset(out)
+        for k, i in sorted(via):
+            if k >= len(facts.calls):
+                continue
+            cls, method, argsets, kwsets = facts.calls[k]
+            cf = self.r.cls(cls)
+            inner = cf.method(method) if cf is not None else None
+            if inner is None:
+                continue
+            ivals = [plain(frozenset().union(*(argval(j).taints for j in ps))) for ps in argsets]
+            ikws = {kw: plain(frozenset().union(*(argval(j).taints for j in ps))) for kw, ps in kwsets}
+            self._via_depth += 1
+            try:
+                r = self._apply_facts(call, inner, ivals, ikws, env, method, graph_node=node)
+            finally:
+                self._via_depth -= 1
+            part = r.elems[i] if (i >= 0 and r.elems is not None and i < len(r.elems)) else r
+            out |= part.taints
+        return frozenset(out)
 
     def _apply_delegates(self, call, node, facts: FnFacts, argval, seen: set, depth: int, env=None) -> None:
         """The backward calls a function makes through the module-level functions
@@ -1220,6 +1297,8 @@ class GraphFlow:
                 t.add(("G", node))  # h = cell(x, h, params) written out by hand: W @ h builds a graph
             for i in rp.params:
                 t |= argval(i).taints
+            if rp.via and not facts.no_grad and not self.no_grad:
+                t |= self._via(call, node, facts, rp.via, argval, env)
             v = plain(t)
             if rp.arity:
                 v = tup([plain(t)] * rp.arity)
@@ -1242,6 +1321,18 @@ class GraphFlow:
         if facts.returns is not None:
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
+
+
+def _graph_free(v: Val) -> bool:
+    """Surely no graph: no token that is, or may become, one (a parameter's, a
+    call's composed later, an unproven one)."""
+    return all(t[0] == "F" for t in v.taints)
+
+
+def _nth_of_pending(v: Val, i: int) -> Val:
+    """Element ``i`` of a value holding what a call not seen from here returns:
+    its ``("R", k, -1)`` tokens become ``("R", k, i)``."""
+    return plain(frozenset(("R", t[1], i) if t[0] == "R" and t[2] == -1 else t for t in v.taints))
 
 
 def _reached(loss: Val) -> FrozenSet:

@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
 #   ("U", node)                 may hold the graph built by ``node``, or may not: unproven
 #                               (no rule counts it as a graph; a backward counts it as reached)
 #   ("F", ("G", node))          a backward on this path reached that graph (GG101's seeds)
+#   ("R", k, i)                 (summaries) element i (or -1: all) of what the k-th call of a
+#                               method of a class not seen from here returns (FnFacts.calls)
 #
 # It is linear in the unit's size except that a back-propagating loop body is
 # walked twice (once to learn what an iteration leaves behind, once with those
@@ -151,6 +153,9 @@ class RetPos:
     # argument that requires grad or has a graph makes a new graph in the call
     derived: FrozenSet[int] = EMPTY
     mixed: bool = False  # a list mixing elements with and without a graph (Val.mixed)
+    # what it holds of a call of another class's method (FnFacts.calls): (k, element
+    # or -1), composed where the function is called, from the facts seen there
+    via: FrozenSet[Tuple[int, int]] = EMPTY
 
 
 @record
@@ -180,6 +185,12 @@ class FnFacts:
     # calls ``loss.backward()`` sees that backward.
     delegates: Tuple[Tuple[str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
     vararg: bool = False  # the last of ``params`` is ``*args``
+    # Calls of methods of classes the summary could not see (``self.core.forward(embed,
+    # state)``, ``self.wm.training_step(obs, state)``, a layer of ``self.layers``):
+    # ``(class, method, parameters flowing into each positional argument, ((keyword,
+    # parameters), ...))``. What they return is composed where the function is
+    # called, from the class's own facts (``GraphFlow._via``): the cut three calls down.
+    calls: Tuple[Tuple[str, str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,
