@@ -154,6 +154,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         arity = len(rets[0].elems)  # type: ignore[arg-type]
         returns = tuple(_retpos(_join_all([r.elems[i] for r in rets])) for i in range(arity))  # type: ignore[index]
     ret = _retpos(whole)
+    if returns is None and ret.graph and any(r.elems is not None for r in rets) and ret.arity is None:
+        # return loss, new_mems / return logits: the positions are not known one by one
+        ret = replace(ret, mixed=True)
     bparams: set = set()
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")

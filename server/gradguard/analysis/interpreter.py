@@ -529,7 +529,9 @@ class GraphFlow:
                 for e, ev in zip(elts, v.elems):
                     self.bind(e, ev, env, s)
             else:
-                part = plain(v.taints)
+                # a result whose positions are not known one by one, from a function
+                # returning tuples of different shapes (loss, mems / logits, mems / loss)
+                part = unsure(v) if v.mixed else plain(v.taints)
                 pending = any(t[0] == "R" and t[2] == -1 for t in v.taints)
                 for i, e in enumerate(elts):
                     if pending and not starred:
@@ -768,6 +770,10 @@ class GraphFlow:
             if e.attr in K.GRAPH_CUT_ATTRS:
                 self.eval(e.value, env)
                 return CLEAN
+            if e.attr in K.NON_GRAPH_ATTRS:
+                base = self.eval(e.value, env)
+                if not (base.obj or "").startswith(("user:", "pending:")):
+                    return CLEAN  # B, T = x.shape: integers
             base = self.eval(e.value, env)
             obj = self.r.attr_obj(base.obj, e.attr)
             if obj is None and base.obj and base.obj.startswith("user:"):
@@ -1116,6 +1122,12 @@ class GraphFlow:
         name = func_name = call.func.id if isinstance(call.func, ast.Name) else None
         targets = self._targets
         argnames = [dotted(a) for a in call.args]
+        if self.r.ctx is None and name is not None and name in env and not callee.param and callee.obj is None \
+                and isinstance(callee.site, (ast.For, ast.AsyncFor)):
+            # for attn, ff in self.layers: x, mem = attn(x, mem): one of a container's
+            # modules whose class the summary cannot tell (the typed ones are user: or
+            # pending:): what it makes of x, and whether it cuts what it returns, is unknown
+            return unsure(plain(args_taints))
         if self._threads_state(call, callee, unknown_ok=True):
             return plain(args_taints | {("G", call)})
         if (
@@ -1146,6 +1158,13 @@ class GraphFlow:
                 v = pos[0]
                 return v if v.elems is not None else plain(v.taints)
             return plain(args_taints)
+        imports = getattr(self.r.ctx, "imports", None) or {}
+        if func_name is not None and func_name in imports and func_name not in env and args_taints \
+                and not imports[func_name].startswith("torch"):
+            # correlation_based_update(ts, lin, w.detach(), state): a function imported
+            # from a module nobody summarised: whether what it returns holds its
+            # arguments' graphs is unknown, not proven
+            return unsure(plain(args_taints))
         return self._op(call, args_taints) if args_taints else CLEAN
 
     def _pending_call(self, cls: str, method: str, pos, kws) -> Val:

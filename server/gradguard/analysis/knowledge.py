@@ -39,6 +39,10 @@ MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "
 # Tensor methods / functions that return a value with NO graph.
 GRAPH_CUT_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "cpu_detach"})
 GRAPH_CUT_ATTRS = frozenset({"data"})
+# Attributes of a tensor that are plain data, never a graph: its shape and sizes
+# (``B, T = x.shape``), dtype, device, flags. (``x.T``, ``x.real``, ``x.grad`` are tensors.)
+NON_GRAPH_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "is_leaf", "requires_grad",
+                             "layout", "is_sparse", "is_quantized", "is_meta"})
 # Statement-level in-place cuts: ``h.detach_()``, ``h.requires_grad_(False)``.
 INPLACE_CUT_METHODS = frozenset({"detach_", "requires_grad_"})  # legacy: x.data (works, but hides bugs)
 # Context managers under which no graph is recorded.
