@@ -1717,3 +1717,47 @@ def test_a_file_of_another_framework_is_not_a_torch_program(framework):
     """)
     assert gg101(framework + "\n" + body) == []
     assert len(gg101(framework + "\nimport torch\n" + body)) == 1
+
+
+SNN = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+    {imports}
+
+    net = nn.Sequential(nn.Linear(4, 8), {neuron}, nn.Linear(8, 2))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    for data, targets in loader:
+        {reset}
+        out = net(data)  # <carry>
+        loss = nn.functional.cross_entropy(out, targets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+''')
+
+
+@pytest.mark.parametrize("imports,neuron,reset,reported", [
+    ("import snntorch as snn\nfrom snntorch import utils", "snn.Leaky(beta=0.9, init_hidden=True)", "pass", True),
+    ("import snntorch as snn\nfrom snntorch import utils", "snn.Leaky(beta=0.9, init_hidden=True)", "utils.reset(net)", False),
+    ("import snntorch as snn", "snn.Synaptic(alpha=0.9, beta=0.8, init_hidden=True)", "pass", True),
+    ("import snntorch as snn", "snn.Leaky(beta=0.9)", "pass", False),  # takes and returns mem: not kept inside
+    ("from spikingjelly.activation_based import neuron, functional", "neuron.LIFNode(tau=2.0)", "pass", True),
+    ("from spikingjelly.activation_based import neuron, functional", "neuron.LIFNode(tau=2.0)",
+     "functional.reset_net(net)", False),
+    ("from spikingjelly.clock_driven import neuron, functional", "neuron.IFNode()", "pass", True),
+])
+def test_library_neurons_that_keep_state_inside_a_sequential(imports, neuron, reset, reported):
+    """snntorch's neurons with init_hidden=True and spikingjelly's neurons keep
+    their state on the module (the knowledge table says which, and which calls
+    reset it): called through an nn.Sequential in a loop that never resets them,
+    the next backward runs into the freed graph. The libraries are not test
+    dependencies: this checks the shape statically (a stand-in written the same
+    way is proven under torch by gg101_stateful_neuron_in_sequential.py)."""
+    text = SNN.format(imports=imports, neuron=neuron, reset=reset)
+    fs = gg101(text)
+    if not reported:
+        assert fs == []
+        return
+    (f,) = fs
+    assert f.range.start.line == line(text, "# <carry>")
+    assert "reset" in f.message_in("en") and "重置" in f.message_in("zh")

@@ -143,6 +143,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         try:
             t.run(fn.body, env)  # type: ignore[attr-defined]
             states.extend(t.self_states())
+            states.extend(("input", key) for key in t.input_states())
         except RecursionError:
             pass
     rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
@@ -303,8 +304,12 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
                     attrs_cut.add(name)
         if attrs_cut:
             cuts.append((fn.name, frozenset(attrs_cut)))
+    keeps_input = tuple(sorted({v for k, v in states if k == "input"}))
+    states = [(k, v) for k, v in states if k != "input"]
     return V.ClassFacts(
-        carried=tuple((key, _state_shape(v, partial), _ever_none(defs, key[5:])) for key, v in states),
+        keeps_input=keeps_input,
+        carried=tuple((key, "list" if _a_list(defs, key[5:]) else _state_shape(v, partial), _ever_none(defs, key[5:]))
+                      for key, v in states),
         cuts=tuple(sorted(cuts, key=lambda kv: kv[0])),
         bases=bases,
         attrs=attr_t,
@@ -379,6 +384,19 @@ def _state_shape(v: V.Val, cls: V.ClassFacts) -> str:
     attr = _self_attr(built.func) if isinstance(built, ast.Call) else None
     raw = cls.attr(attr) if attr is not None else None
     return V.state_shape(interp.Resolver.torch_class(interp.Resolver().qualify_raw(raw)) if raw else None)
+
+
+def _a_list(defs, attr: str) -> bool:
+    """Is ``self.<attr>`` only ever assigned a list (``[h0 for _ in range(n)]``)?
+    A fix must keep it one (``self.states[i] = ...`` needs a list)."""
+    seen = False
+    for fn in defs:
+        for node in A.iter_nodes(fn.body):
+            if isinstance(node, ast.Assign) and any(_self_attr(t) == attr for t in node.targets):
+                if not isinstance(node.value, (ast.List, ast.ListComp)):
+                    return False
+                seen = True
+    return seen
 
 
 def _ever_none(defs, attr: str) -> bool:

@@ -255,6 +255,20 @@ class GraphFlow:
                     break
         return sorted(out, key=lambda kv: kv[0])
 
+    def input_states(self) -> List[str]:
+        """After :meth:`run` with ``track_self_state`` over a summarised forward:
+        attributes ``self.x`` rebuilt from their own last value and a parameter
+        (the input), on which what the unit returns depends."""
+        returned: set = set()
+        for r in self.returns:
+            returned |= r.taints
+        out = []
+        for key, v in (getattr(self, "final", None) or {}).items():
+            if key.startswith("self.") and ("A", key) in v.taints and any(t[0] == "P" for t in v.taints) \
+                    and ("A", key) in returned:
+                out.append(key)
+        return sorted(out)
+
     def self_states(self) -> List[Tuple[str, Val]]:
         """After :meth:`run` with ``track_self_state``: attributes ``self.x`` that the
         unit reassigns from a graph built on their own previous value — state the
@@ -561,6 +575,10 @@ class GraphFlow:
             # x[i] = y: x now also holds y's graph
             base = dotted(target.value)
             self.eval(target.slice, env)
+            if base is not None and base not in env and self.track_self_state and base.startswith("self.") \
+                    and base.count(".") == 1:
+                # self.states[i] = cell(x, self.states[i]): a list the object keeps
+                env[base] = Val(frozenset({("A", base)}))
             if base is not None and base in env:
                 old = env[base]
                 # states[wid] = new_state: the container now holds it, and this is

@@ -175,3 +175,25 @@ def other_framework_only(imports) -> bool:
     """``imports``: local name → qualified name (``ModuleContext.imports``)."""
     roots = {q.split(".", 1)[0] for q in imports.values()}
     return bool(roots & OTHER_FRAMEWORKS) and "torch" not in roots
+
+
+# Library neurons and cells that keep their state on the module between calls
+# (issue 12, shape 1): qualified class -> the keyword that turns that on (None:
+# always). snntorch's neurons keep ``mem``/``syn`` inside only with
+# ``init_hidden=True`` (else they take and return it, an ordinary recurrence);
+# spikingjelly's neurons always keep ``v``.
+STATEFUL_LIBRARY_MODULES = {
+    **{f"snntorch.{n}": "init_hidden" for n in (
+        "Leaky", "Synaptic", "Alpha", "Lapicque", "RLeaky", "RSynaptic", "SLSTM", "SConv2dLSTM", "LeakyParallel")},
+    **{f"spikingjelly.{clock}.neuron.{n}": None
+       for clock in ("activation_based", "clock_driven")
+       for n in ("IFNode", "LIFNode", "ParametricLIFNode", "QIFNode", "EIFNode", "IzhikevichNode", "KLIFNode",
+                 "MultiStepIFNode", "MultiStepLIFNode", "MultiStepParametricLIFNode")},
+}
+# What resets or cuts that state, by the last part of the name called: snntorch's
+# ``utils.reset(net)`` / ``neuron.reset_mem()`` / ``detach_hidden()``,
+# spikingjelly's ``functional.reset_net(net)`` / ``neuron.reset()``, and the
+# same words on a model of the user's.
+STATE_RESET_CALLS = frozenset({"reset", "reset_net", "reset_mem", "reset_hidden", "reset_state", "reset_states",
+                               "detach_hidden", "init_leaky", "init_synaptic", "detach_states", "detach_state",
+                               "repackage_hidden", "init_hidden", "init_state", "zero_state"})

@@ -227,6 +227,10 @@ class ClassFacts:
     # call's graph (``out, self.hidden = self.lstm(x, self.hidden)``):
     # (``"self.hidden"``, shape: "tuple" | "tensor" | "unknown", may it be None)
     carried: Tuple[Tuple[str, str, bool], ...] = ()
+    # state forward keeps on the module from what it is given and its own last value,
+    # and returns (``self.mem = self.beta * self.mem + x; return spike(self.mem)``):
+    # with a graph in its input, that graph reaches the next call (a stateful neuron)
+    keeps_input: Tuple[str, ...] = ()
 
     def methods_cutting(self, attr: str) -> FrozenSet[str]:
         return frozenset(m for m, attrs in self.cuts if attr in attrs)

@@ -311,6 +311,7 @@ class CarriedGraph(Rule):
             if self_obj is not None:
                 out.extend(f for f in _stateful_findings(self, unit, flow, ctx) if f.data["variable"] not in done)
         out.extend(_imported_state_findings(self, unit, ctx))
+        out.extend(_container_state_findings(self, unit, ctx))
         return out
 
 
@@ -549,6 +550,8 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
         # no backward event: a probe for the state's shape, which _structure reads without one
         carry = V.Carry(unit.node, (key,), v.site, built, None, (), len(v.elems) if v.elems else None, {}, {})  # type: ignore[arg-type]
         shape = _structure(carry, flow, ctx, unit)
+        if isinstance(cf, V.ClassFacts) and any(k == key and sh == "list" for k, sh, _ in cf.carried):
+            shape = "list"  # self.states = [...] and self.states[i] = ...: it must stay a list
         msg = {
             "en": f"`{key}` keeps this call's autograd graph on the module, and the next call (the next training "
             f"iteration, through `{live}(...)`) builds on it, so that iteration's backward() runs into the "
@@ -605,6 +608,116 @@ def _imported_state_findings(rule, unit, ctx) -> List[Finding]:
                     continue  # the loop resets it, or calls a method of the class that cuts it
                 out.append(_imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, shape, maybe_none))
     return out
+
+
+def _container_state_findings(rule, unit, ctx) -> List[Finding]:
+    """``net = nn.Sequential(nn.Linear(3, 4), Leaky(beta, init_hidden=True), ...)``
+    and a back-propagating loop calling ``net(x)`` without resetting it (issue 12,
+    shape 1): the neuron keeps its membrane potential on itself, computed from the
+    layer before it, so the next iteration's backward runs into this one's freed
+    graph. The neuron is a library one of the knowledge table
+    (``STATEFUL_LIBRARY_MODULES``) or a class of this file whose forward rebuilds
+    state on ``self`` from its input and its last value (``ClassFacts.keeps_input``).
+    A loop that calls anything named like a reset (``utils.reset(net)``,
+    ``functional.reset_net(net)``, ``reset_mem()``, ``detach_hidden()``) says nothing."""
+    if unit.kind != "module" or "Sequential" not in unit_text(unit, ctx.index.lines) and "ModuleList" not in unit_text(unit, ctx.index.lines):
+        return []
+    resolver = interp.Resolver(ctx)
+    nets: Dict[str, Tuple[str, Tuple[str, ...], ast.Call]] = {}
+    for node in A.iter_statements(unit.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found = _stateful_member(node.value, resolver, ctx)
+            if found is not None:
+                nets[node.targets[0].id] = found
+    if not nets:
+        return []
+    _, loops = _facts.backprop_loops(unit.body)
+    out = []
+    for loop in loops:
+        sites = _facts.loop_call_sites(loop, {})
+        if any(name.rsplit(".", 1)[-1] in K.STATE_RESET_CALLS for name in sites if "__call__" in sites[name][1]):
+            continue
+        for name, (cls, attrs, _made) in nets.items():
+            call = sites.get(name, [None])[0]
+            if call is None or "__call__" not in sites[name][1]:
+                continue
+            if attrs and _detaches_attr(loop, attrs):
+                continue  # for m in net.modules(): m.mem = m.mem.detach()
+            out.append(_container_state_finding(rule, ctx, loop, call, name, cls, attrs))
+    return out
+
+
+def _detaches_attr(loop: ast.stmt, attrs: Tuple[str, ...]) -> bool:
+    """Does the loop body assign ``<x>.<attr> = ...detach()`` for one of ``attrs``?"""
+    for node in A.iter_nodes(loop.body):  # type: ignore[attr-defined]
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in attrs for t in node.targets):
+            if A.is_graph_cut(node.value):
+                return True
+    return False
+
+
+def _stateful_member(value: ast.expr, resolver, ctx) -> Optional[Tuple[str, Tuple[str, ...], ast.Call]]:
+    """(class, state attributes, its call) of the stateful neuron inside an
+    ``nn.Sequential(...)`` / ``nn.ModuleList([...])`` that also holds a module
+    with parameters before or after it (its input or output has a graph)."""
+    if not isinstance(value, ast.Call):
+        return None
+    q = resolver.qualify(value.func) or ""
+    if q.rsplit(".", 1)[-1] not in ("Sequential", "ModuleList") or not q.startswith("torch.nn"):
+        return None
+    items: List[ast.expr] = list(value.args)
+    if len(items) == 1 and isinstance(items[0], (ast.List, ast.Tuple)):
+        items = list(items[0].elts)
+    found = None
+    others = 0
+    for it in items:
+        if not isinstance(it, ast.Call):
+            continue
+        iq = resolver.qualify(it.func) or ""
+        lib = K.STATEFUL_LIBRARY_MODULES.get(iq, False)
+        if lib is not False and (lib is None or any(k.arg == lib and isinstance(k.value, ast.Constant)
+                                                    and k.value.value is True for k in it.keywords)):
+            found = found or (iq.rsplit(".", 1)[-1], (), it)
+            continue
+        name = A.dotted(it.func)
+        cf = resolver.cls(name) if name else None
+        if cf is not None and cf.keeps_input and not cf.carried:
+            found = found or (name, tuple(k[5:] for k in cf.keeps_input), it)
+            continue
+        if iq.startswith("torch.nn.") and iq.rsplit(".", 1)[-1] not in K.PARAMETERLESS_MODULES:
+            others += 1
+    return found if found is not None and others else None
+
+
+def _container_state_finding(rule, ctx, loop, call, net, cls, attrs) -> Finding:
+    msg = {
+        "en": f"`{net}(...)` runs a `{cls}` that keeps its state on the module between calls, computed from this "
+        f"iteration's autograd graph; nothing in the loop resets it, so the next iteration's backward() runs into "
+        f"the already-freed graph (\"Trying to backward through the graph a second time\"). Reset it every "
+        f"iteration (snntorch: `utils.reset({net})`; spikingjelly: `functional.reset_net({net})`) or detach it.",
+        "zh": f"`{net}(...)` 里的 `{cls}` 会在两次调用之间把状态保存在模块上，而这个状态来自本轮迭代的计算图；"
+        f"循环里没有重置它，于是下一轮的 backward() 会回溯进已经释放的图（报错 \"Trying to backward through the "
+        f"graph a second time\"）。请每轮重置它（snntorch：`utils.reset({net})`；spikingjelly："
+        f"`functional.reset_net({net})`）或对它做 detach。",
+    }
+    fixes: Tuple[Fix, ...] = ()
+    stmt = _statement_holding(loop.body, call)
+    if attrs and stmt is not None:
+        line = ctx.index.line(stmt.lineno - 1)
+        indent = line[: len(line) - len(line.lstrip())]
+        if len(indent) == ctx.index.char_col(stmt.lineno, stmt.col_offset):
+            step = _indent_unit(loop, indent, ctx) if indent else "    "
+            m = _fresh("_m", (net,))
+            body = "".join(f"{indent}{step}{step}{m}.{a} = {m}.{a}.detach()\n" for a in attrs)
+            cond = " and ".join([f"isinstance({m}, {cls})"] + [f'hasattr({m}.{a}, "detach")' for a in attrs])
+            text = f"{indent}for {m} in {net}.modules():\n{indent}{step}if {cond}:\n{body}"
+            pos = Position(stmt.lineno - 1, 0)
+            fixes = (Fix({"en": f"Detach the state of every `{cls}` in `{net}` before calling it (keeps the state, cuts the graph)",
+                          "zh": f"调用 `{net}` 之前 detach 其中每个 `{cls}` 的状态（保留状态，切断计算图）"},
+                         (TextEdit(Range(pos, pos), text),), preferred=True),)
+    state = f"{net}.{cls}"
+    return Finding(rule.code, ctx.range(call), msg, rule.default_severity, (), fixes,
+                   {"variable": state, "variables": [state], "stateful": True})
 
 
 def _imported_stateful_classes(summary) -> frozenset:
