@@ -426,6 +426,15 @@ def _is_reset_value(value: ast.expr) -> bool:
     return False
 
 
+# Methods a loop calls on an object that never step a state the object keeps
+# (an optimizer's, a module's bookkeeping); any other (``policy.step(obs)``,
+# ``agent.act(x)``) may run a method that keeps state on ``self``.
+_NOT_STEPPING = frozenset({"__call__", "zero_grad", "parameters", "named_parameters", "train", "eval", "to",
+                           "cuda", "cpu", "state_dict", "load_state_dict", "append", "extend", "item", "backward",
+                           "update", "add", "log", "write", "add_scalar", "unscale_", "scale", "get", "items",
+                           "keys", "values", "format", "size", "numel", "pop", "clear"})
+
+
 def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
     """Which objects are called inside back-propagating loops of this statement:
     ``(callee, raw ctor or "", methods called on it, attributes assigned on it)``.
@@ -445,7 +454,8 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
     value = frozenset(
         (callee, ctors.get(callee, ""), frozenset(ms), frozenset(ats))
         for callee, (_, ms, ats) in entries.items()
-        if "." not in callee and callee not in _BUILTINS and ("__call__" in ms or "forward" in ms)
+        if "." not in callee and callee not in _BUILTINS and ("__call__" in ms or "forward" in ms
+                                                               or bool(ms - _NOT_STEPPING))
     )
     if not value:
         return []

@@ -552,12 +552,15 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
         shape = _structure(carry, flow, ctx, unit)
         if isinstance(cf, V.ClassFacts) and any(k == key and sh == "list" for k, sh, _ in cf.carried):
             shape = "list"  # self.states = [...] and self.states[i] = ...: it must stay a list
+        elif _one_of_a_pair(v.site, key):
+            shape = "tensor"  # self.h, self.c = self.cell(obs, (self.h, self.c)): each one is a tensor
+        via = live if unit.node.name == "forward" else f"{live}.{unit.node.name}"
         msg = {
             "en": f"`{key}` keeps this call's autograd graph on the module, and the next call (the next training "
-            f"iteration, through `{live}(...)`) builds on it, so that iteration's backward() runs into the "
+            f"iteration, through `{via}(...)`) builds on it, so that iteration's backward() runs into the "
             f"already-freed graph (\"Trying to backward through the graph a second time\"); detach it at the start "
             f"of `{unit.node.name}`.",
-            "zh": f"`{key}` 把本次调用的计算图留在了模块上，下一次调用（即下一轮训练迭代中的 `{live}(...)`）"
+            "zh": f"`{key}` 把本次调用的计算图留在了模块上，下一次调用（即下一轮训练迭代中的 `{via}(...)`）"
             f"会接着它继续计算，那一轮的 backward() 就会回溯进已经释放的图（报错 \"Trying to backward through "
             f"the graph a second time\"）；请在 `{unit.node.name}` 开头对它 detach。",
         }
@@ -645,6 +648,15 @@ def _container_state_findings(rule, unit, ctx) -> List[Finding]:
                 continue  # for m in net.modules(): m.mem = m.mem.detach()
             out.append(_container_state_finding(rule, ctx, loop, call, name, cls, attrs))
     return out
+
+
+def _one_of_a_pair(site, key: str) -> bool:
+    """``self.h, self.c = ...``: ``key`` is one of a tuple of the object's own
+    attributes (an LSTMCell's pair unpacked), not a state tuple of its own."""
+    if not isinstance(site, ast.Assign) or len(site.targets) != 1 or not isinstance(site.targets[0], ast.Tuple):
+        return False
+    names = [A.dotted(e) for e in site.targets[0].elts]
+    return key in names and len(names) >= 2 and all(n is not None and n.startswith("self.") for n in names)
 
 
 def _detaches_attr(loop: ast.stmt, attrs: Tuple[str, ...]) -> bool:
