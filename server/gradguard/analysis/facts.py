@@ -151,13 +151,14 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     for r in rets:
         whole = V.join(whole, r)
     returns = None
-    if rets and all(r.elems is not None for r in rets) and len({len(r.elems) for r in rets}) == 1:  # type: ignore[arg-type]
-        arity = len(rets[0].elems)  # type: ignore[arg-type]
-        returns = tuple(_retpos(_join_all([r.elems[i] for r in rets])) for i in range(arity))  # type: ignore[index]
+    tuples = [r for r in rets if r.elems is not None]
+    if tuples and len({len(r.elems) for r in tuples}) == 1:  # type: ignore[arg-type]
+        # every tuple returned has the same length (return out, phi / return out;
+        # return loss, mems / return logits, mems / return logits): a caller that
+        # unpacks the result unpacks one of those, position by position
+        arity = len(tuples[0].elems)  # type: ignore[arg-type]
+        returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples])) for i in range(arity))  # type: ignore[index]
     ret = _retpos(whole)
-    if returns is None and ret.graph and any(r.elems is not None for r in rets) and ret.arity is None:
-        # return loss, new_mems / return logits: the positions are not known one by one
-        ret = replace(ret, mixed=True)
     bparams: set = set()
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
