@@ -152,6 +152,10 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         whole = V.join(whole, r)
     returns = None
     tuples = [r for r in rets if r.elems is not None]
+    if len(tuples) != len(rets):
+        tuples = [r for r in tuples if len(r.elems) >= 2]  # type: ignore[arg-type]
+    if any(r.mixed for r in rets):
+        tuples = []  # return [loss] + new_mems: a list whose parts differ (Val.mixed), kept whole
     if tuples and len({len(r.elems) for r in tuples}) == 1:  # type: ignore[arg-type]
         # every tuple returned has the same length (return out, phi / return out;
         # return loss, mems / return logits, mems / return logits): a caller that
