@@ -222,6 +222,9 @@ class HistoryFlow(interp.GraphFlow):
         self.model_calls: set = set()
         self.model_call_lines: List[int] = []
         self.loop_no_grad: Dict[int, bool] = {}  # was each loop walked with graph recording off?
+        # marks handed to a function or method of the project (its facts are known):
+        # the callee consumes the list (transformer-XL's _update_mems(hids, mems))
+        self.handed: set = set()
 
     def eval(self, e, env):
         if isinstance(e, ast.Attribute) and e.attr in _METADATA:
@@ -242,6 +245,11 @@ class HistoryFlow(interp.GraphFlow):
             self.model_calls.add(id(call))
             self.model_call_lines.append(call.lineno)
         return super()._apply(call, callee, q, pos, kws, args_taints, env)
+
+    def _apply_facts(self, call, facts, pos, kws, env, fname, graph_node=None):
+        for v in list(pos) + list(kws.values()):
+            self.handed.update(t for t in v.taints if t[0] == "H")
+        return super()._apply_facts(call, facts, pos, kws, env, fname, graph_node)
 
     def stmt(self, s, env):
         cand = self._candidates(s) if self.frames and not self.no_grad else ()
@@ -465,8 +473,9 @@ def _reads_grad(e: ast.AST) -> bool:
 
 
 def _escaping_marks(flow: HistoryFlow) -> set:
-    """The marks that reach a backward, a return/yield, or an attribute."""
-    used: set = set()
+    """The marks that reach a backward, a return/yield, an attribute, or a
+    function of the project they are handed to."""
+    used: set = set(flow.handed)
     for ev in flow.events:
         used |= ev.loss.taints
     for r in flow.returns:
