@@ -68,14 +68,14 @@ class _FactResolver(interp.Resolver):
 
 
 def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.expr]]:
-    a = fn.args  # type: ignore[attr-defined]
+    a: ast.arguments = fn.args  # type: ignore[attr-defined]
     positional = list(a.posonlyargs) + list(a.args)
     defaults: Dict[str, ast.expr] = {}
     for arg, d in zip(reversed(positional), reversed(a.defaults)):
         defaults[arg.arg] = d
-    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
-        if d is not None:
-            defaults[arg.arg] = d
+    for arg, kd in zip(a.kwonlyargs, a.kw_defaults):
+        if kd is not None:
+            defaults[arg.arg] = kd
     names = [p.arg for p in positional] + [p.arg for p in a.kwonlyargs]
     if method and names:
         names = names[1:]

@@ -921,8 +921,8 @@ class GraphFlow:
             for cond in gen.ifs:
                 self.eval(cond, inner)
         t: FrozenSet = EMPTY
-        for x in elts:
-            t = t | self.eval(x, inner).taints
+        for elt in elts:  # (not `x`: above, x is a Val)
+            t = t | self.eval(elt, inner).taints
         return t
 
     # -- calls -------------------------------------------------------------

@@ -49,21 +49,21 @@ def unit_entry(unit) -> Tuple[Dict[str, V.Val], Optional[str]]:
 
 
 def _param_env(fn: ast.AST, method: bool) -> Dict[str, V.Val]:
-    a = fn.args  # type: ignore[attr-defined]
+    a: ast.arguments = fn.args  # type: ignore[attr-defined]
     positional = list(a.posonlyargs) + list(a.args)
-    defaults = {}
+    defaults: Dict[str, ast.expr] = {}
     for arg, d in zip(reversed(positional), reversed(a.defaults)):
         defaults[arg.arg] = d
-    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
-        if d is not None:
-            defaults[arg.arg] = d
+    for arg, kd in zip(a.kwonlyargs, a.kw_defaults):
+        if kd is not None:
+            defaults[arg.arg] = kd
     env = {}
     allargs = positional + list(a.kwonlyargs)
     if method and allargs:
         allargs = allargs[1:]
     for arg in allargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
-        d = defaults.get(arg.arg)
-        env[arg.arg] = V.Val(param=True, none=d is None or (isinstance(d, ast.Constant) and d.value is None))
+        dv = defaults.get(arg.arg)
+        env[arg.arg] = V.Val(param=True, none=dv is None or (isinstance(dv, ast.Constant) and dv.value is None))
     return env
 
 

@@ -794,6 +794,7 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str]]:
 
 class _Analysis:
     def __init__(self, unit, ctx, unit_facts: bool = True):
+        self._bw_calls: dict = {}  # _backward_calls: id(node) -> its calls
         self.unit = unit
         self.ctx = ctx
         self.env: Dict[str, object] = {}
@@ -1526,7 +1527,7 @@ class _Analysis:
         and ``False`` for one that is not a backward call after all. Only the
         syntax and the (fixed) import table decide this, so it is computed once
         per node and analysis: the taint passes revisit the same statements."""
-        cache = self.__dict__.setdefault("_bw_calls", {})
+        cache = self._bw_calls
         out = cache.get(id(node))
         if out is None:
             out = []
