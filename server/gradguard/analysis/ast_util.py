@@ -401,17 +401,25 @@ def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
 def _contains_backward(stmts: Sequence[ast.stmt], ctx, extra: Optional[Callable[[ast.Call], bool]]) -> bool:
     stack: List[ast.AST] = list(stmts)
     AST = ast.AST
+    fields_of = _CHILD_FIELDS
+    With, AsyncWith, Call = ast.With, ast.AsyncWith, ast.Call
     while stack:
         node = stack.pop()
-        if isinstance(node, _NESTED):
+        cls = node.__class__
+        if cls is Call:
+            if is_backward_call(node, ctx) or (extra is not None and extra(node)):  # type: ignore[arg-type]
+                return True
+        elif cls is With or cls is AsyncWith:
+            if is_no_grad_with(node, ctx):
+                continue
+        elif isinstance(node, _NESTED):
             continue
-        if isinstance(node, (ast.With, ast.AsyncWith)) and is_no_grad_with(node, ctx):
-            continue
-        if isinstance(node, ast.Call) and (is_backward_call(node, ctx) or (extra is not None and extra(node))):
-            return True
-        for name in node._fields:
+        fields = fields_of.get(cls)
+        if fields is None:  # (child_nodes' table: the fields that can hold nodes, ctx left out)
+            fields = fields_of[cls] = _child_fields(cls)
+        for name in fields:
             v = getattr(node, name, None)
-            if isinstance(v, list):
+            if v.__class__ is list:
                 stack.extend(x for x in v if isinstance(x, AST))
             elif isinstance(v, AST):
                 stack.append(v)

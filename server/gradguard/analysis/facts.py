@@ -240,19 +240,21 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
     bases = tuple(b for b in (A.dotted(x) for x in cls.bases) if b)
     attrs: Dict[str, str] = {}
     defs = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    for fn in defs:
-        for node in A.iter_nodes(fn.body):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                attr = _self_attr(node.targets[0])
+    # each method's assignments, walked once for both passes below
+    assigns = [[n for n in A.iter_nodes(fn.body) if n.__class__ is ast.Assign] for fn in defs]
+    for fn_assigns in assigns:
+        for asg in fn_assigns:
+            if isinstance(asg, ast.Assign) and len(asg.targets) == 1:
+                attr = _self_attr(asg.targets[0])
                 if attr is not None:
-                    ctor = _ctor_name(node.value)
+                    ctor = _ctor_name(asg.value)
                     if ctor and attr not in attrs:
                         attrs[attr] = ctor
-    for fn in defs:  # self.layers = nn.ModuleList([Block(d) for _ in range(n)]): what a layer is
-        for node in A.iter_nodes(fn.body):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                attr = _self_attr(node.targets[0])
-                elem = _container_element(node.value) if attr is not None else None
+    for fn_assigns in assigns:  # self.layers = nn.ModuleList([Block(d) for _ in range(n)]): what a layer is
+        for asg in fn_assigns:
+            if isinstance(asg, ast.Assign) and len(asg.targets) == 1:
+                attr = _self_attr(asg.targets[0])
+                elem = _container_element(asg.value) if attr is not None else None
                 if elem and attr is not None and (attr + "[]") not in attrs:
                     attrs[attr + "[]"] = elem
     for s in cls.body:  # class-level: rnn = nn.GRU(...)

@@ -89,16 +89,26 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]]) -> bool:
     """One pass over ``nodes`` (nested defs not entered): no_grad blocks (into
     ``facts``), gradient requests (into ``keep``, when given); does it zero gradients?"""
     zeroing = False
+    With, AsyncWith, Call, Attribute, Name = ast.With, ast.AsyncWith, ast.Call, ast.Attribute, ast.Name
+    Assign, Delete = ast.Assign, ast.Delete
+    asks = _ASKS_GRAD
     for n in nodes:
         cls = n.__class__
-        if cls is ast.With or cls is ast.AsyncWith:
+        if cls is Attribute:
+            # (asks_gradient_of's test, inlined: this runs on every attribute of the file)
+            if keep is not None and n.attr in asks and n.value.__class__ is Name:
+                keep.add(n.value.id)
+        elif cls is Call:
+            if not zeroing and n.func.__class__ is Attribute and zeroes(n):
+                zeroing = True
+            if keep is not None:
+                asks_gradient_of(n, keep)
+        elif cls is With or cls is AsyncWith:
             if A.is_no_grad_with(n):
                 facts.update(NOGRAD + name for name in _called_names(n.body))
-        elif cls is ast.Call or cls is ast.Assign or cls is ast.Delete:
+        elif cls is Assign or cls is Delete:
             if not zeroing and zeroes(n):
                 zeroing = True
-        if keep is not None and (cls is ast.Attribute or cls is ast.Call):
-            asks_gradient_of(n, keep)
     return zeroing
 
 

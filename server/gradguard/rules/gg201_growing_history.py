@@ -342,6 +342,9 @@ class GrowingHistory(Rule):
     def check(self, unit, ctx):
         if not unit.body or not imports_torch(ctx):
             return ()
+        words = unit_words(unit, ctx.index.lines)
+        if "for" not in words and "while" not in words:
+            return ()  # no loop: nothing accumulates across iterations (cheap: the unit's words)
         accumulates = _worth_running(unit, ctx)
         evaluates = _may_evaluate(unit, ctx)
         if not accumulates and not evaluates:

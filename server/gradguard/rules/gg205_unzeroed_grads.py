@@ -188,9 +188,17 @@ def _real_backward(call: ast.Call, ctx) -> bool:
 def _training_loops(body, ctx, local_opts) -> List[Tuple[ast.stmt, List[ast.AST], list]]:
     """Innermost loops whose body back-propagates and steps: (loop, its nodes, its steps)."""
     cands: List[Tuple[ast.stmt, List[ast.AST], list]] = []
+    lines = ctx.index.lines
+    # the words a back-propagating call is spelled with: ``backward`` (a method, or
+    # torch.autograd.backward by its name), or a bare alias of that function
+    spellings = ["backward"] + [k for k, v in (ctx.imports or {}).items()
+                                if v == "torch.autograd.backward" and "backward" not in k]
     for s in A.iter_statements(body):
         if not isinstance(s, A.LOOPS):
             continue
+        text = "\n".join(lines[s.lineno - 1:s.end_lineno or s.lineno])
+        if not any(w in text for w in spellings):
+            continue  # (cheap: a loop without one cannot back-propagate; nested loops are walked once each)
         nodes = list(A.iter_nodes(list(s.body)))
         if not any(n.__class__ is ast.Call and _real_backward(n, ctx) for n in nodes):
             continue
