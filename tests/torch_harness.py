@@ -26,6 +26,16 @@ Header format (comment lines at the top of the file, any order)::
     #        an autograd graph when the program ends (a tensor with a grad_fn,
     #        or a list/tuple/dict holding one) and no longer do once fixed:
     #        the runtime proof of a leak that never crashes, GG201)
+    # expect-later: GG103@40         (optional, crash only: a finding the program
+    #        should get and does not yet; it must not be reported today)
+    # source: https://...              (where the program comes from; required
+    #        for the rebuilt bug reports under reports/)
+    # shape: tag -- words              (the shape of the bug, for the recall
+    #        tables of docs/bug-reports.md)
+    # fix-later: why                   (optional: the preferred fix is known not
+    #        to hold yet -- it is missing, still reported, or the fixed program
+    #        does not train with the same first gradients; a test checks the
+    #        gap is still there)
 
 Command line::
 
@@ -74,6 +84,11 @@ class FixtureSpec:
     severity: Dict[Tuple[str, int], str] = field(default_factory=dict, hash=False, compare=False)
     error: str = DEFAULT_ERROR
     holds: Tuple[str, ...] = ()
+    # findings wanted and not reported yet (a known gap), {(code, line1)}
+    later: frozenset = field(default_factory=frozenset)
+    source: str = ""
+    shape: str = ""
+    fix_later: str = ""
 
     @property
     def name(self) -> str:
@@ -135,11 +150,31 @@ def parse_header(source: str, path: str = "<fixture>") -> FixtureSpec:
     holds = tuple(fields.get("holds-graph", "").split())
     if holds and runtime != "train":
         raise HeaderError(f"{path}: 'holds-graph:' only makes sense with runtime: train")
-    return FixtureSpec(path, runtime, frozenset(expect), severity, error, holds)
+    later: Set[Tuple[str, int]] = set()
+    for item in fields.get("expect-later", "").split():
+        m = _EXPECT_ITEM.match(item)
+        if not m:
+            raise HeaderError(f"{path}: bad expect-later item {item!r} (want GG103@40)")
+        later.add((m.group(1), int(m.group(2))))
+    if later and runtime != "crash":
+        raise HeaderError(f"{path}: 'expect-later:' only makes sense with runtime: crash")
+    if later & expect:
+        raise HeaderError(f"{path}: {sorted(later & expect)} both expected and expected later")
+    shape = fields.get("shape", "").split("--")[0].strip()
+    if "fix-later" in fields and not expect:
+        raise HeaderError(f"{path}: 'fix-later:' without a finding to fix")
+    return FixtureSpec(path, runtime, frozenset(expect), severity, error, holds=holds, later=frozenset(later),
+                       source=fields.get("source", ""), shape=shape, fix_later=fields.get("fix-later", ""))
+
+
+REPORTS = "reports"  # programs rebuilt from public bug reports, beside the others
 
 
 def fixture_paths(root: Path = FIXTURES) -> List[Path]:
-    return sorted(p for p in root.glob("*.py") if p.read_text(encoding="utf-8").startswith(f"# {HEADER_MARK}"))
+    """The programs in ``root`` and in its ``reports/`` folder (rebuilt bug
+    reports: the same header plus ``source:`` and ``shape:``)."""
+    found = list(root.glob("*.py")) + list((root / REPORTS).glob("*.py"))
+    return sorted(p for p in found if p.read_text(encoding="utf-8").startswith(f"# {HEADER_MARK}"))
 
 
 def project_fixture_paths(root: Path = FIXTURES / "projects") -> List[Path]:
@@ -183,8 +218,9 @@ class RunResult:
 class _Recorder:
     """Tracks nn.Modules created during a run and the first backward's grads."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, program: str = ""):
         self.torch = torch
+        self.program = program  # the running file, to find its globals
         self.modules: list = []
         self.optimizers: list = []
         self.depth = 0
@@ -227,7 +263,27 @@ class _Recorder:
                     if id(p) not in seen:
                         seen.add(id(p))
                         out.append((f"optimizer#{k}.group{gi}[{j}]", grab(p), True))
+        if not out:  # hand-written SGD on plain tensors: the program's own global leaves
+            out = self.global_leaves(grab)
         return out
+
+    def global_leaves(self, grab) -> list:
+        """[("global:<name>", grad, False)] for the program's module-level
+        tensors that require grad and are leaves (``W``, ``b`` of a loop that
+        updates them by hand), found in the running program's frame."""
+        frame = sys._getframe()
+        while frame is not None and not (
+            frame.f_code.co_filename == self.program and frame.f_globals.get("__name__") == "__main__"
+        ):
+            frame = frame.f_back
+        if frame is None:
+            return []
+        g = frame.f_globals
+        return [
+            (f"global:{name}", grab(v), False)
+            for name, v in sorted(g.items())
+            if isinstance(v, self.torch.Tensor) and v.is_leaf and v.requires_grad
+        ]
 
     @contextlib.contextmanager
     def installed(self):
@@ -329,7 +385,7 @@ def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, .
         numpy.random.seed(seed)
     except Exception:  # pragma: no cover - numpy optional
         pass
-    rec = _Recorder(torch)
+    rec = _Recorder(torch, path)
     t0 = time.perf_counter()
     status, etype, emsg = "train", None, None
     held: Dict[str, bool] = {}
@@ -388,6 +444,14 @@ def compare_grads(a: Optional[list], b: Optional[list]) -> Tuple[bool, str]:
         return False, "no parameters were created"
     if a[0][0].startswith("grad["):  # torch.autograd.grad results
         keys_a = [e[0] for e in a]
+    elif a[0][0].startswith("global:"):
+        # plain tensors updated by hand: those that require grad in both runs (a
+        # fix that stops a trained tensor requiring grad makes its own update
+        # crash, which the "fixed program trains" test sees)
+        names_b = {e[0] for e in b}
+        keys_a = [e[0] for e in a if e[0] in names_b]
+        if not keys_a:
+            return False, "no tensor requires grad in both runs"
     elif any(e[2] for e in a):
         keys_a = [e[0] for e in a if e[2]]
     else:
