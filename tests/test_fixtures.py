@@ -122,6 +122,15 @@ def test_headers_are_strict():
         "# gradguard-fixture\n# runtime: crash\n# error: inplace\n# expect: GG101@5 GG101@9\n"
         "# severity: GG101@9=warning\n"
     )
+    with pytest.raises(th.HeaderError):  # a training program has no finding to get later
+        th.parse_header("# gradguard-fixture\n# runtime: train\n# expect: none\n# expect-later: GG103@3\n")
+    with pytest.raises(th.HeaderError):  # expected now and later at once
+        th.parse_header("# gradguard-fixture\n# runtime: crash\n# expect: GG103@3\n# expect-later: GG103@3\n")
+    with pytest.raises(th.HeaderError):  # a fix gap without a finding
+        th.parse_header("# gradguard-fixture\n# runtime: crash\n# expect: none\n# fix-later: why\n")
+    later = th.parse_header("# gradguard-fixture\n# runtime: crash\n# expect: none\n# expect-later: GG103@7\n"
+                            "# shape: unrolled -- two calls\n# source: https://example.org/1\n")
+    assert later.later == {("GG103", 7)} and later.shape == "unrolled" and later.source == "https://example.org/1"
     assert spec.expect == {("GG101", 5), ("GG101", 9)} and spec.error == "inplace"
     assert spec.severity == {("GG101", 9): "warning"} and spec.label == "crash:GG101/alt-error"
 
@@ -130,7 +139,7 @@ def test_expected_lines_point_at_code():
     """A label that points at a blank line or a comment is a typo."""
     for name, spec in SPECS.items():
         lines = _source(name).splitlines()
-        for code, line in spec.expect:
+        for code, line in spec.expect | spec.later:
             text = lines[line - 1].strip() if line <= len(lines) else ""
             assert text and not text.startswith("#"), f"{name}: {code}@{line} points at {text!r}"
 
@@ -145,6 +154,8 @@ def test_findings_match_label(name):
     result = check_source(_source(name), str(th.FIXTURES / name))
     assert result.syntax_error is None
     got = _found(result)
+    now = sorted(got & spec.later)
+    assert not now, f"{name}: {now} is reported now: move it from expect-later: to expect:"
     missing = sorted(spec.expect - got)
     extra = sorted(got - spec.expect)
     assert not missing and not extra, (
