@@ -202,6 +202,8 @@ class RunResult:
     # for each asked module-level name: does it hold an autograd graph at the end?
     holds: Dict[str, bool] = field(default_factory=dict)
     second_grads: Optional[list] = None
+    # [(key, grad, True)] of the parameters the first optimizer.step() updates, as it starts
+    step_grads: Optional[list] = None
 
     def to_json(self) -> dict:
         return {
@@ -227,6 +229,7 @@ class _Recorder:
         self.calls = 0
         self.first_grads: Optional[list] = None
         self.second_grads: Optional[list] = None  # the same, after the second backward
+        self.step_grads: Optional[list] = None
         # values of what the first two outermost backward calls differentiate
         # (recorded on entry, so the call that crashes is recorded too)
         self.roots: list = []
@@ -331,6 +334,24 @@ class _Recorder:
             wrapper.__wrapped__ = fn
             return wrapper
 
+        def step_pre_hook(optimizer, args, kwargs):
+            # the gradients the first step applies: a fix may change gradients that no
+            # step uses (a GAN's generator gradients from the discriminator's loss,
+            # zeroed before the generator steps), never these
+            if rec.step_grads is None and rec.depth == 0:
+                mine = {id(p) for g in optimizer.param_groups for p in g["params"]}
+                keys = {}
+                for i, mod in enumerate(rec.modules):
+                    for name, p in mod.named_parameters(recurse=False):
+                        keys.setdefault(id(p), f"module#{i}.{name}")
+                rec.step_grads = [
+                    (keys.get(id(p), f"step.group{gi}[{j}]"), None if p.grad is None else p.grad.detach().clone(), True)
+                    for gi, g in enumerate(optimizer.param_groups) for j, p in enumerate(g["params"]) if id(p) in mine
+                ]
+
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        hook = register_optimizer_step_pre_hook(step_pre_hook)
         nn.Module.__init__ = module_init
         torch.optim.Optimizer.__init__ = optimizer_init
         torch.Tensor.backward = wrap(orig_tensor_backward)
@@ -339,6 +360,7 @@ class _Recorder:
         try:
             yield self
         finally:
+            hook.remove()
             nn.Module.__init__ = orig_init
             torch.optim.Optimizer.__init__ = orig_opt_init
             torch.Tensor.backward = orig_tensor_backward
@@ -421,8 +443,10 @@ def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, .
         if can_alarm:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old_handler)
-    return RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads, rec.roots, held,
-                     rec.second_grads)
+    result = RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads, rec.roots, held,
+                       rec.second_grads)
+    result.step_grads = rec.step_grads
+    return result
 
 
 def crash_matches(result: RunResult, expected_error: str) -> bool:
@@ -518,7 +542,11 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
         entry = {"name": job["name"], "original": orig.to_json()}
         if job.get("fixed"):
             fixed = run_program(job["fixed"], seed, holds=holds)
-            ok, why = compare_grads(orig.first_grads, fixed.first_grads)
+            if orig.step_grads is not None:
+                # what the first optimizer step applies (the original reaches it before it crashes)
+                ok, why = compare_grads(orig.step_grads, fixed.step_grads)
+            else:
+                ok, why = compare_grads(orig.first_grads, fixed.first_grads)
             entry["fixed"] = fixed.to_json()
             entry["grads_equal"] = ok
             entry["grads_why"] = why
