@@ -267,6 +267,8 @@ def _other_fixes() -> tuple:
     (asked by the runtime fixture and by the test: analysed once)."""
     out = []
     for name in NAMES:
+        if SPECS[name].fix_later:
+            continue  # its fixes are a known gap (test_known_fix_gap_is_still_there)
         source = _source(name)
         for f in check_source(source, name).findings:
             if f.code not in OTHER_FIXES_RUN:
