@@ -423,7 +423,7 @@ def test_known_fix_gap_is_still_there(runtime, name):
     assert result.findings, f"{name}: nothing reported, so nothing to fix"
     holds = all(f.preferred_fix is not None for f in result.findings)
     if holds:
-        fixed = _apply_preferred(source, result)
+        fixed = _apply_preferred(source, result, lambda text: check_source(text, name))
         again = check_source(fixed, name)
         entry = runtime[name]
         holds = (again.syntax_error is None and not again.findings and "fixed" in entry

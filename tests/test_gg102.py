@@ -1757,3 +1757,47 @@ def test_recompute_in_another_method_needs_no_locals():
     f = [f for f in gg102(source) if f.data["variable"] == "self.w2"][0]
     assert not any("Recompute" in fx.title_in("en") for fx in f.fixes)
     assert f.preferred_fix.title_in("en").startswith("Detach")
+
+
+@pytest.mark.parametrize("view", [
+    "emb.weight.t()", "emb.weight.T", "emb.weight.view(4, 10)", "emb.weight[0]", "emb.weight[:, 1:3]",
+    "emb.weight.transpose(0, 1)", "emb.weight.unsqueeze(0)",
+])
+def test_a_view_of_a_parameter_before_the_loop_is_silent(view):
+    """A tied projection (`out_proj = emb.weight.t()`) shares the parameter's storage:
+    the optimizer's in-place updates show through it and its gradient is the one
+    wanted. Nothing to report (it used to be a warning)."""
+    source = src(f"""
+        import torch
+        import torch.nn as nn
+        emb = nn.Embedding(10, 4)
+        proj = {view}
+        opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+        for step in range(3):
+            loss = (emb(torch.tensor([1, 2])).sum() + proj.sum())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    assert [f for f in check_source(source).findings if f.code == "GG102"] == []
+
+
+@pytest.mark.parametrize("built, severity", [
+    ("emb.weight * 2", "error"),  # a product saves tensors
+    ("emb.weight.t() * 2", "error"),
+])
+def test_what_is_not_a_view_is_still_reported(built, severity):
+    source = src(f"""
+        import torch
+        import torch.nn as nn
+        emb = nn.Embedding(10, 4)
+        proj = {built}
+        opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+        for step in range(3):
+            loss = proj.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    [f] = [f for f in check_source(source).findings if f.code == "GG102"]
+    assert f.severity.value == severity

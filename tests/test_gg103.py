@@ -48,14 +48,28 @@ def test_gan_without_detach_is_reported_at_the_second_backward():
     assert [r.range.start.line + 1 for r in f.related] == [11, 14]
     assert "Trying to backward through the graph a second time" in f.message_in("en")
     assert "计算图" in f.message_in("zh") and "retain_graph=True" in f.message_in("zh")
-    keep, cut = f.fixes
-    assert keep.preferred and not cut.preferred
+    # optG.zero_grad() discards what lossD gives G before any step: the detach is preferred
+    assert "optG.zero_grad()" in f.message_in("en") and "optG.zero_grad()" in f.message_in("zh")
+    cut, keep = f.fixes
+    assert cut.preferred and not keep.preferred
     kept = apply_text_edits(GAN, keep.edits)
     assert "    lossD.backward(retain_graph=True)\n" in kept and gg103(kept) == []
     detached = apply_text_edits(GAN, cut.edits)
     assert "bce(D(fake.detach()), torch.zeros(16, 1))" in detached
     assert "lossG = bce(D(fake), torch.ones(16, 1))" in detached  # the generator's loss keeps its graph
     assert gg103(detached) == []
+
+
+def test_retain_stays_preferred_when_the_producer_keeps_its_gradients():
+    """G's gradients from lossD are not zeroed before G steps (its zero_grad runs
+    first): detaching fake in lossD would change G's update, retain_graph=True not."""
+    src = GAN.replace("    optD.zero_grad()\n", "    optD.zero_grad()\n    optG.zero_grad()\n", 1)
+    src = src.replace("    optG.zero_grad()\n    lossG", "    lossG", 1)
+    assert src.count("optG.zero_grad()") == 1
+    [f] = gg103(src)
+    keep, cut = f.fixes
+    assert keep.preferred and not cut.preferred
+    assert "    lossD.backward(retain_graph=True)\n" in apply_text_edits(src, keep.edits)
 
 
 @pytest.mark.parametrize("first, kept", [
@@ -70,7 +84,8 @@ def test_gan_without_detach_is_reported_at_the_second_backward():
 def test_the_retain_fix_adds_the_keyword_whatever_the_call_looks_like(first, kept):
     src = GAN.replace("    lossD.backward()\n", f"    {first}\n")
     [f] = gg103(src)
-    fixed = apply_text_edits(src, f.fixes[0].edits)
+    [keep] = [x for x in f.fixes if any("retain_graph" in e.new_text for e in x.edits)]
+    fixed = apply_text_edits(src, keep.edits)
     assert f"    {kept}\n" in fixed, fixed
     compile(fixed, "x.py", "exec")
     assert gg103(fixed) == []
@@ -280,3 +295,234 @@ def test_steps_written_as_helper_functions():
                              "train_discriminator(torch.randn(16, 2), fake.detach())")) == []
     # a helper that keeps its graph frees nothing
     assert gg103(src.replace("    loss.backward()\n    optD.step()", "    loss.backward(retain_graph=True)\n    optD.step()")) == []
+
+
+# ---------------------------------------------------------------------------
+# retain-then-step: a backward through weights an optimizer step changed in place
+
+SOFTMAX_GAN = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    generator = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    discriminator = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer_G = torch.optim.Adam(generator.parameters())
+    optimizer_D = torch.optim.Adam(discriminator.parameters())
+    for i in range(3):
+        real_imgs = torch.randn(16, 2)
+        gen_imgs = generator(torch.randn(16, 4))
+        d_real = discriminator(real_imgs)
+        d_fake = discriminator(gen_imgs)
+        d_loss = d_real.mean() - d_fake.mean()
+        d_loss.backward(retain_graph=True)
+        optimizer_D.step()
+        g_loss = d_fake.mean()
+        g_loss.backward()
+        optimizer_G.step()
+""")
+
+
+def test_retained_graph_through_weights_the_step_changed_is_reported():
+    [f] = gg103(SOFTMAX_GAN)
+    assert f.range.start.line + 1 == 17 and f.data["step_line"] == 15
+    en, zh = f.message_in("en"), f.message_in("zh")
+    assert "modified by an inplace operation" in en and "modified by an inplace operation" in zh
+    assert "`optimizer_D.step()`" in en and "`optimizer_D.step()`" in zh
+    assert [r.range.start.line + 1 for r in f.related] == [12, 15]
+    [fix] = f.fixes
+    assert fix.preferred
+    fixed = apply_text_edits(SOFTMAX_GAN, fix.edits)
+    # the critic is called again after its step; the retained generator graph is kept
+    assert "    optimizer_D.step()\n    d_fake = discriminator(gen_imgs)\n    g_loss" in fixed
+    assert "retain_graph=True" in fixed and gg103(fixed) == []
+
+
+@pytest.mark.parametrize("change", [
+    # the generator's loss calls the critic afresh after its step
+    ("    g_loss = d_fake.mean()\n", "    g_loss = discriminator(gen_imgs).mean()\n"),
+    # the step updates another module: nothing the second backward saved changes
+    ("optimizer_D = torch.optim.Adam(discriminator.parameters())\n",
+     "optimizer_D = torch.optim.Adam(head.parameters())\n"),
+    # an optimizer we cannot read: no proof
+    ("optimizer_D = torch.optim.Adam(discriminator.parameters())\n", "optimizer_D = make_optimizer()\n"),
+    # a learning-rate scheduler steps, not an optimizer
+    ("    optimizer_D.step()\n", "    scheduler.step()\n"),
+])
+def test_retained_graph_twins_stay_silent(change):
+    src = SOFTMAX_GAN.replace(*change)
+    assert src != SOFTMAX_GAN
+    assert gg103(src) == []
+
+
+def test_a_producer_stepped_under_the_second_loss_is_cut_not_recomputed():
+    """cluster_gan's shape: the step updates the generator, the second loss trains
+    the critic: score the generator's output again, detached, after the step."""
+    src = SOFTMAX_GAN.replace("    optimizer_D.step()\n    g_loss = d_fake.mean()\n    g_loss.backward()\n"
+                              "    optimizer_G.step()\n",
+                              "    optimizer_G.step()\n    d_loss2 = d_real.mean() - d_fake.mean()\n"
+                              "    d_loss2.backward()\n    optimizer_D.step()\n")
+    assert src != SOFTMAX_GAN
+    [f] = gg103(src)
+    [fix] = f.fixes
+    fixed = apply_text_edits(src, fix.edits)
+    assert "    optimizer_G.step()\n    d_fake = discriminator(gen_imgs.detach())\n" in fixed
+    assert gg103(fixed) == []
+
+
+def test_no_retain_graph_through_an_aliased_optimizer():
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        class Trainer:
+            def __init__(self):
+                self.netG = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+                self.netD = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+                self.optim_g = torch.optim.Adam(self.netG.parameters())
+
+            def step(self, real, z):
+                g_optim = self.optim_g
+                fake = self.netG(z)
+                loss_g = -self.netD(fake).mean()
+                recon = (fake - real).abs().mean()
+                g_optim.zero_grad()
+                loss_g.backward()
+                g_optim.step()
+                recon.backward()
+    """)
+    [f] = gg103(src)
+    assert not any("retain_graph" in e.new_text for x in f.fixes for e in x.edits)
+    [fix] = f.fixes
+    fixed = apply_text_edits(src, fix.edits)
+    assert "        g_optim.step()\n        fake = self.netG(z)\n        recon = (fake - real).abs().mean()\n" in fixed
+
+
+def test_a_two_step_optimizer_moves_the_weights_between_the_backward_calls():
+    """SAM's first_step() edits the parameters in place: no retain_graph=True; the
+    second loss needs a forward at the moved weights."""
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn.functional as F
+
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+        optimizer = SAM(model.parameters(), torch.optim.SGD, lr=0.1)
+        for x, y in loader:
+            output = model(x)
+            loss = F.cross_entropy(output, y)
+            loss.backward()
+            optimizer.first_step(zero_grad=True)
+            F.cross_entropy(output, y).backward()
+            optimizer.second_step(zero_grad=True)
+    """)
+    [f] = gg103(src)
+    assert not any("retain_graph" in e.new_text for x in f.fixes for e in x.edits)
+    fixed = apply_text_edits(src, f.preferred_fix.edits)
+    assert "    optimizer.first_step(zero_grad=True)\n    output = model(x)\n" in fixed
+
+
+def test_random_draws_are_not_recomputed():
+    """Running `fake = G(torch.randn(...))` again would draw other noise: no such fix."""
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        G = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        optG = torch.optim.Adam(G.parameters())
+        for step in range(3):
+            fake = G(torch.randn(16, 4))
+            loss_a = fake.pow(2).mean()
+            loss_b = fake.abs().mean()
+            loss_a.backward()
+            optG.step()
+            loss_b.backward()
+    """)
+    [f] = gg103(src)
+    assert f.fixes == () or not any("G(torch.randn" in e.new_text for x in f.fixes for e in x.edits)
+
+
+@pytest.mark.parametrize("src, reported", [
+    ("x = torch.randn(4, requires_grad=True)\ny = x ** 2\nl1 = y.sum()\nl2 = y.mean()\nl1.backward()\nl2.backward()\n",
+     True),
+    ("x = torch.randn(4, requires_grad=True)\ny = x + 1\nl1 = y.sum()\nl2 = y.mean()\nl1.backward()\nl2.backward()\n",
+     False),
+    ("p = torch.tensor(0.2, requires_grad=True)\nd = Bernoulli(p)\nl1 = d.log_prob(torch.tensor(1.))\n"
+     "l2 = d.log_prob(torch.tensor(0.))\nl1.backward()\nl2.backward()\n", True),
+    ("p = torch.tensor(0.2, requires_grad=True)\nd = Bernoulli(logits=p)\nl1 = d.log_prob(torch.tensor(1.))\n"
+     "l2 = d.log_prob(torch.tensor(0.))\nl1.backward()\nl2.backward()\n", False),
+    ("p = torch.tensor([0.2, 0.8], requires_grad=True)\nd = Categorical(logits=p)\nl1 = d.log_prob(torch.tensor(1))\n"
+     "l2 = d.entropy()\nl1.backward()\nl2.backward()\n", True),
+    ("p = torch.tensor(0.2, requires_grad=True)\nd = Normal(p, 1.0)\nl1 = d.log_prob(torch.tensor(1.))\n"
+     "l2 = d.log_prob(torch.tensor(0.))\nl1.backward()\nl2.backward()\n", False),
+])
+def test_straight_line_backward_calls_through_saving_graphs(src, reported):
+    """Steps written out without a loop: two backward calls in one scope fail when
+    the graph they share saves tensors (a power, a product, a Bernoulli built from
+    probabilities, any Categorical), not when it saves none."""
+    head = "import torch\nfrom torch.distributions import Bernoulli, Categorical, Normal\n"
+    found = gg103(head + src)
+    assert bool(found) == reported, found
+    if reported:
+        fixed = apply_text_edits(head + src, found[0].preferred_fix.edits)
+        assert "l1.backward(retain_graph=True)" in fixed and gg103(fixed) == []
+
+
+_DIST_CHECK = r"""
+import json, torch
+from torch import distributions as D
+out = {}
+cases = {
+    "Categorical(probs=p)": lambda p: D.Categorical(probs=p),
+    "Categorical(logits=p)": lambda p: D.Categorical(logits=p),
+    "OneHotCategorical(probs=p)": lambda p: D.OneHotCategorical(probs=p),
+    "OneHotCategorical(logits=p)": lambda p: D.OneHotCategorical(logits=p),
+    "Bernoulli(p)": lambda p: D.Bernoulli(p),
+    "Bernoulli(probs=p)": lambda p: D.Bernoulli(probs=p),
+    "Bernoulli(logits=p)": lambda p: D.Bernoulli(logits=p),
+    "Binomial(4, p)": lambda p: D.Binomial(4, p),
+    "Binomial(4, logits=p)": lambda p: D.Binomial(4, logits=p),
+    "Geometric(p)": lambda p: D.Geometric(p),
+    "Geometric(logits=p)": lambda p: D.Geometric(logits=p),
+    "Normal(p, 1.0)": lambda p: D.Normal(p, 1.0),
+    "Laplace(p, 1.0)": lambda p: D.Laplace(p, 1.0),
+}
+for text, make in cases.items():
+    p = torch.tensor([0.3, 0.6], requires_grad=True)
+    d = make(p)
+    v = d.sample()
+    l1, l2 = d.log_prob(v).sum(), d.log_prob(v).sum()
+    try:
+        l1.backward()
+        l2.backward()
+        out[text] = "ok"
+    except RuntimeError:
+        out[text] = "crash"
+print(json.dumps(out))
+"""
+
+
+def test_distribution_table_matches_torch():
+    """knowledge.saving_distribution, checked by running torch: two log-probs of one
+    distribution, back-propagated one after the other, crash exactly for those it names."""
+    import ast
+    import importlib.util
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch not installed")
+    from gradguard.analysis import knowledge as K
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _DIST_CHECK], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    wrong = []
+    for text, seen in got.items():
+        call = ast.parse(text, mode="eval").body
+        assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+        claims = K.saving_distribution("torch.distributions." + call.func.id, call)
+        if claims != (seen == "crash"):
+            wrong.append((text, seen, claims))
+    assert not wrong, wrong

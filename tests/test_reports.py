@@ -77,8 +77,9 @@ def test_report_header(name):
 def test_bug_reports_doc_states_the_measured_recall():
     row = recall_table()["all"]
     doc = (REPO / "docs" / "bug-reports.md").read_text(encoding="utf-8")
-    m = re.search(r"caught (\d+) of (\d+) crashing reports.*?flags (\d+) of (\d+) that train", doc, re.S)
-    assert m, "docs/bug-reports.md: no 'caught N of M crashing reports ... flags K of L that train' line"
+    m = re.search(r"Now: gradguard catches (\d+) of (\d+) crashing reports.*?flags (\d+) of (\d+) that train",
+                  doc, re.S)
+    assert m, "docs/bug-reports.md: no 'Now: gradguard catches N of M crashing reports ... flags K of L that train'"
     assert [int(g) for g in m.groups()] == [row[1], row[0], row[3], row[2]], (m.group(0), row)
 
 

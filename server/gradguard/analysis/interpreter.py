@@ -899,6 +899,8 @@ class GraphFlow:
             return CLEAN
         if any(t[0] == "L" for t in taints):
             taints = frozenset(t for t in taints if t[0] != "L") | {("G", node)}
+            if isinstance(node, ast.BinOp) and type(node.op).__name__ in K.SAVING_BINOPS:
+                self.saving_calls.add(id(node))  # `x ** 2`, `2 * t`: the graph it starts saves tensors
         if self.r.ctx is None:
             # summarising a def: an op computed this from parameter i (("Q", i)), so
             # a caller passing a tensor that requires grad gets a new graph back
@@ -1299,7 +1301,7 @@ class GraphFlow:
             return CLEAN
         if self.no_grad:
             return CLEAN
-        if q in K.SAVING_FUNCTIONS:
+        if q in K.SAVING_FUNCTIONS or K.saving_distribution(q, call):
             self.saving_calls.add(id(call))
         return self._op(call, args_taints)
 

@@ -115,6 +115,30 @@ NONSAVING_FUNCTIONS = frozenset({"torch.add", "torch.sub", "torch.cat", "torch.s
 NONSAVING_METHODS = frozenset({"add", "sub", "add_", "sub_", "sum", "mean", "view", "reshape", "__getitem__", "squeeze",
                                "unsqueeze", "permute", "transpose", "flatten", "expand", "clone", "t", "contiguous"})
 
+# torch.distributions whose construction (or the parameter they cache on first use) saves tensors: two
+# losses from one such distribution, back-propagated one after the other, fail on the second (checked with
+# torch 2.13). Normal, Laplace, Beta... compute their log-prob afresh on each call and share only views.
+SAVING_DISTRIBUTIONS = frozenset({"Categorical", "OneHotCategorical"})  # probs= or logits=: normalised once
+SAVING_DISTRIBUTIONS_FROM_PROBS = frozenset({"Bernoulli", "Binomial"})  # the logits, cached from probs
+SAVING_DISTRIBUTIONS_FROM_LOGITS = frozenset({"Geometric"})  # the probs, cached from logits
+
+
+def saving_distribution(qualname, call) -> bool:
+    """``Categorical(logits=l)``, ``Bernoulli(p)``: a distribution whose graph from its
+    parameters saves tensors that every log_prob()/entropy() then shares."""
+    if not qualname or not qualname.startswith("torch.distributions."):
+        return False
+    cls = qualname.rpartition(".")[2]
+    if cls in SAVING_DISTRIBUTIONS:
+        return True
+    kws = {kw.arg for kw in call.keywords}
+    if cls in SAVING_DISTRIBUTIONS_FROM_PROBS:
+        return "probs" in kws or (bool(call.args) and "logits" not in kws)
+    if cls in SAVING_DISTRIBUTIONS_FROM_LOGITS:
+        return "logits" in kws
+    return False
+
+
 # Objects that have .zero_grad(): any nn.Module and any optimizer (a tensor does not).
 OPTIMIZER_PREFIXES = ("torch.optim.",)
 

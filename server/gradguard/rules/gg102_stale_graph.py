@@ -978,6 +978,12 @@ class _Analysis:
         if not srcs:
             return None
         primary = next((s for s in srcs if s.name), srcs[0])
+        if g.saving is False and all(s.kind in ("param", "module") for s in srcs) and g.stmts \
+                and all(_view_statement(s) for s in g.stmts):
+            # a view of a parameter (a tied projection `emb.weight.t()`, `w.T`, `w.view(...)`,
+            # `w[0]`): it shares the parameter's storage, so the optimizer's in-place updates show
+            # through it and the gradient it carries is the one wanted; nothing to report
+            return None
         trained = any(s.kind in ("param", "module") or (s.name in self.grad_used) for s in srcs)
         certain = g.saving is True
         # X = torch.rand(..., requires_grad=True); X = X.reshape(...): the source is the replaced leaf
@@ -2342,3 +2348,38 @@ for i in range(10):
 '''
 
 StaleGraph.explanation = {"en": _EXPLANATION_EN, "zh": _EXPLANATION_ZH}
+
+
+# Operations that return a view of their input (shares its storage, saves nothing for backward).
+_VIEW_METHODS = frozenset({"t", "view", "view_as", "transpose", "permute", "unsqueeze", "squeeze", "expand",
+                           "expand_as", "narrow", "select", "unflatten", "movedim", "swapaxes", "swapdims"})
+_VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "weight", "bias", "data"})
+
+
+def _view_statement(stmt: ast.stmt) -> bool:
+    """``out_proj = emb.weight.t()``: an assignment of a chain of view operations on a
+    name or attribute (a parameter), with basic indexing (numbers and slices) only."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    return value is not None and _view_chain(value)
+
+
+def _view_chain(e: ast.AST) -> bool:
+    while True:
+        if isinstance(e, ast.Name):
+            return True
+        if isinstance(e, ast.Attribute):
+            if e.attr not in _VIEW_ATTRS and not isinstance(e.value, ast.Name):
+                return False
+            e = e.value
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _VIEW_METHODS:
+            if any(not isinstance(a, (ast.Constant, ast.UnaryOp, ast.Tuple, ast.Name)) for a in e.args) or e.keywords:
+                return False
+            e = e.func.value
+        elif isinstance(e, ast.Subscript):
+            idx = e.slice
+            parts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+            if not all(isinstance(p, (ast.Constant, ast.Slice, ast.UnaryOp)) for p in parts):
+                return False  # advanced indexing copies
+            e = e.value
+        else:
+            return False

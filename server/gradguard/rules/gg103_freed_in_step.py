@@ -43,6 +43,10 @@ step already back-propagated and freed: two losses built on one shared tensor, b
 after the other, with no `retain_graph=True` on the first. Either backward may sit in a helper of
 yours: `train_discriminator(real, fake)` then `train_generator(fake)`.
 
+It also finds the same step written the other way round: the first backward keeps the graph
+(`retain_graph=True`), then an optimizer step updates weights that graph saved, then the second
+backward runs through them. It finds both in loops and in steps written out one after the other.
+
 ## Why is this bad?
 `backward()` frees the tensors the graph saved for the gradient (the inputs of a matrix multiply,
 the outputs of an activation) as it goes. The second `backward()` needs them again for the shared
@@ -55,6 +59,18 @@ tensors after they have already been freed).
 
 in the very first iteration. The classic case is a GAN whose discriminator step uses the
 generator's output without `.detach()`.
+
+With `retain_graph=True` on the first backward and `optD.step()` before the second, the saved
+weights themselves have changed in place and torch stops instead with
+
+```
+RuntimeError: one of the variables needed for gradient computation has been modified by an
+inplace operation
+```
+
+(PyTorch-GAN's `softmax_gan.py` and `cluster_gan.py` do this; torch before 1.5 did not check).
+It is the same mistake -- a second backward through a graph the step has already used up -- so it
+has the same code.
 
 ## Example
 ```python
@@ -88,6 +104,17 @@ or cut the shared tensor out of the first loss when its producer should not lear
 Summing the losses and calling `backward()` once is a third way when both should update the
 same parameters.
 
+The quick fix is the detach when the producer's gradients from the first loss are zeroed before
+any step uses them (`optG.zero_grad()` between the two backward calls): the updates are the same,
+no graph is kept, and it is what tutorials write. Otherwise it is `retain_graph=True`.
+
+When an optimizer step between the two backward calls updates the shared part (including through
+an alias such as `g_optim = self.optim_g`, or a two-step optimizer's `first_step()` as in SAM),
+keeping the graph is no fix. The quick fix then computes the shared part again after the step
+(`d_fake = D(gen_imgs)` after `optD.step()`, SAM's second forward), or, when the optimizer stepped
+after the second backward does not train what the step updated, detaches its output where the
+second loss reads it (`D(gen_imgs.detach())` again after the generator's step).
+
 ## FAQ
 **GG101 says `retain_graph=True` is the wrong fix. Why is it right here?**
 GG101 is about a graph carried into the *next* iteration: retaining it makes every step
@@ -95,13 +122,20 @@ back-propagate through all earlier steps. Here both backward passes belong to th
 the same graph; `retain_graph=True` keeps it only until the second one, which frees it.
 
 **Which fix does the quick fix apply?**
-`retain_graph=True` on the first backward: it changes no gradient. The detach is offered as a
-second action, because it changes what the shared tensor's producer learns.
+The one that changes no update: the detach when the producer's gradients from the first loss are
+zeroed before any step (then `retain_graph=True` is the second action), else `retain_graph=True`
+(then the detach is the second action, because it changes what the producer learns).
 
 **Why is a second `loss.backward()` on an `x.sum()` not reported?**
-Only parts of the graph that save tensors fail a second pass (a module call, a matrix multiply, an
-activation). Sums, views and additions save none, and PyTorch back-propagates through them twice
-without complaint.
+Only parts of the graph that save tensors fail a second pass (a module call, a matrix multiply, a
+product or a power, an activation). Sums, views and additions save none, and PyTorch
+back-propagates through them twice without complaint.
+
+**Two losses from one `torch.distributions` object?**
+Reported for the ones whose graph from their parameters saves tensors: `Categorical` (either
+way), `Bernoulli` and `Binomial` built from probabilities (they cache the logits they compute from
+them) and `Geometric` built from logits.
+`Normal(mu, 1.0)` and `Bernoulli(logits=...)` compute each log-prob afresh and are not reported.
 ''',
     "zh": '''\
 ## 它检查什么
@@ -109,6 +143,9 @@ without complaint.
 反向传播并释放了。典型情况是两个损失共用同一个中间张量，先后各调用一次 `backward()`，
 而第一次没有写 `retain_graph=True`。两次 backward 也可以在你自己的辅助函数里：
 `train_discriminator(real, fake)` 之后再 `train_generator(fake)`。
+
+它也检查反过来写的同一种错误：第一次 backward 保留了计算图（`retain_graph=True`），接着优化器 step
+更新了这张图保存的权重，然后第二次 backward 又经过这些权重。循环里和不写循环、逐步展开的代码里都会检查。
 
 ## 为什么这是个问题
 `backward()` 在反向传播时会释放计算图为求梯度而保存的张量（矩阵乘法的输入、激活函数的输出等）。
@@ -120,6 +157,18 @@ tensors after they have already been freed).
 ```
 
 最常见的是 GAN：训练判别器时直接用了生成器的输出，没有 `.detach()`。
+
+
+如果第一次 backward 写了 `retain_graph=True`，而第二次之前有 `optD.step()`，被保存的权重本身已被原地修改，
+torch 会改为报错
+
+```
+RuntimeError: one of the variables needed for gradient computation has been modified by an
+inplace operation
+```
+
+（PyTorch-GAN 的 `softmax_gan.py` 和 `cluster_gan.py` 就是这样；torch 1.5 之前不做这个检查）。
+这是同一个错误——第二次 backward 经过了这一步已经用掉的计算图——所以用同一个编号。
 
 ## 示例
 ```python
@@ -151,18 +200,33 @@ for real in loader:
 
 如果两个损失本来就要更新同一组参数，也可以把它们相加后只调用一次 `backward()`。
 
+如果两次 backward 之间有 `optG.zero_grad()`，第一个损失给来源的梯度在任何 step 之前就被清掉了，
+这时快速修复用 detach：参数更新完全相同，不保留计算图，也是教程里的写法；否则用 `retain_graph=True`。
+
+如果两次 backward 之间的优化器 step 更新了共享部分（包括通过别名 `g_optim = self.optim_g`，或者像
+SAM 的 `first_step()` 那样两步走的优化器），保留计算图就不是修复。这时快速修复会在 step 之后重新计算
+共享部分（`optD.step()` 之后的 `d_fake = D(gen_imgs)`，SAM 的第二次前向）；如果第二次 backward
+之后 step 的优化器并不训练被更新的那部分，就在第二个损失读取它的输出的地方 detach
+（生成器 step 之后重新计算 `D(gen_imgs.detach())`）。
+
 ## 常见问题
 **GG101 说 `retain_graph=True` 不是正确的修复，为什么这里可以？**
 GG101 说的是把计算图带进*下一轮*迭代：保留它会让每一步都回溯之前所有步的图。这里两次反向传播
 属于*同一步*、同一张图，`retain_graph=True` 只把图保留到第二次反向传播，之后照常释放。
 
 **快速修复用的是哪一种？**
-在第一次 backward 上加 `retain_graph=True`：它不改变任何梯度。detach 作为第二个修复选项提供，
-因为它会改变共享张量的来源学到的东西。
+选不改变任何参数更新的那一种：如果第一个损失给来源的梯度在任何 step 之前就被清零（两次 backward
+之间有 `optG.zero_grad()`），就用 detach（`retain_graph=True` 作为第二个选项）；否则用
+`retain_graph=True`（detach 作为第二个选项，因为它会改变来源学到的东西）。
 
 **为什么对 `x.sum()` 再调用一次 `loss.backward()` 不会被报告？**
-只有保存了张量的那部分计算图才会在第二次反向传播时出错（模块调用、矩阵乘法、激活函数）。
+只有保存了张量的那部分计算图才会在第二次反向传播时出错（模块调用、矩阵乘法、乘法或乘方、激活函数）。
 求和、view、加法不保存张量，PyTorch 可以对它们反向传播两次而不报错。
+
+**同一个 `torch.distributions` 对象算出两个损失？**
+只报告那些由参数构建时就保存了张量的分布：`Categorical`（两种构造方式都是），用概率构造的
+`Bernoulli`、`Binomial`（它们会缓存由概率算出的 logits），以及用 logits 构造的 `Geometric`。`Normal(mu, 1.0)` 和
+`Bernoulli(logits=...)` 每次都重新计算 log-prob，不会被报告。
 ''',
 }
 
@@ -205,6 +269,9 @@ class FreedInStep(Rule):
         reported: Set[int] = set()
         for block in _blocks(unit.body):
             for f in _check_block(self, block, events, flow.saving_calls, reported, ctx):
+                out.append(f)
+        for block in _blocks(unit.body):
+            for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx):
                 out.append(f)
         return out
 
@@ -308,6 +375,32 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
         advice_zh = (f"请在 `{_callee(b1)}` 内部的 backward 上加 `retain_graph=True`，或者若 {what} 的来源"
                      f"不应从中学习，就把 {what[:-1]}.detach()` 传给它")
     elif _stepped_in_between(stmts, s1, b2, shared, ctx):
+        second_cut = _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx) if name and holder is not None else None
+        if second_cut:
+            # the optimizer stepped after the second backward does not train what produced the
+            # shared value: cutting it out of the second loss changes none of its gradients
+            cut2, opt2 = second_cut
+            advice_en = (f"an optimizer step in between updates what produced {what}, and `{opt2}` does not "
+                         f"train it: detach {what} where it feeds the second loss")
+            advice_zh = (f"两次之间的优化器 step 原地更新了 {what} 的来源，而 `{opt2}` 并不训练它：请在它进入"
+                         f"第二个损失的地方 detach")
+            fix2 = Fix({"en": f"Detach `{name}` in the second loss (`{opt2}` does not train what produced it)",
+                        "zh": f"在第二个损失里 detach `{name}`（`{opt2}` 并不训练它的来源）"},
+                       tuple(cut2), preferred=True)
+            return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                         advice_en, advice_zh, [fix2], name, ctx)
+        redo = _recompute_after_step(stmts, s1, b2, shared, ctx)
+        if redo is not None:
+            # the forward again after the step that updated it (the second loss then sees the
+            # updated weights, as a second step of SAM or a GAN trained in turn does)
+            edits, kind, names, opt = redo
+            shown = ", ".join(f"`{n}`" for n in names)
+            advice_en = f"an optimizer step in between updates its weights in place: compute {shown} again after `{opt}.step()`"
+            advice_zh = f"两次之间的优化器 step 原地更新了它的权重：请在 `{opt}.step()` 之后重新计算 {shown}"
+            fix3 = Fix({"en": f"Compute {shown} again after `{opt}.step()`",
+                        "zh": f"在 `{opt}.step()` 之后重新计算 {shown}"}, tuple(edits), preferred=True)
+            return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                         advice_en, advice_zh, [fix3], name, ctx)
         # no fix then: a detach changes what the shared part learns, so it cannot be
         # the fix `--fix` and Fix All apply; the message says what to do
         advice_en = (f"an optimizer step in between may update its weights in place, so compute {what} again "
@@ -322,6 +415,39 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
     if cut:
         advice_en += f", or detach {what} where it feeds the first loss"
         advice_zh += f"，或在它进入第一个损失的地方对 {what} 做 detach"
+    fixes: List[Fix] = []
+    if keep is not None:
+        fixes.append(Fix({"en": f"Keep the graph for the second backward: `retain_graph=True` on line {line1} "
+                                f"(same gradients)",
+                          "zh": f"为第二次 backward 保留计算图：在第 {line1} 行加 `retain_graph=True`（梯度不变）"},
+                         (keep,), preferred=True))
+    zeroed = _producer_zeroed(stmts, s1, b2, shared, ctx) if cut and keep is not None else None
+    if zeroed and keep is not None:
+        # what the first loss gives the shared value's producer is zeroed before any step uses
+        # it: the detach changes no update, keeps no graph alive, and is what tutorials write
+        advice_en = (f"detach {what} where it feeds the first loss (`{zeroed}` discards what that loss gives "
+                     f"its producer before any step), or pass `retain_graph=True` to that first backward")
+        advice_zh = (f"请在 {what} 进入第一个损失的地方 detach（`{zeroed}` 会在任何 step 之前清掉该损失给它来源的"
+                     f"梯度），或给第一次 backward 加上 `retain_graph=True`")
+        fixes = [Fix({"en": f"Detach `{name}` in the first loss (`{zeroed}` discards what it gives the producer; "
+                            f"same updates)",
+                      "zh": f"在第一个损失里 detach `{name}`（`{zeroed}` 会清掉它给来源的梯度；更新不变）"},
+                     tuple(cut), preferred=True),
+                 Fix({"en": f"Keep the graph for the second backward: `retain_graph=True` on line {line1} "
+                            f"(same gradients, more memory)",
+                      "zh": f"为第二次 backward 保留计算图：在第 {line1} 行加 `retain_graph=True`（梯度不变，内存更多）"},
+                     (keep,))]
+    elif cut and keep is not None:
+        fixes.append(Fix({"en": f"Detach `{name}` in the first loss (what produced it gets no gradient from "
+                                f"that loss)",
+                          "zh": f"在第一个损失里 detach `{name}`（它的来源不再从该损失得到梯度）"},
+                         tuple(cut)))
+    return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                 advice_en, advice_zh, fixes, name, ctx)
+
+
+def _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct, advice_en, advice_zh,
+          fixes, name, ctx) -> Finding:
     msg = {
         "en": f"`{second}` back-propagates through the graph of {what} (line {line0}), which `{first}` on line "
               f"{line1} already freed (\"Trying to backward through the graph a second time\"); {advice_en}.",
@@ -335,17 +461,6 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
                 {"en": f"`{_callee(b1)}` back-propagates through it here and frees it",
                  "zh": f"`{_callee(b1)}` 在这里对它反向传播并释放了它"}),
     )
-    fixes: List[Fix] = []
-    if keep is not None:
-        fixes.append(Fix({"en": f"Keep the graph for the second backward: `retain_graph=True` on line {line1} "
-                                f"(same gradients)",
-                          "zh": f"为第二次 backward 保留计算图：在第 {line1} 行加 `retain_graph=True`（梯度不变）"},
-                         (keep,), preferred=True))
-    if cut and keep is not None:
-        fixes.append(Fix({"en": f"Detach `{name}` in the first loss (what produced it gets no gradient from "
-                                f"that loss)",
-                          "zh": f"在第一个损失里 detach `{name}`（它的来源不再从该损失得到梯度）"},
-                         tuple(cut)))
     return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, tuple(fixes),
                    {"variable": name or "", "first_backward_line": line1})
 
@@ -369,7 +484,7 @@ def _stepped_in_between(stmts, s1, b2, shared, ctx) -> bool:
         for n in ast.walk(s):
             if n is b2:
                 return _any_may_update(steppers, shared, ctx)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_step(n.func.attr):
                 name = A.dotted(n.func.value)
                 steppers.append(name or "?")
     return _any_may_update(steppers, shared, ctx)
@@ -393,10 +508,26 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
         made = _constructions(opt, lines)
         if not made:
             return True  # an optimizer we cannot see: it may hold anything
-        for value in made:
+        seen = {opt}
+        while made:
+            value = made.pop()
+            if re.fullmatch(r"[\w.]+", value) and value not in seen:
+                # an alias (`g_optim = self.optim_g`): what the aliased optimizer was built from
+                seen.add(value)
+                more = _constructions(value, lines)
+                if not more:
+                    return True
+                made.extend(more)
+                continue
             if set(re.findall(r"\w+", value)) & parts:
                 return True
     return False
+
+
+def _is_step(attr: str) -> bool:
+    """``opt.step()``, and the in-place parameter updates of two-step optimizers
+    (SAM's ``first_step()`` / ``second_step()``)."""
+    return attr == "step" or attr.endswith("_step")
 
 
 def _constructions(name: str, lines: List[str]) -> List[str]:
@@ -568,3 +699,418 @@ def _inputs_of(stmts, b2: ast.Call) -> Set[str]:
 
 def _callee(call: ast.Call) -> str:
     return A.dotted(call.func) or _short(call.func)
+
+
+# ---------------------------------------------------------------------------
+# retain-then-step
+
+
+def _step_calls(stmt: ast.stmt) -> Iterator[Tuple[ast.Call, str]]:
+    """``opt.step()`` calls anywhere in a statement (nested blocks, not nested defs)."""
+    stack: List[ast.AST] = [stmt]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_step(n.func.attr):
+            name = A.dotted(n.func.value)
+            if name:
+                yield n, name
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _owned(opt: str, ctx, depth: int = 2) -> Set[str]:
+    """The names of what ``opt`` was built from (``Adam(D.parameters())`` → D,
+    parameters, ...), through a name the construction reads (``ge_chain =
+    ichain(generator.parameters(), ...)``); empty when it cannot be read."""
+    out: Set[str] = set()
+    for value in _constructions(opt, ctx.index.lines):
+        try:
+            tree = ast.parse(value, mode="eval")
+        except SyntaxError:
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name):
+                out.add(n.id)
+            elif isinstance(n, ast.Attribute):
+                out.add(n.attr)
+        if depth > 0 and isinstance(tree.body, ast.Call):
+            # a list of parameters built beforehand: Adam(ge_chain, ...), Adam(a + b)
+            for arg in tree.body.args[:1]:
+                for n in ast.walk(arg):
+                    if isinstance(n, ast.Name) and n.id != opt and not _is_receiver(n, arg):
+                        out |= _owned(n.id, ctx, depth - 1)
+    return out
+
+
+def _is_receiver(name: ast.Name, root: ast.AST) -> bool:
+    """``D`` in ``D.parameters()``: read as an object, not as a list of parameters."""
+    return any(isinstance(n, (ast.Attribute, ast.Call)) and (getattr(n, "value", None) is name or getattr(n, "func", None) is name)
+               for n in ast.walk(root))
+
+
+def _module_name(node: ast.AST) -> Optional[str]:
+    """``D(x)`` → D, ``self.netD(x)`` → netD: the module a graph token calls."""
+    if isinstance(node, ast.Call):
+        name = A.dotted(node.func)
+        if name:
+            return name.split(".")[-1]
+    return None
+
+
+def _holder_of(stmts, node) -> Optional[ast.stmt]:
+    for s in stmts:
+        if any(n is node for n in ast.walk(s)):
+            return s
+    return None
+
+
+def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
+    """The innermost statement inside ``stmt`` that holds ``node``."""
+    best = stmt
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.stmt) and any(m is node for m in ast.walk(n)):
+            if (n.lineno, n.col_offset) >= (best.lineno, best.col_offset) and n is not best:
+                best = n
+    return best
+
+
+def _check_stepped(rule, block, events, saving, reported, ctx) -> Iterator[Finding]:
+    stmts = _in_order(block)
+    if not stmts:
+        return
+    start = _pos(block[0])
+    steps: List[Tuple[int, ast.stmt, ast.Call, str]] = []
+    for i, s in enumerate(stmts):
+        for call, opt in _step_calls(s):
+            steps.append((i, s, call, opt))
+    if not steps:
+        return
+    for j, s in enumerate(stmts):
+        for b2 in _backward_calls(s, ctx, events):
+            if id(b2) in reported:
+                continue
+            ev2 = events.get(id(b2))
+            if ev2 is None or not A.is_backward_call(b2, ctx):
+                continue
+            for i, s_step, step, opt in steps:
+                if not (i < j or (i == j and _pos(step) < _pos(b2))):
+                    continue
+                owned = _owned(opt, ctx)
+                if not owned:
+                    continue  # an optimizer we cannot read: no proof
+                hit = [t[1] for t in ev2.loss.graph_tokens()
+                       if id(t[1]) in saving and start <= _pos(t[1]) < _pos(step)
+                       and _module_name(t[1]) in owned and _holder_of(stmts[:i], t[1]) is not None]
+                if not hit or _rebound_after_step(stmts[:i], s_step, step, hit):
+                    continue
+                reported.add(id(b2))
+                yield _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx)
+                break
+
+
+def _names_read(s: ast.AST) -> Set[str]:
+    return {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+_RANDOM = re.compile(r"(^|\.)(randn|rand|randint|randperm|normal|bernoulli|multinomial|randn_like|rand_like|"
+                     r"randint_like|uniform|choice|shuffle|sample)$")
+
+
+def _simple(s: ast.stmt) -> bool:
+    if any(isinstance(n, ast.Call) and _RANDOM.search(A.dotted(n.func) or "") for n in ast.walk(s)):
+        return False  # drawn again, it would not be the same value
+    return (isinstance(s, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple)) for t in s.targets)
+            and not any(isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)) for n in ast.walk(s))
+            and not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                        and n.func.attr in ("backward", "step", "zero_grad", "append", "extend")
+                        for n in ast.walk(s)))
+
+
+def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx) -> Finding:
+    node = min(hit, key=_pos)
+    module = A.dotted(node.func) or _short(node.func)
+    second = _short(b2)
+    fix = _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx)
+    how_en = how_zh = ""
+    fixes: List[Fix] = []
+    if fix is not None:
+        edits, kind, names = fix
+        shown = ", ".join(f"`{n}`" for n in names)
+        if kind == "detach":
+            how_en = f"; compute {shown} again after the step, from the detached input (its optimizer does not update `{module}`)"
+            how_zh = f"；请在 step 之后用 detach 过的输入重新计算 {shown}（它的优化器并不更新 `{module}`）"
+            title = {"en": f"Compute {shown} again after `{opt}.step()`, from the detached input (same gradients for what the next step updates)",
+                     "zh": f"在 `{opt}.step()` 之后用 detach 的输入重新计算 {shown}（下一步要更新的参数梯度不变）"}
+        else:
+            how_en = f"; compute {shown} again after the step"
+            how_zh = f"；请在 step 之后重新计算 {shown}"
+            title = {"en": f"Compute {shown} again after `{opt}.step()` (the second loss then sees the updated `{module}`)",
+                     "zh": f"在 `{opt}.step()` 之后重新计算 {shown}（第二个损失使用更新后的 `{module}`）"}
+        fixes.append(Fix(title, tuple(edits), preferred=True))
+    msg = {
+        "en": f"`{second}` back-propagates through `{_short(node)}` (line {node.lineno}), whose graph saved "
+              f"`{module}`'s weights before `{opt}.step()` on line {step.lineno} updated them in place: it stops with "
+              f"\"one of the variables needed for gradient computation has been modified by an inplace operation\""
+              f"{how_en}.",
+        "zh": f"`{second}` 要反向传播经过 `{_short(node)}`（第 {node.lineno} 行），它的计算图保存了 `{module}` 的权重，"
+              f"而第 {step.lineno} 行的 `{opt}.step()` 已原地更新了这些权重：会报错 \"one of the variables needed for "
+              f"gradient computation has been modified by an inplace operation\"{how_zh}。",
+    }
+    related = (
+        Related(ctx.range(node), {"en": f"the graph through `{module}` is built here",
+                                  "zh": f"经过 `{module}` 的计算图在这里构建"}),
+        Related(ctx.range(step), {"en": f"this step updates `{module}`'s weights in place",
+                                  "zh": f"这次 step 原地更新了 `{module}` 的权重"}),
+    )
+    return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, tuple(fixes),
+                   {"variable": module, "step_line": step.lineno})
+
+
+def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
+    """Statements to run again right after the step. Whether the next update
+    needs gradients *through* the stepped module decides how: a generator's
+    loss through the critic the step just updated needs the critic called again
+    ("recompute"); a critic's loss whose input came from the stepped generator
+    only needs that input cut ("detach")."""
+    second_names = _inputs_deep(stmts, b2)
+    before = stmts[:i]  # statements before the one holding the step
+    holders = [s for s in before if any(any(n is h for n in ast.walk(s)) for h in hit)]
+    if not holders:
+        return None
+    bound: Set[str] = set()
+    for h in holders:
+        bound |= _assigned(h)
+    # the optimizer stepped after the second backward: what the second loss trains
+    nxt = None
+    for s in stmts[j:]:
+        for call, opt in _step_calls(s):
+            if _pos(call) > _pos(b2):
+                nxt = opt
+                break
+        if nxt:
+            break
+    trains = _owned(nxt, ctx) if nxt else set()
+    # does something the second loss trains consume the stepped module's output (and
+    # not the stepped module itself, whose gradient it then needs)?
+    derived = set(bound)
+    downstream = False
+    producers = {_module_name(h) for h in hit}
+    if producers & trains:
+        derived = set()  # it trains what the step updated: run that forward again
+    first = min(stmts.index(h) for h in holders)
+    for s in stmts[first:j + 1]:
+        if s in holders:
+            continue
+        reads = _names_read(s)
+        if reads & derived:
+            for n in ast.walk(s):
+                if isinstance(n, ast.Call) and _module_name(n) in trains and _names_read(n) & derived:
+                    downstream = True
+            derived |= _assigned(s)
+    redo: List[ast.stmt] = []
+    if downstream:
+        # cut: the statements that read the stepped output, again, from its detached value
+        for s in before[first:]:
+            if s in holders:
+                continue
+            if _names_read(s) & bound and _assigned(s) & second_names:
+                redo.append(s)
+        kind = "detach"
+    else:
+        have = set()
+        for s in before[first:]:
+            if (s in holders or _names_read(s) & have) and _assigned(s) & second_names:
+                redo.append(s)
+                have |= _assigned(s)
+        kind = "recompute"
+    if not redo or not all(_simple(s) for s in redo):
+        return None
+    # nothing they read is rebound between them and the step
+    written_after: Set[str] = set()
+    for s in stmts[stmts.index(redo[0]):i]:
+        if s not in redo:
+            written_after |= _assigned(s)
+    for s in redo:
+        if _names_read(s) & written_after:
+            return None
+    texts = []
+    for s in redo:
+        if kind == "detach":
+            s2 = _DetachNames(bound).visit(ast.parse(ast.unparse(s)).body[0])
+            texts.append(ast.unparse(s2))
+        else:
+            texts.append(ast.unparse(s))
+    inner = _innermost_stmt(s_step, step)
+    end = inner.end_lineno
+    line_text = ctx.index.line(inner.lineno - 1)
+    indent = line_text[: len(line_text) - len(line_text.lstrip())]
+    new = "".join(f"{indent}{t}\n" for t in texts)
+    at = ctx.pos(end + 1, 0)
+    names = []
+    for s in redo:
+        for n in sorted(_assigned(s)):
+            if n in second_names and n not in names:
+                names.append(n)
+    return [TextEdit(Range(at, at), new)], kind, names
+
+
+class _DetachNames(ast.NodeTransformer):
+    def __init__(self, names):
+        self.names = names
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.names:
+            return ast.Call(ast.Attribute(ast.Name(node.id, ast.Load()), "detach", ast.Load()), [], [])
+        return node
+
+
+def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
+    """``name`` → ``name.detach()`` in the statements that build only the second
+    loss, when the optimizer stepped after the second backward does not train the
+    module that produced ``name`` (a discriminator step after the generator's):
+    ([edits], optimizer) or None."""
+    nxt = None
+    after_b2 = False
+    for s in stmts:
+        for n in ast.walk(s):
+            if n is b2:
+                after_b2 = True
+        if after_b2:
+            for call, opt in _step_calls(s):
+                if _pos(call) > _pos(b2):
+                    nxt = opt
+                    break
+        if nxt:
+            break
+    if nxt is None:
+        return None
+    trains = _owned(nxt, ctx)
+    producers = {_module_name(t[1]) for t in shared}
+    if not trains or None in producers or producers & trains:
+        return None
+    first_in = _inputs_of(stmts, b1)
+    second_in = _inputs_of(stmts, b2)
+    edits: List[TextEdit] = []
+    inside = False
+    for s in stmts:
+        if s is holder:
+            inside = True
+            continue
+        if not inside:
+            continue
+        if any(n is b2 for n in ast.walk(s)):
+            break
+        reads = [n for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name]
+        if not reads:
+            continue
+        bound = _assigned(s)
+        if not bound & second_in:
+            continue
+        if bound & first_in or s is s1:
+            return None  # it builds the first loss too
+        for n in ast.walk(s):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return None
+        for n in reads:
+            if not isinstance(n.ctx, ast.Load):
+                return None
+            at = ctx.pos(n.end_lineno, n.end_col_offset)
+            edits.append(TextEdit(Range(at, at), ".detach()"))
+    return (edits, nxt) if edits else None
+
+
+def _producer_zeroed(stmts, s1, b2, shared, ctx) -> Optional[str]:
+    """``optG.zero_grad()`` (an optimizer built from the shared value's producer) or
+    ``G.zero_grad()`` between the two backward calls: the producer's gradients from
+    the first loss are discarded before any step could use them. The call, or None."""
+    producers = {_module_name(t[1]) for t in shared}
+    if None in producers:
+        return None
+    after = False
+    for s in stmts:
+        if s is s1:
+            after = True
+            continue
+        if not after:
+            continue
+        if any(n is b2 for n in ast.walk(s)):
+            return None
+        if not isinstance(s, ast.Expr) or not isinstance(s.value, ast.Call):
+            continue  # an unconditional statement of its own, nothing nested
+        call = s.value
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "zero_grad"):
+            continue
+        who = A.dotted(call.func.value)
+        if not who:
+            continue
+        if who.split(".")[-1] in producers or producers <= _owned(who, ctx):
+            return f"{who}.zero_grad()"
+    return None
+
+
+def _recompute_after_step(stmts, s1, b2, shared, ctx):
+    """The statements that build the shared value and the second loss from it, run again
+    right after the step between the two backward calls: (edits, kind, names, optimizer)."""
+    start = stmts.index(s1)
+    j = next((k for k, s in enumerate(stmts) if any(n is b2 for n in ast.walk(s))), None)
+    if j is None:
+        return None
+    for i in range(start + 1, j):
+        steps = list(_step_calls(stmts[i]))
+        if not steps:
+            continue
+        step, opt = steps[0]
+        hit = [t[1] for t in shared]
+        fix = _recompute_fix(stmts, i, stmts[i], step, j, b2, hit, ctx)
+        if fix is None or fix[1] != "recompute":
+            return None
+        return fix[0], fix[1], fix[2], opt
+    return None
+
+
+def _inputs_deep(stmts, b2: ast.Call) -> Set[str]:
+    """:func:`_inputs_of`, also through assignments inside the list's compound
+    statements (``if wass_metric: d_loss = ... else: d_loss = ...``)."""
+    need = {n.id for n in ast.walk(b2) if isinstance(n, ast.Name)}
+    before: List[ast.stmt] = []
+    for s in stmts:
+        if any(n is b2 for n in ast.walk(s)):
+            before.append(s)  # the statement holding the backward may build its loss too
+            break
+        before.append(s)
+    for s in reversed(before):
+        bound = {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if bound & need:
+            need.update(n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    return need
+
+
+def _rebound_after_step(before, s_step: ast.stmt, step: ast.Call, hit) -> bool:
+    """A step inside a branch (``if i % n_skip == 0: ...; opt.step()``) followed, in
+    that branch, by statements that compute again what the hit parts flow into: the
+    branch that steps recomputes them, the one that does not keeps a graph no step
+    changed."""
+    holders = [s for s in before if any(any(n is h for n in ast.walk(s)) for h in hit)]
+    flows: Set[str] = set()
+    for h in holders:
+        flows |= _assigned(h)
+    for s in before:
+        if s not in holders and _names_read(s) & flows:
+            flows |= _assigned(s)
+    return bool(_assigned_after(s_step, step) & flows)
+
+
+def _assigned_after(stmt: ast.stmt, step: ast.Call) -> Set[str]:
+    """Names assigned after ``step`` in the innermost statement list inside ``stmt`` holding it."""
+    for block in A.child_blocks(stmt):
+        for k, st in enumerate(block):
+            if any(n is step for n in ast.walk(st)):
+                inner = _assigned_after(st, step)
+                if inner or A.child_blocks(st):
+                    return inner
+                later: Set[str] = set()
+                for t in block[k + 1:]:
+                    later |= _assigned(t)
+                return later
+    return set()
