@@ -1067,6 +1067,11 @@ class _Analysis:
     # -- fixes ----------------------------------------------------------------------
     def _fixes(self, h: _Hit, srcs: List[Src], trained: bool) -> Tuple[Fix, ...]:
         var = h.var
+        if not trained and self._only_grad_source_of_loop(h, srcs):
+            # the loop's loss needs these leaves' graph (`x_out = t @ (x + y)` with nothing
+            # else requiring grad): removing requires_grad would leave it nothing to
+            # back-propagate; computing the value again in the loop keeps every gradient
+            trained = True
         remove = None if trained else self._fix_remove(var, srcs)
         detach = self._fix_detach(h)
         nograd = self._fix_nograd(h)
@@ -1082,6 +1087,24 @@ class _Analysis:
             if f is not None:
                 out.append(Fix(f.title, f.edits, preferred=not out))
         return tuple(out)
+
+    def _only_grad_source_of_loop(self, h: _Hit, srcs: List[Src]) -> bool:
+        """Do the stale value's leaves feed the loop's computation directly, with no
+        trainable module or other leaf that requires grad read in the loop?"""
+        loop = h.loop
+        if not isinstance(loop, _LOOPS):
+            return False
+        names = {s.name for s in srcs if s.name}
+        read = {n.id for st in loop.body for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if not names & read:
+            return False
+        node = getattr(self.unit, "node", None)
+        params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} if node is not None else set()
+        for name in read - names - {h.var}:
+            v = self.env.get(name)
+            if name in params or isinstance(v, Leaf) or (isinstance(v, Mod) and v.trainable):
+                return False  # another tensor or model the loss may learn through, or one we cannot see
+        return True
 
     def _fix_remove(self, var: str, srcs: List[Src]) -> Optional[Fix]:
         if not srcs or any(s.kind != "data" or s.removal is None or s.name in self.grad_used for s in srcs):
