@@ -954,6 +954,12 @@ class GraphFlow:
                 if self.frames and self.find_carries:
                     # (a retained graph is marked too: the step after it changes what it saved)
                     _mark_freed(env, _reached(loss))
+                return CLEAN
+            if qualify(func, ctx) in K.BACKWARD_FUNCTIONS and not self.no_grad:
+                # autograd.grad(outputs, inputs, create_graph=True): the gradients are built
+                # from the graph of outputs and inputs (a gradient penalty carries it on)
+                inputs = pos[1] if len(pos) > 1 else kws.get("inputs", CLEAN)
+                return plain(loss.taints | inputs.taints)
             return CLEAN
         if (call.args or call.keywords) and applies_cut(call):
             self._args(call, env)

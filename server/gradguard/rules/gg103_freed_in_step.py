@@ -651,6 +651,7 @@ def _detach_uses(stmts, holder, s1, b2, name, ctx) -> List[TextEdit]:
     built from the same ``advantage``."""
     second = _inputs_of(stmts, b2)
     edits: List[TextEdit] = []
+    rewritten: Set[str] = set()
     inside = False
     for s in stmts:
         if s is holder:
@@ -662,14 +663,18 @@ def _detach_uses(stmts, holder, s1, b2, name, ctx) -> List[TextEdit]:
             continue
         if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s)) and _assigned(s) & second:
             return []
+        cut_already = _detached_names(s)
         for n in ast.walk(s):
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 return []  # a use inside a nested scope: not ours to rewrite
-            if isinstance(n, ast.Name) and n.id == name:
+            if isinstance(n, ast.Name) and n.id == name and id(n) not in cut_already:
                 if not isinstance(n.ctx, ast.Load):
                     return []  # reassigned before the backward: the fix would not reach it
                 at = ctx.pos(n.end_lineno, n.end_col_offset)
                 edits.append(TextEdit(Range(at, at), ".detach()"))
+                rewritten |= _assigned(s)
+    if rewritten and _differentiated_inputs(stmts, holder, s1) & rewritten:
+        return []  # a gradient penalty differentiates with respect to it: it must keep its graph
     return edits
 
 
@@ -1001,7 +1006,8 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
             continue
         if any(n is b2 for n in ast.walk(s)):
             break
-        reads = [n for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name]
+        cut_already = _detached_names(s)
+        reads = [n for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name and id(n) not in cut_already]
         if not reads:
             continue
         bound = _assigned(s)
@@ -1114,3 +1120,29 @@ def _assigned_after(stmt: ast.stmt, step: ast.Call) -> Set[str]:
                     later |= _assigned(t)
                 return later
     return set()
+
+
+def _detached_names(stmt: ast.AST) -> Set[int]:
+    """Names already cut where they are read: ``fake`` in ``D(fake.detach())``."""
+    return {id(n.value) for n in ast.walk(stmt)
+            if isinstance(n, ast.Attribute) and n.attr in ("detach", "data") and isinstance(n.value, ast.Name)}
+
+
+def _differentiated_inputs(stmts, holder, s1) -> Set[str]:
+    """Names passed as ``inputs`` to ``torch.autograd.grad`` between ``holder`` and ``s1``
+    (a gradient penalty's interpolates): detached, they would not require grad."""
+    out: Set[str] = set()
+    inside = False
+    for s in stmts:
+        if s is holder:
+            inside = True
+        if s is s1:
+            break
+        if not inside:
+            continue
+        for n in ast.walk(s):
+            if isinstance(n, ast.Call) and (A.dotted(n.func) or "").endswith("autograd.grad"):
+                arg = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "inputs"), None)
+                if arg is not None:
+                    out |= {m.id for m in ast.walk(arg) if isinstance(m, ast.Name)}
+    return out
