@@ -1801,3 +1801,45 @@ def test_what_is_not_a_view_is_still_reported(built, severity):
     """)
     [f] = [f for f in check_source(source).findings if f.code == "GG102"]
     assert f.severity.value == severity
+
+
+def test_a_penalty_comprehension_over_parameters_before_the_loop_is_reported():
+    source = src("""
+        import torch
+        import torch.nn as nn
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        l2 = sum(p.pow(2).sum() for p in model.parameters())
+        norms = {n: p.norm() for n, p in model.named_parameters()}
+        for step in range(3):
+            loss = model(torch.randn(5, 4)).mean() + l2 + norms["0.weight"]
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    found = {f.data["variable"]: f for f in gg102(source)}
+    assert set(found) == {"l2", "norms"}
+    assert found["l2"].severity is Severity.ERROR
+    fixed = apply_text_edits(source, found["l2"].preferred_fix.edits)
+    assert "    l2 = sum(p.pow(2).sum() for p in model.parameters())\n" in fixed
+
+
+def test_a_comprehension_over_another_files_model_outputs_is_not_followed():
+    """fast_neural_style: `gram_style = [gram_matrix(y) for y in vgg(style)]` with a
+    Vgg16(requires_grad=False) defined in another file: whether it is frozen is not
+    known here, so nothing is claimed."""
+    source = src("""
+        import torch
+        from vgg import Vgg16
+        from utils import gram_matrix
+        vgg = Vgg16(requires_grad=False)
+        net = torch.nn.Linear(4, 4)
+        opt = torch.optim.Adam(net.parameters())
+        gram_style = [gram_matrix(y) for y in vgg(torch.randn(2, 4))]
+        for step in range(3):
+            loss = sum(((gram_matrix(f) - g) ** 2).mean() for f, g in zip(vgg(net(torch.randn(2, 4))), gram_style))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    assert gg102(source) == []

@@ -1725,6 +1725,52 @@ class _Analysis:
                     return True
         return False
 
+    def _comprehension(self, e):
+        """``sum(p.pow(2).sum() for p in model.parameters())``, ``{n: p.norm() for n, p in
+        model.named_parameters()}``: the element built from each parameter of a module the
+        file builds, in the comprehension's own scope."""
+        if self.nograd:
+            return None
+        saved = dict(self.env)
+        try:
+            for gen in e.generators:
+                self._bind_item(gen.target, gen.iter)
+                for cond in gen.ifs:
+                    self._eval(cond)
+            elts = [e.key, e.value] if isinstance(e, ast.DictComp) else [e.elt]
+            vals = [self._eval(x) for x in elts]
+        finally:
+            self.env = saved
+        return _merge(vals, False)
+
+    def _bind_item(self, target: ast.AST, it: ast.AST):
+        item = None
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                and it.func.attr in ("parameters", "named_parameters") and not it.args):
+            owner = self._eval(it.func.value)
+            if isinstance(owner, Mod) and owner.trainable:
+                label = f"{ast.unparse(it.func.value)}.{it.func.attr}()"
+                param = Mod(Src(label, "param", None, it, None, owner.src.order), True, True)
+                if it.func.attr == "parameters" and isinstance(target, ast.Name):
+                    self.env[target.id] = param
+                    return
+                if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
+                    self.env[target.elts[1].id] = param
+                    if isinstance(target.elts[0], ast.Name):
+                        self.env.pop(target.elts[0].id, None)
+                    return
+        else:
+            # items of another value are not followed: whether a model read from another
+            # file is frozen (fast_neural_style's Vgg16(requires_grad=False)) is not known
+            # here, and an error must be a proof
+            self._eval(it)
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                if item is None:
+                    self.env.pop(n.id, None)
+                else:
+                    self.env[n.id] = item
+
     def _freeze(self, name: str):
         self.frozen.add(name)
         m = self.env.get(name)
@@ -1849,6 +1895,8 @@ class _Analysis:
             return None if self.nograd else _carrier(_merge(vs, False), e.elts, self.env, vs, container=True)
         if isinstance(e, ast.Starred):
             return self._eval(e.value)
+        if isinstance(e, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
+            return self._comprehension(e)
         if isinstance(e, ast.NamedExpr):
             v = self._eval(e.value)
             self.env[e.target.id] = v
