@@ -595,3 +595,19 @@ def test_characters_splitlines_breaks_at_are_not_line_ends_incrementally(ch, pro
         history.append(edited)
         n_lines = len(edited.split("\n"))
         assert all(0 <= f.range.start.line < n_lines for f in res.findings)
+
+
+def test_a_finding_that_names_lines_is_not_shifted_stale():
+    """GG103 names lines in its message, fix titles and data ("freed on line 26"): a
+    line added above the class that holds it must not leave the cached finding
+    naming the old lines (Finding.shifted moves ranges, not words)."""
+    text = (Path(__file__).parent / "fixtures" / "gg103_optimizer_alias_between_backwards.py").read_text(encoding="utf-8")
+    doc = Document(text, "prog.py")
+    before = [f for f in doc.result().findings if f.code == "GG103"]
+    assert before
+    moved = text.replace("import torch\n", "import torch\nimport math\n", 1)
+    got = doc.update(moved)
+    fresh = check_source(moved, "prog.py")
+    assert [(f.range, f.message, f.data, [x.title for x in f.fixes]) for f in got.findings] == \
+        [(f.range, f.message, f.data, [x.title for x in f.fixes]) for f in fresh.findings]
+    assert got.findings[0].message != before[0].message  # the lines it names moved by one

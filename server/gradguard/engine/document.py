@@ -509,9 +509,12 @@ class Document:
         deep: List[Tuple[int, str, str]] = []
         module_chunks: List[_Chunk] = []
         module_key: List[tuple] = []
+        line_naming = {r.code for r in rules if r.names_lines}
         for c in self.chunks:
             if c.kind == "def":
-                if c.findings is None or not still_valid(c.basis):
+                moved = c.start != c.analyzed_start and c.findings is not None and any(
+                    f.code in line_naming for f in c.findings)
+                if c.findings is None or moved or not still_valid(c.basis):
                     tree = c.positioned_tree()
                     c.findings, c.basis, c.too_deep = analyse(iter_units(tree.body, False))
                     c.analyzed_start = c.start

@@ -27,6 +27,10 @@ class Rule:
     # so, a one-shot check of a file in which nothing can back-propagate
     # (``engine.may_backprop``) only parses it.
     needs_backprop: ClassVar[bool] = False
+    # Its messages, fix titles or data name line numbers ("freed on line 26"): a cached
+    # finding moved by an edit above it would name the old lines, so the engine
+    # analyses the unit again instead of shifting the finding.
+    names_lines: ClassVar[bool] = False
     # The module facts this rule reads (``ctx.summary``), declared, never
     # registered as a side effect of an import: the registry collects them
     # (:func:`gradguard.rules.fact_sources`) and the engine summarises every

@@ -240,6 +240,7 @@ class FreedInStep(Rule):
     name = "freed-in-step"
     default_severity = Severity.ERROR
     needs_backprop = True
+    names_lines = True  # "which `lossD.backward()` on line 33 already freed"
     fact_sources = (GRAPH_FACTS,)  # the interpreter reads fn:/class: facts of same-file definitions
     title = {
         "en": "A backward() runs through a graph an earlier backward() of the same step freed",
