@@ -924,7 +924,7 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
                 redo.append(s)
         kind = "detach"
     else:
-        have = set()
+        have: Set[str] = set()
         for s in before[first:]:
             if (s in holders or _names_read(s) & have) and _assigned(s) & second_names:
                 redo.append(s)
@@ -948,17 +948,17 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
         else:
             texts.append(ast.unparse(s))
     inner = _innermost_stmt(s_step, step)
-    end = inner.end_lineno
+    end = inner.end_lineno or inner.lineno
     line_text = ctx.index.line(inner.lineno - 1)
     indent = line_text[: len(line_text) - len(line_text.lstrip())]
     new = "".join(f"{indent}{t}\n" for t in texts)
     at = ctx.pos(end + 1, 0)
-    names = []
+    shown: List[str] = []
     for s in redo:
-        for n in sorted(_assigned(s)):
-            if n in second_names and n not in names:
-                names.append(n)
-    return [TextEdit(Range(at, at), new)], kind, names
+        for bound_name in sorted(_assigned(s)):
+            if bound_name in second_names and bound_name not in shown:
+                shown.append(bound_name)
+    return [TextEdit(Range(at, at), new)], kind, shown
 
 
 class _DetachNames(ast.NodeTransformer):
