@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
@@ -33,7 +34,7 @@ from gradguard.rules.common import unit_trace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+    from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 EXPLANATION = {
     "en": '''\
@@ -725,10 +726,32 @@ def _step_calls(stmt: ast.stmt) -> Iterator[Tuple[ast.Call, str]]:
         stack.extend(ast.iter_child_nodes(n))
 
 
+_OWNED_MEMO = threading.local()
+
+
 def _owned(opt: str, ctx, depth: int = 2) -> Set[str]:
     """The names of what ``opt`` was built from (``Adam(D.parameters())`` → D,
     parameters, ...), through a name the construction reads (``ge_chain =
-    ichain(generator.parameters(), ...)``); empty when it cannot be read."""
+    ichain(generator.parameters(), ...)``); empty when it cannot be read.
+
+    Remembered per file text (the same ``lines`` object) and thread: the answer
+    is read off the whole file, and every unit of a file with many steps and
+    backward calls asks it again (a 7,000-line file took minutes without it)."""
+    lines = ctx.index.lines
+    memo = getattr(_OWNED_MEMO, "memo", None)
+    if memo is None or memo[0] is not lines:
+        table: Dict[Tuple[str, int], FrozenSet[str]] = {}
+        memo = (lines, table)
+        _OWNED_MEMO.memo = memo
+    table = memo[1]
+    key = (opt, depth)
+    got = table.get(key)
+    if got is None:
+        got = table[key] = frozenset(_owned_uncached(opt, ctx, depth))
+    return set(got)
+
+
+def _owned_uncached(opt: str, ctx, depth: int) -> Set[str]:
     out: Set[str] = set()
     for value in _constructions(opt, ctx.index.lines):
         try:
