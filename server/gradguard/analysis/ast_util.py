@@ -25,7 +25,7 @@ from gradguard.analysis.context import dotted  # noqa: F401  (re-exported: part 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Callable, Iterator, List, Mapping, Optional, Sequence
+    from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -440,3 +440,22 @@ def backprop_loops(stmts: Sequence[ast.stmt], ctx=None, extra: Optional[Callable
         if isinstance(s, LOOPS) and loop_backprops(s, ctx, extra):
             out.append(s)
     return out
+
+
+def parameters(fn: ast.AST, method: bool) -> "Tuple[List[ast.arg], Dict[str, ast.expr]]":
+    """A def's named parameters in order (positional, then keyword-only; ``self``
+    dropped for a method) and the default each one has: what a flow starts from
+    (``rules.common.unit_entry``) and what a summary's call sites bind
+    (``facts._params``)."""
+    a: ast.arguments = fn.args  # type: ignore[attr-defined]
+    positional = list(a.posonlyargs) + list(a.args)
+    defaults: Dict[str, ast.expr] = {}
+    for arg, d in zip(reversed(positional), reversed(a.defaults)):
+        defaults[arg.arg] = d
+    for arg, kd in zip(a.kwonlyargs, a.kw_defaults):
+        if kd is not None:
+            defaults[arg.arg] = kd
+    named = positional + list(a.kwonlyargs)
+    if method and named:
+        named = named[1:]
+    return named, defaults

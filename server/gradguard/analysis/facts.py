@@ -68,17 +68,9 @@ class _FactResolver(interp.Resolver):
 
 
 def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.expr]]:
+    named, defaults = A.parameters(fn, method)
+    names = [p.arg for p in named]
     a: ast.arguments = fn.args  # type: ignore[attr-defined]
-    positional = list(a.posonlyargs) + list(a.args)
-    defaults: Dict[str, ast.expr] = {}
-    for arg, d in zip(reversed(positional), reversed(a.defaults)):
-        defaults[arg.arg] = d
-    for arg, kd in zip(a.kwonlyargs, a.kw_defaults):
-        if kd is not None:
-            defaults[arg.arg] = kd
-    names = [p.arg for p in positional] + [p.arg for p in a.kwonlyargs]
-    if method and names:
-        names = names[1:]
     if a.vararg is not None and not a.kwonlyargs:
         # forward(self, data, target, *mems): the last parameter takes every
         # remaining positional argument (FnFacts.vararg)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from gradguard.analysis import ast_util as A
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 
@@ -49,19 +50,10 @@ def unit_entry(unit) -> Tuple[Dict[str, V.Val], Optional[str]]:
 
 
 def _param_env(fn: ast.AST, method: bool) -> Dict[str, V.Val]:
+    named, defaults = A.parameters(fn, method)
     a: ast.arguments = fn.args  # type: ignore[attr-defined]
-    positional = list(a.posonlyargs) + list(a.args)
-    defaults: Dict[str, ast.expr] = {}
-    for arg, d in zip(reversed(positional), reversed(a.defaults)):
-        defaults[arg.arg] = d
-    for arg, kd in zip(a.kwonlyargs, a.kw_defaults):
-        if kd is not None:
-            defaults[arg.arg] = kd
     env = {}
-    allargs = positional + list(a.kwonlyargs)
-    if method and allargs:
-        allargs = allargs[1:]
-    for arg in allargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
+    for arg in named + [x for x in (a.vararg, a.kwarg) if x is not None]:
         dv = defaults.get(arg.arg)
         env[arg.arg] = V.Val(param=True, none=dv is None or (isinstance(dv, ast.Constant) and dv.value is None))
     return env
