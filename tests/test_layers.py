@@ -11,7 +11,8 @@ functions and under ``if TYPE_CHECKING:``: a lazy import is still a dependency,
 and the cycles this test exists to prevent (``Finding.name`` asking the
 registry) were all function-local. Also checked: no cycle among the package's
 modules, the rule modules never import the registry nor each other (shared
-helpers live in ``rules/common.py``), floors 1-2 never import the LSP
+helpers live in ``rules/common.py``; a rule kept as a package imports only its
+own parts), floors 1-2 never import the LSP
 libraries, and the CLI imports the language server only to ``serve``.
 """
 
@@ -162,17 +163,43 @@ def test_no_import_cycle():
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
+def _rule_of(module: str):
+    """``gradguard.rules.gg102_stale_graph`` for that rule's module and for the
+    parts of a rule kept as a package (``gradguard.rules.gg102_stale_graph.messages``);
+    None for anything else."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["gradguard", "rules"] and parts[2] not in ("base", "common"):
+        return ".".join(parts[:3])
+    return None
+
+
 def test_rule_modules_import_neither_the_registry_nor_each_other():
     """A rule builds on rules/base.py and rules/common.py; only the engine (and
-    the front ends above it) ask the registry which rules exist."""
+    the front ends above it) ask the registry which rules exist.
+
+    A rule kept as a package (``rules/gg102_stale_graph/``: the analysis and the
+    Rule in ``__init__.py``, its ``messages``, ``fixes``, ...) imports its own
+    parts, and the parts import each other; a part never imports the package
+    itself (the analysis reads the messages and the fixes, never the other way)."""
     shared = {"gradguard.rules.base", "gradguard.rules.common"}
     bad = []
     for mod, imports in OURS.items():
         if floor_of(mod) in (1, 2, 3) and mod != "gradguard.rules":
             for target, line, _ in imports:
-                if target.startswith("gradguard.rules") and target not in shared and target != mod:
+                if not target.startswith("gradguard.rules") or target in shared or target == mod:
+                    continue
+                own_part = _rule_of(target) == _rule_of(mod) is not None and target != _rule_of(target)
+                if not own_part:
                     bad.append(f"{mod}:{line} imports {target}")
     assert not bad, "\n".join(bad)
+
+
+def test_a_rule_may_import_its_own_parts_only():
+    """The checker's exception is exactly a rule's own parts."""
+    assert _rule_of("gradguard.rules.gg102_stale_graph.messages") == "gradguard.rules.gg102_stale_graph"
+    assert _rule_of("gradguard.rules.gg102_stale_graph") == "gradguard.rules.gg102_stale_graph"
+    assert _rule_of("gradguard.rules.common") is None and _rule_of("gradguard.rules") is None
+    assert _rule_of("gradguard.analysis.facts") is None
 
 
 @pytest.mark.parametrize("floor", [1, 2])

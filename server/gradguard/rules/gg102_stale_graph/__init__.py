@@ -17,6 +17,11 @@ How it works (one unit at a time, two linear walks):
 
 The torch facts (which calls cut graphs, which operations save tensors, which
 modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
+
+The rule is a package: this module is the analysis and its hits (``_Hit``)
+turned into findings; the words of every message, note and fix title, in
+English and Chinese, are in :mod:`.messages`; the text edits of the fixes in
+:mod:`.fixes`; the syntax questions both ask in :mod:`.syntax`.
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import summary as _summary
 from gradguard.analysis.context import unit_words
-from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
 from gradguard.rules.base import Rule
+from gradguard.rules.gg102_stale_graph import messages as M
+from gradguard.rules.gg102_stale_graph import syntax as S
+from gradguard.rules.gg102_stale_graph.fixes import Fixes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -144,7 +152,7 @@ def _carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence
     for n in nodes:
         if isinstance(n, ast.Starred):
             n = n.value
-        key = n.id if isinstance(n, ast.Name) else _attr_name(n)  # feats, self.feats
+        key = n.id if isinstance(n, ast.Name) else S.attr_name(n)  # feats, self.feats
         if key:
             v = env.get(key)
             if isinstance(v, Graph) and not v.holder:
@@ -211,7 +219,7 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
         elif isinstance(n, ast.Assign):
             if _is_rg_expr(n.value):
                 for t in n.targets:
-                    rg_names.update(_bound_names(t))
+                    rg_names.update(S.bound_names(t))
             if is_cls and isinstance(n.value, ast.Call):
                 callee = n.value.func
                 last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
@@ -232,7 +240,7 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
         out.append((f"gg102:gradread:{name}", True))
     if isinstance(stmt, ast.Assign) and _is_rg_expr(stmt.value):
         for t in stmt.targets:
-            for name in _bound_names(t):
+            for name in S.bound_names(t):
                 out.append((f"gg102:rgglobal:{name}", True))
     if any(_is_rg_expr(r.value) or (isinstance(r.value, ast.Name) and r.value.id in rg_names) for r in returns):
         out.append((f"gg102:returns_rg:{stmt.name}", True))  # type: ignore[attr-defined]
@@ -263,10 +271,10 @@ def _is_rg_expr(e: Optional[ast.AST]) -> bool:
     or ``....requires_grad_()``."""
     if not isinstance(e, ast.Call):
         return False
-    if any(k.arg == "requires_grad" and _const_true(k.value) for k in e.keywords):
+    if any(k.arg == "requires_grad" and S.const_true(k.value) for k in e.keywords):
         return True
     if isinstance(e.func, ast.Attribute) and e.func.attr == "requires_grad_":
-        return not e.args or _const_true(e.args[0])
+        return not e.args or S.const_true(e.args[0])
     return False
 
 
@@ -294,7 +302,7 @@ def _backprop_facts(fn):
     an.delegations = {}  # call → per-argument names reaching it, recorded by _backwards_in
     a = fn.args
     params = [x.arg for x in list(a.posonlyargs) + list(a.args)]
-    assigned, loaded = _assigned_and_loaded(fn.body)
+    assigned, loaded = S.assigned_and_loaded(fn.body)
     an.delegation_locals = assigned | set(params) | {x.arg for x in a.kwonlyargs}  # not module-level callees
     globs = {g for g in loaded - assigned - set(params) - {x.arg for x in a.kwonlyargs} if g not in _BUILTIN_NAMES}
     names = params + sorted(globs) + [x.arg for x in a.kwonlyargs]
@@ -430,14 +438,6 @@ def _outer_loops(stmts):
                 yield from _outer_loops(block)
 
 
-def _self_arg(fn) -> Optional[str]:
-    """The name a method calls its instance (``self``), or None for static/class methods."""
-    if any(getattr(d, "id", getattr(d, "attr", "")) in ("staticmethod", "classmethod") for d in fn.decorator_list):
-        return None
-    args = list(fn.args.posonlyargs) + list(fn.args.args)
-    return args[0].arg if args else None
-
-
 def _loops_with_grad(stmts):
     """Outermost loops of a body, not inside ``with torch.no_grad():`` and not in nested scopes."""
     for s in stmts:
@@ -486,7 +486,7 @@ def _class_attr_loops(cls: ast.ClassDef):
     for fn in cls.body:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        me = _self_arg(fn)
+        me = S.self_arg(fn)
         if me is None:
             continue
         for n in A.iter_nodes(fn.body):
@@ -502,14 +502,14 @@ def _class_attr_loops(cls: ast.ClassDef):
                         trained_attrs.add(e.attr)
         if fn.name == "__init__" or A.is_no_grad_function(fn):
             continue
-        assigned = _assigned_in(fn.body)
+        assigned = S.assigned_in(fn.body)
         an = None
         for loop in _loops_with_grad(fn.body):
             if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):
                 continue  # runs at most once
             prefix = me + "."
             attrs = {
-                d for d in (_attr_name(n) for n in A.iter_nodes(loop.body) if isinstance(n, ast.Attribute))
+                d for d in (S.attr_name(n) for n in A.iter_nodes(loop.body) if isinstance(n, ast.Attribute))
                 if d and d.startswith(prefix) and d not in assigned
             }
             if not attrs:
@@ -541,10 +541,10 @@ def _class_attr_loops(cls: ast.ClassDef):
     leaves: Dict[str, str] = {}
     init = next((fn for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and fn.name == "__init__"), None)
-    me = _self_arg(init) if init is not None else None
+    me = S.self_arg(init) if init is not None else None
     if init is not None and me is not None:
         prefix = me + "."
-        assigned_init = {d[len(prefix):] for d in _assigned_in(init.body) if d.startswith(prefix)}
+        assigned_init = {d[len(prefix):] for d in S.assigned_in(init.body) if d.startswith(prefix)}
         for st in _stmts_with_grad(init.body):
             if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
                 f = st.value.func
@@ -552,7 +552,7 @@ def _class_attr_loops(cls: ast.ClassDef):
                         and f.attr != "__init__" and f.attr not in calls:
                     calls.append(f.attr)
             elif isinstance(st, ast.Assign) and len(st.targets) == 1:
-                d = _attr_name(st.targets[0])
+                d = S.attr_name(st.targets[0])
                 if d and d.startswith(prefix):
                     v = st.value
                     callee = v.func if isinstance(v, ast.Call) else None
@@ -616,84 +616,6 @@ def _is_module_class(name: str, ctx, depth: int = 0) -> bool:
 # helpers on the AST
 
 
-def _const_true(node: Optional[ast.AST]) -> bool:
-    return isinstance(node, ast.Constant) and node.value is True
-
-
-def _const_false(node: Optional[ast.AST]) -> bool:
-    return isinstance(node, ast.Constant) and node.value in (False, None, 0)
-
-
-def _kw(call: ast.Call, name: str) -> Optional[ast.keyword]:
-    for k in call.keywords:
-        if k.arg == name:
-            return k
-    return None
-
-
-def _walk_no_scopes(node: ast.AST):
-    """Nodes under ``node`` without entering nested defs, classes or lambdas."""
-    return A.iter_nodes(node)
-
-
-def _attr_name(node: ast.AST) -> Optional[str]:
-    """``self.target`` → "self.target" (an attribute of a plain name), else None."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return f"{node.value.id}.{node.attr}"
-    return None
-
-
-def _bound_names(target: ast.AST) -> List[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        out: List[str] = []
-        for e in target.elts:
-            out.extend(_bound_names(e))
-        return out
-    if isinstance(target, ast.Starred):
-        return _bound_names(target.value)
-    return []
-
-
-def _assigned_and_loaded(stmts: Sequence[ast.stmt]) -> Tuple[Set[str], Set[str]]:
-    """:func:`_assigned_in` and the plain names read in ``stmts``, in one walk."""
-    out: Set[str] = set()
-    loaded: Set[str] = set()
-    Name, Attribute, Load = ast.Name, ast.Attribute, ast.Load
-    for n in A.iter_nodes(stmts):
-        cls = n.__class__
-        if cls is Name:
-            if isinstance(n.ctx, Load):  # type: ignore[attr-defined]
-                loaded.add(n.id)  # type: ignore[attr-defined]
-            elif isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
-                out.add(n.id)  # type: ignore[attr-defined]
-        elif cls is Attribute:
-            if isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
-                d = _attr_name(n)
-                if d:
-                    out.add(d)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-    return out, loaded
-
-
-def _assigned_in(stmts: Sequence[ast.stmt]) -> Set[str]:
-    """Every name (re)bound anywhere in ``stmts`` (not in nested scopes)."""
-    out: Set[str] = set()
-    for s in stmts:
-        for n in _walk_no_scopes(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                out.add(n.id)
-            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                d = _attr_name(n)
-                if d:
-                    out.add(d)
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                out.add(n.name)
-    return out
-
-
 # ---------------------------------------------------------------------------
 # the rule
 
@@ -710,11 +632,8 @@ class StaleGraph(Rule):
     default_severity = Severity.ERROR
     needs_backprop = True
     fact_sources = (GRAPH_FACTS, GG102_FACTS)
-    title = {
-        "en": "A tensor whose graph was built before the loop is back-propagated in every iteration",
-        "zh": "循环前构建计算图的张量在每轮迭代中被反向传播",
-    }
-    explanation = {"en": "", "zh": ""}  # filled in below
+    title = M.TITLE
+    explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
         # Exceptions are isolated per rule and unit by the engine.
@@ -829,7 +748,7 @@ class _Analysis:
         self.module_evidence: Set[str] = set()
         self.grad_used: Set[str] = set()
         for s in body:
-            for n in _walk_no_scopes(s):
+            for n in S.walk_no_scopes(s):
                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
                     if n.attr in ("parameters", "named_parameters", "zero_grad"):
                         self.module_evidence.add(n.value.id)
@@ -837,15 +756,15 @@ class _Analysis:
                         if not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
                             self.grad_used.add(n.value.id)
                 elif isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook") \
-                        and _attr_name(n.value):
-                    self.grad_used.add(_attr_name(n.value))  # type: ignore[arg-type]  # self.X.grad
+                        and S.attr_name(n.value):
+                    self.grad_used.add(S.attr_name(n.value))  # type: ignore[arg-type]  # self.X.grad
                 elif isinstance(n, (ast.List, ast.Tuple, ast.Set)):
                     if isinstance(n.ctx if hasattr(n, "ctx") else ast.Load(), ast.Load):
                         for e in n.elts:
                             if isinstance(e, ast.Name):
                                 self.grad_used.add(e.id)  # e.g. optim.SGD([X, w]): a trained tensor
-                            elif _attr_name(e):
-                                self.grad_used.add(_attr_name(e))  # type: ignore[arg-type]  # optim.SGD([self.X])
+                            elif S.attr_name(e):
+                                self.grad_used.add(S.attr_name(e))  # type: ignore[arg-type]  # optim.SGD([self.X])
                 elif isinstance(n, ast.Dict):
                     for e in n.values:
                         if isinstance(e, ast.Name):
@@ -857,9 +776,9 @@ class _Analysis:
                             if isinstance(a, ast.Name):
                                 self.grad_used.add(a.id)
                     if isinstance(n.func, ast.Attribute) and n.func.attr in K.BACKWARD_METHODS:
-                        k = _kw(n, "inputs")
+                        k = S.kw(n, "inputs")
                         if k is not None:
-                            for e in _walk_no_scopes(k.value):
+                            for e in S.walk_no_scopes(k.value):
                                 if isinstance(e, ast.Name):
                                     self.grad_used.add(e.id)
         if self.unit.kind == "module":
@@ -883,7 +802,7 @@ class _Analysis:
         if node is None or cls is None or self.unit.parents != (cls,):
             return None, None
         fact = self.ctx.summary.get(f"gg102:attrloop:{cls.name}")
-        me = _self_arg(node)
+        me = S.self_arg(node)
         if not fact or me is None or (node.name != "__init__" and node.name not in fact[2]):
             return None, None
         if fact[5] != _method_names(cls):  # another class of the same name
@@ -895,7 +814,7 @@ class _Analysis:
         fact, me = self._init_fact()
         if fact is None or self.unit.node.name == "__init__":
             return
-        mine = _assigned_in(self.unit.body)
+        mine = S.assigned_in(self.unit.body)
         for attr, kind in fact[4]:
             d = f"{me}.{attr}"
             if d not in mine:
@@ -973,7 +892,7 @@ class _Analysis:
     # -- findings ---------------------------------------------------------------
     def _finding(self, h: _Hit) -> Optional[Finding]:
         ctx, var, g = self.ctx, h.var, h.graph
-        origin = next((s for s in g.stmts if var in _stmt_binds(s)), g.stmts[0])
+        origin = next((s for s in g.stmts if var in S.stmt_binds(s)), g.stmts[0])
         srcs = sorted(g.sources, key=lambda s: s.order)
         if not srcs:
             return None
@@ -988,72 +907,28 @@ class _Analysis:
         certain = g.saving is True
         # X = torch.rand(..., requires_grad=True); X = X.reshape(...): the source is the replaced leaf
         shown = primary if primary.name != var else Src(None, primary.kind)
-        src_en, src_zh = _describe(shown)
-        into_en, into_zh = _into(shown)
-        before_en = f"before the loop in `{h.via}()`" if h.via else "before the loop"
-        before_zh = f"在 `{h.via}()` 的循环之前" if h.via else "在循环之前"
-        if h.remote is not None:
-            builder = self.unit.node.name
-            if builder == "__init__":
-                before_en = f"in `__init__()`, before the loop in `{h.via}()`,"
-                before_zh = f"在 `__init__()` 中（`{h.via}()` 的循环之前）"
-            else:
-                before_en = f"in `{builder}()` (called from `__init__()`), before the loop in `{h.via}()`,"
-                before_zh = f"在 `__init__()` 调用的 `{builder}()` 中（`{h.via}()` 的循环之前）"
-        if certain:
-            msg = {
-                "en": f"`{var}` is built {before_en} from {src_en}, so the first `backward()` in the loop frees its "
-                      f"graph and the next iteration fails with \"Trying to backward through the graph a second time\".",
-                "zh": f"`{var}` {before_zh}由{src_zh}计算得到，循环中第一次 `backward()` 就会释放它的计算图，"
-                      f"下一轮迭代会报错 “Trying to backward through the graph a second time”。",
-            }
-        elif g.saving is False:
-            tail_en = f", and `{var}` is never recomputed when `{primary.name}` changes" if trained and primary.name else ""
-            tail_zh = f"，而且 `{primary.name}` 更新后 `{var}` 也不会重新计算" if trained and primary.name else ""
-            msg = {
-                "en": f"`{var}` is built {before_en} from {src_en}, so every iteration back-propagates through the "
-                      f"same pre-loop graph: this does not crash (none of its operations saves tensors for backward), "
-                      f"but gradients silently keep flowing into {into_en}{tail_en}.",
-                "zh": f"`{var}` {before_zh}由{src_zh}计算得到，每轮迭代都会反向传播经过同一张循环前的计算图：不会报错"
-                      f"（构建它的运算都不为反向传播保存张量），但梯度会悄悄地持续流入{into_zh}{tail_zh}。",
-            }
-        else:
-            op = g.unknown_op or "an operation"
-            msg = {
-                "en": f"`{var}` is built {before_en} from {src_en}, so every iteration back-propagates through the "
-                      f"same pre-loop graph: the second iteration crashes if {op} saved tensors for backward, "
-                      f"otherwise gradients silently keep flowing into {into_en}.",
-                "zh": f"`{var}` {before_zh}由{src_zh}计算得到，每轮迭代都会反向传播经过同一张循环前的计算图：如果 "
-                      f"{op} 为反向传播保存了张量，第二轮迭代就会报错，否则梯度会悄悄地持续流入{into_zh}。",
-            }
+        before = M.built_where(h.via, self.unit.node.name if h.remote is not None else None)
+        msg = M.stale(var, before, M.describe(shown.kind, shown.name), M.into(shown.kind, shown.name), g.saving,
+                      g.unknown_op, primary.name if trained else None)
         related: List[Related] = []
         for src in srcs[:3]:
             node = src.stmt or src.node
             if node is None:
                 continue
             rng = ctx.line_range(node) if isinstance(node, ast.stmt) else ctx.range(node)
-            related.append(Related(rng, _origin_message(src)))
-        if h.remote is not None:
-            bmsg = {"en": f"`{h.via}()` back-propagates through `{var}` here, in a loop"
-                          + (": its second iteration fails" if certain else ""),
-                    "zh": f"`{h.via}()` 在这里的循环中反向传播经过 `{var}`" + ("，第二轮迭代会报错" if certain else "")}
-        elif h.via:
-            bmsg = {"en": f"`{h.via}()` back-propagates through `{var}` in a loop"
-                          + (": its second iteration fails" if certain else ""),
-                    "zh": f"`{h.via}()` 在循环中反向传播经过 `{var}`" + ("，第二轮迭代会报错" if certain else "")}
-        elif certain:
-            bmsg = {"en": f"this `backward()` frees `{var}`'s graph; in the next iteration it fails",
-                    "zh": f"这里的 `backward()` 会释放 `{var}` 的计算图，下一轮迭代再调用时报错"}
-        else:
-            bmsg = {"en": f"this `backward()` runs through `{var}`'s pre-loop graph in every iteration",
-                    "zh": f"这里的 `backward()` 每轮迭代都会经过 `{var}` 在循环前构建的计算图"}
+            related.append(Related(rng, M.origin(src.kind, src.name, isinstance(src.node, ast.arg))))
+        bmsg = M.backward_note(var, h.via, h.remote is not None, certain)
         related.append(Related(h.remote if h.remote is not None else ctx.range(h.backward), bmsg))
         rg = self.rg_false_nonleaf.get(var)
         if rg is not None:
-            related.append(Related(ctx.line_range(rg), {
-                "en": f"`{var}.requires_grad_(False)` raises here: `{var}` is not a leaf; use `{var} = {var}.detach()`",
-                "zh": f"`{var}` 不是叶子张量，`{var}.requires_grad_(False)` 在这里就会报错；请改用 `{var} = {var}.detach()`"}))
-        fixes = self._fixes(h, srcs, trained)
+            related.append(Related(ctx.line_range(rg), M.not_a_leaf(var)))
+        if not trained and self._only_grad_source_of_loop(h, srcs):
+            # the loop's loss needs these leaves' graph (`x_out = t @ (x + y)` with nothing
+            # else requiring grad): removing requires_grad would leave it nothing to
+            # back-propagate; computing the value again in the loop keeps every gradient
+            trained = True
+        fixes = Fixes(ctx, self.unit, self.parent, self.owner).choose(h, srcs, trained, self.grad_used,
+                                                                       self.trained_attrs)
         return Finding(
             code="GG102",
             range=ctx.line_range(origin),
@@ -1063,30 +938,6 @@ class _Analysis:
             fixes=fixes,
             data={"variable": var, "source": primary.name, "certain": certain},
         )
-
-    # -- fixes ----------------------------------------------------------------------
-    def _fixes(self, h: _Hit, srcs: List[Src], trained: bool) -> Tuple[Fix, ...]:
-        var = h.var
-        if not trained and self._only_grad_source_of_loop(h, srcs):
-            # the loop's loss needs these leaves' graph (`x_out = t @ (x + y)` with nothing
-            # else requiring grad): removing requires_grad would leave it nothing to
-            # back-propagate; computing the value again in the loop keeps every gradient
-            trained = True
-        remove = None if trained else self._fix_remove(var, srcs)
-        detach = self._fix_detach(h)
-        nograd = self._fix_nograd(h)
-        recompute = self._fix_recompute(h) if trained and isinstance(h.loop, _LOOPS) else (
-            self._fix_recompute_remote(h) if trained and h.remote_body is not None else None)
-        order = [recompute, detach, nograd] if trained else [remove, detach, nograd]
-        if h.remote is not None and recompute is not None and not any(
-                s.kind in ("param", "module") or s.name in self.trained_attrs for s in srcs):
-            # data whose gradient is only read (self.X.grad): keep the value fixed where it is built
-            order = [detach, recompute, nograd]
-        out: List[Fix] = []
-        for f in order:
-            if f is not None:
-                out.append(Fix(f.title, f.edits, preferred=not out))
-        return tuple(out)
 
     def _only_grad_source_of_loop(self, h: _Hit, srcs: List[Src]) -> bool:
         """Do the stale value's leaves feed the loop's computation directly, with no
@@ -1106,253 +957,6 @@ class _Analysis:
                 return False  # another tensor or model the loss may learn through, or one we cannot see
         return True
 
-    def _fix_remove(self, var: str, srcs: List[Src]) -> Optional[Fix]:
-        if not srcs or any(s.kind != "data" or s.removal is None or s.name in self.grad_used for s in srcs):
-            return None
-        edits: List[TextEdit] = []
-        for s in srcs:
-            e = self._removal_edit(s.removal)
-            if e is None:
-                return None
-            edits.append(e)
-        names = ", ".join(f"`{s.name}`" for s in srcs if s.name) or "the tensor"
-        return Fix({"en": f"Remove `requires_grad=True` from {names} (nothing reads its `.grad`)",
-                    "zh": f"去掉 {names.replace('the tensor', '该张量')} 的 `requires_grad=True`（没有代码读取它的 `.grad`）"},
-                   tuple(edits))
-
-    def _removal_edit(self, removal) -> Optional[TextEdit]:
-        ctx = self.ctx
-        if removal[0] == "method":  # torch.rand(3).requires_grad_()
-            call = removal[1]
-            recv = call.func.value
-            start = ctx.pos(recv.end_lineno, recv.end_col_offset)
-            end = ctx.pos(call.end_lineno, call.end_col_offset)
-            return TextEdit(Range(start, end), "")
-        _, kw, call = removal
-        items = sorted(list(call.args) + list(call.keywords), key=lambda n: (n.lineno, n.col_offset))
-        i = next((j for j, n in enumerate(items) if n is kw), None)
-        if i is None:
-            return None
-        kw_start = ctx.pos(kw.lineno, kw.col_offset)
-        kw_end = ctx.pos(kw.end_lineno, kw.end_col_offset)
-        if i > 0:
-            prev = items[i - 1]
-            start = ctx.pos(prev.end_lineno, prev.end_col_offset)
-            end = kw_end
-        elif i + 1 < len(items):
-            nxt = items[i + 1]
-            start = kw_start
-            end = ctx.pos(nxt.lineno, nxt.col_offset)
-        else:
-            start, end = kw_start, kw_end
-            # also drop a trailing comma: torch.rand(requires_grad=True,)
-            line = ctx.index.line(end.line)
-            j = end.character
-            while j < len(line) and line[j] in " \t":
-                j += 1
-            if j < len(line) and line[j] == ",":
-                end = Position(end.line, j + 1)
-        if "#" in self._text(Range(start, end)):
-            return None
-        return TextEdit(Range(start, end), "")
-
-    def _text(self, r: Range) -> str:
-        lines = [self.ctx.index.line(n) for n in range(r.start.line, r.end.line + 1)]
-        if len(lines) == 1:
-            return lines[0][r.start.character:r.end.character]
-        return "\n".join([lines[0][r.start.character:]] + lines[1:-1] + [lines[-1][:r.end.character]])
-
-    def _whole_lines(self, s: ast.stmt) -> bool:
-        """The statement owns its lines: nothing but indentation before it and
-        nothing but a comment after it."""
-        ctx = self.ctx
-        first = ctx.index.line(s.lineno - 1)
-        start = ctx.pos(s.lineno, s.col_offset).character
-        if first[:start].strip():
-            return False
-        last = ctx.index.line(s.end_lineno - 1)  # type: ignore[operator]
-        end = ctx.pos(s.end_lineno, s.end_col_offset).character
-        rest = last[end:].strip()
-        return not rest or rest.startswith("#")
-
-    def _loop_blocks(self, loop: Optional[ast.stmt]) -> Set[int]:
-        if loop is None:  # the loop is in another method: fix at the top level of this one
-            return {id(self.unit.body)}
-        out: Set[int] = set()
-        cur = loop
-        while id(cur) in self.parent:
-            block, _ = self.parent[id(cur)]
-            out.add(id(block))
-            nxt = self.owner.get(id(block))
-            if nxt is None:
-                break
-            cur = nxt
-        return out
-
-    def _lift(self, s: ast.stmt, blocks: Set[int]) -> Optional[ast.stmt]:
-        """The statement, or the compound statement containing it, that sits in one
-        of ``blocks`` (the blocks enclosing the loop)."""
-        cur = s
-        for _ in range(100):
-            if id(cur) not in self.parent:
-                return None
-            block, _i = self.parent[id(cur)]
-            if id(block) in blocks:
-                return cur
-            cur = self.owner.get(id(block))  # type: ignore[assignment]
-            if cur is None:
-                return None
-        return None
-
-    def _insert_after(self, s: ast.stmt, text_lines: List[str]) -> TextEdit:
-        nlines = len(self.ctx.index.lines)
-        body = "".join(t + "\n" for t in text_lines)
-        if s.end_lineno < nlines:  # type: ignore[operator]
-            p = Position(s.end_lineno, 0)  # type: ignore[arg-type]
-            return TextEdit(Range(p, p), body)
-        last = self.ctx.index.line(s.end_lineno - 1)  # type: ignore[operator]
-        p = Position(s.end_lineno - 1, len(last))  # type: ignore[operator]
-        return TextEdit(Range(p, p), "\n" + body.rstrip("\n"))
-
-    def _fix_detach(self, h: _Hit) -> Optional[Fix]:
-        var = h.var
-        last = self._lift(h.graph.stmts[-1], self._loop_blocks(h.loop))
-        if last is None or not self._whole_lines(last):
-            return None
-        indent = self.ctx.indent_of(last.lineno)
-        edit = self._insert_after(last, [f"{indent}{var} = {var}.detach()"])
-        return Fix({"en": f"Detach `{var}` once it is built (`{var} = {var}.detach()`)",
-                    "zh": f"在 `{var}` 构建完成后将其分离（`{var} = {var}.detach()`）"}, (edit,))
-
-    def _nograd_expr(self) -> Optional[str]:
-        imports = self.ctx.imports
-        for k, v in sorted(imports.items()):
-            if v == "torch":
-                return f"{k}.no_grad()"
-        for k, v in sorted(imports.items()):
-            if v in ("torch.no_grad", "torch.autograd.no_grad"):
-                return f"{k}()"
-        return None
-
-    def _fix_nograd(self, h: _Hit) -> Optional[Fix]:
-        expr = self._nograd_expr()
-        if expr is None:
-            return None
-        blocks = self._loop_blocks(h.loop)
-        first = self._lift(h.graph.stmts[0], blocks)
-        last = self._lift(h.graph.stmts[-1], blocks)
-        if first is None or last is None or self.parent[id(first)][0] is not self.parent[id(last)][0]:
-            return None
-        if not (self._whole_lines(first) and self._whole_lines(last)):
-            return None
-        block, i = self.parent[id(first)]
-        _, j = self.parent[id(last)]
-        if any(isinstance(x, _LOOPS) for x in block[i:j + 1]):
-            return None
-        # only these statements (and blank/comment lines) between first and last: a module unit's
-        # block skips the defs that may sit between its statements
-        for a, b in zip(block[i:j], block[i + 1:j + 1]):
-            for n in range(a.end_lineno, b.lineno - 1):
-                text = self.ctx.index.line(n).strip()
-                if text and not text.startswith("#"):
-                    return None
-        indent = self.ctx.indent_of(first.lineno)
-        unit = "\t" if indent.startswith("\t") else "    "
-        lines = [self.ctx.index.line(n) for n in range(first.lineno - 1, last.end_lineno)]  # type: ignore[arg-type]
-        new = [f"{indent}with {expr}:"] + [(unit + ln) if ln.strip() else ln for ln in lines]
-        end_line = last.end_lineno - 1  # type: ignore[operator]
-        rng = Range(Position(first.lineno - 1, 0), Position(end_line, len(self.ctx.index.line(end_line))))
-        return Fix({"en": f"Build `{h.var}` under `{expr}`", "zh": f"在 `{expr}` 下构建 `{h.var}`"},
-                   (TextEdit(rng, "\n".join(new)),))
-
-    def _fix_recompute_remote(self, h: _Hit) -> Optional[Fix]:
-        """Rebuild ``self.attr`` at the top of the other method's loop body (the
-        statements that build it are copied; ``__init__`` keeps its own copy for
-        whatever else reads the attribute). Only when those statements read
-        nothing local to this method but ``self``."""
-        node = self.unit.node
-        stmts = list(h.graph.stmts)
-        me = _self_arg(node)
-        local = _assigned_in(self.unit.body) | {a.arg for a in list(node.args.posonlyargs) + list(node.args.args)
-                                                + list(node.args.kwonlyargs)}
-        for x in (node.args.vararg, node.args.kwarg):
-            if x is not None:
-                local.add(x.arg)
-        local.discard(me)
-        for st in stmts:
-            pb = self.parent.get(id(st))
-            if pb is None or pb[0] is not self.unit.body or not self._whole_lines(st):
-                return None
-            if not isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                return None
-            for n in _walk_no_scopes(st):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in local:
-                    return None  # a local of this method: not available in the other one
-        at = h.remote_body
-        indent = self.ctx.index.line(at.line)[:at.character]  # type: ignore[union-attr]
-        if indent.strip():
-            return None
-        text: List[str] = []
-        for st in stmts:
-            old_indent = self.ctx.indent_of(st.lineno)
-            for n in range(st.lineno - 1, st.end_lineno):  # type: ignore[arg-type]
-                ln = self.ctx.index.line(n)
-                text.append(indent + ln[len(old_indent):] if ln.startswith(old_indent) and ln.strip() else ln)
-        p = Position(at.line, 0)  # type: ignore[union-attr]
-        return Fix({"en": f"Recompute `{h.var}` in every iteration of `{h.via}()`'s loop",
-                    "zh": f"在 `{h.via}()` 的循环中每轮重新计算 `{h.var}`"},
-                   (TextEdit(Range(p, p), "".join(t + "\n" for t in text)),))
-
-    def _fix_recompute(self, h: _Hit) -> Optional[Fix]:
-        loop, g = h.loop, h.graph
-        if loop is None or id(loop) not in self.parent or not loop.body or loop.body[0].lineno <= loop.lineno:  # type: ignore[attr-defined]
-            return None
-        block, li = self.parent[id(loop)]
-        stmts = list(g.stmts)
-        idxs = []
-        for s in stmts:
-            pb = self.parent.get(id(s))
-            if pb is None or pb[0] is not block or not self._whole_lines(s):
-                return None
-            idxs.append(pb[1])
-        bound: Set[str] = set()
-        reads: Set[str] = set()
-        for s in stmts:
-            bound |= _stmt_binds(s)
-            reads |= _names_read(s)
-        moved = {id(s) for s in stmts}
-        for other in block[min(idxs):li]:
-            if id(other) in moved:
-                continue
-            if _names_read(other, loads_only=False) & bound:
-                return None
-        # the loop header and the code after the loop must not need the moved values
-        header = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test  # type: ignore[attr-defined]
-        after = [header] + list(getattr(loop, "orelse", [])) + list(block[li + 1:])
-        for node in after:
-            if _names_read(node, loads_only=False) & bound:
-                return None
-        loop_assigned = _assigned_in(loop.body)  # type: ignore[attr-defined]
-        if isinstance(loop, (ast.For, ast.AsyncFor)):
-            loop_assigned |= set(_bound_names(loop.target))
-        if (reads - bound) & loop_assigned:
-            return None
-        first_body = loop.body[0]  # type: ignore[attr-defined]
-        new_indent = self.ctx.indent_of(first_body.lineno)
-        edits: List[TextEdit] = []
-        text: List[str] = []
-        for s in stmts:
-            old_indent = self.ctx.indent_of(s.lineno)
-            for n in range(s.lineno - 1, s.end_lineno):  # type: ignore[arg-type]
-                ln = self.ctx.index.line(n)
-                text.append(new_indent + ln[len(old_indent):] if ln.startswith(old_indent) and ln.strip() else ln)
-            edits.append(TextEdit(Range(Position(s.lineno - 1, 0), Position(s.end_lineno, 0)), ""))  # type: ignore[arg-type]
-        p = Position(first_body.lineno - 1, 0)
-        edits.append(TextEdit(Range(p, p), "".join(t + "\n" for t in text)))
-        if any(s.end_lineno >= len(self.ctx.index.lines) for s in stmts):  # type: ignore[operator]
-            return None
-        return Fix({"en": f"Recompute `{h.var}` inside the loop", "zh": f"在循环内重新计算 `{h.var}`"}, tuple(edits))
-
     # -- statements -----------------------------------------------------------
     def _stmt(self, s: ast.stmt):
         for block in A.child_blocks(s):
@@ -1366,7 +970,7 @@ class _Analysis:
             if isinstance(s, (ast.For, ast.AsyncFor)):
                 it = self._eval(s.iter)
                 self._frozen_params_loop(s)
-                for n in _bound_names(s.target):
+                for n in S.bound_names(s.target):
                     self.env[n] = _as_graph(it) if isinstance(it, (Graph, Leaf)) else None
             else:
                 self._eval(s.test)
@@ -1386,7 +990,7 @@ class _Analysis:
             return
         if isinstance(s, ast.AugAssign):
             v = self._eval(s.value)
-            key = s.target.id if isinstance(s.target, ast.Name) else _attr_name(s.target)
+            key = s.target.id if isinstance(s.target, ast.Name) else S.attr_name(s.target)
             if key:
                 cur = self.env.get(key)
                 opname = type(s.op).__name__
@@ -1428,7 +1032,7 @@ class _Analysis:
             return
         if isinstance(s, ast.Delete):
             for t in s.targets:
-                for n in _bound_names(t):
+                for n in S.bound_names(t):
                     self.env.pop(n, None)
             return
 
@@ -1441,16 +1045,16 @@ class _Analysis:
         if not any(isinstance(c, ast.Call) and (A.is_backward_call(c, self.ctx) or self._fn_fact("bw", c))
                    for c in A.iter_nodes(loop.body)):  # type: ignore[attr-defined]
             return
-        assigned = _assigned_in(loop.body)  # type: ignore[attr-defined]
+        assigned = S.assigned_in(loop.body)  # type: ignore[attr-defined]
         if isinstance(loop, (ast.For, ast.AsyncFor)):
-            assigned |= set(_bound_names(loop.target))
+            assigned |= set(S.bound_names(loop.target))
         cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and not v.holder and n not in assigned}
         if not cands:
             return
         taint: Dict[str, Set[str]] = {n: {n} for n in cands}
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             t = self._taint(loop.iter, taint) & set(cands)
-            for n in _bound_names(loop.target):
+            for n in S.bound_names(loop.target):
                 taint[n] = set(t)
         backs: Dict[int, Tuple[ast.Call, bool, Set[str]]] = {}
         for _ in range(2):  # twice: values carried from one iteration into the next
@@ -1491,7 +1095,7 @@ class _Analysis:
                 continue
             if isinstance(s, (ast.For, ast.AsyncFor)):
                 t = self._taint(s.iter, taint) if not nograd else set()
-                for n in _bound_names(s.target):
+                for n in S.bound_names(s.target):
                     taint[n] = set(t)
                 self._backwards_in(s.iter, taint, backs)
                 self._taint_block(s.body, taint, backs, nograd)
@@ -1520,13 +1124,13 @@ class _Analysis:
                 t = set() if nograd else self._taint(s.value, taint)
                 targets = s.targets if isinstance(s, ast.Assign) else [s.target]
                 for tg in targets:
-                    names = _bound_names(tg)
+                    names = S.bound_names(tg)
                     for n in names:
                         if isinstance(s, ast.AugAssign):
                             taint.setdefault(n, set()).update(t)
                         else:
                             taint[n] = set(t)
-                    d = _attr_name(tg)
+                    d = S.attr_name(tg)
                     if d:  # self.total = loss
                         if isinstance(s, ast.AugAssign):
                             taint.setdefault(d, set()).update(t)
@@ -1561,11 +1165,11 @@ class _Analysis:
         if out is None:
             out = []
             ctx = self.ctx
-            for c in _walk_no_scopes(node):
+            for c in S.walk_no_scopes(node):
                 if not isinstance(c, ast.Call):
                     continue
                 named = isinstance(c.func, ast.Name)
-                if not A.is_backward_call(c, ctx) or _kw(c, "inputs") is not None:
+                if not A.is_backward_call(c, ctx) or S.kw(c, "inputs") is not None:
                     # backward(inputs=...) only runs the nodes leading to those inputs
                     if named:
                         out.append((c, False, None))
@@ -1596,10 +1200,10 @@ class _Analysis:
             t = self._taint(target, taint)
             if q == "torch.autograd.grad":
                 # grad(outputs, inputs) runs only the part of the graph leading to `inputs`
-                inputs = c.args[1] if len(c.args) > 1 else (_kw(c, "inputs").value if _kw(c, "inputs") else None)  # type: ignore[union-attr]
-                names = {n.id for n in _walk_no_scopes(inputs) if isinstance(n, ast.Name)} if inputs is not None else set()
+                inputs = c.args[1] if len(c.args) > 1 else (S.kw(c, "inputs").value if S.kw(c, "inputs") else None)  # type: ignore[union-attr]
+                names = {n.id for n in S.walk_no_scopes(inputs) if isinstance(n, ast.Name)} if inputs is not None else set()
                 t = {v for v in t if self._sources_named(v, names)}
-            keep = _retains(c)
+            keep = S.retains(c)
             prev = backs.get(id(c))
             backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
 
@@ -1636,7 +1240,7 @@ class _Analysis:
             if k.arg in params:
                 out |= self._taint(k.value, taint)
         for g in globs:
-            if self.unit.kind == "module" or g not in _assigned_in(self.unit.body):
+            if self.unit.kind == "module" or g not in S.assigned_in(self.unit.body):
                 out |= taint.get(g, set())
         return out
 
@@ -1645,7 +1249,7 @@ class _Analysis:
         its ``Y`` (or a global it reads): the stale graph is reused inside the callee's loop."""
         if self.nograd:
             return
-        for c in _walk_no_scopes(s):
+        for c in S.walk_no_scopes(s):
             if not isinstance(c, ast.Call):
                 continue
             fact = self._fn_fact("bwloop", c)
@@ -1687,7 +1291,7 @@ class _Analysis:
             if isinstance(n, ast.Attribute):
                 if n.attr in _CUT_ATTRS:
                     continue
-                d = _attr_name(n)
+                d = S.attr_name(n)
                 if d and isinstance(n.ctx, ast.Load):
                     out |= taint.get(d, set())
             if isinstance(n, ast.Call):
@@ -1712,15 +1316,15 @@ class _Analysis:
             return False
         p = s.target.id
         for n in s.body:
-            for x in _walk_no_scopes(n):
+            for x in S.walk_no_scopes(n):
                 if isinstance(x, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr == "requires_grad" and isinstance(t.value, ast.Name)
-                    and t.value.id == p for t in x.targets) and _const_false(x.value):
+                    and t.value.id == p for t in x.targets) and S.const_false(x.value):
                     self._freeze(it.func.value.id)
                     return True
                 if (isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr == "requires_grad_"
                         and isinstance(x.func.value, ast.Name) and x.func.value.id == p and x.args
-                        and _const_false(x.args[0])):
+                        and S.const_false(x.args[0])):
                     self._freeze(it.func.value.id)
                     return True
         return False
@@ -1784,9 +1388,9 @@ class _Analysis:
             meth = call.func.attr
             cur = self.env.get(name)
             if meth == "requires_grad_":
-                flag = call.args[0] if call.args else _kw(call, "requires_grad")
+                flag = call.args[0] if call.args else S.kw(call, "requires_grad")
                 flag = flag.value if isinstance(flag, ast.keyword) else flag
-                off = flag is not None and _const_false(flag)
+                off = flag is not None and S.const_false(flag)
                 if isinstance(cur, Mod) or name in self.module_evidence:
                     if off:
                         self._freeze(name)
@@ -1827,7 +1431,7 @@ class _Analysis:
             for e in target.elts:
                 self._assign(e.value if isinstance(e, ast.Starred) else e, g, stmt)
         elif isinstance(target, ast.Attribute) and target.attr != "requires_grad":
-            d = _attr_name(target)
+            d = S.attr_name(target)
             if d:
                 if isinstance(v, Graph):
                     self.env[d] = _with_stmt(v, stmt)
@@ -1842,9 +1446,9 @@ class _Analysis:
                 name = target.value.id
                 cur = self.env.get(name)
                 val = stmt.value if isinstance(stmt, ast.Assign) else None
-                if _const_true(val) and not isinstance(cur, Graph):
+                if S.const_true(val) and not isinstance(cur, Graph):
                     self.env[name] = Leaf(self._src(name, "data", stmt, stmt, None))
-                elif val is not None and _const_false(val) and not isinstance(cur, Graph):
+                elif val is not None and S.const_false(val) and not isinstance(cur, Graph):
                     self.env[name] = None
         elif isinstance(target, ast.Subscript):
             base = target.value
@@ -1904,7 +1508,7 @@ class _Analysis:
         if isinstance(e, ast.Await):
             return self._eval(e.value)
         if isinstance(e, ast.Attribute):
-            d = _attr_name(e)
+            d = S.attr_name(e)
             if d is not None and d in self.env:
                 return self.env[d]
             if d is not None and self.self_name and e.value.id == self.self_name and e.value.id not in self.env:  # type: ignore[attr-defined]
@@ -1981,17 +1585,17 @@ class _Analysis:
             return ctor
         # factories: leaves
         if q in K.TENSOR_FACTORIES or q in K.VARIABLE_CONSTRUCTORS:
-            kw = _kw(e, "requires_grad")
-            if kw is not None and _const_true(kw.value):
+            kw = S.kw(e, "requires_grad")
+            if kw is not None and S.const_true(kw.value):
                 return Leaf(self._src(None, "data", None, e, ("kw", kw, e)))
             return None
         if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-            kw = _kw(e, "requires_grad")
-            if (kw is not None and _const_false(kw.value)) or (len(e.args) > 1 and _const_false(e.args[1])):
+            kw = S.kw(e, "requires_grad")
+            if (kw is not None and S.const_false(kw.value)) or (len(e.args) > 1 and S.const_false(e.args[1])):
                 return None
             return Leaf(self._src(None, "param", None, e, None))
         if isinstance(func, ast.Attribute):
-            d = _attr_name(func)
+            d = S.attr_name(func)
             if d is not None and not q.startswith("torch."):
                 held = self.env.get(d) if d in self.env else (
                     self._self_attr(func) if self.self_name and func.value.id == self.self_name else None)  # type: ignore[attr-defined]
@@ -2002,8 +1606,8 @@ class _Analysis:
             if (meth in K.GRAPH_CUT_METHODS or meth in _NON_TENSOR_METHODS) and not isinstance(recv, Mod):
                 return None
             if meth == "requires_grad_" and not isinstance(recv, Mod):
-                flag = e.args[0] if e.args else (_kw(e, "requires_grad").value if _kw(e, "requires_grad") else None)  # type: ignore[union-attr]
-                if flag is not None and _const_false(flag):
+                flag = e.args[0] if e.args else (S.kw(e, "requires_grad").value if S.kw(e, "requires_grad") else None)  # type: ignore[union-attr]
+                if flag is not None and S.const_false(flag):
                     return None if not isinstance(recv, Graph) else recv
                 if recv is None and isinstance(func.value, ast.Call):
                     return Leaf(self._src(None, "data", None, e, ("method", e)))
@@ -2016,7 +1620,7 @@ class _Analysis:
                     return self._module_call(recv, args, e)
                 if meth == "requires_grad_":
                     flag = e.args[0] if e.args else None
-                    return Mod(recv.src, not (flag is not None and _const_false(flag)) and recv.trainable, recv.saving)
+                    return Mod(recv.src, not (flag is not None and S.const_false(flag)) and recv.trainable, recv.saving)
                 if meth in _MODULE_SELF_METHODS:
                     return recv
                 sub = self._attr_value(recv, func)  # model.fc(x)
@@ -2153,86 +1757,6 @@ class _Analysis:
         return None
 
 
-def _names_read(node: ast.AST, loads_only: bool = True) -> Set[str]:
-    """Names and ``name.attr`` attributes used in ``node`` (not in nested scopes)."""
-    out: Set[str] = set()
-    for n in _walk_no_scopes(node):
-        if isinstance(n, ast.Name) and (not loads_only or isinstance(n.ctx, ast.Load)):
-            out.add(n.id)
-        elif isinstance(n, ast.Attribute) and (not loads_only or isinstance(n.ctx, ast.Load)):
-            d = _attr_name(n)
-            if d:
-                out.add(d)
-    return out
-
-
-def _retains(c: ast.Call) -> bool:
-    """Does this backward keep the graph? ``retain_graph`` defaults to
-    ``create_graph``; an explicit ``retain_graph=False`` frees it even with
-    ``create_graph=True`` (checked with torch)."""
-    r = _kw(c, "retain_graph")
-    if r is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None):
-        return not _const_false(r.value)
-    g = _kw(c, "create_graph")
-    return g is not None and not _const_false(g.value)
-
-
-def _stmt_binds(s: ast.stmt) -> Set[str]:
-    out: Set[str] = set()
-    if isinstance(s, ast.Assign):
-        for t in s.targets:
-            out |= set(_bound_names(t))
-            if _attr_name(t):
-                out.add(_attr_name(t))  # type: ignore[arg-type]
-                continue
-            base = t
-            while isinstance(base, (ast.Subscript, ast.Attribute)):
-                base = base.value
-            if base is not t and isinstance(base, ast.Name):
-                out.add(base.id)
-    elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
-        out |= set(_bound_names(s.target))
-        if _attr_name(s.target):
-            out.add(_attr_name(s.target))  # type: ignore[arg-type]
-    elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute):
-        if isinstance(s.value.func.value, ast.Name):
-            out.add(s.value.func.value.id)  # Y.add_(noise)
-    return out
-
-
-def _describe(src: Src) -> Tuple[str, str]:
-    if src.kind == "param":
-        return (f"parameter `{src.name}`", f"参数 `{src.name}` ") if src.name else ("a parameter", "一个参数")
-    if src.kind == "module":
-        return (f"module `{src.name}`", f"模块 `{src.name}` ") if src.name else ("a module", "一个模块")
-    if src.name:
-        return f"`{src.name}`, which requires grad", f"需要梯度的 `{src.name}` "
-    return "a tensor created with `requires_grad=True`", "一个 `requires_grad=True` 的张量"
-
-
-def _into(src: Src) -> Tuple[str, str]:
-    if src.kind == "module":
-        return (f"`{src.name}`'s parameters", f" `{src.name}` 的参数") if src.name else ("the module's parameters", "模块的参数")
-    if src.name:
-        return f"`{src.name}`", f" `{src.name}`"
-    return "that tensor", "该张量"
-
-
-def _origin_message(src: Src) -> Dict[str, str]:
-    n = src.name or "this tensor"
-    nz = src.name or "这个张量"
-    if isinstance(src.node, ast.arg):
-        return {"en": f"the graph starts at argument `{n}`: a caller passes a tensor created with `requires_grad=True`",
-                "zh": f"计算图从参数 `{nz}` 开始：调用方传入了一个 `requires_grad=True` 的张量"}
-    if src.kind == "param":
-        return {"en": f"the graph starts at parameter `{n}`", "zh": f"计算图从参数 `{nz}` 开始"}
-    if src.kind == "module":
-        return {"en": f"the graph starts at the trainable parameters of `{n}`",
-                "zh": f"计算图从 `{nz}` 的可训练参数开始"}
-    return {"en": f"the graph starts here: `{n}` is created with `requires_grad=True`",
-            "zh": f"计算图从这里开始：`{nz}` 创建时设置了 `requires_grad=True`"}
-
-
 _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
 _NON_TENSOR_METHODS = K.NON_TENSOR_METHODS | frozenset(
     {"keys", "values", "items", "format", "append", "extend", "state_dict", "zero_grad", "parameters",
@@ -2242,183 +1766,6 @@ _CUT_ATTRS = K.GRAPHLESS_ATTRS
 _CUT_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "print", "isinstance", "repr", "format", "id", "type"})
 _MODULE_SELF_METHODS = K.MODULE_SELF_METHODS
 _GRAPHLESS_FUNCTIONS = K.GRAPHLESS_FUNCTIONS
-
-
-# ---------------------------------------------------------------------------
-# explanation (gradguard rule GG102, hover, docs/rules/GG102.md)
-
-_EXPLANATION_EN = r'''# GG102 stale-graph
-
-## What it does
-
-Finds a tensor that is **computed before a training loop from something that requires grad** (a tensor created
-with `requires_grad=True`, an `nn.Parameter`, or the output of a module with trainable parameters) and is then
-used in a loss that is back-propagated **inside** the loop.
-
-Such a tensor is a *non-leaf*: it carries a `grad_fn` and the graph that produced it. That graph is built once,
-before the loop, but every `backward()` in the loop walks through it again.
-
-- **error** — one of the operations that built the tensor saved tensors for backward (`@`/`matmul`, `*`, `/`,
-  `**`, `tanh`, `sigmoid`, `relu`, `exp`, tensor indexing, any module call...). The first `backward()` frees
-  those saved tensors, so the second iteration crashes with
-  `RuntimeError: Trying to backward through the graph a second time`.
-- **warning** — the tensor was built only with operations that save nothing (`+`, `-`, slicing, `view`,
-  `reshape`, `sum`, `mean`, `cat`...). Nothing crashes, but every iteration silently sends gradient back into
-  the source tensor through the same old graph; or gradguard cannot tell whether an operation (e.g. an unknown
-  function) saves tensors.
-
-## Why is this bad?
-
-The loop means "a fresh forward and backward per step", but part of the forward was done only once. If that
-part saved tensors, the program dies on the second step. If it did not, the program runs but keeps
-accumulating gradient into data that nobody trains (wasted work, a growing `X.grad`), or — when the source is a
-parameter — uses a value that is never recomputed after the optimizer updates the parameter.
-
-## Example
-
-```python
-import torch
-from torch import nn
-
-X = torch.rand(size=(2, 5), requires_grad=True)      # data that "requires grad" for no reason
-true_w = torch.tensor([1, 2, 3, 4, 5.]).reshape((5, -1))
-Y = torch.matmul(X, true_w)                          # GG102: Y is a non-leaf built before the loop
-Y += torch.rand(size=Y.shape)
-linear1 = nn.Linear(5, 1)
-for i in range(10):
-    l = (linear1(X) - Y) ** 2
-    linear1.zero_grad()
-    l.sum().backward()                               # 2nd iteration: "backward through the graph a second time"
-```
-
-## Fix
-
-Make the data plain data. The preferred fix depends on where the graph comes from:
-
-- **Data created with `requires_grad=True` whose `.grad` nothing reads**: remove `requires_grad=True`
-  (`X = torch.rand(size=(2, 5))`). The gradients of the parameters you train are exactly the same.
-- **Otherwise, to keep the value fixed**: detach it once it is built (`Y = Y.detach()`), or build it inside
-  `with torch.no_grad():`.
-- **When it comes from a parameter or a module you train** (`feats = encoder(X)`, `w2 = w * 2`): recompute it
-  inside the loop, so each step builds (and frees) its own graph and sees the updated parameters. Detach it
-  instead only if that part is meant to stay frozen.
-
-## FAQ
-
-**Leaf vs non-leaf?** A *leaf* is a tensor you created yourself (`torch.rand(..., requires_grad=True)`,
-`nn.Parameter`). It has no `grad_fn`; using it in every iteration is normal — that is how parameters work. A
-*non-leaf* is the result of an operation on something that requires grad (`X @ w`, `encoder(X)`); it remembers
-how it was computed, and that record is what the first `backward()` frees.
-
-**Why does the `Conv2d` version of the same loop work?** There `X` and `Y` are plain tensors
-(`requires_grad=False`): `Y` has no graph, each iteration builds a new graph from the convolution's parameters,
-and `backward()` frees only that new graph.
-
-**Does it follow `self.` attributes across methods?** Yes, within one class: a `self.Y` built in `__init__`
-(or in a method that `__init__` calls) from something that requires grad, and back-propagated by a loop in
-another method (`fit()`) that never re-assigns `self.Y`, is reported at the line in `__init__` that builds it.
-Build it from plain data, detach it there, or build it inside the loop.
-
-**Which objects have `zero_grad()`?** Every `nn.Module` (`nn.Linear`, `nn.Conv2d`, your own model classes: it
-zeroes the gradients of all its parameters) and every optimizer (`torch.optim.SGD(...)`). A tensor has no
-`zero_grad()`; you reset a tensor's gradient with `x.grad = None` or `x.grad.zero_()`.
-
-**Why is `retain_graph=True` not the fix?** It does stop the crash — the old graph is kept alive, so gradguard
-stays quiet when every `backward()` that reaches the tensor passes it — but it keeps every iteration
-back-propagating through the pre-loop graph into `X`, keeps that memory alive, and hides the real problem: the
-tensor should never have had a graph. `Y.requires_grad_(False)` is not the fix either: on a non-leaf it raises
-("you can only change requires_grad flags of leaf variables"); use `Y = Y.detach()`.
-
-**Which operations save tensors for backward?** Those whose derivative needs their inputs or output:
-`matmul`/`@` (the gradient for `X` in `X @ w` needs `w`, even when `w` does not require grad), `*` and `/`
-(even by a Python number), `**`, `tanh`, `sigmoid`, `relu`, `exp`, `log`, indexing with a tensor or mask,
-`F.linear`, every layer with weights, dropout. Those that save nothing: `+`, `-`, negation, slicing and integer
-indexing, `view`/`reshape`/`permute`/`transpose`, `sum`, `mean`, `cat`, `stack`, `clone`, dtype conversion.
-Through a graph of only the latter, a second `backward()` succeeds — the *silent gradient leak* variant, which
-GG102 reports as a warning.
-'''
-
-_EXPLANATION_ZH = r'''# GG102 stale-graph（循环前构建的陈旧计算图）
-
-## 它检查什么
-
-检查这样一种张量：它在训练循环**之前**，由需要梯度的东西计算得到（用 `requires_grad=True` 创建的张量、
-`nn.Parameter`，或带可训练参数的模块的输出），然后在循环**内部**参与计算损失并被反向传播。
-
-这样的张量是*非叶子*张量：它带着 `grad_fn` 以及产生它的那张计算图。这张图只在循环前构建了一次，
-但循环里的每一次 `backward()` 都要再经过它一遍。
-
-- **error（错误）**：构建它的某个运算为反向传播保存了张量（`@`/`matmul`、`*`、`/`、`**`、`tanh`、`sigmoid`、
-  `relu`、`exp`、用张量做索引、任何模块调用……）。第一次 `backward()` 会释放这些保存的张量，
-  所以第二轮迭代必然报错 `RuntimeError: Trying to backward through the graph a second time`。
-- **warning（警告）**：它只经过不保存任何张量的运算（`+`、`-`、切片、`view`、`reshape`、`sum`、`mean`、
-  `cat`……）。程序不会报错，但每一轮都会沿着同一张旧图把梯度悄悄地传回源张量；或者 gradguard
-  无法判断某个运算（例如未知函数）是否保存了张量。
-
-## 为什么这是个问题
-
-循环的本意是“每一步都做一次新的前向和反向”，可前向计算中有一部分只做了一次。如果这部分保存了张量，
-程序会在第二步崩溃；如果没有保存，程序能跑，但会不断把梯度累加到没人训练的数据上（白白浪费计算，
-`X.grad` 越积越大）；当源头是参数时，这个值在优化器更新参数后也不会重新计算。
-
-## 示例
-
-```python
-import torch
-from torch import nn
-
-X = torch.rand(size=(2, 5), requires_grad=True)      # 数据无缘无故设置了 requires_grad
-true_w = torch.tensor([1, 2, 3, 4, 5.]).reshape((5, -1))
-Y = torch.matmul(X, true_w)                          # GG102：Y 是在循环前构建的非叶子张量
-Y += torch.rand(size=Y.shape)
-linear1 = nn.Linear(5, 1)
-for i in range(10):
-    l = (linear1(X) - Y) ** 2
-    linear1.zero_grad()
-    l.sum().backward()                               # 第二轮：Trying to backward through the graph a second time
-```
-
-## 修复
-
-让数据回归普通数据。首选的修复方式取决于计算图从哪里来：
-
-- **数据用 `requires_grad=True` 创建，但没有代码读取它的 `.grad`**：去掉 `requires_grad=True`
-  （`X = torch.rand(size=(2, 5))`）。被训练参数的梯度完全不变。
-- **其他情况下，如果这个值本来就应该固定**：构建完成后立即分离（`Y = Y.detach()`），
-  或者把构建它的语句放进 `with torch.no_grad():`。
-- **如果它来自正在训练的参数或模块**（`feats = encoder(X)`、`w2 = w * 2`）：把它移到循环内部重新计算，
-  这样每一步都构建（并释放）自己的计算图，也能用上更新后的参数。只有当这部分本来就要冻结时，才改用 detach。
-
-## 常见问题
-
-**叶子张量和非叶子张量有什么区别？** *叶子*张量是你自己创建的（`torch.rand(..., requires_grad=True)`、
-`nn.Parameter`），没有 `grad_fn`；在每一轮中直接使用它完全正常，参数就是这样工作的。*非叶子*张量是对需要梯度的
-东西做运算的结果（`X @ w`、`encoder(X)`），它记录了自己是如何算出来的，第一次 `backward()` 释放的正是这份记录。
-
-**为什么同样的循环换成 `Conv2d` 版本就能正常运行？** 那里的 `X` 和 `Y` 都是普通张量（`requires_grad=False`）：
-`Y` 没有计算图，每一轮都从卷积层的参数构建一张新图，`backward()` 释放的只是这张新图。
-
-**它能跨方法跟踪 `self.` 属性吗？** 能，限于同一个类：在 `__init__`（或 `__init__` 调用的方法）中由需要梯度的东西
-构建的 `self.Y`，如果在另一个方法（`fit()`）的循环里被反向传播、而该方法从不重新赋值 `self.Y`，就会在 `__init__`
-中构建它的那一行报告。请用普通数据构建它、在那里 detach，或者在循环内构建它。
-
-**哪些对象可以调用 `zero_grad()`？** 所有 `nn.Module`（`nn.Linear`、`nn.Conv2d` 以及你自己的模型类，
-它会把所有参数的梯度清零）和所有优化器（`torch.optim.SGD(...)`）。张量没有 `zero_grad()`；
-清空张量的梯度用 `x.grad = None` 或 `x.grad.zero_()`。
-
-**为什么 `retain_graph=True` 不是正确的修复？** 它确实能消除报错——旧图被保留下来，所以当所有经过该张量的
-`backward()` 都传了它时，gradguard 不会报告——但每一轮仍然沿着循环前的旧图把梯度传回 `X`，这部分内存也一直
-无法释放，真正的问题被掩盖了：这个张量根本就不该带计算图。`Y.requires_grad_(False)` 也不是修复：
-对非叶子张量调用它会直接报错（“you can only change requires_grad flags of leaf variables”），应使用 `Y = Y.detach()`。
-
-**哪些运算会为反向传播保存张量？** 求导时需要用到输入或输出的运算：`matmul`/`@`（`X @ w` 对 `X` 求梯度需要 `w`，
-即使 `w` 不需要梯度）、`*` 和 `/`（即使乘除的是 Python 数字）、`**`、`tanh`、`sigmoid`、`relu`、`exp`、`log`、
-用张量或掩码做索引、`F.linear`、所有带权重的层、dropout。不保存任何张量的运算：`+`、`-`、取负、切片和整数索引、
-`view`/`reshape`/`permute`/`transpose`、`sum`、`mean`、`cat`、`stack`、`clone`、类型转换。
-如果计算图只由后者构成，第二次 `backward()` 能够成功——这就是*梯度悄悄泄漏*的情形，GG102 将其报告为警告。
-'''
-
-StaleGraph.explanation = {"en": _EXPLANATION_EN, "zh": _EXPLANATION_ZH}
 
 
 # Operations that return a view of their input (shares its storage, saves nothing for backward).

@@ -1,0 +1,146 @@
+"""GG102's questions about syntax: names a statement binds or reads, keyword
+arguments, whether a backward keeps its graph. Shared by the analysis and the
+fix builders of the rule; no values, no findings."""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import ast_util as A
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import List, Optional, Sequence, Set, Tuple
+
+
+def self_arg(fn) -> Optional[str]:
+    """The name a method calls its instance (``self``), or None for static/class methods."""
+    if any(getattr(d, "id", getattr(d, "attr", "")) in ("staticmethod", "classmethod") for d in fn.decorator_list):
+        return None
+    args = list(fn.args.posonlyargs) + list(fn.args.args)
+    return args[0].arg if args else None
+
+
+def const_true(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def const_false(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (False, None, 0)
+
+
+def kw(call: ast.Call, name: str) -> Optional[ast.keyword]:
+    for k in call.keywords:
+        if k.arg == name:
+            return k
+    return None
+
+
+def walk_no_scopes(node: ast.AST):
+    """Nodes under ``node`` without entering nested defs, classes or lambdas."""
+    return A.iter_nodes(node)
+
+
+def attr_name(node: ast.AST) -> Optional[str]:
+    """``self.target`` → "self.target" (an attribute of a plain name), else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def bound_names(target: ast.AST) -> List[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: List[str] = []
+        for e in target.elts:
+            out.extend(bound_names(e))
+        return out
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return []
+
+
+def assigned_and_loaded(stmts: Sequence[ast.stmt]) -> Tuple[Set[str], Set[str]]:
+    """:func:`assigned_in` and the plain names read in ``stmts``, in one walk."""
+    out: Set[str] = set()
+    loaded: Set[str] = set()
+    Name, Attribute, Load = ast.Name, ast.Attribute, ast.Load
+    for n in A.iter_nodes(stmts):
+        cls = n.__class__
+        if cls is Name:
+            if isinstance(n.ctx, Load):  # type: ignore[attr-defined]
+                loaded.add(n.id)  # type: ignore[attr-defined]
+            elif isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
+                out.add(n.id)  # type: ignore[attr-defined]
+        elif cls is Attribute:
+            if isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
+                d = attr_name(n)
+                if d:
+                    out.add(d)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+    return out, loaded
+
+
+def assigned_in(stmts: Sequence[ast.stmt]) -> Set[str]:
+    """Every name (re)bound anywhere in ``stmts`` (not in nested scopes)."""
+    out: Set[str] = set()
+    for s in stmts:
+        for n in walk_no_scopes(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                out.add(n.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                d = attr_name(n)
+                if d:
+                    out.add(d)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(n.name)
+    return out
+
+
+def names_read(node: ast.AST, loads_only: bool = True) -> Set[str]:
+    """Names and ``name.attr`` attributes used in ``node`` (not in nested scopes)."""
+    out: Set[str] = set()
+    for n in walk_no_scopes(node):
+        if isinstance(n, ast.Name) and (not loads_only or isinstance(n.ctx, ast.Load)):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute) and (not loads_only or isinstance(n.ctx, ast.Load)):
+            d = attr_name(n)
+            if d:
+                out.add(d)
+    return out
+
+
+def retains(c: ast.Call) -> bool:
+    """Does this backward keep the graph? ``retain_graph`` defaults to
+    ``create_graph``; an explicit ``retain_graph=False`` frees it even with
+    ``create_graph=True`` (checked with torch)."""
+    r = kw(c, "retain_graph")
+    if r is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None):
+        return not const_false(r.value)
+    g = kw(c, "create_graph")
+    return g is not None and not const_false(g.value)
+
+
+def stmt_binds(s: ast.stmt) -> Set[str]:
+    out: Set[str] = set()
+    if isinstance(s, ast.Assign):
+        for t in s.targets:
+            out |= set(bound_names(t))
+            if attr_name(t):
+                out.add(attr_name(t))  # type: ignore[arg-type]
+                continue
+            base = t
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if base is not t and isinstance(base, ast.Name):
+                out.add(base.id)
+    elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
+        out |= set(bound_names(s.target))
+        if attr_name(s.target):
+            out.add(attr_name(s.target))  # type: ignore[arg-type]
+    elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute):
+        if isinstance(s.value.func.value, ast.Name):
+            out.add(s.value.func.value.id)  # Y.add_(noise)
+    return out
