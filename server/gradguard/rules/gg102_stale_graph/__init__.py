@@ -19,15 +19,16 @@ The torch facts (which calls cut graphs, which operations save tensors, which
 modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
 
 The rule is a package: this module is the analysis and its hits (``_Hit``)
-turned into findings; the words of every message, note and fix title, in
-English and Chinese, are in :mod:`.messages`; the text edits of the fixes in
-:mod:`.fixes`; the syntax questions both ask in :mod:`.syntax`.
+turned into findings. Its values are in :mod:`.lattice`, the loop-body taint
+pass in :mod:`.taint`, its module facts (the ``gg102`` fact source) in
+:mod:`.facts`; the words of every message, note and fix title, in English and
+Chinese, are in :mod:`.messages`; the text edits of the fixes in :mod:`.fixes`;
+the syntax questions they all ask in :mod:`.syntax`.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis import ast_util as A
@@ -38,592 +39,24 @@ from gradguard.analysis.context import unit_words
 from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
 from gradguard.rules.base import Rule
+from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import messages as M
 from gradguard.rules.gg102_stale_graph import syntax as S
+from gradguard.rules.gg102_stale_graph.facts import (GG102_FACTS, grad_read_names, is_module_class, mentions_bwloop,
+                                                     method_names, module_class_saves)
 from gradguard.rules.gg102_stale_graph.fixes import Fixes
+from gradguard.rules.gg102_stale_graph.lattice import Graph, Leaf, Mod, Src
+from gradguard.rules.gg102_stale_graph.taint import LoopTaint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+    from typing import Dict, List, Optional, Set, Tuple
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_BUILTIN_NAMES = frozenset(dir(builtins))
-
-
-# ---------------------------------------------------------------------------
-# abstract values
-
-
-@record(compare=("name", "kind"))
-class Src:
-    """Where a graph originates."""
-
-    name: Optional[str]  # "X", "w", "encoder"; None for an inline factory call
-    kind: str  # "data" (requires_grad=True factory), "param" (nn.Parameter), "module"
-    stmt: Optional[ast.stmt] = None  # defining statement
-    node: Optional[ast.AST] = None  # related location
-    # How to drop requires_grad from a data leaf: ("kw", keyword node, call node)
-    # or ("method", call node) for a `.requires_grad_()` suffix; None if not removable.
-    removal: Optional[tuple] = None
-    order: int = 0
-
-
-@record
-class Leaf:
-    src: Src
-
-
-@record
-class Mod:
-    src: Src
-    trainable: bool  # has parameters that require grad
-    saving: Optional[bool]  # for parameter-free modules: does its op save tensors?
-
-
-@record
-class Graph:
-    sources: FrozenSet[Src]
-    saving: Optional[bool]  # True: certainly saves tensors; False: certainly not; None: unknown
-    stmts: Tuple[ast.stmt, ...] = ()  # statements that built it, in order
-    unknown_op: Optional[str] = None  # an operation whose saving is unknown (for the message)
-    # A container or opaque object holding stale tensors (DataLoader(TensorDataset(feats, y)), (a, b)):
-    # the names of those tensors, which are what a finding is about.
-    carried: Tuple[str, ...] = ()
-    # A container of leaves only ((w, b), TensorDataset(X)): reusing it is reusing leaves, which is fine;
-    # a tensor op on it (torch.cat([X, X])) builds a real non-leaf.
-    holder: bool = False
-
-
-def _sv(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
-    """Combine saving flags: True wins, then unknown, then False."""
-    if a is True or b is True:
-        return True
-    if a is None or b is None:
-        return None
-    return False
-
-
-def _as_graph(v) -> Optional[Graph]:
-    if isinstance(v, Graph):
-        return v
-    if isinstance(v, Leaf):
-        return Graph(frozenset({v.src}), False, ())
-    if isinstance(v, Mod) and v.trainable and v.src.kind == "param":  # scaler.gain used as a tensor
-        return Graph(frozenset({v.src}), False, ())
-    return None
-
-
-def _merge(values: Iterable, saving: Optional[bool] = False, op: Optional[str] = None) -> Optional[Graph]:
-    """A non-leaf computed from ``values`` by an op with the given saving flag."""
-    gs = [g for g in (_as_graph(v) for v in values) if g is not None]
-    if not gs:
-        return None
-    sources: Set[Src] = set()
-    stmts: List[ast.stmt] = []
-    sv = saving
-    unknown = op if saving is None else None
-    for g in gs:
-        sources |= g.sources
-        for s in g.stmts:
-            if s not in stmts:
-                stmts.append(s)
-        sv = _sv(sv, g.saving)
-        if unknown is None and g.unknown_op:
-            unknown = g.unknown_op
-    return Graph(frozenset(sources), sv, tuple(stmts), unknown if sv is None else None)
-
-
-def _carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence = (),
-             container: bool = False) -> Optional[Graph]:
-    """``g`` built by an opaque call or a display from ``nodes`` (evaluated to
-    ``values``): remember which named stale tensors it holds. A pure
-    ``container`` of leaves (``TensorDataset(X)``, ``(w, b)``) holds no graph."""
-    if g is None:
-        return None
-    if container and not any(isinstance(v, Graph) and not v.holder for v in values):
-        return Graph(g.sources, g.saving, g.stmts, g.unknown_op, (), True)
-    names: List[str] = []
-    for v in values:
-        if isinstance(v, Graph):
-            for c in v.carried:
-                if c not in names:
-                    names.append(c)
-    for n in nodes:
-        if isinstance(n, ast.Starred):
-            n = n.value
-        key = n.id if isinstance(n, ast.Name) else S.attr_name(n)  # feats, self.feats
-        if key:
-            v = env.get(key)
-            if isinstance(v, Graph) and not v.holder:
-                for c in (v.carried or (key,)):
-                    if c not in names:
-                        names.append(c)
-    if not names:
-        return g
-    return Graph(g.sources, g.saving, g.stmts, g.unknown_op, tuple(names))
-
-
-def _with_stmt(g: Optional[Graph], stmt: ast.stmt) -> Optional[Graph]:
-    if g is None or stmt in g.stmts:
-        return g
-    return Graph(g.sources, g.saving, g.stmts + (stmt,), g.unknown_op, g.carried, g.holder)
-
-
-# ---------------------------------------------------------------------------
-# module summary facts: user classes deriving from nn.Module, and `.grad` reads
-
-
-def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
-    """Cross-unit facts, in one walk of the top-level statement:
-
-    - ``class:<C>``: base classes of a module-level class (is it an nn.Module?);
-      ``paramattr:<a>`` / ``modattr:<a>``: ``self.a = nn.Parameter(...)`` / ``self.a = SomeModule(...)``;
-    - ``gradread:<x>``: ``x.grad`` is read (a data tensor whose gradient is inspected keeps requires_grad);
-    - ``rgglobal:<x>``: module-level ``x`` is made to require grad; ``returns_rg:<f>``: ``f`` returns such a
-      tensor; ``rgarg:<f>:<i|name>``: some call passes ``f`` a requires-grad tensor (``"rg"``) or a name/call
-      to resolve later (``"name:x"``, ``"call:g"``);
-    - ``bw:<f>`` / ``bwloop:<f>``: see :func:`_backprop_facts`;
-    - ``attrloop:<C>``: see :func:`_class_attr_loops`.
-    """
-    is_fn = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-    is_cls = isinstance(stmt, ast.ClassDef)
-    out: List[Tuple[str, object]] = []
-    if is_cls:
-        bases = []
-        for b in stmt.bases:  # type: ignore[attr-defined]
-            parts = []
-            cur = b
-            while isinstance(cur, ast.Attribute):
-                parts.append(cur.attr)
-                cur = cur.value
-            if isinstance(cur, ast.Name):
-                parts.append(cur.id)
-                bases.append(".".join(reversed(parts)))
-        out.append((f"gg102:class:{stmt.name}", tuple(bases)))  # type: ignore[attr-defined]
-    grad_names: Set[str] = set()
-    rg_names: Set[str] = set()
-    returns: List[ast.Return] = []
-    calls: List[ast.Call] = []
-    has_bw = False
-    saves_cls = False
-    for n in A.walk_all(stmt):  # ast.walk's order, without ctx nodes
-        if isinstance(n, ast.Attribute):
-            if n.attr == "grad" and isinstance(n.value, ast.Name):
-                grad_names.add(n.value.id)
-        elif isinstance(n, ast.Call):
-            if isinstance(n.func, ast.Name) and n.func.id not in _BUILTIN_NAMES and (n.args or n.keywords):
-                calls.append(n)
-            elif isinstance(n.func, ast.Attribute) and n.func.attr in K.BACKWARD_METHODS:
-                has_bw = True
-        elif isinstance(n, ast.Assign):
-            if _is_rg_expr(n.value):
-                for t in n.targets:
-                    rg_names.update(S.bound_names(t))
-            if is_cls and isinstance(n.value, ast.Call):
-                callee = n.value.func
-                last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
-                for t in n.targets:
-                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        if last == "Parameter":
-                            out.append((f"gg102:paramattr:{t.attr}", True))
-                        elif last[:1].isupper():
-                            out.append((f"gg102:modattr:{t.attr}", True))
-                            if last not in K.NONSAVING_MODULES and not last.startswith("Parameter"):
-                                saves_cls = True
-        elif isinstance(n, ast.Return) and is_fn:
-            returns.append(n)
-    if saves_cls:
-        # it holds a layer (self.fc = nn.Linear(...)): calling it saves tensors for backward
-        out.append((f"gg102:classsaves:{stmt.name}", True))  # type: ignore[attr-defined]
-    for name in sorted(grad_names):
-        out.append((f"gg102:gradread:{name}", True))
-    if isinstance(stmt, ast.Assign) and _is_rg_expr(stmt.value):
-        for t in stmt.targets:
-            for name in S.bound_names(t):
-                out.append((f"gg102:rgglobal:{name}", True))
-    if any(_is_rg_expr(r.value) or (isinstance(r.value, ast.Name) and r.value.id in rg_names) for r in returns):
-        out.append((f"gg102:returns_rg:{stmt.name}", True))  # type: ignore[attr-defined]
-    for c in calls:
-        pairs = [(str(i), a) for i, a in enumerate(c.args) if not isinstance(a, ast.Starred)]
-        pairs += [(k.arg, k.value) for k in c.keywords if k.arg]
-        for key, a in pairs:
-            val = None
-            if _is_rg_expr(a) or (isinstance(a, ast.Name) and a.id in rg_names):
-                val = "rg"
-            elif isinstance(a, ast.Name) and not (is_fn or is_cls):
-                val = f"name:{a.id}"  # a module-level name: resolved through rgglobal
-            elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and not a.func.id[:1].isupper() \
-                    and a.func.id not in _BUILTIN_NAMES:
-                val = f"call:{a.func.id}"
-            if val is not None:
-                out.append((f"gg102:rgarg:{c.func.id}:{key}", val))  # type: ignore[attr-defined]
-    if is_fn and referenced and (has_bw or _delegating_calls(calls, stmt.name)):  # type: ignore[attr-defined]
-        # ``bw:<f>``/``bwloop:<f>``/``bwcalls:<f>`` are read at calls of <f> only
-        out.extend(_backprop_facts(stmt))
-    if is_cls and has_bw:
-        out.extend(_class_attr_loops(stmt))  # type: ignore[arg-type]
-    return out
-
-
-def _is_rg_expr(e: Optional[ast.AST]) -> bool:
-    """Syntactically a tensor made to require grad: ``f(..., requires_grad=True)``
-    or ``....requires_grad_()``."""
-    if not isinstance(e, ast.Call):
-        return False
-    if any(k.arg == "requires_grad" and S.const_true(k.value) for k in e.keywords):
-        return True
-    if isinstance(e.func, ast.Attribute) and e.func.attr == "requires_grad_":
-        return not e.args or S.const_true(e.args[0])
-    return False
-
-
-def _delegating_calls(calls, own: str) -> bool:
-    """Does the function call a plain name that may be a module-level function
-    (not itself, not a class by the usual capitalisation)?"""
-    return any(c.func.id != own and not c.func.id[:1].isupper() for c in calls)
-
-
-def _backprop_facts(fn):
-    """For a module-level function: which of its parameters (index and name)
-    and which globals reach a backward() (``gg102:bw:<name>``), and which reach
-    one inside a loop while never re-bound in the function (``gg102:bwloop:<name>``).
-    Computed without import information (``torch.no_grad`` spelled out).
-
-    ``gg102:bwcalls:<name>``: the module-level functions it calls, with what
-    reaches each argument, over the whole body and inside its loops — facts are
-    per definition, so whether those callees back-propagate is looked up where
-    ``<name>`` is called (:func:`_composed_fact`)."""
-    from gradguard.analysis.context import ModuleContext, Unit
-    from gradguard.model.text import LineIndex
-
-    ctx = ModuleContext(None, LineIndex(""), {}, {})
-    an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx, unit_facts=False)
-    an.delegations = {}  # call → per-argument names reaching it, recorded by _backwards_in
-    a = fn.args
-    params = [x.arg for x in list(a.posonlyargs) + list(a.args)]
-    assigned, loaded = S.assigned_and_loaded(fn.body)
-    an.delegation_locals = assigned | set(params) | {x.arg for x in a.kwonlyargs}  # not module-level callees
-    globs = {g for g in loaded - assigned - set(params) - {x.arg for x in a.kwonlyargs} if g not in _BUILTIN_NAMES}
-    names = params + sorted(globs) + [x.arg for x in a.kwonlyargs]
-
-    def reach(stmts, start):
-        taint = {n: {n} for n in start}
-        backs: dict = {}
-        for _ in range(2):
-            an._taint_block(stmts, taint, backs, 0)
-        out: Set[str] = set()
-        for _c, keep, t in backs.values():
-            if not keep:
-                out |= t
-        return out
-
-    def encode(found):
-        idx = tuple(sorted({i for i, p in enumerate(params) if p in found} | {p for p in names if p in found},
-                           key=str))
-        return idx, tuple(sorted(g for g in globs if g in found))
-
-    def delegated():
-        calls = []
-        for c, (args, kws) in an.delegations.items():  # type: ignore[union-attr]
-            if c.func.id == fn.name:
-                continue  # recursion: its own facts already say it
-            enc_args = tuple(encode(t) for t in args)
-            enc_kws = tuple(sorted((k, encode(t)) for k, t in kws.items()))
-            if any(e != ((), ()) for e in enc_args) or any(e != ((), ()) for _, e in enc_kws):
-                calls.append((c.func.id, enc_args, enc_kws))
-        an.delegations = {}
-        return tuple(sorted(set(calls), key=repr))  # parameters are ints and names: order by text
-
-    any_reach = reach(fn.body, names)
-    any_calls = delegated()
-    if any_reach:
-        yield f"gg102:bw:{fn.name}", encode(any_reach)
-    unchanged = [n for n in names if n not in assigned]
-    loop_reach: Set[str] = set()
-    loop_calls: set = set()
-    for st in _outer_loops(fn.body):
-        # an inner loop's reach is contained in its outer loop's: the names in
-        # ``unchanged`` are never re-bound, so walking the outer body reaches the
-        # inner one with at least the taint the inner walk starts from
-        loop_reach |= reach(st.body, unchanged)
-        loop_calls.update(delegated())
-    if loop_reach:
-        yield f"gg102:bwloop:{fn.name}", encode(loop_reach)
-    if any_calls or loop_calls:
-        yield f"gg102:bwcalls:{fn.name}", (any_calls, tuple(sorted(loop_calls, key=repr)))
-
-
-def _fold_bwcalls(name: str, facts: dict, lookup) -> dict:
-    """``bw``/``bwloop`` of an imported function with its callees (``bwcalls``)
-    composed where they are defined, for the importing file."""
-    if "gg102:bwcalls" not in facts:
-        return facts
-    mini: Dict[str, object] = {}
-    todo, seen = [(name, facts)], {name}
-    for _ in range(interp.DELEGATION_DEPTH + 1):
-        nxt = []
-        for n, fs in todo:
-            for prefix in ("gg102:bw", "gg102:bwloop", "gg102:bwcalls"):
-                if prefix in fs:
-                    mini[f"{prefix}:{n}"] = fs[prefix]
-            calls = fs.get("gg102:bwcalls") or ((), ())
-            for callee, _args, _kws in tuple(calls[0]) + tuple(calls[1]):
-                if callee not in seen:
-                    seen.add(callee)
-                    nxt.append((callee, lookup(callee)))
-        todo = nxt
-    out = {p: v for p, v in facts.items() if p not in ("gg102:bw", "gg102:bwloop", "gg102:bwcalls")}
-    for kind in ("bw", "bwloop"):
-        v = _composed_fact(mini, kind, name)
-        if v:
-            out[f"gg102:{kind}"] = v
-    return out
-
-
-def _composed_fact(summary, kind: str, name: str, depth: int = 0, seen: frozenset = frozenset()):
-    """``gg102:<kind>:<name>`` (``bw`` or ``bwloop``) with what ``name`` back-propagates
-    through the module-level functions it calls (``gg102:bwcalls:``): a callee's
-    parameters mapped back to what reaches its arguments. A callee called inside
-    one of ``name``'s loops that back-propagates at all makes a ``bwloop``; one
-    that loops itself, wherever it is called, too. (A summary query: memoised per
-    module summary, and recorded by the incremental engine as one answer.)"""
-    own = summary.get(f"gg102:{kind}:{name}")
-    calls = summary.get(f"gg102:bwcalls:{name}")
-    if not calls or depth >= interp.DELEGATION_DEPTH:
-        return own
-    idx: Set[object] = set(own[0]) if own else set()
-    globs: Set[str] = set(own[1]) if own else set()
-    any_calls, loop_calls = calls
-
-    def add(callee_fact, args, kws):
-        params, cglobs = callee_fact
-        globs.update(cglobs)  # the same module's globals
-        by_kw = dict(kws)
-        for p in params:
-            if isinstance(p, int):
-                if p < len(args):
-                    idx.update(args[p][0])
-                    globs.update(args[p][1])
-            elif p in by_kw:
-                idx.update(by_kw[p][0])
-                globs.update(by_kw[p][1])
-
-    inner_seen = seen | {name}
-    for callee, args, kws in any_calls:
-        if callee in inner_seen:
-            continue
-        f = _composed_fact(summary, kind, callee, depth + 1, inner_seen)
-        if f:
-            add(f, args, kws)
-    if kind == "bwloop":
-        for callee, args, kws in loop_calls:
-            if callee in inner_seen:
-                continue
-            f = _composed_fact(summary, "bw", callee, depth + 1, inner_seen)
-            if f:
-                add(f, args, kws)
-    if not idx and not globs:
-        return own
-    return tuple(sorted(idx, key=str)), tuple(sorted(globs))
-
-
-def _outer_loops(stmts):
-    """Loops of a body that are not inside another loop (nested defs excluded)."""
-    for s in stmts:
-        if isinstance(s, _LOOPS):
-            yield s
-        elif not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for block in A.child_blocks(s):
-                yield from _outer_loops(block)
-
-
-def _loops_with_grad(stmts):
-    """Outermost loops of a body, not inside ``with torch.no_grad():`` and not in nested scopes."""
-    for s in stmts:
-        if isinstance(s, _LOOPS):
-            yield s
-            continue
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or A.is_no_grad_with(s):
-            continue
-        for block in A.child_blocks(s):
-            yield from _loops_with_grad(block)
-
-
-def _class_attr_loops(cls: ast.ClassDef):
-    """``gg102:attrloop:<C>`` for a module-level class: which ``self.<attr>`` values
-    a back-propagating loop of some method (not ``__init__``) reaches while that
-    method never re-binds the attribute, so the loop reuses whatever an earlier
-    method (``__init__``) left there. The fact is
-    ``(loops, grad_attrs, init_calls, init_assigned, init_leaves, methods, trained_attrs)``:
-
-    - ``loops``: sorted ``(attr, method, line, col, end_line, end_col, self_name,
-      body_line, body_col)``, the first ``backward()`` that frees a graph through
-      ``self.attr`` and the first statement of the innermost loop around it (-1
-      when it shares the loop's line), lines counted from the ``class`` line (so
-      the fact does not change when the class moves), columns in UTF-8 bytes (``ast``'s);
-    - ``grad_attrs``: attributes whose gradient the class uses (``self.X.grad``,
-      ``retain_grad``, handed to an optimizer in a list): data the program means
-      to differentiate against;
-    - ``init_calls``: methods ``__init__`` calls as ``self.m(...)`` statements (not
-      under ``no_grad``): they build state before any training method runs too;
-      ``init_assigned``: attributes ``__init__`` itself assigns (a helper's value for
-      them may be replaced, so it is not reported); ``init_leaves``: ``(attr, kind)``
-      of the requires-grad leaves ``__init__`` creates (``"data"`` or ``"param"``),
-      which a helper starts from; ``methods``: the class's method names, so that
-      a second class of the same name does not take this one's fact for its own;
-      ``trained_attrs``: the part of ``grad_attrs`` handed to an optimizer (in a list).
-
-    The ``__init__`` unit (and the helpers it calls) of the same class consumes it (see
-    :meth:`_Analysis._check_init_attrs`); both live in the same top-level chunk."""
-    from gradguard.analysis.context import ModuleContext, Unit
-    from gradguard.model.text import LineIndex
-
-    ctx = ModuleContext(None, LineIndex(""), {}, {})
-    grad_attrs: Set[str] = set()
-    trained_attrs: Set[str] = set()
-    found: Dict[Tuple[str, str], tuple] = {}
-    for fn in cls.body:
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        me = S.self_arg(fn)
-        if me is None:
-            continue
-        for n in A.iter_nodes(fn.body):
-            if isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook", "requires_grad"):
-                if isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name) \
-                        and n.value.value.id == me and not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
-                    grad_attrs.add(n.value.attr)
-            elif isinstance(n, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
-                elts = n.values if isinstance(n, ast.Dict) else n.elts
-                for e in elts:
-                    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me:
-                        grad_attrs.add(e.attr)  # optim.SGD([self.X, ...]): a trained tensor
-                        trained_attrs.add(e.attr)
-        if fn.name == "__init__" or A.is_no_grad_function(fn):
-            continue
-        assigned = S.assigned_in(fn.body)
-        an = None
-        for loop in _loops_with_grad(fn.body):
-            if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):
-                continue  # runs at most once
-            prefix = me + "."
-            attrs = {
-                d for d in (S.attr_name(n) for n in A.iter_nodes(loop.body) if isinstance(n, ast.Attribute))
-                if d and d.startswith(prefix) and d not in assigned
-            }
-            if not attrs:
-                continue
-            if an is None:
-                an = _Analysis(Unit("function", fn.body, fn, fn.name), ctx, unit_facts=False)
-            taint = {d: {d} for d in attrs}
-            backs: dict = {}
-            for _ in range(2):
-                an._taint_block(loop.body, taint, backs, 0)
-            freeing = sorted([((c.lineno, c.col_offset), c, t) for c, keep, t in backs.values() if not keep],
-                             key=lambda x: x[0])
-            inner = [x for x in A.iter_statements(loop.body) if isinstance(x, _LOOPS)]
-            for _pos, c, t in freeing:
-                # where a recomputation would go: the top of the innermost loop around this backward()
-                around = [x for x in [loop] + inner if x.lineno <= c.lineno <= (x.end_lineno or x.lineno)]
-                body0 = max(around, key=lambda x: x.lineno).body[0]
-                ok = body0.lineno > max(around, key=lambda x: x.lineno).lineno
-                for d in sorted(t):
-                    key = (d[len(prefix):], fn.name)
-                    if key not in found:
-                        found[key] = (key[0], fn.name, c.lineno - cls.lineno, c.col_offset,
-                                      (c.end_lineno or c.lineno) - cls.lineno, c.end_col_offset or c.col_offset,
-                                      me, body0.lineno - cls.lineno if ok else -1, body0.col_offset)
-    if not found:
-        return
-    calls: List[str] = []
-    assigned_init: Set[str] = set()
-    leaves: Dict[str, str] = {}
-    init = next((fn for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and fn.name == "__init__"), None)
-    me = S.self_arg(init) if init is not None else None
-    if init is not None and me is not None:
-        prefix = me + "."
-        assigned_init = {d[len(prefix):] for d in S.assigned_in(init.body) if d.startswith(prefix)}
-        for st in _stmts_with_grad(init.body):
-            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
-                f = st.value.func
-                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
-                        and f.attr != "__init__" and f.attr not in calls:
-                    calls.append(f.attr)
-            elif isinstance(st, ast.Assign) and len(st.targets) == 1:
-                d = S.attr_name(st.targets[0])
-                if d and d.startswith(prefix):
-                    v = st.value
-                    callee = v.func if isinstance(v, ast.Call) else None
-                    last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
-                    if _is_rg_expr(v):
-                        leaves[d[len(prefix):]] = "data"
-                    elif (last == "Parameter" and not any(k.arg == "requires_grad" for k in v.keywords)  # type: ignore[attr-defined]
-                            and len(v.args) < 2):  # type: ignore[attr-defined]
-                        leaves[d[len(prefix):]] = "param"
-    yield f"gg102:attrloop:{cls.name}", (tuple(sorted(found.values())), tuple(sorted(grad_attrs)), tuple(calls),
-                                         tuple(sorted(assigned_init)), tuple(sorted(leaves.items())), _method_names(cls),
-                                         tuple(sorted(trained_attrs)))
-
-
-def _method_names(cls: ast.ClassDef) -> Tuple[str, ...]:
-    return tuple(fn.name for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)))
-
-
-def _stmts_with_grad(stmts):
-    """Statements of a body (nested blocks included) outside ``no_grad`` blocks and nested scopes."""
-    for s in stmts:
-        yield s
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or A.is_no_grad_with(s):
-            continue
-        for block in A.child_blocks(s):
-            yield from _stmts_with_grad(block)
-
-
-def _qualify_str(dotted: str, imports) -> str:
-    head, _, rest = dotted.partition(".")
-    q = imports.get(head, head)
-    return f"{q}.{rest}" if rest else q
-
-
-def _module_class_saves(name: str, ctx, depth: int = 0) -> Optional[bool]:
-    """True if the user module class (or a user base class) holds a layer; None: cannot tell."""
-    if ctx.summary.get(f"gg102:classsaves:{name}"):
-        return True
-    if depth > 5:
-        return None
-    for b in ctx.summary.get(f"gg102:class:{name}") or ():
-        if "." not in b and _module_class_saves(b, ctx, depth + 1):
-            return True
-    return None
-
-
-def _is_module_class(name: str, ctx, depth: int = 0) -> bool:
-    bases = ctx.summary.get(f"gg102:class:{name}")
-    if not bases or depth > 5:
-        return False
-    for b in bases:
-        q = _qualify_str(b, ctx.imports)
-        if q in K.MODULE_BASES:
-            return True
-        if "." not in b and _is_module_class(b, ctx, depth + 1):
-            return True
-    return False
-
-
-# ---------------------------------------------------------------------------
-# helpers on the AST
 
 
 # ---------------------------------------------------------------------------
 # the rule
-
-
-# GG102's own module facts. ``gg102:bw:``, ``gg102:bwloop:`` and
-# ``gg102:attrloop:`` are only written for code that back-propagates.
-GG102_FACTS = _summary.FactSource("gg102", _gg102_facts, _fold_bwcalls,
-                                  ("gg102:bw:", "gg102:bwloop:", "gg102:attrloop:"))
 
 
 class StaleGraph(Rule):
@@ -659,12 +92,7 @@ def _may_report(unit, ctx) -> bool:
     cls = unit.class_node
     if cls is not None and ctx.summary.get(f"gg102:attrloop:{cls.name}"):
         return True
-    return _summary.query(ctx.summary, _mentions_bwloop, words)
-
-
-def _mentions_bwloop(summary, words: frozenset) -> bool:
-    """Do these words name a same-file function whose loop back-propagates?"""
-    return not words.isdisjoint(_summary_index(summary)[2])
+    return _summary.query(ctx.summary, mentions_bwloop, words)
 
 
 @record(frozen=False)
@@ -678,45 +106,9 @@ class _Hit:
     remote_body: Optional[Position] = None  # start of the first statement of that method's loop body
 
 
-_INDEX: tuple = (None, None)  # (summary, (has_bwloop, grad_read, bwloop names)) for the last summary seen
-
-
-def _grad_read(summary) -> FrozenSet[str]:
-    return _summary_index(summary)[1]
-
-
-def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str]]:
-    """What the units need from scanning every summary key, computed once per
-    module summary (the engine builds one mapping per analysis and shares it by
-    all units) instead of once per unit, which is quadratic on a large file."""
-    global _INDEX
-    last = _INDEX  # one read, one rebinding below: safe if documents are analysed on several threads
-    if last[0] is summary:
-        return last[1]
-    bwloop = set()
-    grad_read = set()
-    delegating = []
-    for k in summary:
-        if k.startswith("gg102:"):
-            if k.startswith("gg102:bwloop:"):
-                bwloop.add(k[len("gg102:bwloop:"):])
-            elif k.startswith("gg102:gradread:"):
-                grad_read.add(k[len("gg102:gradread:"):])
-            elif k.startswith("gg102:bwcalls:"):
-                delegating.append(k[len("gg102:bwcalls:"):])
-    # loops that back-propagate through the functions they call
-    bwloop.update(n for n in delegating if n not in bwloop and _composed_fact(summary, "bwloop", n))
-    out = (bool(bwloop), frozenset(grad_read), frozenset(bwloop))
-    _INDEX = (summary, out)
-    return out
-
-
-class _Analysis:
-    def __init__(self, unit, ctx, unit_facts: bool = True):
-        self._bw_calls: dict = {}  # _backward_calls: id(node) -> its calls
-        self.unit = unit
-        self.ctx = ctx
-        self.env: Dict[str, object] = {}
+class _Analysis(LoopTaint):
+    def __init__(self, unit, ctx):
+        super().__init__(unit, ctx)
         self.nograd = 0
         self.order = 0
         self.hits: List[_Hit] = []
@@ -726,22 +118,19 @@ class _Analysis:
         self.owner: Dict[int, ast.stmt] = {}  # id(block) → compound statement owning it
         self.rg_false_nonleaf: Dict[str, ast.stmt] = {}  # Y.requires_grad_(False) on a non-leaf
         self.self_name = None
-        self.delegations: Optional[dict] = None  # set by _backprop_facts while summarising
-        self.delegation_locals: Set[str] = set()
         node = unit.node
-        if unit.class_node is not None and node is not None and _is_module_class(unit.class_node.name, ctx):
+        if unit.class_node is not None and node is not None and is_module_class(unit.class_node.name, ctx):
             args = list(node.args.posonlyargs) + list(node.args.args)
             if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
                 self.self_name = args[0].arg
         # _check_call looks for calls of functions whose loop back-propagates: only
         # where the unit names one
-        self.calls_bwloop = bool(unit.body) and _summary.query(ctx.summary, _mentions_bwloop,
+        self.calls_bwloop = bool(unit.body) and _summary.query(ctx.summary, mentions_bwloop,
                                                                 unit_words(unit, ctx.index.lines))
-        self.grad_read = _summary.query(ctx.summary, _grad_read) if unit.kind == "module" else frozenset()
+        self.grad_read = _summary.query(ctx.summary, grad_read_names) if unit.kind == "module" else frozenset()
         self.trained_attrs: Set[str] = set()
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
-        if unit_facts:  # the summarizers only run _taint_block, which never reads them
-            self._collect_unit_facts(unit.body)
+        self._collect_unit_facts(unit.body)
 
     # -- unit-wide facts --------------------------------------------------
     def _collect_unit_facts(self, body):
@@ -805,7 +194,7 @@ class _Analysis:
         me = S.self_arg(node)
         if not fact or me is None or (node.name != "__init__" and node.name not in fact[2]):
             return None, None
-        if fact[5] != _method_names(cls):  # another class of the same name
+        if fact[5] != method_names(cls):  # another class of the same name
             return None, None
         return fact, me
 
@@ -971,7 +360,7 @@ class _Analysis:
                 it = self._eval(s.iter)
                 self._frozen_params_loop(s)
                 for n in S.bound_names(s.target):
-                    self.env[n] = _as_graph(it) if isinstance(it, (Graph, Leaf)) else None
+                    self.env[n] = L.as_graph(it) if isinstance(it, (Graph, Leaf)) else None
             else:
                 self._eval(s.test)
             self._block(s.body)
@@ -995,8 +384,8 @@ class _Analysis:
                 cur = self.env.get(key)
                 opname = type(s.op).__name__
                 if isinstance(cur, (Graph, Leaf)) or isinstance(v, (Graph, Leaf)):
-                    g = _merge([cur, v], self._binop_saving(opname, s.target, s.value), opname)
-                    self.env[key] = _with_stmt(g, s)
+                    g = L.merge([cur, v], self._binop_saving(opname, s.target, s.value), opname)
+                    self.env[key] = L.with_stmt(g, s)
             return
         if isinstance(s, (ast.With, ast.AsyncWith)):
             ng = A.is_no_grad_with(s, self.ctx)
@@ -1085,165 +474,6 @@ class _Analysis:
     def _first_line(g: Graph) -> int:
         return g.stmts[0].lineno if g.stmts else 0
 
-    def _taint_block(self, stmts, taint, backs, nograd):
-        for s in stmts:
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(s, (ast.With, ast.AsyncWith)):
-                ng = any(A.is_no_grad_context(it.context_expr, self.ctx) for it in s.items)
-                self._taint_block(s.body, taint, backs, nograd + (1 if ng else 0))
-                continue
-            if isinstance(s, (ast.For, ast.AsyncFor)):
-                t = self._taint(s.iter, taint) if not nograd else set()
-                for n in S.bound_names(s.target):
-                    taint[n] = set(t)
-                self._backwards_in(s.iter, taint, backs)
-                self._taint_block(s.body, taint, backs, nograd)
-                self._taint_block(s.orelse, taint, backs, nograd)
-                continue
-            if isinstance(s, (ast.While, ast.If)):
-                self._backwards_in(s.test, taint, backs)
-                self._taint_block(s.body, taint, backs, nograd)
-                self._taint_block(s.orelse, taint, backs, nograd)
-                continue
-            if isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
-                self._taint_block(s.body, taint, backs, nograd)
-                for h in s.handlers:
-                    self._taint_block(h.body, taint, backs, nograd)
-                self._taint_block(s.orelse, taint, backs, nograd)
-                self._taint_block(s.finalbody, taint, backs, nograd)
-                continue
-            if type(s).__name__ == "Match":
-                for c in s.cases:
-                    self._taint_block(c.body, taint, backs, nograd)
-                continue
-            self._backwards_in(s, taint, backs)
-            if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                if s.value is None:
-                    continue
-                t = set() if nograd else self._taint(s.value, taint)
-                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                for tg in targets:
-                    names = S.bound_names(tg)
-                    for n in names:
-                        if isinstance(s, ast.AugAssign):
-                            taint.setdefault(n, set()).update(t)
-                        else:
-                            taint[n] = set(t)
-                    d = S.attr_name(tg)
-                    if d:  # self.total = loss
-                        if isinstance(s, ast.AugAssign):
-                            taint.setdefault(d, set()).update(t)
-                        else:
-                            taint[d] = set(t)
-                    elif not names:  # buf[i] = loss: the container now holds it
-                        base = tg
-                        while isinstance(base, (ast.Attribute, ast.Subscript)):
-                            base = base.value
-                        if isinstance(base, ast.Name) and t:
-                            taint.setdefault(base.id, set()).update(t)
-            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
-                c = s.value
-                # losses.append(loss): the list now carries the graph
-                if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name) and c.func.attr in (
-                        "append", "extend", "add", "insert", "add_", "copy_"):
-                    t = set()
-                    for a in c.args:
-                        t |= self._taint(a, taint)
-                    if t and not nograd:
-                        taint.setdefault(c.func.value.id, set()).update(t)
-
-    def _backward_calls(self, node: ast.AST):
-        """The calls under ``node`` that :meth:`_backwards_in` may act on, in walk
-        order: ``(call, target, qualified callee)`` with ``target`` None for a call
-        of a plain name (a ``bw`` fact decides, later: it depends on ``self.env``)
-        and ``False`` for one that is not a backward call after all. Only the
-        syntax and the (fixed) import table decide this, so it is computed once
-        per node and analysis: the taint passes revisit the same statements."""
-        cache = self._bw_calls
-        out = cache.get(id(node))
-        if out is None:
-            out = []
-            ctx = self.ctx
-            for c in S.walk_no_scopes(node):
-                if not isinstance(c, ast.Call):
-                    continue
-                named = isinstance(c.func, ast.Name)
-                if not A.is_backward_call(c, ctx) or S.kw(c, "inputs") is not None:
-                    # backward(inputs=...) only runs the nodes leading to those inputs
-                    if named:
-                        out.append((c, False, None))
-                    continue
-                target = A.backward_target(c, ctx)
-                if target is None:
-                    if named:
-                        out.append((c, False, None))
-                    continue
-                out.append((c, target, ctx.qualify(c.func)))
-            cache[id(node)] = out = tuple(out)
-        return out
-
-    def _backwards_in(self, node: ast.AST, taint, backs):
-        for c, target, q in self._backward_calls(node):
-            fact = self._fn_fact("bw", c)
-            if fact is not None:
-                t = self._fact_taint(fact, c, taint)
-                if t:
-                    prev = backs.get(id(c))
-                    backs[id(c)] = (c, False, (prev[2] if prev else set()) | t)
-                continue
-            if target is False:
-                if self.delegations is not None and isinstance(c.func, ast.Name) \
-                        and c.func.id not in self.delegation_locals and c.func.id not in _BUILTIN_NAMES:
-                    self._delegation(c, taint)
-                continue
-            t = self._taint(target, taint)
-            if q == "torch.autograd.grad":
-                # grad(outputs, inputs) runs only the part of the graph leading to `inputs`
-                inputs = c.args[1] if len(c.args) > 1 else (S.kw(c, "inputs").value if S.kw(c, "inputs") else None)  # type: ignore[union-attr]
-                names = {n.id for n in S.walk_no_scopes(inputs) if isinstance(n, ast.Name)} if inputs is not None else set()
-                t = {v for v in t if self._sources_named(v, names)}
-            keep = S.retains(c)
-            prev = backs.get(id(c))
-            backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
-
-    def _delegation(self, c: ast.Call, taint) -> None:
-        """While summarising: what reaches each argument of a call of a plain
-        name (maybe a module-level function: ``gg102:bwcalls:``)."""
-        args, kws = self.delegations.setdefault(c, ([], {}))  # type: ignore[union-attr]
-        for i, a in enumerate(c.args):
-            if isinstance(a, ast.Starred):
-                break
-            if i == len(args):
-                args.append(set())
-            args[i] |= self._taint(a, taint)
-        for k in c.keywords:
-            if k.arg:
-                kws.setdefault(k.arg, set()).update(self._taint(k.value, taint))
-
-    def _fn_fact(self, kind: str, c: ast.Call):
-        if isinstance(c.func, ast.Name) and c.func.id not in self.env:
-            return _summary.query(self.ctx.summary, _composed_fact, kind, c.func.id)
-        return None
-
-    def _fact_taint(self, fact, c: ast.Call, taint) -> Set[str]:
-        """Names whose values reach a backward() inside the called function:
-        through the arguments it back-propagates, or as globals it reads."""
-        params, globs = fact
-        out: Set[str] = set()
-        for i, a in enumerate(c.args):
-            if isinstance(a, ast.Starred):
-                break
-            if i in params:
-                out |= self._taint(a, taint)
-        for k in c.keywords:
-            if k.arg in params:
-                out |= self._taint(k.value, taint)
-        for g in globs:
-            if self.unit.kind == "module" or g not in S.assigned_in(self.unit.body):
-                out |= taint.get(g, set())
-        return out
-
     def _check_call(self, s: ast.stmt):
         """``train(model, X, Y)`` where ``train`` loops and back-propagates through
         its ``Y`` (or a global it reads): the stale graph is reused inside the callee's loop."""
@@ -1270,43 +500,6 @@ class _Analysis:
                     continue
                 self.reported.add(key)
                 self.hits.append(_Hit(var, g, s, c, via=c.func.id))  # type: ignore[attr-defined]
-
-    def _sources_named(self, var: str, names: Set[str]) -> bool:
-        g = self.env.get(var)
-        return isinstance(g, Graph) and any(s.name in names for s in g.sources)
-
-    def _taint(self, e: Optional[ast.AST], taint) -> Set[str]:
-        out: Set[str] = set()
-        if e is None:
-            return out
-        stack = [e]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, ast.Name):
-                if isinstance(n.ctx, ast.Load):
-                    out |= taint.get(n.id, set())
-                continue
-            if isinstance(n, _SCOPES) or isinstance(n, (ast.Compare, ast.Constant)):
-                continue
-            if isinstance(n, ast.Attribute):
-                if n.attr in _CUT_ATTRS:
-                    continue
-                d = S.attr_name(n)
-                if d and isinstance(n.ctx, ast.Load):
-                    out |= taint.get(d, set())
-            if isinstance(n, ast.Call):
-                f = n.func
-                if isinstance(f, ast.Attribute) and (f.attr in K.GRAPH_CUT_METHODS or f.attr in _NON_TENSOR_METHODS):
-                    continue
-                if A.applies_cut(n):
-                    continue
-                if isinstance(f, ast.Name) and f.id in _CUT_BUILTINS and f.id not in taint:
-                    continue
-                q = self.ctx.qualify(f)
-                if q in _GRAPHLESS_FUNCTIONS:
-                    continue
-            stack.extend(A.child_nodes(n))
-        return out
 
     def _frozen_params_loop(self, s) -> bool:
         """``for p in m.parameters(): p.requires_grad = False`` (or ``_(False)``)."""
@@ -1345,7 +538,7 @@ class _Analysis:
             vals = [self._eval(x) for x in elts]
         finally:
             self.env = saved
-        return _merge(vals, False)
+        return L.merge(vals, False)
 
     def _bind_item(self, target: ast.AST, it: ast.AST):
         item = None
@@ -1411,8 +604,8 @@ class _Analysis:
                 sv = True if base in K.SAVING_METHODS or meth in K.SAVING_METHODS else (
                     False if meth in K.NONSAVING_METHODS or base in K.NONSAVING_METHODS else None)
                 args = [self._eval(a) for a in call.args] + [self._eval(k.value) for k in call.keywords]
-                g = _merge([cur] + args, sv, f".{meth}()")
-                self.env[name] = _with_stmt(g, s)
+                g = L.merge([cur] + args, sv, f".{meth}()")
+                self.env[name] = L.with_stmt(g, s)
                 return
         self._eval(s.value)
 
@@ -1424,17 +617,17 @@ class _Analysis:
                 v = Mod(Src(target.id, "module", stmt, v.src.node, None, v.src.order),
                         v.trainable and target.id not in self.frozen, v.saving)
             elif isinstance(v, Graph):
-                v = _with_stmt(v, stmt)
+                v = L.with_stmt(v, stmt)
             self.env[target.id] = v
         elif isinstance(target, (ast.Tuple, ast.List)):
-            g = _as_graph(v) if isinstance(v, (Graph, Leaf)) else None
+            g = L.as_graph(v) if isinstance(v, (Graph, Leaf)) else None
             for e in target.elts:
                 self._assign(e.value if isinstance(e, ast.Starred) else e, g, stmt)
         elif isinstance(target, ast.Attribute) and target.attr != "requires_grad":
             d = S.attr_name(target)
             if d:
                 if isinstance(v, Graph):
-                    self.env[d] = _with_stmt(v, stmt)
+                    self.env[d] = L.with_stmt(v, stmt)
                 elif isinstance(v, Leaf) and v.src.name is None:  # self.X = torch.rand(..., requires_grad=True)
                     self.env[d] = Leaf(Src(d, v.src.kind, stmt, v.src.node, v.src.removal, v.src.order))
                 elif isinstance(v, (Leaf, Mod)):
@@ -1454,7 +647,7 @@ class _Analysis:
             base = target.value
             if isinstance(base, ast.Name) and isinstance(v, (Graph, Leaf)):
                 cur = self.env.get(base.id)
-                self.env[base.id] = _with_stmt(_merge([cur, v], False), stmt)
+                self.env[base.id] = L.with_stmt(L.merge([cur, v], False), stmt)
 
     def _src(self, name, kind, stmt, node, removal) -> Src:
         self.order += 1
@@ -1480,12 +673,12 @@ class _Analysis:
             if self.nograd:
                 return None
             opname = type(e.op).__name__
-            return _merge([l, r], self._binop_saving(opname, e.left, e.right), f"`{_OPS.get(opname, opname)}`")
+            return L.merge([l, r], self._binop_saving(opname, e.left, e.right), f"`{_OPS.get(opname, opname)}`")
         if isinstance(e, ast.UnaryOp):
             v = self._eval(e.operand)
             if self.nograd or isinstance(e.op, (ast.Not, ast.Invert)):
                 return None
-            return _merge([v], False)
+            return L.merge([v], False)
         if isinstance(e, (ast.Compare, ast.BoolOp)):
             for x in ast.iter_child_nodes(e):
                 if isinstance(x, ast.expr):
@@ -1493,10 +686,10 @@ class _Analysis:
             return None
         if isinstance(e, ast.IfExp):
             self._eval(e.test)
-            return _merge([self._eval(e.body), self._eval(e.orelse)], False)
+            return L.merge([self._eval(e.body), self._eval(e.orelse)], False)
         if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
             vs = [self._eval(x) for x in e.elts]
-            return None if self.nograd else _carrier(_merge(vs, False), e.elts, self.env, vs, container=True)
+            return None if self.nograd else L.carrier(L.merge(vs, False), e.elts, self.env, vs, container=True)
         if isinstance(e, ast.Starred):
             return self._eval(e.value)
         if isinstance(e, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
@@ -1522,7 +715,7 @@ class _Analysis:
             idx_saving = self._index_saving(e.slice)
             if self.nograd or not isinstance(v, (Graph, Leaf)):
                 return None
-            return _merge([v], idx_saving, "indexing")
+            return L.merge([v], idx_saving, "indexing")
         if isinstance(e, ast.Call):
             return self._call(e)
         return None
@@ -1539,7 +732,7 @@ class _Analysis:
     def _attr_value(self, v, e: ast.Attribute):
         attr = e.attr
         if isinstance(v, Mod):
-            if not v.trainable or attr in _CUT_ATTRS or attr.startswith("_"):
+            if not v.trainable or attr in S.CUT_ATTRS or attr.startswith("_"):
                 return None
             summ = self.ctx.summary
             name = f"{v.src.name}.{attr}" if v.src.name else attr
@@ -1549,7 +742,7 @@ class _Analysis:
                 return Mod(Src(name, "module", None, e, None, v.src.order), True, True)  # a submodule
             return None
         if attr in ("T", "mT", "H", "mH", "real") and not self.nograd:
-            return _merge([v], False)
+            return L.merge([v], False)
         return None
 
     def _index_saving(self, sl: ast.AST) -> Optional[bool]:
@@ -1568,9 +761,9 @@ class _Analysis:
                     isinstance(p, ast.Call) and (self.ctx.qualify(p.func) or "") in K.TENSOR_FACTORIES):
                 result = True
             elif isinstance(p, ast.Name) and p.id in self.env:
-                result = _sv(result, None)
+                result = L.join_saving(result, None)
             else:
-                result = _sv(result, None)
+                result = L.join_saving(result, None)
         return result
 
     def _call(self, e: ast.Call):  # noqa: C901  (one dispatch over call kinds; goes when GG102 moves onto the shared interpreter)
@@ -1603,7 +796,7 @@ class _Analysis:
                     return self._module_call(held, args, e)
             recv = self._eval(func.value) if not q.startswith("torch.") else None
             meth = func.attr
-            if (meth in K.GRAPH_CUT_METHODS or meth in _NON_TENSOR_METHODS) and not isinstance(recv, Mod):
+            if (meth in K.GRAPH_CUT_METHODS or meth in S.NON_TENSOR_METHODS) and not isinstance(recv, Mod):
                 return None
             if meth == "requires_grad_" and not isinstance(recv, Mod):
                 flag = e.args[0] if e.args else (S.kw(e, "requires_grad").value if S.kw(e, "requires_grad") else None)  # type: ignore[union-attr]
@@ -1613,15 +806,15 @@ class _Analysis:
                     return Leaf(self._src(None, "data", None, e, ("method", e)))
                 return recv
             if isinstance(recv, Mod) and recv.src.kind == "param" and meth not in ("forward", "__call__") \
-                    and meth not in _MODULE_SELF_METHODS and meth not in _NON_TENSOR_METHODS:
-                recv = _as_graph(recv)
+                    and meth not in S.MODULE_SELF_METHODS and meth not in S.NON_TENSOR_METHODS:
+                recv = L.as_graph(recv)
             if isinstance(recv, Mod):  # module.forward(x), model.to(device), ...
                 if meth in ("forward", "__call__"):
                     return self._module_call(recv, args, e)
                 if meth == "requires_grad_":
                     flag = e.args[0] if e.args else None
                     return Mod(recv.src, not (flag is not None and S.const_false(flag)) and recv.trainable, recv.saving)
-                if meth in _MODULE_SELF_METHODS:
+                if meth in S.MODULE_SELF_METHODS:
                     return recv
                 sub = self._attr_value(recv, func)  # model.fc(x)
                 return self._module_call(sub, args, e) if isinstance(sub, Mod) else None
@@ -1634,7 +827,7 @@ class _Analysis:
                     sv = False
                 else:
                     sv = None
-                return _merge([recv] + args, sv, f"`.{meth}()`")
+                return L.merge([recv] + args, sv, f"`.{meth}()`")
             mod = None
         else:
             mod = self._module_of(func)
@@ -1644,25 +837,25 @@ class _Analysis:
         if self.nograd:
             return None
         if q.startswith("torch."):
-            if not any(_as_graph(a) is not None for a in args):
+            if not any(L.as_graph(a) is not None for a in args):
                 return None
             if q in K.SAVING_FUNCTIONS:
-                return _merge(args, True)
+                return L.merge(args, True)
             if q in K.NONSAVING_FUNCTIONS:
-                return _merge(args, False)
-            if q in _GRAPHLESS_FUNCTIONS:
+                return L.merge(args, False)
+            if q in S.GRAPHLESS_FUNCTIONS:
                 return None
             if q.startswith("torch.utils."):  # TensorDataset(x, y), DataLoader(...): containers
-                return _carrier(_merge(args, None, f"`{q}`"), list(e.args) + [k.value for k in e.keywords],
+                return L.carrier(L.merge(args, None, f"`{q}`"), list(e.args) + [k.value for k in e.keywords],
                                 self.env, args, container=True)
-            return _merge(args, None, f"`{q}`")
-        if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES and func.id not in self.env:
+            return L.merge(args, None, f"`{q}`")
+        if isinstance(func, ast.Name) and func.id in S.BUILTIN_NAMES and func.id not in self.env:
             if func.id in ("sum",):
-                return _merge(args, False)
+                return L.merge(args, False)
             if func.id in ("abs", "max", "min", "pow", "divmod", "round"):
-                return _merge(args, None, f"`{func.id}()`")
+                return L.merge(args, None, f"`{func.id}()`")
             if func.id in ("list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"):
-                return _carrier(_merge(args, False), list(e.args) + [k.value for k in e.keywords], self.env, args,
+                return L.carrier(L.merge(args, False), list(e.args) + [k.value for k in e.keywords], self.env, args,
                                 container=True)
             return None
         fname = self._summarised_function(func)
@@ -1685,12 +878,12 @@ class _Analysis:
                     if k.arg in names and names.index(k.arg) in flows:
                         nodes.append(k.value)
                         vals.append(args[len(e.args) + j])
-                if not any(_as_graph(v) is not None for v in vals):
+                if not any(L.as_graph(v) is not None for v in vals):
                     return None
-                return _carrier(_merge(vals, None, f"`{fname}()`"), nodes, self.env, vals)
-        if any(_as_graph(a) is not None for a in args):
+                return L.carrier(L.merge(vals, None, f"`{fname}()`"), nodes, self.env, vals)
+        if any(L.as_graph(a) is not None for a in args):
             name = ast.unparse(func) if hasattr(ast, "unparse") else "call"
-            return _carrier(_merge(args, None, f"`{name}()`"), list(e.args) + [k.value for k in e.keywords],
+            return L.carrier(L.merge(args, None, f"`{name}()`"), list(e.args) + [k.value for k in e.keywords],
                             self.env, args)
         return None
 
@@ -1734,9 +927,9 @@ class _Analysis:
             src = mod.src
             if src.node is None or src.kind != "module":
                 src = Src(src.name, "module", src.stmt, src.node if src.node is not None else call, None, src.order)
-            return _merge([Leaf(src)] + list(args), mod.saving if mod.saving is not False else None,
+            return L.merge([Leaf(src)] + list(args), mod.saving if mod.saving is not False else None,
                           f"`{ast.unparse(call.func)}`")
-        return _merge(args, mod.saving, f"`{ast.unparse(call.func)}`")
+        return L.merge(args, mod.saving, f"`{ast.unparse(call.func)}`")
 
     def _module_ctor(self, func: ast.AST, q: str, args) -> Optional[Mod]:
         if q.startswith("torch.nn.") and not q.startswith(("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")):
@@ -1752,22 +945,12 @@ class _Analysis:
                 saving = None if not mods else (True if any(m.saving is not False for m in mods) else False)
                 return Mod(self._src(None, "module", None, func, None), trainable, saving)
             return Mod(self._src(None, "module", None, func, None), True, True)
-        if isinstance(func, ast.Name) and func.id not in self.env and _is_module_class(func.id, self.ctx):
-            return Mod(self._src(None, "module", None, func, None), True, _module_class_saves(func.id, self.ctx))
+        if isinstance(func, ast.Name) and func.id not in self.env and is_module_class(func.id, self.ctx):
+            return Mod(self._src(None, "module", None, func, None), True, module_class_saves(func.id, self.ctx))
         return None
 
 
 _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
-_NON_TENSOR_METHODS = K.NON_TENSOR_METHODS | frozenset(
-    {"keys", "values", "items", "format", "append", "extend", "state_dict", "zero_grad", "parameters",
-     "named_parameters", "train", "eval", "apply", "register_buffer", "load_state_dict"}
-)
-_CUT_ATTRS = K.GRAPHLESS_ATTRS
-_CUT_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "print", "isinstance", "repr", "format", "id", "type"})
-_MODULE_SELF_METHODS = K.MODULE_SELF_METHODS
-_GRAPHLESS_FUNCTIONS = K.GRAPHLESS_FUNCTIONS
-
-
 # Operations that return a view of their input (shares its storage, saves nothing for backward).
 _VIEW_METHODS = frozenset({"t", "view", "view_as", "transpose", "permute", "unsqueeze", "squeeze", "expand",
                            "expand_as", "narrow", "select", "unflatten", "movedim", "swapaxes", "swapdims"})

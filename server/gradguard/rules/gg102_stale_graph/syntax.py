@@ -5,12 +5,26 @@ fix builders of the rule; no values, no findings."""
 from __future__ import annotations
 
 import ast
+import builtins
 
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
     from typing import List, Optional, Sequence, Set, Tuple
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+BUILTIN_NAMES = frozenset(dir(builtins))
+# what GG102 treats as no tensor, or as cutting the graph (beside knowledge's tables)
+NON_TENSOR_METHODS = K.NON_TENSOR_METHODS | frozenset(
+    {"keys", "values", "items", "format", "append", "extend", "state_dict", "zero_grad", "parameters",
+     "named_parameters", "train", "eval", "apply", "register_buffer", "load_state_dict"}
+)
+CUT_ATTRS = K.GRAPHLESS_ATTRS
+CUT_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "print", "isinstance", "repr", "format", "id", "type"})
+MODULE_SELF_METHODS = K.MODULE_SELF_METHODS
+GRAPHLESS_FUNCTIONS = K.GRAPHLESS_FUNCTIONS
 
 
 def self_arg(fn) -> Optional[str]:

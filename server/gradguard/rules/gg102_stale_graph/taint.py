@@ -1,0 +1,279 @@
+"""GG102's loop-body taint: which names alive at a loop's entry reach which
+``backward()`` inside it (and whether that backward keeps the graph). A pass
+over a block's statements that follows names, not values, run twice over a
+loop body for what one iteration carries into the next. The analysis runs it
+at every back-propagating loop; GG102's fact summarizers run it over a whole
+function (``gg102:bw:``) and over each loop of a method (``gg102:attrloop:``)."""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import interpreter as interp
+from gradguard.analysis import knowledge as K
+from gradguard.analysis import summary as _summary
+from gradguard.rules.gg102_stale_graph import lattice as L
+from gradguard.rules.gg102_stale_graph import syntax as S
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, Optional, Set
+
+
+def composed_fact(summary, kind: str, name: str, depth: int = 0, seen: frozenset = frozenset()):
+    """``gg102:<kind>:<name>`` (``bw`` or ``bwloop``) with what ``name`` back-propagates
+    through the module-level functions it calls (``gg102:bwcalls:``): a callee's
+    parameters mapped back to what reaches its arguments. A callee called inside
+    one of ``name``'s loops that back-propagates at all makes a ``bwloop``; one
+    that loops itself, wherever it is called, too. (A summary query: memoised per
+    module summary, and recorded by the incremental engine as one answer.)"""
+    own = summary.get(f"gg102:{kind}:{name}")
+    calls = summary.get(f"gg102:bwcalls:{name}")
+    if not calls or depth >= interp.DELEGATION_DEPTH:
+        return own
+    idx: Set[object] = set(own[0]) if own else set()
+    globs: Set[str] = set(own[1]) if own else set()
+    any_calls, loop_calls = calls
+
+    def add(callee_fact, args, kws):
+        params, cglobs = callee_fact
+        globs.update(cglobs)  # the same module's globals
+        by_kw = dict(kws)
+        for p in params:
+            if isinstance(p, int):
+                if p < len(args):
+                    idx.update(args[p][0])
+                    globs.update(args[p][1])
+            elif p in by_kw:
+                idx.update(by_kw[p][0])
+                globs.update(by_kw[p][1])
+
+    inner_seen = seen | {name}
+    for callee, args, kws in any_calls:
+        if callee in inner_seen:
+            continue
+        f = composed_fact(summary, kind, callee, depth + 1, inner_seen)
+        if f:
+            add(f, args, kws)
+    if kind == "bwloop":
+        for callee, args, kws in loop_calls:
+            if callee in inner_seen:
+                continue
+            f = composed_fact(summary, "bw", callee, depth + 1, inner_seen)
+            if f:
+                add(f, args, kws)
+    if not idx and not globs:
+        return own
+    return tuple(sorted(idx, key=str)), tuple(sorted(globs))
+
+
+class LoopTaint:
+    """The taint pass over ``unit`` (a Unit) of the module ``ctx``; ``env``: what
+    the analysis knows of each name so far (empty while summarising): a name it
+    binds is no call of a module-level function, and ``autograd.grad``'s inputs
+    are matched against its values' sources."""
+
+    def __init__(self, unit, ctx):
+        self._bw_calls: dict = {}  # _backward_calls: id(node) -> its calls
+        self.unit = unit
+        self.ctx = ctx
+        self.env: Dict[str, object] = {}
+        self.delegations: Optional[dict] = None  # set by the gg102:bw: summarizer
+        self.delegation_locals: Set[str] = set()
+
+    def _taint_block(self, stmts, taint, backs, nograd):
+        for s in stmts:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(s, (ast.With, ast.AsyncWith)):
+                ng = any(A.is_no_grad_context(it.context_expr, self.ctx) for it in s.items)
+                self._taint_block(s.body, taint, backs, nograd + (1 if ng else 0))
+                continue
+            if isinstance(s, (ast.For, ast.AsyncFor)):
+                t = self._taint(s.iter, taint) if not nograd else set()
+                for n in S.bound_names(s.target):
+                    taint[n] = set(t)
+                self._backwards_in(s.iter, taint, backs)
+                self._taint_block(s.body, taint, backs, nograd)
+                self._taint_block(s.orelse, taint, backs, nograd)
+                continue
+            if isinstance(s, (ast.While, ast.If)):
+                self._backwards_in(s.test, taint, backs)
+                self._taint_block(s.body, taint, backs, nograd)
+                self._taint_block(s.orelse, taint, backs, nograd)
+                continue
+            if isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+                self._taint_block(s.body, taint, backs, nograd)
+                for h in s.handlers:
+                    self._taint_block(h.body, taint, backs, nograd)
+                self._taint_block(s.orelse, taint, backs, nograd)
+                self._taint_block(s.finalbody, taint, backs, nograd)
+                continue
+            if type(s).__name__ == "Match":
+                for c in s.cases:
+                    self._taint_block(c.body, taint, backs, nograd)
+                continue
+            self._backwards_in(s, taint, backs)
+            if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                if s.value is None:
+                    continue
+                t = set() if nograd else self._taint(s.value, taint)
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                for tg in targets:
+                    names = S.bound_names(tg)
+                    for n in names:
+                        if isinstance(s, ast.AugAssign):
+                            taint.setdefault(n, set()).update(t)
+                        else:
+                            taint[n] = set(t)
+                    d = S.attr_name(tg)
+                    if d:  # self.total = loss
+                        if isinstance(s, ast.AugAssign):
+                            taint.setdefault(d, set()).update(t)
+                        else:
+                            taint[d] = set(t)
+                    elif not names:  # buf[i] = loss: the container now holds it
+                        base = tg
+                        while isinstance(base, (ast.Attribute, ast.Subscript)):
+                            base = base.value
+                        if isinstance(base, ast.Name) and t:
+                            taint.setdefault(base.id, set()).update(t)
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+                c = s.value
+                # losses.append(loss): the list now carries the graph
+                if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name) and c.func.attr in (
+                        "append", "extend", "add", "insert", "add_", "copy_"):
+                    t = set()
+                    for a in c.args:
+                        t |= self._taint(a, taint)
+                    if t and not nograd:
+                        taint.setdefault(c.func.value.id, set()).update(t)
+
+    def _backward_calls(self, node: ast.AST):
+        """The calls under ``node`` that :meth:`_backwards_in` may act on, in walk
+        order: ``(call, target, qualified callee)`` with ``target`` None for a call
+        of a plain name (a ``bw`` fact decides, later: it depends on ``self.env``)
+        and ``False`` for one that is not a backward call after all. Only the
+        syntax and the (fixed) import table decide this, so it is computed once
+        per node and analysis: the taint passes revisit the same statements."""
+        cache = self._bw_calls
+        out = cache.get(id(node))
+        if out is None:
+            out = []
+            ctx = self.ctx
+            for c in S.walk_no_scopes(node):
+                if not isinstance(c, ast.Call):
+                    continue
+                named = isinstance(c.func, ast.Name)
+                if not A.is_backward_call(c, ctx) or S.kw(c, "inputs") is not None:
+                    # backward(inputs=...) only runs the nodes leading to those inputs
+                    if named:
+                        out.append((c, False, None))
+                    continue
+                target = A.backward_target(c, ctx)
+                if target is None:
+                    if named:
+                        out.append((c, False, None))
+                    continue
+                out.append((c, target, ctx.qualify(c.func)))
+            cache[id(node)] = out = tuple(out)
+        return out
+
+    def _backwards_in(self, node: ast.AST, taint, backs):
+        for c, target, q in self._backward_calls(node):
+            fact = self._fn_fact("bw", c)
+            if fact is not None:
+                t = self._fact_taint(fact, c, taint)
+                if t:
+                    prev = backs.get(id(c))
+                    backs[id(c)] = (c, False, (prev[2] if prev else set()) | t)
+                continue
+            if target is False:
+                if self.delegations is not None and isinstance(c.func, ast.Name) \
+                        and c.func.id not in self.delegation_locals and c.func.id not in S.BUILTIN_NAMES:
+                    self._delegation(c, taint)
+                continue
+            t = self._taint(target, taint)
+            if q == "torch.autograd.grad":
+                # grad(outputs, inputs) runs only the part of the graph leading to `inputs`
+                inputs = c.args[1] if len(c.args) > 1 else (S.kw(c, "inputs").value if S.kw(c, "inputs") else None)  # type: ignore[union-attr]
+                names = {n.id for n in S.walk_no_scopes(inputs) if isinstance(n, ast.Name)} if inputs is not None else set()
+                t = {v for v in t if self._sources_named(v, names)}
+            keep = S.retains(c)
+            prev = backs.get(id(c))
+            backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
+
+    def _delegation(self, c: ast.Call, taint) -> None:
+        """While summarising: what reaches each argument of a call of a plain
+        name (maybe a module-level function: ``gg102:bwcalls:``)."""
+        args, kws = self.delegations.setdefault(c, ([], {}))  # type: ignore[union-attr]
+        for i, a in enumerate(c.args):
+            if isinstance(a, ast.Starred):
+                break
+            if i == len(args):
+                args.append(set())
+            args[i] |= self._taint(a, taint)
+        for k in c.keywords:
+            if k.arg:
+                kws.setdefault(k.arg, set()).update(self._taint(k.value, taint))
+
+    def _fn_fact(self, kind: str, c: ast.Call):
+        if isinstance(c.func, ast.Name) and c.func.id not in self.env:
+            return _summary.query(self.ctx.summary, composed_fact, kind, c.func.id)
+        return None
+
+    def _fact_taint(self, fact, c: ast.Call, taint) -> Set[str]:
+        """Names whose values reach a backward() inside the called function:
+        through the arguments it back-propagates, or as globals it reads."""
+        params, globs = fact
+        out: Set[str] = set()
+        for i, a in enumerate(c.args):
+            if isinstance(a, ast.Starred):
+                break
+            if i in params:
+                out |= self._taint(a, taint)
+        for k in c.keywords:
+            if k.arg in params:
+                out |= self._taint(k.value, taint)
+        for g in globs:
+            if self.unit.kind == "module" or g not in S.assigned_in(self.unit.body):
+                out |= taint.get(g, set())
+        return out
+
+    def _sources_named(self, var: str, names: Set[str]) -> bool:
+        g = self.env.get(var)
+        return isinstance(g, L.Graph) and any(s.name in names for s in g.sources)
+
+    def _taint(self, e: Optional[ast.AST], taint) -> Set[str]:
+        out: Set[str] = set()
+        if e is None:
+            return out
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Name):
+                if isinstance(n.ctx, ast.Load):
+                    out |= taint.get(n.id, set())
+                continue
+            if isinstance(n, S.SCOPES) or isinstance(n, (ast.Compare, ast.Constant)):
+                continue
+            if isinstance(n, ast.Attribute):
+                if n.attr in S.CUT_ATTRS:
+                    continue
+                d = S.attr_name(n)
+                if d and isinstance(n.ctx, ast.Load):
+                    out |= taint.get(d, set())
+            if isinstance(n, ast.Call):
+                f = n.func
+                if isinstance(f, ast.Attribute) and (f.attr in K.GRAPH_CUT_METHODS or f.attr in S.NON_TENSOR_METHODS):
+                    continue
+                if A.applies_cut(n):
+                    continue
+                if isinstance(f, ast.Name) and f.id in S.CUT_BUILTINS and f.id not in taint:
+                    continue
+                q = self.ctx.qualify(f)
+                if q in S.GRAPHLESS_FUNCTIONS:
+                    continue
+            stack.extend(A.child_nodes(n))
+        return out
