@@ -1190,6 +1190,35 @@ def test_explicit_retain_graph_false_wins_over_create_graph():
     assert gg102(source.replace("retain_graph=False", "retain_graph=None")) == []
 
 
+@pytest.mark.parametrize(
+    "args, keeps",
+    [
+        ("", False),
+        ("retain_graph=True", True),
+        ("retain_graph=False", False),
+        ("retain_graph=None", False),
+        ("retain_graph=keep", True),  # not a constant: may keep
+        ("create_graph=True", True),  # retain_graph defaults to create_graph
+        ("create_graph=False", False),
+        ("retain_graph=False, create_graph=True", False),  # the explicit False wins (as torch does)
+        ("retain_graph=None, create_graph=True", True),
+        ("retain_graph=0", False),
+    ],
+)
+def test_the_shared_answer_to_does_this_backward_keep_its_graph(args, keeps):
+    """analysis.ast_util.keeps_graph: what the shared interpreter records on a
+    backward event and what GG102's loop taint asks; without create_graph it is
+    has_retain_graph's answer."""
+    import ast
+
+    from gradguard.analysis import ast_util as A
+
+    call = ast.parse(f"loss.backward({args})").body[0].value
+    assert A.keeps_graph(call) is keeps
+    if "create_graph" not in args:
+        assert A.has_retain_graph(call) is keeps
+
+
 def test_stale_tensor_wrapped_in_a_dataset_is_reported_where_it_is_built():
     source = src(
         """

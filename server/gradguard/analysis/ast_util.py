@@ -4,7 +4,7 @@ units of their own).
 
 * walking:        :func:`iter_nodes`, :func:`iter_statements`, :func:`child_blocks`
 * names:          :func:`dotted`, :func:`qualify`, :func:`target_names`
-* backward:       :func:`is_backward_call`, :func:`backward_target`, :func:`has_retain_graph`,
+* backward:       :func:`is_backward_call`, :func:`backward_target`, :func:`has_retain_graph`, :func:`keeps_graph`,
                   :func:`has_create_graph`
 * no_grad:        :func:`is_no_grad_context`, :func:`is_no_grad_with`, :func:`is_no_grad_function`
 * graph cuts:     :func:`is_graph_cut`, :func:`inplace_cut_target`
@@ -277,6 +277,28 @@ def has_retain_graph(call: ast.Call) -> bool:
                 continue
             return True
     return False
+
+
+def keeps_graph(call: ast.Call) -> bool:
+    """Does this backward keep the graph it runs through? ``retain_graph``
+    (None: not given) defaults to ``create_graph``; an explicit
+    ``retain_graph=False`` frees the graph even with ``create_graph=True``
+    (checked with torch). Without ``create_graph`` this answers as
+    :func:`has_retain_graph`, which counts ``create_graph=True`` as keeping
+    whatever ``retain_graph`` says (what GG103 asks)."""
+    retain = create = None
+    for kw in call.keywords:
+        if kw.arg == "retain_graph":
+            retain = kw.value
+        elif kw.arg == "create_graph":
+            create = kw.value
+    if retain is not None and not (isinstance(retain, ast.Constant) and retain.value is None):
+        return not _false_constant(retain)
+    return create is not None and not _false_constant(create)
+
+
+def _false_constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (False, None, 0)
 
 
 # ---------------------------------------------------------------------------

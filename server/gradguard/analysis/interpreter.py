@@ -1,7 +1,8 @@
 """The graph-lifetime interpreter: :class:`GraphFlow` runs over one unit and
 records where graphs are built, which backward frees them and what a loop carries
 into its next iteration (GG101 and GG103 report from it; GG102 still has its own,
-see ``rules/gg102_stale_graph.py``). :class:`Resolver` says what names mean.
+see ``rules/gg102_stale_graph/`` and ``tests/test_gg102_trace.py``). :class:`Resolver`
+says what names mean.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import ast
 import re
 
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, has_retain_graph, inplace_cut_target, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, target_names
+from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, target_names
 from gradguard.analysis.summary import query
 from gradguard.analysis.values import BackwardEvent, CLEAN, CONST, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, join, join_env, plain, tup, unsure
 
@@ -204,6 +205,9 @@ class GraphFlow:
         self.carries: List[Carry] = []
         self._carried_keys: set = set()
         self.events: List[BackwardEvent] = []
+        # id(loop) -> what each name held when the loop was first entered: the graphs
+        # built before it (GG102's question: which of them does a backward in it free?)
+        self.loop_entries: Dict[int, Dict[str, Val]] = {}
         # ids of the calls whose graph node surely saves tensors for backward: module
         # forwards and the torch functions that save (GG103 needs certainty, not "may")
         self.saving_calls: set = set()
@@ -639,6 +643,7 @@ class GraphFlow:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             self._freeze_loop(loop, env)
         entry = dict(env)
+        self.loop_entries.setdefault(id(loop), entry)
         once = self._runs_at_least_once(loop)
         frame = LoopFrame(loop)
         self.frames.append(frame)
@@ -950,7 +955,7 @@ class GraphFlow:
                 # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated
                 pass
             if not has_create_graph(call):
-                self._event(call, loss, has_retain_graph(call))
+                self._event(call, loss, keeps_graph(call))
                 if self.frames and self.find_carries:
                     # (a retained graph is marked too: the step after it changes what it saved)
                     _mark_freed(env, _reached(loss))

@@ -126,17 +126,6 @@ def names_read(node: ast.AST, loads_only: bool = True) -> Set[str]:
     return out
 
 
-def retains(c: ast.Call) -> bool:
-    """Does this backward keep the graph? ``retain_graph`` defaults to
-    ``create_graph``; an explicit ``retain_graph=False`` frees it even with
-    ``create_graph=True`` (checked with torch)."""
-    r = kw(c, "retain_graph")
-    if r is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None):
-        return not const_false(r.value)
-    g = kw(c, "create_graph")
-    return g is not None and not const_false(g.value)
-
-
 def stmt_binds(s: ast.stmt) -> Set[str]:
     out: Set[str] = set()
     if isinstance(s, ast.Assign):

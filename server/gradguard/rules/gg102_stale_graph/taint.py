@@ -200,7 +200,7 @@ class LoopTaint:
                 inputs = c.args[1] if len(c.args) > 1 else (S.kw(c, "inputs").value if S.kw(c, "inputs") else None)  # type: ignore[union-attr]
                 names = {n.id for n in S.walk_no_scopes(inputs) if isinstance(n, ast.Name)} if inputs is not None else set()
                 t = {v for v in t if self._sources_named(v, names)}
-            keep = S.retains(c)
+            keep = A.keeps_graph(c)
             prev = backs.get(id(c))
             backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
 

@@ -1,0 +1,97 @@
+"""How far the shared interpreter's trace already carries GG102's event.
+
+GG102 (rules/gg102_stale_graph) still runs its own analysis; issue 11 moves it
+onto the shared interpreter (analysis/interpreter.py, ``rules.common.unit_trace``).
+The event GG102 reports is "a backward in a loop frees a graph built before the
+loop". In the trace that is: the loop's entry environment
+(``GraphFlow.loop_entries``) gives the reported variable a graph (G tokens), and a
+backward event in that loop that does not keep its graph
+(``BackwardEvent.retain``, ``ast_util.keeps_graph``) has those tokens in its loss.
+
+For every fixture GG102 reports, this test asks the trace of the reporting unit
+for each finding. Where the trace does not see it yet, the case is an expected
+failure (strict) naming the shape the interpreter has still to be taught: the
+port's to-do list. Teaching one makes its case pass, and the strict mark then
+asks for the mark to go.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from gradguard.engine import check_source
+from gradguard.rules import common, get_rule
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# fixture -> the shape of "where the graph hides" the interpreter does not know yet
+NOT_YET = {
+    "gg102_train_loop_calls_step.py":
+        "the loop is in the function this statement calls (GG102's gg102:bwloop: facts), not in this unit",
+    "gg102_trainer_init_targets.py": "built in __init__ for the loop of another method (gg102:attrloop: facts)",
+    "gg102_in_function_requires_grad_.py":
+        "a parameter a call site passes a helper's `.requires_grad_()` tensor (gg102:rgarg:/returns_rg: facts)",
+    "gg102_nonsaving_sum_target.py": "a parameter a call site passes a requires-grad tensor (gg102:rgarg: facts)",
+    "gg102_l2_penalty_generator_before_loop.py": "a sum over a generator of `model.parameters()`",
+    "gg102_param_derived_penalty.py": "a parameter read off a submodule taken by index (`model[0].weight`)",
+    "gg102_parameter_times_data.py": "a user module's nn.Parameter attribute (`scaler.gain`, gg102:paramattr: facts)",
+}
+
+
+def _gg102_fixtures():
+    out = []
+    for path in sorted(FIXTURES.glob("*.py")):
+        head = path.read_text(encoding="utf-8").split("\n", 12)[:12]
+        if any(line.startswith("# expect:") and "GG102" in line for line in head):
+            marks = [pytest.mark.xfail(reason=NOT_YET[path.name], strict=True)] if path.name in NOT_YET else []
+            out.append(pytest.param(path, id=path.name, marks=marks))
+    return out
+
+
+def _enclosing_loops(body, line):
+    """The loops of ``body`` (nested defs excluded) around 1-based ``line``, outermost first."""
+    out = []
+    for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.lineno <= line <= (node.end_lineno or 0):
+            out.append(node)
+    return sorted(out, key=lambda n: n.lineno)
+
+
+def _trace_sees(finding, unit, ctx) -> bool:
+    flow = common.unit_trace(unit, ctx)
+    var = finding.data["variable"]
+    lines = {r.range.start.line + 1 for r in finding.related}
+    for ev in flow.events:
+        if ev.retain or ev.call.lineno not in lines:
+            continue
+        for loop in _enclosing_loops(unit.body, ev.call.lineno):
+            entry = flow.loop_entries.get(id(loop))
+            v = entry.get(var) if entry is not None else None
+            if v is not None and v.graph_tokens() & ev.loss.taints:
+                return True
+    return False
+
+
+def test_the_fixture_list_is_not_empty():
+    assert len(_gg102_fixtures()) >= 20
+
+
+@pytest.mark.parametrize("path", _gg102_fixtures())
+def test_the_shared_trace_sees_what_gg102_reports(path, monkeypatch):
+    rule = type(get_rule("GG102"))
+    seen = []
+    check = rule.check
+
+    def spy(self, unit, ctx):
+        found = list(check(self, unit, ctx))
+        seen.extend((f, unit, ctx) for f in found)
+        return found
+
+    monkeypatch.setattr(rule, "check", spy)
+    check_source(path.read_text(encoding="utf-8"), path=str(path))
+    assert seen, "GG102 reports nothing here any more: update the fixture list"
+    missed = [f.data["variable"] for f, unit, ctx in seen if not _trace_sees(f, unit, ctx)]
+    assert not missed, f"the trace does not see GG102's finding about {missed}"
