@@ -37,7 +37,6 @@ NOT_YET = {
     "gg102_nonsaving_sum_target.py": "a parameter a call site passes a requires-grad tensor (gg102:rgarg: facts)",
     "gg102_l2_penalty_generator_before_loop.py": "a sum over a generator of `model.parameters()`",
     "gg102_param_derived_penalty.py": "a parameter read off a submodule taken by index (`model[0].weight`)",
-    "gg102_parameter_times_data.py": "a user module's nn.Parameter attribute (`scaler.gain`, gg102:paramattr: facts)",
 }
 
 
@@ -95,3 +94,55 @@ def test_the_shared_trace_sees_what_gg102_reports(path, monkeypatch):
     assert seen, "GG102 reports nothing here any more: update the fixture list"
     missed = [f.data["variable"] for f, unit, ctx in seen if not _trace_sees(f, unit, ctx)]
     assert not missed, f"the trace does not see GG102's finding about {missed}"
+
+
+def _module_trace(source, monkeypatch):
+    rule = type(get_rule("GG102"))
+    units = []
+    check = rule.check
+
+    def spy(self, unit, ctx):
+        units.append((unit, ctx))
+        return check(self, unit, ctx)
+
+    monkeypatch.setattr(rule, "check", spy)
+    check_source(source, path="t.py")
+    unit, ctx = next((u, c) for u, c in units if u.kind == "module")
+    return common.unit_trace(unit, ctx)
+
+
+@pytest.mark.parametrize(
+    "build, leaf",
+    [
+        ("lin.weight * 2.0", True),  # a layer's parameter
+        ("lin.bias + 1.0", True),
+        ("rnn.weight_hh_l0.sum()", True),
+        ("scaler.gain * 2.0", True),  # a user module's nn.Parameter attribute
+        ("scaler.offset * 2.0", False),  # a plain tensor attribute of it
+        ("frozen.weight * 2.0", False),  # every parameter set requires_grad=False
+    ],
+)
+def test_a_parameter_read_off_a_module_is_a_leaf_that_requires_grad(build, leaf, monkeypatch):
+    flow = _module_trace(f"""
+import torch
+import torch.nn as nn
+
+class Scaler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(3))
+        self.offset = torch.ones(3)
+
+lin = nn.Linear(3, 3)
+rnn = nn.GRU(3, 3)
+scaler = Scaler()
+frozen = nn.Linear(3, 3)
+for p in frozen.parameters():
+    p.requires_grad = False
+built = {build}
+for step in range(3):
+    loss = (lin(torch.randn(2, 3)) + built).sum()
+    loss.backward()
+""", monkeypatch)
+    entry = next(e for e in flow.loop_entries.values() if "built" in e)  # the training loop's
+    assert bool(entry["built"].graph_tokens()) is leaf

@@ -804,8 +804,12 @@ class GraphFlow:
                 if self.track_self_state and key is not None and key.count(".") == 1 and key.startswith("self."):
                     return Val(frozenset({("A", key)}), obj="inst:?")
                 return Val(obj="inst:?")
+            if obj in _PARAMETER_OBJS:
+                return plain({("L",)})  # model.gain, where the class sets self.gain = nn.Parameter(...)
             if obj is not None:
                 return Val(obj=obj)
+            if (base.obj or "").startswith("inst:torch.nn.") and not base.frozen and _parameter_attr(e.attr):
+                return plain(base.taints | {("L",)})  # lin.weight, rnn.weight_hh_l0: a parameter
             return plain(base.taints) if base.taints else CLEAN
         if isinstance(e, ast.Subscript):
             base = self.eval(e.value, env)
@@ -1371,6 +1375,14 @@ class GraphFlow:
         if facts.returns is not None:
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
+
+
+_PARAMETER_OBJS = frozenset({"inst:torch.nn.Parameter", "inst:torch.nn.parameter.Parameter"})
+
+
+def _parameter_attr(attr: str) -> bool:
+    """The parameter attributes of torch's layers: ``weight``, ``bias``, ``weight_ih_l0``, ..."""
+    return attr in ("weight", "bias") or attr.startswith(("weight_", "bias_"))
 
 
 def _graph_free(v: Val) -> bool:
