@@ -808,7 +808,7 @@ class GraphFlow:
                 return plain({("L",)})  # model.gain, where the class sets self.gain = nn.Parameter(...)
             if obj is not None:
                 return Val(obj=obj)
-            if (base.obj or "").startswith("inst:torch.nn.") and not base.frozen and _parameter_attr(e.attr):
+            if (base.obj or "").startswith("inst:torch.nn.") and not base.frozen and K.is_parameter_attr(e.attr):
                 return plain(base.taints | {("L",)})  # lin.weight, rnn.weight_hh_l0: a parameter
             return plain(base.taints) if base.taints else CLEAN
         if isinstance(e, ast.Subscript):
@@ -1378,11 +1378,6 @@ class GraphFlow:
 
 
 _PARAMETER_OBJS = frozenset({"inst:torch.nn.Parameter", "inst:torch.nn.parameter.Parameter"})
-
-
-def _parameter_attr(attr: str) -> bool:
-    """The parameter attributes of torch's layers: ``weight``, ``bias``, ``weight_ih_l0``, ..."""
-    return attr in ("weight", "bias") or attr.startswith(("weight_", "bias_"))
 
 
 def _graph_free(v: Val) -> bool:

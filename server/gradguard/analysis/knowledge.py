@@ -143,6 +143,12 @@ def saving_distribution(qualname, call) -> bool:
 OPTIMIZER_PREFIXES = ("torch.optim.",)
 
 
+def is_parameter_attr(attr: str) -> bool:
+    """The parameter attributes of torch's layers: ``weight``, ``bias``,
+    ``weight_ih_l0``, ``bias_hh_l1``, ... (read off a module, a leaf that requires grad)."""
+    return attr in ("weight", "bias") or attr.startswith(("weight_", "bias_"))
+
+
 def is_recurrent(qualname: str | None) -> bool:
     return bool(qualname) and (qualname in RECURRENT_MODULES or qualname in RECURRENT_CELLS)
 

@@ -736,7 +736,7 @@ class _Analysis(LoopTaint):
                 return None
             summ = self.ctx.summary
             name = f"{v.src.name}.{attr}" if v.src.name else attr
-            if attr in ("weight", "bias") or attr.startswith(("weight_", "bias_")) or summ.get(f"gg102:paramattr:{attr}"):
+            if K.is_parameter_attr(attr) or summ.get(f"gg102:paramattr:{attr}"):
                 return Mod(Src(name, "param", None, e, None, v.src.order), True, True)  # a parameter
             if summ.get(f"gg102:modattr:{attr}"):
                 return Mod(Src(name, "module", None, e, None, v.src.order), True, True)  # a submodule
