@@ -1761,3 +1761,117 @@ def test_library_neurons_that_keep_state_inside_a_sequential(imports, neuron, re
     (f,) = fs
     assert f.range.start.line == line(text, "# <carry>")
     assert "reset" in f.message_in("en") and "重置" in f.message_in("zh")
+
+
+CACHE = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+
+    class TextEncoder(nn.Module):
+        def __init__(self, cache_feature=True):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+            self.cache_feature = cache_feature
+            self.cache = None
+
+        def clear_cache(self):
+            self.cache = None
+
+        def forward(self, text):
+            if {guard} and self.cache is not None:
+                return self.cache
+            x = self.proj(text)
+            if self.cache_feature:
+                self.cache = x
+            return x
+
+    {body}
+''')
+
+CACHE_LOOP = textwrap.dedent('''\
+    t = torch.randn(4, 8)
+    enc = {ctor}
+    head = nn.Linear(8, 8)
+    opt = torch.optim.SGD(list(enc.parameters()) + list(head.parameters()), lr=0.1)
+    {before}
+    for it in range(3):
+        {inloop}
+        feats = {call}  # <carry>
+        loss = (head(torch.randn(2, 8)) @ feats.t()).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+''')
+
+
+@pytest.mark.parametrize("guard,ctor,before,inloop,call,reported", [
+    ("self.cache_feature", "TextEncoder()", "", "pass", "enc(t)", True),
+    ("self.cache_feature", "TextEncoder(cache_feature=True)", "", "pass", "enc(t)", True),
+    ("self.cache_feature", "TextEncoder(True).to('cpu')", "", "pass", "enc(t)", True),
+    ("self.cache_feature", "TextEncoder()", "", "pass", "enc.forward(t)", True),
+    ("self.cache_feature", "TextEncoder(cache_feature=False)", "", "pass", "enc(t)", False),
+    ("self.cache_feature", "TextEncoder(False)", "", "pass", "enc(t)", False),
+    ("self.cache_feature", "TextEncoder(cache_feature=flag)", "", "pass", "enc(t)", False),  # unknown
+    ("self.cache_feature", "TextEncoder(**cfg)", "", "pass", "enc(t)", False),  # unknown
+    ("self.cache_feature", "TextEncoder()", "enc.cache_feature = False", "pass", "enc(t)", False),
+    ("self.cache_feature", "TextEncoder()", "enc.requires_grad_(False)", "pass", "enc(t)", False),
+    ("self.cache_feature", "TextEncoder()", "for p in enc.parameters():\n    p.requires_grad = False", "pass",
+     "enc(t)", False),
+    ("self.cache_feature", "TextEncoder()", "with torch.no_grad():\n    enc(t)", "pass", "enc(t)", False),  # warm
+    ("self.cache_feature", "TextEncoder()", "", "enc.cache = None", "enc(t)", False),
+    ("self.cache_feature", "TextEncoder()", "", "enc.clear_cache()", "enc(t)", False),
+    ("self.cache_feature", "TextEncoder()", "", "pass", "enc(t).detach()", False),
+    ("not self.training", "TextEncoder()", "", "pass", "enc(t)", False),  # eval-only cache: unknown here
+])
+def test_a_cache_kept_on_the_module(guard, ctor, before, inloop, call, reported):
+    """A module whose forward keeps its result on itself and hands it back on later
+    calls (issue 12, shape 1): with a graph in it, the next iteration's backward
+    runs into the freed graph. Silent where the cache holds no graph (frozen, warmed
+    under no_grad), is emptied each iteration, is off (a constructor flag seen to be
+    false), or where whether it is on cannot be seen."""
+    text = CACHE.format(guard=guard, body=CACHE_LOOP.format(ctor=ctor, before=before, inloop=inloop, call=call))
+    fs = gg101(text)
+    if not reported:
+        assert fs == [], [f.message_in("en") for f in fs]
+        return
+    (f,) = fs
+    assert f.range.start.line == line(text, "# <carry>")
+    assert f.data["variable"] == "enc.cache"
+    assert "TextEncoder.forward" in f.message_in("en") and "缓存" in f.message_in("zh")
+    fixed = apply_preferred(text)
+    assert "        enc.cache = enc.cache.detach()\n" in fixed
+    assert [fx.edits[0].new_text.strip() for fx in f.fixes][1] == "enc.cache = None"
+
+
+def test_a_cache_filled_once_inside_a_function():
+    """``if self.cache is None: self.cache = ...; return self.cache``, the encoder
+    made and driven inside ``def train()``: the same carried cache."""
+    text = src('''
+        import torch
+        import torch.nn as nn
+
+        class Prompt(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+                self.cache = None
+
+            def forward(self, x):
+                if self.cache is None:
+                    self.cache = self.proj(x)
+                return self.cache
+
+        def train(data):
+            prompt = Prompt()
+            opt = torch.optim.SGD(prompt.parameters(), lr=0.1)
+            for x in data:
+                p = prompt(x)  # <carry>
+                loss = p.pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    ''')
+    (f,) = gg101(text)
+    assert f.range.start.line == line(text, "# <carry>")
+    assert f.data["variable"] == "prompt.cache"
+    assert not gg101(text.replace("prompt = Prompt()", "prompt = Prompt().requires_grad_(False)"))

@@ -108,7 +108,7 @@ def _retpos(v: V.Val) -> V.RetPos:
 
 
 def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,
-                   states: Optional[list] = None) -> V.FnFacts:
+                   states: Optional[list] = None, members: Optional[list] = None) -> V.FnFacts:
     """Summarise one def by running the graph interpreter over its body with
     each parameter as a ``("P", i)`` token. ``states``: a list to receive what
     :meth:`GraphFlow.self_states` finds (a method run on its own object's
@@ -128,6 +128,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         g.run(fn.body, env)  # type: ignore[attr-defined]
     except RecursionError:  # pathological nesting: say nothing rather than crash
         return V.FnFacts(params=names)
+    if members is not None and not no_grad:
+        members.extend(g.member_calls)
     if states is not None and method and self_obj and not no_grad:
         # a second run that marks state kept from the previous call: its ("A", ...)
         # tokens must not leak into the facts above
@@ -136,6 +138,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
             t.run(fn.body, env)  # type: ignore[attr-defined]
             states.extend(t.self_states())
             states.extend(("input", key) for key in t.input_states())
+            states.extend(("cached", kv) for kv in t.cached_states())
         except RecursionError:
             pass
     rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
@@ -304,9 +307,11 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         if attrs_cut:
             cuts.append((fn.name, frozenset(attrs_cut)))
     keeps_input = tuple(sorted({v for k, v in states if k == "input"}))
-    states = [(k, v) for k, v in states if k != "input"]
+    cached = _cached(cls, defs, [v for k, v in states if k == "cached"])
+    states = [(k, v) for k, v in states if k not in ("input", "cached")]
     return V.ClassFacts(
         keeps_input=keeps_input,
+        cached=cached,
         carried=tuple((key, "list" if _a_list(defs, key[5:]) else _state_shape(v, partial), _ever_none(defs, key[5:]))
                       for key, v in states),
         cuts=tuple(sorted(cuts, key=lambda kv: kv[0])),
@@ -317,6 +322,117 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
     )
+
+
+def _cached(cls: ast.ClassDef, defs, found) -> Tuple[Tuple[str, V.RetPos, Tuple[Tuple[str, str, int, bool], ...], bool, str], ...]:
+    """``ClassFacts.cached`` from what forward's run found (``GraphFlow.cached_states``):
+    each kept only where every path that stores or hands back the cache is known --
+    the conditions on it read the cache itself or flags the constructor sets from
+    its arguments (``self.cache_feature = cache_feature``), and no method but
+    forward stores anything but a reset into it."""
+    if not found:
+        return ()
+    by_name = {fn.name: fn for fn in defs}
+    fwd, init = by_name.get("forward"), by_name.get("__init__")
+    out = []
+    for key, v in found:
+        attr = key[5:]
+        if fwd is None or _stored_elsewhere(defs, attr):
+            continue
+        needs = _cache_needs(fwd, init, attr)
+        if needs is None:
+            continue
+        init_none = init is not None and any(
+            isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None
+            and any(_self_attr(t) == attr for t in n.targets) for n in init.body)
+        if v.elems is not None:
+            shape = "tuple"
+        else:
+            shape = "tensor" if v.kind is None and not v.mixed else "unknown"
+        out.append((key, _retpos(v), needs, init_none, shape))
+    return tuple(out)
+
+
+def _stored_elsewhere(defs, attr: str) -> bool:
+    """Does a method other than forward (and __init__'s reset) store into ``self.<attr>``?"""
+    for fn in defs:
+        if fn.name == "forward":
+            continue
+        for node in A.iter_nodes(fn.body):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                tgts = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(_self_attr(t) == attr for t in tgts):
+                    if isinstance(node, ast.AugAssign) or node.value is None or not _is_reset_value(node.value):
+                        return True
+    return False
+
+
+def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str) -> Optional[Tuple[Tuple[str, str, int, bool], ...]]:
+    """The constructor flags the caching paths of forward need true: every ``if`` around
+    a ``return self.<attr>`` or a store into it tests the cache itself (``self.cache is
+    not None``) or, on its true branch, ``self.<flag>`` (``and``-ed) where __init__ sets
+    ``self.<flag>`` from a parameter of its own (or to a true constant). None when a
+    condition is anything else (``self.training``, a flag set elsewhere): unknown."""
+    flags: set = set()
+
+    def test_ok(test: ast.expr, positive: bool) -> bool:
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and positive else [test]
+        for p in parts:
+            if any(_self_attr(n) == attr for n in ast.walk(p)):
+                if _self_attr(p) == attr or isinstance(p, ast.Compare) or (
+                        isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not)):
+                    continue  # about the cache itself
+                return False
+            name = _self_attr(p)
+            if positive and name is not None:
+                flags.add(name)
+                continue
+            return False
+        return True
+
+    def walk(stmts, guards) -> bool:
+        for st in stmts:
+            if isinstance(st, ast.If):
+                if not walk(st.body, guards + [(st.test, True)]) or not walk(st.orelse, guards + [(st.test, False)]):
+                    return False
+                continue
+            hit = False
+            if isinstance(st, ast.Return) and st.value is not None:
+                hit = any(_self_attr(n) == attr for n in ast.walk(st.value))
+            elif isinstance(st, ast.Assign):
+                hit = any(_self_attr(n) == attr for t in st.targets for n in ast.walk(t))
+            if hit and not all(test_ok(t, pos) for t, pos in guards):
+                return False
+            for block in A.child_blocks(st):
+                if not walk(block, guards):
+                    return False
+        return True
+
+    if not walk(fwd.body, []):  # type: ignore[attr-defined]
+        return None
+    if not flags:
+        return ()
+    if init is None:
+        return None
+    named, defaults = A.parameters(init, True)
+    index = {p.arg: i for i, p in enumerate(named)}
+    needs = []
+    for flag in sorted(flags):
+        sets = [n for n in A.iter_nodes(init.body)  # type: ignore[attr-defined]
+                if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                and any(_self_attr(t) == flag for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+        if len(sets) != 1 or not isinstance(sets[0], ast.Assign):
+            return None
+        value = sets[0].value
+        if isinstance(value, ast.Constant):
+            if not value.value:
+                return None  # never on
+            continue
+        if not isinstance(value, ast.Name) or value.id not in index:
+            return None
+        d = defaults.get(value.id)
+        needs.append((flag, value.id, index[value.id], isinstance(d, ast.Constant) and bool(d.value)))
+    return tuple(needs)
 
 
 # How many times a class's methods that call its other methods are summarised again.

@@ -226,6 +226,13 @@ class GraphFlow:
         # id(last if of an else-less chain) -> names every branch binds (see _mark_invariant_chain)
         self._no_fallthrough: Dict[int, FrozenSet[str]] = {}
         self._loop_assigned: Dict[int, FrozenSet[str]] = {}
+        # with track_self_state: what each ``self.x`` was assigned, and which were
+        # rebuilt from their own last value (see cached_states)
+        self._stored: Dict[str, FrozenSet] = {}
+        self._rebuilt: set = set()
+        # calls of the object's own attributes (``self.lif1(cur)``): (attribute, taints
+        # of the arguments), for the class's summary (ClassFacts.members)
+        self.member_calls: List[Tuple[str, FrozenSet]] = []
 
     # -- entry points ----------------------------------------------------
     def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
@@ -291,6 +298,23 @@ class GraphFlow:
             # backward frees it)
             if g and g & returned and ("A", key) in returned:
                 out.append((key, v))
+        return sorted(out, key=lambda kv: kv[0])
+
+    def cached_states(self) -> List[Tuple[str, Val]]:
+        """After :meth:`run` with ``track_self_state``: attributes ``self.x`` the unit
+        may hand back as the previous call left them (``return self.cache``) and
+        assigns here a value that may carry a graph, never rebuilt from their own
+        last value (that is :meth:`self_states`' recurrence): a cache kept across
+        calls. (key, what is stored.)"""
+        returned: set = set()
+        for r in self.returns:
+            returned |= r.taints
+        out = []
+        for key, t in self._stored.items():
+            if ("A", key) not in returned or key in self._rebuilt:
+                continue
+            if any(x[0] in ("G", "L", "P") for x in t):
+                out.append((key, plain(frozenset(x for x in t if x[0] != "A"))))
         return sorted(out, key=lambda kv: kv[0])
 
     # -- statements ------------------------------------------------------
@@ -380,7 +404,14 @@ class GraphFlow:
             env = self.block(s.finalbody, out)  # type: ignore[attr-defined]
         elif isinstance(s, ast.Return):
             if s.value is not None:
-                self.returns.append(self.eval(s.value, env))
+                v = self.eval(s.value, env)
+                if self.track_self_state and isinstance(s.value, ast.Attribute):
+                    key = dotted(s.value)
+                    if key is not None and key.count(".") == 1 and key.startswith("self.") and v.undef:
+                        # assigned on some paths only: on the others it is what the
+                        # previous call left (``if self.cache is None: self.cache = f(x)``)
+                        v = _with(v, taints=v.taints | {("A", key)})
+                self.returns.append(v)
             else:
                 self.returns.append(NONE)
         elif isinstance(s, ast.Delete):
@@ -567,6 +598,10 @@ class GraphFlow:
         name = dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
         if name is not None:
             env[name] = _with(v, site=s, undef=False, param=False)
+            if self.track_self_state and name.startswith("self.") and name.count(".") == 1:
+                self._stored[name] = self._stored.get(name, EMPTY) | v.taints
+                if ("A", name) in v.taints:
+                    self._rebuilt.add(name)
             if "." in name:
                 self._dotted_bases.add(name.split(".", 1)[0])
             elif name in self._dotted_bases:
@@ -1081,7 +1116,11 @@ class GraphFlow:
                 return recv
             facts = self.r.method_facts(recv.obj, m)
             if facts is not None:
-                return self._apply_facts(call, facts, pos, kws, env, m)
+                res = self._apply_facts(call, facts, pos, kws, env, m)
+                if m == "forward" and not recv.frozen:
+                    return self._kept(call, recv, key, CLEAN if self.no_grad else res, pos, kws, env)
+                self._clears(recv, key, m, env)
+                return res
             if m == "forward":
                 return self._apply(call, recv, None, pos, kws, _union(pos, kws), env)
             sub = self.r.attr_obj(recv.obj, m)
@@ -1142,14 +1181,16 @@ class GraphFlow:
                     return CLEAN
                 return self._pending_call(obj[8:], "forward", pos, kws)
             if obj.startswith("user:"):
+                key = dotted(call.func)
                 if self.no_grad:
-                    return CLEAN
+                    return self._kept(call, callee, key, CLEAN, pos, kws, env)
                 if callee.frozen:
-                    return plain(args_taints)
+                    return self._kept(call, callee, key, plain(args_taints), pos, kws, env)
                 self.saving_calls.add(id(call))
                 facts = self.r.method_facts(obj, "forward")
                 if facts is not None:
-                    return self._apply_facts(call, facts, pos, kws, env, "forward", graph_node=call)
+                    res = self._apply_facts(call, facts, pos, kws, env, "forward", graph_node=call)
+                    return self._kept(call, callee, key, res, pos, kws, env)
                 return plain(args_taints | {("G", call)})
         # unknown callable
         if self.no_grad:
@@ -1201,6 +1242,57 @@ class GraphFlow:
             # arguments' graphs is unknown, not proven
             return unsure(plain(args_taints))
         return self._op(call, args_taints) if args_taints else CLEAN
+
+    def _kept(self, call: ast.Call, callee: Val, key: _Opt[str], res: Val, pos, kws, env: Dict[str, Val]) -> Val:
+        """A call of a module of the user's whose forward keeps a cache on the object
+        (``ClassFacts.cached``): the cache is the pseudo-variable ``<callee>.<attr>``
+        of ``env``. A call that may find it empty fills it (with what forward stores:
+        this call's graph, or the graphs of the arguments it keeps); every call may
+        hand back what it holds. So a cache filled with a graph in one iteration of a
+        back-propagating loop and handed back in the next is a carried value like any
+        other (GG101). Followed only where the state is known: the object made in this
+        unit (so the cache starts empty) or the cache already followed, and the
+        constructor arguments the caching path needs seen to be true."""
+        obj = callee.obj or ""
+        cf = self.r.cls(obj[5:]) if key is not None and obj.startswith("user:") else None
+        if cf is None or not cf.cached:
+            return res
+        fwd = cf.method("forward")
+        made = _construction(callee, obj[5:])
+        for attr, stored, needs, _, _ in cf.cached:
+            k = key + attr[4:]  # self.cache -> text_encoder.cache
+            old = env.get(k)
+            if old is None and made is None:
+                continue  # made elsewhere: whether it is empty is unknown
+            if needs and not _flags_on(made, needs, key, env):
+                continue
+            if old is None:
+                old = NONE
+            if old.none or old.undef:  # may be empty: this call fills it
+                new: set = set()
+                if fwd is not None and not fwd.no_grad and not self.no_grad:
+                    if stored.graph and not callee.frozen:
+                        new.add(("G", call))
+                    for i in stored.params:
+                        new |= fwd.argument(i, pos, kws, CLEAN).taints
+                env[k] = Val(frozenset(old.taints | new), site=self._stmt)
+            if old.taints:
+                res = _with(res, taints=res.taints | old.taints)  # what an earlier call kept
+        return res
+
+    def _clears(self, recv: Val, key: _Opt[str], method: str, env: Dict[str, Val]) -> None:
+        """``encoder.clear_cache()``: a method of the class that resets a cache the
+        interpreter follows (``ClassFacts.cuts``) empties it."""
+        obj = recv.obj or ""
+        if key is None or not obj.startswith("user:"):
+            return
+        cf = self.r.cls(obj[5:])
+        if cf is None or not cf.cached:
+            return
+        for attr, _, _, _, _ in cf.cached:
+            k = key + attr[4:]
+            if k in env and method in cf.methods_cutting(attr):
+                env[k] = _with(NONE, site=self._stmt)
 
     def _pending_call(self, cls: str, method: str, pos, kws) -> Val:
         """While summarising: ``self.core.forward(embed, state)`` on a class not
@@ -1378,6 +1470,51 @@ class GraphFlow:
 
 
 _PARAMETER_OBJS = frozenset({"inst:torch.nn.Parameter", "inst:torch.nn.parameter.Parameter"})
+
+
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train", "eval"})
+
+
+def _construction(callee: Val, cls: str) -> _Opt[ast.Call]:
+    """``enc = Encoder(...)`` (or ``Encoder(...).to(dev)``) that bound ``callee``
+    in this unit: the call that made it, else None."""
+    site = callee.site
+    if not isinstance(site, ast.Assign) or len(site.targets) != 1:
+        return None
+    v = site.value
+    while isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr in _MOVES:
+        v = v.func.value
+    if isinstance(v, ast.Call) and dotted(v.func) == cls:
+        return v
+    return None
+
+
+def _flags_on(made: _Opt[ast.Call], needs, key: str, env: Dict[str, Val]) -> bool:
+    """Are the constructor arguments a cache needs (``cache_feature=True``) surely
+    true for the object ``made`` built? Given as a constant, or left to a true
+    default, and the attribute not set again since (``enc.cache_feature = False``)."""
+    if made is None:
+        return False
+    for attr, pname, idx, default in needs:
+        if f"{key}.{attr}" in env:
+            return False
+        given: _Opt[ast.expr] = None
+        for kw in made.keywords:
+            if kw.arg == pname:
+                given = kw.value
+            elif kw.arg is None:
+                return False  # **options: unknown
+        if given is None and idx < len(made.args):
+            if any(isinstance(a, ast.Starred) for a in made.args[: idx + 1]):
+                return False
+            given = made.args[idx]
+        if given is None:
+            if not default:
+                return False
+            continue
+        if not (isinstance(given, ast.Constant) and given.value):
+            return False
+    return True
 
 
 def _graph_free(v: Val) -> bool:

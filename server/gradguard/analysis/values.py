@@ -231,6 +231,22 @@ class ClassFacts:
     # and returns (``self.mem = self.beta * self.mem + x; return spike(self.mem)``):
     # with a graph in its input, that graph reaches the next call (a stateful neuron)
     keeps_input: Tuple[str, ...] = ()
+    # state forward keeps on the module across calls and hands back as it is on a
+    # later call (a cache: ``if self.cache is not None: return self.cache ...
+    # self.cache = x``), still on the graph of the call that stored it:
+    # (``"self.cache"``, what is stored (graph built inside / parameters it holds),
+    # the constructor arguments the caching path needs true: ((attribute, parameter,
+    # index, default true?), ...), is it None before the first call, its shape for a
+    # detach: "tensor" | "tuple" | "unknown")
+    cached: Tuple[Tuple[str, RetPos, Tuple[Tuple[str, str, int, bool], ...], bool, str], ...] = ()
+    # modules kept on the object that keep state of their own between calls (a
+    # stateful neuron: ``self.lif1 = snn.Leaky(beta=.9, init_hidden=True)``, or one
+    # inside ``self.net = nn.Sequential(...)``), called by forward: (attribute, raw
+    # constructor, its keyword arguments given as True, is its input built with a
+    # graph here (a layer with parameters before it), forward's parameters that
+    # flow into its input). Which constructors keep state is the knowledge table's
+    # (or the class's own facts), asked where the import table is known.
+    members: Tuple[Tuple[str, str, FrozenSet[str], bool, FrozenSet[int]], ...] = ()
 
     def methods_cutting(self, attr: str) -> FrozenSet[str]:
         return frozenset(m for m, attrs in self.cuts if attr in attrs)

@@ -1210,10 +1210,71 @@ def _after_statement(loop: ast.stmt, carry: V.Carry, names) -> int:
     return getattr(last, "end_lineno", last.lineno)
 
 
+def _kept_cache(carry: V.Carry, ctx) -> Optional[Tuple[str, str, str, bool, str]]:
+    """(object, attribute, class, is it None before the first call, shape) when the
+    carried value is a cache a module of the user's keeps on itself
+    (``ClassFacts.cached``, followed by the interpreter as ``<object>.<attribute>``)."""
+    if len(carry.names) != 1 or "." not in carry.names[0]:
+        return None
+    base, _, attr = carry.names[0].rpartition(".")
+    v = carry.entry.get(base) or carry.end.get(base)
+    obj = (v.obj if v is not None else None) or ""
+    if not obj.startswith("user:"):
+        return None
+    cf = interp.Resolver(ctx).cls(obj[5:])
+    if cf is None:
+        return None
+    for key, _, _, init_none, shape in cf.cached:
+        if key == "self." + attr:
+            return base, attr, obj[5:], init_none, shape
+    return None
+
+
+def _cache_finding(rule: Rule, carry: V.Carry, ctx, cache: Tuple[str, str, str, bool, str]) -> Finding:
+    """The cache's own words, and two fixes put before the call that hands it back:
+    detach it (preferred: it keeps the cached value, so every later step computes
+    what it computed, without the freed graph) or, where the cache starts empty,
+    empty it (the encoder computes it afresh and is trained every step)."""
+    base, attr, cls, init_none, shape = cache
+    name = f"{base}.{attr}"
+    bw = _code(carry.event.call)
+    msg = {
+        "en": f"`{base}(...)` hands back `{name}`, which `{cls}.forward` computed on an earlier call and keeps on the "
+        f"module still attached to that call's autograd graph; the next iteration's `{bw}` back-propagates into "
+        f"that already-freed graph (\"Trying to backward through the graph a second time\"). Detach the cache "
+        f"(it stays as it is), compute it afresh every iteration if `{base}` must be trained by every step, or "
+        f"freeze `{base}` (`{base}.requires_grad_(False)`) / fill the cache under `torch.no_grad()`.",
+        "zh": f"`{base}(...)` 返回的是 `{name}`：`{cls}.forward` 在之前某次调用时算出它并缓存在模块上，它仍连着那次调用的"
+        f"计算图；下一轮的 `{bw}` 会反向传播进这张已经释放的图（报错 \"Trying to backward through the graph a second "
+        f"time\"）。请对缓存 detach（值保持不变）；如果每一步都要训练 `{base}`，就每轮重新计算它；"
+        f"或者冻结 `{base}`（`{base}.requires_grad_(False)`），或在 `torch.no_grad()` 下填充缓存。",
+    }
+    fixes: List[Fix] = []
+    site = carry.site
+    if site.lineno > carry.loop.lineno:
+        edit = _detach_before(site, name, shape, ctx, guard=init_none, head=ctx.indent_of(carry.loop.lineno))
+        if edit is not None:
+            fixes.append(Fix({"en": f"Detach `{name}` before calling `{base}` (keeps the cached value, cuts the graph)",
+                              "zh": f"在调用 `{base}` 之前 detach `{name}`（保留缓存的值，切断计算图）"},
+                             (edit,), preferred=True))
+            if init_none:
+                pos = edit.range.start
+                indent = ctx.indent_of(site.lineno)
+                fixes.append(Fix({"en": f"Empty `{name}` before the call, so `{base}` computes it afresh (and is trained) "
+                                        f"every iteration",
+                                  "zh": f"调用前清空 `{name}`，让 `{base}` 每轮重新计算它（并得到训练）"},
+                                 (TextEdit(Range(pos, pos), f"{indent}{name} = None\n"),)))
+    data: Dict[str, object] = {"variable": name, "variables": [name], "stateful": True}
+    return Finding(rule.code, ctx.line_range(site), msg, rule.default_severity, _related(carry, ctx), tuple(fixes), data)
+
+
 def _finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Optional[Finding]:
     site = carry.site
     if not hasattr(site, "lineno"):
         return None
+    cache = _kept_cache(carry, ctx)
+    if cache is not None:
+        return _cache_finding(rule, carry, ctx, cache)
     data: Dict[str, object] = {"variable": carry.names[0], "variables": list(carry.names)}
     if carry.missing:
         data["attached_elements"] = list(carry.missing)
