@@ -1875,3 +1875,70 @@ def test_a_cache_filled_once_inside_a_function():
     assert f.range.start.line == line(text, "# <carry>")
     assert f.data["variable"] == "prompt.cache"
     assert not gg101(text.replace("prompt = Prompt()", "prompt = Prompt().requires_grad_(False)"))
+
+
+SNN_CLASS = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+    {imports}
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(4, 8)
+            self.lif1 = {neuron}
+            self.head = nn.Sequential(nn.Linear(8, 2), {neuron})
+
+        def forward(self, x):
+            {inside}
+            spk = self.lif1(self.fc1(x))
+            return self.head(spk)
+
+    net = Net()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    for data, targets in loader:
+        {reset}
+        spk_rec = []
+        for step in range(num_steps):
+            spk_rec.append(net(data))  # <carry>
+        loss = nn.functional.cross_entropy(torch.stack(spk_rec).sum(0), targets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+''')
+SNN_IMPORTS = "import snntorch as snn\nfrom snntorch import utils"
+SJ_IMPORTS = "from spikingjelly.activation_based import neuron, functional"
+
+
+@pytest.mark.parametrize("imports,neuron,inside,reset,reported", [
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "pass", "pass", True),
+    (SNN_IMPORTS, "snn.Synaptic(alpha=0.9, beta=0.8, init_hidden=True)", "pass", "pass", True),
+    ("from snntorch import Leaky", "Leaky(beta=0.9, init_hidden=True)", "pass", "pass", True),
+    (SJ_IMPORTS, "neuron.LIFNode(tau=2.0)", "pass", "pass", True),
+    ("from spikingjelly.clock_driven import neuron, functional", "neuron.IFNode()", "pass", "pass", True),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "pass", "utils.reset(net)", False),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "pass",
+     "for m in net.modules():\n        if hasattr(m, 'reset_mem'):\n            m.reset_mem()", False),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "utils.reset(self)", "pass", False),
+    (SJ_IMPORTS, "neuron.LIFNode(tau=2.0)", "pass", "functional.reset_net(net)", False),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9)", "pass", "pass", False),  # takes and returns mem: nothing kept inside
+    ("import mylib as snn", "snn.Leaky(beta=0.9, init_hidden=True)", "pass", "pass", False),  # not the library
+])
+def test_library_neurons_kept_on_a_module_of_the_user(imports, neuron, inside, reset, reported):
+    """snntorch's neurons with init_hidden=True and spikingjelly's neurons kept on a
+    network's attributes (``self.lif1``, inside ``self.head = nn.Sequential(...)``)
+    and called by its forward: a loop that calls ``net(data)`` per time step and never
+    resets them carries the last batch's graph (the knowledge table says which
+    classes keep state and which calls reset it; the class summary says which of
+    them the module holds and calls). The libraries are not test dependencies: the
+    runtime half is gg101_stateful_neurons_on_the_module.py's stand-in."""
+    text = SNN_CLASS.format(imports=imports, neuron=neuron, inside=inside, reset=reset)
+    fs = gg101(text)
+    if not reported:
+        assert fs == [], [f.message_in("en") for f in fs]
+        return
+    (f,) = fs
+    assert f.range.start.line == line(text, "# <carry>")
+    assert f.data["variables"][0].startswith("net.head.1.") and f.data["variables"][1].startswith("net.lif1.")
+    assert "reset" in f.message_in("en") and "重置" in f.message_in("zh")
+    assert f.fixes == ()  # a library's neurons: the message names its reset

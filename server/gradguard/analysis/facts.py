@@ -57,7 +57,9 @@ class _FactResolver(interp.Resolver):
         module: not seen from here. Its methods' results are composed where the
         summarised function is called (``FnFacts.calls``)."""
         got = super().ctor_obj(raw)
-        if got is None and raw != "?" and raw.rsplit(".", 1)[-1][:1].isupper() and not raw.startswith(("nn.", "torch.")):
+        last = raw.rsplit(".", 1)[-1]
+        if got is None and raw != "?" and last[:1].isupper() and not raw.startswith(("nn.", "torch.")) \
+                and not ("." in raw and last in K.STATEFUL_LIBRARY_NAMES):
             return "pending:" + raw
         return got
 
@@ -261,11 +263,14 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
     partial = V.ClassFacts(bases=bases, attrs=attr_t, has_forward=True)
     methods: List[Tuple[str, V.FnFacts]] = []
     states: list = []
+    member_calls: Dict[str, list] = {}
     for fn in defs:
         r = _FactResolver(cls.name, partial)
         r.current = None
         ask = states if fn.name == "forward" and _assigns_self(fn) else None
-        methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask)))
+        got = member_calls.setdefault(fn.name, [])
+        methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask,
+                                                members=got)))
     mdict = dict(methods)
     callers = [fn for fn in defs if _calls_own_method(fn, mdict)]
     for _ in range(OWN_METHOD_DEPTH):
@@ -309,9 +314,11 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
     keeps_input = tuple(sorted({v for k, v in states if k == "input"}))
     cached = _cached(cls, defs, [v for k, v in states if k == "cached"])
     states = [(k, v) for k, v in states if k not in ("input", "cached")]
+    members = _members(defs, member_calls) if member_calls.get("forward") else ()
     return V.ClassFacts(
         keeps_input=keeps_input,
         cached=cached,
+        members=members,
         carried=tuple((key, "list" if _a_list(defs, key[5:]) else _state_shape(v, partial), _ever_none(defs, key[5:]))
                       for key, v in states),
         cuts=tuple(sorted(cuts, key=lambda kv: kv[0])),
@@ -322,6 +329,93 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
     )
+
+
+def _member_ctors(defs) -> List[Tuple[str, str, frozenset, bool]]:
+    """Modules of the user's or of a library kept on the object (torch's own are
+    known anyway): ``self.lif1 = snn.Leaky(beta=.9, init_hidden=True)`` → ("lif1",
+    "snn.Leaky", {"init_hidden"}, False); each such element of ``self.net =
+    nn.Sequential(nn.Linear(4, 8), snn.Leaky(...))`` → ("net.1", ..., True when a
+    layer with parameters comes before it: its input has a graph)."""
+    out = []
+    for fn in defs:
+        for node in A.iter_nodes(fn.body):
+            if node.__class__ is not ast.Assign or len(node.targets) != 1:
+                continue
+            attr = _self_attr(node.targets[0])
+            value = _unmoved(node.value)
+            if attr is None or not isinstance(value, ast.Call):
+                continue
+            name = A.dotted(value.func) or ""
+            if name.rsplit(".", 1)[-1] == "Sequential" and name.startswith(("nn.", "torch.nn.")):
+                trained = False
+                for i, el in enumerate(value.args):
+                    raw = _ctor_name(el) if isinstance(el, ast.Call) else None
+                    if raw is None:
+                        continue
+                    if raw.startswith(("nn.", "torch.")):
+                        trained = trained or raw.rsplit(".", 1)[-1] not in K.PARAMETERLESS_MODULES
+                        continue
+                    out.append((f"{attr}.{i}", raw, _true_keywords(el), trained))  # type: ignore[arg-type]
+                continue
+            raw = _ctor_name(value)
+            if raw and raw != "?" and not raw.startswith(("nn.", "torch.")):
+                out.append((attr, raw, _true_keywords(value), False))
+    return out
+
+
+def _true_keywords(call: ast.Call) -> frozenset:
+    return frozenset(k.arg for k in call.keywords if k.arg and isinstance(k.value, ast.Constant) and k.value.value is True)
+
+
+def _members(defs, member_calls: Dict[str, list]) -> Tuple[Tuple[str, str, frozenset, bool, frozenset], ...]:
+    """``ClassFacts.members``: the modules of :func:`_member_ctors` that forward calls
+    (itself, or through a method of the class it calls), with what their input holds:
+    a graph built here, forward's parameters. A member forward resets itself
+    (``self.lif1.reset_mem()``, ``utils.reset(self)``) keeps nothing across calls."""
+    ctors = _member_ctors(defs)
+    if not ctors:
+        return ()
+    by_name = {fn.name: fn for fn in defs}
+    fwd = by_name["forward"]
+    runs = [fwd] + [by_name[m] for m in sorted({_self_attr(n.func) for n in A.iter_nodes(fwd.body)
+                                                  if isinstance(n, ast.Call)} - {None, "forward"})
+                    if m in by_name]
+    reset: set = set()
+    for fn in runs:
+        for n in A.iter_nodes(fn.body):
+            if not isinstance(n, ast.Call):
+                continue
+            f = n.func
+            last = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+            if last not in K.STATE_RESET_CALLS:
+                continue
+            if isinstance(f, ast.Attribute):
+                recv = A.dotted(f.value) or ""
+                if recv == "self":
+                    reset.add("")
+                elif recv.startswith("self."):
+                    reset.add(recv[5:].split(".", 1)[0])
+            if any(isinstance(a, ast.Name) and a.id == "self" for a in n.args):
+                reset.add("")
+    if "" in reset:
+        return ()
+    seen: Dict[str, Tuple[bool, frozenset]] = {}
+    for fn in runs:
+        own = fn is fwd
+        for m, taints in member_calls.get(fn.name, ()):
+            graph, params = seen.get(m, (False, frozenset()))
+            graph = graph or any(t[0] in ("G", "L") for t in taints)
+            if own:
+                params = params | frozenset(t[1] for t in taints if t[0] == "P")
+            seen[m] = (graph, params)
+    out = []
+    for attr, raw, kws, trained in ctors:
+        head = attr.split(".", 1)[0]
+        if head in seen and head not in reset:
+            graph, params = seen[head]
+            out.append((attr, raw, kws, graph or trained, params))
+    return tuple(sorted(set(out)))
 
 
 def _cached(cls: ast.ClassDef, defs, found) -> Tuple[Tuple[str, V.RetPos, Tuple[Tuple[str, str, int, bool], ...], bool, str], ...]:

@@ -11,7 +11,7 @@ import ast
 import re
 
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, target_names
+from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, target_names
 from gradguard.analysis.summary import query
 from gradguard.analysis.values import BackwardEvent, CLEAN, CONST, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, join, join_env, plain, tup, unsure
 
@@ -126,6 +126,23 @@ class Resolver:
                     return self.ctor_obj(raw)
         return None
 
+    def state_names(self, raw: str, keywords: FrozenSet[str]) -> Tuple[str, ...]:
+        """The attributes in which a module made by the (raw dotted) constructor
+        ``raw`` with these keywords given True keeps state between calls: a library
+        neuron of the knowledge table (``snn.Leaky(..., init_hidden=True)``: mem), or
+        a class of the user's whose forward rebuilds state on ``self`` from its input
+        and its last value (``ClassFacts.keeps_input``). () for anything else."""
+        q = self.qualify_raw(raw)
+        on = K.STATEFUL_LIBRARY_MODULES.get(q, False)
+        if on is not False:
+            if on is None or on in keywords:
+                return (K.STATE_ATTRIBUTES.get(q.split(".", 1)[0], "state"),)
+            return ()
+        cf = self.cls(raw)
+        if cf is not None and cf.keeps_input and not cf.carried:
+            return tuple(k[5:] for k in cf.keeps_input)
+        return ()
+
     def method_facts(self, obj: _Opt[str], name: str) -> _Opt[FnFacts]:
         if obj and obj.startswith("user:"):
             cf = self.cls(obj[5:])
@@ -233,6 +250,7 @@ class GraphFlow:
         # calls of the object's own attributes (``self.lif1(cur)``): (attribute, taints
         # of the arguments), for the class's summary (ClassFacts.members)
         self.member_calls: List[Tuple[str, FrozenSet]] = []
+        self._state_keys: set = set()  # the pseudo-variables of _neurons
 
     # -- entry points ----------------------------------------------------
     def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
@@ -674,9 +692,30 @@ class GraphFlow:
                     and isinstance(s.value, ast.Constant) and s.value.value is False):
                 env[owner] = _with(env[owner], frozen=True)
 
+    def _resets_modules(self, loop: ast.stmt, env: Dict[str, Val]) -> None:
+        """``for m in net.modules(): m.reset_mem()`` (or ``m.mem = m.mem.detach()``):
+        every state :meth:`_neurons` follows under ``net`` is emptied."""
+        it = loop.iter  # type: ignore[attr-defined]
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                and it.func.attr in ("modules", "children", "named_modules", "named_children")):
+            return
+        owner = dotted(it.func.value)
+        if owner is None:
+            return
+        for n in iter_nodes(loop.body):  # type: ignore[attr-defined]
+            f = n.func if isinstance(n, ast.Call) else None
+            if (isinstance(f, ast.Attribute) and f.attr in K.STATE_RESET_CALLS) or (
+                    isinstance(n, ast.Assign) and is_graph_cut(n.value)):
+                prefix = owner + "."
+                for k in [k for k in self._state_keys if k.startswith(prefix) and k in env]:
+                    env[k] = Val(site=loop)
+                return
+
     def loop(self, loop: ast.stmt, env: Dict[str, Val]) -> Dict[str, Val]:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             self._freeze_loop(loop, env)
+            if self._state_keys:
+                self._resets_modules(loop, env)
         entry = dict(env)
         self.loop_entries.setdefault(id(loop), entry)
         once = self._runs_at_least_once(loop)
@@ -983,6 +1022,8 @@ class GraphFlow:
     def call(self, call: ast.Call, env: Dict[str, Val]) -> Val:
         func = call.func
         ctx = self.r.ctx
+        if self._state_keys:
+            self._reset_states(call, env)
         # backward() and friends
         if is_backward_call(call, ctx):
             tgt = backward_target(call, ctx)
@@ -1109,6 +1150,8 @@ class GraphFlow:
             if key is not None:
                 env[key] = _with(env.get(key, CLEAN), taints=env.get(key, CLEAN).taints | {("L",)})
             return plain(recv.taints | {("L",)})
+        if key == "self" and self.self_obj is not None and recv.obj == self.self_obj:
+            self.member_calls.append((m, _union(pos, kws)))  # self.lif1(cur): for ClassFacts.members
         if recv.obj and recv.obj.startswith("pending:"):
             return self._pending_call(recv.obj[8:], m, pos, kws)
         if recv.obj and recv.obj.startswith(("user:", "inst:")):
@@ -1255,10 +1298,12 @@ class GraphFlow:
         constructor arguments the caching path needs seen to be true."""
         obj = callee.obj or ""
         cf = self.r.cls(obj[5:]) if key is not None and obj.startswith("user:") else None
-        if cf is None or not cf.cached:
+        if cf is None or not (cf.cached or cf.members):
             return res
         fwd = cf.method("forward")
-        made = _construction(callee, obj[5:])
+        if cf.members:
+            res = self._neurons(call, callee, key, cf, fwd, res, pos, kws, env)  # type: ignore[arg-type]
+        made = _construction(callee, obj[5:]) if cf.cached else None
         for attr, stored, needs, _, _ in cf.cached:
             k = key + attr[4:]  # self.cache -> text_encoder.cache
             old = env.get(k)
@@ -1277,8 +1322,55 @@ class GraphFlow:
                         new |= fwd.argument(i, pos, kws, CLEAN).taints
                 env[k] = Val(frozenset(old.taints | new), site=self._stmt)
             if old.taints:
-                res = _with(res, taints=res.taints | old.taints)  # what an earlier call kept
+                res = _tainted(res, old.taints)  # what an earlier call kept
         return res
+
+    def _neurons(self, call: ast.Call, callee: Val, key: str, cf: ClassFacts, fwd: _Opt[FnFacts], res: Val,
+                 pos, kws, env: Dict[str, Val]) -> Val:
+        """A call of a module of the user's that holds modules keeping state of their
+        own (``ClassFacts.members``: a stateful neuron in ``self.lif1`` or in
+        ``self.net = nn.Sequential(...)``): each one's state is the pseudo-variable
+        ``<callee>.<member>.<state>`` (``net.lif1.mem``), rebuilt by every call from
+        its last value and its input (a graph when a layer with parameters feeds it),
+        and what the call returns depends on it. A reset (``utils.reset(net)``,
+        ``functional.reset_net(net)``, ``net.lif1.reset_mem()``) empties it."""
+        for attr, raw, kws_on, graph, params in cf.members:
+            for nm in self.r.state_names(raw, kws_on):
+                k = f"{key}.{attr}.{nm}"
+                old = env.get(k)
+                new: set = set()
+                if not self.no_grad:
+                    if graph and not callee.frozen:
+                        new.add(("G", call))
+                    if fwd is not None:
+                        for i in params:
+                            new |= fwd.argument(i, pos, kws, CLEAN).taints
+                    if old is not None:
+                        new |= old.taints
+                env[k] = Val(frozenset(new), site=self._stmt)
+                self._state_keys.add(k)
+                self._dotted_bases.add(key.split(".", 1)[0])
+                if new:  # what the call returns is computed from the state it leaves
+                    res = _tainted(res, frozenset(new))
+        return res
+
+    def _reset_states(self, call: ast.Call, env: Dict[str, Val]) -> None:
+        """``utils.reset(net)``, ``functional.reset_net(net)``, ``net.lif1.reset_mem()``,
+        ``net.detach_hidden()``: the states :meth:`_neurons` follows under that object
+        are emptied (a call named like a reset, as the knowledge table lists them)."""
+        f = call.func
+        last = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else None)
+        if last not in K.STATE_RESET_CALLS:
+            return
+        owners = [dotted(a) for a in call.args]
+        if isinstance(f, ast.Attribute):
+            owners.append(dotted(f.value))
+        for o in owners:
+            if o is None:
+                continue
+            prefix = o + "."
+            for k in [k for k in self._state_keys if k.startswith(prefix) and k in env]:
+                env[k] = Val(site=self._stmt)
 
     def _clears(self, recv: Val, key: _Opt[str], method: str, env: Dict[str, Val]) -> None:
         """``encoder.clear_cache()``: a method of the class that resets a cache the
@@ -1473,6 +1565,12 @@ _PARAMETER_OBJS = frozenset({"inst:torch.nn.Parameter", "inst:torch.nn.parameter
 
 
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train", "eval"})
+
+
+def _tainted(v: Val, taints: FrozenSet) -> Val:
+    """``v`` that may also hold ``taints`` (every element of a tuple too)."""
+    elems = tuple(_tainted(e, taints) for e in v.elems) if v.elems is not None else None
+    return _with(v, taints=v.taints | taints, elems=elems)
 
 
 def _construction(callee: Val, cls: str) -> _Opt[ast.Call]:

@@ -220,6 +220,12 @@ STATEFUL_LIBRARY_MODULES = {
        for n in ("IFNode", "LIFNode", "ParametricLIFNode", "QIFNode", "EIFNode", "IzhikevichNode", "KLIFNode",
                  "MultiStepIFNode", "MultiStepLIFNode", "MultiStepParametricLIFNode")},
 }
+# Their class names: while a class is summarised (no import table yet) a member made
+# by one of them is a known kind of module -- its output carries its input's graph --
+# not a class of the user's whose facts are composed later.
+STATEFUL_LIBRARY_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in STATEFUL_LIBRARY_MODULES)
+# The attribute that state lives in, by library (the name GG101's findings give it).
+STATE_ATTRIBUTES = {"snntorch": "mem", "spikingjelly": "v"}
 # What resets or cuts that state, by the last part of the name called: snntorch's
 # ``utils.reset(net)`` / ``neuron.reset_mem()`` / ``detach_hidden()``,
 # spikingjelly's ``functional.reset_net(net)`` / ``neuron.reset()``, and the

@@ -28,6 +28,7 @@ module's ``forward`` driven by a training loop) is the same bug one level up.
 from __future__ import annotations
 
 import ast
+import re
 
 from gradguard.analysis import facts as _facts
 from gradguard.analysis import ast_util as A
@@ -1251,21 +1252,103 @@ def _cache_finding(rule: Rule, carry: V.Carry, ctx, cache: Tuple[str, str, str, 
     }
     fixes: List[Fix] = []
     site = carry.site
-    if site.lineno > carry.loop.lineno:
-        edit = _detach_before(site, name, shape, ctx, guard=init_none, head=ctx.indent_of(carry.loop.lineno))
+    first = carry.loop.body[0]  # type: ignore[attr-defined]
+    if site.lineno > carry.loop.lineno and _body_indent(carry.loop, ctx) is not None:
+        # at the top of the iteration: it cuts exactly the edge between iterations
+        edit = _detach_before(first, name, shape, ctx, guard=init_none, head=ctx.indent_of(carry.loop.lineno))
         if edit is not None:
-            fixes.append(Fix({"en": f"Detach `{name}` before calling `{base}` (keeps the cached value, cuts the graph)",
-                              "zh": f"在调用 `{base}` 之前 detach `{name}`（保留缓存的值，切断计算图）"},
+            fixes.append(Fix({"en": f"Detach `{name}` at the start of each iteration (keeps the cached value, cuts the graph)",
+                              "zh": f"在每轮迭代开始时 detach `{name}`（保留缓存的值，切断计算图）"},
                              (edit,), preferred=True))
             if init_none:
                 pos = edit.range.start
-                indent = ctx.indent_of(site.lineno)
-                fixes.append(Fix({"en": f"Empty `{name}` before the call, so `{base}` computes it afresh (and is trained) "
-                                        f"every iteration",
-                                  "zh": f"调用前清空 `{name}`，让 `{base}` 每轮重新计算它（并得到训练）"},
+                indent = ctx.indent_of(first.lineno)
+                fixes.append(Fix({"en": f"Empty `{name}` at the start of each iteration, so `{base}` computes it afresh "
+                                        f"(and is trained) every iteration",
+                                  "zh": f"在每轮迭代开始时清空 `{name}`，让 `{base}` 每轮重新计算它（并得到训练）"},
                                  (TextEdit(Range(pos, pos), f"{indent}{name} = None\n"),)))
     data: Dict[str, object] = {"variable": name, "variables": [name], "stateful": True}
     return Finding(rule.code, ctx.line_range(site), msg, rule.default_severity, _related(carry, ctx), tuple(fixes), data)
+
+
+def unit_words_of(node: ast.AST, ctx) -> frozenset:
+    """The identifiers written in ``node``'s lines (names a fix must not take)."""
+    end = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+    text = "\n".join(ctx.index.line(i) for i in range(node.lineno - 1, end))  # type: ignore[attr-defined]
+    return frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+
+
+def _member_states(carry: V.Carry, ctx) -> Optional[Tuple[str, List[Tuple[str, str, Tuple[str, ...], bool]]]]:
+    """(object, [(member, class, state attributes, a library's?)]) when every carried
+    name is the state of a module kept on an object of the user's
+    (``ClassFacts.members``, followed by the interpreter as ``net.lif1.mem``)."""
+    first = carry.names[0]
+    base = first.split(".", 1)[0]
+    v = carry.entry.get(base) or carry.end.get(base)
+    obj = (v.obj if v is not None else None) or ""
+    if not obj.startswith("user:"):
+        return None
+    r = interp.Resolver(ctx)
+    cf = r.cls(obj[5:])
+    if cf is None or not cf.members:
+        return None
+    found = []
+    names = set(carry.names)
+    for attr, raw, kws, _, _ in cf.members:
+        states = r.state_names(raw, kws)
+        hit = tuple(nm for nm in states if f"{base}.{attr}.{nm}" in names)
+        if hit:
+            names -= {f"{base}.{attr}.{nm}" for nm in hit}
+            lib = r.qualify_raw(raw) in K.STATEFUL_LIBRARY_MODULES
+            found.append((attr, raw, hit, lib))
+    return (base, found) if found and not names else None
+
+
+def _member_state_finding(rule: Rule, carry: V.Carry, ctx, net: str, members) -> Finding:
+    """Neurons kept on a user's module, called through it in a loop that never resets
+    them. Preferred fix where every one is a class of the user's (its state attributes
+    known): detach their state before the call, for every such module in ``net``
+    (keeps the state, cuts the graph). A library's neurons: the message names the
+    library's reset; no edit (it would need an import the file may not have)."""
+    shown = ", ".join(f"`{net}.{attr}` ({raw.rsplit('.', 1)[-1]})" for attr, raw, _, _ in members)
+    msg = {
+        "en": f"`{net}(...)` runs modules that keep their state on themselves between calls ({shown}), computed from "
+        f"this iteration's autograd graph; nothing in the loop resets them, so the next iteration's backward() runs "
+        f"into the already-freed graph (\"Trying to backward through the graph a second time\"). Reset them every "
+        f"iteration (snntorch: `utils.reset({net})`; spikingjelly: `functional.reset_net({net})`) or detach them.",
+        "zh": f"`{net}(...)` 运行的模块会在两次调用之间把状态保存在自身上（{shown}），而这个状态来自本轮迭代的计算图；"
+        f"循环里没有重置它们，于是下一轮的 backward() 会回溯进已经释放的图（报错 \"Trying to backward through the "
+        f"graph a second time\"）。请每轮重置它们（snntorch：`utils.reset({net})`；spikingjelly："
+        f"`functional.reset_net({net})`）或对它们做 detach。",
+    }
+    fixes: Tuple[Fix, ...] = ()
+    site = carry.site
+    by_cls: Dict[str, set] = {}
+    for _, raw, states, lib in members:
+        if lib:
+            by_cls = {}
+            break
+        by_cls.setdefault(raw, set()).update(states)
+    indent = _body_indent(carry.loop, ctx)
+    if by_cls and site.lineno > carry.loop.lineno and indent is not None:
+        # at the top of the iteration, not before the call: a call inside an inner loop
+        # of time steps must keep its graph from step to step within the iteration
+        first = carry.loop.body[0]  # type: ignore[attr-defined]
+        step = _indent_unit(carry.loop, indent, ctx)
+        words = unit_words_of(carry.loop, ctx)
+        m = next(n for n in ("_m", "_mod", "_gg_m", "_gg_module") if n not in words)
+        text = f"{indent}for {m} in {net}.modules():\n"
+        for cls, attrs in sorted(by_cls.items()):
+            cond = " and ".join([f"isinstance({m}, {cls})"] + [f'hasattr({m}.{a}, "detach")' for a in sorted(attrs)])
+            body = "".join(f"{indent}{step}{step}{m}.{a} = {m}.{a}.detach()\n" for a in sorted(attrs))
+            text += f"{indent}{step}if {cond}:\n{body}"
+        pos = Position(first.lineno - 1, 0)
+        fixes = (Fix({"en": f"Detach the state of every stateful module in `{net}` at the start of each iteration "
+                            f"(keeps the state, cuts the graph)",
+                      "zh": f"在每轮迭代开始时 detach `{net}` 中每个有状态模块的状态（保留状态，切断计算图）"},
+                     (TextEdit(Range(pos, pos), text),), preferred=True),)
+    data: Dict[str, object] = {"variable": carry.names[0], "variables": list(carry.names), "stateful": True}
+    return Finding(rule.code, ctx.line_range(site), msg, rule.default_severity, _related(carry, ctx), fixes, data)
 
 
 def _finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Optional[Finding]:
@@ -1275,6 +1358,9 @@ def _finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None)
     cache = _kept_cache(carry, ctx)
     if cache is not None:
         return _cache_finding(rule, carry, ctx, cache)
+    members = _member_states(carry, ctx)
+    if members is not None:
+        return _member_state_finding(rule, carry, ctx, *members)
     data: Dict[str, object] = {"variable": carry.names[0], "variables": list(carry.names)}
     if carry.missing:
         data["attached_elements"] = list(carry.missing)
