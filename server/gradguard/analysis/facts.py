@@ -314,7 +314,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
     keeps_input = tuple(sorted({v for k, v in states if k == "input"}))
     cached = _cached(cls, defs, [v for k, v in states if k == "cached"])
     states = [(k, v) for k, v in states if k not in ("input", "cached")]
-    members = _members(defs, member_calls) if member_calls.get("forward") else ()
+    members = _members(defs, assigns, member_calls) if member_calls.get("forward") else ()
     return V.ClassFacts(
         keeps_input=keeps_input,
         cached=cached,
@@ -331,16 +331,16 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
     )
 
 
-def _member_ctors(defs) -> List[Tuple[str, str, frozenset, bool]]:
+def _member_ctors(assigns) -> List[Tuple[str, str, frozenset, bool]]:
     """Modules of the user's or of a library kept on the object (torch's own are
     known anyway): ``self.lif1 = snn.Leaky(beta=.9, init_hidden=True)`` → ("lif1",
     "snn.Leaky", {"init_hidden"}, False); each such element of ``self.net =
     nn.Sequential(nn.Linear(4, 8), snn.Leaky(...))`` → ("net.1", ..., True when a
     layer with parameters comes before it: its input has a graph)."""
     out = []
-    for fn in defs:
-        for node in A.iter_nodes(fn.body):
-            if node.__class__ is not ast.Assign or len(node.targets) != 1:
+    for fn_assigns in assigns:  # each method's assignments (class_facts walked them once)
+        for node in fn_assigns:
+            if len(node.targets) != 1:
                 continue
             attr = _self_attr(node.targets[0])
             value = _unmoved(node.value)
@@ -368,19 +368,18 @@ def _true_keywords(call: ast.Call) -> frozenset:
     return frozenset(k.arg for k in call.keywords if k.arg and isinstance(k.value, ast.Constant) and k.value.value is True)
 
 
-def _members(defs, member_calls: Dict[str, list]) -> Tuple[Tuple[str, str, frozenset, bool, frozenset], ...]:
+def _members(defs, assigns, member_calls: Dict[str, list]) -> Tuple[Tuple[str, str, frozenset, bool, frozenset], ...]:
     """``ClassFacts.members``: the modules of :func:`_member_ctors` that forward calls
     (itself, or through a method of the class it calls), with what their input holds:
     a graph built here, forward's parameters. A member forward resets itself
     (``self.lif1.reset_mem()``, ``utils.reset(self)``) keeps nothing across calls."""
-    ctors = _member_ctors(defs)
+    ctors = _member_ctors(assigns)
     if not ctors:
         return ()
     by_name = {fn.name: fn for fn in defs}
     fwd = by_name["forward"]
-    runs = [fwd] + [by_name[m] for m in sorted({_self_attr(n.func) for n in A.iter_nodes(fwd.body)
-                                                  if isinstance(n, ast.Call)} - {None, "forward"})
-                    if m in by_name]
+    called = {_self_attr(n.func) for n in A.iter_nodes(fwd.body) if isinstance(n, ast.Call)}
+    runs = [fwd] + [by_name[m] for m in sorted(n for n in called if n is not None and n != "forward" and n in by_name)]
     reset: set = set()
     for fn in runs:
         for n in A.iter_nodes(fn.body):

@@ -1297,12 +1297,14 @@ class GraphFlow:
         unit (so the cache starts empty) or the cache already followed, and the
         constructor arguments the caching path needs seen to be true."""
         obj = callee.obj or ""
-        cf = self.r.cls(obj[5:]) if key is not None and obj.startswith("user:") else None
+        if key is None or not obj.startswith("user:"):
+            return res
+        cf = self.r.cls(obj[5:])
         if cf is None or not (cf.cached or cf.members):
             return res
         fwd = cf.method("forward")
         if cf.members:
-            res = self._neurons(call, callee, key, cf, fwd, res, pos, kws, env)  # type: ignore[arg-type]
+            res = self._neurons(call, callee, key, cf, fwd, res, pos, kws, env)
         made = _construction(callee, obj[5:]) if cf.cached else None
         for attr, stored, needs, _, _ in cf.cached:
             k = key + attr[4:]  # self.cache -> text_encoder.cache
