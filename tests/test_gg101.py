@@ -1942,3 +1942,22 @@ def test_library_neurons_kept_on_a_module_of_the_user(imports, neuron, inside, r
     assert f.data["variables"][0].startswith("net.head.1.") and f.data["variables"][1].startswith("net.lif1.")
     assert "reset" in f.message_in("en") and "重置" in f.message_in("zh")
     assert f.fixes == ()  # a library's neurons: the message names its reset
+
+
+@pytest.mark.parametrize("reset,reported", [
+    ("net.reset_()", False),  # a method of the class that resets its neurons
+    ("net.clear()", False),  # a method the class's facts do not show (inherited): unknown
+    ("log_spikes(net)", False),  # the object handed to a function not of torch's: unknown
+    ("functional.detach_net(net)", False),
+    ("net.describe()", True),  # a method of the class that resets nothing
+])
+def test_what_resets_neurons_kept_on_a_module(reset, reported):
+    """spikingjelly's examples reset through a method of the network
+    (``def reset_(self): functional.reset_net(self)``, called after the step):
+    a method whose body resets, one that cannot be seen, or a function the object
+    is handed to may reset the neurons, so nothing is proven there."""
+    text = SNN_CLASS.format(imports=SJ_IMPORTS, neuron="neuron.LIFNode(tau=2.0)", inside="pass", reset=reset)
+    text = text.replace("    def forward(self, x):", "    def reset_(self):\n        functional.reset_net(self)\n\n"
+                        "    def describe(self):\n        return 'snn'\n\n    def forward(self, x):")
+    fs = gg101(text)
+    assert len(fs) == (1 if reported else 0), [f.message_in("en") for f in fs]

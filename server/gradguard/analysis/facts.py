@@ -319,6 +319,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         keeps_input=keeps_input,
         cached=cached,
         members=members,
+        resetting=_resetting(defs) if members else frozenset(),
         carried=tuple((key, "list" if _a_list(defs, key[5:]) else _state_shape(v, partial), _ever_none(defs, key[5:]))
                       for key, v in states),
         cuts=tuple(sorted(cuts, key=lambda kv: kv[0])),
@@ -362,6 +363,31 @@ def _member_ctors(assigns) -> List[Tuple[str, str, frozenset, bool]]:
             if raw and raw != "?" and not raw.startswith(("nn.", "torch.")):
                 out.append((attr, raw, _true_keywords(value), False))
     return out
+
+
+def _resetting(defs) -> frozenset:
+    """Methods other than forward that reset or detach what the object's modules keep:
+    a call named like a reset (``functional.reset_net(self)``, ``self.lif1.reset_mem()``),
+    or a call of such a method of the class."""
+    calls: Dict[str, set] = {}
+    out = set()
+    for fn in defs:
+        if fn.name == "forward":
+            continue
+        own = calls.setdefault(fn.name, set())
+        for n in A.iter_nodes(fn.body):
+            if not isinstance(n, ast.Call):
+                continue
+            f = n.func
+            last = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+            if last in K.STATE_RESET_CALLS:
+                out.add(fn.name)
+            name = _self_attr(f)
+            if name is not None:
+                own.add(name)
+    for _ in range(3):
+        out |= {m for m, cs in calls.items() if cs & out}
+    return frozenset(out)
 
 
 def _true_keywords(call: ast.Call) -> frozenset:

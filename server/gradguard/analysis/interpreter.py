@@ -1157,6 +1157,8 @@ class GraphFlow:
         if recv.obj and recv.obj.startswith(("user:", "inst:")):
             if m in _SELF_METHODS:
                 return recv
+            if self._state_keys and key is not None and m not in _MODULE_METHODS and m != "forward":
+                self._method_resets(recv, key, m, env)
             facts = self.r.method_facts(recv.obj, m)
             if facts is not None:
                 res = self._apply_facts(call, facts, pos, kws, env, m)
@@ -1362,17 +1364,35 @@ class GraphFlow:
         are emptied (a call named like a reset, as the knowledge table lists them)."""
         f = call.func
         last = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else None)
-        if last not in K.STATE_RESET_CALLS:
-            return
-        owners = [dotted(a) for a in call.args]
-        if isinstance(f, ast.Attribute):
-            owners.append(dotted(f.value))
+        owners: List[_Opt[str]] = []
+        if last in K.STATE_RESET_CALLS:
+            owners = [dotted(a) for a in call.args]
+            if isinstance(f, ast.Attribute):
+                owners.append(dotted(f.value))
+        elif not (self.r.qualify(f) or "").startswith("torch."):
+            # the object itself handed to a function not of torch's (``log_spikes(net)``,
+            # a library's helper): what it does to the states is unknown, not kept
+            owners = [dotted(a) for a in call.args if isinstance(a, (ast.Name, ast.Attribute))]
+            owners += [dotted(k.value) for k in call.keywords if isinstance(k.value, (ast.Name, ast.Attribute))]
         for o in owners:
             if o is None:
                 continue
             prefix = o + "."
             for k in [k for k in self._state_keys if k.startswith(prefix) and k in env]:
                 env[k] = Val(site=self._stmt)
+
+    def _method_resets(self, recv: Val, key: str, method: str, env: Dict[str, Val]) -> None:
+        """``net.reset_()`` whose body resets what the modules keep
+        (``ClassFacts.resetting``), or a method the class's facts do not show (a base
+        class's, a library's): the states :meth:`_neurons` follows under ``net`` are
+        emptied -- what an unseen method does to them is unknown, not kept."""
+        obj = recv.obj or ""
+        cf = self.r.cls(obj[5:]) if obj.startswith("user:") else None
+        if cf is not None and cf.method(method) is not None and method not in cf.resetting:
+            return
+        prefix = key + "."
+        for k in [k for k in self._state_keys if k.startswith(prefix) and k in env]:
+            env[k] = Val(site=self._stmt)
 
     def _clears(self, recv: Val, key: _Opt[str], method: str, env: Dict[str, Val]) -> None:
         """``encoder.clear_cache()``: a method of the class that resets a cache the

@@ -232,4 +232,5 @@ STATE_ATTRIBUTES = {"snntorch": "mem", "spikingjelly": "v"}
 # same words on a model of the user's.
 STATE_RESET_CALLS = frozenset({"reset", "reset_net", "reset_mem", "reset_hidden", "reset_state", "reset_states",
                                "detach_hidden", "init_leaky", "init_synaptic", "detach_states", "detach_state",
-                               "repackage_hidden", "init_hidden", "init_state", "zero_state"})
+                               "repackage_hidden", "init_hidden", "init_state", "zero_state", "detach_net",
+                               "zero_states", "reset_neurons"})

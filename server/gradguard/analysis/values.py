@@ -247,6 +247,9 @@ class ClassFacts:
     # flow into its input). Which constructors keep state is the knowledge table's
     # (or the class's own facts), asked where the import table is known.
     members: Tuple[Tuple[str, str, FrozenSet[str], bool, FrozenSet[int]], ...] = ()
+    # methods that reset or detach the state of the modules it holds (a call named
+    # like a reset, ``functional.reset_net(self)`` in ``def reset_(self)``)
+    resetting: FrozenSet[str] = EMPTY
 
     def methods_cutting(self, attr: str) -> FrozenSet[str]:
         return frozenset(m for m, attrs in self.cuts if attr in attrs)
