@@ -526,3 +526,36 @@ def test_distribution_table_matches_torch():
         if claims != (seen == "crash"):
             wrong.append((text, seen, claims))
     assert not wrong, wrong
+
+
+SHAPE_ONLY = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    model = nn.Sequential(nn.Linear(6, 6), nn.Tanh())
+    other = nn.Sequential(nn.Linear(6, 6), nn.Tanh())
+
+
+    def compare():
+        x = torch.randn(4, 6, requires_grad=True)
+        y_packed = other(x)
+        y_ref = model(x).view_as(y_packed)
+        loss_ref = y_ref.square().mean()
+        loss_packed = y_packed.square().mean()
+        loss_ref.backward()
+        loss_packed.backward()
+""")
+
+
+@pytest.mark.parametrize("method", ["view_as", "reshape_as", "expand_as", "type_as"])
+def test_an_argument_that_lends_only_its_shape_shares_no_graph(method):
+    # spikingjelly's fused conv-bn test: y_ref borrows y_packed's shape, not its graph
+    assert gg103(SHAPE_ONLY.replace("view_as", method)) == []
+
+
+@pytest.mark.parametrize("method", ["view_as", "reshape_as", "expand_as", "type_as"])
+def test_the_receiver_of_a_shape_method_keeps_its_graph(method):
+    # y_ref *is* y_packed reshaped: its backward frees y_packed's graph
+    src = SHAPE_ONLY.replace("model(x).view_as(y_packed)", f"y_packed.{method}(x)")
+    found = gg103(src)
+    assert [f.range.start.line + 1 for f in found] == [15]

@@ -1174,6 +1174,9 @@ class GraphFlow:
             if sub is not None:
                 return self._apply(call, Val(obj=sub), None, pos, kws, _union(pos, kws), env)
             return CLEAN if m in _MODULE_METHODS else plain(_union(pos, kws))
+        if m in K.SHAPE_ARGUMENT_METHODS:
+            # y.view_as(other): `other` lends a shape, not its graph
+            return self._op(call, recv.taints) if recv.taints else CLEAN
         t = recv.taints | _union(pos, kws)
         if not self.no_grad and self._threads_state(call, recv, unknown_ok=True):
             # out, h = obj.step(x, h) / h = model.cell(x, h) on an object we cannot see

@@ -66,6 +66,11 @@ FACTORY_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "
                              "numel", "nelement", "argmax", "argmin", "eq", "ne", "lt", "gt", "le", "ge",
                              "isnan", "isinf", "nonzero", "any", "all", "zero_"})
 
+# Methods that read only the *shape or dtype* of their tensor argument (x.view_as(other)): the
+# result's graph is the receiver's alone; `other` is not part of it (checked with torch 2.13:
+# `a.view_as(b).grad_fn` reaches a, never b).
+SHAPE_ARGUMENT_METHODS = frozenset({"view_as", "reshape_as", "expand_as", "type_as"})
+
 # Methods whose result is an integer/bool tensor: no graph (x.long(), x.argmax()).
 # (Not bernoulli/poisson: sampling from a tensor that requires grad keeps a grad_fn.)
 INTEGER_METHODS = frozenset({"long", "int", "short", "bool", "byte", "char", "argmax", "argmin", "argsort",
