@@ -559,3 +559,199 @@ def test_the_receiver_of_a_shape_method_keeps_its_graph(method):
     src = SHAPE_ONLY.replace("model(x).view_as(y_packed)", f"y_packed.{method}(x)")
     found = gg103(src)
     assert [f.range.start.line + 1 for f in found] == [15]
+# ---------------------------------------------------------------------------
+# freed graphs followed out of a loop (the interpreter's freed set, values.FREED)
+
+INNER = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    netG = nn.Sequential(nn.Linear(4, 8), nn.Tanh())
+    netD = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())
+    optG = torch.optim.Adam(netG.parameters())
+    optD = torch.optim.Adam(netD.parameters())
+    n_g = 2
+    for real in [torch.randn(8, 8) for _ in range(3)]:
+    BEFORE
+        for _ in RANGE:
+            假样本 = netG(torch.randn(8, 4))  # 生成器的输出
+            g_loss = -netD(假样本).mean()
+            g_loss.BACKWARD
+            optG.step()
+            netG.zero_grad()
+    JUMP
+        d_loss = netD(real).mean() - netD(假样本).mean()
+        d_loss.backward()
+        optD.step()
+""")
+
+
+def inner(before="", rng="range(n_g)", backward="backward()", jump=""):
+    src = INNER.replace("BEFORE\n", f"    {before}\n" if before else "")
+    src = src.replace("RANGE", rng).replace("BACKWARD", backward)
+    return src.replace("JUMP\n", f"        {jump}\n" if jump else "")
+
+
+def test_value_from_an_inner_loop_whose_backward_freed_it_is_reported_after_the_loop():
+    src = inner()
+    [f] = gg103(src)
+    assert lines_of([f]) == [17] and f.data["variable"] == "假样本" and f.data["first_backward_line"] == 13
+    assert "in the loop on line 10" in f.message_in("en") and "第 10 行的循环" in f.message_in("zh")
+    [fix] = f.fixes
+    fixed = apply_text_edits(src, fix.edits)
+    assert "d_loss = netD(real).mean() - netD(假样本.detach()).mean()\n" in fixed  # a column past CJK text
+    assert "g_loss = -netD(假样本).mean()" in fixed and gg103(fixed) == []
+
+
+def test_a_trip_count_the_text_does_not_state_proves_nothing_when_the_value_was_bound_before():
+    assert gg103(inner(before="假样本 = netG(torch.randn(8, 4)).detach()")) == []
+    # ... a literal range says the body runs: the loop's last value is what the loss reads
+    assert lines_of(gg103(inner(before="假样本 = netG(torch.randn(8, 4)).detach()", rng="range(2)"))) == [18]
+    assert gg103(inner(before="假样本 = netG(torch.randn(8, 4)).detach()", rng="range(0)")) == []
+
+
+def test_no_proof_when_the_loop_may_leave_early_or_the_graph_is_kept():
+    assert gg103(inner(rng="range(2)", jump="")) != []
+    src = inner(rng="range(2)").replace("        netG.zero_grad()\n", "        netG.zero_grad()\n        if g_loss < 0:\n            break\n")
+    assert gg103(src) == []
+    assert gg103(inner(backward="backward(retain_graph=True)")) == []
+    assert gg103(inner(backward="backward(None, True)")) == []  # retain_graph passed by position
+    assert gg103(inner(backward="backward(**kw)")) == []
+
+
+def test_a_handler_does_not_count_a_backward_its_try_body_may_not_have_reached():
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        G = nn.Linear(4, 4)
+        D = nn.Linear(4, 1)
+        for step in range(3):
+            fake = G(torch.randn(2, 4))
+            try:
+                D(fake).sum().backward()
+            except RuntimeError:
+                pass
+            D(fake).mean().backward()
+    """)
+    assert gg103(src) == []
+    assert lines_of(gg103(src.replace("    except RuntimeError:\n        pass\n",
+                                      "    finally:\n        pass\n"))) == [12]
+
+
+# ---------------------------------------------------------------------------
+# containers a function reaches from outside (FnFacts.containers)
+
+REINFORCE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    from torch.distributions import Categorical
+
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+            self.saved_log_probs = []
+
+        def forward(self, x):
+            return torch.softmax(self.fc(x), dim=-1)
+
+
+    policy = Policy()
+    optimizer = torch.optim.Adam(policy.parameters())
+
+
+    def select_action(state):
+        m = Categorical(policy(state))
+        action = m.sample()
+        policy.saved_log_probs.append(m.log_prob(action))
+        return action.item()
+
+
+    def finish_episode():
+        loss = -torch.stack(policy.saved_log_probs).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    CLEAR
+
+    for episode in range(3):
+        for t in range(5):
+            select_action(torch.randn(4))
+        finish_episode()
+        BETWEEN
+        finish_episode()
+        del policy.saved_log_probs[:]
+""")
+
+
+def reinforce(clear="", between=""):
+    src = REINFORCE.replace("CLEAR\n", f"    {clear}\n" if clear else "")
+    return src.replace("    BETWEEN\n", f"    {between}\n" if between else "")
+
+
+def test_summaries_say_what_a_function_does_to_a_list_kept_on_a_global_object():
+    import ast
+
+    from gradguard.analysis import values as V
+    from gradguard.analysis.facts import summarize_graph_facts
+
+    summary = {k: v for s in ast.parse(reinforce()).body for k, v in summarize_graph_facts(s)}
+    [sel] = summary["fn:select_action"].containers
+    assert (sel.path, sel.appends, sel.backprops, sel.frees, sel.clears) == ("policy.saved_log_probs", True, False, False, False)
+    assert "policy" in sel.saving_via  # a module where it is called: the appended log-prob saved tensors
+    [fin] = summary["fn:finish_episode"].containers
+    assert (fin.path, fin.appends, fin.backprops, fin.frees, fin.clears) == ("policy.saved_log_probs", False, True, True, False)
+    assert isinstance(fin, V.ContainerEffect)
+
+
+def test_a_helper_called_twice_on_a_list_it_does_not_clear_is_a_second_backward():
+    [f] = gg103(reinforce())
+    assert lines_of([f]) == [37] and f.data["first_backward_line"] == 36 and f.fixes == ()
+    assert "policy.saved_log_probs" in f.message_in("en") and "del policy.saved_log_probs[:]" in f.message_in("zh")
+
+
+@pytest.mark.parametrize("clear", ["del policy.saved_log_probs[:]", "policy.saved_log_probs.clear()",
+                                   "policy.saved_log_probs = []"])
+def test_a_list_cleared_by_the_helper_or_between_the_calls_is_silent(clear):
+    assert gg103(reinforce(clear=clear)) == []
+    assert gg103(reinforce(between=clear)) == []
+
+
+def test_a_helper_whose_backward_may_not_run_proves_nothing():
+    src = reinforce().replace("    loss.backward()\n", "    if len(policy.saved_log_probs) > 4:\n        loss.backward()\n")
+    assert "    if len(" in src and gg103(src) == []
+    early = reinforce().replace("    loss = -torch", "    if not policy.saved_log_probs:\n        return\n    loss = -torch")
+    assert "        return\n" in early and gg103(early) == []
+
+
+def test_a_list_reached_through_a_parameter_is_named_by_the_argument():
+    src = reinforce().replace("def finish_episode():", "def finish_episode(agent):").replace(
+        "torch.stack(policy.saved_log_probs)", "torch.stack(agent.saved_log_probs)").replace(
+        "finish_episode()\n", "finish_episode(policy)\n")
+    assert lines_of(gg103(src)) == [37]
+
+
+def test_a_value_joined_from_a_freed_graph_and_a_fresh_one_proves_nothing():
+    """``feat`` after an inner loop that may not run holds either the graph an earlier
+    loop freed or a fresh one: no proof (the earlier graph is surely freed, the value
+    only may hold it)."""
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        enc = nn.Linear(3, 4)
+        head = nn.Linear(4, 1)
+        for step in range(2):
+            feat = enc(torch.randn(2, 3))
+            head(feat).sum().backward()
+        for i in range(4):
+            for _ in range((i + 1) % 2):
+                feat = enc(torch.randn(2, 3))
+            head(feat).pow(2).mean().backward()
+    """)
+    assert gg103(src) == []
+    # every graph it may hold freed: the earlier loop's value, read again
+    read_again = src.replace("    for _ in range((i + 1) % 2):\n        feat = enc(torch.randn(2, 3))\n", "")
+    assert "range((i" not in read_again and lines_of(gg103(read_again)) == [10]

@@ -258,6 +258,26 @@ def _looks_like_tensor_receiver(recv: ast.AST) -> bool:
     return last not in K.BACKWARD_OWNERS
 
 
+def surely_frees(call: ast.Call, ctx=None) -> bool:
+    """A backward call that frees the graph it runs through, whatever the program's
+    values: no ``retain_graph``/``create_graph`` (nor ``retain_variables``, the name
+    before PyTorch 0.4) other than a literal False or None, no ``**kwargs`` or
+    ``*args`` that could pass one, and no positional argument in retain_graph's place
+    (``loss.backward(g, True)``, ``torch.autograd.grad(y, x, None, True)``)."""
+    for kw in call.keywords:
+        if kw.arg is None:
+            return False
+        if kw.arg in ("retain_graph", "create_graph", "retain_variables"):
+            v = kw.value
+            if not (isinstance(v, ast.Constant) and v.value in (False, None)):
+                return False
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    q = qualify(call.func, ctx)
+    limit = 3 if q == "torch.autograd.grad" else 2 if q == "torch.autograd.backward" else 1
+    return len(call.args) <= limit
+
+
 def has_create_graph(call: ast.Call) -> bool:
     """``create_graph=True``: a higher-order step (MAML-style unrolling) that keeps
     the graph on purpose; values carried through it are meant to be."""

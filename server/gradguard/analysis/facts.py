@@ -97,7 +97,75 @@ def _needs_interpretation(body) -> bool:
                 return True
             if isinstance(f, ast.Name) and name not in _BUILTINS:
                 return True
+            if name in _FILLS and isinstance(f.value, ast.Attribute):  # type: ignore[attr-defined]
+                return True  # policy.saved_log_probs.append(...): a container kept outside
+        if isinstance(s, ast.Delete):
+            return True
     return False
+
+
+_FILLS = ("append", "extend", "insert", "clear")
+_NOT_OBJECTS = frozenset(A.DEFAULT_ALIASES) | K.NON_GRAPH_LIBRARIES | K.NON_GRAPH_ALIASES | {"self", "cls"}
+
+
+def _outside_containers(fn: ast.AST, names: Tuple[str, ...]) -> Dict[str, str]:
+    """The containers a def reaches from outside, ``{dotted name in the body: path}``:
+    ``X.attr`` with ``X`` a module-level name (path ``"X.attr"``) or parameter ``i``
+    (``"#i.attr"``), that the body fills, clears or assigns -- or, when it back-propagates,
+    reads (``torch.cat(policy.saved_log_probs)``). Calls' callees are not containers."""
+    body = fn.body  # type: ignore[attr-defined]
+    local: set = set()
+    declared: set = set()
+    funcs: set = set()
+    changed: set = set()
+    backprop = False
+    attrs: list = []
+    for node in A.iter_nodes(body):
+        cls = node.__class__
+        if cls is ast.Attribute:
+            if node.value.__class__ is ast.Name:  # type: ignore[attr-defined]
+                attrs.append(node)
+        elif cls is ast.Name and not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            local.add(node.id)  # type: ignore[attr-defined]
+        elif cls is ast.Call:
+            f = node.func  # type: ignore[attr-defined]
+            funcs.add(id(f))
+            if isinstance(f, ast.Attribute):
+                if f.attr in _FILLS:
+                    changed.add(id(f.value))
+                elif f.attr in K.BACKWARD_METHODS or f.attr == "grad":
+                    backprop = True
+        elif cls is ast.Delete:
+            for t in node.targets:  # type: ignore[attr-defined]
+                changed.add(id(t.value if isinstance(t, ast.Subscript) else t))
+        elif cls in (ast.Global, ast.Nonlocal):
+            declared.update(node.names)  # type: ignore[attr-defined]
+        elif cls in (ast.Import, ast.ImportFrom):
+            local.update((a.asname or a.name).split(".")[0] for a in node.names)  # type: ignore[attr-defined]
+        elif cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            local.add(node.name)  # type: ignore[attr-defined]
+        elif cls is ast.arg:
+            local.add(node.arg)  # type: ignore[attr-defined]
+    local -= declared
+    params = {n: i for i, n in enumerate(names)}
+    out: Dict[str, str] = {}
+    for node in attrs:
+        if id(node) in funcs:
+            continue
+        root = node.value.id
+        mine = id(node) in changed or not isinstance(node.ctx, ast.Load)
+        if not (mine or backprop):
+            continue
+        if root in local or root in _NOT_OBJECTS:
+            continue
+        if root in params:
+            path = f"#{params[root]}.{node.attr}"
+        elif root in _BUILTINS:
+            continue
+        else:
+            path = f"{root}.{node.attr}"
+        out[f"{root}.{node.attr}"] = path
+    return out
 
 
 def _retpos(v: V.Val) -> V.RetPos:
@@ -126,12 +194,21 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         env[n] = V.Val(frozenset({("P", i)}), param=True, none=isinstance(d, ast.Constant) and d.value is None)
     no_grad = A.is_no_grad_function(fn)
     g = interp.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None, find_carries=False)
+    outside = _outside_containers(fn, names)
+    seeded = {}
+    for key, path in outside.items():
+        # what the container held on entry: an ("N", path) token, beside what reading it gives
+        head, _, attr = key.partition(".")
+        before = g.eval(ast.Attribute(ast.Name(head, ast.Load()), attr, ast.Load()), env)
+        seeded[key] = env[key] = V._with(before, taints=before.taints | {("N", path)}, elems=None, kind="list")
     try:
-        g.run(fn.body, env)  # type: ignore[attr-defined]
+        g.run(fn.body, dict(env))  # type: ignore[attr-defined]
     except RecursionError:  # pathological nesting: say nothing rather than crash
         return V.FnFacts(params=names)
     if members is not None and not no_grad:
         members.extend(g.member_calls)
+    for key in seeded:
+        del env[key]  # (the second run below marks state kept on self; these are not)
     if states is not None and method and self_obj and not no_grad:
         # a second run that marks state kept from the previous call: its ("A", ...)
         # tokens must not leak into the facts above
@@ -179,7 +256,41 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         returns_value=bool(rets),
         delegates=tuple(g.delegates),
         calls=tuple(g.calls),
+        containers=() if no_grad else _container_effects(g, fn, outside, seeded),
     )
+
+
+def _container_effects(g: interp.GraphFlow, fn: ast.AST, outside: Dict[str, str], seeded) -> Tuple[V.ContainerEffect, ...]:
+    """What the run ``g`` of a def did to each container it reaches from outside."""
+    if not outside:
+        return ()
+    final = getattr(g, "final", None) or {}
+    # a backward on every path: the body's own end, with no return before it
+    body = fn.body  # type: ignore[attr-defined]
+    early = any(isinstance(s, ast.Return) for s in A.iter_statements(body[:-1])) or any(
+        isinstance(s, ast.Return) for b in A.child_blocks(body[-1]) for s in A.iter_statements(b)) if body else True
+    sure = set() if early else {t[1] for t in V.freed_set(final)}
+    out = []
+    for key, path in sorted(outside.items()):
+        tok = ("N", path)
+        v = final.get(key)
+        before = seeded[key].taints
+        added = frozenset() if v is None else v.taints - before
+        graph = frozenset(t for t in added if t[0] == "G")
+        via = tuple(sorted({g.delegates[t[1]][0] for t in added if t[0] == "D" and t[1] < len(g.delegates)}))
+        eff = V.ContainerEffect(
+            path,
+            appends=bool(graph),
+            appends_params=frozenset(t[1] for t in added if t[0] == "P"),
+            saving=any(id(t[1]) in g.saving_calls for t in graph),
+            saving_via=via,
+            backprops=any(tok in ev.loss.taints for ev in g.events),
+            frees=tok in sure,
+            clears=v is not None and tok not in v.taints,
+        )
+        if eff.appends or eff.appends_params or eff.backprops or eff.clears:
+            out.append(eff)
+    return tuple(out)
 
 
 def _join_all(vals: List[V.Val]) -> V.Val:

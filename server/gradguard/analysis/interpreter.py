@@ -11,9 +11,9 @@ import ast
 import re
 
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, target_names
+from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names
 from gradguard.analysis.summary import query
-from gradguard.analysis.values import BackwardEvent, CLEAN, CONST, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, join, join_env, plain, tup, unsure
+from gradguard.analysis.values import FREED, BackwardEvent, CLEAN, CONST, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, meet_freed, plain, tup, unsure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -251,6 +251,8 @@ class GraphFlow:
         # of the arguments), for the class's summary (ClassFacts.members)
         self.member_calls: List[Tuple[str, FrozenSet]] = []
         self._state_keys: set = set()  # the pseudo-variables of _neurons
+        self._freed_keys: Dict[FrozenSet, FrozenSet] = {}  # the last freed set's graphs
+        self._jumps: Dict[int, bool] = {}  # per loop: a break or continue of its own
 
     # -- entry points ----------------------------------------------------
     def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
@@ -414,10 +416,14 @@ class GraphFlow:
             if ng:
                 self.no_grad -= 1
         elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+            freed_before = env.get(FREED)
             env = self.block(s.body, env)  # type: ignore[attr-defined]
             out = env
             for h in s.handlers:  # type: ignore[attr-defined]
-                out = join_env(out, self.block(h.body, dict(env)))
+                h_env = dict(env)
+                if FREED in h_env:  # the handler may start before the body's backward ran
+                    h_env[FREED] = meet_freed(freed_before, h_env[FREED])
+                out = join_env(out, self.block(h.body, h_env))
             out = self.block(s.orelse, out)  # type: ignore[attr-defined]
             env = self.block(s.finalbody, out)  # type: ignore[attr-defined]
         elif isinstance(s, ast.Return):
@@ -433,9 +439,7 @@ class GraphFlow:
             else:
                 self.returns.append(NONE)
         elif isinstance(s, ast.Delete):
-            for t in s.targets:
-                for n in target_names(t):
-                    env.pop(n, None)
+            self._delete(s, env)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             env[s.name] = Val(obj="local")
         elif type(s).__name__ == "Match":
@@ -450,6 +454,15 @@ class GraphFlow:
                 if isinstance(child, ast.expr):
                     self.eval(child, env)
         return env
+
+    def _delete(self, s: ast.Delete, env: Dict[str, Val]) -> None:
+        for t in s.targets:
+            for n in target_names(t):
+                env.pop(n, None)
+            if isinstance(t, ast.Subscript) and _whole_slice(t.slice):
+                key = dotted(t.value)
+                if key is not None:  # del policy.saved_log_probs[:]: the list is empty
+                    self._set_container(env, key, Val(kind="list"))
 
     def _assigned_in_loop(self, loop: ast.stmt) -> FrozenSet[str]:
         """Names (and their roots: ``x`` of ``x.y``) the loop may rebind or mutate
@@ -726,6 +739,7 @@ class GraphFlow:
         e1 = self.block(loop.body, e1)  # type: ignore[attr-defined]
         self.frames.pop()
         out = dict(e1) if once else join_env(entry, e1)
+        freed_after = self._freed_after_loop(loop, entry, e1) if (FREED in e1 or FREED in entry) else None
         if frame.backprop and not self.no_grad and self.find_carries:
             seeds: Dict[str, Val] = {}
             lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
@@ -753,6 +767,8 @@ class GraphFlow:
                 self.frames.pop()
                 self._report(frame2, seeds, entry, e1)
                 out = join_env(out, self._strip(e2, loop))
+        if freed_after is not None:
+            out[FREED] = freed_after
         # a loop's else: runs once after it
         orelse = getattr(loop, "orelse", None)
         if orelse:
@@ -827,9 +843,92 @@ class GraphFlow:
                 Carry(frame.loop, names, g["site"], _built_by(v, frame.loop), g["event"], missing, arity, entry, end)
             )
 
+    # -- graphs a backward surely freed (values.FREED) ----------------------
+    def _stale_read(self, v: Val, env: Dict[str, Val]) -> Val:
+        """A variable read whose graph is surely freed, whichever path bound it: every
+        graph it may hold is in the freed set (a list holds every graph put in it, so
+        one is enough). Marked ``("S", g)``: what is computed from it runs into them.
+        A value joined from a freed graph and a fresh one (the last iteration's, or
+        this one's) proves nothing."""
+        fs = env[FREED].taints
+        if not fs:
+            return v
+        keys = self._freed_keys.get(fs)
+        if keys is None:
+            keys = frozenset(t[1] for t in fs if t[1][0] == "G")
+            self._freed_keys = {fs: keys}
+        hit = v.taints & keys
+        if not hit or (v.kind != "list" and any(t[0] == "G" and t not in hit for t in v.taints)):
+            return v
+        return _with(v, taints=v.taints | {("S", t) for t in hit})
+
+    def _stale(self, taints: Iterable, env: Dict[str, Val], whole: bool = False) -> FrozenSet:
+        """The graphs of ``taints`` that saved tensors and that a backward before this
+        point surely freed: the ``("X", g, call)`` entries of the freed set, for the
+        graphs read from a surely freed variable (``("S", g)``), or any (``whole``: the
+        whole of a container a helper surely back-propagates). Only on a loop body's
+        first walk (a second one runs with last iteration's values seeded)."""
+        fs = env.get(FREED)
+        if fs is None or not fs.taints or any(fr.second for fr in self.frames):
+            return EMPTY
+        by_g = {t[1]: t for t in fs.taints}
+        if whole:
+            gs = {t for t in taints if t[0] == "G"}
+        else:
+            gs = {t[1] for t in taints if t[0] == "S"}
+        return frozenset(by_g[t] for t in gs if t in by_g and id(t[1]) in self.saving_calls)
+
+    def _free(self, env: Dict[str, Val], taints: Iterable, call: ast.Call) -> None:
+        """A backward that surely frees its graph ran here: what ``taints`` reaches is
+        freed (the parts that saved tensors: only they fail a second backward)."""
+        saving = self.saving_calls
+        gs = {t for t in taints if (t[0] == "G" and id(t[1]) in saving) or t[0] == "N"}
+        if not gs:
+            return
+        old = env.get(FREED)
+        kept = [t for t in old.taints if t[1] not in gs] if old is not None else []
+        env[FREED] = plain(kept + [("X", g, call) for g in gs])
+
+    def _freed_after_loop(self, loop: ast.stmt, entry: Dict[str, Val], e1: Dict[str, Val]) -> Val:
+        """What is surely freed once the loop is done. Its body's set when the loop
+        surely ran and left at the end of an iteration (no ``break``/``continue``);
+        else what was freed before it too, or a graph whose every holder was unbound
+        before the loop: after no trip at all, reading it raises NameError, so each
+        path fails (an error is a proof, never a guess at the trip count)."""
+        end = e1.get(FREED)
+        if end is None or not end.taints:
+            return CLEAN
+        start = entry.get(FREED)
+        if end is start:
+            return end  # the body freed nothing new
+        jumps = self._jumps.get(id(loop))
+        if jumps is None:
+            jumps = self._jumps[id(loop)] = _jumps(loop.body)  # type: ignore[attr-defined]
+        if jumps:
+            return meet_freed(start, end)
+        if _literal_trips(loop) and self.r.global_obj("range") is None:
+            return end
+        before = {t[1] for t in freed_set(entry)}
+        new = {t[1] for t in end.taints} - before
+        proven = set(new)  # graphs every holder of which was unbound before the loop
+        held: set = set()
+        for n, v in e1.items():
+            hit = v.taints & new if v.taints else None
+            if hit:
+                held |= hit
+                if "." in n or n in entry:
+                    proven -= hit
+        proven &= held
+        return plain(t for t in end.taints if t[1] in before or t[1] in proven)
+
+    def _set_container(self, env: Dict[str, Val], key: str, v: Val) -> None:
+        env[key] = v
+        if "." in key:
+            self._dotted_bases.add(key.split(".", 1)[0])
+
     # -- backward events ---------------------------------------------------
-    def _event(self, call: ast.Call, loss: Val, retain: bool, freed: Iterable = ()) -> None:
-        ev = BackwardEvent(call, loss, retain, bool(self.frames))
+    def _event(self, call: ast.Call, loss: Val, retain: bool, freed: Iterable = (), stale: FrozenSet = EMPTY) -> None:
+        ev = BackwardEvent(call, loss, retain, bool(self.frames), stale)
         self.events.append(ev)
         if self.no_grad:
             pass  # backward under no_grad still runs; graph-less values simply carry no tokens
@@ -851,13 +950,14 @@ class GraphFlow:
         if isinstance(e, ast.Name):
             v = env.get(e.id)
             if v is not None:
-                return v
+                return self._stale_read(v, env) if v.taints and FREED in env else v
             obj = self.r.global_obj(e.id)
             return Val(obj=obj) if obj else CLEAN
         if isinstance(e, ast.Attribute):
             key = dotted(e)
             if key is not None and key in env:
-                return env[key]
+                v = env[key]
+                return self._stale_read(v, env) if v.taints and FREED in env else v
             if e.attr.endswith("Tensor"):
                 q = self.r.qualify(e)
                 if q is not None and _LEGACY_TENSOR_TYPE.fullmatch(q):
@@ -1035,10 +1135,12 @@ class GraphFlow:
                 # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated
                 pass
             if not has_create_graph(call):
-                self._event(call, loss, keeps_graph(call))
+                self._event(call, loss, keeps_graph(call), stale=self._stale(loss.taints, env))
                 if self.frames and self.find_carries:
                     # (a retained graph is marked too: the step after it changes what it saved)
                     _mark_freed(env, _reached(loss))
+                if surely_frees(call, ctx):
+                    self._free(env, loss.taints, call)
                 return CLEAN
             if qualify(func, ctx) in K.BACKWARD_FUNCTIONS and not self.no_grad:
                 # autograd.grad(outputs, inputs, create_graph=True): the gradients are built
@@ -1187,6 +1289,9 @@ class GraphFlow:
             added = _union(pos, kws)
             env[key] = _with(old, taints=old.taints | added, elems=None,
                              site=self._stmt if added else old.site)
+            return NONE
+        if m == "clear" and not call.args and key is not None and key in env and env[key].obj is None:
+            self._set_container(env, key, Val(kind="list"))  # saved_log_probs.clear(): empty now
             return NONE
         if m in ("copy_",) and key is not None and key in env:
             old = env[key]
@@ -1465,6 +1570,11 @@ class GraphFlow:
             def inner_arg(j: int, _vals=vals, _named=named, _inner=inner) -> Val:
                 return _inner.argument(j, _vals, _named, CLEAN)
 
+            # what it puts in containers reached from module-level names (a parameter's are not
+            # named here); whether the delegate runs on every path is not known, so what it
+            # back-propagates of them is not counted
+            effects = [(e.path, e) for e in inner.containers if not e.path.startswith("#")] \
+                if env is not None and not inner.no_grad else []
             if inner.calls_backward:
                 loss_t: set = set()
                 for j in inner.backward_params:
@@ -1472,8 +1582,48 @@ class GraphFlow:
                 self._event(call, plain(loss_t), inner.backward_retains, {("G", node)})
                 if env is not None and self.frames and self.find_carries:
                     _mark_freed(env, _reached(plain(loss_t)))
+            for key, eff in effects:
+                self._fill(node, key, eff, inner_arg, env)
             if inner.delegates:
                 self._apply_delegates(call, node, inner, inner_arg, seen | {name}, depth + 1, env)
+
+    @staticmethod
+    def _container_keys(call: ast.Call, facts: FnFacts) -> List[Tuple[str, Any]]:
+        """Each container effect of ``facts`` with the name it has here: the module-level
+        path as it is, a parameter's attribute through the argument (``trainer.buf``)."""
+        out = []
+        for eff in facts.containers:
+            root, _, attr = eff.path.partition(".")
+            if root.startswith("#"):
+                i = int(root[1:])
+                if any(isinstance(a, ast.Starred) for a in call.args[:i + 1]):
+                    continue
+                expr = call.args[i] if i < len(call.args) else next(
+                    (k.value for k in call.keywords if i < len(facts.params) and k.arg == facts.params[i]), None)
+                base = dotted(expr) if expr is not None else None
+                if base is None:
+                    continue
+                out.append((f"{base}.{attr}", eff))
+            else:
+                out.append((eff.path, eff))
+        return out
+
+    def _fill(self, node: ast.AST, key: str, eff: Any, argval, env: Dict[str, Val]) -> None:
+        """After a call: what it left in a container it reaches (cleared, filled)."""
+        old = env.get(key)
+        cur = Val(kind="list") if (eff.clears or old is None) else old
+        added: set = set()
+        if eff.appends and not self.no_grad:
+            if eff.saving or any((self.r.global_obj(n) or "").startswith(("user:", "inst:")) for n in eff.saving_via):
+                added.add(("G", node))
+                self.saving_calls.add(id(node))  # log_prob of a Categorical over a module's output
+            else:  # built by callables the summary could only guess were modules: unproven
+                added.add(("U", node))
+        for i in eff.appends_params:
+            added |= argval(i).taints
+        if eff.clears or added:
+            self._set_container(env, key, _with(cur, taints=cur.taints | added, elems=None,
+                                                site=self._stmt if added else cur.site))
 
     def _threads_state(self, call: ast.Call, callee: Val, unknown_ok: bool) -> bool:
         """The shape of a recurrent step through a callable we cannot see:
@@ -1569,16 +1719,26 @@ class GraphFlow:
                 v = _with(v, kind="list", mixed=True)
             return v
 
+        effects = self._container_keys(call, facts) if facts.containers and not facts.no_grad else ()
         freed = set()
         if facts.calls_backward:
             loss_t: set = set()
             for i in facts.backward_params:
                 loss_t |= argval(i).taints
+            surely: set = set()  # what it surely back-propagates (and frees) of the containers it reaches
+            for key, eff in effects:
+                held = env.get(key) if eff.frees else None  # (one that may not: no proof either way)
+                if held is not None:
+                    loss_t |= held.taints
+                    surely |= held.taints
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
-            self._event(call, plain(loss_t), facts.backward_retains, freed)
+            self._event(call, plain(loss_t), facts.backward_retains, freed, stale=self._stale(surely, env, whole=True))
             if self.frames and self.find_carries:
                 _mark_freed(env, _reached(plain(loss_t)))
+            self._free(env, surely, call)
+        for key, eff in effects:
+            self._fill(node, key, eff, argval, env)
         if facts.delegates and not facts.no_grad:
             self._apply_delegates(call, node, facts, argval, {fname}, 0, env)
         if facts.returns is not None:
@@ -1677,6 +1837,41 @@ def _marked(v: Val, gs: FrozenSet) -> Val:
         return v
     elems = tuple(_marked(e, gs) for e in v.elems) if v.elems is not None else None
     return _with(v, taints=v.taints | {("F", t) for t in hit}, elems=elems)
+
+
+def _whole_slice(sl: ast.AST) -> bool:
+    """``[:]``: no bounds, no step."""
+    return isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None and sl.step is None
+
+
+def _jumps(body: Sequence[ast.stmt]) -> bool:
+    """A ``break`` or ``continue`` of this loop (not of a loop nested in it)."""
+    stack: List[ast.AST] = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+            stack.extend(n.orelse)  # its else: belongs to this loop's iteration
+            continue
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.expr)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _literal_trips(loop: ast.stmt) -> bool:
+    """``for _ in range(4)``, ``for k in ("a", "b")``: the body surely runs, by its text alone."""
+    if not isinstance(loop, ast.For):
+        return False
+    it = loop.iter
+    if isinstance(it, (ast.List, ast.Tuple)):
+        return bool(it.elts) and not any(isinstance(e, ast.Starred) for e in it.elts)
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
+            and it.args and not it.keywords and len(it.args) <= 3:
+        bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
+        return len(bounds) == len(it.args) and len(range(*bounds)) > 0
+    return False
 
 
 def _definitely_bound(stmts: Sequence[ast.stmt]) -> set:

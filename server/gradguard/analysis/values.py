@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
 #   ("F", ("G", node))          a backward on this path reached that graph (GG101's seeds)
 #   ("R", k, i)                 (summaries) element i (or -1: all) of what the k-th call of a
 #                               method of a class not seen from here returns (FnFacts.calls)
+#   ("N", path)                 (summaries) what a container reached from outside the def held
+#                               when it was called (FnFacts.containers)
+#   ("X", token, call)          only in the FREED entry: ``call`` surely freed ``token``'s graph
 #
 # It is linear in the unit's size except that a back-propagating loop body is
 # walked twice (once to learn what an iteration leaves behind, once with those
@@ -138,7 +141,37 @@ def join_env(a: Dict[str, Val], b: Dict[str, Val]) -> Dict[str, Val]:
     for k in a.keys() | b.keys():
         va, vb = a.get(k), b.get(k)
         out[k] = va if va is vb and va is not None else join(va, vb)
+    if FREED in out:
+        out[FREED] = meet_freed(a.get(FREED), b.get(FREED))
     return out
+
+
+# The graphs a backward surely freed on every path to here (one entry of each
+# environment, under a key no name can spell): ``("X", token, call)`` says the
+# last graph ``token`` stands for (``("G", node)``, or ``("N", path)``: what a
+# container reached from outside a summarised function held when it was called)
+# was back-propagated, without retain_graph, by ``call``. Two paths meet on the
+# graphs both freed. A backward whose loss reaches a graph of the set runs
+# through freed saved tensors: a proof, not a suspicion (BackwardEvent.stale).
+# Tokens name nodes, not runs of them: executing ``node`` again would build a
+# fresh graph. That never happens where the set is read: it is read on a loop
+# body's first walk only, where each node runs once, and a loop's exit takes the
+# set its first walk left (the seeded second walk re-runs nodes, reads nothing).
+FREED = "<freed>"
+
+
+def freed_set(env: Mapping[str, Val]) -> FrozenSet:
+    v = env.get(FREED)
+    return v.taints if v is not None else EMPTY
+
+
+def meet_freed(a: _Opt[Val], b: _Opt[Val]) -> Val:
+    if a is None or b is None or not a.taints or not b.taints:
+        return CLEAN
+    if a is b:
+        return a
+    keep = {t[1] for t in b.taints}
+    return plain(t for t in a.taints if t[1] in keep)
 
 
 @record
@@ -156,6 +189,24 @@ class RetPos:
     # what it holds of a call of another class's method (FnFacts.calls): (k, element
     # or -1), composed where the function is called, from the facts seen there
     via: FrozenSet[Tuple[int, int]] = EMPTY
+
+
+@record
+class ContainerEffect:
+    """What a function does to a container it reaches from outside: an attribute of a
+    module-level object (``policy.saved_log_probs``) or of a parameter (``"#0.buf"``:
+    attribute ``buf`` of parameter 0). REINFORCE keeps its log-probs this way:
+    ``select_action()`` appends, ``finish_episode()`` back-propagates and clears."""
+
+    path: str
+    appends: bool = False  # puts a graph built inside the function into it
+    appends_params: FrozenSet[int] = EMPTY  # ... or what these parameters hold
+    saving: bool = False  # the graph it puts there surely saved tensors (a torch op that saves)
+    # ... or was built by calling these module-level names (a module there saves)
+    saving_via: Tuple[str, ...] = ()
+    backprops: bool = False  # a backward inside may run through what it held on entry
+    frees: bool = False  # ... does, on every path through the function, without retain_graph
+    clears: bool = False  # what it held on entry is gone when the function returns
 
 
 @record
@@ -191,6 +242,8 @@ class FnFacts:
     # parameters), ...))``. What they return is composed where the function is
     # called, from the class's own facts (``GraphFlow._via``): the cut three calls down.
     calls: Tuple[Tuple[str, str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
+    # containers reached from outside that it fills, back-propagates or clears
+    containers: Tuple[ContainerEffect, ...] = ()
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,
@@ -273,6 +326,9 @@ class BackwardEvent:
     loss: Val
     retain: bool
     in_loop: bool = False  # inside a loop of the unit (then the loop analysis owns it)
+    # graphs the loss reaches that a backward before it surely freed on every path
+    # (and that saved tensors): ``("X", ("G", node), call)`` as in :data:`FREED`
+    stale: FrozenSet = EMPTY
 
 
 @record(frozen=False)

@@ -43,7 +43,7 @@ from gradguard.rules.common import unit_trace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+    from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 
 # The rule page: `gradguard rule GG101`, hovers and docs/rules/GG101.md all use this text.
@@ -1049,7 +1049,8 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
     shape = _structure(carry, flow, ctx, unit)
     first = loop.body[0]  # type: ignore[attr-defined]
     entry = [carry.entry.get(n) for n in names]
-    unbound = any(v is None or v.undef for v in entry)
+    unbound_names = [n for n, v in zip(names, entry) if v is None or v.undef]
+    unbound = bool(unbound_names) and bool(set(unbound_names) - _kept_outside(unbound_names, unit))
     maybe_none = unbound or any(v is not None and (v.none or v.param) for v in entry)
     grad_entry = any(v is not None and v.has_grad() for v in entry)
     end_v = carry.end.get(names[0])
@@ -1121,6 +1122,19 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
             )
         )
     return tuple(fixes)
+
+
+def _kept_outside(names, unit) -> Set[str]:
+    """The dotted names among ``names`` that the unit reads but never assigns
+    (``policy.saved_log_probs``, filled by a helper): an attribute its object
+    already has, so there is nothing to initialise, and setting it to None would
+    lose it."""
+    dotted_names = {n for n in names if "." in n}
+    if not dotted_names or unit is None:
+        return set()
+    stored = {A.dotted(n) for n in A.iter_nodes(unit.body)
+              if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)}
+    return dotted_names - stored
 
 
 def _nested_state(vals) -> bool:

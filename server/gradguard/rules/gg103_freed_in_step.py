@@ -27,7 +27,8 @@ from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis import values as V
-from gradguard.analysis.context import unit_text
+from gradguard.analysis.context import unit_text, unit_words
+from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
 from gradguard.rules.common import unit_trace
@@ -47,6 +48,13 @@ yours: `train_discriminator(real, fake)` then `train_generator(fake)`.
 It also finds the same step written the other way round: the first backward keeps the graph
 (`retain_graph=True`), then an optimizer step updates weights that graph saved, then the second
 backward runs through them. It finds both in loops and in steps written out one after the other.
+
+The two backward calls need not sit side by side: a value built in a loop whose own backward frees
+it, read after the loop (`n` generator steps, then the discriminator scores the last `fake`), and
+graphs kept in a list that one function fills and another back-propagates without clearing it
+(REINFORCE's `finish_episode()` called twice) are reported too -- only when the freeing is certain
+on every path (a loop that surely ran, a backward with no `retain_graph`, run on every path through
+the function).
 
 ## Why is this bad?
 `backward()` frees the tensors the graph saved for the gradient (the inputs of a matrix multiply,
@@ -147,6 +155,11 @@ them) and `Geometric` built from logits.
 
 它也检查反过来写的同一种错误：第一次 backward 保留了计算图（`retain_graph=True`），接着优化器 step
 更新了这张图保存的权重，然后第二次 backward 又经过这些权重。循环里和不写循环、逐步展开的代码里都会检查。
+
+两次 backward 不必挨在一起：循环里构建、又被该循环自己的 backward 释放的值，在循环结束后再被使用
+（生成器走 `n` 步之后，判别器给最后一个 `fake` 打分）；一个函数往列表里放计算图、另一个函数对它反向传播
+却不清空（REINFORCE 的 `finish_episode()` 连续调用两次），也会报告——但只在释放是确定的时候：
+循环一定执行过，backward 没有 `retain_graph`，并且在函数的每条路径上都会执行。
 
 ## 为什么这是个问题
 `backward()` 在反向传播时会释放计算图为求梯度而保存的张量（矩阵乘法的输入、激活函数的输出等）。
@@ -255,8 +268,9 @@ class FreedInStep(Rule):
         if K.other_framework_only(ctx.imports):
             return ()  # mxnet/paddle/...: not a torch program
         text = unit_text(unit, ctx.index.lines)
-        if len(_BACKWARD_SPELLING.findall(text)) < 2:
-            return ()  # one backward cannot free a graph for another
+        if len(_BACKWARD_SPELLING.findall(text)) < 2 and \
+                unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)):
+            return ()  # one backward cannot free a graph for another (unless a helper called twice frees one)
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
         flow = unit_trace(unit, ctx)  # GG101's run of the unit, if it asked first
@@ -269,13 +283,26 @@ class FreedInStep(Rule):
             return ()
         out: List[Finding] = []
         reported: Set[int] = set()
+        # a helper's backward through a container kept outside it first: the block check
+        # below would read it as a helper back-propagating its arguments
+        out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True))
         for block in _blocks(unit.body):
             for f in _check_block(self, block, events, flow.saving_calls, reported, ctx):
                 out.append(f)
         for block in _blocks(unit.body):
             for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx):
                 out.append(f)
+        for f in _check_stale(self, unit.body, events, reported, ctx):
+            out.append(f)
         return out
+
+
+def _container_freers(summary) -> FrozenSet[str]:
+    """Same-file functions that surely back-propagate what a container kept outside
+    them holds (``finish_episode()``): called twice, one call is the second backward.
+    A summary query."""
+    return frozenset(k[3:].rpartition(".")[2] for k, v in summary.items()
+                     if k.startswith("fn:") and isinstance(v, V.FnFacts) and any(e.frees for e in v.containers))
 
 
 # ---------------------------------------------------------------------------
@@ -357,6 +384,167 @@ def _check_block(rule, block, events, saving, reported, ctx) -> Iterator[Finding
                 if shared:
                     reported.add(id(b2))
                     yield _finding(rule, stmts, s, b1, b2, shared, ctx)
+
+
+def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False) -> Iterator[Finding]:
+    """The interpreter's proof beyond one statement list (``BackwardEvent.stale``): a
+    value whose graph a backward surely freed on every path reaches a later one --
+    the last ``fake_batch`` of an inner loop whose own backward freed it, scored
+    after that loop; REINFORCE's log-probs kept in ``policy.saved_log_probs`` that
+    a first ``finish_episode()`` back-propagated, back-propagated again by a second."""
+    for ev in sorted(events.values(), key=lambda e: _pos(e.call)):
+        if not ev.stale or id(ev.call) in reported:
+            continue
+        b2 = ev.call
+        tok = min(ev.stale, key=lambda t: _pos(t[1][1]))
+        node, b1 = tok[1][1], tok[2]
+        if kept_only and (A.is_backward_call(b1, ctx) or not _kept_in(b1, ctx)):
+            continue
+        reported.add(id(b2))
+        yield _stale_finding(rule, body, node, b1, b2, ctx)
+
+
+def _stale_finding(rule, body, node, b1, b2, ctx) -> Finding:
+    holder = next((s for s in A.iter_statements(body) if isinstance(s, (ast.Assign, ast.AnnAssign))
+                   and _holds(s, node)), None)
+    name = _single_name(holder) if holder is not None else None
+    kept = _kept_in(b1, ctx, node) if not A.is_backward_call(b1, ctx) else []
+    if kept:
+        shown = ", ".join(f"`{k}`" for k in kept)
+        what = f"the graphs kept in {shown} (filled by `{_short(node)}`, line {node.lineno})"
+        what_zh = f"保存在 {shown} 里的计算图（由第 {node.lineno} 行的 `{_short(node)}` 放入）"
+    else:
+        shown = f"`{name}`" if name else f"`{_short(node)}`"
+        what = f"the graph of {shown} (line {node.lineno})"
+        what_zh = f"{shown}（第 {node.lineno} 行）的计算图"
+    loop = _enclosing_loop(body, b1, b2)
+    first, second = _short(b1), _short(b2)
+    if loop is not None:
+        how_en = f", in the loop on line {loop.lineno}, whose last iteration built it and ran that backward"
+        how_zh = f"（在第 {loop.lineno} 行的循环里：它的最后一轮构建了它，又运行了那次 backward）"
+    else:
+        how_en = how_zh = ""
+    fixes: List[Fix] = []
+    edits = _detach_after(body, holder, name, b1, b2, ctx) if (name and holder is not None and not kept) else None
+    if edits:
+        advice_en = (f"nothing can back-propagate into it any more: detach {shown} where the "
+                     f"second loss reads it, or compute it again")
+        advice_zh = "它已无法再反向传播：请在第二个损失读取它的地方 detach，或重新计算它"
+        fixes.append(Fix({"en": f"Detach `{name}` where the second loss reads it (its graph is freed: no gradient "
+                                f"could reach it)",
+                          "zh": f"在第二个损失读取 `{name}` 的地方 detach（它的计算图已释放，梯度本就无法到达）"},
+                         tuple(edits), preferred=True))
+    elif kept:
+        advice_en = (f"clear {shown} after each backward through it (`del {kept[0]}[:]`), so that the next "
+                     f"call back-propagates only the graphs built since")
+        advice_zh = f"请在每次对它反向传播之后清空 {shown}（`del {kept[0]}[:]`），让下一次调用只反向传播之后新建的计算图"
+    else:
+        advice_en = "compute it again before the second loss, or detach it where that loss reads it"
+        advice_zh = "请在第二个损失之前重新计算它，或在该损失读取它的地方 detach"
+    direct = A.is_backward_call(b1, ctx)
+    error = '"Trying to backward through the graph a second time"'
+    error_en = error_zh = error
+    if kept:  # the helper may step an optimizer after its backward: torch may stop on that first
+        error_en += ', or "modified by an inplace operation" if a step in between changed the weights it saved'
+        error_zh += '，若两次之间的 step 改变了它保存的权重，则报 "modified by an inplace operation"'
+    msg = {
+        "en": f"`{second}` back-propagates through {what}, which `{first}` on line {b1.lineno} already "
+              f"freed{how_en} ({error_en}); {advice_en}.",
+        "zh": f"`{second}` 要反向传播经过{what_zh}，而它已被第 {b1.lineno} 行的 `{first}` "
+              f"释放{how_zh}（报错 {error_zh}）；{advice_zh}。",
+    }
+    related = (
+        Related(ctx.range(node), {"en": "the graph is built here", "zh": "计算图在这里构建"}),
+        Related(ctx.range(b1), {"en": "this backward frees it (no retain_graph=True)",
+                                "zh": "这次反向传播释放了它（没有 retain_graph=True）"} if direct else
+                {"en": f"`{_callee(b1)}` back-propagates through it here and frees it",
+                 "zh": f"`{_callee(b1)}` 在这里对它反向传播并释放了它"}),
+    )
+    return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, tuple(fixes),
+                   {"variable": name or (kept[0] if kept else ""), "first_backward_line": b1.lineno})
+
+
+def _facts_of(call: ast.AST, ctx) -> Optional[V.FnFacts]:
+    name = A.dotted(call.func) if isinstance(call, ast.Call) else None
+    facts = ctx.summary.get("fn:" + name) if name else None
+    return facts if isinstance(facts, V.FnFacts) else None
+
+
+def _kept_in(call: ast.Call, ctx, filler: Optional[ast.AST] = None) -> List[str]:
+    """The outside containers a helper surely back-propagates (its facts' container
+    effects); with ``filler`` (the call that put the graph there), those it fills."""
+    facts = _facts_of(call, ctx)
+    if facts is None:
+        return []
+    kept = [e.path for e in facts.containers if e.frees and not e.path.startswith("#")]
+    fills = _facts_of(filler, ctx) if filler is not None else None
+    if fills is not None:
+        filled = {e.path for e in fills.containers if e.appends}
+        for d in fills.delegates:  # play(): a loop of select_action() calls
+            inner = ctx.summary.get("fn:" + d[0])
+            if isinstance(inner, V.FnFacts):
+                filled |= {e.path for e in inner.containers if e.appends}
+        kept = [k for k in kept if k in filled] or kept
+    return kept
+
+
+def _holds(s: ast.stmt, node: ast.AST) -> bool:
+    """Does statement ``s`` span ``node``? (by position: a walk of a whole module's
+    statements per finding would be quadratic)"""
+    end = (getattr(s, "end_lineno", None) or s.lineno, getattr(s, "end_col_offset", None) or 0)
+    return (s.lineno, s.col_offset) <= _pos(node) <= end
+
+
+def _innermost(body, node) -> Optional[Tuple[List[ast.stmt], int]]:
+    """The innermost statement list holding ``node`` (``with`` bodies inline) and the
+    index there of the statement that holds it."""
+    stmts = _in_order(body)
+    while True:
+        j = next((k for k, s in enumerate(stmts) if _holds(s, node)), None)
+        if j is None:
+            return None
+        inner = next((b for b in A.child_blocks(stmts[j]) if any(_holds(t, node) for t in b)), None)
+        if inner is None:
+            return stmts, j
+        stmts = _in_order(inner)
+
+
+def _enclosing_loop(body, b1, b2) -> Optional[ast.stmt]:
+    """The innermost loop holding ``b1`` but not ``b2``."""
+    best = None
+    for s in A.iter_statements(body):
+        if isinstance(s, A.LOOPS) and _holds(s, b1) and not _holds(s, b2):
+            if best is None or _pos(s) > _pos(best):
+                best = s
+    return best
+
+
+def _detach_after(body, holder, name, b1, b2, ctx) -> Optional[List[TextEdit]]:
+    """``name`` -> ``name.detach()`` in the statements after the one that freed it (the
+    loop holding ``b1``) that build the second loss, in the statement list of ``b2``.
+    None when that list does not also hold the freeing statement, or ``name`` is
+    bound again in between (then what is read is not the freed value)."""
+    found = _innermost(body, b2)
+    if found is not None:
+        stmts, j = found
+        i = next((k for k, s in enumerate(stmts[:j]) if _holds(s, b1)), None)
+        if i is None:
+            return None
+        need = _inputs_of(stmts, b2)
+        edits: List[TextEdit] = []
+        for s in stmts[i + 1:j + 1]:
+            if name in _assigned(s) or any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                                          ast.ClassDef)) for n in ast.walk(s)):
+                return None
+            if s is not stmts[j] and not (_assigned(s) & need):
+                continue
+            cut = _detached_names(s)
+            for n in ast.walk(s):
+                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in cut:
+                    at = ctx.pos(n.end_lineno, n.end_col_offset)
+                    edits.append(TextEdit(Range(at, at), ".detach()"))
+        return edits or None
+    return None
 
 
 def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
