@@ -32,11 +32,6 @@ NOT_YET = {
     "gg102_train_loop_calls_step.py":
         "the loop is in the function this statement calls (GG102's gg102:bwloop: facts), not in this unit",
     "gg102_trainer_init_targets.py": "built in __init__ for the loop of another method (gg102:attrloop: facts)",
-    "gg102_in_function_requires_grad_.py":
-        "a parameter a call site passes a helper's `.requires_grad_()` tensor (gg102:rgarg:/returns_rg: facts)",
-    "gg102_nonsaving_sum_target.py": "a parameter a call site passes a requires-grad tensor (gg102:rgarg: facts)",
-    "gg102_l2_penalty_generator_before_loop.py": "a sum over a generator of `model.parameters()`",
-    "gg102_param_derived_penalty.py": "a parameter read off a submodule taken by index (`model[0].weight`)",
 }
 
 
@@ -120,6 +115,12 @@ def _module_trace(source, monkeypatch):
         ("scaler.gain * 2.0", True),  # a user module's nn.Parameter attribute
         ("scaler.offset * 2.0", False),  # a plain tensor attribute of it
         ("frozen.weight * 2.0", False),  # every parameter set requires_grad=False
+        ("seq[0].weight * 2.0", True),  # a layer taken out of an nn.Sequential
+        ("frozen_seq[0].weight * 2.0", False),
+        ("sum(p.pow(2).sum() for p in lin.parameters())", True),  # each p is a parameter
+        ("sum(p.norm() for _, p in seq.named_parameters())", True),
+        ("sum(p.pow(2).sum() for p in frozen.parameters())", False),
+        ("sum(p.pow(2).sum() for p in [torch.ones(2)])", False),  # not a module's parameters
     ],
 )
 def test_a_parameter_read_off_a_module_is_a_leaf_that_requires_grad(build, leaf, monkeypatch):
@@ -139,6 +140,9 @@ scaler = Scaler()
 frozen = nn.Linear(3, 3)
 for p in frozen.parameters():
     p.requires_grad = False
+seq = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+frozen_seq = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+frozen_seq.requires_grad_(False)
 built = {build}
 for step in range(3):
     loss = (lin(torch.randn(2, 3)) + built).sum()
@@ -146,3 +150,71 @@ for step in range(3):
 """, monkeypatch)
     entry = next(e for e in flow.loop_entries.values() if "built" in e)  # the training loop's
     assert bool(entry["built"].graph_tokens()) is leaf
+
+
+def _function_trace(source, name, monkeypatch):
+    rule = type(get_rule("GG102"))
+    units = []
+    check = rule.check
+
+    def spy(self, unit, ctx):
+        units.append((unit, ctx))
+        return check(self, unit, ctx)
+
+    monkeypatch.setattr(rule, "check", spy)
+    check_source(source, path="t.py")
+    unit, ctx = next((u, c) for u, c in units if u.node is not None and u.node.name == name)
+    return common.unit_trace(unit, ctx)
+
+
+@pytest.mark.parametrize(
+    "call, leaf",
+    [
+        ("fit(torch.randn(8, 3, requires_grad=True), net)", True),  # passed a tensor requiring grad
+        ("fit(x=make(), model=net)", True),  # by keyword, a helper's result that requires grad
+        ("fit(data, net)", True),  # a module-level name made to require grad
+        ("fit(torch.randn(8, 3), net)", False),  # plain data: silent
+        ("fit(plain, net)", False),
+    ],
+)
+def test_a_parameter_passed_a_tensor_requiring_grad_is_such_a_leaf(call, leaf, monkeypatch):
+    flow = _function_trace(f"""
+import torch
+import torch.nn as nn
+
+def make():
+    t = torch.randn(8, 3).requires_grad_()
+    return t
+
+def fit(x, model):
+    target = x.sum(dim=1, keepdim=True) - 1.0  # 目标
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        loss = (model(x) - target).pow(2).mean()
+        loss.backward()
+        opt.step()
+
+net = nn.Linear(3, 1)
+data = torch.randn(8, 3, requires_grad=True)
+plain = torch.randn(8, 3)
+{call}
+""", "fit", monkeypatch)
+    (entry,) = flow.loop_entries.values()
+    assert bool(entry["target"].graph_tokens()) is leaf
+    assert not entry["model"].graph_tokens()  # used as a module (`model.parameters()`): never a leaf
+
+
+def test_a_parameter_used_as_a_module_is_not_seeded_as_a_leaf(monkeypatch):
+    flow = _function_trace("""
+import torch
+
+def fit(w):
+    w.zero_grad()
+    v = w * 2.0
+    for _ in range(3):
+        v.sum().backward(retain_graph=True)
+
+fit(torch.ones(3, requires_grad=True))
+""", "fit", monkeypatch)
+    (entry,) = flow.loop_entries.values()
+    assert not entry["v"].graph_tokens()

@@ -8,7 +8,10 @@ Per top-level statement, coarse and hashable:
 * ``class:<name>`` → :class:`gradguard.analysis.values.ClassFacts` (bases, ``self.x = Ctor(...)``
   attributes, method facts: ``forward``, ``init_hidden``, ...);
 * ``var:<name>``   → raw dotted constructor name of a module-level ``name = Ctor(...)``
-  (``"nn.GRU"``, ``"RNNModel"``), qualified later through the import table.
+  (``"nn.GRU"``, ``"RNNModel"``), qualified later through the import table;
+* ``rg:global:<x>``, ``rg:returns:<f>``, ``rg:arg:<f>:<i|name>`` → tensors made to require
+  grad: bound at module level, returned, passed to a function's parameter
+  (:func:`requires_grad_argument`; the trace of ``f`` starts that parameter as a leaf).
 
 Facts never hold AST nodes, and they summarise *interfaces*: an edit inside a
 body changes them only when what the function returns or back-propagates changes.
@@ -922,17 +925,105 @@ def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[F
     try:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if not referenced:  # ``fn:<name>`` is only read where <name> is used
-                return list(_loop_calls(stmt))
+                return list(_loop_calls(stmt)) + _requires_grad_facts(stmt)
             r = _FactResolver()
             r.current = stmt.name
-            return [("fn:" + stmt.name, function_facts(stmt, r))] + list(_loop_calls(stmt))
+            return [("fn:" + stmt.name, function_facts(stmt, r))] + list(_loop_calls(stmt)) \
+                + _requires_grad_facts(stmt)
         if isinstance(stmt, ast.ClassDef):
-            return [("class:" + stmt.name, class_facts(stmt))]
-        return list(_var_facts(stmt)) + list(_loop_calls(stmt))
+            return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt)
+        return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt)
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         # never let an odd construct take the whole file down; the rule then
         # simply knows less about this definition
         return []
+
+
+def is_requires_grad_expr(e: Optional[ast.AST]) -> bool:
+    """Syntactically a tensor made to require grad: ``f(..., requires_grad=True)``
+    or ``....requires_grad_()``."""
+    if not isinstance(e, ast.Call):
+        return False
+    if any(k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is True
+           for k in e.keywords):
+        return True
+    if isinstance(e.func, ast.Attribute) and e.func.attr == "requires_grad_":
+        return not e.args or (isinstance(e.args[0], ast.Constant) and e.args[0].value is True)
+    return False
+
+
+def _bound(target: ast.AST) -> List[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _bound(e)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    return []
+
+
+def _requires_grad_facts(stmt: ast.stmt) -> List[Fact]:
+    """Which tensors made to require grad reach which functions' parameters:
+
+    - ``rg:global:<x>``: module-level ``x = <a tensor made to require grad>``;
+    - ``rg:returns:<f>``: ``f`` returns such a tensor (made there, or bound to a name there);
+    - ``rg:arg:<f>:<i|name>``: a call ``f(...)`` in this statement passes, as its i-th
+      positional (or ``name=``) argument, such a tensor (``"rg"``), a module-level name
+      (``"name:x"``, resolved through ``rg:global:``) or a call's result (``"call:g"``,
+      resolved through ``rg:returns:``): :func:`requires_grad_argument`.
+    """
+    is_fn = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+    is_cls = isinstance(stmt, ast.ClassDef)
+    out: List[Fact] = []
+    rg_names: set = set()
+    returns: List[ast.Return] = []
+    calls: List[ast.Call] = []
+    for n in A.walk_all(stmt):  # ast.walk's order, without ctx nodes
+        if isinstance(n, ast.Call):
+            if isinstance(n.func, ast.Name) and n.func.id not in _BUILTINS and (n.args or n.keywords):
+                calls.append(n)
+        elif isinstance(n, ast.Assign):
+            if is_requires_grad_expr(n.value):
+                for t in n.targets:
+                    rg_names.update(_bound(t))
+        elif isinstance(n, ast.Return) and is_fn:
+            returns.append(n)
+    if isinstance(stmt, ast.Assign) and is_requires_grad_expr(stmt.value):
+        for t in stmt.targets:
+            for name in _bound(t):
+                out.append((f"rg:global:{name}", True))
+    if any(is_requires_grad_expr(r.value) or (isinstance(r.value, ast.Name) and r.value.id in rg_names)
+           for r in returns):
+        out.append((f"rg:returns:{stmt.name}", True))  # type: ignore[attr-defined]
+    for c in calls:
+        pairs = [(str(i), a) for i, a in enumerate(c.args) if not isinstance(a, ast.Starred)]
+        pairs += [(k.arg, k.value) for k in c.keywords if k.arg]
+        for key, a in pairs:
+            val = None
+            if is_requires_grad_expr(a) or (isinstance(a, ast.Name) and a.id in rg_names):
+                val = "rg"
+            elif isinstance(a, ast.Name) and not (is_fn or is_cls):
+                val = f"name:{a.id}"  # a module-level name: resolved through rg:global:
+            elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and not a.func.id[:1].isupper() \
+                    and a.func.id not in _BUILTINS:
+                val = f"call:{a.func.id}"
+            if val is not None:
+                out.append((f"rg:arg:{c.func.id}:{key}", val))  # type: ignore[attr-defined]
+    return out
+
+
+def requires_grad_argument(summary, fn: str, i: int, name: str) -> bool:
+    """Does some call of module-level function ``fn`` pass its parameter ``i``
+    (called ``name``) a tensor that requires grad (``rg:arg:`` facts, resolved)?"""
+    for key in (str(i), name):
+        val = summary.get(f"rg:arg:{fn}:{key}")
+        if val is None:
+            continue
+        if val == "rg" or (isinstance(val, str) and (
+                (val.startswith("call:") and summary.get(f"rg:returns:{val[5:]}"))
+                or (val.startswith("name:") and summary.get(f"rg:global:{val[5:]}")))):
+            return True
+    return False
 
 
 def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:

@@ -982,12 +982,17 @@ class GraphFlow:
                 return plain({("L",)})  # model.gain, where the class sets self.gain = nn.Parameter(...)
             if obj is not None:
                 return Val(obj=obj)
-            if (base.obj or "").startswith("inst:torch.nn.") and not base.frozen and K.is_parameter_attr(e.attr):
-                return plain(base.taints | {("L",)})  # lin.weight, rnn.weight_hh_l0: a parameter
+            if (base.obj or "").startswith(("inst:torch.nn.", "layer:")) and not base.frozen \
+                    and K.is_parameter_attr(e.attr):
+                return plain(base.taints | {("L",)})  # lin.weight, rnn.weight_hh_l0, model[0].weight: a parameter
             return plain(base.taints) if base.taints else CLEAN
         if isinstance(e, ast.Subscript):
             base = self.eval(e.value, env)
             self.eval(e.slice, env)
+            if base.obj is not None and base.obj.startswith("inst:") and base.obj[5:] in _CONTAINER_CLASSES:
+                # model[0] of an nn.Sequential: a layer, whose parameters are leaves that
+                # require grad (``model[0].weight``); what calling it builds is not typed here
+                return Val(obj="layer:" + base.obj[5:], frozen=base.frozen)
             if base.elems is not None:
                 idx = e.slice
                 if isinstance(idx, ast.Constant) and isinstance(idx.value, int) and -len(base.elems) <= idx.value < len(base.elems):
@@ -1096,6 +1101,8 @@ class GraphFlow:
         inner = dict(env)
         for gen in e.generators:
             it = self.eval(gen.iter, inner)
+            if self._binds_parameters(gen, inner):
+                continue
             part = plain(it.taints)
             if it.elems is not None:
                 v = CLEAN
@@ -1109,6 +1116,30 @@ class GraphFlow:
         for elt in elts:  # (not `x`: above, x is a Val)
             t = t | self.eval(elt, inner).taints
         return t
+
+    def _binds_parameters(self, gen: ast.comprehension, env: Dict[str, Val]) -> bool:
+        """``for p in model.parameters()`` / ``for n, p in model.named_parameters()`` in a
+        comprehension (``sum(p.pow(2).sum() for p in model.parameters())``), over a module
+        not frozen: ``p`` is a parameter, a leaf that requires grad."""
+        it, target = gen.iter, gen.target
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args and not it.keywords
+                and it.func.attr in ("parameters", "named_parameters")):
+            return False
+        owner = self.eval(it.func.value, env)
+        if not (owner.obj or "").startswith(("inst:torch.nn.", "user:", "layer:")) or owner.frozen:
+            return False
+        name: ast.expr
+        if it.func.attr == "parameters" and isinstance(target, ast.Name):
+            name = target
+        elif isinstance(target, ast.Tuple) and len(target.elts) == 2 and all(isinstance(x, ast.Name) for x in target.elts):
+            self.bind(target.elts[0], CONST, env, self._stmt)  # type: ignore[arg-type]
+            name = target.elts[1]
+        else:
+            return False
+        self.bind(name, plain({("L",)}), env, self._stmt)  # type: ignore[arg-type]
+        for cond in gen.ifs:
+            self.eval(cond, env)
+        return True
 
     # -- calls -------------------------------------------------------------
     def _args(self, call: ast.Call, env) -> Tuple[List[Val], Dict[str, Val]]:
@@ -1746,6 +1777,7 @@ class GraphFlow:
         return posval(facts.ret) if facts.returns_value else CLEAN
 
 
+_CONTAINER_CLASSES = frozenset("torch.nn." + c for c in K.CONTAINER_MODULES)
 _PARAMETER_OBJS = frozenset({"inst:torch.nn.Parameter", "inst:torch.nn.parameter.Parameter"})
 
 

@@ -7,6 +7,7 @@ import ast
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
+from gradguard.analysis.facts import requires_grad_argument
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -27,6 +28,7 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
     before it is set is marked as state kept from the previous call."""
     if unit.trace is None:
         env, self_obj = unit_entry(unit)
+        _seed_requires_grad_params(unit, ctx, env)
         stateful = unit.kind == "function" and unit.node is not None
         flow = interp.GraphFlow(interp.Resolver(ctx), self_obj=self_obj, track_self_state=stateful)
         try:
@@ -38,6 +40,27 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
     if unit.trace is False:
         raise RecursionError("too deeply nested to interpret")
     return unit.trace
+
+
+def _seed_requires_grad_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -> None:
+    """A module-level function's parameter that some call site passes a tensor
+    requiring grad (``fit(net, torch.randn(..., requires_grad=True))``, the
+    ``rg:arg:`` facts) is such a leaf here, unless the function uses it as a
+    module (``x.parameters()``, ``x.zero_grad()``)."""
+    node = unit.node
+    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+        return
+    params = list(node.args.posonlyargs) + list(node.args.args)  # type: ignore[attr-defined]
+    fname: str = node.name  # type: ignore[attr-defined]
+    seeded = [a.arg for i, a in enumerate(params) if requires_grad_argument(ctx.summary, fname, i, a.arg)]
+    if not seeded:
+        return
+    modules = {n.value.id for n in A.iter_nodes(unit.body)
+               if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+               and n.attr in ("parameters", "named_parameters", "zero_grad")}
+    for name in seeded:
+        if name not in modules and name in env:
+            env[name] = V._with(env[name], taints=frozenset({("L",)}))
 
 
 def unit_entry(unit) -> Tuple[Dict[str, V.Val], Optional[str]]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import ast
 
-from gradguard.analysis.facts import GRAPH_FACTS
+from gradguard.analysis.facts import GRAPH_FACTS, requires_grad_argument
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
@@ -258,20 +258,10 @@ class _Analysis(LoopTaint):
         node = self.unit.node
         if node is None or self.unit.class_node is not None or self.unit.parents:
             return
-        summ = self.ctx.summary
         params = list(node.args.posonlyargs) + list(node.args.args)
         for i, a in enumerate(params):
-            for key in (str(i), a.arg):
-                val = summ.get(f"gg102:rgarg:{node.name}:{key}")
-                if val is None or a.arg in self.module_evidence:
-                    continue
-                ok = val == "rg" or (
-                    isinstance(val, str) and (
-                        (val.startswith("call:") and summ.get(f"gg102:returns_rg:{val[5:]}"))
-                        or (val.startswith("name:") and summ.get(f"gg102:rgglobal:{val[5:]}"))))
-                if ok:
-                    self.env[a.arg] = Leaf(self._src(a.arg, "data", None, a, None))
-                    break
+            if a.arg not in self.module_evidence and requires_grad_argument(self.ctx.summary, node.name, i, a.arg):
+                self.env[a.arg] = Leaf(self._src(a.arg, "data", None, a, None))
 
     def _block(self, stmts: list):
         for i, s in enumerate(stmts):

@@ -6,8 +6,6 @@ Keys, each written by :func:`_gg102_facts` for one top-level statement:
   ``gg102:paramattr:<a>`` / ``gg102:modattr:<a>``: some class sets ``self.a = nn.Parameter(...)``
   / ``self.a = SomeModule(...)``; (a class's bases are the shared ``class:<C>`` fact's);
 - ``gg102:gradread:<x>``: ``x.grad`` is read;
-- ``gg102:rgglobal:<x>``, ``gg102:returns_rg:<f>``, ``gg102:rgarg:<f>:<i|name>``: tensors
-  made to require grad, returned, passed;
 - ``gg102:bw:<f>``, ``gg102:bwloop:<f>``, ``gg102:bwcalls:<f>``: what a function back-propagates
   (anywhere, in a loop, through the functions it calls): :func:`_backprop_facts`;
 - ``gg102:attrloop:<C>``: the ``self.<attr>`` graphs a method's loop reuses: :func:`_class_attr_loops`.
@@ -22,6 +20,7 @@ from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import summary as _summary
 from gradguard.analysis import values as V
+from gradguard.analysis.facts import is_requires_grad_expr
 from gradguard.rules.gg102_stale_graph import syntax as S
 from gradguard.rules.gg102_stale_graph.taint import LoopTaint, composed_fact
 
@@ -37,9 +36,6 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     - ``classsaves:<C>``: the class holds a layer;
       ``paramattr:<a>`` / ``modattr:<a>``: ``self.a = nn.Parameter(...)`` / ``self.a = SomeModule(...)``;
     - ``gradread:<x>``: ``x.grad`` is read (a data tensor whose gradient is inspected keeps requires_grad);
-    - ``rgglobal:<x>``: module-level ``x`` is made to require grad; ``returns_rg:<f>``: ``f`` returns such a
-      tensor; ``rgarg:<f>:<i|name>``: some call passes ``f`` a requires-grad tensor (``"rg"``) or a name/call
-      to resolve later (``"name:x"``, ``"call:g"``);
     - ``bw:<f>`` / ``bwloop:<f>``: see :func:`_backprop_facts`;
     - ``attrloop:<C>``: see :func:`_class_attr_loops`.
     """
@@ -47,8 +43,6 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     is_cls = isinstance(stmt, ast.ClassDef)
     out: List[Tuple[str, object]] = []
     grad_names: Set[str] = set()
-    rg_names: Set[str] = set()
-    returns: List[ast.Return] = []
     calls: List[ast.Call] = []
     has_bw = False
     saves_cls = False
@@ -62,9 +56,6 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
             elif isinstance(n.func, ast.Attribute) and n.func.attr in K.BACKWARD_METHODS:
                 has_bw = True
         elif isinstance(n, ast.Assign):
-            if _is_rg_expr(n.value):
-                for t in n.targets:
-                    rg_names.update(S.bound_names(t))
             if is_cls and isinstance(n.value, ast.Call):
                 callee = n.value.func
                 last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
@@ -76,51 +67,17 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
                             out.append((f"gg102:modattr:{t.attr}", True))
                             if last not in K.NONSAVING_MODULES and not last.startswith("Parameter"):
                                 saves_cls = True
-        elif isinstance(n, ast.Return) and is_fn:
-            returns.append(n)
     if saves_cls:
         # it holds a layer (self.fc = nn.Linear(...)): calling it saves tensors for backward
         out.append((f"gg102:classsaves:{stmt.name}", True))  # type: ignore[attr-defined]
     for name in sorted(grad_names):
         out.append((f"gg102:gradread:{name}", True))
-    if isinstance(stmt, ast.Assign) and _is_rg_expr(stmt.value):
-        for t in stmt.targets:
-            for name in S.bound_names(t):
-                out.append((f"gg102:rgglobal:{name}", True))
-    if any(_is_rg_expr(r.value) or (isinstance(r.value, ast.Name) and r.value.id in rg_names) for r in returns):
-        out.append((f"gg102:returns_rg:{stmt.name}", True))  # type: ignore[attr-defined]
-    for c in calls:
-        pairs = [(str(i), a) for i, a in enumerate(c.args) if not isinstance(a, ast.Starred)]
-        pairs += [(k.arg, k.value) for k in c.keywords if k.arg]
-        for key, a in pairs:
-            val = None
-            if _is_rg_expr(a) or (isinstance(a, ast.Name) and a.id in rg_names):
-                val = "rg"
-            elif isinstance(a, ast.Name) and not (is_fn or is_cls):
-                val = f"name:{a.id}"  # a module-level name: resolved through rgglobal
-            elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and not a.func.id[:1].isupper() \
-                    and a.func.id not in S.BUILTIN_NAMES:
-                val = f"call:{a.func.id}"
-            if val is not None:
-                out.append((f"gg102:rgarg:{c.func.id}:{key}", val))  # type: ignore[attr-defined]
     if is_fn and referenced and (has_bw or _delegating_calls(calls, stmt.name)):  # type: ignore[attr-defined]
         # ``bw:<f>``/``bwloop:<f>``/``bwcalls:<f>`` are read at calls of <f> only
         out.extend(_backprop_facts(stmt))
     if is_cls and has_bw:
         out.extend(_class_attr_loops(stmt))  # type: ignore[arg-type]
     return out
-
-
-def _is_rg_expr(e: Optional[ast.AST]) -> bool:
-    """Syntactically a tensor made to require grad: ``f(..., requires_grad=True)``
-    or ``....requires_grad_()``."""
-    if not isinstance(e, ast.Call):
-        return False
-    if any(k.arg == "requires_grad" and S.const_true(k.value) for k in e.keywords):
-        return True
-    if isinstance(e.func, ast.Attribute) and e.func.attr == "requires_grad_":
-        return not e.args or S.const_true(e.args[0])
-    return False
 
 
 def _delegating_calls(calls, own: str) -> bool:
@@ -355,7 +312,7 @@ def _class_attr_loops(cls: ast.ClassDef):
                     v = st.value
                     callee = v.func if isinstance(v, ast.Call) else None
                     last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
-                    if _is_rg_expr(v):
+                    if is_requires_grad_expr(v):
                         leaves[d[len(prefix):]] = "data"
                     elif (last == "Parameter" and not any(k.arg == "requires_grad" for k in v.keywords)  # type: ignore[attr-defined]
                             and len(v.args) < 2):  # type: ignore[attr-defined]
