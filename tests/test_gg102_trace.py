@@ -29,8 +29,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 # fixture -> the shape of "where the graph hides" the interpreter does not know yet
 NOT_YET = {
-    "gg102_train_loop_calls_step.py":
-        "the loop is in the function this statement calls (GG102's gg102:bwloop: facts), not in this unit",
     "gg102_trainer_init_targets.py": "built in __init__ for the loop of another method (gg102:attrloop: facts)",
 }
 
@@ -65,6 +63,11 @@ def _trace_sees(finding, unit, ctx) -> bool:
             entry = flow.loop_entries.get(id(loop))
             v = entry.get(var) if entry is not None else None
             if v is not None and v.graph_tokens() & ev.loss.taints:
+                return True
+    for cl in flow.callee_loops:  # the loop is in the function this statement calls
+        if cl.call.lineno in lines:
+            v = cl.entry.get(var)
+            if v is not None and v.graph_tokens() & cl.loss.taints:
                 return True
     return False
 
@@ -218,3 +221,36 @@ fit(torch.ones(3, requires_grad=True))
 """, "fit", monkeypatch)
     (entry,) = flow.loop_entries.values()
     assert not entry["v"].graph_tokens()
+
+
+@pytest.mark.parametrize(
+    "body, target, sees",
+    [
+        ("loss = ((model(x) - y) ** 2).mean()\n        loss.backward()", "Y", True),
+        ("step(model, x, y)", "Y", True),  # the loop calls a function that back-propagates
+        ("step(model, x, y.detach())", "Y", False),  # cut before it gets there
+        ("loss = ((model(x) - y) ** 2).mean()\n        loss.backward(retain_graph=True)", "Y", False),
+        ("y = y.detach()\n        loss = ((model(x) - y) ** 2).mean()\n        loss.backward()", "Y", False),
+        ("loss = ((model(x) - y) ** 2).mean()\n        loss.backward()", "Z", False),  # plain data
+    ],
+)
+def test_a_call_of_a_function_whose_loop_back_propagates_what_it_is_passed(body, target, sees, monkeypatch):
+    flow = _module_trace(f"""
+import torch
+import torch.nn as nn
+
+def step(model, x, y):
+    loss = ((model(x) - y) ** 2).mean()  # 一步
+    loss.backward()
+
+def train(model, x, y):
+    for _ in range(3):
+        {body}
+
+X = torch.rand(8, 3, requires_grad=True)
+Y = X @ torch.ones(3, 1)
+Z = torch.rand(8, 1)
+train(nn.Linear(3, 1), X, {target})
+""", monkeypatch)
+    seen = [cl for cl in flow.callee_loops if cl.entry[target].graph_tokens() & cl.loss.taints]
+    assert bool(seen) is sees

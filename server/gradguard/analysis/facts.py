@@ -243,6 +243,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     bparams: set = set()
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
+    loop_backward, loop_delegates = _loop_backward(fn, names, g)
     detaches = bool(names) and bool(rets) and not ret.graph and not ret.params and (
         returns is None or all(not p.graph and not p.params for p in returns)
     )
@@ -260,6 +261,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         delegates=tuple(g.delegates),
         calls=tuple(g.calls),
         containers=() if no_grad else _container_effects(g, fn, outside, seeded),
+        loop_backward=loop_backward,
+        loop_delegates=loop_delegates,
     )
 
 
@@ -294,6 +297,26 @@ def _container_effects(g: interp.GraphFlow, fn: ast.AST, outside: Dict[str, str]
         if eff.appends or eff.appends_params or eff.backprops or eff.clears:
             out.append(eff)
     return tuple(out)
+
+
+def _loop_backward(fn: ast.AST, names: Tuple[str, ...], g: interp.GraphFlow):
+    """``FnFacts.loop_backward`` and ``loop_delegates``: the parameters the function
+    never rebinds that reach a backward (freeing its graph) in one of its loops, and
+    the module-level functions such a loop calls with them."""
+    if not any(ev.in_loop and not ev.retain for ev in g.events) and not g.loop_delegates:
+        return V.EMPTY, ()
+    rebound = {n.id for n in A.iter_nodes(fn.body) if isinstance(n, ast.Name)  # type: ignore[attr-defined]
+               and isinstance(n.ctx, (ast.Store, ast.Del))}
+    kept = frozenset(i for i, n in enumerate(names) if n not in rebound)
+    found: set = set()
+    for ev in g.events:
+        if ev.in_loop and not ev.retain:
+            found.update(t[1] for t in ev.loss.taints if t[0] == "P" and t[1] in kept)
+    delegates = []
+    for k in g.loop_delegates:
+        name, argsets, kwsets = g.delegates[k]
+        delegates.append((name, tuple(ps & kept for ps in argsets), tuple((kw, ps & kept) for kw, ps in kwsets)))
+    return frozenset(found), tuple(delegates)
 
 
 def _join_all(vals: List[V.Val]) -> V.Val:

@@ -13,7 +13,7 @@ import re
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names
 from gradguard.analysis.summary import query
-from gradguard.analysis.values import FREED, BackwardEvent, CLEAN, CONST, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, meet_freed, plain, tup, unsure
+from gradguard.analysis.values import FREED, BackwardEvent, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, meet_freed, plain, tup, unsure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -233,6 +233,10 @@ class GraphFlow:
         self.delegates: List[tuple] = []
         # while summarising a def: calls of methods of classes not seen from here (FnFacts.calls)
         self.calls: List[tuple] = []
+        # while summarising a def: which of ``delegates`` were called inside a loop
+        self.loop_delegates: List[int] = []
+        # calls of functions whose own loop back-propagates what is passed in (CalleeLoop)
+        self.callee_loops: List[CalleeLoop] = []
         self._via_depth = 0
         self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated
         self._dotted_bases: set = set()
@@ -1409,6 +1413,8 @@ class GraphFlow:
             if name not in env and self.r.ctx is None:
                 # a module-level function, maybe: its facts are composed where this def is called
                 k = len(self.delegates)
+                if self.frames:
+                    self.loop_delegates.append(k)
                 self.delegates.append((name, tuple(_param_set(v) for v in pos),
                                        tuple((kw, _param_set(v)) for kw, v in kws.items() if kw != "**")))
                 return plain(args_taints | {("G", call), ("D", k)})
@@ -1656,6 +1662,25 @@ class GraphFlow:
             self._set_container(env, key, _with(cur, taints=cur.taints | added, elems=None,
                                                 site=self._stmt if added else cur.site))
 
+    def _callee_loop(self, call: ast.Call, facts: FnFacts, argval, env: Dict[str, Val]) -> None:
+        """``train(model, X, Y)`` where ``train`` loops and back-propagates through its
+        ``y`` (``FnFacts.loop_backward``), or calls in its loop a function that does
+        (``loop_delegates``, composed from that function's facts as seen here): what the
+        arguments bring into that loop's backward, with the names' values at the call."""
+        params = set(facts.loop_backward)
+        for name, argsets, kwsets in facts.loop_delegates:
+            inner = self.r.fn(name)
+            if inner is None or inner.no_grad or not inner.calls_backward or inner.backward_retains:
+                continue
+            named = dict(kwsets)
+            for j in inner.backward_params:
+                params |= inner.argument(j, argsets, named, EMPTY)
+        taints: FrozenSet = EMPTY
+        for i in params:
+            taints = taints | argval(i).taints
+        if any(t[0] == "G" for t in taints):
+            self.callee_loops.append(CalleeLoop(call, plain(taints), dict(env) if env is not None else {}))
+
     def _threads_state(self, call: ast.Call, callee: Val, unknown_ok: bool) -> bool:
         """The shape of a recurrent step through a callable we cannot see:
         ``out, h = f(x, h)`` / ``out, (h, c) = f(x, (h, c))`` (the result unpacked
@@ -1772,6 +1797,8 @@ class GraphFlow:
             self._fill(node, key, eff, argval, env)
         if facts.delegates and not facts.no_grad:
             self._apply_delegates(call, node, facts, argval, {fname}, 0, env)
+        if (facts.loop_backward or facts.loop_delegates) and not facts.no_grad and self.r.ctx is not None:
+            self._callee_loop(call, facts, argval, env)
         if facts.returns is not None:
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN

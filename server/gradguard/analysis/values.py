@@ -244,6 +244,15 @@ class FnFacts:
     calls: Tuple[Tuple[str, str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
     # containers reached from outside that it fills, back-propagates or clears
     containers: Tuple[ContainerEffect, ...] = ()
+    # Parameters the function never rebinds that reach a backward (not retaining its
+    # graph) made in a loop of its own: a graph passed in is freed by the first
+    # iteration and reached again by the next (``train(model, x, y)`` looping over
+    # ``loss(model(x), y).backward()`` with a ``y`` built from a tensor requiring grad).
+    loop_backward: FrozenSet[int] = EMPTY
+    # the calls of module-level functions made in such a loop (as ``delegates``, with
+    # only the parameters never rebound), composed where the function is called: the
+    # loop of ``train`` calling ``step(model, opt, x, y)``, which back-propagates
+    loop_delegates: Tuple[Tuple[str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,
@@ -329,6 +338,18 @@ class BackwardEvent:
     # graphs the loss reaches that a backward before it surely freed on every path
     # (and that saved tensors): ``("X", ("G", node), call)`` as in :data:`FREED`
     stale: FrozenSet = EMPTY
+
+
+@record(frozen=False)
+class CalleeLoop:
+    """A call of a function whose own loop back-propagates (``FnFacts.loop_backward``,
+    ``loop_delegates``): ``loss`` holds what the arguments passed there bring into that
+    loop's backward; ``entry`` is what each name held at the call (the graphs built
+    before the loop, as ``GraphFlow.loop_entries`` has them for a loop of the unit)."""
+
+    call: ast.Call
+    loss: Val
+    entry: Dict[str, Val]
 
 
 @record(frozen=False)
