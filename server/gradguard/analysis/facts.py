@@ -223,6 +223,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
             states.extend(("cached", kv) for kv in t.cached_states())
         except RecursionError:
             pass
+    loop_attrs: Tuple[str, ...] = ()
+    if method and self_obj and not no_grad and any(ev.in_loop and not ev.retain for ev in g.events):
+        loop_attrs = _loop_backward_attrs(fn, resolver, self_obj, env)
     rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
     whole = V.CLEAN
     for r in rets:
@@ -263,6 +266,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         containers=() if no_grad else _container_effects(g, fn, outside, seeded),
         loop_backward=loop_backward,
         loop_delegates=loop_delegates,
+        loop_backward_attrs=loop_attrs,
     )
 
 
@@ -297,6 +301,22 @@ def _container_effects(g: interp.GraphFlow, fn: ast.AST, outside: Dict[str, str]
         if eff.appends or eff.appends_params or eff.backprops or eff.clears:
             out.append(eff)
     return tuple(out)
+
+
+def _loop_backward_attrs(fn: ast.AST, resolver: interp.Resolver, self_obj: str, env) -> Tuple[str, ...]:
+    """``FnFacts.loop_backward_attrs``: a run that marks each ``self.<a>`` read before
+    the method assigns it (``("A", "self.a")``), and the marks that reach a backward
+    freeing its graph in a loop, of attributes the method never assigns."""
+    t = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=True, find_carries=False)
+    try:
+        t.run(fn.body, env)  # type: ignore[attr-defined]
+    except RecursionError:
+        return ()
+    assigned = {A.dotted(n) for n in A.iter_nodes(fn.body)  # type: ignore[attr-defined]
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    found = {tok[1][5:] for ev in t.events if ev.in_loop and not ev.retain for tok in ev.loss.taints
+             if tok[0] == "A" and tok[1].startswith("self.") and tok[1] not in assigned}
+    return tuple(sorted(found))
 
 
 def _loop_backward(fn: ast.AST, names: Tuple[str, ...], g: interp.GraphFlow):

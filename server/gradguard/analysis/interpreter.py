@@ -290,6 +290,23 @@ class GraphFlow:
                     break
         return sorted(out, key=lambda kv: kv[0])
 
+    def attr_loops(self) -> List[Tuple[str, str, Val]]:
+        """After :meth:`run` over a method: the ``self.<a>`` it leaves holding a graph
+        that another method of its class back-propagates in a loop of its own, never
+        assigning it there (``FnFacts.loop_backward_attrs``): ``__init__`` building the
+        targets ``fit`` trains against in every epoch. (attribute, method, value), sorted."""
+        cf = self.r.cls(self.self_obj[5:]) if self.self_obj and self.self_obj.startswith("user:") else None
+        final = getattr(self, "final", None)
+        if cf is None or final is None:
+            return []
+        out = []
+        for method, facts in cf.methods:
+            for attr in facts.loop_backward_attrs:
+                v = final.get("self." + attr)
+                if v is not None and v.graph_tokens():
+                    out.append(("self." + attr, method, v))
+        return sorted(out, key=lambda x: (x[0], x[1]))
+
     def input_states(self) -> List[str]:
         """After :meth:`run` with ``track_self_state`` over a summarised forward:
         attributes ``self.x`` rebuilt from their own last value and a parameter

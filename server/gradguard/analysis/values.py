@@ -253,6 +253,10 @@ class FnFacts:
     # only the parameters never rebound), composed where the function is called: the
     # loop of ``train`` calling ``step(model, opt, x, y)``, which back-propagates
     loop_delegates: Tuple[Tuple[str, Tuple[FrozenSet[int], ...], Tuple[Tuple[str, FrozenSet[int]], ...]], ...] = ()
+    # (methods) the attributes ``self.<a>`` the method never assigns that reach a backward
+    # (not retaining its graph) in a loop of its own: a graph another method (``__init__``)
+    # left there is freed by the first iteration and reached again by the next
+    loop_backward_attrs: Tuple[str, ...] = ()
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,
