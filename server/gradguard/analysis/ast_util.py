@@ -110,6 +110,22 @@ def walk_all(node: ast.AST) -> Iterator[ast.AST]:
         yield n
 
 
+_LAST_WALK: Tuple[Optional[ast.AST], List[ast.AST]] = (None, [])
+
+
+def walk_all_list(node: ast.AST) -> List[ast.AST]:
+    """:func:`walk_all` as a list, remembered for the last node asked: the summarizers
+    of several fact sources each walk the same top-level statement, one after the
+    other, and walking costs more than scanning the list (the list must not be changed)."""
+    global _LAST_WALK
+    last = _LAST_WALK
+    if last[0] is node:
+        return last[1]
+    nodes = list(walk_all(node))
+    _LAST_WALK = (node, nodes)
+    return nodes
+
+
 # Per node class: the fields that can hold child nodes. ``ctx`` (Load/Store/Del
 # singletons) is left out: nobody needs those nodes and every Name has one.
 _CHILD_FIELDS: dict = {}

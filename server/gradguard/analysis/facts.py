@@ -1021,7 +1021,7 @@ def _requires_grad_facts(stmt: ast.stmt) -> List[Fact]:
     rg_names: set = set()
     returns: List[ast.Return] = []
     calls: List[ast.Call] = []
-    for n in A.walk_all(stmt):  # ast.walk's order, without ctx nodes
+    for n in A.walk_all_list(stmt):  # ast.walk's order, without ctx nodes (one walk for both sources)
         if isinstance(n, ast.Call):
             if isinstance(n.func, ast.Name) and n.func.id not in _BUILTINS and (n.args or n.keywords):
                 calls.append(n)

@@ -46,7 +46,7 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     calls: List[ast.Call] = []
     has_bw = False
     saves_cls = False
-    for n in A.walk_all(stmt):  # ast.walk's order, without ctx nodes
+    for n in A.walk_all_list(stmt):  # ast.walk's order, without ctx nodes (one walk for both sources)
         if isinstance(n, ast.Attribute):
             if n.attr == "grad" and isinstance(n.value, ast.Name):
                 grad_names.add(n.value.id)
