@@ -129,12 +129,19 @@ def _module_trace(source, monkeypatch):
         ("sum(p.norm() for _, p in seq.named_parameters())", True),
         ("sum(p.pow(2).sum() for p in frozen.parameters())", False),
         ("sum(p.pow(2).sum() for p in [torch.ones(2)])", False),  # not a module's parameters
+        ("leafx[:, 0]", True),  # indexing a tensor that requires grad builds a graph
+        ("leafx[1:]", True),
+        ("data[:, 0]", False),
+        ("[leafx, data][0]", False),  # an element of a list: the leaf itself
+        ("Variable(torch.randn(3), requires_grad=True) * 2.0", True),  # the legacy constructor
+        ("Variable(torch.randn(3)) * 2.0", False),
     ],
 )
 def test_a_parameter_read_off_a_module_is_a_leaf_that_requires_grad(build, leaf, monkeypatch):
     flow = _module_trace(f"""
 import torch
 import torch.nn as nn
+from torch.autograd import Variable
 
 class Scaler(nn.Module):
     def __init__(self):
@@ -151,6 +158,8 @@ for p in frozen.parameters():
 seq = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
 frozen_seq = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
 frozen_seq.requires_grad_(False)
+leafx = torch.randn(4, 3, requires_grad=True)
+data = torch.randn(4, 3)
 built = {build}
 for step in range(3):
     loss = (lin(torch.randn(2, 3)) + built).sum()
@@ -311,3 +320,50 @@ class Regression:
 Regression().fit()
 """, monkeypatch)
     assert any(a == "self.Y" and m == "fit" for a, m, _ in flow.attr_loops()) is sees
+
+
+@pytest.mark.parametrize(
+    "line, kept",
+    [
+        ("built.requires_grad_(False)", True),  # raises at run time on a non-leaf: the graph stays
+        ("built = built.requires_grad_(False)", True),
+        ("built.detach_()", False),
+        ("leafx.requires_grad_(False)", True),  # a leaf is switched off; built keeps its graph
+    ],
+)
+def test_requires_grad_false_on_a_value_with_a_graph_keeps_it(line, kept, monkeypatch):
+    flow = _module_trace(f"""
+import torch
+
+leafx = torch.randn(4, 3, requires_grad=True)
+built = leafx * 2.0
+{line}
+lin = torch.nn.Linear(3, 1)
+for step in range(3):
+    (lin(leafx).sum() - built.sum()).backward()
+""", monkeypatch)
+    entry = next(e for e in flow.loop_entries.values() if "built" in e)
+    assert bool(entry["built"].graph_tokens()) is kept
+
+
+@pytest.mark.parametrize(
+    "args, frees",
+    [
+        ("create_graph=True, retain_graph=False", True),  # the explicit False wins: freed
+        ("create_graph=True", False),  # retain_graph defaults to create_graph: kept
+        ("create_graph=True, retain_graph=None", False),
+        ("", True),
+    ],
+)
+def test_a_backward_with_create_graph_frees_only_with_an_explicit_retain_graph_false(args, frees, monkeypatch):
+    flow = _module_trace(f"""
+import torch
+
+leafx = torch.randn(4, 3, requires_grad=True)
+built = leafx @ torch.ones(3, 1)
+lin = torch.nn.Linear(3, 1)
+for step in range(3):
+    ((lin(leafx) - built) ** 2).sum().backward({args})
+""", monkeypatch)
+    freeing = [ev for ev in flow.events if not ev.retain and ev.in_loop]
+    assert bool(freeing) is frees

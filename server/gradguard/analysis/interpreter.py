@@ -388,11 +388,7 @@ class GraphFlow:
         elif isinstance(s, ast.Expr):
             name = inplace_cut_target(s)
             if name is not None:
-                old = env.get(name)
-                if old is not None and old.obj and old.obj.startswith(("inst:", "user:")):
-                    env[name] = _with(old, frozen=True)  # encoder.requires_grad_(False)
-                else:
-                    env[name] = _with(old or CLEAN, taints=EMPTY, elems=None, site=s)
+                self._cut_in_place(s, name, env)
             else:
                 self.eval(s.value, env)
         elif isinstance(s, ast.If):
@@ -484,6 +480,17 @@ class GraphFlow:
                 key = dotted(t.value)
                 if key is not None:  # del policy.saved_log_probs[:]: the list is empty
                     self._set_container(env, key, Val(kind="list"))
+
+    @staticmethod
+    def _cut_in_place(s: ast.Expr, name: str, env: Dict[str, Val]) -> None:
+        """``h.detach_()`` / ``h.requires_grad_(False)`` as a statement."""
+        old = env.get(name)
+        if old is not None and old.obj and old.obj.startswith(("inst:", "user:")):
+            env[name] = _with(old, frozen=True)  # encoder.requires_grad_(False)
+        elif old is not None and old.graph_tokens() and _method_name(s.value) == "requires_grad_":
+            pass  # y.requires_grad_(False) on a value with a graph raises at run time: it keeps it
+        else:
+            env[name] = _with(old or CLEAN, taints=EMPTY, elems=None, site=s)
 
     def _assigned_in_loop(self, loop: ast.stmt) -> FrozenSet[str]:
         """Names (and their roots: ``x`` of ``x.y``) the loop may rebind or mutate
@@ -1024,6 +1031,8 @@ class GraphFlow:
             if isinstance(idx, ast.Constant) and type(idx.value) is int and idx.value >= 0 and any(
                     t[0] == "R" and t[2] == -1 for t in base.taints):
                 return _nth_of_pending(base, idx.value)
+            if base.kind is None and base.elems is None and not base.obj and ("L",) in base.taints:
+                return self._op(e, base.taints)  # X[:, 0] of a tensor that requires grad: a graph (SliceBackward)
             return plain(base.taints)
         if isinstance(e, ast.Tuple):
             return tup([self.eval(x, env) for x in e.elts])
@@ -1194,6 +1203,12 @@ class GraphFlow:
                 if surely_frees(call, ctx):
                     self._free(env, loss.taints, call)
                 return CLEAN
+            if not keeps_graph(call):
+                # backward(create_graph=True, retain_graph=False): the explicit False wins,
+                # the graph is freed
+                self._event(call, loss, False)
+                if self.frames and self.find_carries:
+                    _mark_freed(env, _reached(loss))
             if qualify(func, ctx) in K.BACKWARD_FUNCTIONS and not self.no_grad:
                 # autograd.grad(outputs, inputs, create_graph=True): the gradients are built
                 # from the graph of outputs and inputs (a gradient penalty carries it on)
@@ -1299,6 +1314,8 @@ class GraphFlow:
                     if recv.obj and recv.obj.startswith(("inst:", "user:")):
                         env[key] = _with(recv, frozen=True)  # encoder.requires_grad_(False)
                         return env[key]
+                    if recv.graph_tokens():
+                        return recv  # on a value with a graph it raises at run time: the graph stays
                     env[key] = _with(env.get(key, CLEAN), taints=EMPTY, elems=None)
                 return CLEAN
             if key is not None:
@@ -1741,7 +1758,11 @@ class GraphFlow:
             return self._construct(tc, pos)
         if q in K.NONDIFF_FUNCTIONS:
             return CLEAN
-        if q in K.TENSOR_FACTORIES:
+        if q in K.TENSOR_FACTORIES or q in K.VARIABLE_CONSTRUCTORS:
+            if q in K.VARIABLE_CONSTRUCTORS and not any(
+                    kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+                    for kw in call.keywords):
+                return self._op(call, args_taints)  # Variable(x): x itself, as before
             for kw in call.keywords:
                 if kw.arg == "requires_grad" and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
                     return plain({("L",)})
@@ -1874,6 +1895,10 @@ def _flags_on(made: _Opt[ast.Call], needs, key: str, env: Dict[str, Val]) -> boo
         if not (isinstance(given, ast.Constant) and given.value):
             return False
     return True
+
+
+def _method_name(call: ast.AST) -> _Opt[str]:
+    return call.func.attr if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else None
 
 
 def _graph_free(v: Val) -> bool:
