@@ -497,11 +497,147 @@ def test_lstm_partial_detach_names_the_missing_element():
     assert f.data["attached_elements"] == [1]
 
 
-def test_fix_for_unknown_model_state_handles_tensor_or_tuple():
+def test_fix_for_unknown_model_state_uses_the_container_keeping_helper():
+    # the model is a parameter: its state may be a tensor (GRU), a tuple (LSTM), a
+    # dict or a list of pairs; no one-line guess, a helper that keeps every container
     f = gg101(INIT_HIDDEN_PARAM_MODEL)[0]
-    text = f.preferred_fix.edits[-1].new_text
-    # the model is a parameter: its state may be a tensor (GRU) or a tuple (LSTM); `model` may also be None-free
-    assert 'hasattr(hidden, "detach")' in text and "tuple(" in text
+    helper, call = f.preferred_fix.edits
+    assert call.new_text == "        hidden = _detach_state(hidden)\n"
+    assert call.range.start.line == line(INIT_HIDDEN_PARAM_MODEL, "for inputs") + 1  # the top of the body
+    # defined once, at module level, before the function that uses it (two blank lines after it)
+    assert helper.range.start.line == line(INIT_HIDDEN_PARAM_MODEL, "def fit(")
+    assert helper.new_text.startswith("def _detach_state(s):\n") and helper.new_text.endswith("        return s\n\n\n")
+    fixed = assert_fixed_cleanly(INIT_HIDDEN_PARAM_MODEL)
+    ns: dict = {}
+    exec(compile(fixed.split("def fit(")[0], "helper.py", "exec"), ns)
+    import collections
+
+    import torch
+
+    detach = ns["_detach_state"]
+    pair = collections.namedtuple("Pair", "h c")
+    x = torch.ones(2, requires_grad=True) * 2
+    state = {"enc": (x, x), "dec": [pair(x, x), {"m": x}], "step": 3}
+    out = detach(state)
+    assert isinstance(out, dict) and isinstance(out["enc"], tuple) and isinstance(out["dec"], list)
+    assert isinstance(out["dec"][0], pair) and out["dec"][0].h.grad_fn is None and out["step"] == 3
+    assert out["dec"][1]["m"].grad_fn is None and state["enc"][0].grad_fn is not None  # the input is untouched
+    assert detach(x).grad_fn is None and detach(None) is None
+
+
+def test_known_state_shapes_keep_their_one_line_fix():
+    # one tensor: a clone, a torch function, a tensor method, an nn.Linear's output
+    for built, expect in (("h = (lin(x) + h).clone()", "h = h.detach()"), ("h = torch.tanh(lin(h))", "h = h.detach()"),
+                          ("h = lin(h).sigmoid()", "h = h.detach()"), ("h = 0.5 * h + lin(x)", "h = h.detach()"),
+                          ("h = lin(h)", "h = h.detach()")):
+        text = src(
+            f"""
+            import torch
+            import torch.nn as nn
+
+            lin = nn.Linear(3, 3)
+            opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+            h = torch.zeros(1, 3)
+            for step in range(3):
+                x = torch.randn(1, 3)
+                {built}  # <carry>
+                loss = h.sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            """
+        )
+        (f,) = gg101(text)
+        assert [e.new_text.strip() for e in f.preferred_fix.edits] == [expect], built
+
+
+UNKNOWN_IN_TWO_FUNCTIONS = src(
+    """
+    import torch
+
+
+    def fit(model, batches, optimizer):
+        hidden = model.init_hidden(16)
+        for inputs in batches:
+            optimizer.zero_grad()
+            output, hidden = model(inputs, hidden)  # <carry1>
+            output.sum().backward()
+            optimizer.step()
+
+
+    @torch.enable_grad()
+    def fit_again(model, batches, optimizer):
+        state = model.init_hidden(16)
+        for inputs in batches:
+            optimizer.zero_grad()
+            output, state = model(inputs, state)  # <carry2>
+            output.sum().backward()
+            optimizer.step()
+    """
+)
+
+
+def test_helper_is_defined_once_per_file():
+    from gradguard.engine.fixing import preferred_edits
+
+    fs = gg101(UNKNOWN_IN_TWO_FUNCTIONS)
+    assert len(fs) == 2
+    helpers = [f.preferred_fix.edits[0] for f in fs]
+    assert helpers[0].new_text == helpers[1].new_text
+    assert helpers[1].range.start.line == line(UNKNOWN_IN_TWO_FUNCTIONS, "@torch.enable_grad()")  # decorators first
+    # both fixes at once (fix-all, --fix): the definition goes in once, at the earlier point
+    for order in (fs, fs[::-1]):
+        edits = preferred_edits(order)
+        assert len(edits) == 3
+        fixed = apply_text_edits(UNKNOWN_IN_TWO_FUNCTIONS, edits)
+        assert fixed.count("def _detach_state(s):") == 1
+        assert fixed.index("def _detach_state(s):") < fixed.index("def fit(")
+    # and one at a time: the second fix calls the helper the first one defined
+    fixed = assert_fixed_cleanly(UNKNOWN_IN_TWO_FUNCTIONS)
+    assert fixed.count("def _detach_state(s):") == 1
+    assert "hidden = _detach_state(hidden)" in fixed and "state = _detach_state(state)" in fixed
+
+
+def test_helper_never_shadows_a_user_name():
+    text = "_detach_state = print  # the user's own\n" + UNKNOWN_IN_TWO_FUNCTIONS
+    fixed = assert_fixed_cleanly(text)
+    assert fixed.count("def _detach_state2(s):") == 1 and "hidden = _detach_state2(hidden)" in fixed
+    assert fixed.startswith("_detach_state = print")
+
+
+def test_helper_at_module_level_is_reused_only_when_defined_before_the_loop():
+    loop = src(
+        """
+        for inputs in batches:
+            optimizer.zero_grad()
+            output, hidden = model(inputs, hidden)  # <carry>
+            output.sum().backward()
+            optimizer.step()
+        """
+    )
+    head = src(
+        """
+        import torch
+        from models import Model
+
+        model = Model()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        batches = [torch.randn(2, 3) for _ in range(3)]
+        hidden = None
+        """
+    )
+    # a first fix made the helper: the next one reuses it
+    once = apply_preferred(head + loop)
+    assert once.count("def _detach_state(s):") == 1
+    twice = once + "\n" + loop.replace("hidden", "memory").replace("# <carry>", "")
+    twice = twice.replace("hidden = None", "hidden = memory = None")
+    fixed = apply_preferred(twice)
+    assert fixed.count("def _detach_state(s):") == 1 and "memory = _detach_state(memory)" in fixed
+    # defined after the loop at module level: not there yet when the loop runs, another name
+    late = head + loop + "\n\n" + once[once.index("def _detach_state(s):"):once.index("for inputs")]
+    fixed = apply_preferred(late)
+    assert "hidden = _detach_state2(hidden)" in fixed
+    assert fixed.index("def _detach_state2(s):") < fixed.index("for inputs")
 
 
 def test_fix_for_a_number_accumulator_keeps_the_first_iteration_working():
@@ -563,7 +699,11 @@ def test_fix_keeps_tabs_and_nested_indentation():
     f = gg101(text)[0]
     assert f.preferred_fix.edits[0].new_text == "\thidden = hidden.detach()\n"
     nested = gg101(MODEL_CLASS_GRU)[0].preferred_fix.edits[-1].new_text
-    assert nested.startswith(" " * 12 + "if state is not None:\n" + " " * 16 + "state = state.detach()")
+    assert nested == " " * 12 + "if state is not None:\n" + " " * 16 + "state = _detach_state(state)\n"
+    # the helper is indented the file's way too
+    helper, call = gg101(MODEL_CLASS_GRU.replace("    ", "\t"))[0].preferred_fix.edits
+    assert "\n\tif hasattr(s, \"detach\"):\n\t\treturn s.detach()\n" in helper.new_text
+    assert call.new_text == "\t\t\tif state is not None:\n\t\t\t\tstate = _detach_state(state)\n"
     assert_fixed_cleanly(text)
 
 
@@ -1961,3 +2101,35 @@ def test_what_resets_neurons_kept_on_a_module(reset, reported):
                         "    def describe(self):\n        return 'snn'\n\n    def forward(self, x):")
     fs = gg101(text)
     assert len(fs) == (1 if reported else 0), [f.message_in("en") for f in fs]
+
+
+def test_state_kept_between_calls_with_unknown_shape_uses_the_helper():
+    # `global state` rebuilt by a model of unseen code: detached at the top of the
+    # function with the helper, defined before the function (after the docstring and the global)
+    text = src(
+        '''
+        import torch
+        from models import Model
+
+        model = Model()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        state = None
+
+
+        def step(x):
+            """One batch."""
+            global state
+            out, state = model(x, state)  # <carry>
+            loss = out.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        '''
+    )
+    (f,) = gg101(text)
+    helper, call = f.preferred_fix.edits
+    assert helper.range.start.line == line(text, "def step(") and helper.new_text.startswith("def _detach_state(s):")
+    assert call.range.start.line == line(text, "# <carry>")
+    assert call.new_text == "    if state is not None:\n        state = _detach_state(state)\n"
+    fixed = assert_fixed_cleanly(text)
+    assert fixed.count("def _detach_state(s):") == 1

@@ -1075,13 +1075,17 @@ class GraphFlow:
             return _with(plain(self._comp(e, [e.elt], env)), kind="list")
         if isinstance(e, (ast.GeneratorExp, ast.SetComp)):
             return plain(self._comp(e, [e.elt], env))
+        # a dict holds what its values hold: its keys are evaluated, and are names,
+        # numbers or strings (`{k: repackage(v) for k, v in state.items()}` detaches)
         if isinstance(e, ast.DictComp):
-            return _with(plain(self._comp(e, [e.key, e.value], env)), kind="dict")
+            return _with(plain(self._comp(e, [e.value], env, side=(e.key,))), kind="dict")
         if isinstance(e, ast.Dict):
             t: set = set()
-            for x in list(e.keys) + list(e.values):  # type: ignore[assignment]
-                if x is not None:
-                    t |= self.eval(x, env).taints
+            for k in e.keys:
+                if k is not None:
+                    self.eval(k, env)
+            for x in e.values:
+                t |= self.eval(x, env).taints
             return _with(plain(t), kind="dict")
         if isinstance(e, ast.Set):
             t = set()
@@ -1127,7 +1131,7 @@ class GraphFlow:
                 taints = taints | frozenset(derived)
         return plain(taints)
 
-    def _comp(self, e, elts, env) -> FrozenSet:
+    def _comp(self, e, elts, env, side=()) -> FrozenSet:
         inner = dict(env)
         for gen in e.generators:
             it = self.eval(gen.iter, inner)
@@ -1142,6 +1146,8 @@ class GraphFlow:
             self.bind(gen.target, part, inner, self._stmt)  # type: ignore[arg-type]
             for cond in gen.ifs:
                 self.eval(cond, inner)
+        for x in side:
+            self.eval(x, inner)
         t: FrozenSet = EMPTY
         for elt in elts:  # (not `x`: above, x is a Val)
             t = t | self.eval(elt, inner).taints

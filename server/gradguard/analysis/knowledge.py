@@ -173,6 +173,25 @@ PARAMETERLESS_MODULES = frozenset(
 NONSAVING_MODULES = frozenset({"Identity", "Flatten", "Unflatten", "Upsample", "PixelShuffle"})
 CONFIG_DEPENDENT_MODULES = frozenset({"AdaptiveAvgPool1d", "AdaptiveAvgPool2d"})
 # Containers: trainable iff one of their children is.
+# Calls whose result is ONE tensor (never a tuple, list or dict): a carried state
+# built by one of them is cut with `.detach()` (GG101's fix); a state whose shape
+# is not known this way is cut by a helper that keeps every container.
+ONE_TENSOR_METHODS = frozenset(
+    {"clone", "softmax", "log_softmax", "sigmoid", "tanh", "relu", "exp", "log", "abs", "sqrt", "neg", "float",
+     "double", "half", "contiguous", "view", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "flatten",
+     "sum", "mean", "matmul", "mm", "bmm", "mul", "add", "sub", "div", "pow", "clamp", "t", "bernoulli"}
+)
+ONE_TENSOR_FUNCTIONS = frozenset(
+    {"torch." + n for n in ("bernoulli", "sigmoid", "tanh", "relu", "softmax", "log_softmax", "exp", "log", "abs",
+                            "sqrt", "cat", "stack", "matmul", "mm", "bmm", "add", "mul", "sub", "div", "pow",
+                            "where", "clamp", "einsum", "mean", "sum", "lerp")}
+    | {"torch.nn.functional." + n for n in ("relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear",
+                                            "dropout", "normalize", "gumbel_softmax", "layer_norm", "elu", "silu")}
+)
+# torch.nn classes whose forward returns more than one tensor (besides the recurrent ones)
+MULTI_OUTPUT_MODULES = frozenset({"torch.nn.MultiheadAttention", "torch.nn.AdaptiveLogSoftmaxWithLoss",
+                                  "torch.nn.MaxPool1d", "torch.nn.MaxPool2d", "torch.nn.MaxPool3d"})
+
 CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
 # Conversions to integer/bool dtypes: the result has no graph at all.

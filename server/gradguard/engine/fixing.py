@@ -13,7 +13,9 @@ The policy, in one place:
   already chosen (shares text with it, inserts inside it, or inserts at the same
   point, where the order would be a guess) waits for the next round, when it is
   recomputed against the new text; an edit identical to one already chosen (two
-  findings asking for the same detach) is applied once;
+  findings asking for the same detach) is applied once, and so is a definition
+  two fixes insert with the same text at different points (a helper the file
+  needs once: GG101's state detacher), at the earlier point, before every use;
 * rounds continue while some preferred fix is left and the text changes, at
   most :data:`MAX_ROUNDS`: a fix may unveil or settle another finding;
 * if the edits cannot be applied (a rule bug), the loop stops with the last
@@ -26,7 +28,7 @@ from gradguard.model.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Any, Callable, Iterable, List, Tuple
+    from typing import Any, Callable, Iterable, List, Optional, Tuple
 
     from gradguard.engine.document import CheckResult
     from gradguard.model.findings import Finding, Position, TextEdit
@@ -53,11 +55,33 @@ def preferred_edits(findings: Iterable[Finding]) -> List[TextEdit]:
         if fix is None or not fix.edits:
             continue
         fresh = [e for e in fix.edits if e not in chosen]
-        if any(_conflict((e.range.start, e.range.end), s) for e in fresh for s in spans):
+        moved: List[Tuple[int, TextEdit]] = []  # (index in chosen, the earlier copy of a definition)
+        for e in list(fresh):
+            i = _same_definition(e, chosen)
+            if i is not None:
+                fresh.remove(e)
+                if e.range.start < chosen[i].range.start:
+                    moved.append((i, e))
+        others = [s for j, s in enumerate(spans) if j not in {i for i, _ in moved}]
+        if any(_conflict((e.range.start, e.range.end), s) for e in fresh + [m for _, m in moved] for s in others):
             continue
+        for i, e in moved:
+            chosen[i] = e
+            spans[i] = (e.range.start, e.range.end)
         chosen.extend(fresh)
         spans.extend((e.range.start, e.range.end) for e in fresh)
     return chosen
+
+
+def _same_definition(e: TextEdit, chosen: List[TextEdit]) -> Optional[int]:
+    """The index of a chosen insertion defining the same thing with the same
+    text as the insertion ``e`` (a ``def`` or ``class``), if any."""
+    if e.range.start != e.range.end or not e.new_text.lstrip().startswith(("def ", "class ")):
+        return None
+    for i, c in enumerate(chosen):
+        if c.range.start == c.range.end and c.new_text == e.new_text:
+            return i
+    return None
 
 
 @record

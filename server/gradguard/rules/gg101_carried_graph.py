@@ -135,6 +135,31 @@ reassigned after the backward, or an early `continue`, would still be carried.) 
 alternative fix resets the state every iteration; it removes the error but also the
 information carried between batches.
 
+When the state's shape cannot be told where the loop carries it (the model is a
+parameter, or comes from code gradguard cannot see, and may hand back a tensor, an
+`(h, c)` pair, a dict of states or a list of pairs), no one-line detach is guessed:
+the fix defines a helper once in the file, before the function that needs it, and
+calls it at the top of the loop. The helper detaches every tensor inside the state
+and keeps its dicts, lists, tuples and namedtuples; a later fix in the same file
+reuses it, and a name the file already uses is never taken.
+
+```python
+def _detach_state(s):
+    """Detach every tensor of a state, keeping its dicts, lists and tuples."""
+    if hasattr(s, "detach"):
+        return s.detach()
+    elif isinstance(s, dict):
+        s = s.copy()
+        for k in s:
+            s[k] = _detach_state(s[k])
+        return s
+    elif isinstance(s, (list, tuple)):
+        parts = [_detach_state(v) for v in s]
+        return type(s)(*parts) if hasattr(s, "_fields") else type(s)(parts)
+    else:
+        return s
+```
+
 ## FAQ
 
 **Can I just reset the state to `None` (or zeros) every batch?**
@@ -243,6 +268,12 @@ for x, y in loader:
 之后又被重新赋值，或者循环中途 `continue` 跳过了那一行，状态依然会被带到下一轮。）
 当第一批之前状态可能是 `None` 时，修复会加上 `None` 判断。另一个可选修复是每轮重置状态，
 它同样能消除报错，但也丢掉了批次之间传递的信息。
+
+如果在循环传递状态的地方无法判断状态的结构（模型是函数参数，或来自 gradguard 看不到的代码，
+它返回的可能是一个张量、一对 `(h, c)`、状态字典，或由状态对组成的列表），修复不会去猜一行 detach，
+而是在文件里（需要它的函数之前）只定义一次辅助函数，并在循环开头调用它。这个辅助函数会 detach
+状态里的每个张量，同时保留其中的字典、列表、元组和 namedtuple；同一文件里之后的修复会复用它，
+也绝不会占用文件里已经用过的名字（代码见上方英文部分的 `_detach_state`）。
 
 ## 常见问题
 
@@ -753,12 +784,16 @@ def _imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, sha
         f"backward through the graph a second time\"）。请在调用前对 `{state}` 做 detach（或每轮迭代重置它）。",
     }
     stmt = _statement_holding(loop.body, call)
-    edit = _detach_before(stmt, state, shape, ctx, guard=maybe_none) if stmt is not None else None
+    helper: Optional[str] = None
+    edits: List[TextEdit] = []
+    if stmt is not None and not _one_line_shape(shape):
+        helper, edits = _helper_edits(unit, loop, ctx, _step(loop.body[0], ctx.indent_of(loop.lineno), ctx))
+    edit = _detach_before(stmt, state, shape, ctx, guard=maybe_none, helper=helper) if stmt is not None else None
     fixes: Tuple[Fix, ...] = ()
     if edit is not None:
         fixes = (Fix({"en": f"Detach `{state}` before calling `{callee}` (keeps the state, cuts the graph)",
                       "zh": f"在调用 `{callee}` 之前 detach `{state}`（保留状态，切断计算图）"},
-                     (edit,), preferred=True),)
+                     tuple(edits) + (edit,), preferred=True),)
     return Finding(rule.code, ctx.range(call), msg, rule.default_severity, (), fixes,
                    {"variable": state, "variables": [state], "stateful": True})
 
@@ -821,29 +856,44 @@ def _method_top_fix(unit, key: str, shape: str, ctx) -> Tuple[Fix, ...]:
     first = body[i]
     if first.lineno == unit.node.lineno:
         return ()
-    edit = _detach_before(first, key, shape, ctx, guard=True, head=ctx.indent_of(unit.node.lineno))
+    head = ctx.indent_of(unit.node.lineno)
+    helper: Optional[str] = None
+    edits: List[TextEdit] = []
+    if not _one_line_shape(shape):
+        helper, edits = _helper_edits(unit, first, ctx, _step(first, head, ctx))
+    edit = _detach_before(first, key, shape, ctx, guard=True, head=head, helper=helper)
     if edit is None:
         return ()
     return (
         Fix(
             {"en": f"Detach `{key}` at the start of `{unit.node.name}` (keeps the state, cuts the graph)",
              "zh": f"在 `{unit.node.name}` 开头 detach `{key}`（保留状态，切断计算图）"},
-            (edit,),
+            tuple(edits) + (edit,),
             preferred=True,
         ),
     )
 
 
-def _detach_before(stmt: ast.stmt, name: str, shape: str, ctx, guard: bool, head: Optional[str] = None):
+def _step(stmt: ast.stmt, head: str, ctx) -> str:
+    """One indentation step of the file, as ``stmt`` (inside a block opened at ``head``) shows it."""
+    indent = ctx.indent_of(stmt.lineno)
+    if indent.startswith(head) and len(indent) > len(head):
+        return indent[len(head):]
+    return "\t" if "\t" in indent else "    "
+
+
+def _detach_before(stmt: ast.stmt, name: str, shape: str, ctx, guard: bool, head: Optional[str] = None,
+                   helper: Optional[str] = None):
     """A TextEdit putting the detach of ``name`` on its own line before ``stmt``,
     at its indentation (under ``if name is not None:`` when ``guard``, indented
     one step further: the step ``stmt`` has over ``head``, else four spaces);
-    None when ``stmt`` does not start its line."""
+    None when ``stmt`` does not start its line. ``helper``: the state's shape is
+    not known, the detach calls that helper (see :func:`_helper_edits`)."""
     line = ctx.index.line(stmt.lineno - 1)
     indent = line[: len(line) - len(line.lstrip())]
     if len(indent) != ctx.index.char_col(stmt.lineno, stmt.col_offset):
         return None
-    detach = _detach_line((name,), shape)
+    detach = f"{name} = {helper}({name})" if helper is not None else _detach_line((name,), shape)
     if guard:
         step = indent[len(head):] if head is not None and indent.startswith(head) and len(indent) > len(head) else "    "
         text = f"{indent}if {name} is not None:\n{indent}{step}{detach}\n"
@@ -991,8 +1041,109 @@ def _structure(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> str:
         return "tuple"
     node = carry.built_by
     if isinstance(node, ast.Call):
-        return _callee_kind(node, carry, ctx, unit)
+        kind = _callee_kind(node, carry, ctx, unit)
+        if kind == "unknown":
+            kind = _recurrent_state_shape(carry, node, ctx, unit)
+        if kind == "unknown":
+            kind = _site_shape(carry, ctx, unit)
+        return kind
     return "tensor" if node is not None else "unknown"
+
+
+def _recurrent_state_shape(carry: V.Carry, call: ast.Call, ctx, unit=None) -> str:
+    """The state of a torch recurrent module reached through an attribute of a
+    model (``seq, hx = model.rnn(x, hx)``, ``h = model.cell(x, h)``), when the
+    statement binds exactly that state: a cell's result, a layer's second one."""
+    site = carry.site
+    if len(carry.names) != 1 or not isinstance(site, ast.Assign) or site.value is not call or len(site.targets) != 1:
+        return "unknown"
+    tc = _module_class(call, ctx, unit)
+    if not tc or not K.is_recurrent(tc):
+        return "unknown"
+    target = site.targets[0]
+    cell = tc.rsplit(".", 1)[-1].endswith("Cell")
+    if cell and isinstance(target, ast.Name) and target.id == carry.names[0]:
+        return V.state_shape(tc)
+    if not cell and isinstance(target, ast.Tuple) and len(target.elts) == 2 and (
+            isinstance(target.elts[1], ast.Name) and target.elts[1].id == carry.names[0]):
+        return V.state_shape(tc)
+    return "unknown"
+
+
+def _site_shape(carry: V.Carry, ctx, unit=None) -> str:
+    """'tensor' when the statement that leaves the state behind assigns it one
+    tensor (``h = h.clone()``, ``p = torch.bernoulli(...)``, ``feat = enc(x)`` with
+    ``enc`` a one-output torch module), else 'unknown'."""
+    site = carry.site
+    if len(carry.names) != 1 or not isinstance(site, ast.Assign) or len(site.targets) != 1:
+        return "unknown"
+    if A.dotted(site.targets[0]) != carry.names[0]:
+        return "unknown"
+    return _expr_shape(site.value, ctx, unit)
+
+
+def _expr_shape(expr: ast.expr, ctx, unit, depth: int = 0) -> str:
+    """'tensor' when ``expr`` is known to give one tensor, else 'unknown'."""
+    if depth > 8:
+        return "unknown"
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        q = interp.Resolver(ctx).qualify(func)
+        if q in K.ONE_TENSOR_FUNCTIONS:
+            return "tensor"
+        if isinstance(func, ast.Attribute) and func.attr in K.ONE_TENSOR_METHODS and not (
+                q and q.startswith("torch.") and q not in K.ONE_TENSOR_FUNCTIONS):
+            return "tensor"  # x.clone(), logits.softmax(-1); not torch.<module>.<fn>
+        tc = _module_class(expr, ctx, unit)
+        if tc and not K.is_recurrent(tc) and tc not in K.MULTI_OUTPUT_MODULES and (
+                tc.rsplit(".", 1)[-1] not in K.CONTAINER_MODULES):
+            return "tensor"  # feat = enc(x), enc an nn.Linear
+        return "unknown"
+    if isinstance(expr, ast.BinOp):
+        sides = (expr.left, expr.right)
+        if any(isinstance(x, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.Set, ast.JoinedStr)) or (
+                isinstance(x, ast.Constant) and not isinstance(x.value, (int, float))) for x in sides):
+            return "unknown"  # [loss] + new_mems: a list
+        return "tensor" if any(_expr_shape(x, ctx, unit, depth + 1) == "tensor" for x in sides) else "unknown"
+    if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+        return _expr_shape(expr.operand, ctx, unit, depth + 1)
+    if isinstance(expr, ast.IfExp):
+        both = {_expr_shape(expr.body, ctx, unit, depth + 1), _expr_shape(expr.orelse, ctx, unit, depth + 1)}
+        return "tensor" if both == {"tensor"} else "unknown"
+    return "unknown"
+
+
+def _module_class(call: ast.Call, ctx, unit=None) -> Optional[str]:
+    """The torch.nn class of the module ``call`` calls, when it is known: a
+    variable or ``self.<attr>`` built by a torch constructor, or ``<var>.<attr>``
+    of a same-file model instance (``model.rnn(x, h)``)."""
+    r = interp.Resolver(ctx)
+    name = A.dotted(call.func)
+    if not name:
+        return None
+    head, _, attr = name.partition(".")
+    raw = None
+    if not attr:
+        raw = ctx.summary.get("var:" + head)
+    elif "." not in attr:
+        if head == "self" and unit is not None and unit.class_node is not None:
+            cf = r.cls(unit.class_node.name)
+        else:
+            obj = _local_ctor(unit, head) if unit is not None and unit.kind == "function" else None
+            obj = obj or r.global_obj(head)
+            cf = r.cls(obj[5:]) if obj and obj.startswith("user:") else None
+        raw = cf.attr(attr) if cf is not None else None
+    return r.torch_class(r.qualify_raw(raw)) if isinstance(raw, str) else None
+
+
+def _local_ctor(unit, name: str) -> Optional[str]:
+    """``user:<Class>`` when the function binds ``name`` once, to an instance of
+    a class (``net = CharLSTM()``), else None."""
+    made = [n.value for n in A.iter_statements(unit.body) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            and name in [x for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for x in A.target_names(t)]]
+    if len(made) != 1 or not isinstance(made[0], ast.Call) or not isinstance(made[0].func, ast.Name):
+        return None
+    return "user:" + made[0].func.id
 
 
 def _callee_kind(call: ast.Call, carry: Optional[V.Carry], ctx, unit=None) -> str:
@@ -1028,7 +1179,7 @@ def _detach_line(names: Tuple[str, ...], shape: str) -> str:
         return f'{n} = {n}.detach() if hasattr({n}, "detach") else {n}'
     if shape == "tuple":
         return f"{n} = tuple({s}.detach() for {s} in {n})"
-    return f'{n} = {n}.detach() if hasattr({n}, "detach") else tuple({s}.detach() for {s} in {n})'
+    raise ValueError(f"no one-line detach for a state of shape {shape!r}: use the helper")
 
 
 def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix, ...]:
@@ -1055,24 +1206,31 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
     grad_entry = any(v is not None and v.has_grad() for v in entry)
     end_v = carry.end.get(names[0])
     helper = None
+    edits: List[TextEdit] = []
     if len(names) == 1 and _nested_state(entry + [end_v]):
         # states[wid] = new_state, mems[i] = (h, c), {"enc": (h, c), "dec": {...}}:
         # a dict must stay a dict and each (h, c) a tuple; a helper detaches every
         # tensor inside and keeps the containers (repackage_hidden, generalised)
         shape = "nested"
-        helper = _fresh_helper_name(ctx)
     elif len(names) == 1 and (any(v is not None and v.kind == "list" for v in entry)
                               or (end_v is not None and end_v.kind == "list")):
         shape = "list"  # history = []; history.append(out): stays a list
     elif any(v is not None and v.const for v in entry) and len(names) == 1:
         shape = "maybe-number"  # running = 0 before the loop: an int has no .detach()
-    line = _detach_line(names, shape) if helper is None else f"{names[0]} = {helper}({names[0]})"
+    elif len(names) > 1:
+        # out, (h, c) = lstm(x, (h, c)): each one tensor; out, (a, b) = model(x, (a, b)):
+        # what a and b are is not known
+        shape = "tensor" if _elements_are_tensors(carry, ctx, unit) else "unknown"
+    if not _one_line_shape(shape):
+        # a state of unknown shape (a model of the project or unseen code returns it:
+        # a tensor, an (h, c) pair, a dict or a list of pairs): the helper detaches
+        # every tensor in it and keeps its containers; no guess of one shape
+        helper, edits = _helper_edits(unit, loop, ctx, unit_)
+    if helper is None:
+        line = _detach_line(names, shape)
+    else:
+        line = f"{', '.join(names)} = {', '.join(f'{helper}({n})' for n in names)}"
     head = names[0]
-    edits: List[TextEdit] = []
-    if helper is not None:
-        loop_indent = ctx.indent_of(loop.lineno)
-        before = Position(loop.lineno - 1, 0)
-        edits.append(TextEdit(Range(before, before), _helper_text(helper, loop_indent, unit_)))
     if grad_entry:
         # after the last body statement that back-propagates or assigns the state
         at = _after_statement(loop, carry, names)
@@ -1159,15 +1317,66 @@ def _nested_state(vals) -> bool:
 
 
 _HELPER = "_detach_state"
+_HELPER_DOC = '"""Detach every tensor of a state, keeping its dicts, lists and tuples."""'
 
 
-def _fresh_helper_name(ctx) -> str:
-    text = "\n".join(ctx.index.lines)
+def _one_line_shape(shape: str) -> bool:
+    """Is the state's shape known well enough for a one-line detach?"""
+    return shape in ("tensor", "tuple", "list", "maybe-number")
+
+
+def _elements_are_tensors(carry: V.Carry, ctx, unit) -> bool:
+    """``h, c = ...`` unpacked from a torch recurrent module's state (or each
+    bound to one tensor): each name is one tensor."""
+    node = carry.built_by
+    if isinstance(node, ast.Call):
+        if _callee_kind(node, carry, ctx, unit) in ("tensor", "tuple"):
+            return True
+        tc = _module_class(node, ctx, unit)
+        if tc and K.is_recurrent(tc):
+            return True
+    site = carry.site
+    if isinstance(site, ast.Assign) and len(site.targets) == 1 and isinstance(site.targets[0], ast.Tuple) and (
+            isinstance(site.value, ast.Tuple) and len(site.value.elts) == len(site.targets[0].elts)):
+        return all(_expr_shape(e, ctx, unit) == "tensor" for e in site.value.elts)
+    return False
+
+
+def _helper_edits(unit, anchor: ast.stmt, ctx, step: str) -> Tuple[str, List[TextEdit]]:
+    """The name of the state-detaching helper a fix calls, and the edit that
+    defines it (none when the file already defines it).
+
+    The helper is defined once for the file, in the module's scope: right
+    before the outermost definition holding the unit (its decorators first), or
+    for a loop at module level before the top-level statement holding it. Two
+    fixes in the file define it with the same text, which the fix loop applies
+    once (``engine.fixing``). A file that already defines it (a previous fix) is
+    reused, if the definition comes first; a name the file uses otherwise is
+    never taken: ``_detach_state2``, ``_detach_state3``... instead."""
+    if unit.kind == "function":
+        top = unit.parents[0] if unit.parents else unit.node
+        line = min([d.lineno for d in getattr(top, "decorator_list", ())] + [top.lineno])
+    else:
+        top = next((s for s in unit.body if s.lineno <= anchor.lineno <= (s.end_lineno or s.lineno)), anchor)
+        line = top.lineno
+    indent = ctx.indent_of(line)
+    lines = ctx.index.lines
     name, n = _HELPER, 1
-    while name in text:
+    while True:
+        defined = [i for i, ln in enumerate(lines) if ln.rstrip() == f"{indent}def {name}(s):"
+                   and i + 1 < len(lines) and lines[i + 1].strip() == _HELPER_DOC]
+        if defined and (unit.kind == "function" or defined[0] + 1 < line):
+            return name, []  # the file's own copy, defined before the loop runs
+        if not defined and not any(name in ln for ln in lines):
+            break
         n += 1
         name = f"{_HELPER}{n}"
-    return name
+    pos = Position(line - 1, 0)
+    text = _helper_text(name, indent, step)
+    if not indent:  # a module-level def: two blank lines around it (PEP 8)
+        before = ctx.index.line(line - 2).strip() if line >= 2 else ""
+        text = ("\n\n" if before else "") + text + "\n"
+    return name, [TextEdit(Range(pos, pos), text)]
 
 
 def _helper_text(name: str, indent: str, unit: str) -> str:
@@ -1175,7 +1384,7 @@ def _helper_text(name: str, indent: str, unit: str) -> str:
     of a (nested) state and keeps its dicts, lists, tuples and namedtuples."""
     body = [
         f"def {name}(s):",
-        f'{unit}"""Detach every tensor of a state, keeping its dicts, lists and tuples."""',
+        f"{unit}{_HELPER_DOC}",
         f'{unit}if hasattr(s, "detach"):',
         f"{unit}{unit}return s.detach()",
         f"{unit}elif isinstance(s, dict):",
