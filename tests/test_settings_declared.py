@@ -65,7 +65,7 @@ def test_the_docs_table_lists_every_setting_with_its_default_and_choices():
 
 def test_every_declared_setting_is_read_and_nothing_else_is_complained_about():
     sent = {"enable": False, "select": ["GG101"], "ignore": ["GG102"], "severity": {"GG101": "hint"},
-            "run": "onSave", "language": "en", "debounce": 10, "logLevel": "debug",
+            "run": "onSave", "language": "en", "debounce": 10, "logLevel": "debug", "unverifiedNotes": True,
             "interpreter": "/usr/bin/python3", "showNotifications": "off", "trace": {"server": "off"}}
     assert set(sent) >= set(SETTINGS)
     got, problems = parse_settings(sent)

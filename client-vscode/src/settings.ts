@@ -21,6 +21,7 @@ export interface ServerSettings {
   language: Language;
   debounce: number;
   logLevel: LogLevel;
+  unverifiedNotes: boolean;
 }
 
 export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
@@ -32,6 +33,7 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   language: "auto",
   debounce: 300,
   logLevel: "info",
+  unverifiedNotes: false,
 });
 
 /** Reads one key of the `gradguard` section (e.g. `config.get`). */
@@ -128,6 +130,11 @@ export function toServerSettings(read: Reader): Mapped {
     problems.push(`gradguard.debounce: ${JSON.stringify(debounceRaw)} is not a number of milliseconds; using ${DEFAULTS.debounce}`);
   }
 
+  const notesRaw = read("unverifiedNotes");
+  let unverifiedNotes = DEFAULTS.unverifiedNotes;
+  if (typeof notesRaw === "boolean") unverifiedNotes = notesRaw;
+  else if (notesRaw !== undefined && notesRaw !== null) problems.push("gradguard.unverifiedNotes must be true or false; using false");
+
   const settings: ServerSettings = {
     enable,
     select: codes(read("select"), "select", problems),
@@ -137,6 +144,7 @@ export function toServerSettings(read: Reader): Mapped {
     language: oneOf(language, ["auto", "en", "zh-cn"] as const, "language", DEFAULTS.language, problems),
     debounce,
     logLevel: oneOf(read("logLevel"), ["off", "error", "warning", "info", "debug"] as const, "logLevel", DEFAULTS.logLevel, problems),
+    unverifiedNotes,
   };
   return { settings, problems };
 }

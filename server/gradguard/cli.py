@@ -553,7 +553,8 @@ def _make_config_for(args):
         select = tuple(_split_codes(args.select)) if args.select else None
         ignore = tuple(cfg.ignore) + tuple(_split_codes(args.ignore)) if args.ignore else None
         max_mb = getattr(args, "max_file_size", None)
-        cfg = cfg.merged(select=select, ignore=ignore, max_file_size=max_mb)
+        notes = True if getattr(args, "unverified_notes", False) else None  # the flag turns them on; else the config's
+        cfg = cfg.merged(select=select, ignore=ignore, max_file_size=max_mb, unverified_notes=notes)
         if args.extend_select:
             cfg = cfg.merged(select=tuple(cfg.select) + tuple(_split_codes(args.extend_select)) if cfg.select else ())
         return cfg
@@ -862,6 +863,7 @@ _CHECK_FLAGS = {
     "--exit-zero": ("exit_zero", True),
     "--quiet": ("quiet", True),
     "-q": ("quiet", True),
+    "--unverified-notes": ("unverified_notes", True),
 }
 _CHECK_OPTIONS = {
     "--format": "format", "--select": "select", "--extend-select": "extend_select", "--ignore": "ignore",
@@ -878,7 +880,7 @@ def _check_defaults() -> dict:
         "extend_select": None, "ignore": None, "lang": None, "config": None,
         "jobs": 0, "statistics": False, "resolve": True, "cache": not os.environ.get("GRADGUARD_NO_CACHE"),
         "cache_dir": os.environ.get("GRADGUARD_CACHE_DIR"), "exit_zero": False, "quiet": False,
-        "stdin_filename": None, "output_file": None, "max_file_size": None,
+        "stdin_filename": None, "output_file": None, "max_file_size": None, "unverified_notes": False,
     }
 
 
@@ -974,6 +976,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="never resolve names imported from other files (faster, less precise)")
     c.add_argument("--no-cache", dest="cache", action="store_false", default=not os.environ.get("GRADGUARD_NO_CACHE"),
                    help="do not read or write the result cache")
+    c.add_argument("--unverified-notes", action="store_true",
+                   help="also report, as information, where GG101 stays silent because a link of the path is unknown "
+                        "(an unsummarised callee, a part of a mixed container) ([tool.gradguard] unverified-notes)")
     c.add_argument("--max-file-size", type=megabytes, default=None, metavar="MB",
                    help=f"skip files larger than this (default {DEFAULT_MAX_FILE_MB:g} MB; 0: no limit)")
     c.add_argument("--cache-dir", default=os.environ.get("GRADGUARD_CACHE_DIR"), metavar="DIR",

@@ -23,6 +23,7 @@ test("all keys are mapped and normalised; client-only keys are not sent", () => 
       language: "zh",
       debounce: 120.4,
       logLevel: "DEBUG",
+      unverifiedNotes: true,
       interpreter: "/x/python",
       showNotifications: "off",
     }),
@@ -37,6 +38,7 @@ test("all keys are mapped and normalised; client-only keys are not sent", () => 
     language: "zh-cn",
     debounce: 120,
     logLevel: "debug",
+    unverifiedNotes: true,
   });
   assert.ok(!("interpreter" in settings));
 });
@@ -51,6 +53,7 @@ test("malformed values are dropped with a message, never forwarded", () => {
       language: "fr",
       debounce: -5,
       logLevel: 3,
+      unverifiedNotes: "yes",
     }),
   );
   assert.equal(settings.enable, true);
@@ -60,7 +63,8 @@ test("malformed values are dropped with a message, never forwarded", () => {
   assert.equal(settings.language, "auto");
   assert.equal(settings.debounce, 300);
   assert.equal(settings.logLevel, "info");
-  for (const word of ["enable", "E501", "fatal", "nope", "run", "language", "debounce", "logLevel"]) {
+  assert.equal(settings.unverifiedNotes, false);
+  for (const word of ["enable", "E501", "fatal", "nope", "run", "language", "debounce", "logLevel", "unverifiedNotes"]) {
     assert.ok(problems.some((p) => p.includes(word)), `a problem mentions ${word}: ${problems.join(" | ")}`);
   }
 });
@@ -76,7 +80,7 @@ test("showNotifications levels", () => {
 test("package.json contributes every setting the client reads, with a description and matching default", () => {
   const pkg = JSON.parse(readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8"));
   const props = pkg.contributes.configuration.properties as Record<string, { default: unknown; description?: string; markdownDescription?: string; enum?: string[] }>;
-  const required = ["enable", "interpreter", "run", "select", "ignore", "severity", "language", "showNotifications", "trace.server", "debounce", "logLevel"];
+  const required = ["enable", "interpreter", "run", "select", "ignore", "severity", "language", "showNotifications", "trace.server", "debounce", "logLevel", "unverifiedNotes"];
   for (const key of required) {
     const p = props[`gradguard.${key}`];
     assert.ok(p, `gradguard.${key} is contributed`);

@@ -64,6 +64,8 @@ class ModuleContext:
     # Merged module summary: name → hashable fact object (see analysis/summary.py).
     summary: Mapping[str, Any] = Factory(dict)
     imports: Mapping[str, str] = Factory(dict)  # local alias → qualified name
+    # notes on paths a link of which is unknown (``unverified-notes``; off by default)
+    unverified: bool = False
 
     # -- positions -------------------------------------------------------
     def pos(self, lineno: int, byte_col: int) -> Position:

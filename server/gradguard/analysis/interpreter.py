@@ -14,6 +14,7 @@ from gradguard.analysis import knowledge as K
 from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names
 from gradguard.analysis.summary import query
 from gradguard.analysis.values import FREED, BackwardEvent, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, meet_freed, plain, tup, unsure
+from gradguard.model.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -202,6 +203,20 @@ _SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "doubl
                            "requires_grad_", "share_memory", "type"})
 
 
+@record(frozen=False, eq=False)
+class Unverified:
+    """A value that may carry its graph into the next iteration's backward, on a
+    path one link of which is unknown (``why``: the expression, ``kind``: see
+    :meth:`GraphFlow._unsure`): no error can be proven, a note may be given."""
+
+    loop: ast.stmt
+    name: str
+    site: ast.stmt
+    why: ast.AST
+    kind: str
+    event: BackwardEvent
+
+
 class GraphFlow:
     """Run the taint interpreter over one unit.
 
@@ -209,8 +224,14 @@ class GraphFlow:
     events (outside loops too) and ``returns`` the returned values (for summaries)."""
 
     def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None,
-                 track_self_state: bool = False, find_carries: bool = True):
+                 track_self_state: bool = False, find_carries: bool = True, unverified: bool = False):
         self.r = resolver
+        # also find the carries a link of which is unknown (U tokens: an unsummarised
+        # callee's result, a part of a container whose parts differ): ``self.unverified``
+        self.explain_unknown = unverified
+        self.unverified: List[Unverified] = []
+        # the node of a graph made unsure -> (the expression that made it so, why)
+        self.unsure_why: Dict[Any, Tuple[ast.AST, str]] = {}
         # summaries only need returns and backward events: one walk per loop body
         self.find_carries = find_carries
         # mark ``self.x`` read before any assignment with ("A", "self.x"): a value
@@ -639,7 +660,7 @@ class GraphFlow:
             else:
                 # a result whose positions are not known one by one, from a function
                 # returning tuples of different shapes (loss, mems / logits, mems / loss)
-                part = unsure(v) if v.mixed else plain(v.taints)
+                part = self._unsure(v, s, "container") if v.mixed else plain(v.taints)
                 pending = any(t[0] == "R" and t[2] == -1 for t in v.taints)
                 for i, e in enumerate(elts):
                     if pending and not starred:
@@ -784,6 +805,7 @@ class GraphFlow:
                     # `if step % K == 0: loss.backward(); window = []` does not free the
                     # window the other path keeps filling (truncated BPTT every K steps)
                     seeds[name] = v
+            e2_out: _Opt[Dict[str, Val]] = None
             if seeds:
                 e2 = dict(out)
                 for name, v in seeds.items():
@@ -794,7 +816,11 @@ class GraphFlow:
                 e2 = self.block(loop.body, e2)  # type: ignore[attr-defined]
                 self.frames.pop()
                 self._report(frame2, seeds, entry, e1)
-                out = join_env(out, self._strip(e2, loop))
+                e2_out = join_env(out, self._strip(e2, loop))
+            if self.explain_unknown:
+                self._query_unknown(loop, frame, seeds, entry, e1, out)
+            if e2_out is not None:
+                out = e2_out
         if freed_after is not None:
             out[FREED] = freed_after
         # a loop's else: runs once after it
@@ -802,6 +828,64 @@ class GraphFlow:
         if orelse:
             out = self.block(orelse, out)
         return out
+
+    def _query_unknown(self, loop: ast.stmt, frame: LoopFrame, seeds: Dict[str, Val], entry: Dict[str, Val],
+                       end: Dict[str, Val], start: Dict[str, Val]) -> None:
+        """The carries GG101 does not report because a link is unknown: a value
+        the loop rebuilds whose graph is only *maybe* one (U tokens, see
+        :meth:`_unsure`), a backward of the iteration ran through, and which
+        reaches the next iteration's backward. Found by one more walk of the body
+        with those values marked (``("V", ...)`` tokens), isolated: what it adds
+        to the flow (events, carries, remembered branches) is taken back, so the
+        analysis is the one without it."""
+        lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
+        query: Dict[str, Val] = {}
+        for name, v in end.items():
+            if name in seeds or v is entry.get(name):
+                continue
+            u = frozenset(("G", t[1]) for t in v.taints if t[0] == "U")
+            if u & frame.reached and not (v.graph_tokens() & frame.reached) and any(
+                    lo <= getattr(t[1], "lineno", 0) <= hi for t in u):
+                query[name] = v
+        if not query:
+            return
+        saved = (self.frames, len(self.events), len(self.carries), set(self._carried_keys), set(self.saving_calls),
+                 len(self.returns), len(self.delegates), len(self.calls),
+                 {k: list(v) for k, v in self._branches.items()}, dict(self._cond_keys),
+                 dict(self._no_fallthrough), dict(self._loop_assigned), dict(self.loop_entries),
+                 dict(self._stored), set(self._rebuilt), len(self.member_calls), set(self._state_keys),
+                 len(self.loop_delegates), len(self.callee_loops))
+        env = dict(start)
+        for name, v in query.items():
+            cur = env.get(name, v)
+            env[name] = _with(cur, taints=cur.taints | {("V", name, loop, -1)},
+                              elems=tuple(_with(e, taints=e.taints | {("V", name, loop, i)})
+                                          for i, e in enumerate(cur.elems)) if cur.elems is not None else None)
+        frame3 = LoopFrame(loop, second=True)
+        self.frames = [frame3]
+        try:
+            self._bind_loop_target(loop, env)
+            self.block(loop.body, env)  # type: ignore[attr-defined]
+        finally:
+            (self.frames, n_events, n_carries, self._carried_keys, self.saving_calls, n_returns, n_delegates,
+             n_calls, self._branches, self._cond_keys, self._no_fallthrough, self._loop_assigned, self.loop_entries,
+             self._stored, self._rebuilt, n_members, self._state_keys, n_loop_delegates, n_callee_loops) = saved
+            del self.events[n_events:], self.carries[n_carries:], self.returns[n_returns:]
+            del self.delegates[n_delegates:], self.calls[n_calls:], self.member_calls[n_members:]
+            del self.loop_delegates[n_loop_delegates:], self.callee_loops[n_callee_loops:]
+        done = {(u.site, u.name) for u in self.unverified}
+        for tok, ev in sorted(frame3.hits.items(), key=lambda kv: kv[0][1]):
+            name = tok[1]
+            v = query[name]
+            if v.site is None or (v.site, name) in done:
+                continue
+            why = next((self.unsure_why[t[1]] for t in sorted(
+                v.taints, key=lambda t: (getattr(t[1], "lineno", 0), getattr(t[1], "col_offset", 0)))
+                        if t[0] == "U" and t[1] in self.unsure_why), None)
+            if why is None:
+                continue
+            done.add((v.site, name))
+            self.unverified.append(Unverified(loop, name, v.site, why[0], why[1], ev))
 
     def _runs_at_least_once(self, loop: ast.stmt) -> bool:
         """``for _ in range(4)``, ``for k in ("a", "b")``: the body runs. So does,
@@ -954,6 +1038,16 @@ class GraphFlow:
         if "." in key:
             self._dotted_bases.add(key.split(".", 1)[0])
 
+    def _unsure(self, v: Val, why: ast.AST, kind: str) -> Val:
+        """``unsure(v)``, remembering for each graph it holds the expression that
+        made it unknown and why: "imported" (a function of a module nobody
+        summarised), "container" (a part of a container whose parts differ),
+        "layer" (a container's module of a class that cannot be told)."""
+        for t in v.taints:
+            if t[0] in ("G", "U"):
+                self.unsure_why.setdefault(t[1], (why, kind))
+        return unsure(v)
+
     # -- backward events ---------------------------------------------------
     def _event(self, call: ast.Call, loss: Val, retain: bool, freed: Iterable = (), stale: FrozenSet = EMPTY) -> None:
         ev = BackwardEvent(call, loss, retain, bool(self.frames), stale)
@@ -964,7 +1058,7 @@ class GraphFlow:
             fr.backprop = True
             if fr.second:
                 for t in loss.taints:
-                    if t[0] == "C" and t[2] is fr.loop and t not in fr.hits:
+                    if t[0] in ("C", "V") and t[2] is fr.loop and t not in fr.hits:
                         fr.hits[t] = ev
             else:
                 fr.reached.update(t if t[0] == "G" else ("G", t[1]) for t in loss.taints if t[0] in ("G", "U"))
@@ -1026,7 +1120,7 @@ class GraphFlow:
                 if isinstance(idx, ast.Constant) and isinstance(idx.value, int) and -len(base.elems) <= idx.value < len(base.elems):
                     return base.elems[idx.value]
             if base.mixed:
-                return unsure(base)
+                return self._unsure(base, e, "container")
             idx = e.slice
             if isinstance(idx, ast.Constant) and type(idx.value) is int and idx.value >= 0 and any(
                     t[0] == "R" and t[2] == -1 for t in base.taints):
@@ -1431,7 +1525,7 @@ class GraphFlow:
             # for attn, ff in self.layers: x, mem = attn(x, mem): one of a container's
             # modules whose class the summary cannot tell (the typed ones are user: or
             # pending:): what it makes of x, and whether it cuts what it returns, is unknown
-            return unsure(plain(args_taints))
+            return self._unsure(plain(args_taints), call, "layer")
         if self._threads_state(call, callee, unknown_ok=True):
             return plain(args_taints | {("G", call)})
         if (
@@ -1470,7 +1564,7 @@ class GraphFlow:
             # correlation_based_update(ts, lin, w.detach(), state): a function imported
             # from a module nobody summarised: whether what it returns holds its
             # arguments' graphs is unknown, not proven
-            return unsure(plain(args_taints))
+            return self._unsure(plain(args_taints), call, "imported")
         return self._op(call, args_taints) if args_taints else CLEAN
 
     def _kept(self, call: ast.Call, callee: Val, key: _Opt[str], res: Val, pos, kws, env: Dict[str, Val]) -> Val:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
 #   ("P", i)                    flows from parameter ``i`` (function summaries)
 #   ("C", name, loop, idx)      carried into ``loop``'s next iteration by ``name``
 #                               (element ``idx`` of a tuple state, or -1)
+#   ("V", name, loop, idx)      as "C", for a value whose graph is unproven (U tokens): only in
+#                               the isolated walk that finds paths to note as unverified
 #   ("U", node)                 may hold the graph built by ``node``, or may not: unproven
 #                               (no rule counts it as a graph; a backward counts it as reached)
 #   ("F", ("G", node))          a backward on this path reached that graph (GG101's seeds)

@@ -44,6 +44,7 @@ _KNOWN_KEYS = {
     "extend-exclude",
     "language",
     "max-file-size",
+    "unverified-notes",
 }
 
 
@@ -52,7 +53,7 @@ class Config:
     keep ``gradguard check``'s start-up light)."""
 
     __slots__ = ("select", "ignore", "severity", "per_file_ignores", "exclude", "language", "root", "source",
-                 "max_file_size")
+                 "max_file_size", "unverified_notes")
     _FIELDS = __slots__
     # (declared for type checkers; set once in __init__)
     select: Tuple[str, ...]
@@ -63,6 +64,7 @@ class Config:
     language: str
     root: Optional[str]
     source: Optional[str]
+    unverified_notes: bool
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class Config:
         root: Optional[str] = None,  # directory of the pyproject.toml it came from
         source: Optional[str] = None,  # path of that file, for messages
         max_file_size: Optional[float] = None,  # MB; files over it are skipped by `check` (None: its default, 0: no limit)
+        unverified_notes: bool = False,  # info notes where a path cannot be verified (GG101)
     ):
         set_ = object.__setattr__
         set_(self, "select", tuple(select))
@@ -86,6 +89,7 @@ class Config:
         set_(self, "root", root)
         set_(self, "source", source)
         set_(self, "max_file_size", max_file_size)
+        set_(self, "unverified_notes", bool(unverified_notes))
 
     def __setattr__(self, name, value):
         raise AttributeError("Config is immutable; use merged()")
@@ -261,6 +265,10 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
     if max_mb is not None and (isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or max_mb < 0):
         raise ConfigError(f"{where}: 'max-file-size' must be a number of megabytes (0: no limit), got {max_mb!r}")
 
+    notes = get("unverified-notes")
+    if notes is not None and not isinstance(notes, bool):
+        raise ConfigError(f"{where}: 'unverified-notes' must be true or false, got {notes!r}")
+
     language = get("language") or "en"
     if not isinstance(language, str) or normalize_language(language) is None:
         raise ConfigError(f"{where}: 'language' must be \"en\" or \"zh\", got {language!r}")
@@ -275,6 +283,7 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
         root=root,
         source=where,
         max_file_size=None if max_mb is None else float(max_mb),
+        unverified_notes=bool(notes),
     )
 
 

@@ -480,8 +480,9 @@ class Document:
             self._module_key = self._last_merged = None
             return (), ()
         merged = merge_facts(self.external_facts, (c.get_facts(self._unreferenced) for c in self.chunks))
-        rules_key = tuple(r.code for r in rules)
-        ctx = module_context(self.path, self.index, merged)
+        # (the notes on unverified paths change what a unit reports: part of the key)
+        rules_key = tuple(r.code for r in rules) + (("unverified-notes",) if self.config.unverified_notes else ())
+        ctx = module_context(self.path, self.index, merged, self.config)
         imports = ctx.imports
         record = not self._one_shot  # what each unit reads: only worth keeping for later edits
         # Typing inside a body rarely changes any fact: then every recorded read and
@@ -581,9 +582,10 @@ def resolve_external_facts(source: str, path: Optional[str], project_root: Optio
     return resolve(source, path, project_root, sources=fact_sources(), **options)
 
 
-def module_context(path: Optional[str], index: LineIndex, merged: Dict[str, object]) -> ModuleContext:
+def module_context(path: Optional[str], index: LineIndex, merged: Dict[str, object],
+                   config: Optional[Config] = None) -> ModuleContext:
     imports: Dict[str, str] = {k[7:]: v for k, v in merged.items() if k.startswith("import:")}  # type: ignore[misc]  # import facts are names
-    return ModuleContext(path, index, merged, imports)
+    return ModuleContext(path, index, merged, imports, bool(config is not None and config.unverified_notes))
 
 
 def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: List[Tuple[str, str, str]],
@@ -601,7 +603,7 @@ def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: Lis
             if extra:
                 imports = dict(ctx.imports)
                 imports.update((k[7:], v) for k, v in extra)  # type: ignore[misc]  # import facts are names
-                uctx = ModuleContext(ctx.path, ctx.index, ctx.summary, imports)
+                uctx = ModuleContext(ctx.path, ctx.index, ctx.summary, imports, ctx.unverified)
         for rule in rules:
             try:
                 out.extend(rule.check(unit, uctx))
@@ -652,7 +654,8 @@ def postprocess(raw: List[Finding], lines: Sequence[str], cfg: Config, eol: str 
             continue  # never report outside the document
         if _noqa.is_suppressed(lines[f.range.start.line], f.code):
             continue
-        sev = cfg.severity_for(f.code, f.severity)
+        # (a note on a path that cannot be verified stays a note whatever the rule's severity)
+        sev = f.severity if f.data.get("unverified") else cfg.severity_for(f.code, f.severity)
         if sev != f.severity:
             f = replace(f, severity=sev)
         key = (f.code, f.range)

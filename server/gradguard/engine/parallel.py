@@ -239,7 +239,7 @@ def _child(source, lines, region, path, config, external_facts, up_w: int, down_
 
 
 def _check_defs(chunks, lines, path, config, external_facts, all_facts, errors, deep):
-    ctx = E.module_context(path, LineIndex.of_lines(lines), E.merge_facts(external_facts, all_facts))
+    ctx = E.module_context(path, LineIndex.of_lines(lines), E.merge_facts(external_facts, all_facts), config)
     rules = E.enabled_rules(config, path)
     raw = []
     for c in chunks:

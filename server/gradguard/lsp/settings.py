@@ -36,6 +36,7 @@ SETTINGS: Dict[str, Tuple[str, Optional[Tuple[str, ...]], str]] = {
     "language": ("language", LANGUAGES, "window"),
     "debounce": ("debounce", None, "window"),
     "logLevel": ("log_level", LOG_LEVELS, "window"),
+    "unverifiedNotes": ("unverified_notes", None, "resource"),
 }
 # The VS Code client's own settings (the server never reads them), and keys other
 # clients commonly put in the section: accepted without a complaint.
@@ -53,6 +54,7 @@ class Settings:
     language: str = "auto"
     debounce: int = 300  # milliseconds
     log_level: str = "info"
+    unverified_notes: bool = False  # info notes where GG101 cannot verify a path (on top of the project's)
 
     def as_dict(self) -> Dict[str, Any]:
         return {
@@ -64,6 +66,7 @@ class Settings:
             "language": self.language,
             "debounce": self.debounce,
             "logLevel": self.log_level,
+            "unverifiedNotes": self.unverified_notes,
         }
 
     def apply_to(self, project: Config) -> Config:
@@ -72,6 +75,7 @@ class Settings:
             select=self.select or project.select,
             ignore=tuple(dict.fromkeys(project.ignore + self.ignore)),
             severity=dict(self.severity),  # merged over the project's
+            unverified_notes=True if self.unverified_notes else None,  # on here, or the project's
         )
 
 
@@ -181,6 +185,14 @@ def parse_settings(raw: Any, base: Optional[Settings] = None) -> Tuple[Settings,
         else:
             bad("logLevel", v, "one of " + ", ".join(LOG_LEVELS))
             values["log_level"] = defaults.log_level
+
+    if "unverifiednotes" in table:
+        v = table["unverifiednotes"]
+        if isinstance(v, bool):
+            values["unverified_notes"] = v
+        else:
+            bad("unverifiedNotes", v, "true or false")
+            values["unverified_notes"] = defaults.unverified_notes
 
     accepted = {_norm_key(k) for k in SETTINGS} | {_norm_key(k) for k in _TOLERATED}
     unknown = sorted(k for k in raw if _norm_key(str(k)) not in accepted)

@@ -30,7 +30,8 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
         env, self_obj = unit_entry(unit)
         _seed_requires_grad_params(unit, ctx, env)
         stateful = unit.kind == "function" and unit.node is not None
-        flow = interp.GraphFlow(interp.Resolver(ctx), self_obj=self_obj, track_self_state=stateful)
+        flow = interp.GraphFlow(interp.Resolver(ctx), self_obj=self_obj, track_self_state=stateful,
+                                unverified=bool(getattr(ctx, "unverified", False)))
         try:
             flow.run(unit.body, env)
         except RecursionError:

@@ -184,6 +184,15 @@ through time, with the batch length as the truncation window). The state's *valu
 still carry over, so the model keeps its context; only the gradient path is cut at the
 batch boundary. If you need longer gradient paths, use longer sequences per batch.
 
+**What does gradguard say when it cannot tell?**
+Nothing, by default: an error is reported only when every link of the path is established
+(the value is built with a graph, reaches the next iteration's backward on a path that can
+run, and nothing cuts it). When one link is unknown (a function imported from a module
+gradguard has not read, a part of a list whose parts differ), it stays silent.
+`gradguard check --unverified-notes` (or `unverified-notes = true` in `[tool.gradguard]`, or
+the editor setting `unverifiedNotes`) turns such a silence into an information-level note
+that names the value, the backward it may reach and the link that could not be verified.
+
 **Why is `loss.backward(retain_graph=True)` not the fix?**
 It only stops PyTorch from freeing the graph, so the next backward walks through this
 batch *and every batch before it*: memory and time grow with every step. And because
@@ -296,6 +305,13 @@ for x, y in loader:
 状态的*数值*仍然会传到下一批，模型保留了上下文，只是梯度在批次边界处被截断。
 如果需要更长的梯度路径，请增大每批的序列长度。
 
+**gradguard 无法判断时会怎样？**
+默认什么都不报：只有路径上的每一环都能确定（这个值带着计算图、能沿着真实可执行的路径到达下一轮的 backward、
+中间没有任何截断）时才报告错误。只要有一环无法确定（调用了 gradguard 没有读到的模块里的函数，
+或取自一个各部分并不相同的列表），它就保持沉默。`gradguard check --unverified-notes`
+（或 `[tool.gradguard]` 中的 `unverified-notes = true`，或编辑器设置 `unverifiedNotes`）会把这种沉默变成一条
+信息级提示，指出是哪个值、它可能到达哪个 backward，以及哪一环无法验证。
+
 **为什么 `loss.backward(retain_graph=True)` 不是正确的修复？**
 它只是让 PyTorch 不释放计算图，于是下一次 backward 要回溯本批次*以及之前所有批次*的图：
 显存和耗时随步数不断增长。而且 `optimizer.step()` 会原地更新权重，之后再回溯旧图照样会失败，
@@ -344,6 +360,8 @@ class CarriedGraph(Rule):
                 out.extend(f for f in _stateful_findings(self, unit, flow, ctx) if f.data["variable"] not in done)
         out.extend(_imported_state_findings(self, unit, ctx))
         out.extend(_container_state_findings(self, unit, ctx))
+        if ctx.unverified:
+            out.extend(_unverified_note(self, u, ctx) for u in flow.unverified)
         return out
 
 
@@ -901,6 +919,41 @@ def _detach_before(stmt: ast.stmt, name: str, shape: str, ctx, guard: bool, head
         text = f"{indent}{detach}\n"
     pos = Position(stmt.lineno - 1, 0)
     return TextEdit(Range(pos, pos), text)
+
+
+# ---------------------------------------------------------------------------
+# notes on paths that cannot be verified (``unverified-notes``, off by default)
+# ---------------------------------------------------------------------------
+def _unverified_note(rule, u, ctx) -> Finding:
+    """An information-level note where GG101 stays silent because one link of
+    the path is unknown: which value, which backward, and which link."""
+    name, bw, why = u.name, _code(u.event.call), _code(u.why)
+    if u.kind == "imported":
+        link_en = (f"`{why}` calls a function imported from a module gradguard has not read, so whether its result "
+                   f"keeps its arguments' graph is unknown")
+        link_zh = f"`{why}` 调用的函数来自 gradguard 没有读到的模块，无法知道它的返回值是否保留了参数的计算图"
+    elif u.kind == "container":
+        link_en = (f"`{why}` takes a part of a container whose parts differ (some hold a graph, some do not), so "
+                   f"whether this part holds one is unknown")
+        link_zh = f"`{why}` 取自一个各部分并不相同的容器（有的带计算图，有的不带），无法知道这一部分是否带计算图"
+    else:
+        link_en = f"`{why}` calls a module whose class cannot be told, so what it returns is unknown"
+        link_zh = f"`{why}` 调用的模块无法确定其类型，无法知道它返回什么"
+    msg = {
+        "en": f"The path could not be verified: `{name}` may carry this iteration's autograd graph into the next "
+        f"iteration's `{bw}`, but {link_en}. If it does, that backward fails with \"Trying to backward through the "
+        f"graph a second time\"; detaching `{name}` between iterations is safe either way.",
+        "zh": f"无法验证这条路径：`{name}` 可能把本轮迭代的计算图带进下一轮的 `{bw}`，但{link_zh}。"
+        f"如果确实如此，那次 backward 会报错 \"Trying to backward through the graph a second time\"；"
+        f"无论哪种情况，在两轮之间对 `{name}` 做 detach 都是安全的。",
+    }
+    related = (
+        Related(ctx.range(u.why), {"en": "this link of the path is unknown", "zh": "路径上的这一环无法确定"}),
+        Related(ctx.range(u.event.call), {"en": f"the backward `{name}` may reach",
+                                         "zh": f"`{name}` 可能到达的 backward"}),
+    )
+    return Finding(rule.code, ctx.line_range(u.site), msg, Severity.INFO, related, (),
+                   {"variable": name, "variables": [name], "unverified": u.kind})
 
 
 # ---------------------------------------------------------------------------
