@@ -139,3 +139,56 @@ def test_the_cli_flag_and_the_pyproject_key(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.gradguard]\nunverified-notes = 1\n", encoding="utf-8")
     broken = run_cli("prog.py", cwd=tmp_path)
     assert broken.returncode == 2 and "unverified-notes" in broken.stderr
+
+
+# transformer-XL's shape: forward returns `[loss] + new_mems`, a list whose first part has
+# a graph and whose others (made by a comprehension, not known one by one) have none; the
+# loop slices the memories off. Which part holds what is unknown: silent, or a note.
+MIXED_LIST = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x, *mems):
+            h = self.lin(x)
+            loss = h.pow(2).mean() + sum(m.sum() for m in mems)
+            new_mems = [t.detach() for t in (h,)]
+            return [loss] + new_mems
+
+
+    model = Model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    mems = tuple()
+    for step in range(3):
+        ret = model(torch.randn(2, 3), *mems)
+        loss, mems = ret[0], ret[1:]  # <note>
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """
+)
+
+
+def test_a_part_of_a_mixed_list_is_noted_with_the_part_that_is_unknown():
+    assert check_source(MIXED_LIST, "xl.py").findings == ()
+    (f,) = check_source(MIXED_LIST, "xl.py", ON).findings
+    row = line_of(MIXED_LIST, "# <note>")
+    assert (f.range.start.line, f.severity, f.data["unverified"], f.data["variable"]) == (row, Severity.INFO, "container", "mems")
+    assert "`ret[1:]`" in f.message_in("en") and "`ret[1:]`" in f.message_in("zh")
+    assert f.related[0].range.start == type(f.related[0].range.start)(row, MIXED_LIST.splitlines()[row].index("ret[1:]"))
+
+
+def test_a_note_for_an_item_assignment_is_put_inside_the_loop():
+    # `mems[i] = ret[1:]` keeps the site of the list (made before the loop): the note
+    # goes on the loop's statement that binds the item
+    text = MIXED_LIST.replace("mems = tuple()\n", "mems = [tuple()]\n").replace(
+        "torch.randn(2, 3), *mems)", "torch.randn(2, 3), *mems[0])").replace("loss, mems = ret[0], ret[1:]", "loss, mems[0] = ret[0], ret[1:]")
+    assert check_source(text, "xl.py").syntax_error is None and check_source(text, "xl.py").findings == ()
+    (f,) = check_source(text, "xl.py", ON).findings
+    assert f.range.start.line == line_of(text, "# <note>") and "`ret[1:]`" in f.message_in("en")

@@ -232,6 +232,7 @@ class GraphFlow:
         self.unverified: List[Unverified] = []
         # the node of a graph made unsure -> (the expression that made it so, why)
         self.unsure_why: Dict[Any, Tuple[ast.AST, str]] = {}
+        self.unsure_at: Dict[int, Tuple[ast.AST, str]] = {}  # id(expression) -> (it, why)
         # summaries only need returns and backward events: one walk per loop body
         self.find_carries = find_carries
         # mark ``self.x`` read before any assignment with ("A", "self.x"): a value
@@ -877,15 +878,21 @@ class GraphFlow:
         for tok, ev in sorted(frame3.hits.items(), key=lambda kv: kv[0][1]):
             name = tok[1]
             v = query[name]
-            if v.site is None or (v.site, name) in done:
+            site = v.site
+            if site is None or not lo <= site.lineno <= hi:
+                # `mems[i] = ret[1:]` keeps the site of the list: the loop's last
+                # statement that binds the name or one of its items
+                site = next((x for x in reversed(list(iter_statements(loop.body)))  # type: ignore[attr-defined]
+                             if isinstance(x, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                             and any(_binds(t, name) for t in (x.targets if isinstance(x, ast.Assign) else [x.target]))),
+                            None)
+            if site is None or (site, name) in done:
                 continue
-            why = next((self.unsure_why[t[1]] for t in sorted(
-                v.taints, key=lambda t: (getattr(t[1], "lineno", 0), getattr(t[1], "col_offset", 0)))
-                        if t[0] == "U" and t[1] in self.unsure_why), None)
+            why = self._why_unsure(name, v, site)
             if why is None:
                 continue
-            done.add((v.site, name))
-            self.unverified.append(Unverified(loop, name, v.site, why[0], why[1], ev))
+            done.add((site, name))
+            self.unverified.append(Unverified(loop, name, site, why[0], why[1], ev))
 
     def _runs_at_least_once(self, loop: ast.stmt) -> bool:
         """``for _ in range(4)``, ``for k in ("a", "b")``: the body runs. So does,
@@ -1046,7 +1053,26 @@ class GraphFlow:
         for t in v.taints:
             if t[0] in ("G", "U"):
                 self.unsure_why.setdefault(t[1], (why, kind))
+        self.unsure_at[id(why)] = (why, kind)
         return unsure(v)
+
+    def _why_unsure(self, name: str, v: Val, site: _Opt[ast.stmt]) -> _Opt[Tuple[ast.AST, str]]:
+        """The expression that made ``v`` (bound to ``name`` by ``site``) unknown: one
+        inside that statement (``loss, mems = ret[0], ret[1:]``: the part bound to
+        ``name``), else the first one recorded for a graph it may hold."""
+        scope: _Opt[ast.AST] = getattr(site, "value", None)
+        if isinstance(site, ast.Assign) and len(site.targets) == 1 and isinstance(site.targets[0], ast.Tuple) \
+                and isinstance(site.value, ast.Tuple) and len(site.value.elts) == len(site.targets[0].elts):
+            for target, value in zip(site.targets[0].elts, site.value.elts):
+                if _binds(target, name):
+                    scope = value
+        if scope is not None:
+            for node in iter_nodes(scope):
+                if id(node) in self.unsure_at and self.unsure_at[id(node)][0] is node:
+                    return self.unsure_at[id(node)]
+        return next((self.unsure_why[t[1]] for t in sorted(
+            v.taints, key=lambda t: (getattr(t[1], "lineno", 0), getattr(t[1], "col_offset", 0)))
+            if t[0] == "U" and t[1] in self.unsure_why), None)
 
     # -- backward events ---------------------------------------------------
     def _event(self, call: ast.Call, loss: Val, retain: bool, freed: Iterable = (), stale: FrozenSet = EMPTY) -> None:
@@ -1119,6 +1145,10 @@ class GraphFlow:
                 idx = e.slice
                 if isinstance(idx, ast.Constant) and isinstance(idx.value, int) and -len(base.elems) <= idx.value < len(base.elems):
                     return base.elems[idx.value]
+                bounds = _constant_slice(idx)
+                if bounds is not None:
+                    # ret[1:] of `[loss] + new_mems`: the parts it takes, not the whole
+                    return _with(tup(list(base.elems[slice(*bounds)])), kind=base.kind)
             if base.mixed:
                 return self._unsure(base, e, "container")
             idx = e.slice
@@ -2017,6 +2047,36 @@ def _reached(loss: Val) -> FrozenSet:
     """The graphs a backward of ``loss`` may run through: its G tokens, and
     those of its U tokens (a graph it may hold)."""
     return frozenset(t if t[0] == "G" else ("G", t[1]) for t in loss.taints if t[0] in ("G", "U"))
+
+
+def _constant_slice(idx: ast.AST) -> _Opt[Tuple[_Opt[int], _Opt[int], _Opt[int]]]:
+    """``(start, stop, step)`` of a slice written with integer literals (``1:``, ``:-1``, ``::2``)."""
+    if not isinstance(idx, ast.Slice):
+        return None
+    out: List[_Opt[int]] = []
+    for part in (idx.lower, idx.upper, idx.step):
+        if part is None:
+            out.append(None)
+            continue
+        neg = isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.USub)
+        lit = part.operand if neg else part  # type: ignore[attr-defined]
+        if not (isinstance(lit, ast.Constant) and type(lit.value) is int):
+            return None
+        out.append(-lit.value if neg else lit.value)
+    if out[2] == 0:
+        return None
+    return out[0], out[1], out[2]
+
+
+def _binds(target: ast.AST, name: str) -> bool:
+    """Does the assignment target bind ``name``, or an item of it (``mems[i]``)?"""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_binds(e, name) for e in target.elts)
+    if isinstance(target, ast.Starred):
+        return _binds(target.value, name)
+    if isinstance(target, ast.Subscript):
+        return dotted(target.value) == name
+    return dotted(target) == name
 
 
 def _mark_freed(env: Dict[str, Val], gs: FrozenSet) -> None:
