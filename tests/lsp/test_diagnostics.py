@@ -384,3 +384,21 @@ async def test_gg103_in_the_editor_each_fix_clears_it(shared, tmp_path):
             version += 1
             change_full(client, uri, GAN_STEP, version)
             d = _only(await wait_for_diagnostics(client, uri, version), "GG103")
+
+
+async def test_unverified_notes_setting_adds_an_information_diagnostic(session, tmp_path):
+    # off by default: the unknown link keeps GG101 silent; on: one Information diagnostic
+    from test_unverified_notes import UNKNOWN_LINK, line_of  # the program the engine tests use
+
+    uri = file_uri(tmp_path, "hebb.py")
+    async with session(init_options={"debounce": 20}) as client:
+        open_doc(client, uri, UNKNOWN_LINK, 1)
+        assert codes(await wait_for_diagnostics(client, uri, 1)) == []
+        client.set_configuration({"debounce": 20, "unverifiedNotes": True}, section="gradguard")
+        mark = len(client.published)
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+        pub = await wait_for_diagnostics(client, uri, 1, since=mark)
+        (d,) = pub.diagnostics
+        assert (d.code, d.severity) == ("GG101", lsp.DiagnosticSeverity.Information)
+        assert d.range.start.line == line_of(UNKNOWN_LINK, "# <note>") and "could not be verified" in d.message
+        assert d.data["fixes"] == 0
