@@ -699,11 +699,12 @@ def test_fix_keeps_tabs_and_nested_indentation():
     f = gg101(text)[0]
     assert f.preferred_fix.edits[0].new_text == "\thidden = hidden.detach()\n"
     nested = gg101(MODEL_CLASS_GRU)[0].preferred_fix.edits[-1].new_text
-    assert nested == " " * 12 + "if state is not None:\n" + " " * 16 + "state = _detach_state(state)\n"
-    # the helper is indented the file's way too
-    helper, call = gg101(MODEL_CLASS_GRU.replace("    ", "\t"))[0].preferred_fix.edits
+    # the model's forward hands back its GRU's state: one tensor, known through the summary
+    assert nested == " " * 12 + "if state is not None:\n" + " " * 16 + "state = state.detach()\n"
+    # the helper (a model given as a parameter: shape unknown) is indented the file's way too
+    helper, call = gg101(INIT_HIDDEN_PARAM_MODEL.replace("    ", "\t"))[0].preferred_fix.edits
     assert "\n\tif hasattr(s, \"detach\"):\n\t\treturn s.detach()\n" in helper.new_text
-    assert call.new_text == "\t\t\tif state is not None:\n\t\t\t\tstate = _detach_state(state)\n"
+    assert call.new_text == "\t\thidden = _detach_state(hidden)\n"
     assert_fixed_cleanly(text)
 
 
@@ -2133,3 +2134,44 @@ def test_state_kept_between_calls_with_unknown_shape_uses_the_helper():
     assert call.new_text == "    if state is not None:\n        state = _detach_state(state)\n"
     fixed = assert_fixed_cleanly(text)
     assert fixed.count("def _detach_state(s):") == 1
+
+
+def test_a_same_file_models_recurrent_state_is_a_known_shape():
+    # the model's forward hands back its GRU's h (one tensor) / its LSTM's (h, c): one-line
+    # fixes; the same loop over a forward returning a dict of states gets the helper
+    def program(layer: str, ret: str) -> str:
+        return src(
+            f"""
+            import torch
+            import torch.nn as nn
+
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = nn.{layer}(3, 4)
+
+                def forward(self, x, h=None):
+                    out, h = self.rnn(x, h)
+                    return out.sum(), {ret}
+
+
+            net = Net()
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            state = None
+            for step in range(3):
+                loss, state = net(torch.randn(5, 2, 3), state)  # <carry>
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            """
+        )
+
+    for layer, ret, expect in (("GRU", "h", "state = state.detach()"),
+                               ("LSTM", "h", "state = tuple(s.detach() for s in state)"),
+                               ("GRU", '{"h": h}', "state = _detach_state(state)")):
+        text = program(layer, ret)
+        (f,) = gg101(text)
+        assert f.range.start.line == line(text, "# <carry>")
+        assert f.preferred_fix.edits[-1].new_text.strip().splitlines()[-1].strip() == expect, (layer, ret)
+        assert_fixed_cleanly(text)

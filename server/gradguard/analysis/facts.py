@@ -177,7 +177,8 @@ def _retpos(v: V.Val) -> V.RetPos:
     arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
     derived = frozenset(t[1] for t in v.taints if t[0] == "Q")
     via = frozenset((t[1], t[2]) for t in v.taints if t[0] == "R")
-    return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via)
+    return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via,
+                    "tensor" if v.kind == "tensor" and arity is None else None)
 
 
 def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,

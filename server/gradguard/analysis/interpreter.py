@@ -1912,11 +1912,12 @@ class GraphFlow:
         if graph:
             self.saving_calls.add(id(call))
         g = args_taints | {("G", call)} if graph else args_taints
+        one = _with(plain(g), kind="tensor")  # a state tensor: h, or c
         if tq in K.RECURRENT_MODULES:
-            state = tup([plain(g), plain(g)]) if tq in K.LSTM_LIKE else plain(g)
+            state = tup([one, one]) if tq in K.LSTM_LIKE else one
             return tup([plain(g), state])
-        if tq in K.RECURRENT_CELLS and tq in K.LSTM_LIKE:
-            return tup([plain(g), plain(g)])
+        if tq in K.RECURRENT_CELLS:
+            return tup([one, one]) if tq in K.LSTM_LIKE else one
         return plain(g)
 
     def _apply_facts(self, call, facts: FnFacts, pos, kws, env, fname, graph_node=None) -> Val:
@@ -1941,6 +1942,8 @@ class GraphFlow:
                 v = tup([plain(t)] * rp.arity)
             elif rp.mixed:
                 v = _with(v, kind="list", mixed=True)
+            elif rp.kind == "tensor":
+                v = _with(v, kind="tensor")  # the state a recurrent module of the callee handed back
             return v
 
         effects = self._container_keys(call, facts) if facts.containers and not facts.no_grad else ()

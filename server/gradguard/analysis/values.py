@@ -63,7 +63,9 @@ class Val:
     site: _Opt[ast.stmt] = None  # statement that assigned it (for reporting)
     const: bool = False  # may be a plain Python number/str constant (not a tensor)
     frozen: bool = False  # a module whose parameters were all set requires_grad=False
-    kind: _Opt[str] = None  # "list" / "dict" for a Python list or dict (fixes keep it one)
+    # "list" / "dict" for a Python list or dict (fixes keep it one); "tensor" for one tensor a
+    # torch recurrent module hands back as its state (GG101's fix detaches it with .detach())
+    kind: _Opt[str] = None
     # a Python container whose elements do not all hold the same graphs, and which
     # are not known one by one (``[loss] + new_mems``): an element taken out of it
     # has an unproven graph (its G tokens become U tokens)
@@ -191,6 +193,7 @@ class RetPos:
     # what it holds of a call of another class's method (FnFacts.calls): (k, element
     # or -1), composed where the function is called, from the facts seen there
     via: FrozenSet[Tuple[int, int]] = EMPTY
+    kind: _Opt[str] = None  # "tensor": one torch recurrent module's state tensor (Val.kind)
 
 
 @record

@@ -1092,6 +1092,9 @@ def _structure(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> str:
     """'tuple' | 'tensor' | 'unknown': the shape of the carried state."""
     if carry.arity and carry.arity >= 2:
         return "tuple"
+    end_v = carry.end.get(carry.names[0]) if len(carry.names) == 1 else None
+    if end_v is not None and end_v.kind == "tensor":
+        return "tensor"  # a torch recurrent module's state, here or through the model's forward
     node = carry.built_by
     if isinstance(node, ast.Call):
         kind = _callee_kind(node, carry, ctx, unit)
@@ -1381,6 +1384,9 @@ def _one_line_shape(shape: str) -> bool:
 def _elements_are_tensors(carry: V.Carry, ctx, unit) -> bool:
     """``h, c = ...`` unpacked from a torch recurrent module's state (or each
     bound to one tensor): each name is one tensor."""
+    ends = [carry.end.get(n) for n in carry.names]
+    if all(v is not None and v.kind == "tensor" for v in ends):
+        return True
     node = carry.built_by
     if isinstance(node, ast.Call):
         if _callee_kind(node, carry, ctx, unit) in ("tensor", "tuple"):
