@@ -137,6 +137,18 @@ def test_gitignore_and_default_excludes(project):
     assert not any(p.startswith(("generated/", ".venv/")) for p in paths)
 
 
+def test_a_gitignore_star_stays_inside_one_path_component(project):
+    # spikingjelly's .gitignore has "/test*.py": top-level scratch files, not the test/ package
+    (project / ".gitignore").write_text("/test*.py\nout/*.py\n", encoding="utf-8")
+    for rel in ("test_scratch.py", "test/unit/gru.py", "out/gru.py", "out/deep/gru.py"):
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(GRU_SEED, encoding="utf-8")
+    r = run("check", "--format", "json", ".", cwd=project)
+    paths = {Path(f["path"]).as_posix() for f in json.loads(r.stdout)}
+    assert {"test/unit/gru.py", "out/deep/gru.py"} <= paths
+    assert not paths & {"test_scratch.py", "out/gru.py"}
+
+
 def test_fix_and_diff(project):
     d = run("check", "--diff", "gru_train.py", cwd=project)
     assert d.returncode == 1

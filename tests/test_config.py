@@ -61,6 +61,19 @@ def test_exclude_patterns_are_gitignore_flavoured(tmp_path):
     assert not cfg.is_excluded(str(tmp_path / "train.py"))
 
 
+@pytest.mark.parametrize("rel, pattern, expected", [
+    ("test/unit/a.py", "/test*.py", False), ("test_a.py", "/test*.py", True), ("pkg/test_a.py", "test*.py", True),
+    ("tests/b.py", "tests/*.py", True), ("tests/a/b.py", "tests/*.py", False), ("tests/a/b.py", "tests/*", True),
+    ("a/b/c/d.py", "a/**/d.py", True), ("a/d.py", "a/**/d.py", True), ("x/a/d.py", "**/a/d.py", True),
+    ("build", "build/", False), ("build/", "build/", True), ("src/build/a.py", "build/", True),
+    ("a/scripts/old", "/scripts/old", False), ("gen/x1.py", "gen/x[0-9].py", True), ("gen/xa.py", "gen/x[!0-9].py", True),
+])
+def test_glob_star_never_crosses_a_slash(rel, pattern, expected):
+    from gradguard.engine.config import _path_matches
+
+    assert _path_matches(rel, pattern) is expected
+
+
 @pytest.mark.parametrize("value, expected", [("zh-CN", "zh"), ("zh_cn", "zh"), ("zh-Hans", "zh"), ("en-US", "en"), ("auto", "en"), ("fr", None)])
 def test_language_normalisation(value, expected):
     assert normalize_language(value) == expected

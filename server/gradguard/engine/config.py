@@ -25,6 +25,7 @@ from gradguard.model.i18n import normalize_language
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (this module is on the CLI's start-up path: no typing, no dataclasses)
     from typing import Dict, Iterable, Mapping, Optional, Tuple
+    import re
 
     from gradguard.model.findings import Severity
 
@@ -172,33 +173,83 @@ def _matches_any(code: str, prefixes: Iterable[str]) -> bool:
     return False
 
 
-def _path_matches(rel: str, pattern: str) -> bool:
-    """gitignore-flavoured glob: ``dir/`` matches everything below it,
-    a pattern without ``/`` matches any path component, ``**`` spans dirs."""
-    import fnmatch
+_GLOB_CACHE: Dict[str, "re.Pattern[str]"] = {}
 
+
+def _glob_regex(pat: str) -> "re.Pattern[str]":
+    """A gitignore glob as a regex: ``*`` and ``?`` stay inside one path component
+    (``/test*.py`` is ``test_a.py`` at the top, never ``test/a/b.py``), ``**`` spans
+    components (``a/**/b``, ``**/b``, ``a/**``), ``[...]`` is a character class."""
+    cached = _GLOB_CACHE.get(pat)
+    if cached is not None:
+        return cached
+    import re
+
+    out, i, n = [], 0, len(pat)
+    while i < n:
+        c = pat[i]
+        if c == "*":
+            if pat.startswith("**", i):
+                before_ok = i == 0 or pat[i - 1] == "/"
+                after = pat[i + 2:i + 3]
+                if before_ok and after == "/":
+                    out.append("(?:[^/]*/)*")  # "**/": zero or more directories
+                    i += 3
+                    continue
+                if before_ok and after == "":
+                    out.append(".*")  # "a/**": everything below
+                    i += 2
+                    continue
+            out.append("[^/]*")
+            while i < n and pat[i] == "*":
+                i += 1
+            continue
+        if c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pat.find("]", i + 2 if pat[i + 1:i + 2] in ("!", "^") else i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = pat[i + 1:j]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j + 1
+                continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    rx = re.compile("".join(out))
+    _GLOB_CACHE[pat] = rx
+    return rx
+
+
+def _path_matches(rel: str, pattern: str) -> bool:
+    """gitignore-flavoured match of a relative path: a pattern without ``/`` (a
+    trailing one aside) matches any component; one with ``/`` (or anchored by a
+    leading ``/``) matches from the top; ``dir/`` matches directories only; a
+    matched directory covers everything below it. ``*`` never crosses ``/``."""
     pat = pattern.strip()
     if not pat:
         return False
     anchored = pat.startswith("/")
     pat = pat.lstrip("/")
-    if pat.endswith("/"):
-        pat = pat + "**"
-    parts = rel.split("/")
-    if "/" not in pat.rstrip("*").rstrip("/") and not anchored:
-        # match against any component, or any suffix
-        if any(fnmatch.fnmatchcase(part, pat) for part in parts):
-            return True
-    if fnmatch.fnmatchcase(rel, pat):
-        return True
-    if pat.endswith("/**"):
-        base = pat[:-3]
-        if rel == base or fnmatch.fnmatchcase(rel, base + "/*") or rel.startswith(base + "/"):
-            return True
-    # "**/x" also matches "x" at the root
-    if pat.startswith("**/") and fnmatch.fnmatchcase(rel, pat[3:]):
-        return True
-    return False
+    dir_only = pat.endswith("/")
+    pat = pat.rstrip("/")
+    if not pat:
+        return False
+    is_dir = rel.endswith("/")
+    parts = [p for p in rel.split("/") if p]
+    if not parts:
+        return False
+    # the prefixes of rel a pattern may name: every parent directory, and rel
+    # itself unless a directory pattern meets a file
+    last = len(parts) if (is_dir or not dir_only) else len(parts) - 1
+    rx = _glob_regex(pat)
+    if "/" not in pat and not anchored:
+        return any(rx.fullmatch(parts[k]) for k in range(last))
+    return any(rx.fullmatch("/".join(parts[:k + 1])) for k in range(last))
 
 
 def _codes(value, key: str, where: str) -> Tuple[str, ...]:
