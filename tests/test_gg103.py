@@ -755,3 +755,188 @@ def test_a_value_joined_from_a_freed_graph_and_a_fresh_one_proves_nothing():
     # every graph it may hold freed: the earlier loop's value, read again
     read_again = src.replace("    for _ in range((i + 1) % 2):\n        feat = enc(torch.randn(2, 3))\n", "")
     assert "range((i" not in read_again and lines_of(gg103(read_again)) == [10]
+
+
+
+# ---------------------------------------------------------------------------
+# a trainer's methods: a driver running its own methods in order (pix2pix), and
+# a method whose parameters its callers bind (edge-connect)
+
+TRAINER = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    def penalty(netD, real, fake):
+        x = 0.5 * real + 0.5 * fake
+        x.requires_grad_(True)
+        out = netD(x)
+        g = torch.autograd.grad(out, x, torch.ones_like(out), create_graph=True)[0]
+        return ((g.norm(2, dim=1) - 1) ** 2).mean()
+
+
+    class Trainer:
+        def __init__(self):
+            self.netG = nn.Linear(4, 4)
+            self.netD = nn.Linear(4, 1)
+            self.optimizer_G = torch.optim.Adam(self.netG.parameters())
+            self.optimizer_D = torch.optim.Adam(self.netD.parameters())
+
+        def forward(self):
+            self.fake_B = self.netG(self.real_A)
+
+        def backward_D(self):
+            self.loss_D = self.netD(self.fake_B.detach()).mean() + penalty(self.netD, self.real_A, self.fake_B)
+            self.loss_D.backward()
+
+        def backward_G(self):
+            self.loss_G = -self.netD(self.fake_B).mean()
+            self.loss_G.backward()
+
+        def optimize_parameters(self):
+            self.forward()
+            self.optimizer_D.zero_grad()
+            self.backward_D()
+            self.optimizer_D.step()
+            self.optimizer_G.zero_grad()
+            self.backward_G()
+            self.optimizer_G.step()
+""")
+
+
+def test_driver_runs_its_own_methods_in_order():
+    [f] = gg103(TRAINER)
+    assert lines_of([f]) == [37]  # self.backward_G()
+    assert [r.range.start.line + 1 for r in f.related] == [32, 34]  # self.forward(), self.backward_D()
+    en, zh = f.message_in("en"), f.message_in("zh")
+    assert "`self.fake_B`" in en and "`backward_D`" in en and "`self.fake_B`" in zh and "`backward_D`" in zh
+    # optimizer_G.zero_grad() discards what loss_D gives netG before any step: the detach in
+    # backward_D() (the method whose backward frees it) changes no update
+    [fix] = f.fixes
+    assert fix.preferred and "backward_D" in fix.title["en"] and "self.optimizer_G.zero_grad()" in fix.title["en"]
+    fixed = apply_text_edits(TRAINER, fix.edits)
+    assert "penalty(self.netD, self.real_A, self.fake_B.detach())" in fixed
+    assert "self.netD(self.fake_B.detach()).mean()" in fixed  # already cut: left alone
+    assert "self.loss_G = -self.netD(self.fake_B).mean()" in fixed  # the generator's loss keeps its graph
+    assert gg103(fixed) == []
+
+
+@pytest.mark.parametrize("old, new", [
+    # the helper differentiates against what it is given: detached, autograd.grad would fail
+    ("    x.requires_grad_(True)\n", ""),
+    # nothing discards what loss_D gives netG before the generator's step
+    ("        self.optimizer_G.zero_grad()\n", ""),
+    # backward_D() is called from somewhere else too
+    ("    def optimize_parameters(self):\n", "    def other(self):\n        self.backward_D()\n\n"
+                                            "    def optimize_parameters(self):\n"),
+    # a step between them may use netG's gradients from loss_D
+    ("        self.optimizer_D.step()\n", "        self.optimizer_G.step()\n"),
+])
+def test_driver_detach_offered_only_where_it_changes_no_update(old, new):
+    assert old in TRAINER
+    [f] = gg103(TRAINER.replace(old, new, 1))
+    assert f.fixes == () and "`backward_D`" in f.message_in("en")
+
+
+@pytest.mark.parametrize("old, new", [
+    # the penalty on the detached fake: backward_D() never reaches netG's graph
+    ("penalty(self.netD, self.real_A, self.fake_B)", "penalty(self.netD, self.real_A, self.fake_B.detach())"),
+    # the helper cuts what it is given
+    ("x = 0.5 * real + 0.5 * fake", "x = 0.5 * real + 0.5 * fake.detach()"),
+    # backward_D keeps its graph
+    ("self.loss_D.backward()", "self.loss_D.backward(retain_graph=True)"),
+    # backward_D back-propagates only on one path: not a proof
+    ("        self.loss_D.backward()", "        if self.use_gp:\n            self.loss_D.backward()"),
+    # a fresh fake for the generator's loss
+    ("        self.optimizer_G.zero_grad()\n", "        self.forward()\n        self.optimizer_G.zero_grad()\n"),
+    # forward() runs under no_grad: self.fake_B holds no graph
+    ("    def forward(self):\n", "    @torch.no_grad()\n    def forward(self):\n"),
+])
+def test_driver_silent_where_no_backward_surely_frees_what_the_next_reads(old, new):
+    assert old in TRAINER
+    assert gg103(TRAINER.replace(old, new, 1)) == []
+
+
+def test_driver_follows_a_backward_two_methods_down():
+    src = TRAINER.replace("        self.loss_D.backward()\n", "        self._step(self.loss_D)\n\n"
+                          "    def _step(self, loss):\n        loss.backward()\n", 1)
+    assert lines_of(gg103(src)) == [40]  # self.backward_G(), three lines further down
+
+
+def test_driver_method_that_may_return_early_frees_nothing_surely():
+    src = TRAINER.replace("    def backward_D(self):\n", "    def backward_D(self):\n        if self.frozen:\n"
+                          "            return\n", 1)
+    assert gg103(src) == []
+
+
+EDGE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class EdgeModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.generator = nn.Linear(6, 6)
+            self.discriminator = nn.Linear(6, 1)
+            self.gen_optimizer = torch.optim.Adam(self.generator.parameters())
+            self.dis_optimizer = torch.optim.Adam(self.discriminator.parameters())
+
+        def process(self, images, edges):
+            outputs = self.generator(images)
+            dis_loss = self.discriminator(edges).mean() - self.discriminator(outputs.detach()).mean()
+            gen_loss = -self.discriminator(outputs).mean()
+            return outputs, gen_loss, dis_loss
+
+        def backward(self, gen_loss=None, dis_loss=None):
+            dis_loss.backward()
+            self.dis_optimizer.step()
+            gen_loss.backward()
+            self.gen_optimizer.step()
+
+
+    edge_model = EdgeModel()
+    for it in range(3):
+        outputs, gen_loss, dis_loss = edge_model.process(torch.randn(4, 6), torch.randn(4, 6))
+        edge_model.backward(gen_loss, dis_loss)
+""")
+
+
+def test_method_parameters_bound_from_the_callers():
+    [f] = gg103(EDGE)
+    assert lines_of([f]) == [22]  # gen_loss.backward()
+    assert [r.range.start.line + 1 for r in f.related] == [19, 21]  # the parameter, the step
+    en, zh = f.message_in("en"), f.message_in("zh")
+    assert "`process()`" in en and "`self.discriminator`" in en and "modified by an inplace operation" in en
+    assert "`process()`" in zh and "`self.discriminator`" in zh
+    assert f.fixes == () and f.data["variable"] == "gen_loss"
+    # passed by keyword, the same
+    kw = EDGE.replace("edge_model.backward(gen_loss, dis_loss)", "edge_model.backward(dis_loss=dis_loss, gen_loss=gen_loss)")
+    assert lines_of(gg103(kw)) == [22]
+
+
+@pytest.mark.parametrize("old, new", [
+    # the step after both backward calls
+    ("        self.dis_optimizer.step()\n        gen_loss.backward()\n",
+     "        gen_loss.backward()\n        self.dis_optimizer.step()\n"),
+    # the caller cuts it first
+    ("    edge_model.backward(gen_loss, dis_loss)", "    gen_loss = gen_loss.detach()\n"
+     "    edge_model.backward(gen_loss, dis_loss)"),
+    # another object's backward: what this one's process() built is not what it is given
+    ("    edge_model.backward(gen_loss, dis_loss)", "    EdgeModel().backward(gen_loss, dis_loss)"),
+    # process() hands back a loss that does not go through the discriminator
+    ("gen_loss = -self.discriminator(outputs).mean()", "gen_loss = (outputs - edges).abs().mean()"),
+])
+def test_bound_parameters_silent_without_a_proof(old, new):
+    assert old in EDGE
+    assert gg103(EDGE.replace(old, new, 1)) == []
+
+
+def test_bound_parameters_follow_an_edit_of_the_caller():
+    from gradguard.engine import Document
+    doc = Document(EDGE, "prog.py")
+    assert lines_of([f for f in doc.result().findings if f.code == "GG103"]) == [22]
+    cut = EDGE.replace("    edge_model.backward(gen_loss, dis_loss)",
+                       "    gen_loss = gen_loss.detach()\n    edge_model.backward(gen_loss, dis_loss)")
+    assert [f for f in doc.update(cut).findings if f.code == "GG103"] == []
+    assert lines_of([f for f in doc.update(EDGE).findings if f.code == "GG103"]) == [22]

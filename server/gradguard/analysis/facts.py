@@ -171,25 +171,41 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...]) -> Dict[str, str]:
     return out
 
 
-def _retpos(v: V.Val) -> V.RetPos:
+def _retpos(v: V.Val, saving: frozenset = frozenset()) -> V.RetPos:
     graph = any(t[0] == "G" or t[0] == "L" for t in v.taints)
     params = frozenset(t[1] for t in v.taints if t[0] == "P")
     arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
     derived = frozenset(t[1] for t in v.taints if t[0] == "Q")
     via = frozenset((t[1], t[2]) for t in v.taints if t[0] == "R")
     return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via,
-                    "tensor" if v.kind == "tensor" and arity is None else None)
+                    "tensor" if v.kind == "tensor" and arity is None else None, _saved_modules(v, saving))
+
+
+def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:
+    """The ``self.<module>`` calls whose graphs ``v`` holds and which surely saved
+    tensors (the interpreter's ``saving_calls``): whose weights its backward reads."""
+    if not saving:
+        return frozenset()
+    out = set()
+    for t in v.taints:
+        node = t[1] if t[0] == "G" else None
+        if isinstance(node, ast.Call) and id(node) in saving:
+            name = A.dotted(node.func)
+            if name and name.startswith("self.") and name.count(".") == 1:
+                out.add(name[5:])
+    return frozenset(out)
 
 
 def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,
-                   states: Optional[list] = None, members: Optional[list] = None) -> V.FnFacts:
+                   states: Optional[list] = None, members: Optional[list] = None,
+                   own_calls: bool = False) -> V.FnFacts:
     """Summarise one def by running the graph interpreter over its body with
     each parameter as a ``("P", i)`` token. ``states``: a list to receive what
     :meth:`GraphFlow.self_states` finds (a method run on its own object's
     state; only asked of a forward that assigns to ``self``)."""
     is_static = any(isinstance(d, ast.Name) and d.id in _STATIC for d in fn.decorator_list)  # type: ignore[attr-defined]
     names, defaults = _params(fn, method and not is_static)
-    if not _needs_interpretation(fn.body):  # type: ignore[attr-defined]
+    if not own_calls and not _needs_interpretation(fn.body):  # type: ignore[attr-defined]
         # returns nothing and back-propagates nothing: nothing to learn (most defs)
         return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn))
     env = {}
@@ -228,6 +244,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     if method and self_obj and not no_grad and any(ev.in_loop and not ev.retain for ev in g.events):
         loop_attrs = _loop_backward_attrs(fn, resolver, self_obj, env)
     rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
+    saving = frozenset(g.saving_calls) if method else frozenset()
     whole = V.CLEAN
     for r in rets:
         whole = V.join(whole, r)
@@ -242,8 +259,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         # return loss, mems / return logits, mems / return logits): a caller that
         # unpacks the result unpacks one of those, position by position
         arity = len(tuples[0].elems)  # type: ignore[arg-type]
-        returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples])) for i in range(arity))  # type: ignore[index]
-    ret = _retpos(whole)
+        returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples]), saving)  # type: ignore[index]
+                        for i in range(arity))
+    ret = _retpos(whole, saving)
     bparams: set = set()
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
@@ -259,6 +277,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         calls_backward=bool(g.events),
         backward_params=frozenset(bparams),
         backward_retains=bool(g.events) and all(ev.retain for ev in g.events),
+        grad_params=frozenset(g.grad_params),
         detaches=detaches,
         no_grad=no_grad,
         returns_value=bool(rets),
@@ -442,7 +461,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         for fn in callers:
             r = _FactResolver(cls.name, known)
             ask = [] if fn.name == "forward" and _assigns_self(fn) else None
-            new = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask)
+            new = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask, own_calls=True)
             if new != mdict[fn.name]:
                 mdict[fn.name] = new
                 changed = True
@@ -738,11 +757,12 @@ def _container_element(value: ast.expr) -> Optional[str]:
 
 def _calls_own_method(fn: ast.AST, methods: Dict[str, V.FnFacts]) -> bool:
     """Does ``fn`` call ``self.<m>(...)`` for another method ``m`` of its class
-    that returns a value?"""
+    that returns a value or back-propagates?"""
     for node in A.iter_nodes(fn.body):  # type: ignore[attr-defined]
         if isinstance(node, ast.Call):
             attr = _self_attr(node.func)
-            if attr is not None and attr != fn.name and attr in methods and methods[attr].returns_value:  # type: ignore[attr-defined]
+            if attr is not None and attr != fn.name and attr in methods and (  # type: ignore[attr-defined]
+                    methods[attr].returns_value or methods[attr].calls_backward):
                 return True
     return False
 
@@ -965,18 +985,127 @@ def _wrapped_name(value: ast.expr) -> Optional[str]:
     return None
 
 
+def _call_args(stmt: ast.stmt) -> Iterable[Fact]:
+    """``callargs:<method>``: where a statement list hands one method of an object
+    what another method of the same object returned (edge-connect's ``outputs,
+    gen_loss, dis_loss = edge_model.process(images, edges)`` then
+    ``edge_model.backward(gen_loss, dis_loss)``): a set of ``(constructor or "",
+    receiver, ((parameter position or keyword, source method, element or -1), ...))``.
+    The method's own unit binds its parameters from them
+    (:func:`caller_bindings`). Plain names in one statement list, not rebound in between."""
+    if isinstance(stmt, ast.ClassDef):
+        return []
+    body = stmt.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else [stmt]
+    if not any(s.__class__ is ast.Assign and s.value.__class__ is ast.Call and s.value.func.__class__ is ast.Attribute
+               and s.value.func.value.__class__ is ast.Name for s in A.iter_statements(body)):
+        return []  # no `x = obj.method(...)`: nothing handed from one method to another
+    lists = [body] + [b for s in A.iter_statements(body) for b in A.child_blocks(s)]
+    ctors: Dict[str, str] = {}
+    found: Dict[str, set] = {}
+    for block in lists:
+        made: Dict[str, Tuple[str, str, int]] = {}
+        for s in block:
+            value = s.value if isinstance(s, (ast.Assign, ast.Expr)) else None
+            recv = m = None
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and isinstance(value.func.value, ast.Name):
+                recv, m = value.func.value.id, value.func.attr
+                bound: List[tuple] = []
+                for i, a in enumerate(value.args):
+                    src = made.get(a.id) if isinstance(a, ast.Name) else None
+                    if src is not None and src[0] == recv:
+                        bound.append((i, src[1], src[2]))
+                for kw in value.keywords:
+                    src = made.get(kw.value.id) if isinstance(kw.value, ast.Name) and kw.arg else None
+                    if src is not None and src[0] == recv:
+                        bound.append((kw.arg, src[1], src[2]))
+                if bound:
+                    found.setdefault(m, set()).add((ctors.get(recv, ""), recv, tuple(bound)))
+            if isinstance(s, ast.Assign):
+                for t in s.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            made.pop(n.id, None)
+                if len(s.targets) == 1 and recv is not None and m is not None:
+                    t = s.targets[0]
+                    if isinstance(t, ast.Name):
+                        made[t.id] = (recv, m, -1)
+                    elif isinstance(t, ast.Tuple):
+                        for k, e in enumerate(t.elts):
+                            if isinstance(e, ast.Name):
+                                made[e.id] = (recv, m, k)
+                ctor = _ctor_name(s.value)
+                if ctor and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+                    ctors[s.targets[0].id] = ctor
+            elif not isinstance(s, ast.Expr) and made:
+                for st in A.iter_statements([s]):  # what a compound statement may rebind
+                    for target in _stmt_targets(st):
+                        for n in ast.walk(target):
+                            if isinstance(n, ast.Name):
+                                made.pop(n.id, None)
+    return [("callargs:" + m, frozenset(v)) for m, v in sorted(found.items())]
+
+
+def _stmt_targets(st: ast.stmt) -> List[ast.AST]:
+    if isinstance(st, ast.Assign):
+        return list(st.targets)
+    if isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        return [st.target]
+    if isinstance(st, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in st.items if i.optional_vars is not None]
+    if isinstance(st, ast.Delete):
+        return list(st.targets)
+    return []
+
+
+def caller_bindings(fn: ast.AST, cls_name: str, resolver: interp.Resolver) -> Dict[str, Tuple[str, frozenset]]:
+    """A method's parameters as its callers in this file bind them (``callargs:``
+    facts): ``{parameter: (source method, modules)}`` for each parameter handed
+    what another method of the same object returned with a graph that saved the
+    weights of ``self.<module>`` calls (RetPos.modules). A caller whose object is
+    not surely of this class, or a source method whose result is not known, binds
+    nothing: the parameter stays unknown."""
+    got = resolver.summary.get("callargs:" + getattr(fn, "name", ""))
+    cf = resolver.cls(cls_name)
+    if not got or cf is None:
+        return {}
+    named, _ = A.parameters(fn, True)
+    names = [a.arg for a in named]
+    out: Dict[str, Tuple[str, frozenset]] = {}
+    for ctor, recv, bound in sorted(got, key=repr):
+        obj = resolver.ctor_obj(ctor) if ctor else resolver.global_obj(recv)
+        if obj != "user:" + cls_name:
+            continue
+        for key, src, elem in bound:
+            facts = cf.method(src)
+            if facts is None or facts.no_grad:
+                continue
+            if elem < 0:
+                rp = facts.ret if facts.returns_value else None
+            else:
+                rp = facts.returns[elem] if facts.returns is not None and elem < len(facts.returns) else None
+            if rp is None or not rp.graph or not rp.modules:
+                continue
+            idx = key if isinstance(key, int) else (names.index(key) if key in names else None)
+            if idx is None or idx >= len(names):
+                continue
+            prev = out.get(names[idx])
+            out[names[idx]] = (src, rp.modules | (prev[1] if prev else frozenset()))
+    return out
+
+
 def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[Fact]:
     try:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if not referenced:  # ``fn:<name>`` is only read where <name> is used
-                return list(_loop_calls(stmt)) + _requires_grad_facts(stmt)
+                return list(_loop_calls(stmt)) + _requires_grad_facts(stmt) + list(_call_args(stmt))
             r = _FactResolver()
             r.current = stmt.name
             return [("fn:" + stmt.name, function_facts(stmt, r))] + list(_loop_calls(stmt)) \
-                + _requires_grad_facts(stmt)
+                + _requires_grad_facts(stmt) + list(_call_args(stmt))
         if isinstance(stmt, ast.ClassDef):
             return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt)
-        return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt)
+        return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt) + list(_call_args(stmt))
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         # never let an odd construct take the whole file down; the rule then
         # simply knows less about this definition

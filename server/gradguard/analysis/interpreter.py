@@ -11,7 +11,7 @@ import ast
 import re
 
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names
+from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
 from gradguard.analysis.summary import query
 from gradguard.analysis.values import FREED, BackwardEvent, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, meet_freed, plain, tup, unsure
 from gradguard.model.record import record
@@ -165,6 +165,9 @@ def _dotted_def_names(summary) -> FrozenSet[str]:
 
 # GG102's bwcalls): train_epoch -> train_step -> backward is depth 2.
 DELEGATION_DEPTH = 4
+# How deep a driver's own methods are run in place (GraphFlow._inline): a driver
+# calling backward_G() calling self._gan_loss() is depth 2.
+INLINE_DEPTH = 3
 
 
 def _non_graph_library(name: _Opt[str]) -> bool:
@@ -224,7 +227,8 @@ class GraphFlow:
     events (outside loops too) and ``returns`` the returned values (for summaries)."""
 
     def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None,
-                 track_self_state: bool = False, find_carries: bool = True, unverified: bool = False):
+                 track_self_state: bool = False, find_carries: bool = True, unverified: bool = False,
+                 methods: _Opt[Mapping[str, ast.AST]] = None):
         self.r = resolver
         # also find the carries a link of which is unknown (U tokens: an unsummarised
         # callee's result, a part of a container whose parts differ): ``self.unverified``
@@ -233,6 +237,22 @@ class GraphFlow:
         # the node of a graph made unsure -> (the expression that made it so, why)
         self.unsure_why: Dict[Any, Tuple[ast.AST, str]] = {}
         self.unsure_at: Dict[int, Tuple[ast.AST, str]] = {}  # id(expression) -> (it, why)
+        # the defs of the unit's own class (one chunk with the unit: reading them keeps
+        # a unit's findings cacheable), run in place where a driver calls them (_inline)
+        self.methods = methods or {}
+        self._inlining: List[str] = []
+        self._drives = False
+        # id(call) of an own method run in place -> the attributes it left holding a
+        # graph it built (``self.forward()`` -> ``("self.fake_B",)``), for messages
+        self.sets_by_call: Dict[int, Tuple[str, ...]] = {}
+        # id(parameter) -> (parameter, the method of the same object whose result the
+        # file's callers pass in, the self.<module> calls that saved its weights in it)
+        self.entry_graphs: Dict[int, Tuple[str, str, FrozenSet[str]]] = {}
+        # id(call) of an own method run in place -> the self.<module> calls that built,
+        # and saved tensors in, the graphs it left on self (``self.forward()`` -> netG)
+        self.modules_by_call: Dict[int, FrozenSet[str]] = {}
+        # while summarising: parameters autograd.grad differentiates against as given
+        self.grad_params: set = set()
         # summaries only need returns and backward events: one walk per loop body
         self.find_carries = find_carries
         # mark ``self.x`` read before any assignment with ("A", "self.x"): a value
@@ -285,6 +305,8 @@ class GraphFlow:
         env = dict(env or {})
         if self.self_obj:
             env.setdefault("self", Val(obj=self.self_obj))
+        if self.methods and self.self_obj:
+            self._drives = self._drives_own_methods(body)
         if self.track_self_state:
             for s in iter_statements(body):
                 if isinstance(s, ast.Global):
@@ -1322,9 +1344,13 @@ class GraphFlow:
                 self.eval(func.value, env)
             pos, kws = self._args(call, env)
             loss = self.eval(tgt, env) if tgt is not None else CLEAN
-            if is_backward_call(call, ctx) and qualify(func, ctx) in K.BACKWARD_FUNCTIONS:
-                # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated
-                pass
+            if qualify(func, ctx) in K.BACKWARD_FUNCTIONS:
+                # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated;
+                # a parameter differentiated against as given (not made a leaf that requires
+                # grad here) must keep its graph: a caller must not detach it (FnFacts.grad_params)
+                given = pos[1] if len(pos) > 1 else kws.get("inputs", CLEAN)
+                if not any(t[0] == "L" for t in given.taints):
+                    self.grad_params.update(t[1] for t in given.taints if t[0] == "P")
             if not has_create_graph(call):
                 self._event(call, loss, keeps_graph(call), stale=self._stale(loss.taints, env))
                 if self.frames and self.find_carries:
@@ -1460,6 +1486,10 @@ class GraphFlow:
                 return recv
             if self._state_keys and key is not None and m not in _MODULE_METHODS and m != "forward":
                 self._method_resets(recv, key, m, env)
+            if self._drives and key == "self" and recv.obj == self.self_obj:
+                fn = self.methods.get(m)
+                if fn is not None and m not in self._inlining and len(self._inlining) < INLINE_DEPTH:
+                    return self._inline(call, fn, pos, kws, env)
             facts = self.r.method_facts(recv.obj, m)
             if facts is not None:
                 res = self._apply_facts(call, facts, pos, kws, env, m)
@@ -1716,6 +1746,116 @@ class GraphFlow:
             k = key + attr[4:]
             if k in env and method in cf.methods_cutting(attr):
                 env[k] = _with(NONE, site=self._stmt)
+    # -- a driver's own methods, run in place -------------------------------
+    def _drives_own_methods(self, body: Sequence[ast.stmt]) -> bool:
+        """Does this method call, on ``self``, one of its class's methods that
+        back-propagates (pix2pix's ``optimize_parameters()`` calling ``forward()``,
+        ``backward_D()``, ``optimizer_D.step()``, ``backward_G()``)? Then the own
+        methods it calls are run in place (:meth:`_inline`), in order: what one
+        sets on ``self`` is what the next reads."""
+        for node in iter_nodes(body):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
+                    and node.func.attr in self.methods:
+                facts = self.r.method_facts(self.self_obj, node.func.attr)
+                if facts is not None and facts.calls_backward:
+                    return True
+        return False
+
+    def _inline(self, call: ast.Call, fn: ast.AST, pos, kws, env: Dict[str, Val]) -> Val:
+        """``self.backward_D()`` in a driver: the method's body run here, on the
+        driver's ``self.*`` values and the call's arguments. The attributes it sets
+        come back; graphs built inside are seen as built by the call (one node of
+        the driver), and its backward calls as one backward at the call, reaching
+        what their losses reached. Carries of the method's own loops are its own
+        unit's business (not looked for here)."""
+        named, defaults = parameters(fn, True)
+        inner: Dict[str, Val] = {k: v for k, v in env.items() if k == "self" or k.startswith("self.")}
+        for i, arg in enumerate(named):
+            if i < len(pos):
+                v = pos[i]
+            elif arg.arg in kws:
+                v = kws[arg.arg]
+            else:
+                d = defaults.get(arg.arg)
+                v = (NONE if d.value is None else CONST) if isinstance(d, ast.Constant) else CLEAN
+            inner[arg.arg] = v
+        a: ast.arguments = fn.args  # type: ignore[attr-defined]
+        for extra in (a.vararg, a.kwarg):
+            if extra is not None:
+                inner[extra.arg] = CLEAN
+        saved = (self.returns, self._targets, self._stmt, self.frames, self.find_carries)
+        n_events = len(self.events)
+        self.returns, self._targets, self.frames, self.find_carries = [], (), [], False
+        self._inlining.append(getattr(fn, "name", "?"))
+        ng = 1 if is_no_grad_function(fn, self.r.ctx) else 0  # @torch.no_grad() def evaluate(self)
+        self.no_grad += ng
+        try:
+            out = self.block(fn.body, dict(inner))  # type: ignore[attr-defined]
+            rets = self.returns
+        finally:
+            self.no_grad -= ng
+            self._inlining.pop()
+            self.returns, self._targets, self._stmt, self.frames, self.find_carries = saved
+        inner_events = self.events[n_events:]
+        del self.events[n_events:]
+        lo, hi = fn.lineno, getattr(fn, "end_lineno", None) or fn.lineno  # type: ignore[attr-defined]
+        saves = [False]
+
+        def anchor(v: Val) -> Val:
+            changed = False
+            t: set = set()
+            for tok in v.taints:
+                node = tok[1] if tok[0] in ("G", "U") else (tok[1][1] if tok[0] == "F" else None)
+                if node is not None and lo <= getattr(node, "lineno", -1) <= hi:
+                    changed = True
+                    if tok[0] == "G" and id(node) in self.saving_calls:
+                        saves[0] = True
+                    t.add((tok[0], call) if tok[0] != "F" else ("F", ("G", call)))
+                else:
+                    t.add(tok)
+            elems = tuple(anchor(e) for e in v.elems) if v.elems is not None else None
+            if not changed and (elems is None or all(x is y for x, y in zip(elems, v.elems or ()))):
+                return v
+            return _with(v, taints=frozenset(t), elems=elems)
+
+        built = []
+        modules: set = set()
+        for k, v in out.items():
+            if k.startswith("self.") and v is not inner.get(k):
+                env[k] = anchor(v)
+                if ("G", call) in env[k].taints:
+                    built.append(k)
+                    modules.update(m for m in (_self_module(t[1]) for t in v.taints if t[0] == "G"
+                                               and id(t[1]) in self.saving_calls and lo <= getattr(t[1], "lineno", -1) <= hi)
+                                   if m)
+        if built and not self._inlining:
+            self.sets_by_call[id(call)] = tuple(sorted(built))
+            self.modules_by_call[id(call)] = frozenset(modules)
+        ret = CLEAN
+        values = [r for r in rets if not (r.none and not r.taints and r.elems is None)]
+        for r in values:
+            ret = anchor(r) if ret is CLEAN else join(ret, anchor(r))
+        if inner_events:
+            loss: set = set()
+            sure: set = set()
+            always = _unconditional_calls(fn.body)  # type: ignore[attr-defined]
+            for ev in inner_events:
+                t = anchor(ev.loss).taints
+                loss |= t
+                if id(ev.call) in always and not ev.retain and (ev.sure is None or ev.sure):
+                    sure |= {x for x in t if x[0] == "G"} if ev.sure is None else {
+                        ("G", call) if lo <= getattr(x[1], "lineno", -1) <= hi else x for x in ev.sure}
+            if saves[0]:
+                self.saving_calls.add(id(call))
+            self._event(call, plain(loss), all(ev.retain for ev in inner_events),
+                        {("G", call)} & loss)
+            self.events[-1].sure = frozenset(sure)
+            if self.frames and self.find_carries:
+                _mark_freed(env, _reached(plain(loss)))
+        elif saves[0]:
+            self.saving_calls.add(id(call))
+        return ret
 
     def _pending_call(self, cls: str, method: str, pos, kws) -> Val:
         """While summarising: ``self.core.forward(embed, state)`` on a class not
@@ -1973,6 +2113,33 @@ class GraphFlow:
         if facts.returns is not None:
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
+
+
+def _self_module(node: ast.AST) -> _Opt[str]:
+    """``self.netG(x)`` → ``netG``; None for anything else (a helper, an own method)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == "self":
+        return node.func.attr
+    return None
+
+
+def _unconditional_calls(body: Sequence[ast.stmt]) -> set:
+    """ids of the calls in the statements a def runs whenever it runs: its direct
+    statements (``with`` bodies inline) up to the first that may leave it early
+    (a ``return`` or ``raise`` inside a compound statement)."""
+    out: set = set()
+    for s in body:
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            out |= _unconditional_calls(s.body)
+            continue
+        if child_blocks(s):
+            if any(isinstance(n, (ast.Return, ast.Raise)) for n in iter_nodes([s])):
+                break
+            continue
+        out.update(id(n) for n in ast.walk(s) if isinstance(n, ast.Call))
+        if isinstance(s, (ast.Return, ast.Raise)):
+            break
+    return out
 
 
 _CONTAINER_CLASSES = frozenset("torch.nn." + c for c in K.CONTAINER_MODULES)

@@ -194,6 +194,9 @@ class RetPos:
     # or -1), composed where the function is called, from the facts seen there
     via: FrozenSet[Tuple[int, int]] = EMPTY
     kind: _Opt[str] = None  # "tensor": one torch recurrent module's state tensor (Val.kind)
+    # (methods) the modules held on ``self`` whose calls built part of its graph and
+    # saved their weights for the backward (``self.discriminator``): ``discriminator``
+    modules: FrozenSet[str] = EMPTY
 
 
 @record
@@ -230,6 +233,9 @@ class FnFacts:
     calls_backward: bool = False
     backward_params: FrozenSet[int] = EMPTY
     backward_retains: bool = False  # every backward() it makes passes retain_graph=True
+    # parameters an autograd.grad() inside differentiates against as given (not made a
+    # leaf that requires grad first): handed a detached tensor, that call fails
+    grad_params: FrozenSet[int] = EMPTY
     detaches: bool = False
     no_grad: bool = False
     returns_value: bool = False
@@ -347,6 +353,10 @@ class BackwardEvent:
     # graphs the loss reaches that a backward before it surely freed on every path
     # (and that saved tensors): ``("X", ("G", node), call)`` as in :data:`FREED`
     stale: FrozenSet = EMPTY
+    # a call of an own method run in place (GraphFlow._inline): the graph tokens its
+    # backward calls surely free whenever it runs (those that run unconditionally and
+    # keep no graph); None for a backward() itself (its loss, unless it retains)
+    sure: _Opt[FrozenSet] = None
 
 
 @record(frozen=False)

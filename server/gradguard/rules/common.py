@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import facts
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 from gradguard.analysis.facts import requires_grad_argument
@@ -30,8 +31,11 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
         env, self_obj = unit_entry(unit)
         _seed_requires_grad_params(unit, ctx, env)
         stateful = unit.kind == "function" and unit.node is not None
-        flow = interp.GraphFlow(interp.Resolver(ctx), self_obj=self_obj, track_self_state=stateful,
-                                unverified=bool(getattr(ctx, "unverified", False)))
+        resolver = interp.Resolver(ctx)
+        flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful,
+                                unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit))
+        if unit.class_node is not None and unit.node is not None:
+            _bind_from_callers(unit, resolver, env, flow)
         try:
             flow.run(unit.body, env)
         except RecursionError:
@@ -62,6 +66,38 @@ def _seed_requires_grad_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.
     for name in seeded:
         if name not in modules and name in env:
             env[name] = V._with(env[name], taints=frozenset({("L",)}))
+
+
+def _bind_from_callers(unit: Unit, resolver, env: Dict[str, V.Val], flow: interp.GraphFlow) -> None:
+    """Parameters the file's callers hand what another method of the same object
+    returned (:func:`facts.caller_bindings`): each holds a graph built before the
+    method runs, a ``("G", <the parameter>)`` token, which ``flow.entry_graphs``
+    says was built by which method through which modules."""
+    fn, cls = unit.node, unit.class_node
+    if fn is None or cls is None:
+        return
+    binds = facts.caller_bindings(fn, cls.name, resolver)
+    if not binds:
+        return
+    named, _ = A.parameters(fn, True)
+    for arg in named:
+        got = binds.get(arg.arg)
+        if got is None or arg.arg not in env:
+            continue
+        env[arg.arg] = V._with(env[arg.arg], taints=env[arg.arg].taints | {("G", arg)})
+        flow.entry_graphs[id(arg)] = (arg.arg, got[0], got[1])
+
+
+def own_methods(unit) -> Dict[str, ast.AST]:
+    """A method unit's class's defs (the class is one chunk with the unit, so
+    reading them keeps the unit's findings cacheable): what a driver method runs
+    in place when it calls them on ``self`` (``GraphFlow._inline``)."""
+    cls = unit.class_node
+    if cls is None or unit.kind != "function":
+        return {}
+    return {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "property")
+                        for d in s.decorator_list)}
 
 
 def unit_entry(unit) -> Tuple[Dict[str, V.Val], Optional[str]]:

@@ -43,11 +43,16 @@ EXPLANATION = {
 Finds a `backward()` whose loss reaches part of a graph that an earlier `backward()` of the same
 step already back-propagated and freed: two losses built on one shared tensor, back-propagated one
 after the other, with no `retain_graph=True` on the first. Either backward may sit in a helper of
-yours: `train_discriminator(real, fake)` then `train_generator(fake)`.
+yours: `train_discriminator(real, fake)` then `train_generator(fake)`, or in methods of a trainer
+that a driver calls in turn (pix2pix's `optimize_parameters()` calling `self.forward()`, which keeps
+`self.fake_B`, then `self.backward_D()` and `self.backward_G()`).
 
 It also finds the same step written the other way round: the first backward keeps the graph
 (`retain_graph=True`), then an optimizer step updates weights that graph saved, then the second
-backward runs through them. It finds both in loops and in steps written out one after the other.
+backward runs through them. It finds both in loops and in steps written out one after the other,
+and where the second loss comes into a method as an argument that the callers in the file took from
+another method of the same object (edge-connect's `backward(gen_loss, dis_loss)` stepping the
+discriminator before `gen_loss.backward()`).
 
 The two backward calls need not sit side by side: a value built in a loop whose own backward frees
 it, read after the loop (`n` generator steps, then the discriminator scores the last `fake`), and
@@ -151,10 +156,14 @@ them) and `Geometric` built from logits.
 找出这样的 `backward()`：它的损失所经过的部分计算图，已经被同一步里更早的一次 `backward()`
 反向传播并释放了。典型情况是两个损失共用同一个中间张量，先后各调用一次 `backward()`，
 而第一次没有写 `retain_graph=True`。两次 backward 也可以在你自己的辅助函数里：
-`train_discriminator(real, fake)` 之后再 `train_generator(fake)`。
+`train_discriminator(real, fake)` 之后再 `train_generator(fake)`；或者在训练类的方法里，由一个驱动方法依次调用
+（pix2pix 的 `optimize_parameters()` 先调用把结果存为 `self.fake_B` 的 `self.forward()`，再调用
+`self.backward_D()` 和 `self.backward_G()`）。
 
 它也检查反过来写的同一种错误：第一次 backward 保留了计算图（`retain_graph=True`），接着优化器 step
-更新了这张图保存的权重，然后第二次 backward 又经过这些权重。循环里和不写循环、逐步展开的代码里都会检查。
+更新了这张图保存的权重，然后第二次 backward 又经过这些权重。循环里和不写循环、逐步展开的代码里都会检查；
+第二个损失作为参数传进方法、而文件里的调用方取自同一对象另一个方法的返回值时也会检查（edge-connect 的
+`backward(gen_loss, dis_loss)` 先 step 判别器，再 `gen_loss.backward()`）。
 
 两次 backward 不必挨在一起：循环里构建、又被该循环自己的 backward 释放的值，在循环结束后再被使用
 （生成器走 `n` 步之后，判别器给最后一个 `fake` 打分）；一个函数往列表里放计算图、另一个函数对它反向传播
@@ -268,7 +277,7 @@ class FreedInStep(Rule):
         if K.other_framework_only(ctx.imports):
             return ()  # mxnet/paddle/...: not a torch program
         text = unit_text(unit, ctx.index.lines)
-        if len(_BACKWARD_SPELLING.findall(text)) < 2 and \
+        if len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text) < 2 and \
                 unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)):
             return ()  # one backward cannot free a graph for another (unless a helper called twice frees one)
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
@@ -287,10 +296,10 @@ class FreedInStep(Rule):
         # below would read it as a helper back-propagating its arguments
         out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True))
         for block in _blocks(unit.body):
-            for f in _check_block(self, block, events, flow.saving_calls, reported, ctx):
+            for f in _check_block(self, block, events, flow.saving_calls, reported, ctx, (flow, unit)):
                 out.append(f)
         for block in _blocks(unit.body):
-            for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx):
+            for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs):
                 out.append(f)
         for f in _check_stale(self, unit.body, events, reported, ctx):
             out.append(f)
@@ -303,6 +312,18 @@ def _container_freers(summary) -> FrozenSet[str]:
     A summary query."""
     return frozenset(k[3:].rpartition(".")[2] for k, v in summary.items()
                      if k.startswith("fn:") and isinstance(v, V.FnFacts) and any(e.frees for e in v.containers))
+
+
+def _own_backward_calls(unit, ctx, text: str) -> int:
+    """How many times a method calls, on ``self``, its class's methods that
+    back-propagate (``self.backward_D()``): the interpreter runs them in place."""
+    if unit.class_node is None or "self." not in text:
+        return 0
+    cf = ctx.summary.get("class:" + unit.class_node.name)
+    if not isinstance(cf, V.ClassFacts):
+        return 0
+    return sum(len(re.findall(r"\bself\s*\.\s*" + re.escape(name) + r"\s*\(", text))
+               for name, facts in cf.methods if facts.calls_backward)
 
 
 # ---------------------------------------------------------------------------
@@ -358,7 +379,7 @@ def _legacy_retain(call: ast.Call) -> bool:
                for kw in call.keywords)
 
 
-def _check_block(rule, block, events, saving, reported, ctx) -> Iterator[Finding]:
+def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iterator[Finding]:
     stmts = _in_order(block)
     start = _pos(block[0])
     for i, s in enumerate(stmts):
@@ -370,7 +391,8 @@ def _check_block(rule, block, events, saving, reported, ctx) -> Iterator[Finding
             continue
         end = _pos(s)
         # what this backward frees: saving parts of the graph built in this list, before it
-        freed = {t for t in ev1.loss.graph_tokens() if start <= _pos(t[1]) < end and id(t[1]) in saving}
+        frees = ev1.loss.graph_tokens() if ev1.sure is None else ev1.sure  # an own method run in place: what it surely frees
+        freed = {t for t in frees if start <= _pos(t[1]) < end and id(t[1]) in saving}
         if not freed:
             continue
         for later in stmts[i + 1:]:
@@ -383,7 +405,7 @@ def _check_block(rule, block, events, saving, reported, ctx) -> Iterator[Finding
                 shared = freed & ev2.loss.graph_tokens()
                 if shared:
                     reported.add(id(b2))
-                    yield _finding(rule, stmts, s, b1, b2, shared, ctx)
+                    yield _finding(rule, stmts, s, b1, b2, shared, ctx, where)
 
 
 def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False) -> Iterator[Finding]:
@@ -547,17 +569,51 @@ def _detach_after(body, holder, name, b1, b2, ctx) -> Optional[List[TextEdit]]:
     return None
 
 
-def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
+def _own_call(call: ast.AST) -> Optional[str]:
+    """``self.backward_D()`` → ``backward_D``: a method of the unit's own object."""
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+            and call.func.value.id == "self":
+        return call.func.attr
+    return None
+
+
+def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
     node = min((t[1] for t in shared), key=_pos)
     holder = _holder(stmts, s1, node)
     name = _single_name(holder) if holder is not None else None
     what = f"`{name}`" if name else f"`{_short(node)}`"
+    flow, unit = where if where is not None else (None, None)
+    kept = flow.sets_by_call.get(id(node), ()) if flow is not None else ()
+    if not name and kept:
+        # self.forward() left it on the object: self.fake_B
+        what = " / ".join(f"`{k}`" for k in kept)
     line1, line0 = b1.lineno, node.lineno
     first, second = _short(b1), _short(b2)
     direct = A.is_backward_call(b1, ctx)
     keep: Optional[TextEdit] = None
     cut: List[TextEdit] = []
-    if not direct:
+    if not direct and _own_call(b1) and kept:
+        # a driver's own methods (pix2pix's backward_D() then backward_G()): the edit
+        # belongs in the method that builds the first loss, which the message names
+        m1 = _own_call(b1)
+        shown = " / ".join(f"`{k}`" for k in kept)
+        advice_en = (f"in `{m1}`, detach {shown} where the loss it back-propagates reads it, if what produced it "
+                     f"should not learn from that loss, or keep the graph there (`retain_graph=True` on its "
+                     f"backward)")
+        advice_zh = (f"请在 `{m1}` 里它反向传播的损失读取 {shown} 的地方 detach（若其来源不应从该损失学习），"
+                     f"或在那里保留计算图（在它的 backward 上加 `retain_graph=True`）")
+        got = _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx) if flow is not None else None
+        if got is not None:
+            edits, zeroed = got
+            advice_en = (f"detach {shown} where `{m1}` reads it (`{zeroed}` discards what that loss gives its producer "
+                         f"before any step)")
+            advice_zh = f"请在 `{m1}` 读取 {shown} 的地方 detach（`{zeroed}` 会在任何 step 之前清掉该损失给它来源的梯度）"
+            fix = Fix({"en": f"Detach {shown} in `{m1}` (`{zeroed}` discards what that loss gives the producer; same updates)",
+                       "zh": f"在 `{m1}` 里 detach {shown}（`{zeroed}` 会清掉该损失给来源的梯度；更新不变）"},
+                      tuple(edits), preferred=True)
+            return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                         advice_en, advice_zh, [fix], name, ctx)
+    elif not direct:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone changes what the input learns; the message says what to do
         advice_en = (f"keep the graph in `{_callee(b1)}`'s backward (`retain_graph=True`), or pass "
@@ -634,6 +690,139 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx) -> Finding:
                          tuple(cut)))
     return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
                  advice_en, advice_zh, fixes, name, ctx)
+
+
+def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx):
+    """A driver's first backward runs in its own method ``m1`` (pix2pix's
+    ``backward_D()``), reading attributes another own method left with a graph
+    (``self.fake_B``). ``self.fake_B`` → ``self.fake_B.detach()`` where ``m1`` reads it
+    changes no update when: the driver discards what that loss gives the producer
+    before any step can use it (``optimizer_G.zero_grad()``, an optimizer built
+    from every module that built it, and no step in between of one that may hold
+    them), ``m1`` is called from this driver only, and nothing in ``m1`` needs the
+    attribute's graph (an ``autograd.grad`` against what is built from it, here or
+    in a helper whose summary says so, or a call we cannot see). ([edits], the
+    zero_grad call) or None."""
+    m1 = _own_call(b1)
+    cls = unit.class_node if unit is not None else None
+    producers = flow.modules_by_call.get(id(node), frozenset())
+    if not m1 or cls is None or not producers:
+        return None
+    fn = next((d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == m1), None)
+    if fn is None or fn.decorator_list:
+        return None
+    text = "\n".join(ctx.index.lines)
+    if len(re.findall(r"\.\s*" + re.escape(m1) + r"\s*\(", text)) != 1:
+        return None  # called elsewhere too: the detach would change what those calls learn
+    zeroed = None
+    after = False
+    for s in stmts:
+        if s is s1:
+            after = True
+            continue
+        if not after:
+            continue
+        if any(n is b2 for n in ast.walk(s)):
+            break
+        for call, opt in _step_calls(s):
+            owned = _owned(opt, ctx)
+            if not owned or producers & owned:
+                return None  # a step that may use the producer's gradients from that loss
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute) \
+                and s.value.func.attr == "zero_grad":
+            who = A.dotted(s.value.func.value)
+            if who and (producers <= _owned(who, ctx) or who.split(".")[-1] in producers and len(producers) == 1):
+                zeroed = f"{who}.zero_grad()"
+                break
+    if zeroed is None:
+        return None
+    attrs = {k[5:] for k in kept}
+    reads: List[ast.Attribute] = []
+    cut = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Attribute) and n.attr in ("detach", "data") and isinstance(n.value, ast.Attribute):
+            cut.add(id(n.value))
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
+            return None
+        if isinstance(n, ast.Attribute) and n.attr in attrs and isinstance(n.value, ast.Name) and n.value.id == "self":
+            if not isinstance(n.ctx, ast.Load):
+                return None  # m1 sets it again
+            if id(n) not in cut:
+                reads.append(n)
+    own = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not reads or not _graph_not_needed(fn, attrs, own, ctx):
+        return None
+    edits = []
+    for n in reads:
+        at = ctx.pos(n.end_lineno, n.end_col_offset)
+        edits.append(TextEdit(Range(at, at), ".detach()"))
+    return edits, zeroed
+
+
+def _graph_not_needed(fn, attrs, own, ctx) -> bool:
+    """Nothing in ``fn`` needs the graph of ``self.<attr>`` or of what it builds from
+    it: no ``autograd.grad`` against them, and every call handed them is a module of
+    ``self``, a tensor method, torch's own, or a summarised function of this file that
+    does not differentiate against that argument as given (``FnFacts.grad_params``)."""
+    derived: Set[str] = set()
+    live = set(attrs)  # self.<attr> holding it, or built from it
+
+    def touches(node) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" \
+                    and n.attr in live:
+                return True
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in derived:
+                return True
+        return False
+
+    for s in A.iter_statements(fn.body):
+        if A.child_blocks(s) and not isinstance(s, (ast.With, ast.AsyncWith)):
+            if touches(s):
+                return False  # under a branch or a loop: not followed
+            continue
+        for n in ast.walk(s):
+            if not isinstance(n, ast.Call):
+                continue
+            args = list(n.args) + [k.value for k in n.keywords]
+            hit = [i for i, a in enumerate(args) if touches(a)]
+            if not hit:
+                continue
+            q = A.qualify(n.func, ctx) or ""
+            if q.endswith("autograd.grad") or q.endswith("autograd.backward"):
+                return False
+            if isinstance(n.func, ast.Attribute):
+                base = n.func.value
+                if isinstance(base, ast.Name) and base.id == "self":
+                    if n.func.attr in own:
+                        return False  # an own method handed it: not followed here
+                    continue  # self.netD(x): a module of self
+                if q.startswith("torch."):
+                    continue
+                if not touches(base) and not isinstance(base, ast.Name):
+                    return False
+                if touches(base) or base.id in derived:  # type: ignore[attr-defined]
+                    continue  # x.mean(), fake_AB.view(...): a tensor method
+                return False
+            if isinstance(n.func, ast.Name):
+                if q.startswith("torch."):
+                    continue
+                facts = ctx.summary.get("fn:" + n.func.id)
+                if not isinstance(facts, V.FnFacts) or any(i in facts.grad_params for i in hit):
+                    return False
+                continue
+            return False
+        if touches(s) and isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
+                for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                    if isinstance(e, ast.Name):
+                        derived.add(e.id)
+                    elif isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
+                        live.add(e.attr)
+                    elif not isinstance(e, (ast.Attribute, ast.Subscript, ast.Starred)):
+                        return False
+    return True
 
 
 def _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct, advice_en, advice_zh,
@@ -992,7 +1181,7 @@ def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
     return best
 
 
-def _check_stepped(rule, block, events, saving, reported, ctx) -> Iterator[Finding]:
+def _check_stepped(rule, block, events, saving, reported, ctx, entry=None) -> Iterator[Finding]:
     stmts = _in_order(block)
     if not stmts:
         return
@@ -1016,6 +1205,15 @@ def _check_stepped(rule, block, events, saving, reported, ctx) -> Iterator[Findi
                 owned = _owned(opt, ctx)
                 if not owned:
                     continue  # an optimizer we cannot read: no proof
+                if entry:
+                    # a parameter whose callers pass what another method of this object
+                    # built through a module the step updates: built before the method ran
+                    passed = [(entry[id(t[1])], t[1]) for t in ev2.loss.graph_tokens()
+                              if id(t[1]) in entry and entry[id(t[1])][2] & owned]
+                    if passed:
+                        reported.add(id(b2))
+                        yield _passed_finding(rule, step, opt, b2, passed[0], owned, ctx)
+                        break
                 hit = [t[1] for t in ev2.loss.graph_tokens()
                        if id(t[1]) in saving and start <= _pos(t[1]) < _pos(step)
                        and _module_name(t[1]) in owned and _holder_of(stmts[:i], t[1]) is not None]
@@ -1024,6 +1222,34 @@ def _check_stepped(rule, block, events, saving, reported, ctx) -> Iterator[Findi
                 reported.add(id(b2))
                 yield _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx)
                 break
+
+
+def _passed_finding(rule, step, opt, b2, passed, owned, ctx) -> Finding:
+    """The retain-then-step shape across methods (edge-connect's ``backward(gen_loss,
+    dis_loss)``): the graph came in as an argument, so no edit here recomputes it;
+    the message says what to do and no fix is offered."""
+    (param, src, modules), arg = passed
+    module = "self." + sorted(modules & owned)[0]
+    second = _short(b2)
+    msg = {
+        "en": f"`{second}` back-propagates through the graph `{param}` holds: the callers pass what `{src}()` "
+              f"returns, built through `{module}`, whose weights `{opt}.step()` on line {step.lineno} updates in place "
+              f"before this backward: it stops with \"one of the variables needed for gradient computation has been "
+              f"modified by an inplace operation\"; back-propagate `{param}` before the step (then the step also "
+              f"applies its gradients to `{module}`), or build it after the step.",
+        "zh": f"`{second}` 要反向传播经过 `{param}` 的计算图：调用方传入的是 `{src}()` 的返回值，它经过 `{module}` 构建，"
+              f"而第 {step.lineno} 行的 `{opt}.step()` 在这次 backward 之前原地更新了 `{module}` 的权重：会报错 "
+              f"\"one of the variables needed for gradient computation has been modified by an inplace operation\"；"
+              f"请在 step 之前对 `{param}` 反向传播（这样这次 step 也会把它对 `{module}` 的梯度用上），或在 step 之后再构建它。",
+    }
+    related = (
+        Related(ctx.range(arg), {"en": f"`{param}` comes from `{src}()`, through `{module}`",
+                                 "zh": f"`{param}` 来自 `{src}()`，经过 `{module}`"}),
+        Related(ctx.range(step), {"en": f"this step updates `{module}`'s weights in place",
+                                  "zh": f"这次 step 原地更新了 `{module}` 的权重"}),
+    )
+    return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, (),
+                   {"variable": param, "step_line": step.lineno})
 
 
 def _names_read(s: ast.AST) -> Set[str]:
