@@ -758,6 +758,7 @@ def test_a_value_joined_from_a_freed_graph_and_a_fresh_one_proves_nothing():
 
 
 
+
 # ---------------------------------------------------------------------------
 # a trainer's methods: a driver running its own methods in order (pix2pix), and
 # a method whose parameters its callers bind (edge-connect)
