@@ -18,7 +18,7 @@ from gradguard.model.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import List, Mapping, Sequence, Any, Dict, FrozenSet, Iterable, Tuple, Optional as _Opt
+    from typing import Iterator, List, Mapping, Sequence, Any, Dict, FrozenSet, Iterable, Tuple, Optional as _Opt
 
 
 _RECURRENT_SHORT = {q.rsplit(".", 1)[-1] for q in K.RECURRENT_MODULES | K.RECURRENT_CELLS}
@@ -299,6 +299,13 @@ class GraphFlow:
         self._state_keys: set = set()  # the pseudo-variables of _neurons
         self._freed_keys: Dict[FrozenSet, FrozenSet] = {}  # the last freed set's graphs
         self._jumps: Dict[int, bool] = {}  # per loop: a break or continue of its own
+        # (see _scan_peers) id(subscript) -> ("E", key, loop, conditioned) for a read of
+        # every element of list ``key`` in each iteration of ``loop`` (``outputs[j]``),
+        # ("O", key, loop, False) for its own element (``outputs[i]``); loops scanned
+        self._peer_reads: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
+        self._peer_scanned: set = set()
+        self._peer_tops: Dict[int, FrozenSet[int]] = {}  # per loop: its body's unconditional statements
+        self._peer_graphs: Dict[int, FrozenSet] = {}  # id(subscript) -> the saving graphs it read
 
     # -- entry points ----------------------------------------------------
     def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
@@ -733,6 +740,8 @@ class GraphFlow:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             it = self.eval(loop.iter, env)
             self.bind(loop.target, plain(it.taints), env, loop)
+            if it.obj and it.obj.startswith("list:") and isinstance(loop.target, ast.Name) and not it.taints:
+                env[loop.target.id] = Val(obj=it.obj[5:], site=loop)  # for model in models: one of its modules
             self._type_layers(loop, env)
         else:
             self.eval(loop.test, env)  # type: ignore[attr-defined]
@@ -798,6 +807,8 @@ class GraphFlow:
 
     def loop(self, loop: ast.stmt, env: Dict[str, Val]) -> Dict[str, Val]:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
+            if isinstance(loop, ast.For) and self.find_carries and id(loop) not in self._peer_scanned:
+                self._scan_peers(loop)
             self._freeze_loop(loop, env)
             if self._state_keys:
                 self._resets_modules(loop, env)
@@ -1062,6 +1073,85 @@ class GraphFlow:
         proven &= held
         return plain(t for t in end.taints if t[1] in before or t[1] in proven)
 
+    # -- every element of a list read in each iteration (deep mutual learning) --
+    def _scan_peers(self, loop: ast.For) -> None:
+        """``for i in range(n):`` whose body reads a list built before it (``outputs``,
+        never changed in the loop) by another loop's index ranging over the same
+        ``range(n)`` (``for j in range(n): if i != j: ... outputs[j] ...``), and by its
+        own (``outputs[i]``). The own index names another element on each iteration;
+        the other one names every element (all but ``outputs[i]`` under ``i != j``, which
+        the own read covers) on each iteration. Marks those reads (``_peer_reads``);
+        a backward that surely frees what they reach, on every iteration, frees the
+        graph of every element for the next (``_peer_proof``). Syntax only, once per loop."""
+        self._peer_scanned.add(id(loop))
+        i = loop.target.id if isinstance(loop.target, ast.Name) else None
+        if i is None or loop.orelse or _jumps(loop.body) or _rebinds(loop.body, i):
+            return
+        shape = ast.dump(loop.iter)
+        changed = self._assigned_in_loop(loop)
+        if not self._invariant(loop.iter, loop):
+            return
+        found: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
+        for inner in iter_statements(loop.body):
+            if not (isinstance(inner, ast.For) and isinstance(inner.target, ast.Name) and inner.target.id != i
+                    and not inner.orelse and ast.dump(inner.iter) == shape and not _rebinds(inner.body, inner.target.id)):
+                continue
+            for node, cond in _peer_subscripts(inner.body, i, inner.target.id, False):
+                key = dotted(node.value)
+                if key is not None and key not in changed and key.split(".", 1)[0] not in changed:
+                    found[id(node)] = ("E", key, loop, cond)
+        if not found:
+            return
+        keys = {v[1] for v in found.values()}
+        for n in iter_nodes(list(loop.body)):
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) \
+                    and isinstance(n.slice, ast.Name) and n.slice.id == i:
+                own = dotted(n.value)
+                if own is not None and own in keys:
+                    found[id(n)] = ("O", own, loop, False)
+        self._peer_reads.update(found)
+        tops: List[ast.stmt] = []
+        todo: List[ast.stmt] = list(loop.body)
+        while todo:  # ``with`` bodies run whenever the iteration does
+            s = todo.pop()
+            tops.append(s)
+            if isinstance(s, (ast.With, ast.AsyncWith)):
+                todo.extend(s.body)
+        self._peer_tops[id(loop)] = frozenset(id(s) for s in tops)
+
+    def _peer_read(self, e: ast.Subscript, base: Val) -> Val:
+        """A marked read (``_scan_peers``) of a list whose every element holds a graph
+        that saved tensors, on its loop's first walk: its value says so."""
+        kind, key, loop, cond = self._peer_reads[id(e)]
+        saving = self.saving_calls
+        gs = frozenset(t for t in base.taints if t[0] == "G" and id(t[1]) in saving)
+        if not gs or base.mixed or any(t[0] == "U" for t in base.taints) \
+                or not any(fr.loop is loop for fr in self.frames) or any(fr.second for fr in self.frames):
+            return plain(base.taints)
+        if kind == "O":
+            return plain(base.taints | {("O", key, loop)})
+        self._peer_graphs[id(e)] = gs
+        return plain(base.taints | {("E", e, loop, cond, key)})
+
+    def _peer_proof(self, ev: BackwardEvent, loss: Val) -> None:
+        """A backward that surely frees its graph, run on every iteration of the loop
+        whose reads reach its loss: if they read every element (``outputs[j]`` without
+        a condition, or under ``i != j`` beside ``outputs[i]``), the first iteration
+        frees each element's graph and the second runs into one of them."""
+        found = []
+        for t in loss.taints:
+            if t[0] != "E":
+                continue
+            _, node, loop, cond, key = t
+            if id(self._stmt) not in self._peer_tops.get(id(loop), EMPTY):
+                continue
+            if cond and ("O", key, loop) not in loss.taints:
+                continue
+            for g in self._peer_graphs.get(id(node), EMPTY):
+                found.append((node, g[1], loop))
+        if found:
+            ev.peers = tuple(sorted(found, key=lambda p: (getattr(p[0], "lineno", 0), getattr(p[0], "col_offset", 0))))
+
     def _set_container(self, env: Dict[str, Val], key: str, v: Val) -> None:
         env[key] = v
         if "." in key:
@@ -1179,6 +1269,8 @@ class GraphFlow:
                 return _nth_of_pending(base, idx.value)
             if base.kind is None and base.elems is None and not base.obj and ("L",) in base.taints:
                 return self._op(e, base.taints)  # X[:, 0] of a tensor that requires grad: a graph (SliceBackward)
+            if self._peer_reads and id(e) in self._peer_reads:
+                return self._peer_read(e, base)
             return plain(base.taints)
         if isinstance(e, ast.Tuple):
             return tup([self.eval(x, env) for x in e.elts])
@@ -1218,7 +1310,17 @@ class GraphFlow:
         if isinstance(e, ast.Call):
             return self.call(e, env)
         if isinstance(e, ast.ListComp):
-            return _with(plain(self._comp(e, [e.elt], env)), kind="list")
+            v = _with(plain(self._comp(e, [e.elt], env)), kind="list")
+            if isinstance(e.elt, ast.Call) and not v.taints and isinstance(e.elt.func, (ast.Name, ast.Attribute)):
+                # [nn.Sequential(...) for _ in range(n)]: a list of modules, each of that class
+                tc = Resolver.torch_class(self.r.qualify(e.elt.func))
+                if tc is not None and not tc.startswith(("torch.nn.parameter.", "torch.nn.utils.")) \
+                        and tc != "torch.nn.Parameter" and self.r.global_obj(dotted(e.elt.func) or "") is None:
+                    return _with(v, obj="list:inst:" + tc)
+                made = self.eval(e.elt.func, env).obj or ""
+                if made.startswith("ucls:") and self.r.is_module_class(made[5:]):
+                    return _with(v, obj="list:user:" + made[5:])
+            return v
         if isinstance(e, (ast.GeneratorExp, ast.SetComp)):
             return plain(self._comp(e, [e.elt], env))
         # a dict holds what its values hold: its keys are evaluated, and are names,
@@ -1353,6 +1455,8 @@ class GraphFlow:
                     self.grad_params.update(t[1] for t in given.taints if t[0] == "P")
             if not has_create_graph(call):
                 self._event(call, loss, keeps_graph(call), stale=self._stale(loss.taints, env))
+                if self._peer_reads and surely_frees(call, ctx):
+                    self._peer_proof(self.events[-1], loss)
                 if self.frames and self.find_carries:
                     # (a retained graph is marked too: the step after it changes what it saved)
                     _mark_freed(env, _reached(loss))
@@ -2289,6 +2393,38 @@ def _jumps(body: Sequence[ast.stmt]) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(n))
     return False
+
+
+def _rebinds(body: Sequence[ast.stmt], name: str) -> bool:
+    """Does ``body`` assign ``name`` (nested defs aside)?"""
+    for node in iter_nodes(list(body)):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+    return False
+
+
+def _peer_subscripts(body: Sequence[ast.stmt], i: str, j: str, cond: bool) -> Iterator[Tuple[ast.Subscript, bool]]:
+    """The reads ``x[j]`` a loop body makes whenever it runs, or only under ``if i != j:``
+    (then ``cond``): simple statements, ``with`` blocks and that ``if``'s body."""
+    for s in body:
+        if isinstance(s, ast.If):
+            t = s.test
+            if (not cond and isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.NotEq)
+                    and isinstance(t.left, ast.Name) and isinstance(t.comparators[0], ast.Name)
+                    and {t.left.id, t.comparators[0].id} == {i, j}):
+                yield from _peer_subscripts(s.body, i, j, True)
+            continue
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            yield from _peer_subscripts(s.body, i, j, cond)
+            continue
+        if not isinstance(s, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            continue
+        for node in ast.walk(s):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                    and isinstance(node.slice, ast.Name) and node.slice.id == j:
+                yield node, cond
 
 
 def _literal_trips(loop: ast.stmt) -> bool:

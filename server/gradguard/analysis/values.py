@@ -357,6 +357,12 @@ class BackwardEvent:
     # backward calls surely free whenever it runs (those that run unconditionally and
     # keep no graph); None for a backward() itself (its loss, unless it retains)
     sure: _Opt[FrozenSet] = None
+    # (deep mutual learning) the graphs of a list built before the loop this backward
+    # runs in, every element of which its loss reads in each iteration: ((the read of
+    # an element by another loop's index, ``outputs[j]``; the node that built the
+    # elements' graph; the loop), ...). The first iteration's backward frees them all,
+    # the second's runs into them.
+    peers: Tuple[Tuple[ast.AST, ast.AST, ast.stmt], ...] = ()
 
 
 @record(frozen=False)

@@ -278,8 +278,10 @@ class FreedInStep(Rule):
             return ()  # mxnet/paddle/...: not a torch program
         text = unit_text(unit, ctx.index.lines)
         if len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text) < 2 and \
-                unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)):
-            return ()  # one backward cannot free a graph for another (unless a helper called twice frees one)
+                unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)) and \
+                not _may_read_peers(text):
+            return ()  # one backward cannot free a graph for another (unless a helper called twice frees one,
+            # or one backward in a loop frees every element of a list its next iteration reads)
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
         flow = unit_trace(unit, ctx)  # GG101's run of the unit, if it asked first
@@ -288,10 +290,11 @@ class FreedInStep(Rule):
         events: Dict[int, V.BackwardEvent] = {}
         for ev in flow.events:
             events.setdefault(id(ev.call), ev)  # a loop body is walked more than once: its first walk
-        if len(events) < 2:
+        if len(events) < 2 and not any(ev.peers for ev in events.values()):
             return ()
         out: List[Finding] = []
         reported: Set[int] = set()
+        out.extend(_check_peers(self, events, reported, ctx))
         # a helper's backward through a container kept outside it first: the block check
         # below would read it as a helper back-propagating its arguments
         out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True))
@@ -304,6 +307,94 @@ class FreedInStep(Rule):
         for f in _check_stale(self, unit.body, events, reported, ctx):
             out.append(f)
         return out
+
+
+_FOR_WORD = re.compile(r"\bfor\b")
+
+
+def _may_read_peers(text: str) -> bool:
+    """Cheap pre-filter (text) for one backward in a loop over a list that another loop
+    inside reads element by element (``for i ...: for j ...: outputs[j]``)."""
+    return "backward" in text and "[" in text and len(_FOR_WORD.findall(text)) >= 2
+
+
+def _check_peers(rule, events, reported, ctx) -> Iterator[Finding]:
+    """Deep mutual learning (``BackwardEvent.peers``): each iteration of ``for i`` reads
+    every element of a list built before the loop (``outputs[j]`` for each ``j``, beside
+    ``outputs[i]``) into a loss it back-propagates without retain_graph: the first
+    iteration frees every element's graph, the second runs into one of them."""
+    for ev in sorted(events.values(), key=lambda e: _pos(e.call)):
+        if ev.peers and id(ev.call) not in reported:
+            reported.add(id(ev.call))
+            yield _peer_finding(rule, ev, ctx)
+
+
+def _peer_finding(rule, ev, ctx) -> Finding:
+    reads: List[ast.AST] = []
+    for read, _, _ in ev.peers:
+        if read not in reads:
+            reads.append(read)
+    read, node, loop = ev.peers[0]
+    b = ev.call
+    container = ast.unparse(read.value)
+    own = f"{container}[{ast.unparse(loop.target)}]"
+    shown = ast.unparse(read)
+    error = '"Trying to backward through the graph a second time"'
+    msg = {
+        "en": f"`{_short(b)}` runs, from the second iteration of the loop on line {loop.lineno}, through the "
+              f"graph of an element of `{container}` (built by `{_short(node)}`, line {node.lineno}) that it "
+              f"already freed in the first: the loss reads every element of `{container}` through `{shown}` "
+              f"(line {read.lineno}), not only this iteration's `{own}`, without `.detach()`, so the first "
+              f"backward frees the graphs of all of them ({error}); detach the other elements where the loss "
+              f"reads them (`{shown}.detach()`), or compute `{container}` again in each iteration.",
+        "zh": f"`{_short(b)}` 从第 {loop.lineno} 行循环的第二轮起，要反向传播经过 `{container}` 中某个元素"
+              f"（由第 {node.lineno} 行的 `{_short(node)}` 构建）的计算图，而它在第一轮已经释放了这些图："
+              f"损失通过 `{shown}`（第 {read.lineno} 行）读取了 `{container}` 的每个元素，而不只是本轮的 "
+              f"`{own}`，且没有 `.detach()`，所以第一次 backward 就释放了它们全部的计算图（报错 {error}）；"
+              f"请在损失读取其他元素的地方 detach（`{shown}.detach()`），或在每一轮重新计算 `{container}`。",
+    }
+    related = (
+        Related(ctx.range(node), {"en": "the graphs of the list's elements are built here",
+                                  "zh": "列表各元素的计算图在这里构建"}),
+        Related(ctx.range(read), {"en": f"every element of `{container}` is read here, each iteration",
+                                  "zh": f"每一轮都在这里读取 `{container}` 的每个元素"}),
+    )
+    edits = []
+    for r in reads:
+        at = ctx.pos(getattr(r, "end_lineno", 0), getattr(r, "end_col_offset", 0))
+        edits.append(TextEdit(Range(at, at), ".detach()"))
+    preferred = _steps_own_model(loop, b)
+    fix = Fix({"en": f"Detach `{shown}` where the loss reads it (each model learns from its own loss only"
+                     + (", as its optimizer's zero_grad() already had it" if preferred else "") + ")",
+               "zh": f"在损失读取 `{shown}` 的地方 detach（每个模型只从自己的损失学习"
+                     + ("，与其优化器的 zero_grad() 的效果一致" if preferred else "") + "）"},
+              tuple(edits), preferred=preferred)
+    return Finding(rule.code, ctx.range(b), msg, rule.default_severity, related, (fix,),
+                   {"variable": container, "first_backward_line": b.lineno})
+
+
+def _steps_own_model(loop: ast.For, b: ast.Call) -> bool:
+    """Does each iteration zero, before the backward, and step, after it, the optimizer
+    of its own index (``optimizers[i].zero_grad()`` ... ``optimizers[i].step()``)? Then
+    what the loss sends into the other elements' models is zeroed before any step uses
+    it, and detaching them changes no update."""
+    i = loop.target.id if isinstance(loop.target, ast.Name) else None
+    stmts = _in_order(loop.body)
+    at = next((k for k, s in enumerate(stmts) if _holds(s, b)), None)
+    if i is None or at is None:
+        return False
+
+    def owner(s: ast.stmt, method: str) -> Optional[str]:
+        c = s.value if isinstance(s, ast.Expr) else None
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == method \
+                and isinstance(c.func.value, ast.Subscript) and isinstance(c.func.value.slice, ast.Name) \
+                and c.func.value.slice.id == i:
+            return ast.dump(c.func.value.value)
+        return None
+
+    zeroed = {owner(s, "zero_grad") for s in stmts[:at]} - {None}
+    stepped = {owner(s, "step") for s in stmts[at + 1:]} - {None}
+    return bool(zeroed & stepped)
 
 
 def _container_freers(summary) -> FrozenSet[str]:

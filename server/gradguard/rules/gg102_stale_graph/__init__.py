@@ -440,7 +440,7 @@ class _Analysis(LoopTaint):
             self._taint_block(loop.body, taint, backs, 0)  # type: ignore[attr-defined]
         for cand in sorted(cands, key=lambda n: (self._first_line(cands[n]), n)):
             reaching = [(c, keep) for c, keep, t in backs.values() if cand in t]
-            if not reaching:
+            if not reaching or _own_elements_only(loop, cand, cands[cand]):
                 continue
             freeing = [c for c, keep in reaching if not keep]
             if not freeing:
@@ -945,6 +945,32 @@ _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult":
 _VIEW_METHODS = frozenset({"t", "view", "view_as", "transpose", "permute", "unsqueeze", "squeeze", "expand",
                            "expand_as", "narrow", "select", "unflatten", "movedim", "swapaxes", "swapdims"})
 _VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "weight", "bias", "data"})
+
+
+def _own_elements_only(loop: ast.stmt, name: str, g: Graph) -> bool:
+    """A list built before the loop (``outputs = [m(x) for m in models]``) that
+    ``for i in range(n):`` reads only as ``outputs[i]``: each iteration reads another
+    element, whose graph no earlier backward reached (deep mutual learning's peers,
+    read by another index, are GG103's)."""
+    if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Call)
+            and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range" and not loop.orelse):
+        return False
+    made = g.stmts[0] if g.stmts else None
+    if not (isinstance(made, ast.Assign) and len(made.targets) == 1 and isinstance(made.targets[0], ast.Name)
+            and made.targets[0].id == name and isinstance(made.value, (ast.ListComp, ast.List))):
+        return False
+    i = loop.target.id
+    own: Set[int] = set()
+    reads: List[ast.Name] = []
+    for node in A.iter_nodes(loop.body):
+        if isinstance(node, ast.Name) and node.id == i and not isinstance(node.ctx, ast.Load):
+            return False  # i rebound in the body
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name \
+                and isinstance(node.slice, ast.Name) and node.slice.id == i:
+            own.add(id(node.value))
+        elif isinstance(node, ast.Name) and node.id == name:
+            reads.append(node)
+    return bool(own) and all(id(n) in own for n in reads)
 
 
 def _view_statement(stmt: ast.stmt) -> bool:
