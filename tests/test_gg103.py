@@ -941,3 +941,68 @@ def test_bound_parameters_follow_an_edit_of_the_caller():
                        "    gen_loss = gen_loss.detach()\n    edge_model.backward(gen_loss, dis_loss)")
     assert [f for f in doc.update(cut).findings if f.code == "GG103"] == []
     assert lines_of([f for f in doc.update(EDGE).findings if f.code == "GG103"]) == [22]
+
+
+MUTUAL = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    def 互学习(images, labels, n=2):
+        模型们 = [nn.Linear(4, 3) for _ in range(n)]
+        optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in 模型们]
+        输出 = []
+        for model in 模型们:
+            输出.append(model(images))  # 每个模型的输出
+        for i in range(n):
+            kl = 0
+            for j in range(n):
+                if i != j:
+                    kl += F.kl_div(F.log_softmax(输出[i], dim=1), F.softmax(输出[j], dim=1))
+            loss = F.cross_entropy(输出[i], labels) + kl
+            optimizers[i].zero_grad()
+            loss.backward()
+            optimizers[i].step()
+""")
+
+
+def test_deep_mutual_learning_peers_read_by_another_index_are_reported_and_detached():
+    [f] = gg103(MUTUAL)
+    assert lines_of([f]) == [18] and f.data["variable"] == "输出"
+    assert "`输出[j]`" in f.message["en"] and "`输出[j]`" in f.message["zh"]
+    [fix] = f.fixes
+    assert fix.preferred  # each iteration zeroes and steps its own optimizer
+    fixed = apply_text_edits(MUTUAL, fix.edits)
+    assert "F.softmax(输出[j].detach(), dim=1)" in fixed and "F.log_softmax(输出[i], dim=1)" in fixed
+    assert gg103(fixed) == []
+
+
+@pytest.mark.parametrize("change", [
+    ("F.softmax(输出[j], dim=1)", "F.softmax(输出[j].detach(), dim=1)"),  # peers detached: trains
+    ("        kl = 0\n", "        kl = 0\n        输出 = [m(images) for m in 模型们]\n"),  # computed again: trains
+])
+def test_mutual_learning_that_trains_is_silent(change):
+    src = MUTUAL.replace(*change)
+    assert src != MUTUAL
+    assert gg103(src) == []
+
+
+@pytest.mark.parametrize("change", [
+    # each of these still crashes, but outside what the proof covers (a miss, never a guess):
+    ("loss.backward()", "loss.backward(retain_graph=True)"),  # dies at the step instead ("inplace")
+    ("        for j in range(n):\n", "        for j in range(n - 1):\n"),  # not the loop's own range
+    ("if i != j:", "if j < i:"),  # a condition other than i != j
+    ("dim=1))\n", "dim=1))\n                break\n"),  # the inner loop may stop early
+])
+def test_mutual_learning_outside_the_proof_is_not_reported(change):
+    src = MUTUAL.replace(*change)
+    assert src != MUTUAL
+    assert gg103(src) == []
+
+
+def test_mutual_learning_detach_is_not_preferred_without_per_model_optimizers():
+    src = MUTUAL.replace("optimizers[i].zero_grad()", "opt.zero_grad()").replace(
+        "optimizers[i].step()", "opt.step()").replace(
+        "    输出 = []\n", "    opt = torch.optim.SGD([p for m in 模型们 for p in m.parameters()], lr=0.1)\n    输出 = []\n")
+    [f] = gg103(src)
+    assert [x.preferred for x in f.fixes] == [False]  # the detach would change what the shared step applies

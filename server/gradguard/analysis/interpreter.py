@@ -1091,10 +1091,19 @@ class GraphFlow:
         changed = self._assigned_in_loop(loop)
         if not self._invariant(loop.iter, loop):
             return
+        tops: List[ast.stmt] = []
+        todo: List[ast.stmt] = list(loop.body)
+        while todo:  # the statements every iteration runs (``with`` bodies too)
+            s = todo.pop()
+            tops.append(s)
+            if isinstance(s, (ast.With, ast.AsyncWith)):
+                todo.extend(s.body)
         found: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
-        for inner in iter_statements(loop.body):
+        for inner in tops:
+            # the inner loop runs, in full, on every iteration
             if not (isinstance(inner, ast.For) and isinstance(inner.target, ast.Name) and inner.target.id != i
-                    and not inner.orelse and ast.dump(inner.iter) == shape and not _rebinds(inner.body, inner.target.id)):
+                    and not inner.orelse and ast.dump(inner.iter) == shape and not _jumps(inner.body)
+                    and not _rebinds(inner.body, inner.target.id)):
                 continue
             for node, cond in _peer_subscripts(inner.body, i, inner.target.id, False):
                 key = dotted(node.value)
@@ -1110,13 +1119,6 @@ class GraphFlow:
                 if own is not None and own in keys:
                     found[id(n)] = ("O", own, loop, False)
         self._peer_reads.update(found)
-        tops: List[ast.stmt] = []
-        todo: List[ast.stmt] = list(loop.body)
-        while todo:  # ``with`` bodies run whenever the iteration does
-            s = todo.pop()
-            tops.append(s)
-            if isinstance(s, (ast.With, ast.AsyncWith)):
-                todo.extend(s.body)
         self._peer_tops[id(loop)] = frozenset(id(s) for s in tops)
 
     def _peer_read(self, e: ast.Subscript, base: Val) -> Val:
