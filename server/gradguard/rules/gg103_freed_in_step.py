@@ -61,6 +61,13 @@ graphs kept in a list that one function fills and another back-propagates withou
 on every path (a loop that surely ran, a backward with no `retain_graph`, run on every path through
 the function).
 
+The second backward may also be the same one, in the next iteration: deep mutual learning keeps
+each model's output in a list, and `for i in range(n):` back-propagates model i's loss built from
+`outputs[i]` and its peers `outputs[j]` (`for j in range(n)`) without `.detach()`. The own index
+names another element on each iteration, the peers' index every element, so the first iteration
+frees every output's graph and the second runs into one. The fix detaches the peers where the loss
+reads them: `F.softmax(outputs[j].detach(), dim=1)`.
+
 ## Why is this bad?
 `backward()` frees the tensors the graph saved for the gradient (the inputs of a matrix multiply,
 the outputs of an activation) as it goes. The second `backward()` needs them again for the shared
@@ -169,6 +176,12 @@ them) and `Geometric` built from logits.
 （生成器走 `n` 步之后，判别器给最后一个 `fake` 打分）；一个函数往列表里放计算图、另一个函数对它反向传播
 却不清空（REINFORCE 的 `finish_episode()` 连续调用两次），也会报告——但只在释放是确定的时候：
 循环一定执行过，backward 没有 `retain_graph`，并且在函数的每条路径上都会执行。
+
+第二次 backward 也可以是同一个 backward 的下一轮：深度互学习（deep mutual learning）把每个模型的输出
+放进列表，`for i in range(n):` 中模型 i 的损失由 `outputs[i]` 和同伴的 `outputs[j]`（`for j in range(n)`）
+构成且没有 `.detach()`，然后反向传播。自身下标每一轮指向不同的元素，同伴下标却指向每一个元素，
+所以第一轮就释放了所有输出的计算图，第二轮撞上其中之一。修复方法是在损失读取同伴输出的地方 detach：
+`F.softmax(outputs[j].detach(), dim=1)`。
 
 ## 为什么这是个问题
 `backward()` 在反向传播时会释放计算图为求梯度而保存的张量（矩阵乘法的输入、激活函数的输出等）。
