@@ -1872,3 +1872,42 @@ def test_a_comprehension_over_another_files_model_outputs_is_not_followed():
             opt.step()
     """)
     assert gg102(source) == []
+
+
+
+LIST_OF_OUTPUTS = src("""
+    import torch
+    import torch.nn as nn
+
+    net = nn.Linear(3, 3)
+    x = torch.randn(4, 3)
+    outputs = [net(x[k:k + 2]) for k in (0, 2)]
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for step in range(3):
+        loss = (outputs[0] * outputs[1]).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+COMPREHENSION = "outputs = [net(x[k:k + 2]) for k in (0, 2)]"
+
+
+@pytest.mark.parametrize("build", [
+    COMPREHENSION,
+    "outputs = [net(x[:2]), net(x[2:])]",
+    "outputs = []\nfor k in (0, 2):\n    outputs.append(net(x[k:k + 2]))",
+])
+def test_no_one_line_detach_fix_for_a_container(build):
+    # `outputs = outputs.detach()` on a list raises AttributeError: never offer it
+    source = LIST_OF_OUTPUTS.replace(COMPREHENSION, build)
+    found = gg102(source)
+    titles = [fx.title_in("en") for f in found for fx in f.fixes]
+    assert not any("outputs.detach()" in t for t in titles), titles
+    assert all(".detach()\n" not in e.new_text for f in found for fx in f.fixes for e in fx.edits)
+
+
+def test_the_comprehension_is_reported_and_a_tensor_still_gets_the_one_line_detach_fix():
+    assert only(LIST_OF_OUTPUTS).fixes  # reported, with the recompute / no_grad fixes
+    tensor = LIST_OF_OUTPUTS.replace(COMPREHENSION, "outputs = net(x)").replace("outputs[0] * outputs[1]", "outputs * outputs")
+    f = only(tensor)
+    assert any("outputs = outputs.detach()" in fx.title_in("en") for fx in f.fixes)

@@ -165,6 +165,8 @@ class Fixes:
 
     def _fix_detach(self, h) -> Optional[Fix]:
         var = h.var
+        if _holds_a_container(h.graph.stmts, var):
+            return None  # `outputs = outputs.detach()` on a list raises AttributeError
         last = self._lift(h.graph.stmts[-1], self._loop_blocks(h.loop))
         if last is None or not self._whole_lines(last):
             return None
@@ -297,3 +299,22 @@ class Fixes:
         if any(s.end_lineno >= len(self.ctx.index.lines) for s in stmts):
             return None
         return Fix(M.fix_recompute(h.var), tuple(edits))
+
+
+_CONTAINERS = (ast.List, ast.ListComp, ast.Tuple, ast.Dict, ast.DictComp, ast.Set, ast.SetComp, ast.GeneratorExp)
+
+
+def _holds_a_container(stmts, var: str) -> bool:
+    """Is ``var`` bound to a list/tuple/dict display or comprehension, or filled by
+    ``var.append(...)``, in the statements that build its graph? Such a value has
+    no ``.detach()``: the one-line detach fix would raise AttributeError."""
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, _CONTAINERS):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(ast.unparse(t) == var for t in targets):
+                    return True
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("append", "extend", "insert") and ast.unparse(node.func.value) == var):
+                return True
+    return False
