@@ -77,6 +77,27 @@ def iter_nodes(nodes: Sequence[ast.AST] | ast.AST) -> Iterator[ast.AST]:
 _WALK_FIELDS: dict = {}
 
 
+def body_nodes(owner: ast.AST) -> List[ast.AST]:
+    """``list(iter_nodes(owner.body))`` for a def (or any node with a body),
+    walked once and kept on the node: the fact sources and the rules that each
+    read every node of a definition share one walk. The list is shared: read it,
+    never change it."""
+    nodes = owner.__dict__.get("_gg_nodes")
+    if nodes is None:
+        nodes = owner._gg_nodes = list(iter_nodes(owner.body))  # type: ignore[attr-defined]
+    return nodes
+
+
+def unit_nodes(unit) -> List[ast.AST]:
+    """:func:`iter_nodes` over a unit's body (a function's: :func:`body_nodes`
+    of its def; the module unit's: kept on the unit), as one shared list."""
+    if unit.node is not None and unit.body is unit.node.body:
+        return body_nodes(unit.node)
+    if unit.nodes is None:
+        unit.nodes = list(iter_nodes(list(unit.body)))
+    return unit.nodes
+
+
 def child_nodes(node: ast.AST) -> List[ast.AST]:
     """The direct child nodes of ``node`` in field order, like
     ``ast.iter_child_nodes`` but without the ``ctx`` singletons (Load/Store/Del)

@@ -33,6 +33,8 @@ class Unit:
     # the graph interpreter's run over this unit, shared by the rules that read it
     # (rules/common.py:unit_trace); False: it ran out of recursion depth
     trace: Any = None
+    # every node of the body (ast_util.unit_nodes), walked once for every rule
+    nodes: Any = None
 
 
 def unit_text(unit: Unit, lines) -> str:

@@ -415,7 +415,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
     attrs: Dict[str, str] = {}
     defs = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     # each method's assignments, walked once for both passes below
-    assigns = [[n for n in A.iter_nodes(fn.body) if n.__class__ is ast.Assign] for fn in defs]
+    assigns = [[n for n in A.body_nodes(fn) if n.__class__ is ast.Assign] for fn in defs]
     for fn_assigns in assigns:
         for asg in fn_assigns:
             if isinstance(asg, ast.Assign) and len(asg.targets) == 1:
@@ -758,7 +758,7 @@ def _container_element(value: ast.expr) -> Optional[str]:
 def _calls_own_method(fn: ast.AST, methods: Dict[str, V.FnFacts]) -> bool:
     """Does ``fn`` call ``self.<m>(...)`` for another method ``m`` of its class
     that returns a value or back-propagates?"""
-    for node in A.iter_nodes(fn.body):  # type: ignore[attr-defined]
+    for node in A.body_nodes(fn):
         if isinstance(node, ast.Call):
             attr = _self_attr(node.func)
             if attr is not None and attr != fn.name and attr in methods and (  # type: ignore[attr-defined]
@@ -780,7 +780,7 @@ def _fresh_from_own_method(value: ast.expr, methods: Dict[str, V.FnFacts]) -> bo
 
 def _assigns_self(fn: ast.AST) -> bool:
     """Does the method assign to an attribute of ``self`` (``self.h = ...``)?"""
-    for node in A.iter_nodes(fn.body):  # type: ignore[attr-defined]
+    for node in A.body_nodes(fn):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 if any(_self_attr(n) is not None for n in ast.walk(t)):
@@ -803,7 +803,7 @@ def _a_list(defs, attr: str) -> bool:
     A fix must keep it one (``self.states[i] = ...`` needs a list)."""
     seen = False
     for fn in defs:
-        for node in A.iter_nodes(fn.body):
+        for node in A.body_nodes(fn):
             if isinstance(node, ast.Assign) and any(_self_attr(t) == attr for t in node.targets):
                 if not isinstance(node.value, (ast.List, ast.ListComp)):
                     return False
@@ -815,7 +815,7 @@ def _ever_none(defs, attr: str) -> bool:
     """Is ``self.<attr> = None`` written anywhere in the class (so the state
     is None before the first call)?"""
     for fn in defs:
-        for node in A.iter_nodes(fn.body):
+        for node in A.body_nodes(fn):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None:
                 if any(_self_attr(t) == attr for t in node.targets):
                     return True

@@ -127,7 +127,7 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple
     for d in defs:
         if d.decorator_list and A.is_no_grad_function(d):
             facts.update(NOGRAD + name for name in _called_names(d.body))
-        if _scan(A.iter_nodes(list(d.body)), facts, keep):
+        if _scan(A.body_nodes(d), facts, keep):
             facts.add(ZEROES + d.name)
     facts.update(KEEP + name for name in keep)
     return sorted((f, True) for f in facts)

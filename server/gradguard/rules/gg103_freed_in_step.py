@@ -35,7 +35,7 @@ from gradguard.rules.common import unit_trace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+    from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 EXPLANATION = {
     "en": '''\
@@ -307,18 +307,22 @@ class FreedInStep(Rule):
             return ()
         out: List[Finding] = []
         reported: Set[int] = set()
-        out.extend(_check_peers(self, events, reported, ctx))
-        # a helper's backward through a container kept outside it first: the block check
-        # below would read it as a helper back-propagating its arguments
-        out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True))
-        for block in _blocks(unit.body):
-            for f in _check_block(self, block, events, flow.saving_calls, reported, ctx, (flow, unit)):
+        _WALKS.memo = {}  # this unit's statements, each walked once (see _calls_in)
+        try:
+            out.extend(_check_peers(self, events, reported, ctx))
+            # a helper's backward through a container kept outside it first: the block check
+            # below would read it as a helper back-propagating its arguments
+            out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True))
+            for block in _blocks(unit.body):
+                for f in _check_block(self, block, events, flow.saving_calls, reported, ctx, (flow, unit)):
+                    out.append(f)
+            for block in _blocks(unit.body):
+                for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs):
+                    out.append(f)
+            for f in _check_stale(self, unit.body, events, reported, ctx):
                 out.append(f)
-        for block in _blocks(unit.body):
-            for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs):
-                out.append(f)
-        for f in _check_stale(self, unit.body, events, reported, ctx):
-            out.append(f)
+        finally:
+            _WALKS.memo = None
         return out
 
 
@@ -460,17 +464,55 @@ def _direct_backward(stmt: ast.stmt, ctx, events) -> Optional[ast.Call]:
     return None
 
 
-def _backward_calls(stmt: ast.stmt, ctx, events) -> Iterator[ast.Call]:
+def _backward_calls(stmt: ast.stmt, ctx, events) -> List[ast.Call]:
     """Backward calls (and calls of helpers that back-propagate) anywhere in a
-    statement, nested blocks included, nested defs not."""
+    statement, nested blocks included, nested defs not; in source order."""
+    def backward(node: ast.AST) -> Optional[ast.Call]:
+        if isinstance(node, ast.Call) and (A.is_backward_call(node, ctx) or id(node) in events):
+            return node
+        return None
+
+    return _calls_in(stmt, "backward", backward, True)
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+# Within one check(): what _calls_in found in each statement, by (kind, id). Every
+# statement list of the unit is examined (_blocks), each statement with everything
+# nested in it: without this a statement was walked once per enclosing block.
+_WALKS = threading.local()
+
+
+def _calls_in(stmt: ast.stmt, kind: str, match: Callable, source_order: bool) -> list:
+    """``match(node)`` for every node of ``stmt`` (nested blocks included, nested
+    defs not) where it is not None: depth first, children in source order or
+    (``source_order=False``) last child first. During a check() each statement's
+    answer is remembered, and a statement inside another reuses it (a depth-first
+    walk visits a subtree's nodes in one stretch, so the order is the same)."""
+    memo = getattr(_WALKS, "memo", None)
+    if memo is not None:
+        got = memo.get((kind, id(stmt)))
+        if got is not None:
+            return got
+    out: list = []
     stack: List[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if isinstance(node, _NESTED):
             continue
-        if isinstance(node, ast.Call) and (A.is_backward_call(node, ctx) or id(node) in events):
-            yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        if memo is not None and node is not stmt and isinstance(node, ast.stmt):
+            out.extend(_calls_in(node, kind, match, source_order))
+            continue
+        m = match(node)
+        if m is not None:
+            out.append(m)
+        children = A.child_nodes(node)
+        if source_order:
+            children.reverse()
+        stack.extend(children)
+    if memo is not None:
+        memo[(kind, id(stmt))] = out
+    return out
 
 
 def _pos(node: ast.AST) -> Tuple[int, int]:
@@ -1015,12 +1057,50 @@ def _is_step(attr: str) -> bool:
 
 def _constructions(name: str, lines: List[str]) -> List[str]:
     """The source of each value assigned to ``name`` (``opt = Adam(D.parameters())``,
-    ``optD, optG = Adam(D...), Adam(G...)``: that element), found textually."""
-    head = re.compile(r"^\s*[\w.,\s()\[\]]*?(?<![\w.])" + re.escape(name) + r"(?![\w.])[\w.,\s()\[\]]*=(?!=)")
-    out: List[str] = []
+    ``optD, optG = Adam(D...), Adam(G...)``: that element), found textually: a
+    line whose text up to its first ``=`` (not ``==``) holds only names, dots,
+    commas, brackets and spaces, one of its dotted names being ``name``.
+
+    Remembered per file text and thread (the lines that start an assignment are
+    indexed by the names before their ``=`` once; every unit asks about its
+    optimizers again)."""
+    memo = getattr(_CONSTRUCTIONS_MEMO, "memo", None)
+    if memo is None or memo[0] is not lines:
+        found: Dict[str, List[str]] = {}
+        memo = (lines, _assignment_heads(lines), found)
+        _CONSTRUCTIONS_MEMO.memo = memo
+    found = memo[2]
+    got = found.get(name)
+    if got is None:
+        got = found[name] = _constructions_at(name, lines, memo[1].get(name, ()))
+    return list(got)  # (callers consume the list)
+
+
+_CONSTRUCTIONS_MEMO = threading.local()
+_HEAD = re.compile(r"[\w.,\s()\[\]]*")
+_DOTTED_RUN = re.compile(r"[\w.]+")
+
+
+def _assignment_heads(lines: List[str]) -> Dict[str, List[int]]:
+    """Each dotted name (a whole run of word characters and dots) written before
+    the ``=`` of a line that starts an assignment → those lines' indexes, in order."""
+    heads: Dict[str, List[int]] = {}
+    match = _HEAD.match
     for i, line in enumerate(lines):
-        if name not in line or head.match(line) is None:
+        if "=" not in line:
             continue
+        k = match(line).end()  # type: ignore[union-attr]  # (a * pattern always matches)
+        if line[k:k + 1] != "=" or line[k + 1:k + 2] == "=":
+            continue
+        for run in set(_DOTTED_RUN.findall(line, 0, k)):
+            heads.setdefault(run, []).append(i)
+    return heads
+
+
+def _constructions_at(name: str, lines: List[str], starts) -> List[str]:
+    out: List[str] = []
+    for i in starts:
+        line = lines[i]
         text = line
         for more in lines[i + 1:i + 20]:  # the statement, over its lines
             if text.count("(") + text.count("[") <= text.count(")") + text.count("]"):
@@ -1193,18 +1273,18 @@ def _callee(call: ast.Call) -> str:
 # retain-then-step
 
 
-def _step_calls(stmt: ast.stmt) -> Iterator[Tuple[ast.Call, str]]:
-    """``opt.step()`` calls anywhere in a statement (nested blocks, not nested defs)."""
-    stack: List[ast.AST] = [stmt]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_step(n.func.attr):
-            name = A.dotted(n.func.value)
-            if name:
-                yield n, name
-        stack.extend(ast.iter_child_nodes(n))
+def _step_calls(stmt: ast.stmt) -> List[Tuple[ast.Call, str]]:
+    """``opt.step()`` calls anywhere in a statement (nested blocks, not nested defs),
+    last first."""
+    return _calls_in(stmt, "step", _step_call, False)
+
+
+def _step_call(n: ast.AST) -> Optional[Tuple[ast.Call, str]]:
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_step(n.func.attr):
+        name = A.dotted(n.func.value)
+        if name:
+            return n, name
+    return None
 
 
 _OWNED_MEMO = threading.local()

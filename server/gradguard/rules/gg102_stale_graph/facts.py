@@ -244,7 +244,7 @@ def _class_attr_loops(cls: ast.ClassDef):
         me = S.self_arg(fn)
         if me is None:
             continue
-        for n in A.iter_nodes(fn.body):
+        for n in A.body_nodes(fn):
             if isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook", "requires_grad"):
                 if isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name) \
                         and n.value.value.id == me and not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
