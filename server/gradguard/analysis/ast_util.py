@@ -19,6 +19,7 @@ module summarizers use (they do not see the import table).
 from __future__ import annotations
 
 import ast
+import weakref
 
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.context import dotted  # noqa: F401  (re-exported: part of this module's API)
@@ -81,11 +82,68 @@ def body_nodes(owner: ast.AST) -> List[ast.AST]:
     """``list(iter_nodes(owner.body))`` for a def (or any node with a body),
     walked once and kept on the node: the fact sources and the rules that each
     read every node of a definition share one walk. The list is shared: read it,
-    never change it."""
-    nodes = owner.__dict__.get("_gg_nodes")
-    if nodes is None:
-        nodes = owner._gg_nodes = list(iter_nodes(owner.body))  # type: ignore[attr-defined]
-    return nodes
+    never change it. Each statement list inside it (a loop's body, a branch) is
+    a stretch of it: :func:`block_nodes`."""
+    got = owner.__dict__.get("_gg_nodes")
+    if got is None:
+        got = _Nodes()
+        try:
+            _fill(owner.body, got.nodes, weakref.ref(got))  # type: ignore[attr-defined]
+        except RecursionError:  # blocks nested by the hundred: one plain walk, no stretches
+            got.nodes = list(iter_nodes(owner.body))  # type: ignore[attr-defined]
+        owner._gg_nodes = got  # type: ignore[attr-defined]
+    return got.nodes
+
+
+def block_nodes(stmts: Sequence[ast.stmt]) -> List[ast.AST]:
+    """``list(iter_nodes(stmts))`` for a statement list of a def (``loop.body``):
+    the stretch of the def's :func:`body_nodes` once that list exists, else a walk."""
+    if stmts:
+        a = stmts[0].__dict__.get("_gg_at")
+        if a is not None and a[3] == id(stmts):
+            b = stmts[-1].__dict__.get("_gg_at")
+            got = a[0]()
+            if got is not None and b is not None and b[0] is a[0] and b[3] == id(stmts):
+                return got.nodes[a[1]:b[2]]
+    return list(iter_nodes(list(stmts)))
+
+
+class _Nodes:
+    """A def's node list (held by the def; its statements refer to it weakly,
+    so that no reference cycle keeps a tree alive)."""
+
+    __slots__ = ("nodes", "__weakref__")
+
+    def __init__(self) -> None:
+        self.nodes: List[ast.AST] = []
+
+
+def _fill(stmts: List[ast.stmt], out: List[ast.AST], ref) -> None:
+    """:func:`iter_nodes` over ``stmts`` into ``out`` (the same order), marking
+    each statement with where it and what is nested in it lie in ``out`` and the
+    list it belongs to (a statement list's nodes are one stretch of a depth-first walk)."""
+    AST, stmt = ast.AST, ast.stmt
+    fields_of = _CHILD_FIELDS
+    for s in stmts:
+        start = len(out)
+        out.append(s)
+        cls = s.__class__
+        if not issubclass(cls, _NESTED):  # a nested def/class: yielded, not entered
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = fields_of[cls] = _child_fields(cls)
+            for name in fields:
+                v = getattr(s, name, None)
+                if v.__class__ is list:
+                    if v and isinstance(v[0], stmt):
+                        _fill(v, out, ref)
+                    else:
+                        for x in v:
+                            if isinstance(x, AST):
+                                out.extend(iter_nodes(x))
+                elif isinstance(v, AST):
+                    out.extend(iter_nodes(v))
+        s._gg_at = (ref, start, len(out), id(stmts))  # type: ignore[attr-defined]
 
 
 def unit_nodes(unit) -> List[ast.AST]:

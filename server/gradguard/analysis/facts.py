@@ -855,6 +855,8 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
     body = stmt.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else [stmt]
     if isinstance(stmt, ast.ClassDef):
         return []
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        A.body_nodes(stmt)  # the def's one walk, whose stretches the loops below (and later readers) reuse
     ctors, loops = backprop_loops(body)
     if not loops:
         return []
@@ -880,7 +882,7 @@ def loop_call_sites(loop: ast.AST, entries: Dict[str, list]) -> Dict[str, list]:
     """What a loop body does to each object it names, into ``entries``:
     ``{dotted name: [its first call (or None), methods called on it (``__call__``
     for a call of the object itself), attributes assigned on it]}``."""
-    for node in A.iter_nodes(loop.body):  # type: ignore[attr-defined]
+    for node in A.block_nodes(loop.body):  # type: ignore[attr-defined]
         if isinstance(node, ast.Call):
             name = A.dotted(node.func)
             if name is None:

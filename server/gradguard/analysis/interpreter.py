@@ -11,7 +11,7 @@ import ast
 import re
 
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
+from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, block_nodes, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
 from gradguard.analysis.summary import query
 from gradguard.analysis.values import FREED, BackwardEvent, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, meet_freed, plain, tup, unsure
 from gradguard.model.record import record
@@ -549,10 +549,10 @@ class GraphFlow:
         got = self._loop_assigned.get(id(loop))
         if got is None:
             names: set = set()
-            roots: List[ast.AST] = list(loop.body)  # type: ignore[attr-defined]
+            nodes = block_nodes(loop.body)  # type: ignore[attr-defined]
             if isinstance(loop, (ast.For, ast.AsyncFor)):
-                roots.append(loop.target)
-            for node in iter_nodes(roots):
+                nodes = nodes + list(iter_nodes(loop.target))
+            for node in nodes:
                 if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
                     d = dotted(node)
                     if d:

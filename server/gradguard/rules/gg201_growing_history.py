@@ -542,7 +542,7 @@ def _quiet_loop(site: _Site, flow: HistoryFlow) -> Optional[ast.stmt]:
 
 
 def _backward_spelled(loop) -> bool:
-    for n in A.iter_nodes(list(loop.body)):
+    for n in A.block_nodes(loop.body):
         if isinstance(n, ast.Call) and A.is_backward_call(n):
             return True
     return False
@@ -645,7 +645,7 @@ def _evaluation_phase(unit, loop, ctx) -> bool:
 def _eval_call_before(unit, loop, ctx) -> Optional[ast.Call]:
     """The last ``<module>.eval()`` call of the unit before the loop (or at its top)."""
     best = None
-    for n in A.iter_nodes(list(unit.body)):
+    for n in A.unit_nodes(unit):
         if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "eval"
                 and not n.args and not n.keywords and n.lineno <= loop.lineno + 1):
             if best is None or n.lineno > best.lineno:
@@ -679,7 +679,7 @@ def _scalar_like(expr: ast.expr) -> bool:
 def _later_uses(unit, site: _Site) -> Tuple[List[ast.Call], bool]:
     """Later ``name.item()`` calls, and whether the name is used as a tensor otherwise."""
     items, tensor_use = [], False
-    for n in A.iter_nodes(list(unit.body)):
+    for n in A.unit_nodes(unit):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == site.name:
             if (n.lineno, n.col_offset) <= (site.stmt.lineno, site.stmt.col_offset):
                 continue
@@ -692,7 +692,7 @@ def _later_uses(unit, site: _Site) -> Tuple[List[ast.Call], bool]:
             if q.startswith(("torch.", "np.", "numpy.")):
                 tensor_use = True
     calls = []
-    for n in A.iter_nodes(list(unit.body)):
+    for n in A.unit_nodes(unit):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func in items and not n.args:
             calls.append(n)
     return calls, tensor_use

@@ -137,7 +137,7 @@ _META_ATTRS = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "num
 def _kept_names(body) -> Set[str]:
     """Names whose gradient the unit asks for (see :func:`quiet_facts.asks_gradient_of`)."""
     out: Set[str] = set()
-    for n in A.iter_nodes(list(body)):
+    for n in A.block_nodes(body):
         asks_gradient_of(n, out)
     return out
 
@@ -201,11 +201,11 @@ def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
     if not loops:
         return False
     parents: Dict[int, ast.AST] = {}
-    for n in A.iter_nodes(list(body)):
+    for n in A.block_nodes(body):
         for c in A.child_nodes(n):
             parents[id(c)] = n
     used = False
-    for n in A.iter_nodes(list(body)):
+    for n in A.block_nodes(body):
         if not (isinstance(n, ast.Name) and n.id == name):
             continue
         if n.lineno <= (site.end_lineno or site.lineno):
@@ -237,7 +237,7 @@ def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
 
 
 def _trains_parameters(loop) -> bool:
-    for n in A.iter_nodes(list(loop.body)):
+    for n in A.block_nodes(loop.body):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             if n.func.attr == "zero_grad":
                 return True

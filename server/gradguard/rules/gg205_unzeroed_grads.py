@@ -199,7 +199,7 @@ def _training_loops(body, ctx, local_opts) -> List[Tuple[ast.stmt, List[ast.AST]
         text = "\n".join(lines[s.lineno - 1:s.end_lineno or s.lineno])
         if not any(w in text for w in spellings):
             continue  # (cheap: a loop without one cannot back-propagate; nested loops are walked once each)
-        nodes = list(A.iter_nodes(list(s.body)))
+        nodes = A.block_nodes(s.body)
         if not any(n.__class__ is ast.Call and _real_backward(n, ctx) for n in nodes):
             continue
         steps = _steps(nodes, ctx, local_opts)
@@ -389,7 +389,7 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
     divisor = guard = None
     for s in A.iter_statements(list(loop.body)):
         if isinstance(s, ast.If) and _modulo_divisor(s.test) is not None and any(
-                id(n) in step_ids for n in A.iter_nodes(list(s.body))):
+                id(n) in step_ids for n in A.block_nodes(s.body)):
             divisor = _modulo_divisor(s.test)
             if divisor is not None:
                 guard = s
@@ -398,7 +398,7 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
         return None
     guarded = {id(n) for n in A.iter_nodes(guard)}
     backward = None
-    for n in A.iter_nodes(list(loop.body)):
+    for n in A.block_nodes(loop.body):
         if id(n) in guarded:
             continue  # a step skipped every k iterations (a GAN's generator), not accumulation
         if _zeroes(n):

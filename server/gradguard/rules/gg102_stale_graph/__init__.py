@@ -422,7 +422,7 @@ class _Analysis(LoopTaint):
         if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):  # type: ignore[attr-defined]
             return  # the body runs at most once: nothing is back-propagated a second time
         if not any(isinstance(c, ast.Call) and (A.is_backward_call(c, self.ctx) or self._fn_fact("bw", c))
-                   for c in A.iter_nodes(loop.body)):  # type: ignore[attr-defined]
+                   for c in A.block_nodes(loop.body)):  # type: ignore[attr-defined]
             return
         assigned = S.assigned_in(loop.body)  # type: ignore[attr-defined]
         if isinstance(loop, (ast.For, ast.AsyncFor)):

@@ -264,7 +264,7 @@ def _class_attr_loops(cls: ast.ClassDef):
                 continue  # runs at most once
             prefix = me + "."
             attrs = {
-                d for d in (S.attr_name(n) for n in A.iter_nodes(loop.body) if isinstance(n, ast.Attribute))
+                d for d in (S.attr_name(n) for n in A.block_nodes(loop.body) if isinstance(n, ast.Attribute))
                 if d and d.startswith(prefix) and d not in assigned
             }
             if not attrs:

@@ -1,0 +1,107 @@
+"""The shared node lists (analysis.ast_util.body_nodes / block_nodes / unit_nodes)
+are exactly what a walk (iter_nodes) gives, in the same order, for every def and
+every statement list of the fixture programs and of code written to be awkward."""
+
+import ast
+import gc
+import weakref
+from pathlib import Path
+
+from gradguard.analysis import ast_util as A
+from gradguard.analysis.context import iter_units
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+AWKWARD = '''
+def f(x, 变量=1):
+    for i in range(3):
+        while x:
+            if i:
+                x = [y for y in x if y]
+            elif x:
+                def inner(z):
+                    for k in z:
+                        k.backward()
+                    return z
+                x = inner(x)
+            else:
+                pass
+        else:
+            try:
+                x += 1
+            except (ValueError, KeyError) as e:
+                with open(x) as fh, g() as h:
+                    x = lambda q: q.backward()
+            finally:
+                class C:
+                    a = 1
+                    def m(self):
+                        return self.a
+    match x:
+        case [a, *rest] if a:
+            x = rest
+        case {"k": v}:
+            x = v
+    async def g():
+        async for t in x:
+            await t
+        async with x as y:
+            pass
+    return x
+'''
+
+
+def _statement_lists(tree):
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            v = getattr(node, name, None)
+            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
+                yield v
+
+
+def _check(source: str) -> int:
+    tree = ast.parse(source)
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    for d in defs:
+        assert A.body_nodes(d) == list(A.iter_nodes(d.body))
+        assert A.body_nodes(d) is A.body_nodes(d)  # walked once
+    blocks = 0
+    for block in _statement_lists(tree):
+        assert A.block_nodes(block) == list(A.iter_nodes(block))
+        blocks += 1
+    for unit in iter_units(tree.body, True):
+        assert A.unit_nodes(unit) == list(A.iter_nodes(list(unit.body)))
+    return blocks
+
+
+def test_awkward_code():
+    assert _check(AWKWARD) > 10
+
+
+def test_every_fixture():
+    files = sorted(FIXTURES.glob("**/*.py"))
+    assert files
+    for f in files:
+        _check(f.read_text(encoding="utf-8"))
+
+
+def test_a_list_that_is_not_a_body_is_walked():
+    tree = ast.parse("def f(x):\n    a = 1\n    def g():\n        pass\n    b = x.grad\n")
+    fn = tree.body[0]
+    A.body_nodes(fn)
+    picked = [fn.body[0], fn.body[2]]  # skips the nested def: not one stretch of the def's walk
+    assert A.block_nodes(picked) == list(A.iter_nodes(picked))
+
+
+def test_no_reference_cycle_keeps_a_tree():
+    tree = ast.parse(AWKWARD)
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            A.body_nodes(n)
+    probe = weakref.ref(tree.body[0].body[0])  # a statement inside the def: it refers to the def's list
+    gc.disable()
+    try:
+        del tree, n
+        assert probe() is None  # freed by reference counting alone
+    finally:
+        gc.enable()
