@@ -105,3 +105,48 @@ def test_no_reference_cycle_keeps_a_tree():
         assert probe() is None  # freed by reference counting alone
     finally:
         gc.enable()
+
+
+def _walk_order(stmt, match, source_order):
+    """The plain walk GG103's statement scans must agree with."""
+    out, stack = [], [stmt]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        m = match(n)
+        if m is not None:
+            out.append(m)
+        children = list(ast.iter_child_nodes(n))
+        if source_order:
+            children.reverse()
+        stack.extend(children)
+    return out
+
+
+def test_gg103_scans_read_the_shared_list_in_the_walks_order():
+    # calls nested in calls (f(g(x))) make the last-child-first order differ from
+    # reversed source order: those statements must still come out as the walk gives them
+    from gradguard.rules import gg103_freed_in_step as G
+
+    def calls(n):
+        return n if isinstance(n, ast.Call) else None
+
+    sources = [AWKWARD] + [f.read_text(encoding="utf-8") for f in sorted(FIXTURES.glob("gg103*.py"))]
+    checked = 0
+    for source in sources:
+        tree = ast.parse(source)
+        for d in ast.walk(tree):
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                A.body_nodes(d)
+        for memo in (None, {}):
+            G._WALKS.memo = memo
+            try:
+                for s in ast.walk(tree):
+                    if isinstance(s, ast.stmt):
+                        for k, (match, order) in enumerate([(calls, True), (calls, False), (G._step_call, False)]):
+                            assert G._calls_in(s, str(k), match, order) == _walk_order(s, match, order)
+                            checked += 1
+            finally:
+                G._WALKS.memo = None
+    assert checked > 1000

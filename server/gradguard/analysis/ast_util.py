@@ -108,6 +108,17 @@ def block_nodes(stmts: Sequence[ast.stmt]) -> List[ast.AST]:
     return list(iter_nodes(list(stmts)))
 
 
+def stmt_nodes(stmt: ast.stmt) -> Optional[List[ast.AST]]:
+    """``list(iter_nodes(stmt))`` for a statement of a def whose :func:`body_nodes`
+    exists (its stretch of that list), else None."""
+    at = stmt.__dict__.get("_gg_at")
+    if at is not None:
+        got = at[0]()
+        if got is not None:
+            return got.nodes[at[1]:at[2]]
+    return None
+
+
 class _Nodes:
     """A def's node list (held by the def; its statements refer to it weakly,
     so that no reference cycle keeps a tree alive)."""

@@ -1215,6 +1215,8 @@ class GraphFlow:
                 return self._stale_read(v, env) if v.taints and FREED in env else v
             obj = self.r.global_obj(e.id)
             return Val(obj=obj) if obj else CLEAN
+        if isinstance(e, ast.Call):  # (the kinds are disjoint: the most frequent are tested first)
+            return self.call(e, env)
         if isinstance(e, ast.Attribute):
             key = dotted(e)
             if key is not None and key in env:
@@ -1309,8 +1311,6 @@ class GraphFlow:
             yes, no = dict(env), dict(env)
             self._narrow(e.test, yes, no)
             return join(self.eval(e.body, yes), self.eval(e.orelse, no))
-        if isinstance(e, ast.Call):
-            return self.call(e, env)
         if isinstance(e, ast.ListComp):
             v = _with(plain(self._comp(e, [e.elt], env)), kind="list")
             if isinstance(e.elt, ast.Call) and not v.taints and isinstance(e.elt.func, (ast.Name, ast.Attribute)):

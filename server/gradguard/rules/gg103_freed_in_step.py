@@ -494,6 +494,19 @@ def _calls_in(stmt: ast.stmt, kind: str, match: Callable, source_order: bool) ->
         got = memo.get((kind, id(stmt)))
         if got is not None:
             return got
+    nodes = A.stmt_nodes(stmt)  # the statement's stretch of its def's one walk, if there is one
+    if nodes is not None:
+        found = [m for m in map(match, nodes) if m is not None]  # (source order, depth first)
+        if not source_order and len(found) > 1:
+            # last child first: of two nodes neither inside the other, the later comes first
+            found = found[::-1] if not _nested(found) else _calls_walked(stmt, match, memo, kind, source_order)
+        if memo is not None:
+            memo[(kind, id(stmt))] = found
+        return found
+    return _calls_walked(stmt, match, memo, kind, source_order)
+
+
+def _calls_walked(stmt: ast.stmt, match: Callable, memo, kind: str, source_order: bool) -> list:
     out: list = []
     stack: List[ast.AST] = [stmt]
     while stack:
@@ -1273,6 +1286,12 @@ def _callee(call: ast.Call) -> str:
 # retain-then-step
 
 
+def _nested(found: list) -> bool:
+    """Is one of the matched nodes (a node, or a tuple starting with one) inside another?"""
+    calls = [m[0] if isinstance(m, tuple) else m for m in found]
+    return any(d is not c and any(n is d for n in A.iter_nodes(c)) for c in calls for d in calls)
+
+
 def _step_calls(stmt: ast.stmt) -> List[Tuple[ast.Call, str]]:
     """``opt.step()`` calls anywhere in a statement (nested blocks, not nested defs),
     last first."""
@@ -1327,16 +1346,22 @@ def _owned_uncached(opt: str, ctx, depth: int) -> Set[str]:
         if depth > 0 and isinstance(tree.body, ast.Call):
             # a list of parameters built beforehand: Adam(ge_chain, ...), Adam(a + b)
             for arg in tree.body.args[:1]:
+                receivers = _receivers(arg)
                 for n in ast.walk(arg):
-                    if isinstance(n, ast.Name) and n.id != opt and not _is_receiver(n, arg):
+                    if isinstance(n, ast.Name) and n.id != opt and id(n) not in receivers:
                         out |= _owned(n.id, ctx, depth - 1)
     return out
 
 
-def _is_receiver(name: ast.Name, root: ast.AST) -> bool:
-    """``D`` in ``D.parameters()``: read as an object, not as a list of parameters."""
-    return any(isinstance(n, (ast.Attribute, ast.Call)) and (getattr(n, "value", None) is name or getattr(n, "func", None) is name)
-               for n in ast.walk(root))
+def _receivers(root: ast.AST) -> Set[int]:
+    """``D`` in ``D.parameters()`` (ids): read as an object, not as a list of parameters."""
+    out: Set[int] = set()
+    for n in ast.walk(root):
+        if isinstance(n, ast.Attribute):
+            out.add(id(n.value))
+        elif isinstance(n, ast.Call):
+            out.add(id(n.func))
+    return out
 
 
 def _module_name(node: ast.AST) -> Optional[str]:
