@@ -346,7 +346,7 @@ class GrowingHistory(Rule):
         if "for" not in words and "while" not in words:
             return ()  # no loop: nothing accumulates across iterations (cheap: the unit's words)
         accumulates = _worth_running(unit, ctx)
-        evaluates = _may_evaluate(unit, ctx)
+        evaluates = _may_evaluate(unit, ctx) and _some_evaluation_loop(unit, ctx)
         if not accumulates and not evaluates:
             return ()
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
@@ -378,6 +378,15 @@ def _may_evaluate(unit, ctx) -> bool:
     if "for" not in words and "while" not in words:
         return False
     return any(w.startswith(("eval", "val", "test", "predict", "infer", "dev")) for w in words)
+
+
+def _some_evaluation_loop(unit, ctx) -> bool:
+    """Is there a loop :func:`_evaluation_hints` could report, by what the text
+    alone tells (no backward spelled in it, and the code says it evaluates)? If
+    not, the unit need not be interpreted for that hint (cheap: most loops of a
+    training file spell their backward)."""
+    return any(isinstance(loop, A.LOOPS) and not _backward_spelled(loop) and _evaluation_phase(unit, loop, ctx)
+               for loop in A.iter_statements(unit.body))
 
 
 def _evaluation_hints(rule, flow, unit, ctx, already: List[Finding]) -> List[Finding]:
