@@ -150,3 +150,24 @@ def test_gg103_scans_read_the_shared_list_in_the_walks_order():
             finally:
                 G._WALKS.memo = None
     assert checked > 1000
+
+
+def test_iter_statements_is_source_order_depth_first():
+    def recursive(stmts):
+        for s in stmts:
+            yield s
+            for block in A.child_blocks(s):
+                yield from recursive(block)
+
+    tree = ast.parse(AWKWARD)
+    got = list(A.iter_statements(tree.body))
+    assert got == list(recursive(tree.body))
+    assert [type(s).__name__ for s in got][:4] == ["FunctionDef"]  # nested defs are yielded, not entered
+    fn = tree.body[0]
+    kinds = [type(s).__name__ for s in A.iter_statements(fn.body)]
+    assert kinds[:4] == ["For", "While", "If", "Assign"]  # depth first
+    assert kinds.index("Try") < kinds.index("AugAssign") < kinds.index("ClassDef") < kinds.index("With")  # body, finalbody, handlers
+    assert sum(isinstance(s, ast.Pass) for s in A.iter_statements(fn.body)) == 1  # else: pass (not the one in async def g)
+    for f in sorted(FIXTURES.glob("**/*.py")):
+        body = ast.parse(f.read_text(encoding="utf-8")).body
+        assert list(A.iter_statements(body)) == list(recursive(body))

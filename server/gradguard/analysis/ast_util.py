@@ -238,7 +238,8 @@ def _child_fields(cls) -> tuple:
 def child_blocks(stmt: ast.stmt) -> List[List[ast.stmt]]:
     """The statement lists directly inside a compound statement
     (body/orelse/finalbody/handlers' bodies/match cases), nested defs excluded."""
-    if isinstance(stmt, _NESTED):
+    cls = stmt.__class__
+    if cls in _SIMPLE_STATEMENTS or issubclass(cls, _NESTED):
         return []
     out: List[List[ast.stmt]] = []
     for name in ("body", "orelse", "finalbody"):
@@ -252,13 +253,27 @@ def child_blocks(stmt: ast.stmt) -> List[List[ast.stmt]]:
     return out
 
 
+# Statements that hold no statement list (most of them): child_blocks answers at once.
+_SIMPLE_STATEMENTS = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass,
+                                ast.Break, ast.Continue, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
+                                ast.Delete, ast.Raise, ast.Assert})
+
+
 def iter_statements(stmts: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     """Statements of a block and of the compound statements inside it, in
     source order, not entering nested defs/classes (the def itself is yielded)."""
-    for s in stmts:
-        yield s
-        for block in child_blocks(s):
-            yield from iter_statements(block)
+    simple = _SIMPLE_STATEMENTS
+    stack = [iter(stmts)]
+    while stack:
+        for s in stack[-1]:
+            yield s
+            if s.__class__ not in simple:
+                blocks = child_blocks(s)
+                if blocks:  # its statements next, then its siblings
+                    stack.append(iter([x for block in blocks for x in block]))
+                    break
+        else:
+            stack.pop()
 
 
 # ---------------------------------------------------------------------------
