@@ -130,6 +130,5 @@ def loaded_names(expr: ast.AST) -> List[str]:
     """The names an expression reads (nested scopes not entered): an accumulation
     (``total = total + loss``) or a threaded state (``out, h = f(x, h)``) reads the
     name it assigns."""
-    from gradguard.analysis.ast_util import iter_nodes
-
-    return [n.id for n in iter_nodes(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    Name, Load = ast.Name, ast.Load
+    return [n.id for n in A.iter_nodes(expr) if n.__class__ is Name and n.ctx.__class__ is Load]

@@ -51,8 +51,10 @@ def kw(call: ast.Call, name: str) -> Optional[ast.keyword]:
 
 
 def walk_no_scopes(node: ast.AST):
-    """Nodes under ``node`` without entering nested defs, classes or lambdas."""
-    return A.iter_nodes(node)
+    """Nodes under ``node`` without entering nested defs, classes or lambdas
+    (a statement's: its stretch of its def's one walk, when there is one)."""
+    nodes = A.stmt_nodes(node) if isinstance(node, ast.stmt) else None
+    return nodes if nodes is not None else A.iter_nodes(node)
 
 
 def attr_name(node: ast.AST) -> Optional[str]:
