@@ -151,10 +151,33 @@ def _fill(stmts: List[ast.stmt], out: List[ast.AST], ref) -> None:
                     else:
                         for x in v:
                             if isinstance(x, AST):
-                                out.extend(iter_nodes(x))
+                                _walk_into(x, out)
                 elif isinstance(v, AST):
-                    out.extend(iter_nodes(v))
+                    _walk_into(v, out)
         s._gg_at = (ref, start, len(out), id(stmts))  # type: ignore[attr-defined]
+
+
+def _walk_into(node: ast.AST, out: List[ast.AST]) -> None:
+    """``out.extend(iter_nodes(node))``, without a generator (the same walk)."""
+    stack = [node]
+    AST = ast.AST
+    fields_of = _WALK_FIELDS
+    pop, push, append = stack.pop, stack.append, out.append
+    while stack:
+        n = pop()
+        append(n)
+        cls = n.__class__
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = () if issubclass(cls, _NESTED) else tuple(reversed(_child_fields(cls)))
+        for name in fields:
+            v = getattr(n, name, None)
+            if v.__class__ is list:
+                for x in reversed(v):
+                    if isinstance(x, AST):
+                        push(x)
+            elif isinstance(v, AST):
+                push(v)
 
 
 def unit_nodes(unit) -> List[ast.AST]:
