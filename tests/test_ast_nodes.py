@@ -171,3 +171,10 @@ def test_iter_statements_is_source_order_depth_first():
     for f in sorted(FIXTURES.glob("**/*.py")):
         body = ast.parse(f.read_text(encoding="utf-8")).body
         assert list(A.iter_statements(body)) == list(recursive(body))
+
+
+def test_walk_all_is_ast_walk_without_ctx_nodes():
+    for source in [AWKWARD] + [f.read_text(encoding="utf-8") for f in sorted(FIXTURES.glob("**/*.py"))]:
+        for stmt in ast.parse(source).body:
+            expected = [n for n in ast.walk(stmt) if not isinstance(n, ast.expr_context)]
+            assert list(A.walk_all(stmt)) == expected

@@ -215,11 +215,22 @@ def walk_all(node: ast.AST) -> Iterator[ast.AST]:
     """Every node under ``node``, nested scopes included, in ``ast.walk``'s
     (breadth-first) order, without the ``ctx`` singletons."""
     todo = [node]
-    i = 0
-    while i < len(todo):
-        n = todo[i]
-        i += 1
-        todo.extend(child_nodes(n))
+    AST = ast.AST
+    fields_of = _CHILD_FIELDS
+    append = todo.append
+    for n in todo:  # (a list grown while it is read: breadth first, each node once)
+        cls = n.__class__
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = _child_fields(cls)
+        for name in fields:  # (child_nodes, inlined: a hot path)
+            v = getattr(n, name, None)
+            if v.__class__ is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        append(x)
+            elif isinstance(v, AST):
+                append(v)
         yield n
 
 
