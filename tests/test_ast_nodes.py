@@ -178,3 +178,25 @@ def test_walk_all_is_ast_walk_without_ctx_nodes():
         for stmt in ast.parse(source).body:
             expected = [n for n in ast.walk(stmt) if not isinstance(n, ast.expr_context)]
             assert list(A.walk_all(stmt)) == expected
+
+
+def test_a_bare_name_is_a_backward_call_only_through_an_import():
+    from gradguard.analysis.context import ModuleContext
+    from gradguard.model.text import LineIndex
+
+    def ctx(imports):
+        return ModuleContext(None, LineIndex(""), {}, imports)
+
+    def call(src):
+        return ast.parse(src).body[0].value
+
+    aliased = ctx({"g": "torch.autograd.grad", "backward": "torch.autograd.backward", "autograd": "torch.autograd"})
+    assert A.is_backward_call(call("g(loss, params)"), aliased)
+    assert A.is_backward_call(call("backward(loss)"), aliased)
+    assert A.is_backward_call(call("autograd.grad(loss, params)"), aliased)
+    assert A.is_backward_call(call("loss.backward()"), aliased)
+    assert not A.is_backward_call(call("model(x)"), aliased)
+    assert not A.is_backward_call(call("grad(loss, params)"), ctx({}))  # not imported: someone's own grad()
+    assert not A.is_backward_call(call("g(loss)"), None)
+    assert A.is_backward_call(call("autograd.backward(loss)"), None)  # the default alias of torch.autograd
+    assert A.is_backward_call(call("torch.autograd.grad(loss, params)"), ctx({"torch": "torch"}))

@@ -369,7 +369,13 @@ def is_backward_call(call: ast.AST, ctx=None) -> bool:
             return True
         if func.attr not in _BACKWARD_FUNCTION_NAMES:
             return False  # qualifying only renames the head of a dotted name, never its last part
-    elif func.__class__ is not ast.Name:
+    elif func.__class__ is ast.Name:
+        # a bare name is a backward function only as an import's alias (`from
+        # torch.autograd import grad`): qualify would give the import, or the
+        # name itself (never dotted), or a default alias (a module, never a function)
+        imports = getattr(ctx, "imports", None) if ctx is not None else None
+        return bool(imports) and imports.get(func.id) in K.BACKWARD_FUNCTIONS  # type: ignore[union-attr]
+    else:
         return False
     return qualify(func, ctx) in K.BACKWARD_FUNCTIONS
 
