@@ -226,9 +226,19 @@ OTHER_FRAMEWORKS = frozenset({"mxnet", "paddle", "tensorflow", "jax", "mindspore
 
 
 def other_framework_only(imports) -> bool:
-    """``imports``: local name → qualified name (``ModuleContext.imports``)."""
+    """``imports``: local name → qualified name (``ModuleContext.imports``).
+    Asked by several rules of every unit with the same table: the last answer is kept."""
+    global _LAST_IMPORTS
+    last = _LAST_IMPORTS  # (one read, one rebinding below: safe on several threads)
+    if last[0] is imports:
+        return last[1]
     roots = {q.split(".", 1)[0] for q in imports.values()}
-    return bool(roots & OTHER_FRAMEWORKS) and "torch" not in roots
+    answer = bool(roots & OTHER_FRAMEWORKS) and "torch" not in roots
+    _LAST_IMPORTS = (imports, answer)
+    return answer
+
+
+_LAST_IMPORTS: tuple = (None, False)  # (the import table last asked about, its answer); a table is never changed once made
 
 
 # Library neurons and cells that keep their state on the module between calls
