@@ -1,6 +1,6 @@
 """The cold CLI of two (or more) checkouts of gradguard, on the same file, in one run.
 
-    python -m bench.trees [--runs N] [--file PATH] TREE [TREE ...]
+    python -m bench.trees [--runs N] [--jobs J] [--file PATH] TREE [TREE ...]
 
 Each TREE is a checkout of this repository (``git worktree add /tmp/old <commit>``);
 the first is the baseline. Every tree's ``server/`` is byte-compiled first (a
@@ -69,7 +69,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("trees", nargs="+", type=Path, help="checkouts of gradguard; the first is the baseline")
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--jobs", type=int, default=1, help="gradguard's --jobs (CPU time counts every process)")
-    ap.add_argument("--file", type=Path, default=None, help="the file checked (default: the benchmark's large file)")
+    ap.add_argument("--file", type=Path, default=None,
+                    help="the file (or directory) checked (default: the benchmark's large file)")
     args = ap.parse_args(argv)
     path = args.file
     if path is None:
@@ -79,8 +80,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(corpus.training_file(1800, seed=3), encoding="utf-8")
     rows = compare([t.resolve() for t in args.trees], path, args.runs, args.jobs)
-    print(f"{path} ({len(path.read_text(encoding='utf-8').splitlines())} lines), --jobs {args.jobs}, {args.runs} "
-          "interleaved runs, CPU time of the whole process (user + sys)")
+    size = f"{len(path.read_text(encoding='utf-8').splitlines())} lines" if path.is_file() else "a directory"
+    print(f"{path} ({size}), --jobs {args.jobs}, {args.runs} interleaved runs, CPU time of the whole process "
+          "(user + sys)")
     for r in rows:
         print(f"  {r['tree']}: {r['cpu_ms']:.1f} ms, {r['ratio']:.3f}x the first"
               f"{'' if r['same_output'] else ' (output differs from the first)'}")
