@@ -200,3 +200,28 @@ def test_a_bare_name_is_a_backward_call_only_through_an_import():
     assert not A.is_backward_call(call("g(loss)"), None)
     assert A.is_backward_call(call("autograd.backward(loss)"), None)  # the default alias of torch.autograd
     assert A.is_backward_call(call("torch.autograd.grad(loss, params)"), ctx({"torch": "torch"}))
+
+
+def test_an_analysis_leaves_no_reference_cycle():
+    # A closure that calls itself (GG201's statement visitor was one) is a reference
+    # cycle: the unit and its whole tree then live until the cyclic collector runs,
+    # which a one-shot check all but turns off (gc.set_threshold(200_000, ...)), so a
+    # project's trees piled up. Every fixture's analysis must be freed by reference counting.
+    from gradguard.engine import check_source
+
+    files = sorted(FIXTURES.glob("*.py"))
+    assert len(files) > 50
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        kept = set()
+        for f in files:
+            check_source(f.read_text(encoding="utf-8"), str(f))
+            gc.collect()
+            kept |= {(f.name, type(o).__module__ + "." + type(o).__qualname__) for o in gc.garbage
+                     if type(o).__module__.startswith(("gradguard", "ast"))}
+            gc.garbage.clear()
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert not kept, sorted(kept)[:10]

@@ -449,17 +449,20 @@ def _worth_running(unit, ctx) -> bool:
             evaluates.append(any(w.startswith(("eval", "val", "test", "predict", "infer")) for w in words))
         return evaluates[0]
 
-    def visit(stmts, in_loop: bool) -> bool:
-        for t in stmts:
-            if in_loop and _accumulation_shaped(t, says_eval):
-                return True
-            inner = in_loop or isinstance(t, A.LOOPS)
-            for block in A.child_blocks(t):
-                if visit(block, inner):
-                    return True
-        return False
+    return _accumulates_in_a_loop(unit.body, False, says_eval)
 
-    return visit(unit.body, False)
+
+def _accumulates_in_a_loop(stmts, in_loop: bool, says_eval) -> bool:
+    """(A module function, not a closure calling itself: that is a reference
+    cycle, which keeps the unit and its tree alive until the cyclic collector runs.)"""
+    for t in stmts:
+        if in_loop and _accumulation_shaped(t, says_eval):
+            return True
+        inner = in_loop or isinstance(t, A.LOOPS)
+        for block in A.child_blocks(t):
+            if _accumulates_in_a_loop(block, inner, says_eval):
+                return True
+    return False
 
 
 def _accumulation_shaped(t, says_eval) -> bool:
@@ -737,24 +740,25 @@ def _graph_leaves(expr: ast.expr, name: str) -> List[ast.expr]:
     """The operands of an arithmetic expression that do not read the accumulator
     and are not constants: ``0.1 * loss`` in ``0.9 * running + 0.1 * loss``."""
     out: List[ast.expr] = []
-
-    def visit(e):
-        if isinstance(e, ast.BinOp):
-            visit(e.left)
-            visit(e.right)
-        elif isinstance(e, ast.UnaryOp):
-            visit(e.operand)
-        elif isinstance(e, ast.Constant):
-            return
-        elif name in loaded_names(e):
-            if isinstance(e, ast.Name):
-                return
-            raise ValueError  # the accumulator inside a call: no simple edit
-        else:
-            out.append(e)
-
     try:
-        visit(expr)
+        _leaves_into(expr, name, out)
     except ValueError:
         return []
     return out
+
+
+def _leaves_into(e: ast.expr, name: str, out: List[ast.expr]) -> None:
+    """(A module function, not a closure calling itself: see _accumulates_in_a_loop.)"""
+    if isinstance(e, ast.BinOp):
+        _leaves_into(e.left, name, out)
+        _leaves_into(e.right, name, out)
+    elif isinstance(e, ast.UnaryOp):
+        _leaves_into(e.operand, name, out)
+    elif isinstance(e, ast.Constant):
+        return
+    elif name in loaded_names(e):
+        if isinstance(e, ast.Name):
+            return
+        raise ValueError  # the accumulator inside a call: no simple edit
+    else:
+        out.append(e)
