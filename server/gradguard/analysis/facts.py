@@ -116,14 +116,13 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...]) -> Dict[str, str]:
     ``X.attr`` with ``X`` a module-level name (path ``"X.attr"``) or parameter ``i``
     (``"#i.attr"``), that the body fills, clears or assigns -- or, when it back-propagates,
     reads (``torch.cat(policy.saved_log_probs)``). Calls' callees are not containers."""
-    body = fn.body  # type: ignore[attr-defined]
     local: set = set()
     declared: set = set()
     funcs: set = set()
     changed: set = set()
     backprop = False
     attrs: list = []
-    for node in A.iter_nodes(body):
+    for node in A.body_nodes(fn):  # (the def's one walk)
         cls = node.__class__
         if cls is ast.Attribute:
             if node.value.__class__ is ast.Name:  # type: ignore[attr-defined]
@@ -332,7 +331,7 @@ def _loop_backward_attrs(fn: ast.AST, resolver: interp.Resolver, self_obj: str, 
         t.run(fn.body, env)  # type: ignore[attr-defined]
     except RecursionError:
         return ()
-    assigned = {A.dotted(n) for n in A.iter_nodes(fn.body)  # type: ignore[attr-defined]
+    assigned = {A.dotted(n) for n in A.body_nodes(fn)
                 if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del))}
     found = {tok[1][5:] for ev in t.events if ev.in_loop and not ev.retain for tok in ev.loss.taints
              if tok[0] == "A" and tok[1].startswith("self.") and tok[1] not in assigned}
@@ -345,7 +344,7 @@ def _loop_backward(fn: ast.AST, names: Tuple[str, ...], g: interp.GraphFlow):
     the module-level functions such a loop calls with them."""
     if not any(ev.in_loop and not ev.retain for ev in g.events) and not g.loop_delegates:
         return V.EMPTY, ()
-    rebound = {n.id for n in A.iter_nodes(fn.body) if isinstance(n, ast.Name)  # type: ignore[attr-defined]
+    rebound = {n.id for n in A.body_nodes(fn) if isinstance(n, ast.Name)
                and isinstance(n.ctx, (ast.Store, ast.Del))}
     kept = frozenset(i for i, n in enumerate(names) if n not in rebound)
     found: set = set()
@@ -552,7 +551,7 @@ def _resetting(defs) -> frozenset:
         if fn.name == "forward":
             continue
         own = calls.setdefault(fn.name, set())
-        for n in A.iter_nodes(fn.body):
+        for n in A.body_nodes(fn):
             if not isinstance(n, ast.Call):
                 continue
             f = n.func
@@ -581,11 +580,11 @@ def _members(defs, assigns, member_calls: Dict[str, list]) -> Tuple[Tuple[str, s
         return ()
     by_name = {fn.name: fn for fn in defs}
     fwd = by_name["forward"]
-    called = {_self_attr(n.func) for n in A.iter_nodes(fwd.body) if isinstance(n, ast.Call)}
+    called = {_self_attr(n.func) for n in A.body_nodes(fwd) if isinstance(n, ast.Call)}
     runs = [fwd] + [by_name[m] for m in sorted(n for n in called if n is not None and n != "forward" and n in by_name)]
     reset: set = set()
     for fn in runs:
-        for n in A.iter_nodes(fn.body):
+        for n in A.body_nodes(fn):
             if not isinstance(n, ast.Call):
                 continue
             f = n.func
@@ -654,7 +653,7 @@ def _stored_elsewhere(defs, attr: str) -> bool:
     for fn in defs:
         if fn.name == "forward":
             continue
-        for node in A.iter_nodes(fn.body):
+        for node in A.body_nodes(fn):
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 tgts = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(_self_attr(t) == attr for t in tgts):
@@ -714,7 +713,7 @@ def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str) -> Optional[T
     index = {p.arg: i for i, p in enumerate(named)}
     needs = []
     for flag in sorted(flags):
-        sets = [n for n in A.iter_nodes(init.body)  # type: ignore[attr-defined]
+        sets = [n for n in A.body_nodes(init)
                 if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                 and any(_self_attr(t) == flag for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
         if len(sets) != 1 or not isinstance(sets[0], ast.Assign):

@@ -796,7 +796,7 @@ class GraphFlow:
         owner = dotted(it.func.value)
         if owner is None:
             return
-        for n in iter_nodes(loop.body):  # type: ignore[attr-defined]
+        for n in block_nodes(loop.body):  # type: ignore[attr-defined]
             f = n.func if isinstance(n, ast.Call) else None
             if (isinstance(f, ast.Attribute) and f.attr in K.STATE_RESET_CALLS) or (
                     isinstance(n, ast.Assign) and is_graph_cut(n.value)):

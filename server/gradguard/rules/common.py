@@ -60,7 +60,7 @@ def _seed_requires_grad_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.
     seeded = [a.arg for i, a in enumerate(params) if requires_grad_argument(ctx.summary, fname, i, a.arg)]
     if not seeded:
         return
-    modules = {n.value.id for n in A.iter_nodes(unit.body)
+    modules = {n.value.id for n in A.unit_nodes(unit)
                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
                and n.attr in ("parameters", "named_parameters", "zero_grad")}
     for name in seeded:

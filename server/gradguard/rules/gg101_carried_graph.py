@@ -711,7 +711,7 @@ def _one_of_a_pair(site, key: str) -> bool:
 
 def _detaches_attr(loop: ast.stmt, attrs: Tuple[str, ...]) -> bool:
     """Does the loop body assign ``<x>.<attr> = ...detach()`` for one of ``attrs``?"""
-    for node in A.iter_nodes(loop.body):  # type: ignore[attr-defined]
+    for node in A.block_nodes(loop.body):  # type: ignore[attr-defined]
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in attrs for t in node.targets):
             if A.is_graph_cut(node.value):
                 return True
@@ -1346,7 +1346,7 @@ def _kept_outside(names, unit) -> Set[str]:
     dotted_names = {n for n in names if "." in n}
     if not dotted_names or unit is None:
         return set()
-    stored = {A.dotted(n) for n in A.iter_nodes(unit.body)
+    stored = {A.dotted(n) for n in A.unit_nodes(unit)
               if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)}
     return dotted_names - stored
 
