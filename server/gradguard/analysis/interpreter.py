@@ -1908,22 +1908,8 @@ class GraphFlow:
         lo, hi = fn.lineno, getattr(fn, "end_lineno", None) or fn.lineno  # type: ignore[attr-defined]
         saves = [False]
 
-        def anchor(v: Val) -> Val:
-            changed = False
-            t: set = set()
-            for tok in v.taints:
-                node = tok[1] if tok[0] in ("G", "U") else (tok[1][1] if tok[0] == "F" else None)
-                if node is not None and lo <= getattr(node, "lineno", -1) <= hi:
-                    changed = True
-                    if tok[0] == "G" and id(node) in self.saving_calls:
-                        saves[0] = True
-                    t.add((tok[0], call) if tok[0] != "F" else ("F", ("G", call)))
-                else:
-                    t.add(tok)
-            elems = tuple(anchor(e) for e in v.elems) if v.elems is not None else None
-            if not changed and (elems is None or all(x is y for x, y in zip(elems, v.elems or ()))):
-                return v
-            return _with(v, taints=frozenset(t), elems=elems)
+        def anchor(v: Val) -> Val:  # (not calling itself: a closure that does is a reference cycle)
+            return _anchored(v, call, lo, hi, self.saving_calls, saves)
 
         built = []
         modules: set = set()
@@ -2353,6 +2339,29 @@ def _binds(target: ast.AST, name: str) -> bool:
     if isinstance(target, ast.Subscript):
         return dotted(target.value) == name
     return dotted(target) == name
+
+
+def _anchored(v: Val, call: ast.Call, lo: int, hi: int, saving_calls, saves: list) -> Val:
+    """GraphFlow._inline's anchor: ``v`` with every graph an inlined method (lines
+    ``lo``..``hi``) built re-anchored at the ``call`` that ran it; ``saves[0]`` set
+    when one of them saved tensors. A module function, not a closure calling itself:
+    that is a reference cycle, which keeps the flow and the unit's tree alive until the
+    cyclic collector runs."""
+    changed = False
+    t: set = set()
+    for tok in v.taints:
+        node = tok[1] if tok[0] in ("G", "U") else (tok[1][1] if tok[0] == "F" else None)
+        if node is not None and lo <= getattr(node, "lineno", -1) <= hi:
+            changed = True
+            if tok[0] == "G" and id(node) in saving_calls:
+                saves[0] = True
+            t.add((tok[0], call) if tok[0] != "F" else ("F", ("G", call)))
+        else:
+            t.add(tok)
+    elems = tuple(_anchored(e, call, lo, hi, saving_calls, saves) for e in v.elems) if v.elems is not None else None
+    if not changed and (elems is None or all(x is y for x, y in zip(elems, v.elems or ()))):
+        return v
+    return _with(v, taints=frozenset(t), elems=elems)
 
 
 def _mark_freed(env: Dict[str, Val], gs: FrozenSet) -> None:
