@@ -32,240 +32,11 @@ from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule
 from gradguard.rules.common import unit_trace
+from gradguard.rules.gg103_freed_in_step import messages as M
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
-
-EXPLANATION = {
-    "en": '''\
-## What it does
-Finds a `backward()` whose loss reaches part of a graph that an earlier `backward()` of the same
-step already back-propagated and freed: two losses built on one shared tensor, back-propagated one
-after the other, with no `retain_graph=True` on the first. Either backward may sit in a helper of
-yours: `train_discriminator(real, fake)` then `train_generator(fake)`, or in methods of a trainer
-that a driver calls in turn (pix2pix's `optimize_parameters()` calling `self.forward()`, which keeps
-`self.fake_B`, then `self.backward_D()` and `self.backward_G()`).
-
-It also finds the same step written the other way round: the first backward keeps the graph
-(`retain_graph=True`), then an optimizer step updates weights that graph saved, then the second
-backward runs through them. It finds both in loops and in steps written out one after the other,
-and where the second loss comes into a method as an argument that the callers in the file took from
-another method of the same object (edge-connect's `backward(gen_loss, dis_loss)` stepping the
-discriminator before `gen_loss.backward()`).
-
-The two backward calls need not sit side by side: a value built in a loop whose own backward frees
-it, read after the loop (`n` generator steps, then the discriminator scores the last `fake`), and
-graphs kept in a list that one function fills and another back-propagates without clearing it
-(REINFORCE's `finish_episode()` called twice) are reported too -- only when the freeing is certain
-on every path (a loop that surely ran, a backward with no `retain_graph`, run on every path through
-the function).
-
-The second backward may also be the same one, in the next iteration: deep mutual learning keeps
-each model's output in a list, and `for i in range(n):` back-propagates model i's loss built from
-`outputs[i]` and its peers `outputs[j]` (`for j in range(n)`) without `.detach()`. The own index
-names another element on each iteration, the peers' index every element, so the first iteration
-frees every output's graph and the second runs into one. The fix detaches the peers where the loss
-reads them: `F.softmax(outputs[j].detach(), dim=1)`.
-
-## Why is this bad?
-`backward()` frees the tensors the graph saved for the gradient (the inputs of a matrix multiply,
-the outputs of an activation) as it goes. The second `backward()` needs them again for the shared
-part and stops with
-
-```
-RuntimeError: Trying to backward through the graph a second time (or directly access saved
-tensors after they have already been freed).
-```
-
-in the very first iteration. The classic case is a GAN whose discriminator step uses the
-generator's output without `.detach()`.
-
-With `retain_graph=True` on the first backward and `optD.step()` before the second, the saved
-weights themselves have changed in place and torch stops instead with
-
-```
-RuntimeError: one of the variables needed for gradient computation has been modified by an
-inplace operation
-```
-
-(PyTorch-GAN's `softmax_gan.py` and `cluster_gan.py` do this; torch before 1.5 did not check).
-It is the same mistake -- a second backward through a graph the step has already used up -- so it
-has the same code.
-
-## Example
-```python
-for real in loader:
-    fake = G(torch.randn(64, 100))
-    optD.zero_grad()
-    lossD = bce(D(real), ones) + bce(D(fake), zeros)
-    lossD.backward()                 # frees G's part of the graph
-    optD.step()
-    optG.zero_grad()
-    lossG = bce(D(fake), ones)
-    lossG.backward()                 # RuntimeError: ... a second time
-    optG.step()
-```
-
-## Fix
-Either keep the shared part for the second backward, which computes exactly the gradients the
-program asks for:
-
-```python
-    lossD.backward(retain_graph=True)
-```
-
-or cut the shared tensor out of the first loss when its producer should not learn from that loss
-(the usual GAN discriminator step; the generator then gets no gradient from `lossD`):
-
-```python
-    lossD = bce(D(real), ones) + bce(D(fake.detach()), zeros)
-```
-
-Summing the losses and calling `backward()` once is a third way when both should update the
-same parameters.
-
-The quick fix is the detach when the producer's gradients from the first loss are zeroed before
-any step uses them (`optG.zero_grad()` between the two backward calls): the updates are the same,
-no graph is kept, and it is what tutorials write. Otherwise it is `retain_graph=True`.
-
-When an optimizer step between the two backward calls updates the shared part (including through
-an alias such as `g_optim = self.optim_g`, or a two-step optimizer's `first_step()` as in SAM),
-keeping the graph is no fix. The quick fix then computes the shared part again after the step
-(`d_fake = D(gen_imgs)` after `optD.step()`, SAM's second forward), or, when the optimizer stepped
-after the second backward does not train what the step updated, detaches its output where the
-second loss reads it (`D(gen_imgs.detach())` again after the generator's step).
-
-## FAQ
-**GG101 says `retain_graph=True` is the wrong fix. Why is it right here?**
-GG101 is about a graph carried into the *next* iteration: retaining it makes every step
-back-propagate through all earlier steps. Here both backward passes belong to the *same* step and
-the same graph; `retain_graph=True` keeps it only until the second one, which frees it.
-
-**Which fix does the quick fix apply?**
-The one that changes no update: the detach when the producer's gradients from the first loss are
-zeroed before any step (then `retain_graph=True` is the second action), else `retain_graph=True`
-(then the detach is the second action, because it changes what the producer learns).
-
-**Why is a second `loss.backward()` on an `x.sum()` not reported?**
-Only parts of the graph that save tensors fail a second pass (a module call, a matrix multiply, a
-product or a power, an activation). Sums, views and additions save none, and PyTorch
-back-propagates through them twice without complaint.
-
-**Two losses from one `torch.distributions` object?**
-Reported for the ones whose graph from their parameters saves tensors: `Categorical` (either
-way), `Bernoulli` and `Binomial` built from probabilities (they cache the logits they compute from
-them) and `Geometric` built from logits.
-`Normal(mu, 1.0)` and `Bernoulli(logits=...)` compute each log-prob afresh and are not reported.
-''',
-    "zh": '''\
-## 它检查什么
-找出这样的 `backward()`：它的损失所经过的部分计算图，已经被同一步里更早的一次 `backward()`
-反向传播并释放了。典型情况是两个损失共用同一个中间张量，先后各调用一次 `backward()`，
-而第一次没有写 `retain_graph=True`。两次 backward 也可以在你自己的辅助函数里：
-`train_discriminator(real, fake)` 之后再 `train_generator(fake)`；或者在训练类的方法里，由一个驱动方法依次调用
-（pix2pix 的 `optimize_parameters()` 先调用把结果存为 `self.fake_B` 的 `self.forward()`，再调用
-`self.backward_D()` 和 `self.backward_G()`）。
-
-它也检查反过来写的同一种错误：第一次 backward 保留了计算图（`retain_graph=True`），接着优化器 step
-更新了这张图保存的权重，然后第二次 backward 又经过这些权重。循环里和不写循环、逐步展开的代码里都会检查；
-第二个损失作为参数传进方法、而文件里的调用方取自同一对象另一个方法的返回值时也会检查（edge-connect 的
-`backward(gen_loss, dis_loss)` 先 step 判别器，再 `gen_loss.backward()`）。
-
-两次 backward 不必挨在一起：循环里构建、又被该循环自己的 backward 释放的值，在循环结束后再被使用
-（生成器走 `n` 步之后，判别器给最后一个 `fake` 打分）；一个函数往列表里放计算图、另一个函数对它反向传播
-却不清空（REINFORCE 的 `finish_episode()` 连续调用两次），也会报告——但只在释放是确定的时候：
-循环一定执行过，backward 没有 `retain_graph`，并且在函数的每条路径上都会执行。
-
-第二次 backward 也可以是同一个 backward 的下一轮：深度互学习（deep mutual learning）把每个模型的输出
-放进列表，`for i in range(n):` 中模型 i 的损失由 `outputs[i]` 和同伴的 `outputs[j]`（`for j in range(n)`）
-构成且没有 `.detach()`，然后反向传播。自身下标每一轮指向不同的元素，同伴下标却指向每一个元素，
-所以第一轮就释放了所有输出的计算图，第二轮撞上其中之一。修复方法是在损失读取同伴输出的地方 detach：
-`F.softmax(outputs[j].detach(), dim=1)`。
-
-## 为什么这是个问题
-`backward()` 在反向传播时会释放计算图为求梯度而保存的张量（矩阵乘法的输入、激活函数的输出等）。
-第二次 `backward()` 经过共享部分时又需要它们，于是在第一轮迭代就报错：
-
-```
-RuntimeError: Trying to backward through the graph a second time (or directly access saved
-tensors after they have already been freed).
-```
-
-最常见的是 GAN：训练判别器时直接用了生成器的输出，没有 `.detach()`。
-
-
-如果第一次 backward 写了 `retain_graph=True`，而第二次之前有 `optD.step()`，被保存的权重本身已被原地修改，
-torch 会改为报错
-
-```
-RuntimeError: one of the variables needed for gradient computation has been modified by an
-inplace operation
-```
-
-（PyTorch-GAN 的 `softmax_gan.py` 和 `cluster_gan.py` 就是这样；torch 1.5 之前不做这个检查）。
-这是同一个错误——第二次 backward 经过了这一步已经用掉的计算图——所以用同一个编号。
-
-## 示例
-```python
-for real in loader:
-    fake = G(torch.randn(64, 100))
-    optD.zero_grad()
-    lossD = bce(D(real), ones) + bce(D(fake), zeros)
-    lossD.backward()                 # 释放了 G 那部分计算图
-    optD.step()
-    optG.zero_grad()
-    lossG = bce(D(fake), ones)
-    lossG.backward()                 # RuntimeError: ... a second time
-    optG.step()
-```
-
-## 修复
-一种做法是为第二次反向传播保留共享部分，这样算出的梯度与程序本意完全相同：
-
-```python
-    lossD.backward(retain_graph=True)
-```
-
-另一种做法是在第一个损失里切断共享张量，适用于它的来源不应从这个损失学习的情况
-（GAN 判别器那一步的惯用写法；这样生成器不会从 `lossD` 得到梯度）：
-
-```python
-    lossD = bce(D(real), ones) + bce(D(fake.detach()), zeros)
-```
-
-如果两个损失本来就要更新同一组参数，也可以把它们相加后只调用一次 `backward()`。
-
-如果两次 backward 之间有 `optG.zero_grad()`，第一个损失给来源的梯度在任何 step 之前就被清掉了，
-这时快速修复用 detach：参数更新完全相同，不保留计算图，也是教程里的写法；否则用 `retain_graph=True`。
-
-如果两次 backward 之间的优化器 step 更新了共享部分（包括通过别名 `g_optim = self.optim_g`，或者像
-SAM 的 `first_step()` 那样两步走的优化器），保留计算图就不是修复。这时快速修复会在 step 之后重新计算
-共享部分（`optD.step()` 之后的 `d_fake = D(gen_imgs)`，SAM 的第二次前向）；如果第二次 backward
-之后 step 的优化器并不训练被更新的那部分，就在第二个损失读取它的输出的地方 detach
-（生成器 step 之后重新计算 `D(gen_imgs.detach())`）。
-
-## 常见问题
-**GG101 说 `retain_graph=True` 不是正确的修复，为什么这里可以？**
-GG101 说的是把计算图带进*下一轮*迭代：保留它会让每一步都回溯之前所有步的图。这里两次反向传播
-属于*同一步*、同一张图，`retain_graph=True` 只把图保留到第二次反向传播，之后照常释放。
-
-**快速修复用的是哪一种？**
-选不改变任何参数更新的那一种：如果第一个损失给来源的梯度在任何 step 之前就被清零（两次 backward
-之间有 `optG.zero_grad()`），就用 detach（`retain_graph=True` 作为第二个选项）；否则用
-`retain_graph=True`（detach 作为第二个选项，因为它会改变来源学到的东西）。
-
-**为什么对 `x.sum()` 再调用一次 `loss.backward()` 不会被报告？**
-只有保存了张量的那部分计算图才会在第二次反向传播时出错（模块调用、矩阵乘法、乘法或乘方、激活函数）。
-求和、view、加法不保存张量，PyTorch 可以对它们反向传播两次而不报错。
-
-**同一个 `torch.distributions` 对象算出两个损失？**
-只报告那些由参数构建时就保存了张量的分布：`Categorical`（两种构造方式都是），用概率构造的
-`Bernoulli`、`Binomial`（它们会缓存由概率算出的 logits），以及用 logits 构造的 `Geometric`。`Normal(mu, 1.0)` 和
-`Bernoulli(logits=...)` 每次都重新计算 log-prob，不会被报告。
-''',
-}
-
 
 # backward( / manual_backward( / autograd.grad( — not zero_grad(
 _BACKWARD_SPELLING = re.compile(r"backward\s*\(|(?<!\w)grad\s*\(")
@@ -278,11 +49,8 @@ class FreedInStep(Rule):
     needs_backprop = True
     names_lines = True  # "which `lossD.backward()` on line 33 already freed"
     fact_sources = (GRAPH_FACTS,)  # the interpreter reads fn:/class: facts of same-file definitions
-    title = {
-        "en": "A backward() runs through a graph an earlier backward() of the same step freed",
-        "zh": "backward() 经过的计算图已被同一步里更早的 backward() 释放",
-    }
-    explanation = EXPLANATION
+    title = M.TITLE
+    explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
         if not unit.body:
@@ -356,35 +124,17 @@ def _peer_finding(rule, ev, ctx) -> Finding:
     container = ast.unparse(read.value)
     own = f"{container}[{ast.unparse(loop.target)}]"
     shown = ast.unparse(read)
-    error = '"Trying to backward through the graph a second time"'
-    msg = {
-        "en": f"`{_short(b)}` runs, from the second iteration of the loop on line {loop.lineno}, through the "
-              f"graph of an element of `{container}` (built by `{_short(node)}`, line {node.lineno}) that it "
-              f"already freed in the first: the loss reads every element of `{container}` through `{shown}` "
-              f"(line {read.lineno}), not only this iteration's `{own}`, without `.detach()`, so the first "
-              f"backward frees the graphs of all of them ({error}); detach the other elements where the loss "
-              f"reads them (`{shown}.detach()`), or compute `{container}` again in each iteration.",
-        "zh": f"`{_short(b)}` 从第 {loop.lineno} 行循环的第二轮起，要反向传播经过 `{container}` 中某个元素"
-              f"（由第 {node.lineno} 行的 `{_short(node)}` 构建）的计算图，而它在第一轮已经释放了这些图："
-              f"损失通过 `{shown}`（第 {read.lineno} 行）读取了 `{container}` 的每个元素，而不只是本轮的 "
-              f"`{own}`，且没有 `.detach()`，所以第一次 backward 就释放了它们全部的计算图（报错 {error}）；"
-              f"请在损失读取其他元素的地方 detach（`{shown}.detach()`），或在每一轮重新计算 `{container}`。",
-    }
+    msg = M.peers(_short(b), loop.lineno, container, _short(node), node.lineno, shown, read.lineno, own)
     related = (
-        Related(ctx.range(node), {"en": "the graphs of the list's elements are built here",
-                                  "zh": "列表各元素的计算图在这里构建"}),
-        Related(ctx.range(read), {"en": f"every element of `{container}` is read here, each iteration",
-                                  "zh": f"每一轮都在这里读取 `{container}` 的每个元素"}),
+        Related(ctx.range(node), M.elements_built_here()),
+        Related(ctx.range(read), M.every_element_read(container)),
     )
     edits = []
     for r in reads:
         at = ctx.pos(getattr(r, "end_lineno", 0), getattr(r, "end_col_offset", 0))
         edits.append(TextEdit(Range(at, at), ".detach()"))
     preferred = _steps_own_model(loop, b)
-    fix = Fix({"en": f"Detach `{shown}` where the loss reads it (each model learns from its own loss only"
-                     + (", as its optimizer's zero_grad() already had it" if preferred else "") + ")",
-               "zh": f"在损失读取 `{shown}` 的地方 detach（每个模型只从自己的损失学习"
-                     + ("，与其优化器的 zero_grad() 的效果一致" if preferred else "") + "）"},
+    fix = Fix(M.fix_detach_peers(shown, preferred),
               tuple(edits), preferred=preferred)
     return Finding(rule.code, ctx.range(b), msg, rule.default_severity, related, (fix,),
                    {"variable": container, "first_backward_line": b.lineno})
@@ -592,54 +342,31 @@ def _stale_finding(rule, body, node, b1, b2, ctx) -> Finding:
     kept = _kept_in(b1, ctx, node) if not A.is_backward_call(b1, ctx) else []
     if kept:
         shown = ", ".join(f"`{k}`" for k in kept)
-        what = f"the graphs kept in {shown} (filled by `{_short(node)}`, line {node.lineno})"
-        what_zh = f"保存在 {shown} 里的计算图（由第 {node.lineno} 行的 `{_short(node)}` 放入）"
+        what = M.stale_kept(shown, _short(node), node.lineno)
     else:
         shown = f"`{name}`" if name else f"`{_short(node)}`"
-        what = f"the graph of {shown} (line {node.lineno})"
-        what_zh = f"{shown}（第 {node.lineno} 行）的计算图"
+        what = M.stale_value(shown, node.lineno)
     loop = _enclosing_loop(body, b1, b2)
     first, second = _short(b1), _short(b2)
     if loop is not None:
-        how_en = f", in the loop on line {loop.lineno}, whose last iteration built it and ran that backward"
-        how_zh = f"（在第 {loop.lineno} 行的循环里：它的最后一轮构建了它，又运行了那次 backward）"
+        how = M.in_loop(loop.lineno)
     else:
-        how_en = how_zh = ""
+        how = M.nothing()
     fixes: List[Fix] = []
     edits = _detach_after(body, holder, name, b1, b2, ctx) if (name and holder is not None and not kept) else None
     if edits:
-        advice_en = (f"nothing can back-propagate into it any more: detach {shown} where the "
-                     f"second loss reads it, or compute it again")
-        advice_zh = "它已无法再反向传播：请在第二个损失读取它的地方 detach，或重新计算它"
-        fixes.append(Fix({"en": f"Detach `{name}` where the second loss reads it (its graph is freed: no gradient "
-                                f"could reach it)",
-                          "zh": f"在第二个损失读取 `{name}` 的地方 detach（它的计算图已释放，梯度本就无法到达）"},
+        advice = M.stale_advice_detach(shown)
+        fixes.append(Fix(M.fix_stale_detach(name),
                          tuple(edits), preferred=True))
     elif kept:
-        advice_en = (f"clear {shown} after each backward through it (`del {kept[0]}[:]`), so that the next "
-                     f"call back-propagates only the graphs built since")
-        advice_zh = f"请在每次对它反向传播之后清空 {shown}（`del {kept[0]}[:]`），让下一次调用只反向传播之后新建的计算图"
+        advice = M.stale_advice_clear(shown, kept[0])
     else:
-        advice_en = "compute it again before the second loss, or detach it where that loss reads it"
-        advice_zh = "请在第二个损失之前重新计算它，或在该损失读取它的地方 detach"
+        advice = M.stale_advice_recompute()
     direct = A.is_backward_call(b1, ctx)
-    error = '"Trying to backward through the graph a second time"'
-    error_en = error_zh = error
-    if kept:  # the helper may step an optimizer after its backward: torch may stop on that first
-        error_en += ', or "modified by an inplace operation" if a step in between changed the weights it saved'
-        error_zh += '，若两次之间的 step 改变了它保存的权重，则报 "modified by an inplace operation"'
-    msg = {
-        "en": f"`{second}` back-propagates through {what}, which `{first}` on line {b1.lineno} already "
-              f"freed{how_en} ({error_en}); {advice_en}.",
-        "zh": f"`{second}` 要反向传播经过{what_zh}，而它已被第 {b1.lineno} 行的 `{first}` "
-              f"释放{how_zh}（报错 {error_zh}）；{advice_zh}。",
-    }
+    msg = M.stale(second, what, first, b1.lineno, how, bool(kept), advice)
     related = (
-        Related(ctx.range(node), {"en": "the graph is built here", "zh": "计算图在这里构建"}),
-        Related(ctx.range(b1), {"en": "this backward frees it (no retain_graph=True)",
-                                "zh": "这次反向传播释放了它（没有 retain_graph=True）"} if direct else
-                {"en": f"`{_callee(b1)}` back-propagates through it here and frees it",
-                 "zh": f"`{_callee(b1)}` 在这里对它反向传播并释放了它"}),
+        Related(ctx.range(node), M.graph_built_here()),
+        Related(ctx.range(b1), M.frees_it(direct, _callee(b1))),
     )
     return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, tuple(fixes),
                    {"variable": name or (kept[0] if kept else ""), "first_backward_line": b1.lineno})
@@ -756,99 +483,68 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         # belongs in the method that builds the first loss, which the message names
         m1 = _own_call(b1)
         shown = " / ".join(f"`{k}`" for k in kept)
-        advice_en = (f"in `{m1}`, detach {shown} where the loss it back-propagates reads it, if what produced it "
-                     f"should not learn from that loss, or keep the graph there (`retain_graph=True` on its "
-                     f"backward)")
-        advice_zh = (f"请在 `{m1}` 里它反向传播的损失读取 {shown} 的地方 detach（若其来源不应从该损失学习），"
-                     f"或在那里保留计算图（在它的 backward 上加 `retain_graph=True`）")
+        advice = M.advice_detach_in_method(m1, shown)
         got = _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx) if flow is not None else None
         if got is not None:
             edits, zeroed = got
-            advice_en = (f"detach {shown} where `{m1}` reads it (`{zeroed}` discards what that loss gives its producer "
-                         f"before any step)")
-            advice_zh = f"请在 `{m1}` 读取 {shown} 的地方 detach（`{zeroed}` 会在任何 step 之前清掉该损失给它来源的梯度）"
-            fix = Fix({"en": f"Detach {shown} in `{m1}` (`{zeroed}` discards what that loss gives the producer; same updates)",
-                       "zh": f"在 `{m1}` 里 detach {shown}（`{zeroed}` 会清掉该损失给来源的梯度；更新不变）"},
+            advice = M.advice_detach_where_method_reads(m1, shown, zeroed)
+            fix = Fix(M.fix_detach_in_method(m1, shown, zeroed),
                       tuple(edits), preferred=True)
             return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
-                         advice_en, advice_zh, [fix], name, ctx)
+                         advice, [fix], name, ctx)
     elif not direct:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone changes what the input learns; the message says what to do
-        advice_en = (f"keep the graph in `{_callee(b1)}`'s backward (`retain_graph=True`), or pass "
-                     f"{what[:-1]}.detach()` to it if what produced {what} should not learn from it")
-        advice_zh = (f"请在 `{_callee(b1)}` 内部的 backward 上加 `retain_graph=True`，或者若 {what} 的来源"
-                     f"不应从中学习，就把 {what[:-1]}.detach()` 传给它")
+        advice = M.advice_retain_in_helper(_callee(b1), what)
     elif _stepped_in_between(stmts, s1, b2, shared, ctx):
         second_cut = _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx) if name and holder is not None else None
         if second_cut:
             # the optimizer stepped after the second backward does not train what produced the
             # shared value: cutting it out of the second loss changes none of its gradients
             cut2, opt2 = second_cut
-            advice_en = (f"an optimizer step in between updates what produced {what}, and `{opt2}` does not "
-                         f"train it: detach {what} where it feeds the second loss")
-            advice_zh = (f"两次之间的优化器 step 原地更新了 {what} 的来源，而 `{opt2}` 并不训练它：请在它进入"
-                         f"第二个损失的地方 detach")
-            fix2 = Fix({"en": f"Detach `{name}` in the second loss (`{opt2}` does not train what produced it)",
-                        "zh": f"在第二个损失里 detach `{name}`（`{opt2}` 并不训练它的来源）"},
+            advice = M.advice_detach_in_second(what, opt2)
+            fix2 = Fix(M.fix_detach_in_second(name, opt2),
                        tuple(cut2), preferred=True)
             return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
-                         advice_en, advice_zh, [fix2], name, ctx)
+                         advice, [fix2], name, ctx)
         redo = _recompute_after_step(stmts, s1, b2, shared, ctx)
         if redo is not None:
             # the forward again after the step that updated it (the second loss then sees the
             # updated weights, as a second step of SAM or a GAN trained in turn does)
             edits, kind, names, opt = redo
             shown = ", ".join(f"`{n}`" for n in names)
-            advice_en = f"an optimizer step in between updates its weights in place: compute {shown} again after `{opt}.step()`"
-            advice_zh = f"两次之间的优化器 step 原地更新了它的权重：请在 `{opt}.step()` 之后重新计算 {shown}"
-            fix3 = Fix({"en": f"Compute {shown} again after `{opt}.step()`",
-                        "zh": f"在 `{opt}.step()` 之后重新计算 {shown}"}, tuple(edits), preferred=True)
+            advice = M.advice_recompute_after_step(shown, opt)
+            fix3 = Fix(M.fix_recompute_after_step(shown, opt), tuple(edits), preferred=True)
             return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
-                         advice_en, advice_zh, [fix3], name, ctx)
+                         advice, [fix3], name, ctx)
         # no fix then: a detach changes what the shared part learns, so it cannot be
         # the fix `--fix` and Fix All apply; the message says what to do
-        advice_en = (f"an optimizer step in between may update its weights in place, so compute {what} again "
-                     f"for the second loss")
-        advice_zh = f"两次之间的优化器 step 可能原地更新了它的权重，请为第二个损失重新计算 {what}"
+        advice = M.advice_may_update(what)
     else:
         keep = _retain_edit(b1, ctx)
-        advice_en = "pass `retain_graph=True` to that first backward"
-        advice_zh = "请给第一次 backward 加上 `retain_graph=True`"
+        advice = M.advice_retain()
     if direct and name and holder is not None:
         cut = _detach_uses(stmts, holder, s1, b2, name, ctx)
     if cut:
-        advice_en += f", or detach {what} where it feeds the first loss"
-        advice_zh += f"，或在它进入第一个损失的地方对 {what} 做 detach"
+        advice = M.or_detach_in_first(advice, what)
     fixes: List[Fix] = []
     if keep is not None:
-        fixes.append(Fix({"en": f"Keep the graph for the second backward: `retain_graph=True` on line {line1} "
-                                f"(same gradients)",
-                          "zh": f"为第二次 backward 保留计算图：在第 {line1} 行加 `retain_graph=True`（梯度不变）"},
+        fixes.append(Fix(M.fix_retain(line1),
                          (keep,), preferred=True))
     zeroed = _producer_zeroed(stmts, s1, b2, shared, ctx) if cut and keep is not None else None
     if zeroed and keep is not None:
         # what the first loss gives the shared value's producer is zeroed before any step uses
         # it: the detach changes no update, keeps no graph alive, and is what tutorials write
-        advice_en = (f"detach {what} where it feeds the first loss (`{zeroed}` discards what that loss gives "
-                     f"its producer before any step), or pass `retain_graph=True` to that first backward")
-        advice_zh = (f"请在 {what} 进入第一个损失的地方 detach（`{zeroed}` 会在任何 step 之前清掉该损失给它来源的"
-                     f"梯度），或给第一次 backward 加上 `retain_graph=True`")
-        fixes = [Fix({"en": f"Detach `{name}` in the first loss (`{zeroed}` discards what it gives the producer; "
-                            f"same updates)",
-                      "zh": f"在第一个损失里 detach `{name}`（`{zeroed}` 会清掉它给来源的梯度；更新不变）"},
+        advice = M.advice_detach_in_first_zeroed(what, zeroed)
+        fixes = [Fix(M.fix_detach_in_first_zeroed(name, zeroed),
                      tuple(cut), preferred=True),
-                 Fix({"en": f"Keep the graph for the second backward: `retain_graph=True` on line {line1} "
-                            f"(same gradients, more memory)",
-                      "zh": f"为第二次 backward 保留计算图：在第 {line1} 行加 `retain_graph=True`（梯度不变，内存更多）"},
+                 Fix(M.fix_retain_more_memory(line1),
                      (keep,))]
     elif cut and keep is not None:
-        fixes.append(Fix({"en": f"Detach `{name}` in the first loss (what produced it gets no gradient from "
-                                f"that loss)",
-                          "zh": f"在第一个损失里 detach `{name}`（它的来源不再从该损失得到梯度）"},
+        fixes.append(Fix(M.fix_detach_in_first(name),
                          tuple(cut)))
     return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
-                 advice_en, advice_zh, fixes, name, ctx)
+                 advice, fixes, name, ctx)
 
 
 def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx):
@@ -984,20 +680,12 @@ def _graph_not_needed(fn, attrs, own, ctx) -> bool:
     return True
 
 
-def _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct, advice_en, advice_zh,
+def _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct, advice,
           fixes, name, ctx) -> Finding:
-    msg = {
-        "en": f"`{second}` back-propagates through the graph of {what} (line {line0}), which `{first}` on line "
-              f"{line1} already freed (\"Trying to backward through the graph a second time\"); {advice_en}.",
-        "zh": f"`{second}` 要反向传播经过 {what}（第 {line0} 行）的计算图，而它已被第 {line1} 行的 `{first}` "
-              f"释放（报错 \"Trying to backward through the graph a second time\"）；{advice_zh}。",
-    }
+    msg = M.freed(second, what, line0, first, line1, advice)
     related = (
-        Related(ctx.range(node), {"en": f"the graph of {what} is built here", "zh": f"{what} 的计算图在这里构建"}),
-        Related(ctx.range(b1), {"en": "this backward frees it (no retain_graph=True)",
-                                "zh": "这次反向传播释放了它（没有 retain_graph=True）"} if direct else
-                {"en": f"`{_callee(b1)}` back-propagates through it here and frees it",
-                 "zh": f"`{_callee(b1)}` 在这里对它反向传播并释放了它"}),
+        Related(ctx.range(node), M.graph_of_built_here(what)),
+        Related(ctx.range(b1), M.frees_it(direct, _callee(b1))),
     )
     return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, tuple(fixes),
                    {"variable": name or "", "first_backward_line": line1})
@@ -1440,22 +1128,10 @@ def _passed_finding(rule, step, opt, b2, passed, owned, ctx) -> Finding:
     (param, src, modules), arg = passed
     module = "self." + sorted(modules & owned)[0]
     second = _short(b2)
-    msg = {
-        "en": f"`{second}` back-propagates through the graph `{param}` holds: the callers pass what `{src}()` "
-              f"returns, built through `{module}`, whose weights `{opt}.step()` on line {step.lineno} updates in place "
-              f"before this backward: it stops with \"one of the variables needed for gradient computation has been "
-              f"modified by an inplace operation\"; back-propagate `{param}` before the step (then the step also "
-              f"applies its gradients to `{module}`), or build it after the step.",
-        "zh": f"`{second}` 要反向传播经过 `{param}` 的计算图：调用方传入的是 `{src}()` 的返回值，它经过 `{module}` 构建，"
-              f"而第 {step.lineno} 行的 `{opt}.step()` 在这次 backward 之前原地更新了 `{module}` 的权重：会报错 "
-              f"\"one of the variables needed for gradient computation has been modified by an inplace operation\"；"
-              f"请在 step 之前对 `{param}` 反向传播（这样这次 step 也会把它对 `{module}` 的梯度用上），或在 step 之后再构建它。",
-    }
+    msg = M.passed(second, param, src, module, opt, step.lineno)
     related = (
-        Related(ctx.range(arg), {"en": f"`{param}` comes from `{src}()`, through `{module}`",
-                                 "zh": f"`{param}` 来自 `{src}()`，经过 `{module}`"}),
-        Related(ctx.range(step), {"en": f"this step updates `{module}`'s weights in place",
-                                  "zh": f"这次 step 原地更新了 `{module}` 的权重"}),
+        Related(ctx.range(arg), M.comes_from(param, src, module)),
+        Related(ctx.range(step), M.step_updates(module)),
     )
     return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, (),
                    {"variable": param, "step_line": step.lineno})
@@ -1484,36 +1160,22 @@ def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx) -> Find
     module = A.dotted(node.func) or _short(node.func)
     second = _short(b2)
     fix = _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx)
-    how_en = how_zh = ""
+    how = M.nothing()
     fixes: List[Fix] = []
     if fix is not None:
         edits, kind, names = fix
         shown = ", ".join(f"`{n}`" for n in names)
         if kind == "detach":
-            how_en = f"; compute {shown} again after the step, from the detached input (its optimizer does not update `{module}`)"
-            how_zh = f"；请在 step 之后用 detach 过的输入重新计算 {shown}（它的优化器并不更新 `{module}`）"
-            title = {"en": f"Compute {shown} again after `{opt}.step()`, from the detached input (same gradients for what the next step updates)",
-                     "zh": f"在 `{opt}.step()` 之后用 detach 的输入重新计算 {shown}（下一步要更新的参数梯度不变）"}
+            how = M.stepped_how_detached(shown, module)
+            title = M.fix_recompute_detached(shown, opt)
         else:
-            how_en = f"; compute {shown} again after the step"
-            how_zh = f"；请在 step 之后重新计算 {shown}"
-            title = {"en": f"Compute {shown} again after `{opt}.step()` (the second loss then sees the updated `{module}`)",
-                     "zh": f"在 `{opt}.step()` 之后重新计算 {shown}（第二个损失使用更新后的 `{module}`）"}
+            how = M.stepped_how_recompute(shown)
+            title = M.fix_recompute_updated(shown, opt, module)
         fixes.append(Fix(title, tuple(edits), preferred=True))
-    msg = {
-        "en": f"`{second}` back-propagates through `{_short(node)}` (line {node.lineno}), whose graph saved "
-              f"`{module}`'s weights before `{opt}.step()` on line {step.lineno} updated them in place: it stops with "
-              f"\"one of the variables needed for gradient computation has been modified by an inplace operation\""
-              f"{how_en}.",
-        "zh": f"`{second}` 要反向传播经过 `{_short(node)}`（第 {node.lineno} 行），它的计算图保存了 `{module}` 的权重，"
-              f"而第 {step.lineno} 行的 `{opt}.step()` 已原地更新了这些权重：会报错 \"one of the variables needed for "
-              f"gradient computation has been modified by an inplace operation\"{how_zh}。",
-    }
+    msg = M.stepped(second, _short(node), node.lineno, module, opt, step.lineno, how)
     related = (
-        Related(ctx.range(node), {"en": f"the graph through `{module}` is built here",
-                                  "zh": f"经过 `{module}` 的计算图在这里构建"}),
-        Related(ctx.range(step), {"en": f"this step updates `{module}`'s weights in place",
-                                  "zh": f"这次 step 原地更新了 `{module}` 的权重"}),
+        Related(ctx.range(node), M.graph_through_built_here(module)),
+        Related(ctx.range(step), M.step_updates(module)),
     )
     return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, tuple(fixes),
                    {"variable": module, "step_line": step.lineno})
