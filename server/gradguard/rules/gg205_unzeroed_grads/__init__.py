@@ -31,116 +31,11 @@ from gradguard.analysis.quiet_facts import QUIET_FACTS, ZEROES, zeroes as _zeroe
 from gradguard.analysis.summary import query
 from gradguard.rules.base import Rule
 from gradguard.rules.common import imports_torch
+from gradguard.rules.gg205_unzeroed_grads import messages as M
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import List, Optional, Set, Tuple
-
-EXPLANATION = {
-    "en": '''\
-## What it does
-Finds a training loop that calls `backward()` and updates the parameters (`optimizer.step()`, or
-`w -= lr * w.grad` by hand) in every iteration, and never zeroes the gradients:
-no `optimizer.zero_grad()`, no `model.zero_grad()`, no `p.grad = None` or `p.grad.zero_()`.
-
-## Why is this bad?
-`backward()` does not overwrite `.grad`, it *adds* to it. Without zeroing, the gradient used by
-the step of iteration `n` is the sum of the gradients of iterations `1..n`. Nothing fails: the
-loss goes down for a while, then training becomes unstable or diverges, and the learning rate
-looks like the culprit.
-
-## Example
-```python
-for x, y in loader:
-    loss = criterion(model(x), y)
-    loss.backward()
-    optimizer.step()                 # steps with the sum of every earlier gradient
-```
-
-## Fix
-Zero the gradients of what the optimizer steps once per iteration, before the backward:
-
-```python
-for x, y in loader:
-    optimizer.zero_grad()
-    loss = criterion(model(x), y)
-    loss.backward()
-    optimizer.step()
-```
-
-The quick fix inserts the zeroing call at the top of the iteration: the optimizer that steps (or,
-for a hand-written update, `w.grad = None` for each updated tensor). The first iteration's
-gradients are unchanged; every later one no longer includes the earlier ones.
-
-## FAQ
-**I accumulate gradients over several batches on purpose. Is that reported?**
-No, as long as the loop zeroes them somewhere: every `k` steps under an `if`, or only after the loop
-(then the loop only back-propagates and the step is outside it). When you accumulate on purpose,
-divide each loss by the number of accumulated batches so that the step sees their mean: where the
-step sits under `if (i + 1) % k == 0:` and no loss is divided by `k`, a hint (without a quick fix,
-since dividing changes the scale of every gradient) says so.
-
-**Does it matter whether `zero_grad()` comes before `backward()` or after `step()`?**
-No. Either place zeroes once per iteration, and both are common.
-
-**I use `torch.autograd.grad(...)`. Is that reported?**
-No: it returns the gradients instead of adding them into `.grad`, so nothing accumulates.
-
-**My zeroing is in a helper, `reset(model)`.**
-A helper defined in the same file is read; one imported from elsewhere is not. Add
-`# noqa: GG205` on the reported line if the analysis cannot see it.
-''',
-    "zh": '''\
-## 它检查什么
-找出这样的训练循环：每一轮都调用 `backward()` 并更新参数（`optimizer.step()`，或手写的
-`w -= lr * w.grad`），却从不把梯度清零：没有 `optimizer.zero_grad()`、`model.zero_grad()`，
-也没有 `p.grad = None` 或 `p.grad.zero_()`。
-
-## 为什么这是个问题
-`backward()` 不会覆盖 `.grad`，而是把梯度*累加*进去。不清零的话，第 `n` 轮的 step 用的是
-第 `1..n` 轮梯度之和。程序不会报错：损失会先下降一阵，然后训练变得不稳定甚至发散，
-看起来像是学习率的问题。
-
-## 示例
-```python
-for x, y in loader:
-    loss = criterion(model(x), y)
-    loss.backward()
-    optimizer.step()                 # 用的是之前所有梯度之和
-```
-
-## 修复
-每一轮迭代把优化器所更新参数的梯度清零一次，放在 backward 之前：
-
-```python
-for x, y in loader:
-    optimizer.zero_grad()
-    loss = criterion(model(x), y)
-    loss.backward()
-    optimizer.step()
-```
-
-快速修复会在迭代开头插入清零调用：执行 step 的那个优化器的 `zero_grad()`（手写更新时，
-对每个被更新的张量写 `w.grad = None`）。第一轮的梯度不变；之后每一轮不再包含之前的梯度。
-
-## 常见问题
-**我是有意在几个 batch 上累积梯度，会被报告吗？**
-不会，只要循环在某处清零：在 `if` 里每 `k` 步清零一次，或者只在循环之后清零（这时循环里只做
-反向传播，step 在循环外）。有意累积时，请把每个损失除以累积的 batch 数，让 step 看到的是平均值：
-如果 step 在 `if (i + 1) % k == 0:` 之下，而没有任何损失除以 `k`，会给出一个提示（没有快速修复，
-因为除法会改变所有梯度的大小）。
-
-**`zero_grad()` 放在 `backward()` 之前还是 `step()` 之后有区别吗？**
-没有。两种位置都是每轮清零一次，也都很常见。
-
-**我用的是 `torch.autograd.grad(...)`，会被报告吗？**
-不会：它把梯度作为返回值，而不是累加进 `.grad`，所以不会累积。
-
-**我的清零写在辅助函数 `reset(model)` 里。**
-同一文件里定义的辅助函数会被读取；从别处导入的不会。如果分析看不到它，请在报告的那一行
-加上 `# noqa: GG205`。
-''',
-}
 
 _OPT_NAME = re.compile(r"opt", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_|warmup", re.IGNORECASE)
@@ -152,11 +47,8 @@ class UnzeroedGrads(Rule):
     default_severity = Severity.WARNING
     needs_backprop = True
     fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # var: (optimizers made at module level), and zeroing helpers
-    title = {
-        "en": "A training loop never zeroes its gradients: each step uses the sum of all earlier ones",
-        "zh": "训练循环从不清零梯度：每次 step 用的是之前所有梯度之和",
-    }
-    explanation = EXPLANATION
+    title = M.TITLE
+    explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
         if not unit.body or not imports_torch(ctx):
@@ -326,28 +218,14 @@ def _finding(rule, loop, steps, ctx) -> Finding:
     stmt_line = node.lineno
     if kind == "optimizer":
         zero = f"{what}.zero_grad()"
-        msg = {
-            "en": f"this loop back-propagates and steps `{what}` every iteration but never zeroes the gradients: "
-                  f"`backward()` adds into `.grad`, so each step uses the sum of all earlier gradients; call "
-                  f"`{zero}` once per iteration.",
-            "zh": f"这个循环每一轮都反向传播并执行 `{what}` 的 step，却从不清零梯度：`backward()` 会累加进 "
-                  f"`.grad`，于是每次 step 用的是之前所有梯度之和；请每轮调用一次 `{zero}`。",
-        }
+        msg = M.never_zeroed(what, zero)
         lines = [zero]
     else:
         bases = []
         for _, k, b in steps:
             if k == "manual" and b not in bases:
                 bases.append(b)
-        names = ", ".join(f"`{b}`" for b in bases)
-        grads = ", ".join(f"`{b}.grad`" for b in bases)
-        msg = {
-            "en": f"this loop back-propagates and updates {names} by hand from {grads} every iteration but never "
-                  f"resets the gradients: `backward()` adds into `.grad`, so each update uses the sum of all earlier "
-                  f"gradients; reset them once per iteration.",
-            "zh": f"这个循环每一轮都反向传播并用 {grads} 手动更新 {names}，却从不清零梯度：`backward()` 会累加进 "
-                  f"`.grad`，于是每次更新用的是之前所有梯度之和；请每轮把它们清零一次。",
-        }
+        msg = M.never_reset(bases)
         lines = [f"{b}.grad = None" for b in bases]
         loop_vars = set(A.target_names(loop.target)) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
         if any(b.split(".")[0] in loop_vars for b in bases):
@@ -355,10 +233,8 @@ def _finding(rule, loop, steps, ctx) -> Finding:
     fixes = []
     edit = _insert_at_top(loop, lines, ctx) if lines else None
     if edit is not None:
-        fixes.append(Fix({"en": f"Zero the gradients at the top of the iteration: `{'; '.join(lines)}`",
-                          "zh": f"在每轮迭代开头清零梯度：`{'; '.join(lines)}`"}, (edit,), preferred=True))
-    related = (Related(ctx.line_range(loop), {"en": "the loop that never zeroes them",
-                                              "zh": "从不清零梯度的循环"}),)
+        fixes.append(Fix(M.fix_zero_at_top(lines), (edit,), preferred=True))
+    related = (Related(ctx.line_range(loop), M.loop_never_zeroes()),)
     stmt = _statement_of(loop, stmt_line)
     return Finding(rule.code, ctx.line_range(stmt if stmt is not None else node), msg, rule.default_severity,
                    related, tuple(fixes), {"zero": "; ".join(lines)})
@@ -413,16 +289,10 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
     if backward is None:
         return None
     k = A.dotted(divisor) or ast.unparse(divisor)
-    msg = {
-        "en": f"gradients are accumulated over `{k}` backward passes per step, but the loss is not divided by `{k}`: "
-              f"the step sees their sum, `{k}` times the mean gradient; divide the loss by `{k}` (and keep the "
-              f"learning rate tuned for one batch).",
-        "zh": f"每次 step 之前累积了 `{k}` 次反向传播的梯度，但损失没有除以 `{k}`：step 看到的是它们的和，"
-              f"是平均梯度的 `{k}` 倍；请把损失除以 `{k}`（学习率按单个 batch 调好即可）。",
-    }
+    msg = M.accumulated_not_divided(k)
     stmt = _statement_of(loop, backward.lineno)
     return Finding(rule.code, ctx.line_range(stmt if stmt is not None else backward), msg, Severity.HINT,
-                   (Related(ctx.line_range(divisor), {"en": "the accumulation count", "zh": "累积次数"}),), (),
+                   (Related(ctx.line_range(divisor), M.accumulation_count()),), (),
                    {"accumulation": k})
 
 
