@@ -1,0 +1,235 @@
+"""GG201's words, in English and Chinese: the rule's title and explanation, the
+findings' messages (history kept across a training loop; a loop that never
+back-propagates, with or without something accumulated), related notes and fix
+titles, from the accumulated names, how they accumulate and the evaluation call
+before the loop, as written. Each function returns ``{"en": ..., "zh": ...}``, so
+a message is changed in both languages in one place.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, Optional, Sequence
+
+TITLE = {
+    "en": "A tensor with a graph is accumulated across iterations and never back-propagated",
+    "zh": "带计算图的张量在迭代之间被累积，却从未反向传播",
+}
+
+EXPLANATION = {
+    "en": '''\
+## What it does
+Finds a tensor that carries an autograd graph and is accumulated across the iterations of a loop
+without ever being back-propagated: `total_loss += loss`, a running average
+`running = 0.9 * running + 0.1 * loss`, `losses.append(loss)` or `outputs.append(out)` into a list
+that outlives the iteration. Also an evaluation loop (one that never calls `backward()`, often after
+`model.eval()`) run without `torch.no_grad()` whose outputs or losses are kept.
+
+## Why is this bad?
+A tensor computed from parameters remembers how it was computed. `total_loss + loss` is a new
+tensor whose graph holds the previous `total_loss` *and* this iteration's `loss`, so after `N`
+iterations the accumulator holds `N` iterations' graphs, with every intermediate tensor they still
+reference. Nothing fails: the program trains, memory grows with every step, and a long run ends in
+an out-of-memory error far from the line that caused it. PyTorch's own FAQ calls this "accumulating
+history across your training loop". `model.eval()` does not help: it changes dropout and batch
+norm, not graph recording; only `torch.no_grad()` (or `torch.inference_mode()`) stops it.
+
+## Example
+```python
+total_loss = 0
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss          # keeps every iteration's graph
+print(total_loss.item() / len(loader))
+```
+
+## Fix
+Accumulate a Python number (and read it as one later), or a detached tensor:
+
+```python
+    total_loss += loss.item()
+print(total_loss / len(loader))
+
+    outputs.append(out.detach())
+```
+
+An evaluation loop is wrapped in `torch.no_grad()`, which builds no graph at all and is faster. An
+evaluation loop that keeps only numbers does not grow, but still builds a graph per batch for
+nothing: that one gets a hint with the same fix.
+
+```python
+model.eval()
+with torch.no_grad():
+    for x, y in val_loader:
+        val_loss += criterion(model(x), y)
+```
+
+The quick fix uses `.item()` when the accumulator starts as a Python number and holds a loss, and
+then also rewrites a later `total_loss.item()` into `total_loss`; otherwise `.detach()`, which keeps
+a tensor with the same values.
+
+## FAQ
+**I sum the losses of several chunks and call `backward()` on the sum after the loop. Is that reported?**
+No. An accumulator that reaches a `backward()` (inside the loop or after it), is returned, or is
+stored on an object is what the program means to differentiate: gradient accumulation on purpose.
+
+**Is `float(loss)` or `loss.item()` enough?**
+Yes: both give a Python number with no graph. So does `loss.detach()` (a tensor).
+
+**Does `model.eval()` stop the graph?**
+No. It switches layers such as dropout and batch norm to evaluation behaviour; autograd still
+records every operation until you enter `torch.no_grad()`.
+
+**Why is my evaluation function not reported, though it has no `no_grad`?**
+When the same file calls it inside `with torch.no_grad():` (or from a function decorated with
+`@torch.no_grad()`), nothing is recorded, and it is not reported. It is not reported either when it
+returns the accumulated tensor: its caller decides. Files that never back-propagate are not
+analysed.
+''',
+    "zh": '''\
+## 它检查什么
+找出这样的张量：它带着自动求导的计算图，在循环的各次迭代之间被不断累积，却从未被反向传播：
+`total_loss += loss`、滑动平均 `running = 0.9 * running + 0.1 * loss`、把 `loss` 或 `out`
+`append` 进一个在迭代结束后仍然存在的列表。还包括评估循环（从不调用 `backward()`，常在
+`model.eval()` 之后）：它没有放在 `torch.no_grad()` 下，却保存了输出或损失。
+
+## 为什么这是个问题
+由参数计算出来的张量会记住自己是怎么算出来的。`total_loss + loss` 是一个新张量，它的计算图
+同时挂着上一轮的 `total_loss` *和* 这一轮的 `loss`，于是 `N` 轮之后累加器持有 `N` 轮的计算图，
+以及它们仍然引用的所有中间张量。程序不会报错，照常训练，但内存每一步都在增长，长时间训练后
+以显存/内存不足告终，而出错的位置离真正的原因很远。PyTorch 官方 FAQ 把这叫作“在训练循环中
+累积历史”。`model.eval()` 不能解决：它只改变 dropout 和 batch norm 的行为，不影响计算图的
+记录；只有 `torch.no_grad()`（或 `torch.inference_mode()`）才会停止记录。
+
+## 示例
+```python
+total_loss = 0
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss          # 保留了每一轮的计算图
+print(total_loss.item() / len(loader))
+```
+
+## 修复
+累加 Python 数值（之后也按数值读取），或者累加 detach 之后的张量：
+
+```python
+    total_loss += loss.item()
+print(total_loss / len(loader))
+
+    outputs.append(out.detach())
+```
+
+评估循环放进 `torch.no_grad()`，完全不建计算图，而且更快。只保存数值的评估循环不会增长内存，
+但每个 batch 仍然白白构建计算图：对它给出一个提示（hint），修复方法相同。
+
+```python
+model.eval()
+with torch.no_grad():
+    for x, y in val_loader:
+        val_loss += criterion(model(x), y)
+```
+
+当累加器以 Python 数值开始、累加的是损失时，快速修复使用 `.item()`，并把之后的
+`total_loss.item()` 改成 `total_loss`；否则使用 `.detach()`，得到数值相同的张量。
+
+## 常见问题
+**我把几个分块的损失加起来，在循环之后对总和调用 `backward()`，会被报告吗？**
+不会。累加器如果到达了 `backward()`（在循环内或循环后）、被 `return`、或被存到对象的属性上，
+那正是程序要求导的东西：这是有意的梯度累积。
+
+**`float(loss)` 或 `loss.item()` 就够了吗？**
+够了：两者都得到没有计算图的 Python 数值。`loss.detach()`（得到张量）也可以。
+
+**`model.eval()` 会停止记录计算图吗？**
+不会。它只把 dropout、batch norm 等层切换到评估行为；在进入 `torch.no_grad()` 之前，
+autograd 仍然记录每一个操作。
+
+**我的评估函数没有 `no_grad`，为什么没有被报告？**
+如果同一个文件在 `with torch.no_grad():` 之内（或在带 `@torch.no_grad()` 装饰的函数里）调用它，
+就不会记录任何计算图，因此不报告。如果它 `return` 累积的张量，也不报告：由调用者决定。
+从不进行反向传播的文件不做分析。
+''',
+}
+
+
+def accumulated(kind: str, name: str) -> Dict[str, str]:
+    """What accumulates: ``name``, added to ("aug"), rebuilt from itself ("assign")
+    or a list appended to ("append")."""
+    return {"en": {"aug": f"`{name}`", "assign": f"`{name}`", "append": f"the list `{name}`"}[kind],
+            "zh": {"aug": f"`{name}`", "assign": f"`{name}`", "append": f"列表 `{name}`"}[kind]}
+
+
+def accumulated_names(names: Sequence[str]) -> Dict[str, str]:
+    """Several names accumulated in one loop."""
+    return {"en": ", ".join(f"`{n}`" for n in names[:-1]) + f" and `{names[-1]}`",
+            "zh": "、".join(f"`{n}`" for n in names)}
+
+
+def _after(eval_func: Optional[str]) -> Dict[str, str]:
+    if eval_func is None:
+        return {"en": "", "zh": ""}
+    return {"en": f" after `{eval_func}()`", "zh": f"（在 `{eval_func}()` 之后）"}
+
+
+def history(what: Dict[str, str]) -> Dict[str, str]:
+    """``what`` (from :func:`accumulated`) keeps every iteration's graph of a training loop."""
+    return {
+        "en": f"{what['en']} keeps the autograd graph of every iteration and is never back-propagated: memory grows "
+              f"with every iteration (\"accumulating history across the training loop\"); accumulate "
+              f"`.item()` or `.detach()` instead.",
+        "zh": f"{what['zh']} 保留了每一轮迭代的计算图，却从未被反向传播：内存随迭代不断增长"
+              f"（“在训练循环中累积历史”）；请改为累积 `.item()` 或 `.detach()`。",
+    }
+
+
+def quiet_loop(what: Dict[str, str], plural: bool, eval_func: Optional[str]) -> Dict[str, str]:
+    """``what`` keeps the graphs of a loop that never back-propagates (after a call
+    of ``eval_func``, when there is one) and runs with graph recording on."""
+    after = _after(eval_func)
+    return {
+        "en": f"{what['en']} {'keep' if plural else 'keeps'} the autograd graph of every iteration of a loop that never back-propagates"
+              f"{after['en']} and runs without `torch.no_grad()`: memory grows with every iteration; "
+              f"run the loop under `torch.no_grad()`.",
+        "zh": f"{what['zh']} 保留了一个从不反向传播的循环{after['zh']}每一轮的计算图，而这个循环没有放在 "
+              f"`torch.no_grad()` 下：内存随迭代不断增长；请在 `torch.no_grad()` 下运行这个循环。",
+    }
+
+
+def evaluation_loop(eval_func: Optional[str]) -> Dict[str, str]:
+    """An evaluation loop (after a call of ``eval_func``) builds graphs and keeps nothing."""
+    after = _after(eval_func)
+    return {
+        "en": f"this evaluation loop{after['en']} runs the model with graph recording on and back-propagates "
+              f"nothing: every iteration builds an autograd graph (and keeps activations) for nothing; run it "
+              f"under `torch.no_grad()`.",
+        "zh": f"这个评估循环{after['zh']}在记录计算图的状态下运行模型，却不做任何反向传播：每一轮都白白构建"
+              f"计算图（并保存激活值）；请在 `torch.no_grad()` 下运行它。",
+    }
+
+
+def loop_accumulated_across() -> Dict[str, str]:
+    return {"en": "the loop it accumulates across",
+            "zh": "在这个循环的各次迭代之间累积"}
+
+
+def eval_does_not_stop_recording() -> Dict[str, str]:
+    return {"en": "`eval()` does not stop graph recording",
+            "zh": "`eval()` 不会停止记录计算图"}
+
+
+def fix_no_grad() -> Dict[str, str]:
+    return {"en": "Run the loop under `torch.no_grad()`", "zh": "在 `torch.no_grad()` 下运行这个循环"}
+
+
+def fix_accumulate(method: str) -> Dict[str, str]:
+    """``method``: ``.item()`` or ``.detach()``, as the fix writes it."""
+    return {"en": f"Accumulate `{method}` of the value (no graph)",
+            "zh": f"累积数值的 `{method}`（不带计算图）"}
