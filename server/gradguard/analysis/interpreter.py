@@ -1085,11 +1085,7 @@ class GraphFlow:
         graph of every element for the next (``_peer_proof``). Syntax only, once per loop."""
         self._peer_scanned.add(id(loop))
         i = loop.target.id if isinstance(loop.target, ast.Name) else None
-        if i is None or loop.orelse or _jumps(loop.body) or _rebinds(loop.body, i):
-            return
-        shape = ast.dump(loop.iter)
-        changed = self._assigned_in_loop(loop)
-        if not self._invariant(loop.iter, loop):
+        if i is None or loop.orelse:
             return
         tops: List[ast.stmt] = []
         todo: List[ast.stmt] = list(loop.body)
@@ -1098,6 +1094,15 @@ class GraphFlow:
             tops.append(s)
             if isinstance(s, (ast.With, ast.AsyncWith)):
                 todo.extend(s.body)
+        if not any(isinstance(inner, ast.For) and isinstance(inner.target, ast.Name) and inner.target.id != i
+                   and not inner.orelse for inner in tops):
+            return  # no inner loop to read the peers by (most loops): the walks below would find nothing
+        if _jumps(loop.body) or _rebinds(loop.body, i):
+            return
+        shape = ast.dump(loop.iter)
+        changed = self._assigned_in_loop(loop)
+        if not self._invariant(loop.iter, loop):
+            return
         found: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
         for inner in tops:
             # the inner loop runs, in full, on every iteration
