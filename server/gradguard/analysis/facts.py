@@ -1023,10 +1023,14 @@ def _call_args(stmt: ast.stmt) -> Iterable[Fact]:
                 if bound:
                     found.setdefault(m, set()).add((ctors.get(recv, ""), recv, tuple(bound)))
             if isinstance(s, ast.Assign):
-                for t in s.targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            made.pop(n.id, None)
+                if made:  # (nothing made yet: nothing to forget; most statement lists)
+                    for t in s.targets:
+                        if t.__class__ is ast.Name:
+                            made.pop(t.id, None)
+                            continue
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name):
+                                made.pop(n.id, None)
                 if len(s.targets) == 1 and recv is not None and m is not None:
                     t = s.targets[0]
                     if isinstance(t, ast.Name):
@@ -1152,16 +1156,18 @@ def _requires_grad_facts(stmt: ast.stmt) -> List[Fact]:
     rg_names: set = set()
     returns: List[ast.Return] = []
     calls: List[ast.Call] = []
+    Call, Assign, Return, Name = ast.Call, ast.Assign, ast.Return, ast.Name
     for n in A.walk_all_list(stmt):  # ast.walk's order, without ctx nodes (one walk for both sources)
-        if isinstance(n, ast.Call):
-            if isinstance(n.func, ast.Name) and n.func.id not in _BUILTINS and (n.args or n.keywords):
-                calls.append(n)
-        elif isinstance(n, ast.Assign):
-            if is_requires_grad_expr(n.value):
-                for t in n.targets:
+        cls = n.__class__  # (a parsed tree's nodes are of these exact classes: no isinstance chain per node)
+        if cls is Call:
+            if n.func.__class__ is Name and n.func.id not in _BUILTINS and (n.args or n.keywords):  # type: ignore[attr-defined]
+                calls.append(n)  # type: ignore[arg-type]
+        elif cls is Assign:
+            if is_requires_grad_expr(n.value):  # type: ignore[attr-defined]
+                for t in n.targets:  # type: ignore[attr-defined]
                     rg_names.update(_bound(t))
-        elif isinstance(n, ast.Return) and is_fn:
-            returns.append(n)
+        elif cls is Return and is_fn:
+            returns.append(n)  # type: ignore[arg-type]
     if isinstance(stmt, ast.Assign) and is_requires_grad_expr(stmt.value):
         for t in stmt.targets:
             for name in _bound(t):

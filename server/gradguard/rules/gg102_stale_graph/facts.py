@@ -46,20 +46,24 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     calls: List[ast.Call] = []
     has_bw = False
     saves_cls = False
+    Attribute, Call, Assign, Name = ast.Attribute, ast.Call, ast.Assign, ast.Name
     for n in A.walk_all_list(stmt):  # ast.walk's order, without ctx nodes (one walk for both sources)
-        if isinstance(n, ast.Attribute):
-            if n.attr == "grad" and isinstance(n.value, ast.Name):
-                grad_names.add(n.value.id)
-        elif isinstance(n, ast.Call):
-            if isinstance(n.func, ast.Name) and n.func.id not in S.BUILTIN_NAMES and (n.args or n.keywords):
-                calls.append(n)
-            elif isinstance(n.func, ast.Attribute) and n.func.attr in K.BACKWARD_METHODS:
+        cls = n.__class__  # (a parsed tree's nodes are of these exact classes: no isinstance chain per node)
+        if cls is Attribute:
+            if n.attr == "grad" and n.value.__class__ is Name:  # type: ignore[attr-defined]
+                grad_names.add(n.value.id)  # type: ignore[attr-defined]
+        elif cls is Call:
+            func = n.func  # type: ignore[attr-defined]
+            if func.__class__ is Name and func.id not in S.BUILTIN_NAMES and (n.args or n.keywords):  # type: ignore[attr-defined]
+                calls.append(n)  # type: ignore[arg-type]
+            elif func.__class__ is Attribute and func.attr in K.BACKWARD_METHODS:
                 has_bw = True
-        elif isinstance(n, ast.Assign):
-            if is_cls and isinstance(n.value, ast.Call):
-                callee = n.value.func
+        elif cls is Assign and is_cls:
+            value = n.value  # type: ignore[attr-defined]
+            if isinstance(value, ast.Call):
+                callee = value.func
                 last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
-                for t in n.targets:
+                for t in n.targets:  # type: ignore[attr-defined]
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                         if last == "Parameter":
                             out.append((f"gg102:paramattr:{t.attr}", True))
