@@ -570,15 +570,7 @@ def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx):
     if len(re.findall(r"\.\s*" + re.escape(m1) + r"\s*\(", text)) != 1:
         return None  # called elsewhere too: the detach would change what those calls learn
     zeroed = None
-    after = False
-    for s in stmts:
-        if s is s1:
-            after = True
-            continue
-        if not after:
-            continue
-        if any(n is b2 for n in ast.walk(s)):
-            break
+    for s in _strictly_between(stmts, s1, b2):
         for call, opt in _step_calls(s):
             owned = _owned(opt, ctx)
             if not owned or producers & owned:
@@ -1335,13 +1327,9 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
     return (edits, nxt) if edits else None
 
 
-def _producer_zeroed(stmts, s1, b2, shared, ctx) -> Optional[str]:
-    """``optG.zero_grad()`` (an optimizer built from the shared value's producer) or
-    ``G.zero_grad()`` between the two backward calls: the producer's gradients from
-    the first loss are discarded before any step could use them. The call, or None."""
-    producers = {_module_name(t[1]) for t in shared}
-    if None in producers:
-        return None
+def _strictly_between(stmts, s1, b2) -> Iterator[ast.stmt]:
+    """The statements of ``stmts`` after ``s1`` and before the one that holds the
+    second backward ``b2`` (all of them after ``s1`` when none holds it)."""
     after = False
     for s in stmts:
         if s is s1:
@@ -1350,7 +1338,18 @@ def _producer_zeroed(stmts, s1, b2, shared, ctx) -> Optional[str]:
         if not after:
             continue
         if any(n is b2 for n in ast.walk(s)):
-            return None
+            return
+        yield s
+
+
+def _producer_zeroed(stmts, s1, b2, shared, ctx) -> Optional[str]:
+    """``optG.zero_grad()`` (an optimizer built from the shared value's producer) or
+    ``G.zero_grad()`` between the two backward calls: the producer's gradients from
+    the first loss are discarded before any step could use them. The call, or None."""
+    producers = {_module_name(t[1]) for t in shared}
+    if None in producers:
+        return None
+    for s in _strictly_between(stmts, s1, b2):
         if not isinstance(s, ast.Expr) or not isinstance(s.value, ast.Call):
             continue  # an unconditional statement of its own, nothing nested
         call = s.value
