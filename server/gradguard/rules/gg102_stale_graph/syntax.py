@@ -65,16 +65,8 @@ def attr_name(node: ast.AST) -> Optional[str]:
 
 
 def bound_names(target: ast.AST) -> List[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        out: List[str] = []
-        for e in target.elts:
-            out.extend(bound_names(e))
-        return out
-    if isinstance(target, ast.Starred):
-        return bound_names(target.value)
-    return []
+    """The plain names an assignment target binds (``self.x`` and subscripts left out)."""
+    return [n for n in A.target_names(target) if "." not in n]
 
 
 def assigned_and_loaded(stmts: Sequence[ast.stmt]) -> Tuple[Set[str], Set[str]]:
