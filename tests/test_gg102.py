@@ -366,7 +366,7 @@ def test_unknown_operation_is_a_warning_naming_it():
         """
         import torch
         def featurize(t):
-            return t
+            return t * 2
         X = torch.randn(4, 3, requires_grad=True)
         Y = featurize(X)
         lin = torch.nn.Linear(3, 1)
@@ -377,6 +377,24 @@ def test_unknown_operation_is_a_warning_naming_it():
     f = only(source)
     assert f.severity is Severity.WARNING
     assert "`featurize()`" in f.message_in("en") and "crashes if" in f.message_in("en")
+
+
+def test_a_helper_handing_back_its_argument_builds_no_graph():
+    # featurize(X) is X itself, a leaf: each iteration's Y[:, :1] builds a new graph
+    # from it, and the loop trains (run under torch: three iterations, no error)
+    source = src(
+        """
+        import torch
+        def featurize(t):
+            return t
+        X = torch.randn(4, 3, requires_grad=True)
+        Y = featurize(X)
+        lin = torch.nn.Linear(3, 1)
+        for i in range(3):
+            ((lin(X) - Y[:, :1]) ** 2).sum().backward()
+        """
+    )
+    assert gg102(source) == []
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ from gradguard.analysis.context import unit_words
 from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
 from gradguard.rules.base import Rule
+from gradguard.rules.common import unit_trace
 from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import messages as M
 from gradguard.rules.gg102_stale_graph import syntax as S
@@ -445,26 +446,16 @@ class _Analysis(LoopTaint):
             return
         if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):  # type: ignore[attr-defined]
             return  # the body runs at most once: nothing is back-propagated a second time
-        if not any(isinstance(c, ast.Call) and (A.is_backward_call(c, self.ctx) or self._fn_fact("bw", c))
-                   for c in A.block_nodes(loop.body)):  # type: ignore[attr-defined]
-            return
         assigned = S.assigned_in(loop.body)  # type: ignore[attr-defined]
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             assigned |= set(S.bound_names(loop.target))
         cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and not v.holder and n not in assigned}
         if not cands:
             return
-        taint: Dict[str, Set[str]] = {n: {n} for n in cands}
-        if isinstance(loop, (ast.For, ast.AsyncFor)):
-            t = self._taint(loop.iter, taint) & set(cands)
-            for n in S.bound_names(loop.target):
-                taint[n] = set(t)
-        backs: Dict[int, Tuple[ast.Call, bool, Set[str]]] = {}
-        for _ in range(2):  # twice: values carried from one iteration into the next
-            self._taint_block(loop.body, taint, backs, 0)  # type: ignore[attr-defined]
-        for cand in sorted(cands, key=lambda n: (self._first_line(cands[n]), n)):
-            reaching = [(c, keep) for c, keep, t in backs.values() if cand in t]
-            if not reaching or _own_elements_only(loop, cand, cands[cand]):
+        backs = self._trace_backs(loop, cands)
+        for cand in sorted(backs, key=lambda n: (self._first_line(cands[n]), n)):
+            reaching = backs[cand]
+            if _own_elements_only(loop, cand, cands[cand]):
                 continue
             freeing = [c for c, keep in reaching if not keep]
             if not freeing:
@@ -483,6 +474,69 @@ class _Analysis(LoopTaint):
                     continue
                 self.reported.add(key)
                 self.hits.append(_Hit(var, g, loop, freeing[0]))
+
+    def _trace_backs(self, loop: ast.stmt, cands: Dict[str, Graph]) -> Dict[str, List[Tuple[ast.Call, bool]]]:
+        """Which backward calls of ``loop`` reach each candidate (a graph alive at loop
+        entry that the loop never rebinds), with whether each keeps its graph: the
+        shared interpreter's trace (``unit_trace``) has, at the loop's entry, the graph
+        tokens each name holds and, at each backward event, those its loss reaches.
+        A candidate counts only where the loop reads it (an upstream value of what it
+        reads shares its graph but is not reused by name; it is reported, if ever, as
+        the value read). ``backward(inputs=...)`` and ``autograd.grad(outputs,
+        inputs)`` run only the part of the graph leading to those inputs: they count
+        for a candidate whose sources are named among the inputs."""
+        flow = unit_trace(self.unit, self.ctx)
+        entry = flow.loop_entries.get(id(loop)) if flow is not None else None
+        if flow is None or not entry:
+            return {}
+        nodes = A.block_nodes(loop.body)  # type: ignore[attr-defined]
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            nodes = list(A.iter_nodes(loop.iter)) + nodes
+        inside = set()
+        read = set()
+        Name, Attribute, Call, Load = ast.Name, ast.Attribute, ast.Call, ast.Load
+        for n in nodes:
+            k = n.__class__
+            if k is Call:
+                inside.add(id(n))
+            elif k is Name:
+                if n.ctx.__class__ is Load:  # type: ignore[attr-defined]
+                    read.add(n.id)  # type: ignore[attr-defined]
+            elif k is Attribute and n.value.__class__ is Name and n.ctx.__class__ is Load:  # type: ignore[attr-defined]
+                read.add(f"{n.value.id}.{n.attr}")  # type: ignore[attr-defined]
+        if not read.intersection(cands):
+            return {}
+        events: Dict[int, Tuple[ast.Call, bool, frozenset, Optional[Set[str]]]] = {}
+        for ev in flow.events:  # (a loop body is walked twice: an event per walk)
+            c = ev.call
+            if id(c) not in inside:
+                continue
+            prev = events.get(id(c))
+            if prev is not None:
+                events[id(c)] = (c, prev[1], prev[2] | ev.loss.taints, prev[3])
+                continue
+            inputs: Optional[Set[str]] = None
+            if A.is_backward_call(c, self.ctx):
+                if S.kw(c, "inputs") is not None:
+                    continue
+                if self.ctx.qualify(c.func) == "torch.autograd.grad":
+                    given = c.args[1] if len(c.args) > 1 else (S.kw(c, "inputs").value if S.kw(c, "inputs") else None)  # type: ignore[union-attr]
+                    inputs = {n.id for n in S.walk_no_scopes(given) if isinstance(n, ast.Name)} if given is not None \
+                        else set()
+            events[id(c)] = (c, ev.retain, ev.loss.taints, inputs)
+        out: Dict[str, List[Tuple[ast.Call, bool]]] = {}
+        for name, g in cands.items():
+            if name not in read:
+                continue
+            v = entry.get(name)
+            toks = v.graph_tokens() if v is not None else frozenset()
+            if not toks:
+                continue
+            got = [(c, keep) for c, keep, t, inputs in events.values()
+                   if toks & t and (inputs is None or any(s.name in inputs for s in g.sources))]
+            if got:
+                out[name] = got
+        return out
 
     @staticmethod
     def _first_line(g: Graph) -> int:
@@ -514,6 +568,36 @@ class _Analysis(LoopTaint):
                     continue
                 self.reported.add(key)
                 self.hits.append(_Hit(var, g, s, c, via=c.func.id))  # type: ignore[attr-defined]
+
+    def _trace_call_reach(self, c: ast.Call) -> List[str]:
+        """The graphs alive at ``c`` (a call of a function whose own loop back-propagates
+        what it is passed) that its arguments bring into that loop's backward, by the
+        shared interpreter's trace (``GraphFlow.callee_loops``), names the call reads."""
+        flow = unit_trace(self.unit, self.ctx)
+        loss: frozenset = frozenset()
+        entry = None
+        for cl in flow.callee_loops if flow else ():
+            if cl.call is c:
+                loss |= cl.loss.taints
+                if entry is None:
+                    entry = cl.entry
+        if entry is None:
+            return []
+        read = set()
+        for n in S.walk_no_scopes(c):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                read.add(n.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+                read.add(f"{n.value.id}.{n.attr}")
+        reached: List[str] = []
+        for cand in sorted(read):
+            v, g = entry.get(cand), self.env.get(cand)
+            if v is None or not isinstance(g, Graph) or g.holder or not (v.graph_tokens() & loss):
+                continue
+            for var in g.carried or (cand,):
+                if var not in reached:
+                    reached.append(var)
+        return reached
 
     def _frozen_params_loop(self, s) -> bool:
         """``for p in m.parameters(): p.requires_grad = False`` (or ``_(False)``)."""
