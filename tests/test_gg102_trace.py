@@ -367,3 +367,27 @@ for step in range(3):
 """, monkeypatch)
     freeing = [ev for ev in flow.events if not ev.retain and ev.in_loop]
     assert bool(freeing) is frees
+
+
+@pytest.mark.parametrize(
+    "body, found",
+    [
+        ("loss = ((model(X) - Y) ** 2).mean()\n        loss.backward()", ("X", "Y")),  # 全局张量
+        ("loss = ((model(X) - Y.detach()) ** 2).mean()\n        loss.backward()", ("X",)),
+        ("loss = ((model(X) - Y) ** 2).mean()\n        loss.backward(retain_graph=True)", ()),
+        ("Y = X * 2\n        loss = ((model(X) - Y) ** 2).mean()\n        loss.backward()", ("X",)),  # a local Y
+        ("loss = ((model(torch.ones(2, 3)) - 1.0) ** 2).mean()\n        loss.backward()", ()),
+        ("with torch.no_grad():\n            out = model(X) - Y", ()),  # nothing back-propagated
+    ],
+)
+def test_a_function_records_the_globals_its_own_loop_back_propagates(body, found):
+    from gradguard.analysis.facts import summarize_graph_facts
+
+    tree = ast.parse(f"""
+def train(epochs):
+    for _ in range(epochs):
+        {body}
+""")
+    facts = dict(summarize_graph_facts(tree.body[0]))
+    # model is only called: never marked; torch is an alias
+    assert facts["fn:train"].loop_backward_globals == found

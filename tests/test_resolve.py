@@ -484,13 +484,12 @@ STALE_LABEL = textwrap.dedent('''\
 
 def test_an_imported_training_loop_that_back_propagates_through_its_helper(tmp_path):
     """GG102 across files: train()'s loop back-propagates through step() of its
-    own module; the importing file gets the composed bwloop fact, never the
-    names it was composed from."""
+    own module; the importing file gets train()'s facts with that composed
+    (``loop_backward``), never the names it was composed from (``loop_delegates``)."""
     root = _project(tmp_path, **{"trainutil.py": TRAINUTIL, "main.py": STALE_LABEL})
     facts = resolve_external_facts(STALE_LABEL, str(root / "main.py"), str(root))
-    assert not any(k.startswith("gg102:bwcalls:") for k in facts)
-    params, globs = facts["gg102:bwloop:train"]
-    assert {0, 2, 3} <= set(params) and globs == ()
+    train = facts["fn:train"]
+    assert {2, 3} <= train.loop_backward and train.loop_delegates == () and train.loop_backward_globals == ()
     found = check_source(STALE_LABEL, str(root / "main.py"), external_facts=facts).findings
     assert [(f.code, f.range.start.line) for f in found] == [("GG102", 5)]
     assert check_source(STALE_LABEL, str(root / "main.py")).findings == ()  # nothing known without the facts
@@ -522,3 +521,39 @@ def test_one_list_of_libraries_that_are_never_the_users():
                       ("import torch\nimport utils", True), ("from .models import Net", True)):
         assert resolve_needed(src) is user, src
     assert not _is_external_module("utils", 0) and not _is_external_module("torch", 1)
+
+
+GLOBAL_TRAIN = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+
+    X = torch.rand(8, 3)
+    Y = torch.rand(8, 1)
+    model = nn.Linear(3, 1)
+
+
+    def train(epochs=3):
+        for _ in range(epochs):
+            ((model(X) - Y) ** 2).mean().backward()
+''')
+
+STALE_GLOBAL = textwrap.dedent('''\
+    import torch
+    from trainglobal import train
+
+    X = torch.rand(8, 3, requires_grad=True)
+    Y = X @ torch.ones(3, 1)  # 这个 Y 不是 trainglobal 的 Y
+    train()
+''')
+
+
+def test_the_globals_an_imported_loop_back_propagates_are_its_own_modules(tmp_path):
+    """train()'s loop back-propagates its own module's X and Y; the importing file's
+    X and Y are other variables: no GG102 there (it trains: train() never reads them)."""
+    root = _project(tmp_path, **{"trainglobal.py": GLOBAL_TRAIN, "main.py": STALE_GLOBAL})
+    facts = resolve_external_facts(STALE_GLOBAL, str(root / "main.py"), str(root))
+    assert facts["fn:train"].calls_backward and facts["fn:train"].loop_backward_globals == ()
+    assert [f.code for f in check_source(STALE_GLOBAL, str(root / "main.py"), external_facts=facts).findings] == []
+    same_file = GLOBAL_TRAIN.replace("X = torch.rand(8, 3)", "X = torch.rand(8, 3, requires_grad=True)").replace(
+        "Y = torch.rand(8, 1)", "Y = X @ torch.ones(3, 1)") + "\n\ntrain()\n"
+    assert [(f.code, f.data["variable"]) for f in check_source(same_file, "t.py").findings] == [("GG102", "Y")]

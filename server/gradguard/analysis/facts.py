@@ -265,6 +265,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
     loop_backward, loop_delegates = _loop_backward(fn, names, g)
+    loop_globals: Tuple[str, ...] = ()
+    if not method and not no_grad and any(ev.in_loop and not ev.retain for ev in g.events):
+        loop_globals = _loop_backward_globals(fn, resolver, env, names)
     detaches = bool(names) and bool(rets) and not ret.graph and not ret.params and (
         returns is None or all(not p.graph and not p.params for p in returns)
     )
@@ -286,6 +289,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         loop_backward=loop_backward,
         loop_delegates=loop_delegates,
         loop_backward_attrs=loop_attrs,
+        loop_backward_globals=loop_globals,
     )
 
 
@@ -336,6 +340,44 @@ def _loop_backward_attrs(fn: ast.AST, resolver: interp.Resolver, self_obj: str, 
     found = {tok[1][5:] for ev in t.events if ev.in_loop and not ev.retain for tok in ev.loss.taints
              if tok[0] == "A" and tok[1].startswith("self.") and tok[1] not in assigned}
     return tuple(sorted(found))
+
+
+def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env, names: Tuple[str, ...]) -> Tuple[str, ...]:
+    """``FnFacts.loop_backward_globals``: a run that marks each module-level name the
+    function reads as a value and never binds (``("A", name)``), and the marks that
+    reach a backward freeing its graph in a loop. Names the function calls only
+    (``range``, ``train_step``), builtins and torch's usual aliases are not marked."""
+    bound = set(names)
+    loaded = set()
+    called = set()
+    for n in A.body_nodes(fn):
+        k = n.__class__
+        if k is ast.Name:
+            if n.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+                loaded.add(n.id)  # type: ignore[attr-defined]
+            else:
+                bound.add(n.id)  # type: ignore[attr-defined]
+        elif k is ast.Call and n.func.__class__ is ast.Name:  # type: ignore[attr-defined]
+            called.add(n.func.id)  # type: ignore[attr-defined]
+        elif k is ast.Global or k is ast.Nonlocal:
+            bound.update(n.names)  # type: ignore[attr-defined]
+    a = fn.args  # type: ignore[attr-defined]
+    bound.update(x.arg for x in a.kwonlyargs)
+    bound.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
+    marked = sorted(n for n in loaded - bound - called if n not in _BUILTINS and n not in A.DEFAULT_ALIASES)
+    if not marked:
+        return ()
+    run_env = dict(env)
+    for n in marked:
+        run_env[n] = V.Val(frozenset({("A", n)}))
+    t = interp.GraphFlow(resolver, find_carries=False)
+    try:
+        t.run(fn.body, run_env)  # type: ignore[attr-defined]
+    except RecursionError:
+        return ()
+    found = {tok[1] for ev in t.events if ev.in_loop and not ev.retain for tok in ev.loss.taints
+             if tok[0] == "A" and tok[1] in run_env}
+    return tuple(n for n in marked if n in found)
 
 
 def _loop_backward(fn: ast.AST, names: Tuple[str, ...], g: interp.GraphFlow):
@@ -1207,25 +1249,34 @@ def requires_grad_argument(summary, fn: str, i: int, name: str) -> bool:
 
 
 def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
-    """``FnFacts.delegates`` name functions of the *defining* module, which the
-    importing file would look up among its own names: fold them where they are
-    defined. A delegate that back-propagates makes the function back-propagate
-    the parameters that reach it. Method facts of a class likewise."""
+    """``FnFacts.delegates`` (and ``loop_delegates``) name functions of the *defining*
+    module, which the importing file would look up among its own names: fold them
+    where they are defined. A delegate that back-propagates makes the function
+    back-propagate the parameters that reach it (in its own loop: ``loop_backward``).
+    Method facts of a class likewise. The globals a loop back-propagates
+    (``loop_backward_globals``) are the defining module's: not exported."""
     out = dict(facts)
     for prefix in ("fn", "class"):
         if prefix in out:
             out[prefix] = _fold_delegates(out[prefix], lookup, 0, frozenset({name}))
+    fn = out.get("fn")
+    if isinstance(fn, V.FnFacts) and fn.loop_backward_globals:
+        # names of the defining module's globals: the importing file's names of the same
+        # spelling are other variables
+        out["fn"] = replace(fn, loop_backward_globals=())
     return out
 
 
 def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> object:
     if isinstance(value, V.ClassFacts) and any(m.delegates for _, m in value.methods):
         return replace(value, methods=tuple((n, _fold_delegates(m, lookup, depth, seen)) for n, m in value.methods))
-    if not isinstance(value, V.FnFacts) or not value.delegates:
+    if not isinstance(value, V.FnFacts) or not (value.delegates or value.loop_delegates):
         return value
     calls_backward, bparams = value.calls_backward, set(value.backward_params)
     retains = value.backward_retains if calls_backward else True  # every backward so far retains
+    loop_params = set(value.loop_backward)
     if not value.no_grad and depth < interp.DELEGATION_DEPTH:
+        folded_by_name: Dict[str, V.FnFacts] = {}
         for callee, argsets, kwsets in value.delegates:
             if callee in seen:
                 continue
@@ -1234,15 +1285,24 @@ def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> objec
                 continue
             folded = _fold_delegates(inner, lookup, depth + 1, seen | {callee})
             assert isinstance(folded, V.FnFacts)  # a function's facts fold into a function's facts
-            inner = folded
+            inner = folded_by_name[callee] = folded
             if inner.calls_backward and not inner.no_grad:
                 calls_backward = True
                 retains = retains and inner.backward_retains
                 named = dict(kwsets)
                 for j in inner.backward_params:
                     bparams |= inner.argument(j, argsets, named, frozenset())
+        # a callee its loop calls that back-propagates (without retaining) what it is
+        # passed: those parameters reach a backward in the function's own loop
+        for callee, argsets, kwsets in value.loop_delegates:
+            got = folded_by_name.get(callee)
+            if got is not None and got.calls_backward and not got.no_grad and not got.backward_retains:
+                named = dict(kwsets)
+                for j in got.backward_params:
+                    loop_params |= got.argument(j, argsets, named, frozenset())
     return replace(value, calls_backward=calls_backward, backward_params=frozenset(bparams),
-                   backward_retains=calls_backward and retains, delegates=())
+                   backward_retains=calls_backward and retains, delegates=(),
+                   loop_backward=frozenset(loop_params), loop_delegates=())
 
 
 # The facts of this module, as one source: GG101 and GG102 read them, and the

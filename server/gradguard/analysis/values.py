@@ -268,6 +268,11 @@ class FnFacts:
     # (not retaining its graph) in a loop of its own: a graph another method (``__init__``)
     # left there is freed by the first iteration and reached again by the next
     loop_backward_attrs: Tuple[str, ...] = ()
+    # (module-level functions) the module-level names the function reads and never binds
+    # that reach a backward (not retaining its graph) in a loop of its own: a graph the
+    # module built there before the call is freed by the first iteration and reached by
+    # the next (``train(epochs)`` looping over ``loss(model(X), Y).backward()``)
+    loop_backward_globals: Tuple[str, ...] = ()
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,

@@ -35,6 +35,7 @@ from gradguard.analysis import ast_util as A
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import summary as _summary
+from gradguard.analysis import values as V
 from gradguard.analysis.context import unit_words
 from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
@@ -47,7 +48,6 @@ from gradguard.rules.gg102_stale_graph.facts import (GG102_FACTS, grad_read_name
                                                      method_names, module_class_saves)
 from gradguard.rules.gg102_stale_graph.fixes import Fixes
 from gradguard.rules.gg102_stale_graph.lattice import Graph, Leaf, Mod, Src
-from gradguard.rules.gg102_stale_graph.taint import LoopTaint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -108,9 +108,11 @@ class _Hit:
     remote_body: Optional[Position] = None  # start of the first statement of that method's loop body
 
 
-class _Analysis(LoopTaint):
+class _Analysis:
     def __init__(self, unit, ctx):
-        super().__init__(unit, ctx)
+        self.unit = unit
+        self.ctx = ctx
+        self.env: Dict[str, object] = {}
         self.nograd = 0
         self.order = 0
         self.hits: List[_Hit] = []
@@ -544,19 +546,29 @@ class _Analysis(LoopTaint):
 
     def _check_call(self, s: ast.stmt):
         """``train(model, X, Y)`` where ``train`` loops and back-propagates through
-        its ``Y`` (or a global it reads): the stale graph is reused inside the callee's loop."""
+        its ``Y`` (or, called from module level, a global it reads): the stale graph
+        is reused inside the callee's loop. Which arguments reach that loop's backward
+        is the shared interpreter's (``GraphFlow.callee_loops``, from the callee's
+        ``FnFacts.loop_backward``/``loop_delegates``); which globals, the callee's
+        ``FnFacts.loop_backward_globals``."""
         if self.nograd:
             return
         for c in S.walk_no_scopes(s):
-            if not isinstance(c, ast.Call):
+            if not isinstance(c, ast.Call) or not isinstance(c.func, ast.Name) or c.func.id in self.env:
                 continue
-            fact = self._fn_fact("bwloop", c)
-            if fact is None:
+            facts = self.ctx.summary.get(f"fn:{c.func.id}")
+            if not isinstance(facts, V.FnFacts) or facts.no_grad or not (
+                    facts.loop_backward or facts.loop_delegates or facts.loop_backward_globals):
                 continue
-            taint = {n: {n} for n, v in self.env.items() if isinstance(v, Graph) and not v.holder}
-            reached = []
-            for cand in sorted(self._fact_taint(fact, c, taint)):
-                for var in self.env[cand].carried or (cand,):  # type: ignore[attr-defined]
+            cands = set(self._trace_call_reach(c))
+            if self.unit.kind == "module":
+                cands.update(n for n in facts.loop_backward_globals if isinstance(self.env.get(n), Graph))
+            reached: List[str] = []
+            for cand in sorted(cands):
+                g = self.env[cand]
+                if not isinstance(g, Graph) or g.holder:
+                    continue
+                for var in g.carried or (cand,):
                     if var not in reached:
                         reached.append(var)
             for var in reached:
@@ -567,37 +579,35 @@ class _Analysis(LoopTaint):
                 if key in self.reported:
                     continue
                 self.reported.add(key)
-                self.hits.append(_Hit(var, g, s, c, via=c.func.id))  # type: ignore[attr-defined]
+                self.hits.append(_Hit(var, g, s, c, via=c.func.id))
 
     def _trace_call_reach(self, c: ast.Call) -> List[str]:
-        """The graphs alive at ``c`` (a call of a function whose own loop back-propagates
-        what it is passed) that its arguments bring into that loop's backward, by the
-        shared interpreter's trace (``GraphFlow.callee_loops``), names the call reads."""
+        """The names ``c`` reads (a call of a function whose own loop back-propagates
+        what it is passed) that hold, by the lattice, a graph and, by the shared
+        interpreter's trace (``GraphFlow.callee_loops``), a graph its arguments bring
+        into that loop's backward."""
         flow = unit_trace(self.unit, self.ctx)
         loss: frozenset = frozenset()
         entry = None
-        for cl in flow.callee_loops if flow else ():
+        for cl in flow.callee_loops if flow is not None else ():
             if cl.call is c:
                 loss |= cl.loss.taints
                 if entry is None:
                     entry = cl.entry
         if entry is None:
             return []
-        read = set()
+        out = []
         for n in S.walk_no_scopes(c):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                read.add(n.id)
+                name = n.id
             elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
-                read.add(f"{n.value.id}.{n.attr}")
-        reached: List[str] = []
-        for cand in sorted(read):
-            v, g = entry.get(cand), self.env.get(cand)
-            if v is None or not isinstance(g, Graph) or g.holder or not (v.graph_tokens() & loss):
+                name = f"{n.value.id}.{n.attr}"
+            else:
                 continue
-            for var in g.carried or (cand,):
-                if var not in reached:
-                    reached.append(var)
-        return reached
+            v = entry.get(name)
+            if v is not None and isinstance(self.env.get(name), Graph) and v.graph_tokens() & loss and name not in out:
+                out.append(name)
+        return out
 
     def _frozen_params_loop(self, s) -> bool:
         """``for p in m.parameters(): p.requires_grad = False`` (or ``_(False)``)."""

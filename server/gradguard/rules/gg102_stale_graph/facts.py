@@ -6,8 +6,6 @@ Keys, each written by :func:`_gg102_facts` for one top-level statement:
   ``gg102:paramattr:<a>`` / ``gg102:modattr:<a>``: some class sets ``self.a = nn.Parameter(...)``
   / ``self.a = SomeModule(...)``; (a class's bases are the shared ``class:<C>`` fact's);
 - ``gg102:gradread:<x>``: ``x.grad`` is read;
-- ``gg102:bw:<f>``, ``gg102:bwloop:<f>``, ``gg102:bwcalls:<f>``: what a function back-propagates
-  (anywhere, in a loop, through the functions it calls): :func:`_backprop_facts`;
 - ``gg102:attrloop:<C>``: the ``self.<attr>`` graphs a method's loop reuses: :func:`_class_attr_loops`.
 """
 
@@ -16,13 +14,12 @@ from __future__ import annotations
 import ast
 
 from gradguard.analysis import ast_util as A
-from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import summary as _summary
 from gradguard.analysis import values as V
 from gradguard.analysis.facts import is_requires_grad_expr
 from gradguard.rules.gg102_stale_graph import syntax as S
-from gradguard.rules.gg102_stale_graph.taint import LoopTaint, composed_fact
+from gradguard.rules.gg102_stale_graph.taint import LoopTaint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -36,14 +33,11 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     - ``classsaves:<C>``: the class holds a layer;
       ``paramattr:<a>`` / ``modattr:<a>``: ``self.a = nn.Parameter(...)`` / ``self.a = SomeModule(...)``;
     - ``gradread:<x>``: ``x.grad`` is read (a data tensor whose gradient is inspected keeps requires_grad);
-    - ``bw:<f>`` / ``bwloop:<f>``: see :func:`_backprop_facts`;
     - ``attrloop:<C>``: see :func:`_class_attr_loops`.
     """
-    is_fn = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     is_cls = isinstance(stmt, ast.ClassDef)
     out: List[Tuple[str, object]] = []
     grad_names: Set[str] = set()
-    calls: List[ast.Call] = []
     has_bw = False
     saves_cls = False
     Attribute, Call, Assign, Name = ast.Attribute, ast.Call, ast.Assign, ast.Name
@@ -52,11 +46,9 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
         if cls is Attribute:
             if n.attr == "grad" and n.value.__class__ is Name:  # type: ignore[attr-defined]
                 grad_names.add(n.value.id)  # type: ignore[attr-defined]
-        elif cls is Call:
+        elif cls is Call and is_cls:
             func = n.func  # type: ignore[attr-defined]
-            if func.__class__ is Name and func.id not in S.BUILTIN_NAMES and (n.args or n.keywords):  # type: ignore[attr-defined]
-                calls.append(n)  # type: ignore[arg-type]
-            elif func.__class__ is Attribute and func.attr in K.BACKWARD_METHODS:
+            if func.__class__ is Attribute and func.attr in K.BACKWARD_METHODS:
                 has_bw = True
         elif cls is Assign and is_cls:
             value = n.value  # type: ignore[attr-defined]
@@ -76,125 +68,9 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
         out.append((f"gg102:classsaves:{stmt.name}", True))  # type: ignore[attr-defined]
     for name in sorted(grad_names):
         out.append((f"gg102:gradread:{name}", True))
-    if is_fn and referenced and (has_bw or _delegating_calls(calls, stmt.name)):  # type: ignore[attr-defined]
-        # ``bw:<f>``/``bwloop:<f>``/``bwcalls:<f>`` are read at calls of <f> only
-        out.extend(_backprop_facts(stmt))
     if is_cls and has_bw:
         out.extend(_class_attr_loops(stmt))  # type: ignore[arg-type]
     return out
-
-
-def _delegating_calls(calls, own: str) -> bool:
-    """Does the function call a plain name that may be a module-level function
-    (not itself, not a class by the usual capitalisation)?"""
-    return any(c.func.id != own and not c.func.id[:1].isupper() for c in calls)
-
-
-def _backprop_facts(fn):
-    """For a module-level function: which of its parameters (index and name)
-    and which globals reach a backward() (``gg102:bw:<name>``), and which reach
-    one inside a loop while never re-bound in the function (``gg102:bwloop:<name>``).
-    Computed without import information (``torch.no_grad`` spelled out).
-
-    ``gg102:bwcalls:<name>``: the module-level functions it calls, with what
-    reaches each argument, over the whole body and inside its loops — facts are
-    per definition, so whether those callees back-propagate is looked up where
-    ``<name>`` is called (:func:`composed_fact`)."""
-    from gradguard.analysis.context import ModuleContext, Unit
-    from gradguard.model.text import LineIndex
-
-    ctx = ModuleContext(None, LineIndex(""), {}, {})
-    an = LoopTaint(Unit("function", fn.body, fn, fn.name), ctx)
-    an.delegations = {}  # call → per-argument names reaching it, recorded by _backwards_in
-    a = fn.args
-    params = [x.arg for x in list(a.posonlyargs) + list(a.args)]
-    assigned, loaded = S.assigned_and_loaded(fn.body)
-    an.delegation_locals = assigned | set(params) | {x.arg for x in a.kwonlyargs}  # not module-level callees
-    globs = {g for g in loaded - assigned - set(params) - {x.arg for x in a.kwonlyargs} if g not in S.BUILTIN_NAMES}
-    names = params + sorted(globs) + [x.arg for x in a.kwonlyargs]
-
-    def reach(stmts, start):
-        taint = {n: {n} for n in start}
-        backs: dict = {}
-        for _ in range(2):
-            an._taint_block(stmts, taint, backs, 0)
-        out: Set[str] = set()
-        for _c, keep, t in backs.values():
-            if not keep:
-                out |= t
-        return out
-
-    def encode(found):
-        idx = tuple(sorted({i for i, p in enumerate(params) if p in found} | {p for p in names if p in found},
-                           key=str))
-        return idx, tuple(sorted(g for g in globs if g in found))
-
-    def delegated():
-        calls = []
-        for c, (args, kws) in an.delegations.items():  # type: ignore[union-attr]
-            if c.func.id == fn.name:
-                continue  # recursion: its own facts already say it
-            enc_args = tuple(encode(t) for t in args)
-            enc_kws = tuple(sorted((k, encode(t)) for k, t in kws.items()))
-            if any(e != ((), ()) for e in enc_args) or any(e != ((), ()) for _, e in enc_kws):
-                calls.append((c.func.id, enc_args, enc_kws))
-        an.delegations = {}
-        return tuple(sorted(set(calls), key=repr))  # parameters are ints and names: order by text
-
-    any_reach = reach(fn.body, names)
-    any_calls = delegated()
-    if any_reach:
-        yield f"gg102:bw:{fn.name}", encode(any_reach)
-    unchanged = [n for n in names if n not in assigned]
-    loop_reach: Set[str] = set()
-    loop_calls: set = set()
-    for st in _outer_loops(fn.body):
-        # an inner loop's reach is contained in its outer loop's: the names in
-        # ``unchanged`` are never re-bound, so walking the outer body reaches the
-        # inner one with at least the taint the inner walk starts from
-        loop_reach |= reach(st.body, unchanged)
-        loop_calls.update(delegated())
-    if loop_reach:
-        yield f"gg102:bwloop:{fn.name}", encode(loop_reach)
-    if any_calls or loop_calls:
-        yield f"gg102:bwcalls:{fn.name}", (any_calls, tuple(sorted(loop_calls, key=repr)))
-
-
-def _fold_bwcalls(name: str, facts: dict, lookup) -> dict:
-    """``bw``/``bwloop`` of an imported function with its callees (``bwcalls``)
-    composed where they are defined, for the importing file."""
-    if "gg102:bwcalls" not in facts:
-        return facts
-    mini: Dict[str, object] = {}
-    todo, seen = [(name, facts)], {name}
-    for _ in range(interp.DELEGATION_DEPTH + 1):
-        nxt = []
-        for n, fs in todo:
-            for prefix in ("gg102:bw", "gg102:bwloop", "gg102:bwcalls"):
-                if prefix in fs:
-                    mini[f"{prefix}:{n}"] = fs[prefix]
-            calls = fs.get("gg102:bwcalls") or ((), ())
-            for callee, _args, _kws in tuple(calls[0]) + tuple(calls[1]):
-                if callee not in seen:
-                    seen.add(callee)
-                    nxt.append((callee, lookup(callee)))
-        todo = nxt
-    out = {p: v for p, v in facts.items() if p not in ("gg102:bw", "gg102:bwloop", "gg102:bwcalls")}
-    for kind in ("bw", "bwloop"):
-        v = composed_fact(mini, kind, name)
-        if v:
-            out[f"gg102:{kind}"] = v
-    return out
-
-
-def _outer_loops(stmts):
-    """Loops of a body that are not inside another loop (nested defs excluded)."""
-    for s in stmts:
-        if isinstance(s, A.LOOPS):
-            yield s
-        elif not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for block in A.child_blocks(s):
-                yield from _outer_loops(block)
 
 
 def _loops_with_grad(stmts):
@@ -379,14 +255,13 @@ def is_module_class(name: str, ctx, depth: int = 0) -> bool:
     return False
 
 
-# GG102's own module facts. ``gg102:bw:``, ``gg102:bwloop:`` and
-# ``gg102:attrloop:`` are only written for code that back-propagates.
-GG102_FACTS = _summary.FactSource("gg102", _gg102_facts, _fold_bwcalls,
-                                  ("gg102:bw:", "gg102:bwloop:", "gg102:attrloop:"))
+# GG102's own module facts. ``gg102:attrloop:`` is only written for code that back-propagates.
+GG102_FACTS = _summary.FactSource("gg102", _gg102_facts, None, ("gg102:attrloop:",))
 
 
 def mentions_bwloop(summary, words: frozenset) -> bool:
-    """Do these words name a same-file function whose loop back-propagates?"""
+    """Do these words name a function whose own loop back-propagates what it is
+    passed or a global it reads (the shared ``fn:`` facts)?"""
     return not words.isdisjoint(_summary_index(summary)[2])
 
 
@@ -407,17 +282,14 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str]]:
         return last[1]
     bwloop = set()
     grad_read = set()
-    delegating = []
     for k in summary:
-        if k.startswith("gg102:"):
-            if k.startswith("gg102:bwloop:"):
-                bwloop.add(k[len("gg102:bwloop:"):])
-            elif k.startswith("gg102:gradread:"):
-                grad_read.add(k[len("gg102:gradread:"):])
-            elif k.startswith("gg102:bwcalls:"):
-                delegating.append(k[len("gg102:bwcalls:"):])
-    # loops that back-propagate through the functions they call
-    bwloop.update(n for n in delegating if n not in bwloop and composed_fact(summary, "bwloop", n))
+        if k.startswith("gg102:gradread:"):
+            grad_read.add(k[len("gg102:gradread:"):])
+        elif k.startswith("fn:") and "." not in k:
+            f = summary[k]
+            if isinstance(f, V.FnFacts) and not f.no_grad and (
+                    f.loop_backward or f.loop_delegates or f.loop_backward_globals):
+                bwloop.add(k[3:])  # its own loop back-propagates what it is passed, or a global
     out = (bool(bwloop), frozenset(grad_read), frozenset(bwloop))
     _INDEX = (summary, out)
     return out

@@ -10,62 +10,13 @@ from __future__ import annotations
 import ast
 
 from gradguard.analysis import ast_util as A
-from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
-from gradguard.analysis import summary as _summary
 from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import syntax as S
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
     from typing import Dict, Optional, Set
-
-
-def composed_fact(summary, kind: str, name: str, depth: int = 0, seen: frozenset = frozenset()):
-    """``gg102:<kind>:<name>`` (``bw`` or ``bwloop``) with what ``name`` back-propagates
-    through the module-level functions it calls (``gg102:bwcalls:``): a callee's
-    parameters mapped back to what reaches its arguments. A callee called inside
-    one of ``name``'s loops that back-propagates at all makes a ``bwloop``; one
-    that loops itself, wherever it is called, too. (A summary query: memoised per
-    module summary, and recorded by the incremental engine as one answer.)"""
-    own = summary.get(f"gg102:{kind}:{name}")
-    calls = summary.get(f"gg102:bwcalls:{name}")
-    if not calls or depth >= interp.DELEGATION_DEPTH:
-        return own
-    idx: Set[object] = set(own[0]) if own else set()
-    globs: Set[str] = set(own[1]) if own else set()
-    any_calls, loop_calls = calls
-
-    def add(callee_fact, args, kws):
-        params, cglobs = callee_fact
-        globs.update(cglobs)  # the same module's globals
-        by_kw = dict(kws)
-        for p in params:
-            if isinstance(p, int):
-                if p < len(args):
-                    idx.update(args[p][0])
-                    globs.update(args[p][1])
-            elif p in by_kw:
-                idx.update(by_kw[p][0])
-                globs.update(by_kw[p][1])
-
-    inner_seen = seen | {name}
-    for callee, args, kws in any_calls:
-        if callee in inner_seen:
-            continue
-        f = composed_fact(summary, kind, callee, depth + 1, inner_seen)
-        if f:
-            add(f, args, kws)
-    if kind == "bwloop":
-        for callee, args, kws in loop_calls:
-            if callee in inner_seen:
-                continue
-            f = composed_fact(summary, "bw", callee, depth + 1, inner_seen)
-            if f:
-                add(f, args, kws)
-    if not idx and not globs:
-        return own
-    return tuple(sorted(idx, key=str)), tuple(sorted(globs))
 
 
 class LoopTaint:
@@ -79,8 +30,6 @@ class LoopTaint:
         self.unit = unit
         self.ctx = ctx
         self.env: Dict[str, object] = {}
-        self.delegations: Optional[dict] = None  # set by the gg102:bw: summarizer
-        self.delegation_locals: Set[str] = set()
 
     def _taint_block(self, stmts, taint, backs, nograd):
         for s in stmts:
@@ -182,17 +131,7 @@ class LoopTaint:
 
     def _backwards_in(self, node: ast.AST, taint, backs):
         for c, target, q in self._backward_calls(node):
-            fact = self._fn_fact("bw", c)
-            if fact is not None:
-                t = self._fact_taint(fact, c, taint)
-                if t:
-                    prev = backs.get(id(c))
-                    backs[id(c)] = (c, False, (prev[2] if prev else set()) | t)
-                continue
             if target is False:
-                if self.delegations is not None and isinstance(c.func, ast.Name) \
-                        and c.func.id not in self.delegation_locals and c.func.id not in S.BUILTIN_NAMES:
-                    self._delegation(c, taint)
                 continue
             t = self._taint(target, taint)
             if q == "torch.autograd.grad":
@@ -203,43 +142,6 @@ class LoopTaint:
             keep = A.keeps_graph(c)
             prev = backs.get(id(c))
             backs[id(c)] = (c, keep, (prev[2] if prev else set()) | t)
-
-    def _delegation(self, c: ast.Call, taint) -> None:
-        """While summarising: what reaches each argument of a call of a plain
-        name (maybe a module-level function: ``gg102:bwcalls:``)."""
-        args, kws = self.delegations.setdefault(c, ([], {}))  # type: ignore[union-attr]
-        for i, a in enumerate(c.args):
-            if isinstance(a, ast.Starred):
-                break
-            if i == len(args):
-                args.append(set())
-            args[i] |= self._taint(a, taint)
-        for k in c.keywords:
-            if k.arg:
-                kws.setdefault(k.arg, set()).update(self._taint(k.value, taint))
-
-    def _fn_fact(self, kind: str, c: ast.Call):
-        if isinstance(c.func, ast.Name) and c.func.id not in self.env:
-            return _summary.query(self.ctx.summary, composed_fact, kind, c.func.id)
-        return None
-
-    def _fact_taint(self, fact, c: ast.Call, taint) -> Set[str]:
-        """Names whose values reach a backward() inside the called function:
-        through the arguments it back-propagates, or as globals it reads."""
-        params, globs = fact
-        out: Set[str] = set()
-        for i, a in enumerate(c.args):
-            if isinstance(a, ast.Starred):
-                break
-            if i in params:
-                out |= self._taint(a, taint)
-        for k in c.keywords:
-            if k.arg in params:
-                out |= self._taint(k.value, taint)
-        for g in globs:
-            if self.unit.kind == "module" or g not in S.assigned_in(self.unit.body):
-                out |= taint.get(g, set())
-        return out
 
     def _sources_named(self, var: str, names: Set[str]) -> bool:
         g = self.env.get(var)
