@@ -1,27 +1,35 @@
 """GG102 stale-graph: a tensor whose graph is built before the loop is back-propagated in every iteration.
 
-How it works (one unit at a time, two linear walks):
+How it works (one unit at a time):
 
-1. An abstract interpretation of the unit's statements, in order, tracks what
-   each local name holds: a *leaf* that requires grad (a factory called with
-   ``requires_grad=True``, an ``nn.Parameter``), a *module*, or a *graph*
-   value (a non-leaf tensor) together with where its graph comes from, whether
+1. Where a graph alive before a loop is back-propagated again in every iteration
+   is the shared interpreter's trace (``rules.common.unit_trace``, one run per
+   unit that GG101 and GG103 read too): the graph tokens each name holds at a
+   loop's entry (``GraphFlow.loop_entries``) and those each backward event in the
+   loop reaches (``BackwardEvent.loss``, ``.retain``); a call of a function whose
+   own loop back-propagates what it is passed (``GraphFlow.callee_loops``) or a
+   global it reads (``FnFacts.loop_backward_globals``); a method's loop reusing
+   what ``__init__`` left on ``self`` (:func:`.facts.class_attr_loops`, a run of
+   the interpreter over that method). A name counts where the loop (or the call)
+   reads it.
+2. What the finding says and what its fixes edit comes from a walk of the unit's
+   statements, in order, that tracks what each local name holds: a *leaf* that
+   requires grad (a factory called with ``requires_grad=True``, an
+   ``nn.Parameter``), a *module*, or a *graph* value (a non-leaf tensor) together
+   with where its graph comes from (data, parameter or module, by name), whether
    one of the operations that built it saves tensors for backward (tri-state:
-   yes / no / cannot tell) and which statements built it.
-2. At every loop that calls ``backward()``, the graph values alive at loop
-   entry and never re-bound inside the loop are followed forward through the
-   loop body (a simple taint pass, run twice for loop-carried names) into the
-   losses that are back-propagated. A reached value is a finding: an error
-   when a saving operation makes the second iteration's crash certain, a
-   warning otherwise.
+   yes / no / cannot tell; an error when a saving operation makes the second
+   iteration's crash certain, a warning otherwise) and which statements built it
+   (what a fix moves, detaches or wraps in ``no_grad``). The interpreter's values
+   do not carry that provenance yet; until they do, this walk (:mod:`.lattice`)
+   stays, as the reporter's source of the finding's words and edits.
 
 The torch facts (which calls cut graphs, which operations save tensors, which
 modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
 
-The rule is a package: this module is the analysis and its hits (``_Hit``)
-turned into findings. Its values are in :mod:`.lattice`, the loop-body taint
-pass in :mod:`.taint`, its module facts (the ``gg102`` fact source) in
-:mod:`.facts`; the words of every message, note and fix title, in English and
+The rule is a package: this module is the reporter and its hits (``_Hit``)
+turned into findings. Its values are in :mod:`.lattice`, its module facts (the
+``gg102`` fact source) and the class question in :mod:`.facts`; the words of every message, note and fix title, in English and
 Chinese, are in :mod:`.messages`; the text edits of the fixes in :mod:`.fixes`;
 the syntax questions they all ask in :mod:`.syntax`.
 """
@@ -44,8 +52,8 @@ from gradguard.rules.common import unit_trace
 from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import messages as M
 from gradguard.rules.gg102_stale_graph import syntax as S
-from gradguard.rules.gg102_stale_graph.facts import (GG102_FACTS, grad_read_names, is_module_class, mentions_bwloop,
-                                                     method_names, module_class_saves)
+from gradguard.rules.gg102_stale_graph.facts import (GG102_FACTS, class_attr_loops, class_backprops, grad_read_names,
+                                                     init_calls, is_module_class, mentions_bwloop, module_class_saves)
 from gradguard.rules.gg102_stale_graph.fixes import Fixes
 from gradguard.rules.gg102_stale_graph.lattice import Graph, Leaf, Mod, Src
 
@@ -82,8 +90,8 @@ class StaleGraph(Rule):
 def _may_report(unit, ctx) -> bool:
     """Cheap pre-filter on the unit's text. A finding needs one of: a loop
     statement (``_check_loop``), a call of a same-file function whose loop
-    back-propagates (``_check_call``, by that name), or this class's
-    ``attrloop`` fact (``_check_init_attrs``). Keywords and names are looked
+    back-propagates (``_check_call``, by that name), or ``__init__`` (or a
+    method it calls) of a class that back-propagates (``_check_init_attrs``). Keywords and names are looked
     up among the unit's words (comments and strings included: they only err on
     the side of analysing)."""
     if not unit.body:
@@ -92,7 +100,8 @@ def _may_report(unit, ctx) -> bool:
     if "for" in words or "while" in words:  # keywords as words: "forward" is no loop
         return True
     cls = unit.class_node
-    if cls is not None and ctx.summary.get(f"gg102:attrloop:{cls.name}"):
+    if cls is not None and unit.node is not None and unit.parents == (cls,) and (
+            unit.node.name == "__init__" or unit.node.name in init_calls(cls)) and class_backprops(cls):
         return True
     return _summary.query(ctx.summary, mentions_bwloop, words)
 
@@ -135,6 +144,7 @@ class _Analysis:
         self.trained_attrs: Set[str] = set()
         self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         self._module_evidence: Optional[Set[str]] = None
+        self._attr_loops: object = False  # class_attr_loops of the unit's class, once asked
         self._grad_used: Optional[Set[str]] = None
 
     # -- unit-wide facts --------------------------------------------------
@@ -211,24 +221,32 @@ class _Analysis:
         self._check_init_attrs()
         return [f for f in (self._finding(h) for h in self.hits) if f is not None]
 
-    def _init_fact(self):
-        """``gg102:attrloop:<C>`` when this unit is ``__init__`` of a module-level
-        class or a method ``__init__`` calls; with the instance name."""
+    def _init_unit(self) -> Optional[str]:
+        """The instance name when this unit is ``__init__`` of a module-level class or
+        a method ``__init__`` calls (a ``self.m(...)`` statement): the units that build
+        what another method's loop may reuse (:func:`class_attr_loops`)."""
         node, cls = self.unit.node, self.unit.class_node
         if node is None or cls is None or self.unit.parents != (cls,):
-            return None, None
-        fact = self.ctx.summary.get(f"gg102:attrloop:{cls.name}")
+            return None
         me = S.self_arg(node)
-        if not fact or me is None or (node.name != "__init__" and node.name not in fact[2]):
-            return None, None
-        if fact[5] != method_names(cls):  # another class of the same name
-            return None, None
-        return fact, me
+        if me is None or (node.name != "__init__" and node.name not in init_calls(cls)):
+            return None
+        return me
+
+    def _init_fact(self):
+        """:func:`class_attr_loops` of this unit's class, asked once."""
+        got = self._attr_loops
+        if got is False:
+            got = self._attr_loops = class_attr_loops(self.unit.class_node, self.ctx)
+        return got
 
     def _seed_init_leaves(self):
         """A helper ``__init__`` calls starts from the requires-grad leaves ``__init__`` made."""
-        fact, me = self._init_fact()
-        if fact is None or self.unit.node.name == "__init__":
+        me = self._init_unit()
+        if me is None or self.unit.node.name == "__init__":
+            return
+        fact = self._init_fact()
+        if fact is None:
             return
         mine = S.assigned_in(self.unit.body)
         for attr, kind in fact[4]:
@@ -239,11 +257,17 @@ class _Analysis:
     def _check_init_attrs(self):
         """In ``__init__`` of a module-level class (or a method it calls): the
         ``self.<attr>`` graphs it leaves behind that another method's
-        back-propagating loop reuses (``gg102:attrloop:<C>``, computed from the
-        same class, hence the same top-level chunk). Reported here, where the
-        stale graph is built; the method with the loop reports nothing about them
-        (it never sees the graph)."""
-        fact, me = self._init_fact()
+        back-propagating loop reuses (:func:`class_attr_loops`, from the same class,
+        hence the same top-level chunk). Reported here, where the stale graph is
+        built; the method with the loop reports nothing about them (it never sees
+        the graph)."""
+        me = self._init_unit()
+        if me is None:
+            return
+        prefix = me + "."
+        if not any(k.startswith(prefix) and isinstance(v, Graph) for k, v in self.env.items()):
+            return  # it leaves no graph on the instance
+        fact = self._init_fact()
         if fact is None:
             return
         cls = self.unit.class_node

@@ -6,7 +6,12 @@ Keys, each written by :func:`_gg102_facts` for one top-level statement:
   ``gg102:paramattr:<a>`` / ``gg102:modattr:<a>``: some class sets ``self.a = nn.Parameter(...)``
   / ``self.a = SomeModule(...)``; (a class's bases are the shared ``class:<C>`` fact's);
 - ``gg102:gradread:<x>``: ``x.grad`` is read;
-- ``gg102:attrloop:<C>``: the ``self.<attr>`` graphs a method's loop reuses: :func:`_class_attr_loops`.
+
+What GG102 used to keep as facts of its own about back-propagation (what a function's
+loop back-propagates, which ``self.<attr>`` a method's loop reuses) is the shared
+interpreter's now: ``FnFacts.loop_backward``/``loop_delegates``/``loop_backward_globals``
+and :func:`class_attr_loops`, a run of the interpreter over the class's methods
+asked by the ``__init__`` unit of the same class (one chunk with it).
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from gradguard.analysis import summary as _summary
 from gradguard.analysis import values as V
 from gradguard.analysis.facts import is_requires_grad_expr
 from gradguard.rules.gg102_stale_graph import syntax as S
-from gradguard.rules.gg102_stale_graph.taint import LoopTaint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -33,23 +37,17 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     - ``classsaves:<C>``: the class holds a layer;
       ``paramattr:<a>`` / ``modattr:<a>``: ``self.a = nn.Parameter(...)`` / ``self.a = SomeModule(...)``;
     - ``gradread:<x>``: ``x.grad`` is read (a data tensor whose gradient is inspected keeps requires_grad);
-    - ``attrloop:<C>``: see :func:`_class_attr_loops`.
     """
     is_cls = isinstance(stmt, ast.ClassDef)
     out: List[Tuple[str, object]] = []
     grad_names: Set[str] = set()
-    has_bw = False
     saves_cls = False
-    Attribute, Call, Assign, Name = ast.Attribute, ast.Call, ast.Assign, ast.Name
+    Attribute, Assign, Name = ast.Attribute, ast.Assign, ast.Name
     for n in A.walk_all_list(stmt):  # ast.walk's order, without ctx nodes (one walk for both sources)
         cls = n.__class__  # (a parsed tree's nodes are of these exact classes: no isinstance chain per node)
         if cls is Attribute:
             if n.attr == "grad" and n.value.__class__ is Name:  # type: ignore[attr-defined]
                 grad_names.add(n.value.id)  # type: ignore[attr-defined]
-        elif cls is Call and is_cls:
-            func = n.func  # type: ignore[attr-defined]
-            if func.__class__ is Attribute and func.attr in K.BACKWARD_METHODS:
-                has_bw = True
         elif cls is Assign and is_cls:
             value = n.value  # type: ignore[attr-defined]
             if isinstance(value, ast.Call):
@@ -68,8 +66,6 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
         out.append((f"gg102:classsaves:{stmt.name}", True))  # type: ignore[attr-defined]
     for name in sorted(grad_names):
         out.append((f"gg102:gradread:{name}", True))
-    if is_cls and has_bw:
-        out.extend(_class_attr_loops(stmt))  # type: ignore[arg-type]
     return out
 
 
@@ -85,18 +81,20 @@ def _loops_with_grad(stmts):
             yield from _loops_with_grad(block)
 
 
-def _class_attr_loops(cls: ast.ClassDef):
-    """``gg102:attrloop:<C>`` for a module-level class: which ``self.<attr>`` values
-    a back-propagating loop of some method (not ``__init__``) reaches while that
-    method never re-binds the attribute, so the loop reuses whatever an earlier
-    method (``__init__``) left there. The fact is
-    ``(loops, grad_attrs, init_calls, init_assigned, init_leaves, methods, trained_attrs)``:
+def class_attr_loops(cls: ast.ClassDef, ctx):
+    """The ``self.<attr>`` values a back-propagating loop of some method of ``cls``
+    (not ``__init__``) reuses while that method never re-binds the attribute, so the
+    loop reuses whatever an earlier method (``__init__``) left there; asked by the
+    ``__init__`` unit of ``cls`` and the helpers ``__init__`` calls (the class is one
+    chunk with them), only when one of them leaves a graph on ``self``. The answer
+    is ``(loops, grad_attrs, init_calls, init_assigned, init_leaves, methods,
+    trained_attrs)``, or None when there is no such loop:
 
     - ``loops``: sorted ``(attr, method, line, col, end_line, end_col, self_name,
       body_line, body_col)``, the first ``backward()`` that frees a graph through
       ``self.attr`` and the first statement of the innermost loop around it (-1
-      when it shares the loop's line), lines counted from the ``class`` line (so
-      the fact does not change when the class moves), columns in UTF-8 bytes (``ast``'s);
+      when it shares the loop's line), lines counted from the ``class`` line,
+      columns in UTF-8 bytes (``ast``'s);
     - ``grad_attrs``: attributes whose gradient the class uses (``self.X.grad``,
       ``retain_grad``, handed to an optimizer in a list): data the program means
       to differentiate against;
@@ -105,19 +103,114 @@ def _class_attr_loops(cls: ast.ClassDef):
       ``init_assigned``: attributes ``__init__`` itself assigns (a helper's value for
       them may be replaced, so it is not reported); ``init_leaves``: ``(attr, kind)``
       of the requires-grad leaves ``__init__`` creates (``"data"`` or ``"param"``),
-      which a helper starts from; ``methods``: the class's method names, so that
-      a second class of the same name does not take this one's fact for its own;
+      which a helper starts from; ``methods``: the class's method names;
       ``trained_attrs``: the part of ``grad_attrs`` handed to an optimizer (in a list).
 
-    The ``__init__`` unit (and the helpers it calls) of the same class consumes it (see
-    :meth:`_Analysis._check_init_attrs`); both live in the same top-level chunk."""
-    from gradguard.analysis.context import ModuleContext, Unit
-    from gradguard.model.text import LineIndex
+    Which backward a loop's ``self.<attr>`` reaches is the shared interpreter's: a
+    run over the method marking each ``self.<attr>`` read before the method sets it
+    (``("A", "self.attr")``, as ``FnFacts.loop_backward_attrs`` is computed), and
+    the backward events in a loop (not retaining the graph) whose loss holds the mark."""
+    from gradguard.analysis import interpreter as interp
+    from gradguard.analysis.context import Unit
+    from gradguard.rules.common import unit_entry
 
-    ctx = ModuleContext(None, LineIndex(""), {}, {})
+    defs = [fn for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not class_backprops(cls):
+        return None
+    cf = ctx.summary.get(f"class:{cls.name}")
+    if not isinstance(cf, V.ClassFacts) or {n for n, _ in cf.methods} != {fn.name for fn in defs}:
+        # a class the module's name does not stand for (a later class of the same name
+        # replaces it), or not a top-level one: what its methods do is not run
+        return None
+    found: Dict[Tuple[str, str], tuple] = {}
+    resolver = None
+    for fn in defs:
+        me = S.self_arg(fn)
+        if fn.name == "__init__" or me != "self" or A.is_no_grad_function(fn, ctx):
+            continue  # (the interpreter follows ``self.<attr>`` of the instance named self)
+        assigned = S.assigned_in(fn.body)
+        outer = []
+        for lp in _loops_with_grad(fn.body):
+            if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in lp.body):
+                continue  # runs at most once
+            nodes = A.block_nodes(lp.body)
+            read = {d for d in (S.attr_name(n) for n in nodes if n.__class__ is ast.Attribute)
+                    if d and d.startswith("self.") and d not in assigned}
+            if read and any(n.__class__ is ast.Call for n in nodes):
+                outer.append((lp, read))
+        if not outer:
+            continue
+        if resolver is None:
+            resolver = interp.Resolver(ctx)
+        env, _ = unit_entry(Unit("function", fn.body, fn, fn.name, cls))
+        run = interp.GraphFlow(resolver, self_obj="user:" + cls.name, track_self_state=True, find_carries=False)
+        try:
+            run.run(fn.body, env)
+        except RecursionError:
+            continue
+        firsts: Dict[int, V.BackwardEvent] = {}
+        for ev in run.events:
+            if ev.in_loop and not ev.retain:
+                prev = firsts.get(id(ev.call))
+                firsts[id(ev.call)] = ev if prev is None else prev
+        events = sorted(firsts.values(), key=lambda ev: (ev.call.lineno, ev.call.col_offset))
+        for ev in events:
+            c = ev.call
+            at = next(((lp, read) for lp, read in outer if lp.lineno <= c.lineno <= (lp.end_lineno or lp.lineno)), None)
+            if at is None:
+                continue
+            loop, read = at
+            marks = {t[1] for t in ev.loss.taints if t[0] == "A"}
+            reached = sorted(d for d in read if d in marks)
+            if not reached:
+                continue
+            # where a recomputation would go: the top of the innermost loop around this backward()
+            inner = [x for x in A.iter_statements(loop.body) if isinstance(x, A.LOOPS)]
+            around = max([x for x in [loop] + inner if x.lineno <= c.lineno <= (x.end_lineno or x.lineno)],
+                         key=lambda x: x.lineno)
+            body0 = around.body[0]
+            ok = body0.lineno > around.lineno
+            for d in reached:
+                key = (d[5:], fn.name)
+                if key not in found:
+                    found[key] = (key[0], fn.name, c.lineno - cls.lineno, c.col_offset,
+                                  (c.end_lineno or c.lineno) - cls.lineno, c.end_col_offset or c.col_offset,
+                                  me, body0.lineno - cls.lineno if ok else -1, body0.col_offset)
+    if not found:
+        return None
+    grad_attrs, calls, assigned_init, leaves, trained_attrs = _class_attr_parts(cls)
+    return (tuple(sorted(found.values())), grad_attrs, calls, assigned_init, leaves, method_names(cls), trained_attrs)
+
+
+def class_backprops(cls: ast.ClassDef) -> bool:
+    """Does a method of the class call ``.backward()`` (or another backward method)?"""
+    got = cls.__dict__.get("_gg102_backprops")
+    if got is None:
+        got = any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
+                  and n.func.attr in K.BACKWARD_METHODS
+                  for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  for n in A.body_nodes(fn))
+        cls._gg102_backprops = got  # type: ignore[attr-defined]  # (the class's text decides: kept on its node)
+    return got
+
+
+def init_calls(cls: ast.ClassDef) -> Tuple[str, ...]:
+    """The methods ``__init__`` calls as ``self.m(...)`` statements, not under ``no_grad``."""
+    return _class_attr_parts(cls)[1]
+
+
+def _class_attr_parts(cls: ast.ClassDef):
+    """``(grad_attrs, init_calls, init_assigned, init_leaves, trained_attrs)`` of
+    :func:`class_attr_loops`, from the class's text (kept on its node)."""
+    got = cls.__dict__.get("_gg102_parts")
+    if got is None:
+        got = cls._gg102_parts = _attr_parts(cls)  # type: ignore[attr-defined]
+    return got
+
+
+def _attr_parts(cls: ast.ClassDef):
     grad_attrs: Set[str] = set()
     trained_attrs: Set[str] = set()
-    found: Dict[Tuple[str, str], tuple] = {}
     for fn in cls.body:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -135,42 +228,6 @@ def _class_attr_loops(cls: ast.ClassDef):
                     if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me:
                         grad_attrs.add(e.attr)  # optim.SGD([self.X, ...]): a trained tensor
                         trained_attrs.add(e.attr)
-        if fn.name == "__init__" or A.is_no_grad_function(fn):
-            continue
-        assigned = S.assigned_in(fn.body)
-        an = None
-        for loop in _loops_with_grad(fn.body):
-            if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):
-                continue  # runs at most once
-            prefix = me + "."
-            attrs = {
-                d for d in (S.attr_name(n) for n in A.block_nodes(loop.body) if isinstance(n, ast.Attribute))
-                if d and d.startswith(prefix) and d not in assigned
-            }
-            if not attrs:
-                continue
-            if an is None:
-                an = LoopTaint(Unit("function", fn.body, fn, fn.name), ctx)
-            taint = {d: {d} for d in attrs}
-            backs: dict = {}
-            for _ in range(2):
-                an._taint_block(loop.body, taint, backs, 0)
-            freeing = sorted([((c.lineno, c.col_offset), c, t) for c, keep, t in backs.values() if not keep],
-                             key=lambda x: x[0])
-            inner = [x for x in A.iter_statements(loop.body) if isinstance(x, A.LOOPS)]
-            for _pos, c, t in freeing:
-                # where a recomputation would go: the top of the innermost loop around this backward()
-                around = [x for x in [loop] + inner if x.lineno <= c.lineno <= (x.end_lineno or x.lineno)]
-                body0 = max(around, key=lambda x: x.lineno).body[0]
-                ok = body0.lineno > max(around, key=lambda x: x.lineno).lineno
-                for d in sorted(t):
-                    key = (d[len(prefix):], fn.name)
-                    if key not in found:
-                        found[key] = (key[0], fn.name, c.lineno - cls.lineno, c.col_offset,
-                                      (c.end_lineno or c.lineno) - cls.lineno, c.end_col_offset or c.col_offset,
-                                      me, body0.lineno - cls.lineno if ok else -1, body0.col_offset)
-    if not found:
-        return
     calls: List[str] = []
     assigned_init: Set[str] = set()
     leaves: Dict[str, str] = {}
@@ -197,9 +254,8 @@ def _class_attr_loops(cls: ast.ClassDef):
                     elif (last == "Parameter" and not any(k.arg == "requires_grad" for k in v.keywords)  # type: ignore[attr-defined]
                             and len(v.args) < 2):  # type: ignore[attr-defined]
                         leaves[d[len(prefix):]] = "param"
-    yield f"gg102:attrloop:{cls.name}", (tuple(sorted(found.values())), tuple(sorted(grad_attrs)), tuple(calls),
-                                         tuple(sorted(assigned_init)), tuple(sorted(leaves.items())), method_names(cls),
-                                         tuple(sorted(trained_attrs)))
+    return (tuple(sorted(grad_attrs)), tuple(calls), tuple(sorted(assigned_init)), tuple(sorted(leaves.items())),
+            tuple(sorted(trained_attrs)))
 
 
 def method_names(cls: ast.ClassDef) -> Tuple[str, ...]:
@@ -255,8 +311,8 @@ def is_module_class(name: str, ctx, depth: int = 0) -> bool:
     return False
 
 
-# GG102's own module facts. ``gg102:attrloop:`` is only written for code that back-propagates.
-GG102_FACTS = _summary.FactSource("gg102", _gg102_facts, None, ("gg102:attrloop:",))
+# GG102's own module facts (none of them says anything about back-propagation).
+GG102_FACTS = _summary.FactSource("gg102", _gg102_facts)
 
 
 def mentions_bwloop(summary, words: frozenset) -> bool:
