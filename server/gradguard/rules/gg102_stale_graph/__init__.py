@@ -84,7 +84,42 @@ class StaleGraph(Rule):
             return []
         if K.other_framework_only(ctx.imports):
             return []  # mxnet/paddle/...: not a torch program
+        if not _builds_for_init(unit) and not _trace_may_report(unit, ctx):
+            return []  # the trace reuses no graph here: the walk that words a finding is not needed
         return _Analysis(unit, ctx).run()
+
+
+def _builds_for_init(unit) -> bool:
+    """``__init__`` of a module-level class that back-propagates, or a method it
+    calls: what it leaves on ``self`` may be reused by another method's loop (the
+    walk decides whether it leaves a graph there)."""
+    cls, node = unit.class_node, unit.node
+    return cls is not None and node is not None and unit.parents == (cls,) and (
+        node.name == "__init__" or node.name in init_calls(cls)) and class_backprops(cls)
+
+
+def _trace_may_report(unit, ctx) -> bool:
+    """Does the shared trace show a graph alive at a loop's entry that a backward in
+    that loop frees, or a call handing one to a function whose own loop
+    back-propagates it? (A superset of what the findings need: the walk then
+    narrows to the names the loop reads, one finding per graph.)"""
+    node = unit.node
+    if node is not None and A.is_no_grad_function(node, ctx):
+        return False
+    flow = unit_trace(unit, ctx)
+    if flow is None:
+        return False
+    if flow.callee_loops:
+        return True
+    if unit.kind == "module" and _summary.query(ctx.summary, mentions_bwloop, unit_words(unit, ctx.index.lines)):
+        return True  # a call of a function whose loop back-propagates a global (FnFacts.loop_backward_globals)
+    reached: set = set()
+    for ev in flow.events:
+        if ev.in_loop and not ev.retain:
+            reached.update(t for t in ev.loss.taints if t[0] == "G")
+    if not reached:
+        return False
+    return any(not reached.isdisjoint(v.taints) for entry in flow.loop_entries.values() for v in entry.values())
 
 
 def _may_report(unit, ctx) -> bool:
