@@ -1,9 +1,9 @@
 """How far the shared interpreter's trace already carries GG102's event.
 
-GG102 (rules/gg102_stale_graph) still runs its own analysis; issue 11 moves it
-onto the shared interpreter (analysis/interpreter.py, ``rules.common.unit_trace``).
-The event GG102 reports is "a backward in a loop frees a graph built before the
-loop". In the trace that is: the loop's entry environment
+GG102 (rules/gg102_stale_graph) decides from the shared interpreter's trace
+(analysis/interpreter.py, ``rules.common.unit_trace``); its own walk of the unit
+is left only for the words and edits of a finding (issue 11). The event GG102
+reports is "a backward in a loop frees a graph built before the loop". In the trace that is: the loop's entry environment
 (``GraphFlow.loop_entries``) gives the reported variable a graph (G tokens), and a
 backward event in that loop that does not keep its graph
 (``BackwardEvent.retain``, ``ast_util.keeps_graph``) has those tokens in its loss.

@@ -44,7 +44,7 @@ from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import summary as _summary
 from gradguard.analysis import values as V
-from gradguard.analysis.context import unit_words
+from gradguard.analysis.context import unit_text, unit_words
 from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
 from gradguard.rules.base import Rule
@@ -53,7 +53,8 @@ from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import messages as M
 from gradguard.rules.gg102_stale_graph import syntax as S
 from gradguard.rules.gg102_stale_graph.facts import (GG102_FACTS, class_attr_loops, class_backprops, grad_read_names,
-                                                     init_calls, is_module_class, mentions_bwloop, module_class_saves)
+                                                     init_calls, is_module_class, mentions_backprop, mentions_bwloop,
+                                                     module_class_saves)
 from gradguard.rules.gg102_stale_graph.fixes import Fixes
 from gradguard.rules.gg102_stale_graph.lattice import Graph, Leaf, Mod, Src
 
@@ -94,8 +95,8 @@ def _builds_for_init(unit) -> bool:
     calls: what it leaves on ``self`` may be reused by another method's loop (the
     walk decides whether it leaves a graph there)."""
     cls, node = unit.class_node, unit.node
-    return cls is not None and node is not None and unit.parents == (cls,) and (
-        node.name == "__init__" or node.name in init_calls(cls)) and class_backprops(cls)
+    return cls is not None and node is not None and unit.parents == (cls,) and class_backprops(cls) and (
+        node.name == "__init__" or node.name in init_calls(cls))
 
 
 def _trace_may_report(unit, ctx) -> bool:
@@ -106,6 +107,11 @@ def _trace_may_report(unit, ctx) -> bool:
     node = unit.node
     if node is not None and A.is_no_grad_function(node, ctx):
         return False
+    if unit.trace is None:  # (not yet run for another rule: run it only where a backward may happen)
+        text = unit_text(unit, ctx.index.lines)
+        if "backward" not in text and "grad" not in text and not _summary.query(
+                ctx.summary, mentions_backprop, unit_words(unit, ctx.index.lines)):
+            return False
     flow = unit_trace(unit, ctx)
     if flow is None:
         return False
@@ -135,8 +141,8 @@ def _may_report(unit, ctx) -> bool:
     if "for" in words or "while" in words:  # keywords as words: "forward" is no loop
         return True
     cls = unit.class_node
-    if cls is not None and unit.node is not None and unit.parents == (cls,) and (
-            unit.node.name == "__init__" or unit.node.name in init_calls(cls)) and class_backprops(cls):
+    if cls is not None and unit.node is not None and unit.parents == (cls,) and class_backprops(cls) and (
+            unit.node.name == "__init__" or unit.node.name in init_calls(cls)):
         return True
     return _summary.query(ctx.summary, mentions_bwloop, words)
 

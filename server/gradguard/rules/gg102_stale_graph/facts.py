@@ -195,8 +195,23 @@ def class_backprops(cls: ast.ClassDef) -> bool:
 
 
 def init_calls(cls: ast.ClassDef) -> Tuple[str, ...]:
-    """The methods ``__init__`` calls as ``self.m(...)`` statements, not under ``no_grad``."""
-    return _class_attr_parts(cls)[1]
+    """The methods ``__init__`` calls as ``self.m(...)`` statements, not under ``no_grad``
+    (kept on the class's node)."""
+    got = cls.__dict__.get("_gg102_init_calls")
+    if got is None:
+        calls: List[str] = []
+        init = next((fn for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and fn.name == "__init__"), None)
+        me = S.self_arg(init) if init is not None else None
+        if init is not None and me is not None:
+            for st in _stmts_with_grad(init.body):
+                if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                    f = st.value.func
+                    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
+                            and f.attr != "__init__" and f.attr not in calls:
+                        calls.append(f.attr)
+        got = cls._gg102_init_calls = tuple(calls)  # type: ignore[attr-defined]
+    return got
 
 
 def _class_attr_parts(cls: ast.ClassDef):
@@ -228,7 +243,7 @@ def _attr_parts(cls: ast.ClassDef):
                     if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me:
                         grad_attrs.add(e.attr)  # optim.SGD([self.X, ...]): a trained tensor
                         trained_attrs.add(e.attr)
-    calls: List[str] = []
+    calls = init_calls(cls)
     assigned_init: Set[str] = set()
     leaves: Dict[str, str] = {}
     init = next((fn for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -238,12 +253,7 @@ def _attr_parts(cls: ast.ClassDef):
         prefix = me + "."
         assigned_init = {d[len(prefix):] for d in S.assigned_in(init.body) if d.startswith(prefix)}
         for st in _stmts_with_grad(init.body):
-            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
-                f = st.value.func
-                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
-                        and f.attr != "__init__" and f.attr not in calls:
-                    calls.append(f.attr)
-            elif isinstance(st, ast.Assign) and len(st.targets) == 1:
+            if isinstance(st, ast.Assign) and len(st.targets) == 1:
                 d = S.attr_name(st.targets[0])
                 if d and d.startswith(prefix):
                     v = st.value
@@ -254,7 +264,7 @@ def _attr_parts(cls: ast.ClassDef):
                     elif (last == "Parameter" and not any(k.arg == "requires_grad" for k in v.keywords)  # type: ignore[attr-defined]
                             and len(v.args) < 2):  # type: ignore[attr-defined]
                         leaves[d[len(prefix):]] = "param"
-    return (tuple(sorted(grad_attrs)), tuple(calls), tuple(sorted(assigned_init)), tuple(sorted(leaves.items())),
+    return (tuple(sorted(grad_attrs)), calls, tuple(sorted(assigned_init)), tuple(sorted(leaves.items())),
             tuple(sorted(trained_attrs)))
 
 
@@ -315,6 +325,12 @@ def is_module_class(name: str, ctx, depth: int = 0) -> bool:
 GG102_FACTS = _summary.FactSource("gg102", _gg102_facts)
 
 
+def mentions_backprop(summary, words: frozenset) -> bool:
+    """Do these words name a function or method that may back-propagate (the shared
+    ``fn:``/``class:`` facts: it calls a backward, or delegates to functions that may)?"""
+    return not words.isdisjoint(_summary_index(summary)[3])
+
+
 def mentions_bwloop(summary, words: frozenset) -> bool:
     """Do these words name a function whose own loop back-propagates what it is
     passed or a global it reads (the shared ``fn:`` facts)?"""
@@ -328,7 +344,7 @@ def grad_read_names(summary) -> FrozenSet[str]:
     return _summary_index(summary)[1]
 
 
-def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str]]:
+def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str], FrozenSet[str]]:
     """What the units need from scanning every summary key, computed once per
     module summary (the engine builds one mapping per analysis and shares it by
     all units) instead of once per unit, which is quadratic on a large file."""
@@ -338,14 +354,23 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str]]:
         return last[1]
     bwloop = set()
     grad_read = set()
+    backprop = set()
     for k in summary:
         if k.startswith("gg102:gradread:"):
             grad_read.add(k[len("gg102:gradread:"):])
-        elif k.startswith("fn:") and "." not in k:
+        elif k.startswith("fn:"):
             f = summary[k]
-            if isinstance(f, V.FnFacts) and not f.no_grad and (
-                    f.loop_backward or f.loop_delegates or f.loop_backward_globals):
-                bwloop.add(k[3:])  # its own loop back-propagates what it is passed, or a global
-    out = (bool(bwloop), frozenset(grad_read), frozenset(bwloop))
+            if not isinstance(f, V.FnFacts) or f.no_grad:
+                continue
+            name = k[3:]
+            if f.calls_backward or f.delegates:
+                backprop.update(name.split("."))  # (utils.train_step: both words)
+            if "." not in name and (f.loop_backward or f.loop_delegates or f.loop_backward_globals):
+                bwloop.add(name)  # its own loop back-propagates what it is passed, or a global
+        elif k.startswith("class:"):
+            c = summary[k]
+            if isinstance(c, V.ClassFacts):
+                backprop.update(n for n, m in c.methods if (m.calls_backward or m.delegates) and not m.no_grad)
+    out = (bool(bwloop), frozenset(grad_read), frozenset(bwloop), frozenset(backprop | bwloop))
     _INDEX = (summary, out)
     return out
