@@ -163,7 +163,8 @@ def _dotted_def_names(summary) -> FrozenSet[str]:
                      if "." in k and k.startswith(("fn:", "class:")))
 
 
-# GG102's bwcalls): train_epoch -> train_step -> backward is depth 2.
+# How deep summaries are composed through chains of helpers (FnFacts.delegates and
+# loop_delegates): train_epoch -> train_step -> backward is depth 2.
 DELEGATION_DEPTH = 4
 # How deep a driver's own methods are run in place (GraphFlow._inline): a driver
 # calling backward_G() calling self._gan_loss() is depth 2.

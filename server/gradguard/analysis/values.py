@@ -413,6 +413,3 @@ def state_shape(torch_class: _Opt[str]) -> str:
     if torch_class in K.LSTM_LIKE:
         return "tuple"
     return "tensor" if torch_class and K.is_recurrent(torch_class) else "unknown"
-
-
-# How deep summaries are composed through chains of helpers (FnFacts.delegates,

@@ -337,7 +337,7 @@ def mentions_bwloop(summary, words: frozenset) -> bool:
     return not words.isdisjoint(_summary_index(summary)[2])
 
 
-_INDEX: tuple = (None, None)  # (summary, (has_bwloop, grad_read, bwloop names)) for the last summary seen
+_INDEX: tuple = (None, None)  # (summary, (has_bwloop, grad_read, bwloop names, backprop names)) for the last summary seen
 
 
 def grad_read_names(summary) -> FrozenSet[str]:
