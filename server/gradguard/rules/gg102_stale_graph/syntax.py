@@ -12,9 +12,8 @@ from gradguard.analysis import knowledge as K
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import List, Optional, Sequence, Set, Tuple
+    from typing import List, Optional, Sequence, Set
 
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 BUILTIN_NAMES = frozenset(dir(builtins))
 # what GG102 treats as no tensor, or as cutting the graph (beside knowledge's tables)
 NON_TENSOR_METHODS = K.NON_TENSOR_METHODS | frozenset(
@@ -22,7 +21,6 @@ NON_TENSOR_METHODS = K.NON_TENSOR_METHODS | frozenset(
      "named_parameters", "train", "eval", "apply", "register_buffer", "load_state_dict"}
 )
 CUT_ATTRS = K.GRAPHLESS_ATTRS
-CUT_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "print", "isinstance", "repr", "format", "id", "type"})
 MODULE_SELF_METHODS = K.MODULE_SELF_METHODS
 GRAPHLESS_FUNCTIONS = K.GRAPHLESS_FUNCTIONS
 
@@ -67,28 +65,6 @@ def attr_name(node: ast.AST) -> Optional[str]:
 def bound_names(target: ast.AST) -> List[str]:
     """The plain names an assignment target binds (``self.x`` and subscripts left out)."""
     return [n for n in A.target_names(target) if "." not in n]
-
-
-def assigned_and_loaded(stmts: Sequence[ast.stmt]) -> Tuple[Set[str], Set[str]]:
-    """:func:`assigned_in` and the plain names read in ``stmts``, in one walk."""
-    out: Set[str] = set()
-    loaded: Set[str] = set()
-    Name, Attribute, Load = ast.Name, ast.Attribute, ast.Load
-    for n in A.iter_nodes(stmts):
-        cls = n.__class__
-        if cls is Name:
-            if isinstance(n.ctx, Load):  # type: ignore[attr-defined]
-                loaded.add(n.id)  # type: ignore[attr-defined]
-            elif isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
-                out.add(n.id)  # type: ignore[attr-defined]
-        elif cls is Attribute:
-            if isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
-                d = attr_name(n)
-                if d:
-                    out.add(d)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-    return out, loaded
 
 
 def assigned_in(stmts: Sequence[ast.stmt]) -> Set[str]:
