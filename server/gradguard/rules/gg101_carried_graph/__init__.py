@@ -1001,6 +1001,21 @@ def _elements_are_tensors(carry: V.Carry, ctx, unit) -> bool:
     return False
 
 
+_JOINED: tuple = (None, "")  # (the lines last joined, their text); a file's lines are never changed once split
+
+
+def _joined(lines: Sequence[str]) -> str:
+    """The file's lines as one text (remembered for the last list: every finding of
+    a file asks), where one substring test tells whether any line names a helper."""
+    global _JOINED
+    last = _JOINED  # (one read, one rebinding below: safe on several threads)
+    if last[0] is lines:
+        return last[1]
+    text = "\n".join(lines)
+    _JOINED = (lines, text)
+    return text
+
+
 def _helper_edits(unit, anchor: ast.stmt, ctx, step: str) -> Tuple[str, List[TextEdit]]:
     """The name of the state-detaching helper a fix calls, and the edit that
     defines it (none when the file already defines it).
@@ -1022,11 +1037,15 @@ def _helper_edits(unit, anchor: ast.stmt, ctx, step: str) -> Tuple[str, List[Tex
     lines = ctx.index.lines
     name, n = _HELPER, 1
     while True:
-        defined = [i for i, ln in enumerate(lines) if ln.rstrip() == f"{indent}def {name}(s):"
+        # (the lines naming it first, by a substring test: a definition's line names it,
+        # and a large file's findings each ask)
+        naming = [i for i, ln in enumerate(lines) if name in ln] if name in _joined(lines) else []
+        head = f"{indent}def {name}(s):"
+        defined = [i for i in naming if lines[i].rstrip() == head
                    and i + 1 < len(lines) and lines[i + 1].strip() == _HELPER_DOC]
         if defined and (unit.kind == "function" or defined[0] + 1 < line):
             return name, []  # the file's own copy, defined before the loop runs
-        if not defined and not any(name in ln for ln in lines):
+        if not defined and not naming:
             break
         n += 1
         name = f"{_HELPER}{n}"
