@@ -486,3 +486,18 @@ def test_ipython_assignments_and_indented_escapes_are_not_syntax_errors(project)
     items = json.loads(r.stdout)
     assert [(f["code"], f["cell"], f["line"], f["column"]) for f in items] == [("GG101", 2, 8, 5)]
     assert cells[1][7].startswith("    out, hidden = gru(x, hidden)")
+
+
+def test_a_one_shot_check_imports_no_module_it_does_not_need(project):
+    """The CLI's start-up path (a one-shot check pays every import): a check that
+    runs every rule, with findings and fixes, imports neither ``typing`` nor the
+    modules the analysis once pulled in for one name each (``threading`` for a
+    thread-local memo, ``weakref`` for ``weakref.ref``: both are C modules'
+    names), nor ``dataclasses``/``inspect``."""
+    code = ("import sys, io, contextlib\nfrom gradguard import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    code = cli.main(['check', '--no-cache', '--jobs', '1', '--format', 'json', 'gru_train.py'])\n"
+            "print(code, sorted(m for m in ('typing', 'threading', 'weakref', 'dataclasses', 'inspect')"
+            " if m in sys.modules))\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
+    assert r.stdout.split(None, 1) == ["1", "[]\n"], r.stdout + r.stderr

@@ -19,7 +19,7 @@ module summarizers use (they do not see the import table).
 from __future__ import annotations
 
 import ast
-import weakref
+from _weakref import ref as _weakref  # weakref.ref itself, without importing weakref (start-up)
 
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.context import dotted  # noqa: F401  (re-exported: part of this module's API)
@@ -88,7 +88,7 @@ def body_nodes(owner: ast.AST) -> List[ast.AST]:
     if got is None:
         got = _Nodes()
         try:
-            _fill(owner.body, got.nodes, weakref.ref(got))  # type: ignore[attr-defined]
+            _fill(owner.body, got.nodes, _weakref(got))  # type: ignore[attr-defined]
         except RecursionError:  # blocks nested by the hundred: one plain walk, no stretches
             got.nodes = list(iter_nodes(owner.body))  # type: ignore[attr-defined]
         owner._gg_nodes = got  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-import threading
+from _thread import _local  # threading.local itself, without importing threading (start-up)
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
@@ -230,7 +230,7 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 # Within one check(): what _calls_in found in each statement, by (kind, id). Every
 # statement list of the unit is examined (_blocks), each statement with everything
 # nested in it: without this a statement was walked once per enclosing block.
-_WALKS = threading.local()
+_WALKS = _local()
 
 
 def _calls_in(stmt: ast.stmt, kind: str, match: Callable, source_order: bool) -> list:
@@ -769,7 +769,7 @@ def _constructions(name: str, lines: List[str]) -> List[str]:
     return list(got)  # (callers consume the list)
 
 
-_CONSTRUCTIONS_MEMO = threading.local()
+_CONSTRUCTIONS_MEMO = _local()
 _HEAD = re.compile(r"[\w.,\s()\[\]]*")
 _DOTTED_RUN = re.compile(r"[\w.]+")
 
@@ -986,7 +986,7 @@ def _step_call(n: ast.AST) -> Optional[Tuple[ast.Call, str]]:
     return None
 
 
-_OWNED_MEMO = threading.local()
+_OWNED_MEMO = _local()
 
 
 def _owned(opt: str, ctx, depth: int = 2) -> Set[str]:
