@@ -114,7 +114,9 @@ def _mentions_backprop_helper(summary, words: frozenset) -> bool:
     _, bw_methods, bw_functions = _summary_index(summary)
     if not bw_functions and len(bw_methods) <= 1:
         return False
-    return not words.isdisjoint(bw_functions) or any(n in words for n in bw_methods if n != "grad")
+    # (the words it shares with the method names: a set intersection over the smaller
+    # of the two, not a test of every back-propagating method of a large file per unit)
+    return not words.isdisjoint(bw_functions) or any(n != "grad" for n in words & bw_methods)
 
 
 def _maybe_stateful(unit, ctx) -> bool:
