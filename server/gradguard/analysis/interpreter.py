@@ -13,7 +13,7 @@ import re
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, block_nodes, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
 from gradguard.analysis.summary import query
-from gradguard.analysis.values import FREED, BackwardEvent, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, meet_freed, plain, tup, unsure
+from gradguard.analysis.values import FREED, BackwardEvent, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, meet_freed, plain, tup, unsure
 from gradguard.model.record import record
 
 TYPE_CHECKING = False
@@ -708,7 +708,7 @@ class GraphFlow:
             return
         name = dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
         if name is not None:
-            env[name] = _with(v, site=s, undef=False, param=False)
+            env[name] = _bound(v, s)
             if self.track_self_state and name.startswith("self.") and name.count(".") == 1:
                 self._stored[name] = self._stored.get(name, EMPTY) | v.taints
                 if ("A", name) in v.taints:
@@ -1486,13 +1486,14 @@ class GraphFlow:
         if (call.args or call.keywords) and applies_cut(call):
             self._args(call, env)
             return CLEAN
-        if self._rewraps(call, env):
+        if len(self._targets) >= 2 and self._rewraps(call, env):  # (its first test, before the call: a hot path)
             self.eval(func, env)
             self._args(call, env)
             return CLEAN
-        mapped = self._maps_a_function(call, env)
-        if mapped is not None:
-            return mapped
+        if call.args and _has_lambda(call.args):  # (_maps_a_function's first test, likewise)
+            mapped = self._maps_a_function(call, env)
+            if mapped is not None:
+                return mapped
         if isinstance(func, ast.Attribute):
             return self._method_call(call, func, env)
         callee = self.eval(func, env)
@@ -2309,6 +2310,17 @@ def _nth_of_pending(v: Val, i: int) -> Val:
     """Element ``i`` of a value holding what a call not seen from here returns:
     its ``("R", k, -1)`` tokens become ``("R", k, i)``."""
     return plain(frozenset(("R", t[1], i) if t[0] == "R" and t[2] == -1 else t for t in v.taints))
+
+
+def _has_lambda(args: Sequence[ast.expr]) -> bool:
+    """Is one of a call's positional arguments a lambda? (Most calls hand none.)"""
+    for a in args:
+        if a.__class__ is _Lambda:
+            return True
+    return False
+
+
+_Lambda = ast.Lambda
 
 
 def _reached(loss: Val) -> FrozenSet:

@@ -139,6 +139,16 @@ def _with(v: Val, **kw) -> Val:
     return new
 
 
+def _bound(v: Val, site: ast.stmt) -> Val:
+    """``_with(v, site=site, undef=False, param=False)``: the value a name holds once
+    a statement assigned it (every binding of the interpreter: no keyword dict)."""
+    new = Val(*_VAL_FIELDS(v))
+    new.site = site
+    new.undef = False
+    new.param = False
+    return new
+
+
 _VAL_FIELDS = attrgetter(*Val._fields)  # type: ignore[attr-defined]  # a record's fields, in order
 
 
