@@ -2389,14 +2389,15 @@ def _mark_freed(env: Dict[str, Val], gs: FrozenSet) -> None:
     end of an iteration from one another path kept."""
     if not gs:
         return
+    # (``gs`` holds graph tokens only, _reached's: a value shares one with it exactly
+    # when its graph tokens do, without building the set of them for every value)
     for k, v in list(env.items()):
-        hit = v.graph_tokens() & gs
-        if hit:
+        if not gs.isdisjoint(v.taints):
             env[k] = _marked(v, gs)
 
 
 def _marked(v: Val, gs: FrozenSet) -> Val:
-    hit = v.graph_tokens() & gs
+    hit = gs & v.taints  # (graph tokens: see _mark_freed)
     if not hit:
         return v
     elems = tuple(_marked(e, gs) for e in v.elems) if v.elems is not None else None
