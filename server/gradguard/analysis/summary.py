@@ -166,17 +166,25 @@ class FactTable(dict):
             self.reads[key] = v
         return v
 
+    # (not recording -- a one-shot check, every summarizer's own lookups -- each read is
+    # the plain dict's: the interpreter asks the table on most names and calls it meets)
     def get(self, key, default=None):
+        if self.reads is None:
+            return dict.get(self, key, default)
         v = self._look(key)
         return default if v is _MISSING else v
 
     def __getitem__(self, key):
+        if self.reads is None:
+            return dict.__getitem__(self, key)
         v = self._look(key)
         if v is _MISSING:
             raise KeyError(key)
         return v
 
     def __contains__(self, key) -> bool:
+        if self.reads is None:
+            return dict.__contains__(self, key)
         return self._look(key) is not _MISSING
 
     def query(self, fn, *args):
