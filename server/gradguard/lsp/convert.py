@@ -86,6 +86,11 @@ class Lines(Sequence[str]):
             self._lines = split_lines(self._text)
         return self._lines
 
+    @property
+    def text(self) -> str:
+        """The text these are the lines of."""
+        return self._text
+
     def adopt(self, text: str, lines: List[str]) -> None:
         """Take ``lines``, split elsewhere from ``text``, when that is this text."""
         if self._lines is None and text is self._text:

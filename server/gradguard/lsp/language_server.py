@@ -228,9 +228,11 @@ class GradguardServer(LanguageServer):
                 log.debug("%s: syntax error at %s; published the findings outside it", target.key, result.syntax_error)
             return True
 
-    async def current(self, target: Target) -> Optional[Analysed]:
-        """The analysis of the target's current text, computing it if needed."""
-        if self.settings_for(target).run == "onSave" and target.analysed is not None:
+    async def current(self, target: Target, latest: bool = False) -> Optional[Analysed]:
+        """The analysis of the target's current text, computing it if needed. With
+        ``run: onSave`` it is the analysis of what was last saved, unless ``latest``
+        (Fix All: its edits are for the text in the editor, saved or not)."""
+        if not latest and self.settings_for(target).run == "onSave" and target.analysed is not None:
             return target.analysed
         try:
             ok = await self.analyse(target)

@@ -13,7 +13,7 @@ from lsprotocol import types as lsp
 from gradguard.engine.document import check_source
 from gradguard.engine.fixing import fix_until_stable, preferred_edits
 from gradguard.lsp import actions as act
-from gradguard.lsp.convert import fixes_data, range_json
+from gradguard.lsp.convert import Lines, fixes_data, range_json
 from gradguard.lsp.language_server import GradguardServer
 from gradguard.lsp.target import Target
 from gradguard.lsp.worker import analysable
@@ -90,11 +90,33 @@ async def fix_all_command(ls: GradguardServer, *args: Any) -> Dict[str, Any]:
             break
     if uri is None:
         return {"applied": False, "reason": "no document given"}
-    edit = await fix_all_edit(ls, uri)
-    if edit is None:
-        return {"applied": False, "reason": "nothing to fix"}
+    for _ in range(_CATCH_UP):
+        edit = await fix_all_edit(ls, uri)
+        if edit is None:
+            return {"applied": False, "reason": "nothing to fix"}
+        if _edit_is_current(ls, edit):
+            break
+    else:
+        # the edit names the version it was made from, but a client may apply it
+        # without looking: the server sends none that the text has left behind
+        return {"applied": False, "reason": "the document kept changing while the fixes were computed; run it again"}
     res = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(edit=edit, label="gradguard: fix all"))
     return {"applied": bool(res.applied), "reason": res.failure_reason}
+
+
+# how many times Fix All analyses again when the text moved on while it worked
+_CATCH_UP = 3
+
+
+def _edit_is_current(ls: GradguardServer, edit: lsp.WorkspaceEdit) -> bool:
+    """Does every document the edit changes still have the version the edit names?"""
+    for dc in edit.document_changes or ():
+        if not isinstance(dc, lsp.TextDocumentEdit):
+            return False
+        td = ls.workspace.text_documents.get(unquote(dc.text_document.uri))
+        if td is None or td.version != dc.text_document.version:
+            return False
+    return True
 
 
 def _lookup_data(ls: GradguardServer, target: Target, uri: str, diag: lsp.Diagnostic) -> Any:
@@ -111,15 +133,31 @@ def _lookup_data(ls: GradguardServer, target: Target, uri: str, diag: lsp.Diagno
 
 
 async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceEdit]:
-    """Every preferred fix in the document, as one versioned edit of it."""
+    """Every preferred fix in the document, as one edit of it naming the version
+    of the text the fixes were computed from.
+
+    The analysis is awaited, and the editor keeps sending changes meanwhile: the
+    edit is made from the analysed text and carries that text's version (the
+    document's version when the edit is sent may be newer: an edit computed for
+    version N labelled N+1 would be accepted by the editor and land on the
+    wrong lines). When the text moved on during the analysis, it is analysed
+    again, a few times at most, so that the edit usually applies."""
     target = ls.target_for(uri)
     td = ls.workspace.text_documents.get(unquote(uri))
     if target is None or td is None:
         return None
-    cur = await ls.current(target)
+    cur = None
+    for _ in range(_CATCH_UP):
+        cur = await ls.current(target, latest=True)
+        part = cur.smap.part_for_uri(uri) if cur is not None else None
+        if part is None or part.version == td.version:
+            break
     if cur is None:
         return None
     result, smap = cur.result, cur.smap
+    part = smap.part_for_uri(uri)
+    if part is None:
+        return None
     if target.kind == "notebook":
         # one round over the whole program; only this cell's edits
         edits = []
@@ -129,11 +167,14 @@ async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceE
                 edits.append(lsp.TextEdit(range=conv[1], new_text=e.new_text))
         if not edits:
             return None
-        return act.workspace_edit({uri: (td.version, edits)})
+        return act.workspace_edit({uri: (part.version, edits)})
     if not any(any(x.preferred for x in f.fixes) for f in result.findings):
         return None
-    text = td.source
-    version = td.version
+    lines = part.lines
+    if not isinstance(lines, Lines):
+        return None
+    text = lines.text  # the text that was analysed, not the document's text now
+    version = part.version
     config = ls.config_for(target)
     path = target.path
     facts = target.external

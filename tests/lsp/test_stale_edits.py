@@ -1,0 +1,89 @@
+"""An edit the server sends must apply to the text it was computed from.
+
+Fix All analyses the document, then runs the fix loop; the editor keeps typing
+meanwhile. An edit computed from version N but labelled N+1 is accepted by the
+editor and lands on the wrong lines: the user's code is corrupted. Each test
+here lets the document move while the server works, then applies what came
+back to the text of the version it names and compares with what the fix loop
+makes of that text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Dict
+
+import pytest
+from lsprotocol import types as lsp
+
+from gradguard.engine.document import check_source
+from gradguard.engine.fixing import fix_until_stable
+from gradguard.model.text import apply_text_edits
+
+from lsp_harness import (
+    GRU_SEED, TIMEOUT, apply_lsp_edits, change_full, change_range, file_uri, open_doc, wait_for_diagnostics,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+# enough unrelated code that one analysis takes a noticeable time, so that an
+# edit sent a moment after the request arrives while the server is still at work
+FILLER = "".join(f"def helper_{i}(a, b):\n    c = a + b * {i}\n    return [c for _ in range(3)]\n\n" for i in range(4000))
+
+
+def fixed_by_the_cli(text: str) -> str:
+    return fix_until_stable(text, check_source(text), apply_text_edits, check_source).state
+
+
+def versioned_edits(edit: lsp.WorkspaceEdit, uri: str):
+    assert edit.document_changes, "Fix All must send a versioned edit"
+    (dc,) = edit.document_changes
+    assert isinstance(dc, lsp.TextDocumentEdit) and dc.text_document.uri == uri
+    return dc.text_document.version, list(dc.edits)
+
+
+async def test_fix_all_edit_names_the_version_it_was_computed_from(session, tmp_path):
+    uri = file_uri(tmp_path, "race.py")
+    texts: Dict[int, str] = {1: GRU_SEED + "\n" + FILLER}
+    top = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+    # a long debounce: only the code action analyses the edited text
+    async with session(init_options={"debounce": 60000}) as client:
+        open_doc(client, uri, texts[1], 1)
+        await wait_for_diagnostics(client, uri, 1)
+        # version 2: one more line above the loop, and every helper changed (all of it
+        # analysed again, by the request below)
+        texts[2] = "# 第二版 🙂\n" + texts[1].replace("c = a + b", "c = b + a")
+        change_full(client, uri, texts[2], 2)
+        request = asyncio.ensure_future(client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), range=top,
+            context=lsp.CodeActionContext(diagnostics=[], only=["source.fixAll.gradguard"]))))
+        await asyncio.sleep(0.15)
+        # version 3 arrives while version 2 is being analysed: two lines more above the loop
+        change_range(client, uri, 3, top, "import os\nimport sys\n")
+        texts[3] = "import os\nimport sys\n" + texts[2]
+        actions = await asyncio.wait_for(request, 4 * TIMEOUT)
+        (action,) = [a for a in actions if isinstance(a, lsp.CodeAction)]
+        version, edits = versioned_edits(action.edit, uri)
+        assert version in texts
+        assert apply_lsp_edits(texts[version], edits) == fixed_by_the_cli(texts[version])
+
+
+async def test_fix_all_of_unsaved_text_in_on_save_mode(session, tmp_path):
+    """``run: onSave`` analyses what was saved; Fix All, asked for the unsaved
+    text (as an editor's fix-on-save does, just before it saves), must fix that
+    text, not apply the saved text's fixes to it."""
+    uri = file_uri(tmp_path, "on_save.py")
+    saved = "# 保存的版本\n" + GRU_SEED
+    async with session(init_options={"debounce": 0, "run": "onSave"}) as client:
+        open_doc(client, uri, saved, 1)
+        assert [str(d.code) for d in (await wait_for_diagnostics(client, uri, 1)).diagnostics] == ["GG101"]
+        top = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+        change_range(client, uri, 2, top, "import os  # 𝐱 未保存\nimport sys\n")
+        unsaved = "import os  # 𝐱 未保存\nimport sys\n" + saved
+        actions = await asyncio.wait_for(client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), range=top,
+            context=lsp.CodeActionContext(diagnostics=[], only=["source.fixAll.gradguard"]))), TIMEOUT)
+        (action,) = [a for a in actions if isinstance(a, lsp.CodeAction)]
+        version, edits = versioned_edits(action.edit, uri)
+        assert version == 2
+        assert apply_lsp_edits(unsaved, edits) == fixed_by_the_cli(unsaved)
