@@ -21,7 +21,7 @@ from gradguard.engine.fixing import fix_until_stable
 from gradguard.model.text import apply_text_edits
 
 from lsp_harness import (
-    GRU_SEED, TIMEOUT, apply_lsp_edits, change_full, change_range, file_uri, open_doc, wait_for_diagnostics,
+    GRU_SEED, REGRESSION_SEED, TIMEOUT, apply_lsp_edits, change_full, change_range, file_uri, open_doc, use, wait_for_diagnostics,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -87,3 +87,24 @@ async def test_fix_all_of_unsaved_text_in_on_save_mode(session, tmp_path):
         version, edits = versioned_edits(action.edit, uri)
         assert version == 2
         assert apply_lsp_edits(unsaved, edits) == fixed_by_the_cli(unsaved)
+
+
+async def test_fix_all_keeps_each_lines_own_end(shared, tmp_path):
+    """A file whose first line ends in \\r\\n and the rest in \\n (edited on two
+    systems): Fix All rebuilt the lines it touched with the first line's end."""
+    lines = REGRESSION_SEED.splitlines(keepends=True)
+    text = lines[0].replace("\n", "\r\n") + "".join(lines[1:])
+    uri = file_uri(tmp_path, "mixed_ends.py")
+    async with use(shared) as client:
+        open_doc(client, uri, text, 4)
+        await wait_for_diagnostics(client, uri, 4)
+        top = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+        actions = await asyncio.wait_for(client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), range=top,
+            context=lsp.CodeActionContext(diagnostics=[], only=["source.fixAll.gradguard"]))), TIMEOUT)
+        (action,) = [a for a in actions if isinstance(a, lsp.CodeAction)]
+        version, edits = versioned_edits(action.edit, uri)
+        assert version == 4
+        fixed = fixed_by_the_cli(text)
+        assert fixed != text and fixed.count("\r\n") == 1  # the fix changes a line, not its end
+        assert apply_lsp_edits(text, edits) == fixed

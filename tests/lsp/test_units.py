@@ -77,6 +77,36 @@ def test_whole_line_diff_rebuilds_the_new_text():
         assert apply_lsp_edits(old_text, [edit]) == new_text, (old, new)
 
 
+def test_whole_line_diff_keeps_every_line_end_of_a_mixed_text():
+    """Fix All's edit rebuilds the fixed text exactly: each line keeps its own
+    end (a file edited on two systems mixes them), and the fixed lines get what
+    the fix loop gave them, not the first line's end."""
+    rng = random.Random(11)
+    words = ["a = 1", "    hidden = hidden.detach()", "# 注释 😀 𝐱", "", "\tx = 1\f", "for i in x:"]
+    ends = ["\n", "\r\n", "\r"]
+    codec = Codec("utf-16")
+    for _ in range(400):
+        old = [(rng.choice(words), rng.choice(ends)) for _ in range(rng.randint(1, 8))]
+        new = list(old)
+        for _ in range(rng.randint(1, 3)):
+            op = rng.random()
+            if op < 0.4:
+                new.insert(rng.randint(0, len(new)), (rng.choice(words), rng.choice(ends)))
+            elif op < 0.7 and len(new) > 1:
+                del new[rng.randrange(len(new))]
+            else:
+                i = rng.randrange(len(new))
+                new[i] = (rng.choice(words), new[i][1])
+        old_text, new_text = "".join(a + b for a, b in old), "".join(a + b for a, b in new)
+        if rng.random() < 0.5 and old_text.endswith(old[-1][1]) and new_text.endswith(new[-1][1]):
+            old_text, new_text = old_text[: -len(old[-1][1])], new_text[: -len(new[-1][1])]
+        edit = whole_line_diff(old_text, new_text, codec)
+        if old_text == new_text:
+            assert edit is None
+            continue
+        assert apply_lsp_edits(old_text, [edit]) == new_text, (old_text, new_text)
+
+
 def test_whole_line_diff_keeps_crlf():
     old = "a = 1\r\nb = 2\r\n"
     new = "a = 1\r\nx = 0\r\nb = 2\r\n"

@@ -11,13 +11,14 @@ for: a client applying it to a newer text refuses it instead of corrupting code.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Container, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
 from gradguard.model.i18n import pick
 from gradguard.model.noqa import add_noqa
-from gradguard.model.text import line_ending, split_lines
+from gradguard.model.text import split_lines
 from gradguard.lsp.convert import DATA_MARK, SOURCE, Codec, range_from_json, sequence
 
 FIX_ALL_KIND = "source.fixAll.gradguard"
@@ -121,29 +122,39 @@ def fix_all_title(lang: str) -> str:
 
 
 def whole_line_diff(old: str, new: str, codec: Codec) -> Optional[lsp.TextEdit]:
-    """One edit replacing the changed lines of ``old`` to obtain ``new``."""
+    """One edit replacing the changed lines of ``old`` to obtain ``new``,
+    exactly: the lines are compared with their ends, and the edit's text is
+    ``new``'s own lines, ends included (a text that mixes ``\\n`` and ``\\r\\n``
+    keeps each line's end; they are never re-joined with the first line's)."""
     if old == new:
         return None
-    a, b = split_lines(old), split_lines(new)
+    a, b = _lines_with_ends(old), _lines_with_ends(new)
     p = 0
     while p < min(len(a), len(b)) and a[p] == b[p]:
         p += 1
     s = 0
     while s < min(len(a), len(b)) - p and a[len(a) - 1 - s] == b[len(b) - 1 - s]:
         s += 1
-    eol = line_ending(old)
-    new_mid = b[p : len(b) - s]
-    if s > 0:
-        # replace [p, len(a)-s) whole lines, terminators included
-        start = lsp.Position(p, 0)
+    # every line but old's last ends a line, so the edit runs from the start of
+    # line p (the prefix is the same text in both: the edit's text never joins a
+    # \r before it into a \r\n) to the start of the unchanged suffix, or to the
+    # end of old's last line when that line has no end and is replaced too
+    start = lsp.Position(p, 0)
+    if s == 0 and a and not _ends_a_line(a[-1]):
+        end = lsp.Position(len(a) - 1, codec.to_client(a[-1], len(a[-1])))
+    else:
         end = lsp.Position(len(a) - s, 0)
-        text = "".join(ln + eol for ln in new_mid)
-        return lsp.TextEdit(range=lsp.Range(start, end), new_text=text)
-    # the change reaches the end of the document: replace from the end of the last
-    # unchanged line (so trailing lines can also be removed) to the end
-    last = a[-1]
-    end = lsp.Position(len(a) - 1, codec.to_client(last, len(last)))
-    if p == 0:
-        return lsp.TextEdit(range=lsp.Range(lsp.Position(0, 0), end), new_text=eol.join(new_mid))
-    start = lsp.Position(p - 1, codec.to_client(a[p - 1], len(a[p - 1])))
-    return lsp.TextEdit(range=lsp.Range(start, end), new_text="".join(eol + ln for ln in new_mid))
+    return lsp.TextEdit(range=lsp.Range(start, end), new_text="".join(b[p : len(b) - s]))
+
+
+_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _lines_with_ends(text: str) -> List[str]:
+    """``text``'s lines, each with its end (LSP's: ``\\r\\n``, ``\\r``, ``\\n``); the
+    last without one if the text does not end a line; "" has no lines."""
+    return _LINE_WITH_END.findall(text)
+
+
+def _ends_a_line(line: str) -> bool:
+    return line.endswith(("\n", "\r"))
