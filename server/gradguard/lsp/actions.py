@@ -18,7 +18,6 @@ from lsprotocol import types as lsp
 
 from gradguard.model.i18n import pick
 from gradguard.model.noqa import add_noqa
-from gradguard.model.text import split_lines
 from gradguard.lsp.convert import DATA_MARK, SOURCE, Codec, range_from_json, sequence
 
 FIX_ALL_KIND = "source.fixAll.gradguard"
