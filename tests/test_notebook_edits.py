@@ -140,3 +140,59 @@ def test_the_editor_reads_the_same_ipython_forms_with_exact_positions():
     import ast
 
     ast.parse(text)
+
+
+# A notebook as other tools write it: numbers as JavaScript prints them (VS Code
+# saves notebooks: 0.00001, 1e-7, 1.50 stay so), an escaped "é" and "/" next to
+# raw Chinese, a hand-compacted object, a source list on one line. SRC is the
+# code cell's source value.
+_FOREIGN = '''{
+ "cells": [
+  {"cell_type": "markdown", "metadata": {}, "source": ["# 标题 caf\\u00e9 \\/ x"]},
+  {
+   "cell_type": "code",
+   "execution_count": 3,
+   "metadata": {"scrolled": true, "tags": []},
+   "outputs": [
+    {"name": "stdout", "output_type": "stream", "text": ["loss 0.00001 \\u001b[0m\\n"]},
+    {"data": {"application/json": {"lr": 0.00001, "eps": 1e-7, "big": 1E+21, "w": 1.50}},
+     "metadata": {}, "output_type": "execute_result", "execution_count": 3}
+   ],
+   "source": SRC
+  }
+ ],
+ "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+ "nbformat": 4, "nbformat_minor": 5
+}
+'''
+
+
+@pytest.mark.parametrize("layout", ["one line", "one item a line", "a string"])
+def test_a_fixed_notebook_keeps_every_byte_outside_the_source_it_changes(layout):
+    """The fix rewrote the whole JSON: every number, escape and line of the
+    outputs and metadata came back as Python's json writes them."""
+    before = ["for i in range(3):\n", "    b = a  # 注释\n"]
+    after = ["for i in range(3):\n", "    b = b  # 改\n", "    b = a  # 注释\n"]
+
+    def value(lines):
+        if layout == "one line":
+            return json.dumps(lines, ensure_ascii=False)
+        if layout == "a string":
+            return json.dumps("".join(lines), ensure_ascii=False)
+        return "[\n" + ",\n".join("    " + json.dumps(s, ensure_ascii=False) for s in lines) + "\n   ]"
+
+    text = _FOREIGN.replace("SRC", value(before))
+    loop = notebook_source(text.encode()).split("\n").index("for i in range(3):")
+    out = apply_notebook_edits(text.encode(), [_edit(loop + 1, 4, "b = b  # 改\n    ")]).decode()
+    assert out == _FOREIGN.replace("SRC", value(after))
+    src = json.loads(out)["cells"][1]["source"]
+    assert ("".join(src) if isinstance(src, list) else src) == "".join(after)
+
+
+def test_a_fixed_ascii_notebook_keeps_escaping_non_ascii():
+    nb = _nb(["for i in range(3):\n    b = a\n"])
+    text = json.dumps(nb, indent=1) + "\n"  # "说明" written as \u8bf4\u660e
+    loop = notebook_source(text.encode()).split("\n").index("for i in range(3):")
+    out = apply_notebook_edits(text.encode(), [_edit(loop + 1, 4, "b = b  # 改\n    ")]).decode()
+    nb["cells"][1]["source"] = ["for i in range(3):\n", "    b = b  # 改\n", "    b = a\n"]
+    assert out == json.dumps(nb, indent=1) + "\n"

@@ -278,12 +278,119 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
             TextEdit(Range(Position(l0, e.range.start.character), Position(l1, e.range.end.character)), e.new_text))
     if not per_cell:
         return data
+    spans = _source_spans(text)
+    spliced: List[Tuple[int, int, str]] = []
     for i, cell_edits in per_cell.items():
         number, src = cells[i]
         new = apply_text_edits(src, cell_edits)
         cell = nb["cells"][number - 1]
         cell["source"] = new.splitlines(keepends=True) if isinstance(cell.get("source"), list) else new
-    return _dump_like(nb, text).encode("utf-8")
+        span = spans[number - 1] if spans is not None and number - 1 < len(spans) else None
+        if span is None:
+            spliced = []
+            break
+        spliced.append((span[0], span[1], _source_json(cell["source"], text[span[0]:span[1]], text)))
+    if not spliced:  # the source values could not be located (never seen): the whole JSON written again
+        return _dump_like(nb, text).encode("utf-8")
+    # every other byte of the file as it was: outputs, metadata, numbers as they
+    # were written (VS Code writes 0.00001 where Python writes 1e-05), escapes, layout
+    for a, b, value in sorted(spliced, reverse=True):
+        text = text[:a] + value + text[b:]
+    return text.encode("utf-8")
+
+
+_DECODER = json.JSONDecoder()
+_scanstring: Any = getattr(json.decoder, "scanstring")
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, i: int) -> int:
+    m = _WS.match(text, i)  # matches the empty string: never None
+    return m.end() if m else i
+
+
+def _members(text: str, i: int):
+    """(key, value start, value end) of the JSON object at ``text[i]``."""
+    if text[i] != "{":
+        return
+    i = _skip(text, i + 1)
+    while text[i] == '"':
+        key, i = _scanstring(text, i + 1)
+        i = _skip(text, i)
+        i = _skip(text, i + 1)  # the colon
+        _, end = _DECODER.raw_decode(text, i)
+        yield key, i, end
+        i = _skip(text, end)
+        if text[i] != ",":
+            return
+        i = _skip(text, i + 1)
+
+
+def _elements(text: str, i: int):
+    """(start, end) of each value of the JSON array at ``text[i]``."""
+    if text[i] != "[":
+        return
+    i = _skip(text, i + 1)
+    if text[i] == "]":
+        return
+    while True:
+        _, end = _DECODER.raw_decode(text, i)
+        yield i, end
+        i = _skip(text, end)
+        if text[i] != ",":
+            return
+        i = _skip(text, i + 1)
+
+
+def _source_spans(text: str) -> Optional[List[Optional[Tuple[int, int]]]]:
+    """Where each cell's ``source`` value is in the notebook's JSON text (None
+    for a cell without one), in the order of the ``cells`` list; None when the
+    text cannot be walked. As ``json.loads`` reads it: the last of repeated keys."""
+    try:
+        start = _skip(text, 0)
+        cells_at = None
+        for key, a, _ in _members(text, start):
+            if key == "cells":
+                cells_at = a
+        if cells_at is None:
+            return None
+        spans: List[Optional[Tuple[int, int]]] = []
+        for a, _ in _elements(text, cells_at):
+            span = None
+            for key, va, vb in _members(text, a):
+                if key == "source":
+                    span = (va, vb)
+            spans.append(span)
+        return spans
+    except (ValueError, IndexError, RecursionError):
+        return None
+
+
+def _source_json(value: Any, old: str, whole: str) -> str:
+    """``value`` (a cell's new source: a string or a list of lines) as JSON
+    written like ``old``, the value it replaces: the same line breaks and
+    indentation between a list's items, the same escaping of non-ASCII text."""
+    ascii_only = whole.isascii() and "\\u" in whole
+
+    def dump(s: str) -> str:
+        return json.dumps(s, ensure_ascii=ascii_only)
+
+    if not isinstance(value, list):
+        return dump(value)
+    if not value:
+        return "[]"
+    items = list(_elements(old, 0)) if old.startswith("[") else []
+    if not items:
+        return json.dumps(value, ensure_ascii=ascii_only)
+    lead = old[1:items[0][0]]
+    trail = old[items[-1][1]:-1]
+    if len(items) > 1:
+        sep = old[items[0][1]:items[1][0]]
+    elif "\n" in lead:
+        sep = "," + lead
+    else:
+        sep = ", " if ", " in whole else ","
+    return "[" + lead + sep.join(dump(s) for s in value) + trail + "]"
 
 
 def _dump_like(nb: dict, original: str) -> str:
