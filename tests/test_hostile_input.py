@@ -113,6 +113,69 @@ def test_fix_through_a_symlink_keeps_the_link(tmp_path, capsys):
     assert link.is_symlink() and "detach" in real.read_text(encoding="utf-8")
 
 
+def test_fix_leaves_a_read_only_file_alone(tmp_path, capsys):
+    """A file made read-only (vendored code, a locked checkout) is not fixed: the
+    atomic replace only needs the folder to be writable, and rewrote it anyway."""
+    ro = tmp_path / "vendored.py"
+    ro.write_text(GRU_SEED, encoding="utf-8")
+    ro.chmod(0o444)
+    other = tmp_path / "train.py"
+    other.write_text(GRU_SEED, encoding="utf-8")
+    try:
+        code, out, err = main(capsys, "check", "--fix", "--no-cache", str(ro), str(other))
+        assert ro.read_text(encoding="utf-8") == GRU_SEED
+        assert stat.S_IMODE(ro.stat().st_mode) == 0o444
+        assert "read-only" in err and str(ro) in err
+        assert code == 2
+        assert "detach" in other.read_text(encoding="utf-8")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py", "vendored.py"]
+    finally:
+        ro.chmod(0o644)
+
+
+_EMOJI_SEED = GRU_SEED.replace("# 序列模型", "# 序列模型 😀𝐱\f\t").replace("    x = torch", "    z = '😀𝐱'; x = torch")
+
+
+@pytest.mark.parametrize("shape", ["lf", "crlf", "cr", "bom", "bom crlf", "no final newline", "mixed lf first",
+                                   "mixed crlf first", "latin-1 cookie"])
+def test_fix_changes_only_the_fixed_lines_bytes(tmp_path, capsys, shape):
+    """Every byte the fix does not change stays: line ends (each its own), BOM,
+    the missing last newline, the declared encoding, form feeds, tabs, and
+    characters outside the BMP before the fixed position; the inserted line
+    ends as the file's first line does. Through the file and through stdin."""
+    text, eol = _EMOJI_SEED, "\n"
+    lines = text.splitlines(keepends=True)
+    encoding, bom = "utf-8", b""
+    if shape in ("crlf", "bom crlf"):
+        text, eol = text.replace("\n", "\r\n"), "\r\n"
+    elif shape == "cr":
+        text, eol = text.replace("\n", "\r"), "\r"
+    elif shape == "no final newline":
+        text = text.rstrip("\n")
+    elif shape == "mixed lf first":
+        text = "".join(lines[:5]) + "".join(ln.replace("\n", "\r\n") for ln in lines[5:])
+    elif shape == "mixed crlf first":
+        text, eol = lines[0].replace("\n", "\r\n") + "".join(lines[1:]), "\r\n"
+    elif shape == "latin-1 cookie":
+        encoding = "latin-1"
+        text = "# -*- coding: latin-1 -*-\n# café\n" + "".join(
+            ln for ln in lines if not any(ord(c) > 0xFF for c in ln.replace("😀𝐱", "")))
+        text = text.replace("😀𝐱", "ñ")
+    if shape.startswith("bom"):
+        bom = b"\xef\xbb\xbf"
+    data = bom + text.encode(encoding)
+    key = "    z = '".encode(encoding)
+    expected = data.replace(key, ("    hidden = hidden.detach()" + eol).encode(encoding) + key, 1)
+    f = tmp_path / "train.py"
+    f.write_bytes(data)
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", str(f))
+    assert code == 0, err
+    assert f.read_bytes() == expected
+    proc = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", "--fix",
+                           "--stdin-filename", str(tmp_path / "other.py"), "-"], input=data, capture_output=True)
+    assert proc.stdout == expected, proc.stderr
+
+
 # ---------------------------------------------------------------- item 3: one bad file
 def _hostile_tree(root: Path, n_good: int) -> None:
     elif_chain = "x = 0\nif x == 0:\n    pass\n" + "".join(f"elif x == {i}:\n    pass\n" for i in range(1, 1000))

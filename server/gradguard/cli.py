@@ -746,7 +746,8 @@ def write_fixed(path: str, read: bytes, fixed: str) -> None:
     ReadError says so and nothing is written). The new content goes to a
     temporary file in the same folder, with the file's mode (and owner, where
     allowed), flushed to disk, then ``os.replace``-d over it: a reader sees the
-    old file or the new one, never a part."""
+    old file or the new one, never a part. A read-only file is not written
+    (the replace would need only the folder's permission)."""
     if path.endswith(".ipynb"):
         new = fixed.encode("utf-8")
     else:
@@ -762,6 +763,10 @@ def write_fixed(path: str, read: bytes, fixed: str) -> None:
     path = os.path.realpath(path)  # a linked file is fixed where it lives; the link stays a link
     try:
         st = os.stat(path)
+        if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
+            # replacing it needs only the folder to be writable: the file's own
+            # permission is what says whether the user lets it be changed
+            raise ReadError("fixes not written: the file is read-only")
         if _current_bytes(path) != read:
             raise ReadError(changed)
         directory = os.path.dirname(os.path.abspath(path))
