@@ -108,3 +108,33 @@ async def test_fix_all_keeps_each_lines_own_end(shared, tmp_path):
         fixed = fixed_by_the_cli(text)
         assert fixed != text and fixed.count("\r\n") == 1  # the fix changes a line, not its end
         assert apply_lsp_edits(text, edits) == fixed
+
+
+async def test_a_diagnostic_of_an_older_version_gets_no_edit_for_the_new_text(shared, tmp_path):
+    """The editor hands back the diagnostics it shows, which may be those of an
+    older version (the user typed lines above since). The suppression was made
+    on the new text at the old diagnostic's line and labelled with the new
+    version: the editor applied '# noqa' to a line that had moved. Every edit
+    offered must, applied to the text of the version it names, touch the
+    finding's line."""
+    uri = file_uri(tmp_path, "stale_diag.py")
+    texts = {1: GRU_SEED}
+    async with use(shared) as client:
+        open_doc(client, uri, texts[1], 1)
+        (d,) = (await wait_for_diagnostics(client, uri, 1)).diagnostics
+        finding_line = texts[1].splitlines()[d.range.start.line]
+        top = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+        change_range(client, uri, 2, top, "# 新的一行 🙂\nimport os\n")
+        texts[2] = "# 新的一行 🙂\nimport os\n" + texts[1]
+        await wait_for_diagnostics(client, uri, 2)
+        actions = await asyncio.wait_for(client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), range=d.range,
+            context=lsp.CodeActionContext(diagnostics=[d], only=[lsp.CodeActionKind.QuickFix]))), TIMEOUT)
+        for a in actions:
+            version, edits = versioned_edits(a.edit, uri)
+            assert version in texts, a.title
+            old, new = texts[version].splitlines(), apply_lsp_edits(texts[version], edits).splitlines()
+            changed = [ln for ln in old if ln not in new]
+            assert changed in ([], [finding_line]), (a.title, changed)
+            if "noqa" in a.title or "忽略" in a.title:
+                assert finding_line + "  # noqa: GG101" in new, a.title

@@ -52,7 +52,7 @@ async def code_action(ls: GradguardServer, params: lsp.CodeActionParams) -> Opti
             parts = {p.uri for p in target.analysed.smap.parts} if target.analysed else {uri}
             fixes.extend(act.quick_fixes(uri, d, data, td.version, allowed=parts))
             key = (str(d.code), d.range.start.line)
-            if key not in seen_codes:
+            if key not in seen_codes and not _of_another_version(d, td.version):
                 seen_codes.add(key)
                 a = act.suppress_action(uri, d, lines, td.version, ls.codec, lang)
                 if a is not None:
@@ -117,6 +117,15 @@ def _edit_is_current(ls: GradguardServer, edit: lsp.WorkspaceEdit) -> bool:
         if td is None or td.version != dc.text_document.version:
             return False
     return True
+
+
+def _of_another_version(diag: lsp.Diagnostic, version: Optional[int]) -> bool:
+    """Was the diagnostic published for another version of the text than ``version``
+    (the document's now)? Its line then names a line of that text, and an edit
+    made there on the current text would change a line that has moved."""
+    sent = diag.data if isinstance(diag.data, dict) else {}
+    published = sent.get("version")
+    return isinstance(published, int) and version is not None and published != version
 
 
 def _lookup_data(ls: GradguardServer, target: Target, uri: str, diag: lsp.Diagnostic) -> Any:
