@@ -44,6 +44,12 @@ def _u16(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
 
 
+def _position(rnd: random.Random, lines: List[str]) -> lsp.Position:
+    """A position on one of ``lines``, now and then a little past its end."""
+    ln = rnd.randrange(len(lines))
+    return lsp.Position(ln, rnd.randint(0, _u16(lines[ln]) + 1))
+
+
 def test_the_server_copy_of_a_notebook_follows_the_editor_through_random_changes():
     rnd = random.Random(20261201)
     ls = GradguardServer()
@@ -78,11 +84,7 @@ def test_the_server_copy_of_a_notebook_follows_the_editor_through_random_changes
             text = ed.text[uri]
             lines = split_lines(text)
 
-            def pos() -> lsp.Position:
-                ln = rnd.randrange(len(lines))
-                return lsp.Position(ln, rnd.randint(0, _u16(lines[ln]) + 1))
-
-            a, b = sorted((pos(), pos()), key=lambda p: (p.line, p.character))
+            a, b = sorted((_position(rnd, lines), _position(rnd, lines)), key=lambda p: (p.line, p.character))
             new = "".join(rnd.choice(PIECES) for _ in range(rnd.randint(0, 3)))
             ed.text[uri] = apply_lsp_edits(text, [lsp.TextEdit(range=lsp.Range(a, b), new_text=new)])
             changes.append(lsp.TextDocumentContentChangePartial(range=lsp.Range(a, b), text=new))
