@@ -500,11 +500,16 @@ def test_an_unknown_rule_code_is_an_error_naming_it(tmp_path, flag):
     assert run("check", "--no-cache", flag, "GG1", "t.py", cwd=tmp_path).returncode in (0, 1)
 
 
-@pytest.mark.parametrize("value", ['"big"', "-1", "true"])
+@pytest.mark.parametrize("value", ['"big"', "-1", "true", "nan", "inf", "-inf"])
 def test_a_bad_max_file_size_is_a_config_error(tmp_path, value):
+    """TOML has nan and inf: they were taken, and every file governed by the
+    config then failed as "gradguard internal error ... please report it"."""
     p = tmp_path / "pyproject.toml"
     p.write_text(f"[tool.gradguard]\nmax-file-size = {value}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="max-file-size"):
         load_config_file(p)
+    (tmp_path / "t.py").write_text(GRU_SEED, encoding="utf-8")
+    r = run("check", "--no-cache", "t.py", cwd=tmp_path)
+    assert r.returncode == 2 and "max-file-size" in r.stderr + r.stdout and "internal error" not in r.stderr + r.stdout
     p.write_text("[tool.gradguard]\nmax-file-size = 2.5\n", encoding="utf-8")
     assert load_config_file(p).max_file_size == 2.5

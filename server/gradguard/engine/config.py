@@ -313,7 +313,8 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
         exclude.extend(v)
 
     max_mb = get("max-file-size")
-    if max_mb is not None and (isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or max_mb < 0):
+    if max_mb is not None and (isinstance(max_mb, bool) or not isinstance(max_mb, (int, float))
+                               or not 0 <= max_mb < float("inf")):  # TOML has nan and inf
         raise ConfigError(f"{where}: 'max-file-size' must be a number of megabytes (0: no limit), got {max_mb!r}")
 
     notes = get("unverified-notes")
