@@ -38,8 +38,13 @@ def offset_at(text: str, pos: lsp.Position, codec: Codec) -> int:
     start = _line_start(text, max(pos.line, 0))
     if start is None:
         return len(text)
-    m = _EOL.search(text, start)
-    end = m.start() if m else len(text)
+    # the line's end: the first \n or \r after its start (found by str.find, in C:
+    # the regular expression took 13 ms to cross a line of millions of characters)
+    nl = text.find("\n", start)
+    if nl < 0:
+        nl = len(text)
+    cr = text.find("\r", start, nl)
+    end = cr if cr >= 0 else nl
     return start + codec.from_client(text[start:end], pos.character)
 
 
