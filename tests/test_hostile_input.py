@@ -113,6 +113,46 @@ def test_fix_through_a_symlink_keeps_the_link(tmp_path, capsys):
     assert link.is_symlink() and "detach" in real.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("meanwhile", ["deleted", "replaced by a link", "moved away", "made a directory"])
+def test_fix_writes_nothing_when_the_file_went_away_while_it_ran(tmp_path, capsys, monkeypatch, meanwhile):
+    """Between the read and the write the file is deleted, replaced by a link to
+    another file, moved, or replaced by a folder: nothing is written (no file
+    is brought back, the other file is untouched) and the run says why."""
+    a = tmp_path / "a.py"
+    a.write_text(GRU_SEED, encoding="utf-8")
+    other = tmp_path / "other.py"
+    other.write_text(GRU_SEED, encoding="utf-8")
+    real = cli._analyse
+    done = []
+
+    def analyse_while_the_file_goes(src, path, *rest):
+        if path.endswith("a.py") and not done:
+            done.append(1)
+            if meanwhile == "deleted":
+                a.unlink()
+            elif meanwhile == "replaced by a link":
+                a.unlink()
+                os.symlink(other, a)
+            elif meanwhile == "moved away":
+                a.rename(tmp_path / "moved.py")
+            else:
+                a.unlink()
+                a.mkdir()
+        return real(src, path, *rest)
+
+    monkeypatch.setattr(cli, "_analyse", analyse_while_the_file_goes)
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", "--jobs", "1", str(a))
+    assert code == 2 and "fixes not written" in err and str(a) in err
+    assert other.read_text(encoding="utf-8") == GRU_SEED
+    if meanwhile == "deleted":
+        assert not a.exists()
+    if meanwhile == "moved away":
+        assert not a.exists() and (tmp_path / "moved.py").read_text(encoding="utf-8") == GRU_SEED
+    if meanwhile == "made a directory":
+        assert a.is_dir() and list(a.iterdir()) == []
+    assert not [p for p in tmp_path.iterdir() if "gradguard" in p.name]
+
+
 def test_fix_leaves_a_read_only_file_alone(tmp_path, capsys):
     """A file made read-only (vendored code, a locked checkout) is not fixed: the
     atomic replace only needs the folder to be writable, and rewrote it anyway."""

@@ -145,12 +145,13 @@ BUFFERS: Dict[str, bytes] = {}
 DEFAULT_MAX_FILE_MB = 4.0
 
 
-def read_bytes(path: str, max_mb: Optional[float] = None) -> bytes:
+def read_bytes(path: str, max_mb: Optional[float] = None, identity: Optional[List[Tuple[int, int]]] = None) -> bytes:
     """The bytes of a *regular* file: a FIFO named ``x.py`` would block forever
     and ``/dev/zero`` never ends, so anything else is refused without reading
     (opened non-blocking: opening a FIFO for reading does not wait for a writer).
     A file over ``max_mb`` MB is refused with its size. A buffer (``BUFFERS``)
-    is its bytes."""
+    is its bytes. ``identity`` receives the (device, inode) of the file read
+    (what ``write_fixed`` checks is still there)."""
     import stat
 
     if path in BUFFERS:
@@ -168,6 +169,8 @@ def read_bytes(path: str, max_mb: Optional[float] = None) -> bytes:
             raise ReadError("is a directory")
         if not stat.S_ISREG(st.st_mode):
             raise ReadError("not a regular file (a FIFO, device or socket): not read")
+        if identity is not None:
+            identity.append((st.st_dev, st.st_ino))
         limit = None if not max_mb or max_mb <= 0 else int(max_mb * 1_000_000)
         if limit is not None and st.st_size > limit:
             raise ReadError(_too_big(st.st_size, max_mb))
@@ -262,8 +265,9 @@ def _check_one(args) -> dict:
 def _check_one_file(args) -> dict:
     path, config, fix, external, lang, cache_dir, file_jobs = args
     rec = _new_record(path)
+    identity: List[Tuple[int, int]] = []
     try:
-        data = read_bytes(path, _max_mb(config))
+        data = read_bytes(path, _max_mb(config), identity)
     except ReadError as e:
         rec["error"] = str(e)
         return rec
@@ -313,7 +317,7 @@ def _check_one_file(args) -> dict:
             # written now, as soon as its fixes are known, not at the end of the run
             # (the longer the wait, the likelier the user saves the file meanwhile)
             try:
-                write_fixed(path, read, rec["fixed"])
+                write_fixed(path, read, rec["fixed"], identity[0] if identity else None)
                 rec["fixed_written"] = True
             except ReadError as e:
                 rec["error"] = str(e)
@@ -738,12 +742,15 @@ def _deep_notes(rec: dict, lang: str) -> List[str]:
     return out
 
 
-def write_fixed(path: str, read: bytes, fixed: str) -> None:
+def write_fixed(path: str, read: bytes, fixed: str, identity: Optional[Tuple[int, int]] = None) -> None:
     """Replace ``path``'s content with ``fixed`` (text of a ``.py`` file in the
     encoding, BOM and newlines it was read with; a notebook's JSON as UTF-8),
     only if the file still holds exactly the ``read`` bytes the fixes were
-    computed from: a save made while the run went on is never overwritten (a
-    ReadError says so and nothing is written). The new content goes to a
+    computed from, and is still the file they were read from (``identity``:
+    its device and inode; a file replaced meanwhile by a link to another file
+    with the same bytes would have had that other file fixed): a save made
+    while the run went on is never overwritten (a ReadError says so and
+    nothing is written). The new content goes to a
     temporary file in the same folder, with the file's mode (and owner, where
     allowed), flushed to disk, then ``os.replace``-d over it: a reader sees the
     old file or the new one, never a part. A read-only file is not written
@@ -763,6 +770,8 @@ def write_fixed(path: str, read: bytes, fixed: str) -> None:
     path = os.path.realpath(path)  # a linked file is fixed where it lives; the link stays a link
     try:
         st = os.stat(path)
+        if identity is not None and (st.st_dev, st.st_ino) != identity:
+            raise ReadError(changed)
         if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
             # replacing it needs only the folder to be writable: the file's own
             # permission is what says whether the user lets it be changed
