@@ -163,3 +163,28 @@ def test_a_code_action_never_carries_client_supplied_edits(raw, tmp_path):
             assert dc["textDocument"]["uri"] == uri, a
             assert all("owned" not in e["newText"] for e in dc["edits"]), a
         assert "forged" not in a["title"]
+
+
+@pytest.mark.parametrize("answer", [{"result": {"applied": False, "failureReason": "用户拒绝了"}},
+                                    {"error": {"code": -32603, "message": "the editor failed"}},
+                                    {"result": None}])
+def test_fix_all_command_when_the_client_refuses_or_fails_the_edit(raw, tmp_path, answer):
+    """workspace/applyEdit answered with applied: false, with an error, or with
+    nothing usable: the command says it was not applied (and why), and the
+    document is still served."""
+    c = raw()
+    c.initialize(tmp_path)
+    uri = (tmp_path / "t.py").as_uri()
+    c.open(uri, GRU_SEED)
+    c.diagnostics(uri)
+    c.send({"jsonrpc": "2.0", "id": 30, "method": "workspace/executeCommand",
+            "params": {"command": "gradguard.fixAll", "arguments": [uri]}})
+    ask = c.wait_for(lambda m: m.get("method") == "workspace/applyEdit")
+    c.send({"jsonrpc": "2.0", "id": ask["id"], **answer})
+    got = c.response(30)
+    assert "error" not in got, got
+    assert got["result"]["applied"] is False
+    assert got["result"]["reason"], got
+    c.send({"jsonrpc": "2.0", "id": 31, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": GRU_LINE, "character": 10}}})
+    assert "GG101" in c.response(31)["result"]["contents"]["value"]

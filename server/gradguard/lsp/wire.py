@@ -12,7 +12,9 @@
   instead of never answering it (pygls raised while reading the message, before
   it knew what to answer), and drops an invalid notification with a log line;
   a request after ``shutdown`` gets ``InvalidRequest``, as the specification
-  says (pygls dropped it unanswered).
+  says (pygls dropped it unanswered). A response of the client that does not
+  fit its type fails the server's request that waits for it (pygls dropped
+  it, and the request waited for ever).
 """
 
 from __future__ import annotations
@@ -86,6 +88,13 @@ class GradguardProtocol(LanguageServerProtocol):
                         message=f"gradguard: invalid parameters for {method}: {detail}",
                     ),
                 )
+            elif method is None and "id" in data:
+                # a response the client sent that does not fit its type (``result: null`` for
+                # workspace/applyEdit): the request waiting for it gets an error, instead of
+                # waiting for ever (and the command that sent it never answering)
+                log.error("invalid response to request %r: %s", data["id"], detail)
+                return lsp.ResponseErrorMessage(id=data["id"], error=lsp.ResponseError(
+                    code=lsp.ErrorCodes.InvalidParams, message=f"invalid response from the client: {detail}"))
             else:
                 log.error("invalid message %r dropped: %s", method or "(a response)", detail)
             return {}

@@ -100,8 +100,13 @@ async def fix_all_command(ls: GradguardServer, *args: Any) -> Dict[str, Any]:
         # the edit names the version it was made from, but a client may apply it
         # without looking: the server sends none that the text has left behind
         return {"applied": False, "reason": "the document kept changing while the fixes were computed; run it again"}
-    res = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(edit=edit, label="gradguard: fix all"))
-    return {"applied": bool(res.applied), "reason": res.failure_reason}
+    try:
+        res = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(edit=edit, label="gradguard: fix all"))
+    except Exception as e:  # the client answered with an error (or with something that is no answer)
+        return {"applied": False, "reason": f"the editor did not apply the fixes: {e}"}
+    if not res.applied:
+        return {"applied": False, "reason": res.failure_reason or "the editor did not apply the fixes"}
+    return {"applied": True, "reason": None}
 
 
 # how many times Fix All analyses again when the text moved on while it worked
