@@ -138,3 +138,51 @@ async def test_a_diagnostic_of_an_older_version_gets_no_edit_for_the_new_text(sh
             assert changed in ([], [finding_line]), (a.title, changed)
             if "noqa" in a.title or "忽略" in a.title:
                 assert finding_line + "  # noqa: GG101" in new, a.title
+
+
+def _apply_in(encoding: str, text: str, edits) -> str:
+    """Apply LSP edits whose columns count ``encoding`` units, as an editor that
+    negotiated that position encoding does."""
+    from gradguard.lsp.convert import Codec
+    from gradguard.lsp.document import apply_change
+
+    codec = Codec(encoding)
+    # from the last edit to the first: the earlier positions stay valid
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = apply_change(text, e.range, e.new_text, codec)
+    return text
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8", "utf-32"])
+async def test_fixes_land_in_place_after_wide_characters_on_the_fixed_line(session, tmp_path, encoding):
+    """Chinese names and characters outside the BMP (emoji, 𝐱) before the fixed
+    columns on the same line: the quick fix and Fix All, in each position
+    encoding a client may negotiate, give exactly what the CLI's fix gives."""
+    from lsp_harness import vscode_capabilities
+
+    text = REGRESSION_SEED.replace(
+        "X = torch.rand(size = (2,5),requires_grad = True)",
+        "标签 = '😀𝐱'; X = torch.rand(size = (2,5),requires_grad = True)  # 输入 🙂")
+    uri = file_uri(tmp_path, "宽字符.py")
+    caps = vscode_capabilities(encodings=[encoding])
+    async with session(capabilities=caps, init_options={"debounce": 0}) as client:
+        got = client.init_result.capabilities.position_encoding
+        assert str(getattr(got, "value", got)) == encoding
+        open_doc(client, uri, text, 1)
+        (d,) = (await wait_for_diagnostics(client, uri, 1)).diagnostics
+        assert d.code == "GG102"
+        fixed = fixed_by_the_cli(text)
+        assert fixed != text
+        quick = await asyncio.wait_for(client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), range=d.range,
+            context=lsp.CodeActionContext(diagnostics=[d], only=[lsp.CodeActionKind.QuickFix]))), TIMEOUT)
+        preferred = [a for a in quick if a.is_preferred]
+        assert preferred
+        version, edits = versioned_edits(preferred[0].edit, uri)
+        assert version == 1 and _apply_in(encoding, text, edits) == fixed
+        actions = await asyncio.wait_for(client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), range=d.range,
+            context=lsp.CodeActionContext(diagnostics=[], only=["source.fixAll.gradguard"]))), TIMEOUT)
+        (fix_all,) = actions
+        version, edits = versioned_edits(fix_all.edit, uri)
+        assert version == 1 and _apply_in(encoding, text, edits) == fixed
