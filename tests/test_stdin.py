@@ -188,3 +188,26 @@ def test_fast_argument_parser_agrees_with_argparse_on_the_new_options(argv):
     fast = _fast_check_args(argv)
     assert fast is not None
     assert vars(fast) == vars(build_parser().parse_args(["check", *argv]))
+
+
+@pytest.mark.parametrize("how", ["the file", "its folder", "another name for it", "the buffer's name"])
+def test_output_file_never_replaces_a_checked_file(tmp_path, how):
+    """--output-file naming a file the run checks (a slip of the shell: the
+    report's name and the file's swapped) replaced the user's code with the
+    report. It is refused before anything is checked or written."""
+    code = tmp_path / "train.py"
+    code.write_text(GRU_SEED, encoding="utf-8")
+    out = code
+    args = ["check", "--no-cache", str(code)]
+    if how == "its folder":
+        args = ["check", "--no-cache", "--fix", str(tmp_path)]
+    elif how == "another name for it":
+        (tmp_path / "sub").mkdir()
+        out = Path(os.path.join(tmp_path, "sub", "..", ".", "train.py"))
+    elif how == "the buffer's name":
+        args = ["check", "--no-cache", "--stdin-filename", str(code), "-"]
+    r = subprocess.run([sys.executable, "-m", "gradguard", *args, "--output-file", str(out)],
+                       input=GRU_SEED.encode(), capture_output=True)
+    assert r.returncode == 2
+    assert b"--output-file" in r.stderr and b"would replace its code" in r.stderr
+    assert code.read_text(encoding="utf-8") == GRU_SEED  # not the report, and not fixed either

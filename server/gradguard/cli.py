@@ -623,6 +623,9 @@ def cmd_check(args) -> int:
     except Exception as e:  # ConfigError from --config
         return _usage_error(str(e))
     if piped is not None:  # a buffer on standard input, checked as the file it names
+        if piped != "-" and _same_file(piped, args.output_file):
+            return _usage_error(f"--output-file {args.output_file} is the file the buffer stands for: "
+                                f"the report would replace its code")
         try:
             lang = _language(args.lang, lambda: config_for(piped))
         except ConfigError as e:
@@ -638,6 +641,10 @@ def cmd_check(args) -> int:
         lang = _language(args.lang, lambda: _config_or_default(config_for, _config_probe(args.paths)))
     except ConfigError as e:
         return _usage_error(str(e))
+    clash = next((p for p, _ in files if "\0" not in p and _same_file(p, args.output_file)), None)
+    if clash is not None:
+        return _usage_error(f"--output-file {args.output_file} is {clash}, one of the files checked: "
+                            f"the report would replace its code")
     missing = [p for p, explicit in files if explicit and "\0" not in p and not os.path.exists(p)]
     jobs = args.jobs if args.jobs and args.jobs > 0 else usable_cores()
     cache_dir = None
@@ -683,6 +690,17 @@ def cmd_check(args) -> int:
     if errors:
         status = 2
     return status
+
+
+def _same_file(path: str, output: Optional[str]) -> bool:
+    """Is ``output`` (``--output-file``) the file at ``path`` (the same file, by any
+    name: a link, ``./x.py``)? The report written there would replace its code."""
+    if not output:
+        return False
+    try:
+        return os.path.samefile(path, output)
+    except (OSError, ValueError):  # either does not exist (yet): not the same file
+        return False
 
 
 def _check_buffer(name: str, data: bytes, config_for, args, jobs: int, lang: str) -> dict:
