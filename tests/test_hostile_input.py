@@ -459,6 +459,21 @@ def test_jobs_is_capped_by_files_and_cores(tmp_path, capsys, monkeypatch):
 
 
 # ---------------------------------------------------------------- items 8, 9: the cache
+def test_a_cache_directory_that_is_the_users_folder_gets_no_gitignore(tmp_path):
+    """--cache-dir pointed at the project (or any folder holding the user's
+    files) wrote a .gitignore of "*" there: git then ignored every new file in
+    the project. The ignore file is written only into a folder of the cache's own."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "t.py").write_text(GRU_SEED, encoding="utf-8")
+    r = run("check", "--cache-dir", ".", "t.py", cwd=project)
+    assert r.returncode == 1, r.stderr
+    assert not (project / ".gitignore").exists() and not (project / "CACHEDIR.TAG").exists()
+    r = run("check", "--cache-dir", "own_cache", "t.py", cwd=project)
+    assert r.returncode == 1, r.stderr
+    assert (project / "own_cache" / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
+
+
 def test_a_symlinked_cache_directory_is_not_followed(tmp_path):
     project = tmp_path / "repo"
     project.mkdir()

@@ -109,10 +109,13 @@ def prepare(directory: Optional[str]) -> Optional[str]:
         parent = os.path.dirname(d)
         if parent and not os.path.isdir(parent):
             os.makedirs(parent, exist_ok=True)
+        fresh = not os.path.lexists(d) or (os.path.isdir(d) and not os.listdir(d))
         if not _real_dir(d, create=True):
             return None
         gi = os.path.join(d, ".gitignore")
-        if not os.path.lexists(gi):
+        # only in a folder of its own: "--cache-dir ." made the project's own
+        # .gitignore "*", and git then ignored every new file of the user's
+        if fresh and not os.path.lexists(gi):
             _create_new(gi, "# created by gradguard\n*\n")
             _create_new(os.path.join(d, "CACHEDIR.TAG"),
                         "Signature: 8a477f597d28d172789f06886806bc55\n# gradguard result cache\n")
