@@ -188,3 +188,50 @@ def test_fix_all_command_when_the_client_refuses_or_fails_the_edit(raw, tmp_path
     c.send({"jsonrpc": "2.0", "id": 31, "method": "textDocument/hover",
             "params": {"textDocument": {"uri": uri}, "position": {"line": GRU_LINE, "character": 10}}})
     assert "GG101" in c.response(31)["result"]["contents"]["value"]
+
+
+def test_messages_out_of_order_are_survived(raw, tmp_path):
+    """A change before the open, requests after the close, a change after the
+    close, a notebook change for a notebook never opened: each is answered
+    (with nothing) or dropped, the server's copy of a document reopened is the
+    text the editor sends, and other documents are still served."""
+    c = raw()
+    c.initialize(tmp_path)
+    uri = (tmp_path / "乱序.py").as_uri()
+    at0 = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    c.send({"jsonrpc": "2.0", "method": "textDocument/didChange",
+            "params": {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"range": at0, "text": "x"}]}})
+    c.send({"jsonrpc": "2.0", "id": 40, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+    assert c.response(40)["result"] is None
+    c.open(uri, GRU_SEED)
+    (d,) = c.diagnostics(uri)["params"]["diagnostics"]
+    assert d["range"]["start"]["line"] == GRU_LINE  # the open's text, nothing of the early change
+    c.send({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
+    requests = [
+        ("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": GRU_LINE, "character": 10}}, None),
+        ("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": d["range"],
+                                     "context": {"diagnostics": [d]}}, []),
+        ("textDocument/diagnostic", {"textDocument": {"uri": uri}}, {"kind": "full", "items": []}),
+    ]
+    for i, (method, params, empty) in enumerate(requests):
+        c.send({"jsonrpc": "2.0", "id": 41 + i, "method": method, "params": params})
+        assert c.response(41 + i)["result"] == empty, method
+    c.send({"jsonrpc": "2.0", "id": 45, "method": "workspace/executeCommand",
+            "params": {"command": "gradguard.fixAll", "arguments": [uri]}})
+    assert c.response(45)["result"]["applied"] is False
+    assert not [m for m in c.messages if m.get("method") == "workspace/applyEdit"]
+    c.send({"jsonrpc": "2.0", "method": "textDocument/didChange",
+            "params": {"textDocument": {"uri": uri, "version": 9}, "contentChanges": [{"text": "y = 1\n"}]}})
+    c.send({"jsonrpc": "2.0", "method": "notebookDocument/didChange", "params": {
+        "notebookDocument": {"uri": (tmp_path / "nb.ipynb").as_uri(), "version": 2},
+        "change": {"cells": {"textContent": [{"document": {"uri": "vscode-notebook-cell:/nb.ipynb#c1", "version": 2},
+                                              "changes": [{"text": "x"}]}]}}}})
+    other = (tmp_path / "other.py").as_uri()
+    c.open(other, GRU_SEED)
+    assert [x["code"] for x in c.diagnostics(other)["params"]["diagnostics"]] == ["GG101"]
+    n = len(c.messages)
+    c.open(uri, "import torch\n" + GRU_SEED)  # reopened: the text sent now, nothing of the change after the close
+    got = c.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+                     and m in c.messages[n:])
+    assert [x["range"]["start"]["line"] for x in got["params"]["diagnostics"]] == [GRU_LINE + 1]
