@@ -196,3 +196,15 @@ def test_a_fixed_ascii_notebook_keeps_escaping_non_ascii():
     out = apply_notebook_edits(text.encode(), [_edit(loop + 1, 4, "b = b  # 改\n    ")]).decode()
     nb["cells"][1]["source"] = ["for i in range(3):\n", "    b = b  # 改\n", "    b = a\n"]
     assert out == json.dumps(nb, indent=1) + "\n"
+
+
+def test_a_fixed_cell_keeps_its_unchanged_lines_as_they_were_listed():
+    """A source list holds one line per item, split at \\n; the fixed cell was
+    split again with str.splitlines, which also breaks at a form feed (a page
+    break), U+2028 and \\x1c-\\x1e: untouched lines came back as two items."""
+    nb = _nb(["for i in range(3):\n    b = a  # 第\x0c页 \u2028 \x1c\n    c = b\n"])
+    text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    loop = notebook_source(text.encode()).split("\n").index("for i in range(3):")
+    out = apply_notebook_edits(text.encode(), [_edit(loop + 2, 4, "d = c\n    ")]).decode()
+    nb["cells"][1]["source"] = ["for i in range(3):\n", "    b = a  # 第\x0c页 \u2028 \x1c\n", "    d = c\n", "    c = b\n"]
+    assert out == json.dumps(nb, indent=1, ensure_ascii=False) + "\n"

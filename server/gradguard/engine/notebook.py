@@ -284,7 +284,7 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
         number, src = cells[i]
         new = apply_text_edits(src, cell_edits)
         cell = nb["cells"][number - 1]
-        cell["source"] = new.splitlines(keepends=True) if isinstance(cell.get("source"), list) else new
+        cell["source"] = _LIST_LINE.findall(new) if isinstance(cell.get("source"), list) else new
         span = spans[number - 1] if spans is not None and number - 1 < len(spans) else None
         if span is None:
             spliced = []
@@ -299,6 +299,9 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
     return text.encode("utf-8")
 
 
+# a source list's items: lines ending at \n (str.splitlines would also split an
+# untouched line at a form feed, U+2028 or \x1c-\x1e, rewriting it as two items)
+_LIST_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _DECODER = json.JSONDecoder()
 _scanstring: Any = getattr(json.decoder, "scanstring")
 _WS = re.compile(r"[ \t\n\r]*")
