@@ -100,8 +100,8 @@ def suppress_action(
     if not (0 <= ln < len(lines)):
         return None
     old = lines[ln]
-    new = add_noqa(old, code)
-    if new == old:
+    new = noqa_line(lines, ln, code)
+    if new is None or new == old:
         return None
     edit = lsp.TextEdit(
         range=lsp.Range(lsp.Position(ln, 0), lsp.Position(ln, codec.to_client(old, len(old)))),
@@ -114,6 +114,50 @@ def suppress_action(
         diagnostics=[diag],
         edit=workspace_edit({uri: (version, [edit])}),
     )
+
+
+def noqa_line(lines: Sequence[str], ln: int, code: str) -> Optional[str]:
+    """Line ``ln`` with ``code`` in its ``# noqa`` comment (merged into the
+    line's comment, if it has one); None when no comment can end that line: it
+    goes on in the next one (a backslash: the comment would be a syntax error)
+    or ends inside a string (the comment would become part of its value)."""
+    line = lines[ln]
+    where = _comment_start(lines, ln)
+    if where is None:
+        return None
+    if where < 0:  # no comment: one at the end ("#" in a string is not a comment)
+        return line.rstrip() + f"  # noqa: {code}"
+    return line[:where] + add_noqa(line[where:], code)
+
+
+def _comment_start(lines: Sequence[str], ln: int) -> Optional[int]:
+    """Where line ``ln``'s comment starts (-1: it has none); None when the line
+    does not end there (a backslash, or a string running on). Read by Python's
+    tokenizer from that line on (a line or two, not the file: code actions are
+    asked at every move of the cursor)."""
+    import tokenize
+
+    rest = iter(lines[ln:ln + 1000])
+    comment = -1
+    try:
+        for tok in tokenize.generate_tokens(lambda: _next_line(rest)):
+            if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER):
+                return comment if tok.start[0] == 1 else None
+            if tok.end[0] > 1:
+                return None  # a token running past the line's end (a string), or the line went on
+            if tok.type == tokenize.COMMENT:
+                comment = tok.start[1]
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    # the tokenizer could not read it from there (a line in the middle of a statement
+    # whose start it does not see): offered only when the line alone is plainly safe
+    line = lines[ln]
+    return -1 if "#" not in line and not line.rstrip().endswith("\\") and "'" not in line and '"' not in line else None
+
+
+def _next_line(rest) -> str:
+    line = next(rest, None)
+    return "" if line is None else line + "\n"
 
 
 def fix_all_title(lang: str) -> str:

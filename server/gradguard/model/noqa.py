@@ -28,13 +28,16 @@ def parse_noqa(line: str) -> Optional[Tuple[str, ...]]:
     """None: no noqa. (): bare noqa (all codes). Else the listed codes."""
     if "#" not in line or "noqa" not in line.lower():
         return None
-    m = _noqa_re().search(line)
-    if not m:
-        return None
-    codes = m.group("codes")
-    if not codes:
-        return ()
-    return tuple(c.upper() for c in re.split(r"[\s,]+", codes.strip()) if c)
+    # every match on the line counts, not the first: the first may be inside a
+    # string ("tag = '# noqa: E501'  # noqa: GG101", which the editor's
+    # suppression action writes when the line holds such a string)
+    found = None
+    for m in _noqa_re().finditer(line):
+        codes = m.group("codes")
+        if not codes:
+            return ()
+        found = (found or ()) + tuple(c.upper() for c in re.split(r"[\s,]+", codes.strip()) if c)
+    return found
 
 
 def is_suppressed(line: str, code: str) -> bool:
