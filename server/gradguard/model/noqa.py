@@ -29,8 +29,8 @@ def parse_noqa(line: str) -> Optional[Tuple[str, ...]]:
     if "#" not in line or "noqa" not in line.lower():
         return None
     # every match on the line counts, not the first: the first may be inside a
-    # string ("tag = '# noqa: E501'  # noqa: GG101", which the editor's
-    # suppression action writes when the line holds such a string)
+    # string holding a noqa of its own, before the real comment (which the
+    # editor's suppression action writes after such a string)
     found = None
     for m in _noqa_re().finditer(line):
         codes = m.group("codes")
