@@ -181,6 +181,107 @@ def test_an_optimizer_step_over_the_shared_part_withholds_retain_graph():
     assert g.preferred_fix is not None
 
 
+
+# ---------------------------------------------------------------------------
+# Where the reads between two points of a step start and stop. One walk serves
+# them all (after the first backward up to the second's statement, from the
+# shared value to the first backward, ...); these pin the ends that differ.
+
+ENCODER_TWO_HEADS = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    enc = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8))
+    h1, h2 = nn.Linear(8, 1), nn.Linear(8, 1)
+    opt = torch.optim.SGD(list(enc.parameters()) + list(h1.parameters()) + list(h2.parameters()), lr=0.1)
+    for step in range(3):
+        feat = enc(torch.randn(16, 4))
+        loss1 = h1(feat).pow(2).mean()
+        loss1.backward()
+        loss2 = h2(feat).pow(2).mean()
+        if step >= 0:
+            opt.step()
+            loss2.backward()
+""")
+
+
+def test_a_step_in_the_second_backwards_own_statement_counts_up_to_the_call():
+    """The statement holding the second backward is read up to the call: a step
+    written before it there runs before it (retain_graph=True would keep weights
+    the step changed), one written after it does not."""
+    [f] = gg103(ENCODER_TWO_HEADS)
+    assert f.fixes == () and "retain_graph" not in f.message_in("en")
+    after = ENCODER_TWO_HEADS.replace("        opt.step()\n        loss2.backward()\n",
+                                      "        loss2.backward()\n        opt.step()\n")
+    assert after != ENCODER_TWO_HEADS
+    [g] = gg103(after)
+    keep = g.preferred_fix
+    assert keep is not None and "loss1.backward(retain_graph=True)" in apply_text_edits(after, keep.edits)
+
+
+def test_a_nested_scope_where_the_first_loss_is_built_withdraws_the_detach_there():
+    """The detach in the first loss rewrites the statements from the shared value to
+    the first backward: a lambda among them withdraws it; one after the first
+    backward is none of its business."""
+    before = GAN.replace("    optD.zero_grad()\n", "    optD.zero_grad()\n    order = sorted([3, 1], key=lambda v: v)\n")
+    [f] = gg103(before)
+    assert [fx.preferred for fx in f.fixes] == [True] and "retain_graph=True" in f.fixes[0].edits[0].new_text
+    after = GAN.replace("    optG.zero_grad()\n", "    optG.zero_grad()\n    order = sorted([3, 1], key=lambda v: v)\n")
+    [g] = gg103(after)
+    cut = g.preferred_fix
+    assert cut is not None and "D(fake.detach())" in apply_text_edits(after, cut.edits)
+
+
+GENERATOR_FIRST = GAN.replace("""\
+    optD.zero_grad()
+    lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake), torch.zeros(16, 1))
+    lossD.backward()
+    optD.step()
+    optG.zero_grad()
+    lossG = bce(D(fake), torch.ones(16, 1))
+    lossG.backward()
+    optG.step()
+""", """\
+    optG.zero_grad()
+    lossG = bce(D(fake), torch.ones(16, 1))
+    lossG.backward()
+    optG.step()
+    optD.zero_grad()
+    lossD = bce(D(real), torch.ones(16, 1)) + bce(D(fake), torch.zeros(16, 1))
+    lossD.backward()
+    optD.step()
+""")
+
+
+def test_the_detach_in_the_second_loss_gives_up_only_at_a_nested_scope_it_rewrites():
+    """G steps between the two backward calls; optD, stepped after the second, does
+    not train G: `fake` is cut in the discriminator's loss. Of the statements from
+    `fake` to the second backward, only the one it rewrites must hold no lambda."""
+    assert GENERATOR_FIRST != GAN
+    [f] = gg103(GENERATOR_FIRST)
+    fixed = apply_text_edits(GENERATOR_FIRST, f.preferred_fix.edits)
+    assert "bce(D(fake.detach()), torch.zeros(16, 1))" in fixed and gg103(fixed) == []
+    elsewhere = GENERATOR_FIRST.replace("    optD.zero_grad()\n",
+                                        "    optD.zero_grad()\n    order = sorted([3, 1], key=lambda v: v)\n")
+    [g] = gg103(elsewhere)
+    assert g.preferred_fix is not None
+    rewritten = GENERATOR_FIRST.replace("bce(D(fake), torch.zeros(16, 1))",
+                                        "bce(D(fake), torch.zeros(16, 1)) * (lambda: 1.0)()")
+    [h] = gg103(rewritten)
+    assert h.fixes == ()
+
+
+def test_a_first_backward_inside_a_with_block_ends_the_first_loss_there():
+    """``with`` bodies are read in line with their list: the first backward inside
+    one still ends the statements the detach rewrites, and starts the ones the
+    zero_grad is looked for in."""
+    src = GAN.replace("    lossD.backward()\n", "    with torch.autocast(\"cpu\", enabled=False):\n        lossD.backward()\n")
+    assert src != GAN
+    [f] = gg103(src)
+    cut = f.preferred_fix
+    assert cut is not None and "optG.zero_grad()" in cut.title_in("en")
+    fixed = apply_text_edits(src, cut.edits)
+    assert "bce(D(fake.detach()), torch.zeros(16, 1))" in fixed and "lossG = bce(D(fake), torch.ones(16, 1))" in fixed
+
 def test_in_a_method_with_submodules_and_chinese_names():
     src = textwrap.dedent("""\
         import torch

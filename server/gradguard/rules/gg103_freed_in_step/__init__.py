@@ -204,6 +204,66 @@ def _in_order(block: Sequence[ast.stmt]) -> List[ast.stmt]:
     return out
 
 
+# Runs of one statement list. The fixes and proofs below read the statements
+# between two points of a list again and again: after the first backward and
+# before the statement of the second, from the statement that binds a value to
+# the first backward, everything before the second backward. One walk, _span,
+# reads them all; where each reader starts and stops is a parameter, written
+# where it is called. (A fix that gives up where a run holds a nested def,
+# class or lambda asks _opens_scope: that is the fix's condition, not the run's
+# end.)
+
+
+def _index_holding(stmts: Sequence[ast.stmt], node: ast.AST, lo: int = 0) -> Optional[int]:
+    """The index, from ``lo`` on, of the statement of ``stmts`` that is or holds
+    ``node`` (by identity, nested blocks and defs included), or None. A statement
+    of the list is found by identity alone: two statements of one list (``with``
+    bodies inlined) never hold one another."""
+    if isinstance(node, ast.stmt):
+        for k in range(lo, len(stmts)):
+            if stmts[k] is node:
+                return k
+    for k in range(lo, len(stmts)):
+        if any(n is node for n in ast.walk(stmts[k])):
+            return k
+    return None
+
+
+def _span(stmts: Sequence[ast.stmt], start: Optional[ast.stmt], stop: Optional[ast.AST], *,
+          with_start: bool = False, with_stop: bool = False) -> range:
+    """The indexes of a run of ``stmts``: from the statement after ``start`` (``start``
+    itself too with ``with_start``; the first statement when ``start`` is None; an
+    empty run when ``start`` is not a statement of the list) up to the first
+    statement of the run that is or holds ``stop`` (a node such as the second
+    backward call, or a statement of the list), that statement excluded unless
+    ``with_stop``; to the end of the list when none holds it."""
+    lo = 0
+    if start is not None:
+        k = next((k for k, s in enumerate(stmts) if s is start), None)
+        if k is None:
+            return range(0)
+        lo = k if with_start else k + 1
+    hi = len(stmts)
+    if stop is not None:
+        k = _index_holding(stmts, stop, lo)
+        if k is not None:
+            hi = k + 1 if with_stop else k
+    return range(lo, hi)
+
+
+def _stretch(stmts: Sequence[ast.stmt], start: Optional[ast.stmt], stop: Optional[ast.AST], *,
+             with_start: bool = False, with_stop: bool = False) -> Sequence[ast.stmt]:
+    """The statements of :func:`_span`'s run."""
+    run = _span(stmts, start, stop, with_start=with_start, with_stop=with_stop)
+    return stmts[run.start:run.stop]
+
+
+def _opens_scope(s: ast.stmt) -> bool:
+    """Does ``s`` hold a nested def, class or lambda? A use of a name in there is
+    not the statement's to rewrite."""
+    return any(isinstance(n, _NESTED) for n in ast.walk(s))
+
+
 def _direct_backward(stmt: ast.stmt, ctx, events) -> Optional[ast.Call]:
     """``loss.backward(...)`` / ``grads = torch.autograd.grad(...)`` / ``d_loss =
     train_discriminator(real, fake)`` (a helper of the user's that back-propagates)
@@ -441,8 +501,7 @@ def _detach_after(body, holder, name, b1, b2, ctx) -> Optional[List[TextEdit]]:
         need = _inputs_of(stmts, b2)
         edits: List[TextEdit] = []
         for s in stmts[i + 1:j + 1]:
-            if name in _assigned(s) or any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                                          ast.ClassDef)) for n in ast.walk(s)):
+            if name in _assigned(s) or _opens_scope(s):
                 return None
             if s is not stmts[j] and not (_assigned(s) & need):
                 continue
@@ -570,7 +629,7 @@ def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx):
     if len(re.findall(r"\.\s*" + re.escape(m1) + r"\s*\(", text)) != 1:
         return None  # called elsewhere too: the detach would change what those calls learn
     zeroed = None
-    for s in _strictly_between(stmts, s1, b2):
+    for s in _stretch(stmts, s1, b2):  # between the two backward calls
         for call, opt in _step_calls(s):
             owned = _owned(opt, ctx)
             if not owned or producers & owned:
@@ -692,13 +751,9 @@ def _stepped_in_between(stmts, s1, b2, shared, ctx) -> bool:
     not name the shared part's module (a GAN's ``optD = Adam(D.parameters())``
     while the shared part is ``G(z)``) is safe; one we cannot find is not."""
     steppers: List[str] = []
-    after = False
-    for s in stmts:
-        if s is s1:
-            after = True
-            continue
-        if not after:
-            continue
+    # the second backward's own statement too, up to the call (``if ...: opt.step();
+    # lossG.backward()``): a step written before it there runs before it
+    for s in _stretch(stmts, s1, b2, with_stop=True):
         for n in ast.walk(s):
             if n is b2:
                 return _any_may_update(steppers, shared, ctx)
@@ -840,13 +895,7 @@ def _short(node: ast.AST, limit: int = 40) -> str:
 
 def _holder(stmts, s1, node) -> Optional[ast.stmt]:
     """The statement of the list, before the first backward, that holds ``node``."""
-    for s in stmts:
-        if s is s1:
-            return None
-        for n in ast.walk(s):
-            if n is node:
-                return s
-    return None
+    return _holder_of(_stretch(stmts, None, s1), node)
 
 
 def _single_name(stmt: ast.stmt) -> Optional[str]:
@@ -908,21 +957,14 @@ def _detach_uses(stmts, holder, s1, b2, name, ctx) -> List[TextEdit]:
     second = _inputs_of(stmts, b2)
     edits: List[TextEdit] = []
     rewritten: Set[str] = set()
-    inside = False
-    for s in stmts:
-        if s is holder:
-            inside = True
-            continue
-        if s is s1:
-            break
-        if not inside:
-            continue
+    run = _stretch(stmts, holder, s1)  # where the first loss is built
+    if any(_opens_scope(s) for s in run):
+        return []  # a use inside a nested scope: not ours to rewrite
+    for s in run:
         if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s)) and _assigned(s) & second:
             return []
         cut_already = _detached_names(s)
         for n in ast.walk(s):
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                return []  # a use inside a nested scope: not ours to rewrite
             if isinstance(n, ast.Name) and n.id == name and id(n) not in cut_already:
                 if not isinstance(n.ctx, ast.Load):
                     return []  # reassigned before the backward: the fix would not reach it
@@ -947,12 +989,7 @@ def _inputs_of(stmts, b2: ast.Call) -> Set[str]:
     """The names the second backward's loss is computed from, followed back through
     the assignments of the statement list (a name-level def-use closure)."""
     need = {n.id for n in ast.walk(b2) if isinstance(n, ast.Name)}
-    before: List[ast.stmt] = []
-    for s in stmts:
-        if any(n is b2 for n in ast.walk(s)):
-            break
-        before.append(s)
-    for s in reversed(before):
+    for s in reversed(_stretch(stmts, None, b2)):
         if _assigned(s) & need:
             need.update(n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
     return need
@@ -1054,10 +1091,9 @@ def _module_name(node: ast.AST) -> Optional[str]:
 
 
 def _holder_of(stmts, node) -> Optional[ast.stmt]:
-    for s in stmts:
-        if any(n is node for n in ast.walk(s)):
-            return s
-    return None
+    """The statement of ``stmts`` that holds ``node``, or None."""
+    k = _index_holding(stmts, node)
+    return None if k is None else stmts[k]
 
 
 def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
@@ -1188,14 +1224,7 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
     for h in holders:
         bound |= _assigned(h)
     # the optimizer stepped after the second backward: what the second loss trains
-    nxt = None
-    for s in stmts[j:]:
-        for call, opt in _step_calls(s):
-            if _pos(call) > _pos(b2):
-                nxt = opt
-                break
-        if nxt:
-            break
+    nxt = _stepped_after(stmts, b2)
     trains = _owned(nxt, ctx) if nxt else set()
     # does something the second loss trains consume the stepped module's output (and
     # not the stepped module itself, whose gradient it then needs)?
@@ -1276,19 +1305,7 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
     loss, when the optimizer stepped after the second backward does not train the
     module that produced ``name`` (a discriminator step after the generator's):
     ([edits], optimizer) or None."""
-    nxt = None
-    after_b2 = False
-    for s in stmts:
-        for n in ast.walk(s):
-            if n is b2:
-                after_b2 = True
-        if after_b2:
-            for call, opt in _step_calls(s):
-                if _pos(call) > _pos(b2):
-                    nxt = opt
-                    break
-        if nxt:
-            break
+    nxt = _stepped_after(stmts, b2)
     if nxt is None:
         return None
     trains = _owned(nxt, ctx)
@@ -1298,15 +1315,7 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
     first_in = _inputs_of(stmts, b1)
     second_in = _inputs_of(stmts, b2)
     edits: List[TextEdit] = []
-    inside = False
-    for s in stmts:
-        if s is holder:
-            inside = True
-            continue
-        if not inside:
-            continue
-        if any(n is b2 for n in ast.walk(s)):
-            break
+    for s in _stretch(stmts, holder, b2):  # from the shared value to the second loss
         cut_already = _detached_names(s)
         reads = [n for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name and id(n) not in cut_already]
         if not reads:
@@ -1316,9 +1325,8 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
             continue
         if bound & first_in or s is s1:
             return None  # it builds the first loss too
-        for n in ast.walk(s):
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                return None
+        if _opens_scope(s):  # (asked of the statements it rewrites only)
+            return None
         for n in reads:
             if not isinstance(n.ctx, ast.Load):
                 return None
@@ -1327,19 +1335,16 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
     return (edits, nxt) if edits else None
 
 
-def _strictly_between(stmts, s1, b2) -> Iterator[ast.stmt]:
-    """The statements of ``stmts`` after ``s1`` and before the one that holds the
-    second backward ``b2`` (all of them after ``s1`` when none holds it)."""
-    after = False
-    for s in stmts:
-        if s is s1:
-            after = True
-            continue
-        if not after:
-            continue
-        if any(n is b2 for n in ast.walk(s)):
-            return
-        yield s
+def _stepped_after(stmts, b2: ast.Call) -> Optional[str]:
+    """The optimizer stepped first after the second backward ``b2``, in the statement
+    of the list that holds it (the last step there after it) or a later one: what
+    the second loss trains."""
+    j = _index_holding(stmts, b2)
+    for s in stmts[j:] if j is not None else ():
+        for call, opt in _step_calls(s):
+            if _pos(call) > _pos(b2):
+                return opt
+    return None
 
 
 def _producer_zeroed(stmts, s1, b2, shared, ctx) -> Optional[str]:
@@ -1349,7 +1354,7 @@ def _producer_zeroed(stmts, s1, b2, shared, ctx) -> Optional[str]:
     producers = {_module_name(t[1]) for t in shared}
     if None in producers:
         return None
-    for s in _strictly_between(stmts, s1, b2):
+    for s in _stretch(stmts, s1, b2):  # between the two backward calls
         if not isinstance(s, ast.Expr) or not isinstance(s.value, ast.Call):
             continue  # an unconditional statement of its own, nothing nested
         call = s.value
@@ -1366,11 +1371,10 @@ def _producer_zeroed(stmts, s1, b2, shared, ctx) -> Optional[str]:
 def _recompute_after_step(stmts, s1, b2, shared, ctx):
     """The statements that build the shared value and the second loss from it, run again
     right after the step between the two backward calls: (edits, kind, names, optimizer)."""
-    start = stmts.index(s1)
-    j = next((k for k, s in enumerate(stmts) if any(n is b2 for n in ast.walk(s))), None)
+    j = _index_holding(stmts, b2)
     if j is None:
         return None
-    for i in range(start + 1, j):
+    for i in _span(stmts, s1, b2):  # between the two backward calls
         steps = list(_step_calls(stmts[i]))
         if not steps:
             continue
@@ -1387,13 +1391,8 @@ def _inputs_deep(stmts, b2: ast.Call) -> Set[str]:
     """:func:`_inputs_of`, also through assignments inside the list's compound
     statements (``if wass_metric: d_loss = ... else: d_loss = ...``)."""
     need = {n.id for n in ast.walk(b2) if isinstance(n, ast.Name)}
-    before: List[ast.stmt] = []
-    for s in stmts:
-        if any(n is b2 for n in ast.walk(s)):
-            before.append(s)  # the statement holding the backward may build its loss too
-            break
-        before.append(s)
-    for s in reversed(before):
+    # the statement holding the backward may build its loss too
+    for s in reversed(_stretch(stmts, None, b2, with_stop=True)):
         bound = {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         if bound & need:
             need.update(n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
@@ -1440,14 +1439,7 @@ def _differentiated_inputs(stmts, holder, s1) -> Set[str]:
     """Names passed as ``inputs`` to ``torch.autograd.grad`` between ``holder`` and ``s1``
     (a gradient penalty's interpolates): detached, they would not require grad."""
     out: Set[str] = set()
-    inside = False
-    for s in stmts:
-        if s is holder:
-            inside = True
-        if s is s1:
-            break
-        if not inside:
-            continue
+    for s in _stretch(stmts, holder, s1, with_start=True):
         for n in ast.walk(s):
             if isinstance(n, ast.Call) and (A.dotted(n.func) or "").endswith("autograd.grad"):
                 arg = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "inputs"), None)
