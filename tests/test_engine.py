@@ -74,3 +74,66 @@ def test_fixes_insert_lines_with_the_files_line_ending():
     assert not any("\r" in e.new_text for f in doc.update(lf).findings for fx in f.fixes for e in fx.edits)
     # and the parallel path agrees
     assert check_source_parallel(crlf, "x.py", jobs=2, min_lines=0).findings == check_source(crlf, "x.py").findings
+
+
+# ---------------------------------------------------------------------------
+# Rule.trigger: what a unit must show before a rule runs, tested by the engine
+
+
+def _spies(monkeypatch, triggers):
+    """Rules that record the units they are run on, one per trigger (None: no
+    trigger), enabled alone; the record: rule index → qualnames."""
+    from gradguard.engine import document as D
+    from gradguard.rules.base import Rule
+
+    calls = {i: [] for i in range(len(triggers))}
+    rules = []
+    for i, trig in enumerate(triggers):
+        def check(self, unit, ctx, _i=i):
+            calls[_i].append(unit.qualname)
+            return ()
+        rules.append(type(f"Spy{i}", (Rule,), {"code": f"GG9{i:02d}", "trigger": trig, "check": check})())
+    monkeypatch.setattr(D, "enabled_rules", lambda config, path: rules)
+    return calls
+
+
+def test_a_rule_runs_only_on_the_units_that_meet_its_trigger(monkeypatch):
+    from gradguard.rules.base import Trigger
+
+    calls = _spies(monkeypatch, [
+        Trigger(torch=True, text=("backward",)),
+        Trigger(text=(("no-such-text", ".sum("),)),  # a tuple: any one of its strings
+        Trigger(words=("for",)),  # a whole word: "format" is not "for"
+        None,
+    ])
+    src = ("import torch\n\n"
+           "def trains(model):\n    for x in range(3):\n        model(x).sum().backward()\n\n"
+           "def plain(xs):\n    return xs.sum()\n\n"
+           "def fmt(x):\n    return format(x).backward()\n")
+    check_source(src)
+    assert calls == {0: ["trains", "fmt"], 1: ["trains", "plain"], 2: ["trains"],
+                     3: ["trains", "plain", "fmt", "<module>"]}  # (the module unit last)
+    # torch imported by the function itself, not by the module
+    calls = _spies(monkeypatch, [Trigger(torch=True)])
+    check_source("def own():\n    import torch.nn as nn\n    return nn\n\ndef other(x):\n    x.backward()\n")
+    assert calls == {0: ["own"]}
+
+
+def test_each_trigger_condition_is_answered_once_per_unit_for_every_rule(monkeypatch):
+    from gradguard.engine import document as D
+    from gradguard.rules.base import Trigger
+
+    _spies(monkeypatch, [Trigger(torch=True, text=("backward",)), Trigger(torch=True, text=("backward",)),
+                         Trigger(torch=True, text=("backward", (".grad", "step")))])
+    asked = []
+    answer = D._answer
+
+    def counted(cond, unit, ctx):
+        asked.append((unit.qualname, cond))
+        return answer(cond, unit, ctx)
+
+    monkeypatch.setattr(D, "_answer", counted)
+    check_source("import torch\n\ndef step(loss, opt):\n    loss.backward()\n    opt.step()\n")
+    assert sorted(asked) == sorted([
+        ("<module>", ("torch",)), ("<module>", ("text", "backward")),
+        ("step", ("torch",)), ("step", ("text", "backward")), ("step", ("text", ".grad", "step"))])

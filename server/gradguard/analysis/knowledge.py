@@ -225,6 +225,22 @@ OTHER_FRAMEWORKS = frozenset({"mxnet", "paddle", "tensorflow", "jax", "mindspore
                               "megengine", "chainer", "keras", "flax", "mlx", "tinygrad"})
 
 
+def imports_torch(imports) -> bool:
+    """Does an import table (local name → qualified name) import torch or a part
+    of it? (Asked of every unit, mostly with the module's table: the last answer
+    is kept.)"""
+    global _LAST_TORCH
+    last = _LAST_TORCH  # (one read, one rebinding below: safe on several threads)
+    if last[0] is imports:
+        return last[1]
+    answer = any(q == "torch" or q.startswith("torch.") for q in imports.values())
+    _LAST_TORCH = (imports, answer)
+    return answer
+
+
+_LAST_TORCH: tuple = (None, False)  # (the import table last asked about, its answer); a table is never changed once made
+
+
 def other_framework_only(imports) -> bool:
     """``imports``: local name → qualified name (``ModuleContext.imports``).
     Asked by several rules of every unit with the same table: the last answer is kept."""

@@ -29,7 +29,8 @@ import warnings
 
 from gradguard.model import noqa as _noqa
 from gradguard.engine.config import Config
-from gradguard.analysis.context import ModuleContext, Unit, iter_units
+from gradguard.analysis.context import ModuleContext, Unit, iter_units, unit_text, unit_words
+from gradguard.analysis.knowledge import imports_torch
 from gradguard.model.findings import Finding
 from gradguard.analysis.summary import FactSource, FactTable, local_imports, summarize, unreferenced_defs
 from gradguard.model.record import record, replace
@@ -590,7 +591,8 @@ def module_context(path: Optional[str], index: LineIndex, merged: Dict[str, obje
 
 def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: List[Tuple[str, str, str]],
               too_deep: Optional[List[Tuple[int, str, str]]] = None):
-    """Every enabled rule on every unit; a crashing rule costs that unit's
+    """Every enabled rule on every unit that meets its trigger (``Rule.trigger``,
+    :func:`unit_meets`); a crashing rule costs that unit's
     findings of that rule (recorded in ``internal_errors``), never the run. A
     unit nested too deeply for a rule's walk is recorded in ``too_deep`` as
     (0-based line, unit, comma-separated rule codes)."""
@@ -604,7 +606,11 @@ def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: Lis
                 imports = dict(ctx.imports)
                 imports.update((k[7:], v) for k, v in extra)  # type: ignore[misc]  # import facts are names
                 uctx = ModuleContext(ctx.path, ctx.index, ctx.summary, imports, ctx.unverified)
+        answers: Dict[Tuple[str, ...], bool] = {}  # this unit's answers to the triggers' conditions
         for rule in rules:
+            trigger = rule.trigger
+            if trigger is not None and not unit_meets(trigger, unit, uctx, answers):
+                continue
             try:
                 out.extend(rule.check(unit, uctx))
             except RecursionError:  # absurdly deep code: that unit's findings of this rule are unknown
@@ -620,6 +626,35 @@ def run_rules(rules, units: List[Unit], ctx: ModuleContext, internal_errors: Lis
             else:
                 internal_errors.extend((code, unit.qualname, TOO_DEEP) for code in deep_codes)
     return out
+
+
+def unit_meets(trigger, unit: Unit, ctx: ModuleContext, answers: Dict[Tuple[str, ...], bool]) -> bool:
+    """Does ``unit`` meet every condition of ``trigger`` (:class:`gradguard.rules.base.Trigger`)?
+    Each condition is answered once per unit and kept in ``answers``, which every
+    rule's trigger on the unit shares (three GG2xx rules ask whether the unit's
+    text spells ``backward``, five whether it imports torch)."""
+    if not unit.body:
+        return False
+    for cond in trigger.conditions:
+        got = answers.get(cond)
+        if got is None:
+            got = answers[cond] = _answer(cond, unit, ctx)
+        if not got:
+            return False
+    return True
+
+
+def _answer(cond: Tuple[str, ...], unit: Unit, ctx: ModuleContext) -> bool:
+    kind = cond[0]
+    if kind == "torch":
+        return imports_torch(ctx.imports)
+    if kind == "text":
+        text = unit_text(unit, ctx.index.lines)
+        return any(s in text for s in cond[1:])
+    if kind == "words":
+        words = unit_words(unit, ctx.index.lines)
+        return any(w in words for w in cond[1:])
+    raise ValueError(f"unknown trigger condition {cond!r}")
 
 
 def _unit_line(unit: Unit) -> int:

@@ -7,10 +7,47 @@ from gradguard.model.i18n import pick
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import ClassVar, Iterable, Mapping, Tuple
+    from typing import ClassVar, Iterable, List, Mapping, Optional, Tuple, Union
 
     from gradguard.analysis.context import ModuleContext, Unit
     from gradguard.analysis.summary import FactSource
+
+
+class Trigger:
+    """What a unit must show before a rule can find anything in it, declared
+    (``Rule.trigger``) instead of tested at the top of ``check``. The engine
+    answers each condition once per unit, whichever rules declare it, and calls
+    ``check`` only on the units that meet every condition of the rule's trigger
+    (``engine.document.unit_meets``). A unit without statements meets none.
+
+    - ``torch``: the unit's imports (the module's, and a function's own) name
+      torch or a part of it (the GG2xx rules judge values by torch's semantics;
+      in a file of another framework they stay silent);
+    - ``text``: each entry occurs in the unit's source text
+      (``analysis.context.unit_text``: nested defs, comments and strings
+      included); an entry that is a tuple is met by any one of its strings;
+    - ``words``: the same for whole words of that text
+      (``analysis.context.unit_words``, NFKC-folded as Python folds names).
+
+    Cheap by design (a look at the import table and the text, no walk): it
+    only says where the rule need not run, so it may err towards running."""
+
+    __slots__ = ("conditions",)
+
+    def __init__(self, *, torch: bool = False, text: "Iterable[Union[str, Tuple[str, ...]]]" = (),
+                 words: "Iterable[Union[str, Tuple[str, ...]]]" = ()) -> None:
+        conditions: "List[Tuple[str, ...]]" = [("torch",)] if torch else []
+        conditions.extend(("text",) + _alternatives(e) for e in text)
+        conditions.extend(("words",) + _alternatives(e) for e in words)
+        # each ("torch",) | ("text", s, ...) | ("words", w, ...): the key its answer is shared under
+        self.conditions: Tuple[Tuple[str, ...], ...] = tuple(conditions)
+
+    def __repr__(self) -> str:
+        return f"Trigger{self.conditions!r}"
+
+
+def _alternatives(entry: "Union[str, Tuple[str, ...]]") -> "Tuple[str, ...]":
+    return (entry,) if isinstance(entry, str) else tuple(entry)
 
 
 class Rule:
@@ -37,6 +74,10 @@ class Rule:
     # file with them. A source's ``backprop_prefixes`` tell the engine which of
     # its fact tables only describe code that back-propagates.
     fact_sources: ClassVar[Tuple[FactSource, ...]] = ()
+    # What a unit must show before this rule can report in it (:class:`Trigger`):
+    # the engine tests it once per unit, sharing the answers among the rules, and
+    # does not call ``check`` where it fails. None: ``check`` runs on every unit.
+    trigger: ClassVar[Optional[Trigger]] = None
 
     def check(self, unit: "Unit", ctx: "ModuleContext") -> Iterable[Finding]:
         """Findings for one unit of analysis (a function body, or the

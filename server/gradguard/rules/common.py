@@ -119,24 +119,6 @@ def _param_env(fn: ast.AST, method: bool) -> Dict[str, V.Val]:
     return env
 
 
-def imports_torch(ctx) -> bool:
-    """Does the module import torch (or a part of it)? The GG2xx rules judge
-    what a value is by torch's semantics; in a file of another framework
-    (MXNet's ``asscalar``, Paddle's ``clear_grad``) they stay silent. (Asked by
-    four rules of every unit with the same import table: the last answer is kept.)"""
-    global _LAST_IMPORTS
-    imports = getattr(ctx, "imports", None) or {}
-    last = _LAST_IMPORTS  # (one read, one rebinding below: safe on several threads)
-    if last[0] is imports:
-        return last[1]
-    answer = any(q == "torch" or q.startswith("torch.") for q in imports.values())
-    _LAST_IMPORTS = (imports, answer)
-    return answer
-
-
-_LAST_IMPORTS: tuple = (None, False)  # (the import table last asked about, its answer); a table is never changed once made
-
-
 def loaded_names(expr: ast.AST) -> List[str]:
     """The names an expression reads (nested scopes not entered): an accumulation
     (``total = total + loss``) or a threaded state (``out, h = f(x, h)``) reads the

@@ -33,8 +33,8 @@ from gradguard.analysis import values as V
 from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis.quiet_facts import NOGRAD, QUIET_FACTS
-from gradguard.rules.base import Rule
-from gradguard.rules.common import imports_torch, loaded_names
+from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.common import loaded_names
 from gradguard.rules.gg201_growing_history import messages as M
 
 TYPE_CHECKING = False
@@ -191,15 +191,12 @@ class GrowingHistory(Rule):
     default_severity = Severity.WARNING
     needs_backprop = True
     fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
+    # no loop, nothing accumulates across iterations (cheap: the unit's words)
+    trigger = Trigger(torch=True, words=(("for", "while"),))
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or not imports_torch(ctx):
-            return ()
-        words = unit_words(unit, ctx.index.lines)
-        if "for" not in words and "while" not in words:
-            return ()  # no loop: nothing accumulates across iterations (cheap: the unit's words)
         accumulates = _worth_running(unit, ctx)
         evaluates = _may_evaluate(unit, ctx) and _some_evaluation_loop(unit, ctx)
         if not accumulates and not evaluates:

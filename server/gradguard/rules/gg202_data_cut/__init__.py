@@ -24,11 +24,9 @@ import ast
 
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.context import unit_text
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.model.findings import Finding, Fix, Severity, TextEdit
-from gradguard.rules.base import Rule
-from gradguard.rules.common import imports_torch
+from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg202_data_cut import messages as M
 
 TYPE_CHECKING = False
@@ -102,12 +100,11 @@ class DataCut(Rule):
     default_severity = Severity.WARNING
     needs_backprop = True
     fact_sources = (GRAPH_FACTS,)  # the interpreter reads fn:/class: facts of same-file definitions
+    trigger = Trigger(torch=True, text=(".data",))
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or ".data" not in unit_text(unit, ctx.index.lines) or not imports_torch(ctx):
-            return ()
         from gradguard.rules.common import unit_entry
 
         env, self_obj = unit_entry(unit)

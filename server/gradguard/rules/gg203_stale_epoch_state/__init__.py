@@ -24,10 +24,9 @@ import ast
 import re
 
 from gradguard.analysis import ast_util as A
-from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
-from gradguard.rules.base import Rule
-from gradguard.rules.common import imports_torch, loaded_names
+from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.common import loaded_names
 from gradguard.rules.gg203_stale_epoch_state import messages as M
 
 TYPE_CHECKING = False
@@ -42,15 +41,11 @@ class StaleEpochState(Rule):
     name = "stale-epoch-state"
     default_severity = Severity.HINT
     needs_backprop = True
+    trigger = Trigger(torch=True, text=("backward",))
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or not imports_torch(ctx):
-            return ()
-        text = unit_text(unit, ctx.index.lines)
-        if "backward" not in text:
-            return ()
         out = []
         for outer in A.iter_statements(unit.body):
             if not isinstance(outer, (ast.For, ast.AsyncFor)) or not _epoch_loop(outer):

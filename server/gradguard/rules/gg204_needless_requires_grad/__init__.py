@@ -26,11 +26,9 @@ import ast
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Severity, TextEdit
 from gradguard.analysis.quiet_facts import KEEP, QUIET_FACTS, asks_gradient_of
-from gradguard.rules.base import Rule
-from gradguard.rules.common import imports_torch
+from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg204_needless_requires_grad import messages as M
 
 TYPE_CHECKING = False
@@ -54,15 +52,11 @@ class NeedlessRequiresGrad(Rule):
     default_severity = Severity.HINT
     needs_backprop = True
     fact_sources = (QUIET_FACTS,)  # the names other defs of the file ask the gradient of
+    trigger = Trigger(torch=True, text=("requires_grad", "backward"))
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or not imports_torch(ctx):
-            return ()
-        text = unit_text(unit, ctx.index.lines)
-        if "requires_grad" not in text or "backward" not in text:
-            return ()
         out = []
         flagged = _flagged(unit.body, ctx)
         kept = _kept_names(unit.body) if flagged else set()

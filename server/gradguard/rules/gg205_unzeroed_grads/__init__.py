@@ -29,8 +29,7 @@ from gradguard.model.findings import Finding, Fix, Position, Range, Related, Sev
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis.quiet_facts import QUIET_FACTS, ZEROES, zeroes as _zeroes
 from gradguard.analysis.summary import query
-from gradguard.rules.base import Rule
-from gradguard.rules.common import imports_torch
+from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg205_unzeroed_grads import messages as M
 
 TYPE_CHECKING = False
@@ -47,15 +46,12 @@ class UnzeroedGrads(Rule):
     default_severity = Severity.WARNING
     needs_backprop = True
     fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # var: (optimizers made at module level), and zeroing helpers
+    trigger = Trigger(torch=True, text=("backward", (".grad", "step")))
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body or not imports_torch(ctx):
-            return ()
         text = unit_text(unit, ctx.index.lines)
-        if "backward" not in text or ".grad" not in text and "step" not in text:
-            return ()
         out = []
         local_opts = _Lazy(lambda: _local_optimizers(unit.body, ctx))
         for loop, nodes, steps in _training_loops(unit.body, ctx, local_opts):
