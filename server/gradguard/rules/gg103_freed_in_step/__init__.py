@@ -285,6 +285,18 @@ def _backward_calls(stmt: ast.stmt, ctx, events) -> List[ast.Call]:
     return _calls_in(stmt, "backward", backward, True)
 
 
+def _unreported(stmt: ast.stmt, ctx, events, reported) -> Iterator[Tuple[ast.Call, V.BackwardEvent]]:
+    """(call, its backward event) for each backward call of ``stmt`` (:func:`_backward_calls`)
+    the interpreter saw and no finding reports yet (asked as each is reached: a
+    finding on one is reported before the next is looked at)."""
+    for b2 in _backward_calls(stmt, ctx, events):
+        if id(b2) in reported:
+            continue
+        ev2 = events.get(id(b2))
+        if ev2 is not None:
+            yield b2, ev2
+
+
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 # Within one check(): what _calls_in found in each statement, by (kind, id). Every
@@ -365,12 +377,7 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
         if not freed:
             continue
         for later in stmts[i + 1:]:
-            for b2 in _backward_calls(later, ctx, events):
-                if id(b2) in reported:
-                    continue
-                ev2 = events.get(id(b2))
-                if ev2 is None:
-                    continue
+            for b2, ev2 in _unreported(later, ctx, events, reported):
                 shared = freed & ev2.loss.graph_tokens()
                 if shared:
                     reported.add(id(b2))
@@ -985,13 +992,18 @@ def _assigned(stmt: ast.stmt) -> Set[str]:
     return out
 
 
-def _inputs_of(stmts, b2: ast.Call) -> Set[str]:
+def _inputs_of(stmts, b2: ast.Call, deep: bool = False) -> Set[str]:
     """The names the second backward's loss is computed from, followed back through
-    the assignments of the statement list (a name-level def-use closure)."""
+    the assignments of the statement list before it (a name-level def-use closure).
+    ``deep``: through the statement holding it too (it may build its loss), and
+    through assignments inside the list's compound statements (``if wass_metric:
+    d_loss = ... else: d_loss = ...``)."""
     need = {n.id for n in ast.walk(b2) if isinstance(n, ast.Name)}
-    for s in reversed(_stretch(stmts, None, b2)):
-        if _assigned(s) & need:
-            need.update(n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    for s in reversed(_stretch(stmts, None, b2, with_stop=deep)):
+        bound = {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} \
+            if deep else _assigned(s)
+        if bound & need:
+            need |= _names_read(s)
     return need
 
 
@@ -1090,6 +1102,11 @@ def _module_name(node: ast.AST) -> Optional[str]:
     return None
 
 
+def _holders(stmts, nodes) -> List[ast.stmt]:
+    """The statements of ``stmts`` that hold one of ``nodes``."""
+    return [s for s in stmts if any(any(n is h for n in ast.walk(s)) for h in nodes)]
+
+
 def _holder_of(stmts, node) -> Optional[ast.stmt]:
     """The statement of ``stmts`` that holds ``node``, or None."""
     k = _index_holding(stmts, node)
@@ -1118,11 +1135,8 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None) -> It
     if not steps:
         return
     for j, s in enumerate(stmts):
-        for b2 in _backward_calls(s, ctx, events):
-            if id(b2) in reported:
-                continue
-            ev2 = events.get(id(b2))
-            if ev2 is None or not A.is_backward_call(b2, ctx):
+        for b2, ev2 in _unreported(s, ctx, events, reported):
+            if not A.is_backward_call(b2, ctx):
                 continue
             for i, s_step, step, opt in steps:
                 if not (i < j or (i == j and _pos(step) < _pos(b2))):
@@ -1215,9 +1229,9 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
     loss through the critic the step just updated needs the critic called again
     ("recompute"); a critic's loss whose input came from the stepped generator
     only needs that input cut ("detach")."""
-    second_names = _inputs_deep(stmts, b2)
+    second_names = _inputs_of(stmts, b2, deep=True)
     before = stmts[:i]  # statements before the one holding the step
-    holders = [s for s in before if any(any(n is h for n in ast.walk(s)) for h in hit)]
+    holders = _holders(before, hit)
     if not holders:
         return None
     bound: Set[str] = set()
@@ -1387,24 +1401,12 @@ def _recompute_after_step(stmts, s1, b2, shared, ctx):
     return None
 
 
-def _inputs_deep(stmts, b2: ast.Call) -> Set[str]:
-    """:func:`_inputs_of`, also through assignments inside the list's compound
-    statements (``if wass_metric: d_loss = ... else: d_loss = ...``)."""
-    need = {n.id for n in ast.walk(b2) if isinstance(n, ast.Name)}
-    # the statement holding the backward may build its loss too
-    for s in reversed(_stretch(stmts, None, b2, with_stop=True)):
-        bound = {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        if bound & need:
-            need.update(n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
-    return need
-
-
 def _rebound_after_step(before, s_step: ast.stmt, step: ast.Call, hit) -> bool:
     """A step inside a branch (``if i % n_skip == 0: ...; opt.step()``) followed, in
     that branch, by statements that compute again what the hit parts flow into: the
     branch that steps recomputes them, the one that does not keeps a graph no step
     changed."""
-    holders = [s for s in before if any(any(n is h for n in ast.walk(s)) for h in hit)]
+    holders = _holders(before, hit)
     flows: Set[str] = set()
     for h in holders:
         flows |= _assigned(h)
