@@ -474,7 +474,7 @@ def _container_state_finding(rule, ctx, loop, call, net, cls, attrs) -> Finding:
         line = ctx.index.line(stmt.lineno - 1)
         indent = line[: len(line) - len(line.lstrip())]
         if len(indent) == ctx.index.char_col(stmt.lineno, stmt.col_offset):
-            step = _indent_unit(loop, indent, ctx) if indent else "    "
+            step = _indent_step(indent, ctx.indent_of(loop.lineno)) if indent else "    "
             m = _fresh("_m", (net,))
             body = "".join(f"{indent}{step}{step}{m}.{a} = {m}.{a}.detach()\n" for a in attrs)
             cond = " and ".join([f"isinstance({m}, {cls})"] + [f'hasattr({m}.{a}, "detach")' for a in attrs])
@@ -502,7 +502,7 @@ def _imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, sha
     helper: Optional[str] = None
     edits: List[TextEdit] = []
     if stmt is not None and not _one_line_shape(shape):
-        helper, edits = _helper_edits(unit, loop, ctx, _step(loop.body[0], ctx.indent_of(loop.lineno), ctx))
+        helper, edits = _helper_edits(unit, loop, ctx, _indent_step(ctx.indent_of(loop.body[0].lineno), ctx.indent_of(loop.lineno)))
     edit = _detach_before(stmt, state, shape, ctx, guard=maybe_none, helper=helper) if stmt is not None else None
     fixes: Tuple[Fix, ...] = ()
     if edit is not None:
@@ -564,7 +564,7 @@ def _method_top_fix(unit, key: str, shape: str, ctx) -> Tuple[Fix, ...]:
     helper: Optional[str] = None
     edits: List[TextEdit] = []
     if not _one_line_shape(shape):
-        helper, edits = _helper_edits(unit, first, ctx, _step(first, head, ctx))
+        helper, edits = _helper_edits(unit, first, ctx, _indent_step(ctx.indent_of(first.lineno), head))
     edit = _detach_before(first, key, shape, ctx, guard=True, head=head, helper=helper)
     if edit is None:
         return ()
@@ -575,14 +575,6 @@ def _method_top_fix(unit, key: str, shape: str, ctx) -> Tuple[Fix, ...]:
             preferred=True,
         ),
     )
-
-
-def _step(stmt: ast.stmt, head: str, ctx) -> str:
-    """One indentation step of the file, as ``stmt`` (inside a block opened at ``head``) shows it."""
-    indent = ctx.indent_of(stmt.lineno)
-    if indent.startswith(head) and len(indent) > len(head):
-        return indent[len(head):]
-    return "\t" if "\t" in indent else "    "
 
 
 def _detach_before(stmt: ast.stmt, name: str, shape: str, ctx, guard: bool, head: Optional[str] = None,
@@ -688,11 +680,13 @@ def _body_indent(loop: ast.stmt, ctx) -> Optional[str]:
     return indent
 
 
-def _indent_unit(loop: ast.stmt, body_indent: str, ctx) -> str:
-    head = ctx.indent_of(loop.lineno)
-    if body_indent.startswith(head) and len(body_indent) > len(head):
-        return body_indent[len(head):]
-    return "\t" if "\t" in body_indent else "    "
+def _indent_step(inner: str, head: str) -> str:
+    """One indentation step of the file, as a block's statements indented ``inner``
+    show it under the line that opens it, indented ``head`` (else a tab where the
+    file indents with tabs, four spaces otherwise)."""
+    if inner.startswith(head) and len(inner) > len(head):
+        return inner[len(head):]
+    return "\t" if "\t" in inner else "    "
 
 
 def _fresh(name: str, avoid: Sequence[str]) -> str:
@@ -865,7 +859,7 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
         # value computed before its iteration started, so no single detach at the top
         # or after backward() is certain to keep the gradients. No automatic fix.
         return ()
-    unit_ = _indent_unit(loop, indent, ctx)
+    unit_ = _indent_step(indent, ctx.indent_of(loop.lineno))
     names = carry.names
     shape = _structure(carry, flow, ctx, unit)
     first = loop.body[0]  # type: ignore[attr-defined]
@@ -1214,7 +1208,7 @@ def _member_state_finding(rule: Rule, carry: V.Carry, ctx, net: str, members) ->
         # at the top of the iteration, not before the call: a call inside an inner loop
         # of time steps must keep its graph from step to step within the iteration
         first = carry.loop.body[0]  # type: ignore[attr-defined]
-        step = _indent_unit(carry.loop, indent, ctx)
+        step = _indent_step(indent, ctx.indent_of(carry.loop.lineno))
         words = unit_words_of(carry.loop, ctx)
         m = next(n for n in ("_m", "_mod", "_gg_m", "_gg_module") if n not in words)
         text = f"{indent}for {m} in {net}.modules():\n"
