@@ -246,11 +246,7 @@ def _evaluation_hints(rule, flow, unit, ctx, already: List[Finding]) -> List[Fin
     module with graph recording on and back-propagates nothing of what it builds:
     every iteration's graph is built for nothing (nothing accumulates: that would
     be the warning above)."""
-    reached: set = set()
-    for ev in flow.events:
-        reached |= ev.loss.graph_tokens()
-    for r in flow.returns:
-        reached |= r.graph_tokens()
+    reached = _reached(flow)
     reported = {f.range.start.line for f in already}
     out: List[Finding] = []
     done: List[ast.stmt] = []
@@ -377,14 +373,21 @@ def _findings(rule, leaks, flow, unit, ctx) -> List[Finding]:
     return out
 
 
-def _quiet_loop(site: _Site, flow: HistoryFlow) -> Optional[ast.stmt]:
-    """The outermost loop around the site in which nothing back-propagates and
-    whose graphs reach no backward and no return: it can run under no_grad."""
+def _reached(flow: HistoryFlow) -> set:
+    """The graph tokens a backward or a return of the unit reaches: graphs that are
+    built for something."""
     reached: set = set()
     for ev in flow.events:
         reached |= ev.loss.graph_tokens()
     for r in flow.returns:
         reached |= r.graph_tokens()
+    return reached
+
+
+def _quiet_loop(site: _Site, flow: HistoryFlow) -> Optional[ast.stmt]:
+    """The outermost loop around the site in which nothing back-propagates and
+    whose graphs reach no backward and no return: it can run under no_grad."""
+    reached = _reached(flow)
     for fr in site.loops:
         if fr.backprop:
             continue
