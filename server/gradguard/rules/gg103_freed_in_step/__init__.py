@@ -129,10 +129,7 @@ def _peer_finding(rule, ev, ctx) -> Finding:
         Related(ctx.range(node), M.elements_built_here()),
         Related(ctx.range(read), M.every_element_read(container)),
     )
-    edits = []
-    for r in reads:
-        at = ctx.pos(getattr(r, "end_lineno", 0), getattr(r, "end_col_offset", 0))
-        edits.append(TextEdit(Range(at, at), ".detach()"))
+    edits = [_detach_edit(r, ctx) for r in reads]
     preferred = _steps_own_model(loop, b)
     fix = Fix(M.fix_detach_peers(shown, preferred),
               tuple(edits), preferred=preferred)
@@ -512,11 +509,7 @@ def _detach_after(body, holder, name, b1, b2, ctx) -> Optional[List[TextEdit]]:
                 return None
             if s is not stmts[j] and not (_assigned(s) & need):
                 continue
-            cut = _detached_names(s)
-            for n in ast.walk(s):
-                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in cut:
-                    at = ctx.pos(n.end_lineno, n.end_col_offset)
-                    edits.append(TextEdit(Range(at, at), ".detach()"))
+            edits.extend(_detach_edit(n, ctx) for n in _uncut_uses(s, name) if isinstance(n.ctx, ast.Load))
         return edits or None
     return None
 
@@ -666,11 +659,7 @@ def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx):
     own = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if not reads or not _graph_not_needed(fn, attrs, own, ctx):
         return None
-    edits = []
-    for n in reads:
-        at = ctx.pos(n.end_lineno, n.end_col_offset)
-        edits.append(TextEdit(Range(at, at), ".detach()"))
-    return edits, zeroed
+    return [_detach_edit(n, ctx) for n in reads], zeroed
 
 
 def _graph_not_needed(fn, attrs, own, ctx) -> bool:
@@ -970,14 +959,11 @@ def _detach_uses(stmts, holder, s1, b2, name, ctx) -> List[TextEdit]:
     for s in run:
         if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s)) and _assigned(s) & second:
             return []
-        cut_already = _detached_names(s)
-        for n in ast.walk(s):
-            if isinstance(n, ast.Name) and n.id == name and id(n) not in cut_already:
-                if not isinstance(n.ctx, ast.Load):
-                    return []  # reassigned before the backward: the fix would not reach it
-                at = ctx.pos(n.end_lineno, n.end_col_offset)
-                edits.append(TextEdit(Range(at, at), ".detach()"))
-                rewritten |= _assigned(s)
+        for n in _uncut_uses(s, name):
+            if not isinstance(n.ctx, ast.Load):
+                return []  # reassigned before the backward: the fix would not reach it
+            edits.append(_detach_edit(n, ctx))
+            rewritten |= _assigned(s)
     if rewritten and _differentiated_inputs(stmts, holder, s1) & rewritten:
         return []  # a gradient penalty differentiates with respect to it: it must keep its graph
     return edits
@@ -1330,8 +1316,7 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
     second_in = _inputs_of(stmts, b2)
     edits: List[TextEdit] = []
     for s in _stretch(stmts, holder, b2):  # from the shared value to the second loss
-        cut_already = _detached_names(s)
-        reads = [n for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name and id(n) not in cut_already]
+        reads = _uncut_uses(s, name)
         if not reads:
             continue
         bound = _assigned(s)
@@ -1344,8 +1329,7 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
         for n in reads:
             if not isinstance(n.ctx, ast.Load):
                 return None
-            at = ctx.pos(n.end_lineno, n.end_col_offset)
-            edits.append(TextEdit(Range(at, at), ".detach()"))
+            edits.append(_detach_edit(n, ctx))
     return (edits, nxt) if edits else None
 
 
@@ -1429,6 +1413,19 @@ def _assigned_after(stmt: ast.stmt, step: ast.Call) -> Set[str]:
                     later |= _assigned(t)
                 return later
     return set()
+
+
+def _detach_edit(node: ast.AST, ctx) -> TextEdit:
+    """``.detach()`` written right after ``node``."""
+    at = ctx.pos(getattr(node, "end_lineno", 0), getattr(node, "end_col_offset", 0))
+    return TextEdit(Range(at, at), ".detach()")
+
+
+def _uncut_uses(s: ast.stmt, name: str) -> List[ast.Name]:
+    """The uses of the name ``name`` in ``s`` (stores too: the caller decides), but
+    those already cut where they are read (``fake.detach()``), in walk order."""
+    cut = _detached_names(s)
+    return [n for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name and id(n) not in cut]
 
 
 def _detached_names(stmt: ast.AST) -> Set[int]:
