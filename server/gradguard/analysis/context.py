@@ -27,7 +27,7 @@ class Unit:
     qualname: str = "<module>"
     class_node: Optional[ast.ClassDef] = None  # enclosing class, for methods
     parents: Tuple[ast.AST, ...] = ()  # enclosing defs/classes, outermost first
-    # filled on demand by unit_text / unit_words (shared by the rules' pre-filters)
+    # filled on demand by unit_text / unit_words (shared by the rules' triggers and pre-filters)
     text: Optional[str] = None
     words: Optional[frozenset] = None
     # the graph interpreter's run over this unit, shared by the rules that read it
