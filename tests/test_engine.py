@@ -117,6 +117,12 @@ def test_a_rule_runs_only_on_the_units_that_meet_its_trigger(monkeypatch):
     calls = _spies(monkeypatch, [Trigger(torch=True)])
     check_source("def own():\n    import torch.nn as nn\n    return nn\n\ndef other(x):\n    x.backward()\n")
     assert calls == {0: ["own"]}
+    # another framework's file alone fails the weaker condition; a file of no imports meets it
+    calls = _spies(monkeypatch, [Trigger(not_other_framework=True)])
+    check_source("import mxnet as mx\n\ndef step(x):\n    x.backward()\n")
+    check_source("def step(x):\n    x.backward()\n")
+    check_source("import mxnet as mx\nimport torch\n\ndef both(x):\n    x.backward()\n")
+    assert calls == {0: ["step", "both", "<module>"]}
 
 
 def test_each_trigger_condition_is_answered_once_per_unit_for_every_rule(monkeypatch):

@@ -30,7 +30,7 @@ import warnings
 from gradguard.model import noqa as _noqa
 from gradguard.engine.config import Config
 from gradguard.analysis.context import ModuleContext, Unit, iter_units, unit_text, unit_words
-from gradguard.analysis.knowledge import imports_torch
+from gradguard.analysis.knowledge import imports_torch, other_framework_only
 from gradguard.model.findings import Finding
 from gradguard.analysis.summary import FactSource, FactTable, local_imports, summarize, unreferenced_defs
 from gradguard.model.record import record, replace
@@ -632,7 +632,8 @@ def unit_meets(trigger, unit: Unit, ctx: ModuleContext, answers: Dict[Tuple[str,
     """Does ``unit`` meet every condition of ``trigger`` (:class:`gradguard.rules.base.Trigger`)?
     Each condition is answered once per unit and kept in ``answers``, which every
     rule's trigger on the unit shares (three GG2xx rules ask whether the unit's
-    text spells ``backward``, five whether it imports torch)."""
+    text spells ``backward``, five whether it imports torch, GG101 and GG103
+    whether it is another framework's)."""
     if not unit.body:
         return False
     for cond in trigger.conditions:
@@ -648,6 +649,8 @@ def _answer(cond: Tuple[str, ...], unit: Unit, ctx: ModuleContext) -> bool:
     kind = cond[0]
     if kind == "torch":
         return imports_torch(ctx.imports)
+    if kind == "not-other-framework":
+        return not other_framework_only(ctx.imports)
     if kind == "text":
         text = unit_text(unit, ctx.index.lines)
         return any(s in text for s in cond[1:])

@@ -23,6 +23,10 @@ class Trigger:
     - ``torch``: the unit's imports (the module's, and a function's own) name
       torch or a part of it (the GG2xx rules judge values by torch's semantics;
       in a file of another framework they stay silent);
+    - ``not_other_framework``: weaker, the unit's imports are not another
+      framework's alone (MXNet, Paddle, ...: ``knowledge.other_framework_only``);
+      a file that imports nothing meets it (GG101, GG103: a training step written
+      in a helper module that never imports torch itself);
     - ``text``: each entry occurs in the unit's source text
       (``analysis.context.unit_text``: nested defs, comments and strings
       included); an entry that is a tuple is met by any one of its strings;
@@ -34,12 +38,16 @@ class Trigger:
 
     __slots__ = ("conditions",)
 
-    def __init__(self, *, torch: bool = False, text: "Iterable[Union[str, Tuple[str, ...]]]" = (),
+    def __init__(self, *, torch: bool = False, not_other_framework: bool = False,
+                 text: "Iterable[Union[str, Tuple[str, ...]]]" = (),
                  words: "Iterable[Union[str, Tuple[str, ...]]]" = ()) -> None:
         conditions: "List[Tuple[str, ...]]" = [("torch",)] if torch else []
+        if not_other_framework:
+            conditions.append(("not-other-framework",))
         conditions.extend(("text",) + _alternatives(e) for e in text)
         conditions.extend(("words",) + _alternatives(e) for e in words)
-        # each ("torch",) | ("text", s, ...) | ("words", w, ...): the key its answer is shared under
+        # each ("torch",) | ("not-other-framework",) | ("text", s, ...) | ("words", w, ...):
+        # the key its answer is shared under
         self.conditions: Tuple[Tuple[str, ...], ...] = tuple(conditions)
 
     def __repr__(self) -> str:

@@ -38,7 +38,7 @@ from gradguard.analysis import interpreter as interp
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
-from gradguard.rules.base import Rule
+from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.common import unit_trace
 from gradguard.rules.gg101_carried_graph import messages as M
 
@@ -53,14 +53,13 @@ class CarriedGraph(Rule):
     default_severity = Severity.ERROR
     needs_backprop = True
     fact_sources = (_facts.GRAPH_FACTS,)
+    trigger = Trigger(not_other_framework=True)  # mxnet/paddle/...: not a torch program
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
         if not _worth_running(unit, ctx) and not _maybe_stateful(unit, ctx):
             return ()
-        if K.other_framework_only(ctx.imports):
-            return ()  # mxnet/paddle/...: not a torch program
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
         flow = unit_trace(unit, ctx)

@@ -24,13 +24,12 @@ import re
 from _thread import _local  # threading.local itself, without importing threading (start-up)
 
 from gradguard.analysis import ast_util as A
-from gradguard.analysis import knowledge as K
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis import values as V
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
-from gradguard.rules.base import Rule
+from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.common import unit_trace
 from gradguard.rules.gg103_freed_in_step import messages as M
 
@@ -49,14 +48,11 @@ class FreedInStep(Rule):
     needs_backprop = True
     names_lines = True  # "which `lossD.backward()` on line 33 already freed"
     fact_sources = (GRAPH_FACTS,)  # the interpreter reads fn:/class: facts of same-file definitions
+    trigger = Trigger(not_other_framework=True)  # mxnet/paddle/...: not a torch program
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        if not unit.body:
-            return ()
-        if K.other_framework_only(ctx.imports):
-            return ()  # mxnet/paddle/...: not a torch program
         text = unit_text(unit, ctx.index.lines)
         if len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text) < 2 and \
                 unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)) and \
