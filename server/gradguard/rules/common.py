@@ -12,7 +12,9 @@ from gradguard.analysis.facts import requires_grad_argument
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, List, Optional, Tuple
+    from typing import Callable, Dict, List, Optional, Tuple, TypeVar
+
+    _Flow = TypeVar("_Flow", bound=interp.GraphFlow)
 
     from gradguard.analysis.context import ModuleContext, Unit
 
@@ -45,6 +47,21 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
     if unit.trace is False:
         raise RecursionError("too deeply nested to interpret")
     return unit.trace
+
+
+def run_own_flow(make: "Callable[..., _Flow]", unit: Unit, ctx: ModuleContext) -> "Optional[_Flow]":
+    """A rule's own interpreter (a GraphFlow subclass: GG201's HistoryFlow, GG202's
+    _DataFlow), ``make(resolver, self_obj=...)``, run over ``unit`` from its entry
+    (:func:`unit_entry`); None when the unit is too deeply nested to interpret (that
+    rule then reports nothing there, as it always has: unlike :func:`unit_trace`,
+    not recorded as "not analysed")."""
+    env, self_obj = unit_entry(unit)
+    flow = make(interp.Resolver(ctx), self_obj=self_obj)
+    try:
+        flow.run(unit.body, env)
+    except RecursionError:
+        return None
+    return flow
 
 
 def _seed_requires_grad_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -> None:

@@ -34,7 +34,7 @@ from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis.quiet_facts import NOGRAD, QUIET_FACTS
 from gradguard.rules.base import Rule, Trigger
-from gradguard.rules.common import loaded_names
+from gradguard.rules.common import loaded_names, run_own_flow
 from gradguard.rules.gg201_growing_history import messages as M
 
 TYPE_CHECKING = False
@@ -205,13 +205,8 @@ class GrowingHistory(Rule):
             return ()
         if unit.kind == "function" and unit.node is not None and (NOGRAD + unit.node.name) in ctx.summary:
             return ()  # called with graph recording off
-        from gradguard.rules.common import unit_entry
-
-        env, self_obj = unit_entry(unit)
-        flow = HistoryFlow(interp.Resolver(ctx), self_obj=self_obj)
-        try:
-            flow.run(unit.body, env)
-        except RecursionError:
+        flow = run_own_flow(HistoryFlow, unit, ctx)
+        if flow is None:
             return ()
         kept = [s for s in flow.sites.values() if s.kept and s.carried]
         out: List[Finding] = []

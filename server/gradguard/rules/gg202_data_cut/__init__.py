@@ -27,6 +27,7 @@ from gradguard.analysis import knowledge as K
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.model.findings import Finding, Fix, Severity, TextEdit
 from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.common import run_own_flow
 from gradguard.rules.gg202_data_cut import messages as M
 
 TYPE_CHECKING = False
@@ -105,13 +106,8 @@ class DataCut(Rule):
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        from gradguard.rules.common import unit_entry
-
-        env, self_obj = unit_entry(unit)
-        flow = _DataFlow(interp.Resolver(ctx), self_obj=self_obj)
-        try:
-            flow.run(unit.body, env)
-        except RecursionError:
+        flow = run_own_flow(_DataFlow, unit, ctx)
+        if flow is None:
             return ()
         out = []
         for node, s, why in sorted(flow.hits.values(), key=lambda h: (h[0].lineno, h[0].col_offset)):
