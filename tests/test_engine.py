@@ -143,3 +143,26 @@ def test_each_trigger_condition_is_answered_once_per_unit_for_every_rule(monkeyp
     assert sorted(asked) == sorted([
         ("<module>", ("torch",)), ("<module>", ("text", "backward")),
         ("step", ("torch",)), ("step", ("text", "backward")), ("step", ("text", ".grad", "step"))])
+
+
+def test_rules_declare_the_framework_conditions_instead_of_testing_them():
+    """Whether the unit imports torch, or is another framework's file, is a trigger
+    condition the engine answers once per unit (``Trigger(torch=True)``,
+    ``Trigger(not_other_framework=True)``): a rule module that asks it again in
+    ``check`` copies what it should declare. (GG102 is being rebuilt on the
+    shared interpreter; it declares the condition when that lands.)"""
+    import ast
+    from pathlib import Path
+
+    rules_dir = Path(__file__).resolve().parents[1] / "server" / "gradguard" / "rules"
+    asked = {}
+    for path in sorted(rules_dir.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for n in ast.walk(tree):
+            names = [a.name for a in n.names] if isinstance(n, ast.ImportFrom) else \
+                [n.attr] if isinstance(n, ast.Attribute) else [n.id] if isinstance(n, ast.Name) else []
+            for name in names:
+                if name in ("imports_torch", "other_framework_only"):
+                    asked.setdefault(path.relative_to(rules_dir).parts[0], set()).add(name)
+    assert asked.get("gg102_stale_graph", set()) <= {"other_framework_only"}
+    assert set(asked) <= {"gg102_stale_graph"}, asked
