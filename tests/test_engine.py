@@ -149,8 +149,9 @@ def test_rules_declare_the_framework_conditions_instead_of_testing_them():
     """Whether the unit imports torch, or is another framework's file, is a trigger
     condition the engine answers once per unit (``Trigger(torch=True)``,
     ``Trigger(not_other_framework=True)``): a rule module that asks it again in
-    ``check`` copies what it should declare. (GG102 is being rebuilt on the
-    shared interpreter; it declares the condition when that lands.)"""
+    ``check`` copies what it should declare. (GG102, rebuilt on the shared
+    interpreter by another piece of work, still asks the second in ``check``;
+    declaring it there is one line, left to that rule's owner.)"""
     import ast
     from pathlib import Path
 
