@@ -2061,6 +2061,12 @@ SJ_IMPORTS = "from spikingjelly.activation_based import neuron, functional"
     (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "pass",
      "for m in net.modules():\n        if hasattr(m, 'reset_mem'):\n            m.reset_mem()", False),
     (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "utils.reset(self)", "pass", False),
+    # forward resets what one member holds: that member keeps nothing, the other still does
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "utils.reset(self.head); utils.reset(self.lif1)", "pass",
+     False),
+    (SJ_IMPORTS, "neuron.LIFNode(tau=2.0)", "functional.reset_net(net=self.head); self.lif1.reset()", "pass", False),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "utils.reset(self.head)", "pass", "lif1"),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "print(self.head)", "pass", True),  # not a reset
     (SJ_IMPORTS, "neuron.LIFNode(tau=2.0)", "pass", "functional.reset_net(net)", False),
     (SNN_IMPORTS, "snn.Leaky(beta=0.9)", "pass", "pass", False),  # takes and returns mem: nothing kept inside
     ("import mylib as snn", "snn.Leaky(beta=0.9, init_hidden=True)", "pass", "pass", False),  # not the library
@@ -2080,7 +2086,10 @@ def test_library_neurons_kept_on_a_module_of_the_user(imports, neuron, inside, r
         return
     (f,) = fs
     assert f.range.start.line == line(text, "# <carry>")
-    assert f.data["variables"][0].startswith("net.head.1.") and f.data["variables"][1].startswith("net.lif1.")
+    if reported == "lif1":  # the head's neuron reset by forward, lif1's not
+        assert [v.split(".")[1] for v in f.data["variables"]] == ["lif1"]
+    else:
+        assert f.data["variables"][0].startswith("net.head.1.") and f.data["variables"][1].startswith("net.lif1.")
     assert "reset" in f.message_in("en") and "重置" in f.message_in("zh")
     assert f.fixes == ()  # a library's neurons: the message names its reset
 

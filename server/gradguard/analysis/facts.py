@@ -616,7 +616,8 @@ def _members(defs, assigns, member_calls: Dict[str, list]) -> Tuple[Tuple[str, s
     """``ClassFacts.members``: the modules of :func:`_member_ctors` that forward calls
     (itself, or through a method of the class it calls), with what their input holds:
     a graph built here, forward's parameters. A member forward resets itself
-    (``self.lif1.reset_mem()``, ``utils.reset(self)``) keeps nothing across calls."""
+    (``self.lif1.reset_mem()``, ``utils.reset(self.net)``; ``utils.reset(self)``: all
+    of them) keeps nothing across calls."""
     ctors = _member_ctors(assigns)
     if not ctors:
         return ()
@@ -639,8 +640,12 @@ def _members(defs, assigns, member_calls: Dict[str, list]) -> Tuple[Tuple[str, s
                     reset.add("")
                 elif recv.startswith("self."):
                     reset.add(recv[5:].split(".", 1)[0])
-            if any(isinstance(a, ast.Name) and a.id == "self" for a in n.args):
-                reset.add("")
+            for a in [*n.args, *(k.value for k in n.keywords)]:
+                arg = A.dotted(a) or ""
+                if arg == "self":
+                    reset.add("")  # utils.reset(self)
+                elif arg.startswith("self."):
+                    reset.add(arg[5:].split(".", 1)[0])  # utils.reset(self.net): what self.net holds
     if "" in reset:
         return ()
     seen: Dict[str, Tuple[bool, frozenset]] = {}
