@@ -330,6 +330,53 @@ def test_the_optimizer_stepped_in_between_is_read_where_it_is_made(construction,
     assert (f.preferred_fix is not None and f.preferred_fix.preferred) is offered
 
 
+LOSS_MODULE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class TwinLoss(nn.Module):
+        def __init__(self, policy, critic, cfg):
+            super().__init__()
+            self.policy, self.critic, self.gamma = policy, critic, cfg.gamma
+
+        def forward(self, s):
+            q = self.critic(torch.cat([s, self.policy(s)], -1))
+            return {"policy": -q.mean(), "value": (q - self.gamma).pow(2).mean()}
+
+
+    policy = nn.Sequential(nn.Linear(3, 6), nn.Tanh(), nn.Linear(6, 2))
+    critic = nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 1))
+    disc = nn.Linear(2, 1)
+    objective = TwinLoss(policy, critic, cfg)
+    pi_opt = torch.optim.SGD(policy.parameters(), lr=cfg.lr)
+    d_opt = torch.optim.SGD(disc.parameters(), lr=cfg.lr)
+    for it in range(3):
+        s = torch.randn(4, 3)
+        losses = objective(s)
+        losses["policy"].backward()
+        pi_opt.step()
+        losses["value"].backward()
+""")
+
+
+@pytest.mark.parametrize("stepped, fix", [
+    ("pi_opt", "Compute `losses` again after `pi_opt.step()`"),  # the loss module holds the policy
+    ("d_opt", "Keep the graph for the second backward: `retain_graph=True` on line 24 (same gradients)"),
+])
+def test_a_loss_module_holding_the_stepped_model(stepped, fix):
+    """torchrl-style: ``objective = TwinLoss(policy, critic)`` returns a dict of losses
+    from one forward; a step of the policy's optimizer between their backward calls
+    changes weights the retained graph holds (``retain_graph=True`` would stop with
+    "modified by an inplace operation"; fixture gg103_loss_module_dict_policy_step_between).
+    A step of an optimizer over a model the loss module was not built from (``d_opt``;
+    ``cfg`` in both constructions is no module) leaves the retain fix."""
+    src = LOSS_MODULE.replace("pi_opt.step()", f"{stepped}.step()")
+    [f] = gg103(src)
+    assert f.preferred_fix is not None and f.preferred_fix.title_in("en") == fix
+    assert [fx.preferred for fx in f.fixes] == [True]
+
+
 def test_no_detach_fix_where_the_detached_value_also_feeds_the_second_loss():
     """Actor-critic: `advantage = reward - value` feeds both losses; detaching
     `value` there would leave the critic nothing to learn from, so only the

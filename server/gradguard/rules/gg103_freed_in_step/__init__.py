@@ -759,6 +759,8 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
     if not steppers:
         return False
     parts: Set[str] = set()
+    held: Set[str] = set()
+    lines = ctx.index.lines
     for t in shared:
         node = t[1]
         name = A.dotted(node.func) if isinstance(node, ast.Call) else None
@@ -766,7 +768,7 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
             return True  # a part we cannot name: assume the step reaches it
         bits = name.split(".")
         parts.update(b for b in bits if b != "self")
-    lines = ctx.index.lines
+        held |= _held_modules(name, lines)
     for opt in steppers:
         if opt == "?":
             return True
@@ -784,9 +786,62 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
                     return True
                 made.extend(more)
                 continue
-            if set(re.findall(r"\w+", value)) & parts:
+            words = set(re.findall(r"\w+", value))
+            if words & parts:
                 return True
+            if held:
+                trained = _parameter_owners(value)
+                if held & (trained if trained is not None else words):
+                    return True
     return False
+
+
+def _held_modules(name: str, lines: List[str], depth: int = 2) -> Set[str]:
+    """What an object was built from, by name: ``loss_fn = TD3Loss(actor, qvalue)``
+    → {actor, qvalue} (and, ``depth`` deep, what those were built from). A call of
+    ``loss_fn`` may run them: a loss module holding the actor and the critic
+    (torchrl's), a wrapper around a backbone. Names of the arguments only (the last
+    part of a dotted one); the caller compares them with what an optimizer trains."""
+    out: Set[str] = set()
+    if depth <= 0:
+        return out
+    bare = name[5:] if name.startswith("self.") else name
+    for key in {name, bare}:
+        for value in _constructions(key, lines):
+            try:
+                tree = ast.parse(value, mode="eval").body
+            except SyntaxError:
+                continue
+            if not isinstance(tree, ast.Call):
+                continue
+            for arg in [*tree.args, *(k.value for k in tree.keywords)]:
+                got = A.dotted(arg)
+                if got is None or got == "self":
+                    continue
+                last = got.rsplit(".", 1)[-1]
+                if last not in out:
+                    out.add(last)
+                    out |= _held_modules(got, lines, depth - 1)
+    return out
+
+
+def _parameter_owners(value: str) -> Optional[Set[str]]:
+    """The modules whose parameters an optimizer's construction hands it
+    (``Adam(actor.parameters())`` → {actor}; ``self.net.encoder.parameters()`` →
+    {encoder}), or None when it hands none that way (a list built elsewhere)."""
+    try:
+        tree = ast.parse(value, mode="eval")
+    except SyntaxError:
+        return None
+    out: Set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                n.func.attr in ("parameters", "named_parameters"):
+            got = A.dotted(n.func.value)
+            if got is None:
+                return None
+            out.add(got.rsplit(".", 1)[-1])
+    return out or None
 
 
 def _is_step(attr: str) -> bool:
