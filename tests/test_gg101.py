@@ -2184,3 +2184,64 @@ def test_a_same_file_models_recurrent_state_is_a_known_shape():
         assert f.range.start.line == line(text, "# <carry>")
         assert f.preferred_fix.edits[-1].new_text.strip().splitlines()[-1].strip() == expect, (layer, ret)
         assert_fixed_cleanly(text)
+
+
+GUARDED = src(
+    '''
+    import torch
+    import torch.nn as nn
+
+    rnn = nn.GRUCell(3, 4)
+    head = nn.Linear(4, 1)
+    opt = torch.optim.SGD(list(rnn.parameters()) + list(head.parameters()), lr=0.1)
+    h = torch.zeros(2, 4)
+    for i in range(6):
+        h = rnn(torch.randn(2, 3), h)  # <carry>
+        if (i + 1) % 2 == 0:
+            loss = head(h).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()  # <backward>
+            opt.step()
+        # <after>
+    '''
+)
+
+
+def test_a_state_carried_past_a_guarded_backward_is_cut_where_the_backward_ran():
+    """The backward runs every other iteration: the iteration that skips it hands
+    its live graph to the next one, whose backward goes through both (truncated
+    back-propagation every two steps). A detach at the top of every iteration would
+    cut that live graph and change the first step's gradients; the detach goes
+    right after the backward, inside its block (fixture
+    gg101_backward_from_second_pass_on proves the shape under torch)."""
+    (f,) = gg101(GUARDED)
+    assert f.range.start.line == line(GUARDED, "# <carry>")
+    (fix,) = f.fixes
+    assert fix.preferred and fix.title_in("en") == (
+        "Detach `h` after this iteration's backward() (keeps the state, cuts the graph)")
+    (edit,) = fix.edits
+    assert edit.range.start.line == line(GUARDED, "# <backward>") + 1
+    assert edit.new_text == "        h = h.detach()\n"
+    assert_fixed_cleanly(GUARDED)
+
+
+@pytest.mark.parametrize("after,fix", [
+    # rebound after the guarded block from something else: no one place is right
+    ("h = h * 0.5", None),
+    # a plain copy after the block: its source is cut where the backward ran
+    ("prev = h", "Detach `h` after this iteration's backward(), before it becomes `prev`"),
+])
+def test_a_state_rebound_after_the_guarded_backward(after, fix):
+    text = GUARDED.replace("h = rnn(torch.randn(2, 3), h)  # <carry>", "h = rnn(torch.randn(2, 3), prev)" if
+                           after.startswith("prev") else "h = rnn(torch.randn(2, 3), h)  # <carry>")
+    text = text.replace("h = torch.zeros(2, 4)", "h = prev = torch.zeros(2, 4)").replace("# <after>", after)
+    fs = gg101(text)
+    assert fs, text
+    f = fs[-1]
+    if fix is None:
+        assert f.fixes == ()
+        assert "detach" in f.message_in("en")  # the message still says what to do
+        return
+    assert f.preferred_fix is not None and f.preferred_fix.title_in("en").startswith(fix)
+    fixed = apply_preferred(text)
+    assert "            h = h.detach()\n" not in fixed and "        h = h.detach()\n" in fixed

@@ -894,6 +894,30 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
     else:
         line = f"{', '.join(names)} = {', '.join(f'{helper}({n})' for n in names)}"
     head = names[0]
+    guarded = _guarded_backward(loop, bw)
+    if guarded is not None:
+        # the backward runs on some iterations only (`if prev is not None:`, every k-th
+        # batch): an iteration that skips it hands the next one a live graph, which the
+        # next backward goes through as before; cut it only where the backward ran
+        got = _after_guarded_backward(loop, guarded, names)
+        if got is None:
+            return ()  # rebound after that block from something else: no one place is right
+        block_stmt, cut = got
+        b_indent = ctx.indent_of(block_stmt.lineno)
+        if len(b_indent) != ctx.index.char_col(block_stmt.lineno, block_stmt.col_offset):
+            return ()
+        if cut != names:
+            line = (_detach_line(cut, shape) if helper is None
+                    else f"{', '.join(cut)} = {', '.join(f'{helper}({n})' for n in cut)}")
+        if maybe_none and helper is None and (cut == names or len(cut) == 1):
+            text = f"{b_indent}if {cut[0]} is not None:\n{b_indent}{unit_}{line}\n"
+        else:
+            text = f"{b_indent}{line}\n"
+        at = getattr(block_stmt, "end_lineno", None) or block_stmt.lineno
+        edits.append(TextEdit(Range(Position(at, 0), Position(at, 0)), text))
+        title = (M.fix_detach_after_backward(names) if cut == names
+                 else M.fix_detach_source_after_backward(cut, names))
+        return (Fix(title, tuple(edits), preferred=True),)
     if grad_entry:
         # after the last body statement that back-propagates or assigns the state
         at = _after_statement(loop, carry, names)
@@ -1084,6 +1108,92 @@ def _direct_torch(carry: V.Carry, ctx, unit=None) -> bool:
     if not isinstance(node, ast.Call):
         return False
     return _callee_kind(node, carry, ctx, unit) in ("tensor", "tuple")
+
+
+def _guarded_backward(loop: ast.stmt, bw: ast.AST) -> Optional[Tuple[List[ast.stmt], int]]:
+    """(the statement list holding the backward's statement, its index there) when the
+    backward runs on some iterations only: inside an ``if`` of the loop body (``with``
+    and ``try`` blocks run it every time). None when every iteration that gets that far
+    runs it, or when it is inside an inner loop (that loop's fixes are its own)."""
+    block: List[ast.stmt] = loop.body  # type: ignore[attr-defined]
+    guarded = False
+    while True:
+        holder = next((i for i, s in enumerate(block)
+                       if s.lineno <= bw.lineno <= (getattr(s, "end_lineno", None) or s.lineno)), None)  # type: ignore[attr-defined]
+        if holder is None:
+            return None
+        stmt = block[holder]
+        inner = [b for b in A.child_blocks(stmt)
+                 if any(x.lineno <= bw.lineno <= (getattr(x, "end_lineno", None) or x.lineno) for x in b)]  # type: ignore[attr-defined]
+        if not inner or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return (block, holder) if guarded else None
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            return None
+        if isinstance(stmt, (ast.If, ast.Match)):
+            guarded = True
+        block = inner[0]
+
+
+def _after_guarded_backward(loop: ast.stmt, guarded: Tuple[List[ast.stmt], int], names: Tuple[str, ...]
+                            ) -> Optional[Tuple[ast.stmt, Tuple[str, ...]]]:
+    """Where a detach cuts the carried state only on iterations whose backward ran:
+    (the statement of the backward's block to put it after, the names to detach).
+    After the backward (and after any later statement of that block binding the
+    state) when nothing after the block binds the state again in the iteration;
+    when one plain copy does (``prev_out = out`` after the ``if`` holding the backward),
+    the copied names (``out``) instead, if nothing else between reads or binds them.
+    None otherwise."""
+    block, i = guarded
+    wanted = set(names)
+    last = block[i]
+    for s in block[i + 1:]:
+        if _binds(s, wanted):
+            last = s
+    top = next(s for s in loop.body if s.lineno <= block[i].lineno <= (s.end_lineno or s.lineno))  # type: ignore[attr-defined]
+    after = [s for s in A.iter_statements(loop.body) if s.lineno > (top.end_lineno or top.lineno)]  # type: ignore[attr-defined]
+    rebinding = [s for s in after if _binds(s, wanted)]
+    if not rebinding:
+        return last, names
+    copy = rebinding[0]
+    if len(rebinding) != 1 or copy not in loop.body or not isinstance(copy, ast.Assign) or len(copy.targets) != 1:  # type: ignore[attr-defined]
+        return None
+    target, value = copy.targets[0], copy.value
+    t_names = A.target_names(target)
+    if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+        sources = (value.id,)
+    elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts) and \
+            all(isinstance(e, ast.Name) for e in target.elts + value.elts):
+        sources = tuple(e.id for e in value.elts)  # type: ignore[attr-defined]
+    else:
+        return None
+    if set(t_names) != wanted or set(sources) & wanted:
+        return None
+    # nothing from the backward to the copy reads or binds the sources but the copy
+    between = [s for s in A.iter_statements(loop.body)
+               if block[i].lineno < s.lineno < copy.lineno and s is not copy]
+    for s in between:
+        if s.__class__ in _COMPOUND:
+            continue  # its statements are in `between` too
+        if any(isinstance(n, ast.Name) and n.id in sources for n in ast.walk(s)):
+            return None
+    if any(isinstance(n, ast.Name) and n.id in sources and not isinstance(n.ctx, ast.Load) for n in ast.walk(block[i])):
+        return None
+    return block[i], sources
+
+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+
+
+def _binds(s: ast.stmt, names: Set[str]) -> bool:
+    """Does ``s`` (or a statement inside it) assign one of ``names``?"""
+    for node in A.iter_statements([s]):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            tgts = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(n in names for t in tgts for n in A.target_names(t)):
+                return True
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and any(n in names for n in A.target_names(node.target)):
+            return True
+    return False
 
 
 def _after_statement(loop: ast.stmt, carry: V.Carry, names) -> int:

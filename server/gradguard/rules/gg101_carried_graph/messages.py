@@ -392,6 +392,15 @@ def fix_detach_after_backward(names: Sequence[str]) -> Dict[str, str]:
     }
 
 
+def fix_detach_source_after_backward(sources: Sequence[str], names: Sequence[str]) -> Dict[str, str]:
+    return {
+        "en": f"Detach {names_en(sources)} after this iteration's backward(), before it becomes {names_en(names)} "
+              "(keeps the state, cuts the graph only where the backward ran)",
+        "zh": f"在本轮 backward() 之后、赋给 {names_zh(names)} 之前 detach {names_zh(sources)}"
+              "（保留状态，只在执行了 backward 的迭代切断计算图）",
+    }
+
+
 def fix_reset_to_none(names: Sequence[str]) -> Dict[str, str]:
     return {
         "en": f"Reset {names_en(names)} to None at the start of each iteration (loses the state carried between batches)",
