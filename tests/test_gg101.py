@@ -2230,10 +2230,12 @@ def test_a_state_carried_past_a_guarded_backward_is_cut_where_the_backward_ran()
     ("h = h * 0.5", None),
     # a plain copy after the block: its source is cut where the backward ran
     ("prev = h", "Detach `h` after this iteration's backward(), before it becomes `prev`"),
+    # ... unless something between reads the source (it would read the detached value)
+    ("if h.sum() > 0:\n        pass\n    prev = h", None),
 ])
 def test_a_state_rebound_after_the_guarded_backward(after, fix):
     text = GUARDED.replace("h = rnn(torch.randn(2, 3), h)  # <carry>", "h = rnn(torch.randn(2, 3), prev)" if
-                           after.startswith("prev") else "h = rnn(torch.randn(2, 3), h)  # <carry>")
+                           "prev = h" in after else "h = rnn(torch.randn(2, 3), h)  # <carry>")
     text = text.replace("h = torch.zeros(2, 4)", "h = prev = torch.zeros(2, 4)").replace("# <after>", after)
     fs = gg101(text)
     assert fs, text

@@ -1169,19 +1169,18 @@ def _after_guarded_backward(loop: ast.stmt, guarded: Tuple[List[ast.stmt], int],
     if set(t_names) != wanted or set(sources) & wanted:
         return None
     # nothing from the backward to the copy reads or binds the sources but the copy
-    between = [s for s in A.iter_statements(loop.body)
+    between = [s for s in A.iter_statements(loop.body)  # type: ignore[attr-defined]
                if block[i].lineno < s.lineno < copy.lineno and s is not copy]
     for s in between:
-        if s.__class__ in _COMPOUND:
-            continue  # its statements are in `between` too
-        if any(isinstance(n, ast.Name) and n.id in sources for n in ast.walk(s)):
+        # a compound statement's own parts (its test, what it iterates); its statements are in `between` too
+        parts = [s] if not A.child_blocks(s) else [getattr(s, f) for f in ("test", "iter", "target", "subject")
+                                                  if getattr(s, f, None) is not None] + \
+            [it.context_expr for it in getattr(s, "items", ())]
+        if any(isinstance(n, ast.Name) and n.id in sources for p in parts for n in ast.walk(p)):
             return None
     if any(isinstance(n, ast.Name) and n.id in sources and not isinstance(n.ctx, ast.Load) for n in ast.walk(block[i])):
         return None
     return block[i], sources
-
-
-_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 
 
 def _binds(s: ast.stmt, names: Set[str]) -> bool:
