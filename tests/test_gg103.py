@@ -351,6 +351,8 @@ LOSS_MODULE = textwrap.dedent("""\
     objective = TwinLoss(policy, critic, cfg)
     pi_opt = torch.optim.SGD(policy.parameters(), lr=cfg.lr)
     d_opt = torch.optim.SGD(disc.parameters(), lr=cfg.lr)
+    params = list(disc.parameters())
+    p_opt = torch.optim.SGD(params, lr=cfg.lr)
     for it in range(3):
         s = torch.randn(4, 3)
         losses = objective(s)
@@ -362,15 +364,17 @@ LOSS_MODULE = textwrap.dedent("""\
 
 @pytest.mark.parametrize("stepped, fix", [
     ("pi_opt", "Compute `losses` again after `pi_opt.step()`"),  # the loss module holds the policy
-    ("d_opt", "Keep the graph for the second backward: `retain_graph=True` on line 24 (same gradients)"),
+    ("d_opt", "Keep the graph for the second backward: `retain_graph=True` on line 26 (same gradients)"),
+    ("p_opt", "Keep the graph for the second backward: `retain_graph=True` on line 26 (same gradients)"),
 ])
 def test_a_loss_module_holding_the_stepped_model(stepped, fix):
     """torchrl-style: ``objective = TwinLoss(policy, critic)`` returns a dict of losses
     from one forward; a step of the policy's optimizer between their backward calls
     changes weights the retained graph holds (``retain_graph=True`` would stop with
     "modified by an inplace operation"; fixture gg103_loss_module_dict_policy_step_between).
-    A step of an optimizer over a model the loss module was not built from (``d_opt``;
-    ``cfg`` in both constructions is no module) leaves the retain fix."""
+    A step of an optimizer over a model the loss module was not built from (``d_opt``,
+    ``p_opt`` over a list of its parameters; ``cfg`` in both constructions is no module)
+    leaves the retain fix."""
     src = LOSS_MODULE.replace("pi_opt.step()", f"{stepped}.step()")
     [f] = gg103(src)
     assert f.preferred_fix is not None and f.preferred_fix.title_in("en") == fix

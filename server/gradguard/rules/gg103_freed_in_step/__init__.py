@@ -790,8 +790,7 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
             if words & parts:
                 return True
             if held:
-                trained = _parameter_owners(value)
-                if held & (trained if trained is not None else words):
+                if held & _parameter_owners(value):
                     return True
     return False
 
@@ -825,23 +824,32 @@ def _held_modules(name: str, lines: List[str], depth: int = 2) -> Set[str]:
     return out
 
 
-def _parameter_owners(value: str) -> Optional[Set[str]]:
-    """The modules whose parameters an optimizer's construction hands it
-    (``Adam(actor.parameters())`` → {actor}; ``self.net.encoder.parameters()`` →
-    {encoder}), or None when it hands none that way (a list built elsewhere)."""
+def _parameter_owners(value: str) -> Set[str]:
+    """The modules an optimizer's construction may train: those whose parameters it
+    is handed (``Adam(actor.parameters())`` → {actor}; ``self.net.encoder.parameters()``
+    → {encoder}), and the plain names it reads otherwise (``Adam(params, ...)``: a list
+    built elsewhere, ``params``), not those only read through an attribute
+    (``lr=args.lr``: a setting). Unreadable: everything it names."""
     try:
         tree = ast.parse(value, mode="eval")
     except SyntaxError:
-        return None
+        return set(re.findall(r"\w+", value))
     out: Set[str] = set()
+    skip: Set[int] = set()  # names read as an object (``args.lr``) or called (``Adam``)
     for n in ast.walk(tree):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
-                n.func.attr in ("parameters", "named_parameters"):
-            got = A.dotted(n.func.value)
-            if got is None:
-                return None
-            out.add(got.rsplit(".", 1)[-1])
-    return out or None
+        if isinstance(n, ast.Attribute):
+            skip.add(id(n.value))
+        elif isinstance(n, ast.Call):
+            skip.add(id(n.func))
+            f = n.func
+            if isinstance(f, ast.Attribute) and f.attr in ("parameters", "named_parameters"):
+                got = A.dotted(f.value)
+                if got is None:  # get_model().parameters(): whatever it names
+                    out |= {m.id for m in ast.walk(f.value) if isinstance(m, ast.Name)}
+                else:
+                    out.add(got.rsplit(".", 1)[-1])
+    out |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in skip}
+    return out
 
 
 def _is_step(attr: str) -> bool:
