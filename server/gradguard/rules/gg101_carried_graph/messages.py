@@ -108,6 +108,14 @@ reassigned after the backward, or an early `continue`, would still be carried.) 
 alternative fix resets the state every iteration; it removes the error but also the
 information carried between batches.
 
+When the backward runs on some iterations only (inside an `if` of the loop body:
+`if prev is not None:`, every k-th batch), an iteration that skips it hands its graph,
+still whole, to the next one, whose backward goes through it as the program meant. A
+detach at the top would cut that live graph and change what the first step learns, so
+the fix puts the detach right after the backward, inside its block. When the state is a
+plain copy made after that block (`prev_out = out`), the copied value is detached there
+instead; when it is bound again from anything else, no fix is offered.
+
 When the state's shape cannot be told where the loop carries it (the model is a
 parameter, or comes from code gradguard cannot see, and may hand back a tensor, an
 `(h, c)` pair, a dict of states or a list of pairs), no one-line detach is guessed:
@@ -250,6 +258,12 @@ for x, y in loader:
 之后又被重新赋值，或者循环中途 `continue` 跳过了那一行，状态依然会被带到下一轮。）
 当第一批之前状态可能是 `None` 时，修复会加上 `None` 判断。另一个可选修复是每轮重置状态，
 它同样能消除报错，但也丢掉了批次之间传递的信息。
+
+如果 backward 只在部分迭代里执行（在循环体的 `if` 里：`if prev is not None:`、每 k 个批次一次），
+跳过它的那一轮会把完整、仍然有效的计算图交给下一轮，下一轮的 backward 会照程序本意穿过它。
+在循环开头 detach 会切断这张还活着的图，改变第一步学到的东西，所以修复把 detach 放在
+backward 之后、同一个代码块里。如果状态是在那个代码块之后做的简单拷贝（`prev_out = out`），
+就改为在那里 detach 被拷贝的值；如果状态之后又由别的值重新赋值，则不提供修复。
 
 如果在循环传递状态的地方无法判断状态的结构（模型是函数参数，或来自 gradguard 看不到的代码，
 它返回的可能是一个张量、一对 `(h, c)`、状态字典，或由状态对组成的列表），修复不会去猜一行 detach，
