@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import random
+import textwrap
 from pathlib import Path
 from typing import List
 
@@ -611,3 +612,45 @@ def test_a_finding_that_names_lines_is_not_shifted_stale():
     assert [(f.range, f.message, f.data, [x.title for x in f.fixes]) for f in got.findings] == \
         [(f.range, f.message, f.data, [x.title for x in f.fixes]) for f in fresh.findings]
     assert got.findings[0].message != before[0].message  # the lines it names moved by one
+
+
+@pytest.mark.parametrize("above", ["LR = 0.1", "def f(): pass"])
+def test_a_fix_that_puts_a_helper_before_the_definition_reads_the_line_above_it(above):
+    """GG101's state-detaching helper goes right before the top-level statement
+    holding the loop, with the blank lines PEP 8 wants only where the line above is
+    not blank already: a blank line there written over (by a statement or a
+    definition: another chunk, no line moves) changes the fix of an unchanged
+    definition, or of the module's loop, which must not stay cached."""
+    in_class = textwrap.dedent("""\
+        import torch
+        from models import Model
+
+
+        class Trainer:
+            def fit(self, loader, model: Model):
+                state = None
+                for x, y in loader:
+                    out, state = model(x, state)
+                    loss = (out - y).pow(2).mean()
+                    loss.backward()
+        """)
+    at_module = textwrap.dedent("""\
+        import torch
+        from models import Model
+
+        model = Model()
+        state = None
+
+        for x, y in loader:
+            out, state = model(x, state)
+            loss = (out - y).pow(2).mean()
+            loss.backward()
+        """)
+    for text, anchor in ((in_class, "class Trainer:"), (at_module, "for x, y in loader:")):
+        doc = Document(text, "prog.py")
+        assert any(f.preferred_fix is not None and len(f.preferred_fix.edits) == 2 for f in doc.result().findings)
+        typed = text.replace("\n\n" + anchor, "\n" + above + "\n" + anchor, 1)
+        assert typed != text and len(typed.splitlines()) == len(text.splitlines())
+        got = doc.update(typed)
+        fresh = check_source(typed, "prog.py")
+        assert [_norm(f) for f in got.findings] == [_norm(f) for f in fresh.findings], (above, anchor)

@@ -76,7 +76,7 @@ class CheckResult:
 
 class _Chunk:
     __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "basis",
-                 "analyzed_start", "_may_backprop", "too_deep")
+                 "analyzed_start", "_may_backprop", "too_deep", "analyzed_after_blank")
 
     def __init__(self, start: int, nlines: int, text: str, tree: Optional[ast.Module], kind: str):
         self.start = start  # 0-based first line
@@ -93,6 +93,10 @@ class _Chunk:
         self.analyzed_start = start
         self._may_backprop: Optional[bool] = None
         self.too_deep: Tuple[Tuple[int, str, str], ...] = ()  # not_analysed entries, as of analyzed_start
+        # was the line before the chunk blank when it was analysed? A fix that puts a
+        # definition before it (GG101's state-detaching helper) adds the blank lines
+        # PEP 8 wants only where there are none
+        self.analyzed_after_blank = True
 
     @property
     def end(self) -> int:
@@ -516,15 +520,17 @@ class Document:
             if c.kind == "def":
                 moved = c.start != c.analyzed_start and c.findings is not None and any(
                     f.code in line_naming for f in c.findings)
-                if c.findings is None or moved or not still_valid(c.basis):
+                after_blank = self._after_blank(c.start)
+                if c.findings is None or moved or after_blank != c.analyzed_after_blank or not still_valid(c.basis):
                     tree = c.positioned_tree()
                     c.findings, c.basis, c.too_deep = analyse(iter_units(tree.body, False))
                     c.analyzed_start = c.start
+                    c.analyzed_after_blank = after_blank
                 shift = c.start - c.analyzed_start
                 raw.extend(f.shifted(shift) for f in c.findings)  # shifted(0) is the finding itself
                 deep.extend((line + shift, unit, codes) for line, unit, codes in c.too_deep)
             elif c.kind == "stmt":
-                module_key.append((c.start, c.text))
+                module_key.append((c.start, c.text, self._after_blank(c.start)))
                 module_chunks.append(c)
         key = tuple(module_key)
         if key != self._module_key or not still_valid(self._module_basis):
@@ -538,6 +544,10 @@ class Document:
         if record:
             self._last_merged = merged
         return self._postprocess(raw), tuple(sorted(set(deep)))
+
+    def _after_blank(self, start: int) -> bool:
+        """Is the line before 0-based line ``start`` blank (or the file's start)?"""
+        return start == 0 or start > len(self.lines) or not self.lines[start - 1].strip()
 
     def _postprocess(self, raw: List[Finding]) -> Tuple[Finding, ...]:
         return postprocess(raw, self.lines, self.config, self.eol)
