@@ -1156,12 +1156,24 @@ def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[F
             return [("fn:" + stmt.name, function_facts(stmt, r))] + list(_loop_calls(stmt)) \
                 + _requires_grad_facts(stmt) + list(_call_args(stmt))
         if isinstance(stmt, ast.ClassDef):
-            return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt)
+            return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt) + _class_aliases(stmt)
         return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt) + list(_call_args(stmt))
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         # never let an odd construct take the whole file down; the rule then
         # simply knows less about this definition
         return []
+
+
+def _class_aliases(stmt: ast.ClassDef) -> List[Fact]:
+    """``alias:<cls>.<name>`` → ``<other>`` for ``class neuron: IFNode = IFNode``: a
+    class used as a namespace, its attribute naming another definition of the file
+    (``neuron.IFNode()`` then makes an ``IFNode``; :meth:`interp.Resolver.cls`)."""
+    out: List[Fact] = []
+    for s in stmt.body:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                and isinstance(s.value, ast.Name) and s.value.id[:1].isupper():
+            out.append((f"alias:{stmt.name}.{s.targets[0].id}", s.value.id))
+    return out
 
 
 def is_requires_grad_expr(e: Optional[ast.AST]) -> bool:
@@ -1251,6 +1263,26 @@ def requires_grad_argument(summary, fn: str, i: int, name: str) -> bool:
                 or (val.startswith("name:") and summary.get(f"rg:global:{val[5:]}")))):
             return True
     return False
+
+
+def argument_class(summary, fn: str, i: int, name: str) -> Optional[str]:
+    """The class of this file whose instance some call of module-level function ``fn``
+    passes as its parameter ``i`` (called ``name``): a module-level name made by calling
+    it (``model = SEWResNet()`` ... ``fit_one_epoch(model, ...)``: the ``rg:arg:`` fact
+    ``name:model`` and the ``var:model`` fact), when that class's modules keep state of
+    their own (``ClassFacts.members``). The trace of ``fn`` then starts that parameter as
+    such an object, so its loop follows the state as a loop at module level would."""
+    for key in (str(i), name):
+        val = summary.get(f"rg:arg:{fn}:{key}")
+        if not (isinstance(val, str) and val.startswith("name:")):
+            continue
+        raw = summary.get("var:" + val[5:])
+        if not isinstance(raw, str):
+            continue
+        cf = summary.get("class:" + raw)
+        if isinstance(cf, V.ClassFacts) and cf.members:
+            return raw
+    return None
 
 
 def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:

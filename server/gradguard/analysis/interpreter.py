@@ -76,6 +76,12 @@ class Resolver:
 
     def cls(self, name: str) -> _Opt[ClassFacts]:
         v = self.summary.get("class:" + name)
+        if v is None and "." in name:
+            # neuron.IFNode where ``class neuron: IFNode = IFNode`` names a class of
+            # this file in a namespace class (the ``alias:`` facts)
+            alias = self.summary.get("alias:" + name)
+            if isinstance(alias, str):
+                v = self.summary.get("class:" + alias)
         return v if isinstance(v, ClassFacts) else None
 
     def global_obj(self, name: str, _depth: int = 0) -> _Opt[str]:
@@ -1754,6 +1760,9 @@ class GraphFlow:
         if key is None or not obj.startswith("user:"):
             return res
         cf = self.r.cls(obj[5:])
+        if cf is not None and key == "self" and self.track_self_state and obj == self.self_obj \
+                and (cf.keeps_input or cf.carried):
+            res = self._own_state(call, cf, res, env)
         if cf is None or not (cf.cached or cf.members):
             return res
         fwd = cf.method("forward")
@@ -1779,6 +1788,28 @@ class GraphFlow:
                 env[k] = Val(frozenset(old.taints | new), site=self._stmt)
             if old.taints:
                 res = _tainted(res, old.taints)  # what an earlier call kept
+        return res
+
+    def _own_state(self, call: ast.Call, cf: ClassFacts, res: Val, env: Dict[str, Val]) -> Val:
+        """``prediction = self(x)`` in a method of a module whose forward rebuilds state
+        on ``self`` from its last value (``ClassFacts.keeps_input`` / ``carried``: a
+        recurrent step keeping ``self.hidden``), a ``train_it()`` that forwards,
+        back-propagates and steps: after the call ``self.<x>`` holds this call's graph on
+        top of what the previous call left (its ``("A", key)`` token), and the result
+        depends on both, as if forward's body were written here. The unit's
+        :meth:`call_carried_states` then sees the state the next call's backward reaches.
+        Not for a state a method of the class other than ``__init__`` resets or detaches:
+        a caller may call it between calls, which this unit cannot see."""
+        keys = tuple(cf.keeps_input) + tuple(k for k, _, _ in cf.carried)
+        for key in keys:
+            if cf.methods_cutting(key) - {"__init__"}:
+                continue
+            old = env.get(key)
+            new = set(old.taints) if old is not None else {("A", key)}
+            if not self.no_grad:
+                new.add(("G", call))
+            env[key] = Val(frozenset(new), site=self._stmt)
+            res = _tainted(res, frozenset(new))
         return res
 
     def _neurons(self, call: ast.Call, callee: Val, key: str, cf: ClassFacts, fwd: _Opt[FnFacts], res: Val,

@@ -32,6 +32,7 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
     if unit.trace is None:
         env, self_obj = unit_entry(unit)
         _seed_requires_grad_params(unit, ctx, env)
+        _seed_module_params(unit, ctx, env)
         stateful = unit.kind == "function" and unit.node is not None
         resolver = interp.Resolver(ctx)
         flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful,
@@ -83,6 +84,26 @@ def _seed_requires_grad_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.
     for name in seeded:
         if name not in modules and name in env:
             env[name] = V._with(env[name], taints=frozenset({("L",)}))
+
+
+def _seed_module_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -> None:
+    """A module-level function's parameter that a call at module level passes an
+    instance of a class of this file whose modules keep state of their own
+    (:func:`facts.argument_class`: ``fit_one_epoch(model, ...)`` with ``model =
+    SEWResNet()`` holding spiking neurons) starts as that object: the function's loop
+    then follows what the neurons keep from one iteration into the next, and a reset
+    of it (``functional.reset_net(model_train)``) empties it, as in a loop at module level."""
+    node = unit.node
+    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+        return
+    params = list(node.args.posonlyargs) + list(node.args.args)  # type: ignore[attr-defined]
+    fname: str = node.name  # type: ignore[attr-defined]
+    for i, a in enumerate(params):
+        if a.arg not in env:
+            continue
+        cls = facts.argument_class(ctx.summary, fname, i, a.arg)
+        if cls is not None:
+            env[a.arg] = V._with(env[a.arg], obj="user:" + cls)
 
 
 def _bind_from_callers(unit: Unit, resolver, env: Dict[str, V.Val], flow: interp.GraphFlow) -> None:
