@@ -11,7 +11,10 @@ Per top-level statement, coarse and hashable:
   (``"nn.GRU"``, ``"RNNModel"``), qualified later through the import table;
 * ``rg:global:<x>``, ``rg:returns:<f>``, ``rg:arg:<f>:<i|name>`` → tensors made to require
   grad: bound at module level, returned, passed to a function's parameter
-  (:func:`requires_grad_argument`; the trace of ``f`` starts that parameter as a leaf).
+  (:func:`requires_grad_argument`; the trace of ``f`` starts that parameter as a leaf);
+* ``alias:<C>.<name>`` → the class of this file a namespace class's attribute names;
+* ``flag:<f>:<i|name>`` → the truth of a constant a module-level call passes to ``f``
+  (:func:`argument_flag`; the trace of ``f`` knows which way a test of it goes).
 
 Facts never hold AST nodes, and they summarise *interfaces*: an edit inside a
 body changes them only when what the function returns or back-propagates changes.
@@ -1248,7 +1251,20 @@ def _requires_grad_facts(stmt: ast.stmt) -> List[Fact]:
                 val = f"call:{a.func.id}"
             if val is not None:
                 out.append((f"rg:arg:{c.func.id}:{key}", val))  # type: ignore[attr-defined]
+            elif a.__class__ is ast.Constant and isinstance(a.value, (bool, int, str)) and not is_fn and not is_cls:  # type: ignore[attr-defined]
+                out.append((f"flag:{c.func.id}:{key}", bool(a.value)))  # type: ignore[attr-defined]
     return out
+
+
+def argument_flag(summary, fn: str, i: int, name: str) -> Optional[bool]:
+    """The truth of the constant a call at module level of function ``fn`` passes as
+    its parameter ``i`` (called ``name``): ``train(..., False, ...)`` (``flag:`` facts).
+    None when no such call is seen."""
+    for key in (str(i), name):
+        val = summary.get(f"flag:{fn}:{key}")
+        if isinstance(val, bool):
+            return val
+    return None
 
 
 def requires_grad_argument(summary, fn: str, i: int, name: str) -> bool:

@@ -295,6 +295,8 @@ class GraphFlow:
         self._cond_keys: Dict[ast.expr, _Opt[tuple]] = {}  # per test node (loop bodies run more than once)
         # id(last if of an else-less chain) -> names every branch binds (see _mark_invariant_chain)
         self._no_fallthrough: Dict[int, FrozenSet[str]] = {}
+        # the truth of the constants the callers pass the unit's parameters (``flag:`` facts)
+        self.flags: Dict[str, bool] = {}
         self._loop_assigned: Dict[int, FrozenSet[str]] = {}
         # with track_self_state: what each ``self.x`` was assigned, and which were
         # rebuilt from their own last value (see cached_states)
@@ -624,6 +626,13 @@ class GraphFlow:
         for b in bodies:
             got = _definitely_bound(b)
             common = got if common is None else common & got
+        if common and len(tests) == 1 and self.flags and _flag_test(tests[0], self.flags) is False:
+            # ... but when the callers' constant says no iteration takes it, each finds
+            # what the loop last bound elsewhere: `if random_iter: state = init()` before
+            # `out, state = rnn(x, state)`, called with random_iter False (d2l's adjacent
+            # sampling), carries the state on (an assignment of this loop's own, not of a
+            # loop nested in it: that one's iterations are its own business)
+            common -= _bound_beside(loop.body, top)  # type: ignore[attr-defined]
         self._no_fallthrough[id(node)] = frozenset(common or ())
 
     # ``if use_reg: penal = ...`` … ``if use_reg: loss = loss + penal``: the second
@@ -2500,6 +2509,31 @@ def _literal_trips(loop: ast.stmt) -> bool:
         bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
         return len(bounds) == len(it.args) and len(range(*bounds)) > 0
     return False
+
+
+def _flag_test(test: ast.expr, flags: Mapping[str, bool]) -> _Opt[bool]:
+    """``flag`` / ``not flag`` with ``flag`` a parameter whose callers' constant is known."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _flag_test(test.operand, flags)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Name):
+        return flags.get(test.id)
+    return None
+
+
+def _bound_beside(stmts: Sequence[ast.stmt], skip: ast.stmt) -> set:
+    """Plain names assigned by the statements of a loop body other than ``skip``
+    (and what is in it), not looking into nested loops or defs."""
+    out: set = set()
+    stack = list(stmts)
+    while stack:
+        st = stack.pop()
+        if st is skip or isinstance(st, (LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        out.update(n for n in _assigned_names(st) if "." not in n)
+        for b in child_blocks(st):
+            stack.extend(b)
+    return out
 
 
 def _definitely_bound(stmts: Sequence[ast.stmt]) -> set:

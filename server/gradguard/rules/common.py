@@ -39,6 +39,7 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
                                 unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit))
         if unit.class_node is not None and unit.node is not None:
             _bind_from_callers(unit, resolver, env, flow)
+        flow.flags = _param_flags(unit, ctx)
         try:
             flow.run(unit.body, env)
         except RecursionError:
@@ -104,6 +105,22 @@ def _seed_module_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -
         cls = facts.argument_class(ctx.summary, fname, i, a.arg)
         if cls is not None:
             env[a.arg] = V._with(env[a.arg], obj="user:" + cls)
+
+
+def _param_flags(unit: Unit, ctx: ModuleContext) -> Dict[str, bool]:
+    """The truth of the constant a call at module level passes to each parameter of a
+    module-level function (:func:`facts.argument_flag`): ``train(..., False, ...)``."""
+    node = unit.node
+    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+        return {}
+    params = list(node.args.posonlyargs) + list(node.args.args)  # type: ignore[attr-defined]
+    fname: str = node.name  # type: ignore[attr-defined]
+    out = {}
+    for i, a in enumerate(params):
+        got = facts.argument_flag(ctx.summary, fname, i, a.arg)
+        if got is not None:
+            out[a.arg] = got
+    return out
 
 
 def _bind_from_callers(unit: Unit, resolver, env: Dict[str, V.Val], flow: interp.GraphFlow) -> None:
