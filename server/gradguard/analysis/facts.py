@@ -114,7 +114,7 @@ _FILLS = ("append", "extend", "insert", "clear")
 _NOT_OBJECTS = frozenset(A.DEFAULT_ALIASES) | K.NON_GRAPH_LIBRARIES | K.NON_GRAPH_ALIASES | {"self", "cls"}
 
 
-def _outside_containers(fn: ast.AST, names: Tuple[str, ...]) -> Dict[str, str]:
+def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] = None) -> Dict[str, str]:
     """The containers a def reaches from outside, ``{dotted name in the body: path}``:
     ``X.attr`` with ``X`` a module-level name (path ``"X.attr"``) or parameter ``i``
     (``"#i.attr"``), that the body fills, clears or assigns -- or, when it back-propagates,
@@ -123,8 +123,11 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...]) -> Dict[str, str]:
     declared: set = set()
     funcs: set = set()
     changed: set = set()
+    emptied: set = set()
     backprop = False
     attrs: list = []
+    if me is not None and getattr(fn, "name", "") == "__init__":
+        me = None  # (run once, on an object no call has filled yet)
     for node in A.body_nodes(fn):  # (the def's one walk)
         cls = node.__class__
         if cls is ast.Attribute:
@@ -143,6 +146,8 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...]) -> Dict[str, str]:
         elif cls is ast.Delete:
             for t in node.targets:  # type: ignore[attr-defined]
                 changed.add(id(t.value if isinstance(t, ast.Subscript) else t))
+        elif cls is ast.Assign and me is not None and node.value.__class__ in (ast.List, ast.Dict):  # type: ignore[attr-defined]
+            emptied.update(id(t) for t in node.targets)  # type: ignore[attr-defined]  # self.memory = []
         elif cls in (ast.Global, ast.Nonlocal):
             declared.update(node.names)  # type: ignore[attr-defined]
         elif cls in (ast.Import, ast.ImportFrom):
@@ -160,6 +165,13 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...]) -> Dict[str, str]:
         root = node.value.id
         mine = id(node) in changed or not isinstance(node.ctx, ast.Load)
         if not (mine or backprop):
+            continue
+        if root == me and me is not None:
+            # a method's own object's container (``self.memory.append(...)``, emptied by
+            # ``self.memory = []``, read by a back-propagating ``learn()``): ``"#self.memory"``,
+            # named through the receiver where the method is called (``agent.memory``)
+            if id(node) in changed or id(node) in emptied or (backprop and isinstance(node.ctx, ast.Load)):
+                out[f"{root}.{node.attr}"] = f"#self.{node.attr}"
             continue
         if root in local or root in _NOT_OBJECTS:
             continue
@@ -216,12 +228,17 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         env[n] = V.Val(frozenset({("P", i)}), param=True, none=isinstance(d, ast.Constant) and d.value is None)
     no_grad = A.is_no_grad_function(fn)
     g = interp.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None, find_carries=False)
-    outside = _outside_containers(fn, names)
+    me = fn.args.args[0].arg if method and not is_static and fn.args.args and self_obj else None  # type: ignore[attr-defined]
+    outside = _outside_containers(fn, names, me)
     seeded = {}
     for key, path in outside.items():
         # what the container held on entry: an ("N", path) token, beside what reading it gives
         head, _, attr = key.partition(".")
         before = g.eval(ast.Attribute(ast.Name(head, ast.Load()), attr, ast.Load()), env)
+        if path.startswith("#self."):
+            if before.obj is not None and before.obj != "inst:?":
+                continue  # self.policy: a module of its own, not a container
+            before = V._with(before, obj=None)
         seeded[key] = env[key] = V._with(before, taints=before.taints | {("N", path)}, elems=None, kind="list")
     try:
         g.run(fn.body, dict(env))  # type: ignore[attr-defined]

@@ -1609,6 +1609,8 @@ class GraphFlow:
             self.member_calls.append((m, _union(pos, kws)))  # self.lif1(cur): for ClassFacts.members
         if recv.obj and recv.obj.startswith("pending:"):
             return self._pending_call(recv.obj[8:], m, pos, kws)
+        if m in K.DISTRIBUTION_NONDIFF_METHODS and recv.obj and recv.obj.startswith("dist:"):
+            return CLEAN  # a = dist.sample(): drawn without a graph (rsample() keeps one)
         if recv.obj and recv.obj.startswith(("user:", "inst:")):
             if m in _SELF_METHODS:
                 return recv
@@ -2074,6 +2076,12 @@ class GraphFlow:
         out = []
         for eff in facts.containers:
             root, _, attr = eff.path.partition(".")
+            if root == "#self":
+                # the method's own object: the receiver of the call (agent.remember(...))
+                base = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+                if base is not None:
+                    out.append((f"{base}.{attr}", eff))
+                continue
             if root.startswith("#"):
                 i = int(root[1:])
                 if any(isinstance(a, ast.Starred) for a in call.args[:i + 1]):
@@ -2180,6 +2188,10 @@ class GraphFlow:
             return CLEAN
         if q in K.SAVING_FUNCTIONS or K.saving_distribution(q, call):
             self.saving_calls.add(id(call))
+        if K.is_distribution_class(q):
+            # Categorical(logits=l): its graph is its parameters'; dist.sample() has none
+            v = self._op(call, args_taints)
+            return _with(v, obj="dist:" + q)
         return self._op(call, args_taints)
 
     def _construct(self, tq: str, pos) -> Val:
@@ -2237,6 +2249,12 @@ class GraphFlow:
                 if held is not None:
                     loss_t |= held.taints
                     surely |= held.taints
+                elif eff.backprops and eff.path.startswith("#self."):
+                    # learn() reading its own object's replay memory on some paths (a
+                    # batch sampled from it): what the memory holds may be back-propagated
+                    got = env.get(key)
+                    if got is not None:
+                        loss_t |= got.taints
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
             self._event(call, plain(loss_t), facts.backward_retains, freed, stale=self._stale(surely, env, whole=True))

@@ -128,6 +128,17 @@ SAVING_DISTRIBUTIONS_FROM_PROBS = frozenset({"Bernoulli", "Binomial"})  # the lo
 SAVING_DISTRIBUTIONS_FROM_LOGITS = frozenset({"Geometric"})  # the probs, cached from logits
 
 
+# Methods of a torch.distributions object whose result carries no graph: sample() draws
+# under no_grad (rsample() is the differentiable one).
+DISTRIBUTION_NONDIFF_METHODS = frozenset({"sample", "sample_n"})
+
+
+def is_distribution_class(qualname) -> bool:
+    """``torch.distributions.Categorical`` (and the ``torch.distributions.normal.Normal``
+    spelling): a class of torch.distributions, by its qualified name."""
+    return bool(qualname) and qualname.startswith("torch.distributions.") and qualname.rpartition(".")[2][:1].isupper()
+
+
 def saving_distribution(qualname, call) -> bool:
     """``Categorical(logits=l)``, ``Bernoulli(p)``: a distribution whose graph from its
     parameters saves tensors that every log_prob()/entropy() then shares."""
