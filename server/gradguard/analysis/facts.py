@@ -90,9 +90,16 @@ def _needs_interpretation(body) -> bool:
     """A statement-level scan (no expression walk): a ``return <value>``, a
     ``yield``, a statement whose call back-propagates, or one calling a
     module-level function (which may: ``FnFacts.delegates``)."""
+    bound: set = set()
+    filled: list = []
     for s in A.iter_statements(body):
         if isinstance(s, ast.Return) and s.value is not None:
             return True
+        if isinstance(s, ast.Assign):
+            for t in s.targets:
+                bound.update(A.target_names(t))
+        elif isinstance(s, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.AnnAssign, ast.AugAssign)):
+            bound.add("*")  # (a name bound otherwise: looked at no further, rare with a fill)
         value = s.value if isinstance(s, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)) else None
         if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
             return True
@@ -105,9 +112,12 @@ def _needs_interpretation(body) -> bool:
                 return True
             if name in _FILLS and isinstance(f.value, ast.Attribute):  # type: ignore[attr-defined]
                 return True  # policy.saved_log_probs.append(...): a container kept outside
+            if name in _FILLS and isinstance(f.value, ast.Name) and isinstance(s, ast.Expr):  # type: ignore[attr-defined]
+                filled.append(f.value.id)  # type: ignore[attr-defined]
         if isinstance(s, ast.Delete):
             return True
-    return False
+    # fmaps.append(output) on a list the body never binds: a module-level one, maybe
+    return "*" not in bound and any(n not in bound for n in filled)
 
 
 _FILLS = ("append", "extend", "insert", "clear")
@@ -123,6 +133,7 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
     declared: set = set()
     funcs: set = set()
     changed: set = set()
+    filled: list = []
     emptied: set = set()
     backprop = False
     attrs: list = []
@@ -141,6 +152,8 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
             if isinstance(f, ast.Attribute):
                 if f.attr in _FILLS:
                     changed.add(id(f.value))
+                    if f.value.__class__ is ast.Name and f.attr != "clear":
+                        filled.append(f.value.id)  # fmaps.append(output): a module-level list, maybe
                 elif f.attr in K.BACKWARD_METHODS or f.attr == "grad":
                     backprop = True
         elif cls is ast.Delete:
@@ -182,6 +195,11 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
         else:
             path = f"{root}.{node.attr}"
         out[f"{root}.{node.attr}"] = path
+    for name in filled:
+        # a module-level list a function fills (a forward hook keeping feature maps):
+        # path ``"fmaps"``, the name itself where the function is called
+        if name not in local and name not in _NOT_OBJECTS and name not in params and name not in _BUILTINS:
+            out[name] = name
     return out
 
 
@@ -234,7 +252,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     for key, path in outside.items():
         # what the container held on entry: an ("N", path) token, beside what reading it gives
         head, _, attr = key.partition(".")
-        before = g.eval(ast.Attribute(ast.Name(head, ast.Load()), attr, ast.Load()), env)
+        before = g.eval(ast.Attribute(ast.Name(head, ast.Load()), attr, ast.Load()) if attr else ast.Name(head, ast.Load()), env)
         if path.startswith("#self."):
             if before.obj is not None and before.obj != "inst:?":
                 continue  # self.policy: a module of its own, not a container
@@ -1177,11 +1195,31 @@ def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[F
                 + _requires_grad_facts(stmt) + list(_call_args(stmt))
         if isinstance(stmt, ast.ClassDef):
             return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt) + _class_aliases(stmt)
-        return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt) + list(_call_args(stmt))
+        return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt) + list(_call_args(stmt)) \
+            + _hook_facts(stmt)
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         # never let an odd construct take the whole file down; the rule then
         # simply knows less about this definition
         return []
+
+
+_HOOK_REGISTRATIONS = frozenset({"register_forward_hook"})
+
+
+def _hook_facts(stmt: ast.stmt) -> List[Fact]:
+    """``hook:<name>`` → the function of this file a module-level statement registers as a
+    forward hook on ``name`` or a part of it (``student[0].register_forward_hook(keep)``):
+    every call of ``name`` runs it on the part's output (:meth:`interp.GraphFlow.call`)."""
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _HOOK_REGISTRATIONS and value.args and isinstance(value.args[0], ast.Name)):
+        return []
+    root = value.func.value
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return []
+    return [("hook:" + root.id, value.args[0].id)]
 
 
 def _class_aliases(stmt: ast.ClassDef) -> List[Fact]:

@@ -164,6 +164,12 @@ def rebound(summary: Mapping[str, Any], name: str) -> bool:
     return ("var:" + name) in summary or ("inst:" + name) in summary
 
 
+def _hooked_names(summary) -> Dict[str, str]:
+    """{module-level name: the function of this file registered as a forward hook on it
+    or a part of it} over the ``hook:`` facts. A summary query."""
+    return {k[5:]: v for k, v in summary.items() if k.startswith("hook:") and isinstance(v, str)}
+
+
 def _dotted_def_names(summary) -> FrozenSet[str]:
     return frozenset(k.rpartition(".")[2] for k in summary
                      if "." in k and k.startswith(("fn:", "class:")))
@@ -1517,7 +1523,30 @@ class GraphFlow:
         q = self.r.qualify(func) if isinstance(func, ast.Name) else None
         if isinstance(func, ast.Name) and func.id in env and callee.obj is None:
             q = None  # a local callable shadows any import
-        return self._apply(call, callee, q, pos, kws, args_taints, env)
+        res = self._apply(call, callee, q, pos, kws, args_taints, env)
+        if isinstance(func, ast.Name) and (callee.obj or "").startswith(("inst:", "user:")) and self.r.ctx is not None:
+            hook = query(self.r.summary, _hooked_names).get(func.id)
+            if hook is not None:
+                self._run_hook(call, hook, callee, args_taints, res, env)
+        return res
+
+    def _run_hook(self, call: ast.Call, hook: str, callee: Val, args_taints: FrozenSet, res: Val,
+                  env: Dict[str, Val]) -> None:
+        """``student(images)`` where ``student[0].register_forward_hook(keep)`` at module
+        level: ``keep(module, input, output)`` runs on the call, and what it puts in the
+        module-level lists it fills (``fmaps.append(output)``, ``FnFacts.containers``) is
+        this call's graph (the part's output is on it) and its input's."""
+        facts = self.r.fn(hook)
+        if facts is None or facts.no_grad:
+            return
+        out = res if not res.graph_tokens() else plain(res.taints | {("G", call)})
+
+        def argval(i: int) -> Val:
+            return (callee, plain(args_taints), out)[i] if i < 3 else CLEAN
+
+        for eff in facts.containers:
+            if not eff.path.startswith("#") and "." not in eff.path:
+                self._fill(call, eff.path, eff, argval, env)
 
     def _maps_a_function(self, call: ast.Call, env: Dict[str, Val]) -> _Opt[Val]:
         """``map_structure(batch, lambda x: x.to(device))``, ``nest.map(lambda t:
