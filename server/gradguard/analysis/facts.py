@@ -1306,7 +1306,7 @@ def _requires_grad_facts(stmt: ast.stmt) -> List[Fact]:
                 val = f"call:{a.func.id}"
             if val is not None:
                 out.append((f"rg:arg:{c.func.id}:{key}", val))  # type: ignore[attr-defined]
-            elif a.__class__ is ast.Constant and isinstance(a.value, (bool, int, str)) and not is_fn and not is_cls:  # type: ignore[attr-defined]
+            elif isinstance(a, ast.Constant) and isinstance(a.value, (bool, int, str)) and not is_fn and not is_cls:
                 out.append((f"flag:{c.func.id}:{key}", bool(a.value)))  # type: ignore[attr-defined]
     return out
 
