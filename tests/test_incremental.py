@@ -560,6 +560,30 @@ def test_an_interface_change_reanalyses_the_callers():
         assert doc.update(version).findings == check_source(version, "t.py").findings
 
 
+def test_an_edit_of_a_module_level_call_reanalyses_the_function_it_calls():
+    """The trace of a function reads what its module-level callers pass it (the
+    ``flag:`` and ``rg:arg:``/``var:`` facts): editing only the call (a constant
+    flag, the object handed in) must change the function's findings as a fresh
+    analysis does."""
+    fixtures = HERE / "fixtures"
+    flagged = (fixtures / "gg101_state_reset_only_under_a_flag_the_caller_turns_off.py").read_text(encoding="utf-8")
+    neurons = (fixtures / "gg101_stateful_neurons_model_passed_to_epoch_function.py").read_text(encoding="utf-8")
+    edits = [
+        (flagged, "fit(data, False, 2, 0.1)", "fit(data, True, 2, 0.1)"),
+        (neurons, "    run_epoch(model, optimizer, data)", "    run_epoch(nn.Linear(5, 2), optimizer, data)"),
+    ]
+    for text, old, new in edits:
+        assert old in text
+        doc = Document(text, "t.py")
+        before = doc.result().findings
+        assert [f.code for f in before] == ["GG101"]
+        edited = text.replace(old, new)
+        after = doc.update(edited).findings
+        assert after == check_source(edited, "t.py").findings
+        assert not after
+        assert doc.update(text).findings == check_source(text, "t.py").findings == before
+
+
 def test_a_document_in_which_nothing_back_propagates_computes_no_facts():
     """A model or data module open in the editor costs a parse per edit; the
     first backward typed into it brings the full analysis, equal to a fresh run."""
