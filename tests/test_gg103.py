@@ -1152,6 +1152,72 @@ def test_mutual_learning_outside_the_proof_is_not_reported(change):
     assert gg103(src) == []
 
 
+@pytest.mark.parametrize("changes", [
+    [("for j in range(n):", "for j in range(0, n):")],  # the same range, written with its start
+    [("for j in range(n):", "for j in range(len(输出)):")],  # every index of the list it reads
+    [("for j in range(n):", "for j in range(len(模型们)):")],  # the list was filled once per model
+    [("for i in range(n):", "for i in range(len(模型们)):"), ("for j in range(n):", "for j in range(len(模型们)):")],
+])
+def test_mutual_learning_indices_written_other_ways_are_reported(changes):
+    src = MUTUAL
+    for old, new in changes:
+        assert old in src
+        src = src.replace(old, new)
+    [f] = gg103(src)
+    assert lines_of([f]) == [18] and "`输出[j]`" in f.message["en"]
+    assert gg103(src.replace("F.softmax(输出[j], dim=1)", "F.softmax(输出[j].detach(), dim=1)")) == []  # trains
+
+
+@pytest.mark.parametrize("changes", [
+    # the list is not surely filled once per model: how many elements it has is not known
+    [("for j in range(n):", "for j in range(len(模型们)):"),
+     ("        输出.append(model(images))", "        if model.bias is not None:\n            输出.append(model(images))")],
+    [("for j in range(n):", "for j in range(len(模型们)):"), ("    for i in range(n):", "    输出.append(输出[0])\n    for i in range(n):")],
+    [("for j in range(n):", "for j in range(1, n):")],  # not every element
+    [("for i in range(n):", "for i in range(len(模型们)):")],  # the inner range is n, the outer the models' count
+])
+def test_mutual_learning_indices_not_proven_the_same_are_not_reported(changes):
+    src = MUTUAL
+    for old, new in changes:
+        assert old in src
+        src = src.replace(old, new)
+    assert gg103(src) == []
+
+
+FACTORY = MUTUAL.replace("def 互学习", """class 小网(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x).tanh()
+
+
+def 造():
+    net = 小网()
+    return net
+
+
+def 互学习""").replace("[nn.Linear(4, 3) for _ in range(n)]", "[造() for _ in range(n)]")
+
+
+def test_models_made_by_a_helper_are_modules():
+    [f] = gg103(FACTORY)
+    assert "`输出[j]`" in f.message["en"] and f.fixes[0].preferred
+    # the peers detached: trains, silent
+    assert gg103(FACTORY.replace("F.softmax(输出[j], dim=1)", "F.softmax(输出[j].detach(), dim=1)")) == []
+
+
+@pytest.mark.parametrize("old, new", [
+    ("    net = 小网()\n    return net", "    net = 小网()\n    if n:\n        net = None\n    return net"),  # not surely the class
+    ("    return net", "    return net if n else nn.Identity()"),  # two things returned
+])
+def test_a_helper_not_surely_making_a_module_tells_nothing(old, new):
+    src = FACTORY.replace("def 造():", "def 造(n=0):").replace(old, new)
+    assert old in FACTORY and src != FACTORY
+    assert gg103(src) == []
+
+
 def test_mutual_learning_detach_is_not_preferred_without_per_model_optimizers():
     src = MUTUAL.replace("optimizers[i].zero_grad()", "opt.zero_grad()").replace(
         "optimizers[i].step()", "opt.step()").replace(

@@ -58,11 +58,11 @@ class _FactResolver(interp.Resolver):
             return V.FnFacts(returns_value=False)
         return None
 
-    def ctor_obj(self, raw):
+    def ctor_obj(self, raw, _depth=0):
         """A class of this file other than the one summarised, or of another
         module: not seen from here. Its methods' results are composed where the
         summarised function is called (``FnFacts.calls``)."""
-        got = super().ctor_obj(raw)
+        got = super().ctor_obj(raw, _depth)
         last = raw.rsplit(".", 1)[-1]
         if got is None and raw != "?" and last[:1].isupper() and not raw.startswith(("nn.", "torch.")) \
                 and not ("." in raw and last in K.STATEFUL_LIBRARY_NAMES):
@@ -277,6 +277,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
             states.extend(("cached", kv) for kv in t.cached_states())
         except RecursionError:
             pass
+    makes = None if method else _factory_class(fn)
     loop_attrs: Tuple[str, ...] = ()
     if method and self_obj and not no_grad and any(ev.in_loop and not ev.retain for ev in g.events):
         loop_attrs = _loop_backward_attrs(fn, resolver, self_obj, env)
@@ -328,7 +329,48 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         loop_delegates=loop_delegates,
         loop_backward_attrs=loop_attrs,
         loop_backward_globals=loop_globals,
+        makes=makes,
     )
+
+
+def _made_name(value: ast.expr) -> Optional[str]:
+    """:func:`_ctor_name`, for any name a class may have: ``小网()`` too (no case to
+    tell by); a name starting with a lower-case letter is a function's."""
+    value = _unmoved(value)
+    if not isinstance(value, ast.Call):
+        return None
+    name = A.dotted(value.func)
+    if name is None or name.rsplit(".", 1)[-1][:1].islower():
+        return None
+    return name
+
+
+def _factory_class(fn: ast.AST) -> Optional[str]:
+    """``def resnet32(): return ResNet(BasicBlock, [5, 5, 5])``, or ``model = ResNet(...)``
+    bound once at the top of the body, then ``return model`` (``FnFacts.makes``): the raw
+    constructor every ``return`` hands back, if one (a class by its name's case, or one of
+    torch's), else None."""
+    made: Dict[str, Optional[str]] = {}
+    for s in fn.body:  # type: ignore[attr-defined]
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            name = s.targets[0].id
+            made[name] = _made_name(s.value) if name not in made else None
+    rets = []
+    top = set(map(id, fn.body))  # type: ignore[attr-defined]
+    for s in A.iter_statements(fn.body):  # type: ignore[attr-defined]
+        if isinstance(s, ast.Return):
+            rets.append(s.value)
+        elif not (id(s) in top and isinstance(s, ast.Assign)):
+            for t in _stmt_targets(s):
+                if isinstance(t, ast.Name) and t.id in made:
+                    made[t.id] = None  # bound again: not surely what was made
+    found: Optional[str] = None
+    for v in rets:
+        raw = made.get(v.id) if isinstance(v, ast.Name) else (_made_name(v) if v is not None else None)
+        if raw is None or raw == "?" or (found is not None and raw != found):
+            return None
+        found = raw
+    return found
 
 
 def _container_effects(g: interp.GraphFlow, fn: ast.AST, outside: Dict[str, str], seeded) -> Tuple[V.ContainerEffect, ...]:
@@ -510,6 +552,8 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
                 elem = _container_element(asg.value) if attr is not None else None
                 if elem and attr is not None and (attr + "[]") not in attrs:
                     attrs[attr + "[]"] = elem
+    for attr, raw in _list_elements(defs, assigns).items():  # self.models = []; self.models.append(resnet32())
+        attrs.setdefault(attr + "[]", raw)
     for s in cls.body:  # class-level: rnn = nn.GRU(...)
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             ctor = _ctor_name(s.value)
@@ -837,6 +881,67 @@ def _container_element(value: ast.expr) -> Optional[str]:
         name = names.pop()
         return name if name and name != "?" else None
     return None
+
+
+def _list_elements(defs, assigns) -> Dict[str, str]:
+    """Plain lists of modules kept on the object, ``{attr: raw callee}``: ``self.models =
+    [Net() for _ in range(n)]``, or ``self.models = []`` filled only by
+    ``self.models.append(m)`` of one callee's results (``model = resnet32()`` in that
+    method, or the call itself; a helper returning a module is known by its facts,
+    ``FnFacts.makes``). Any other change of the list (another assignment, ``extend``,
+    an item set) and the elements are not known."""
+    out: Dict[str, str] = {}
+    empty: set = set()
+    bad: set = set()
+    for fn_assigns in assigns:
+        for asg in fn_assigns:
+            if len(asg.targets) != 1:
+                continue
+            attr = _self_attr(asg.targets[0])
+            if attr is None:
+                continue
+            v = asg.value
+            if isinstance(v, ast.List) and not v.elts:
+                empty.add(attr)
+            elif isinstance(v, ast.ListComp) and isinstance(v.elt, ast.Call) and attr not in out:
+                raw = A.dotted(_unmoved(v.elt).func)  # type: ignore[attr-defined]
+                if raw:
+                    out[attr] = raw
+                else:
+                    bad.add(attr)
+            else:
+                bad.add(attr)
+    if not empty:
+        return {k: v for k, v in out.items() if k not in bad}
+    elems: Dict[str, set] = {}
+    for fn, fn_assigns in zip(defs, assigns):
+        local: Dict[str, Optional[str]] = {}
+        for asg in fn_assigns:
+            t = asg.targets[0] if len(asg.targets) == 1 else None
+            if isinstance(t, ast.Name):
+                c = _unmoved(asg.value)
+                local[t.id] = (A.dotted(c.func) if isinstance(c, ast.Call) else None) if t.id not in local else None
+        for n in A.body_nodes(fn):
+            if n.__class__ is ast.Call and isinstance(n.func, ast.Attribute):
+                attr = _self_attr(n.func.value)
+                if attr is None or attr not in empty:
+                    continue
+                if n.func.attr == "append" and len(n.args) == 1 and not n.keywords:
+                    a = _unmoved(n.args[0])
+                    raw = A.dotted(a.func) if isinstance(a, ast.Call) else (local.get(a.id) if isinstance(a, ast.Name) else None)
+                    elems.setdefault(attr, set()).add(raw)
+                elif n.func.attr not in ("__len__", "__getitem__", "index", "count"):
+                    bad.add(attr)
+            elif isinstance(n, (ast.Subscript, ast.AugAssign)):
+                t = n.value if isinstance(n, ast.Subscript) else n.target
+                if isinstance(n, ast.AugAssign) or isinstance(n.ctx, (ast.Store, ast.Del)):
+                    attr = _self_attr(t)
+                    if attr is not None:
+                        bad.add(attr)
+    for attr, raws in elems.items():
+        if len(raws) == 1 and None not in raws and attr not in bad and attr not in out:
+            out[attr] = next(iter(raws))
+    return {k: v for k, v in out.items() if k not in bad}
 
 
 def _calls_own_method(fn: ast.AST, methods: Dict[str, V.FnFacts]) -> bool:
@@ -1372,7 +1477,30 @@ def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
         # names of the defining module's globals: the importing file's names of the same
         # spelling are other variables
         out["fn"] = replace(fn, loop_backward_globals=())
+    made = out.get("fn")
+    if isinstance(made, V.FnFacts) and made.makes and "class" not in out and not made.calls_backward:
+        # def resnet32(): return ResNet(...): the importing file cannot see ResNet; it
+        # sees resnet32 as that class, whose call makes one (Resolver.ctor_obj)
+        cf = lookup(made.makes, True).get("class") if "." not in made.makes else None
+        if isinstance(cf, V.ClassFacts) and _module_class(cf, lookup):
+            out["class"] = cf
+            out["fn"] = replace(made, makes=name)
     return out
+
+
+def _module_class(cf: V.ClassFacts, lookup, depth: int = 0) -> bool:
+    """A class of the defining module that is a torch module: it has a ``forward``,
+    or a base that is torch's or such a class of that module."""
+    if cf.has_forward:
+        return True
+    for b in cf.bases:
+        if b.startswith(("nn.", "torch.nn.")) or b in K.MODULE_BASES:
+            return True
+        if "." not in b and depth < 4:
+            inner = lookup(b, True).get("class")
+            if isinstance(inner, V.ClassFacts) and _module_class(inner, lookup, depth + 1):
+                return True
+    return False
 
 
 def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> object:

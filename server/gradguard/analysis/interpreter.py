@@ -100,7 +100,7 @@ class Resolver:
             return self.global_obj(wrapped, _depth + 1)
         return None
 
-    def ctor_obj(self, raw: str) -> _Opt[str]:
+    def ctor_obj(self, raw: str, _depth: int = 0) -> _Opt[str]:
         """What calling the (raw dotted) constructor ``raw`` gives."""
         q = self.qualify_raw(raw)
         tc = self.torch_class(q)
@@ -108,6 +108,11 @@ class Resolver:
             return "inst:" + tc
         if self.cls(raw) is not None:  # a dotted name only when resolved from `import m`
             return "user:" + raw
+        f = self.fn(raw)
+        if f is not None and f.makes and f.makes != raw and not f.calls_backward and _depth < 3:
+            # model = resnet32(): a function of this file that returns what a constructor made
+            made = self.ctor_obj(f.makes, _depth + 1)
+            return made if made is not None and made.startswith("user:") else None
         return None
 
     def is_module_class(self, name: str, _depth: int = 0) -> bool:
@@ -320,6 +325,7 @@ class GraphFlow:
         self._peer_reads: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
         self._peer_scanned: set = set()
         self._peer_tops: Dict[int, FrozenSet[int]] = {}  # per loop: its body's unconditional statements
+        self._root: Sequence[ast.stmt] = ()  # the statements run() was given
         self._peer_graphs: Dict[int, FrozenSet] = {}  # id(subscript) -> the saving graphs it read
 
     # -- entry points ----------------------------------------------------
@@ -334,6 +340,7 @@ class GraphFlow:
                 if isinstance(s, ast.Global):
                     for n in s.names:
                         env[n] = Val(frozenset({("A", n)}))
+        self._root = body
         self.final = self.block(body, env)
         return self.final
 
@@ -1121,20 +1128,24 @@ class GraphFlow:
             return  # no inner loop to read the peers by (most loops): the walks below would find nothing
         if _jumps(loop.body) or _rebinds(loop.body, i):
             return
-        shape = ast.dump(loop.iter)
         changed = self._assigned_in_loop(loop)
-        if not self._invariant(loop.iter, loop):
+        shape = _index_range(loop.iter)
+        if shape is None or not self._invariant_bound(loop.iter, changed):
             return
         found: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
         for inner in tops:
             # the inner loop runs, in full, on every iteration
             if not (isinstance(inner, ast.For) and isinstance(inner.target, ast.Name) and inner.target.id != i
-                    and not inner.orelse and ast.dump(inner.iter) == shape and not _jumps(inner.body)
+                    and not inner.orelse and not _jumps(inner.body)
                     and not _rebinds(inner.body, inner.target.id)):
+                continue
+            ishape = _index_range(inner.iter)
+            if ishape is None:
                 continue
             for node, cond in _peer_subscripts(inner.body, i, inner.target.id, False):
                 key = dotted(node.value)
-                if key is not None and key not in changed and key.split(".", 1)[0] not in changed:
+                if key is not None and key not in changed and key.split(".", 1)[0] not in changed \
+                        and self._covers(ishape, shape, key, loop):
                     found[id(node)] = ("E", key, loop, cond)
         if not found:
             return
@@ -1147,6 +1158,83 @@ class GraphFlow:
                     found[id(n)] = ("O", own, loop, False)
         self._peer_reads.update(found)
         self._peer_tops[id(loop)] = frozenset(id(s) for s in tops)
+
+    def _invariant_bound(self, expr: ast.expr, changed: FrozenSet[str]) -> bool:
+        """:meth:`_invariant` for a loop's range, where an attribute of ``self``
+        (``range(self.model_num)``) counts as unchanged unless the loop assigns it:
+        a call of a method of ``self`` in the loop (``self.loss_ce(...)``) is not
+        taken to change the number of models."""
+        todo: List[ast.AST] = [expr]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.Attribute):
+                d = dotted(node)
+                if d is None or d in changed:
+                    return False
+                if d.startswith("self."):
+                    continue
+            elif isinstance(node, ast.Call):
+                if not isinstance(node.func, ast.Name):
+                    return False
+            elif isinstance(node, ast.Name):
+                if node.id in changed:
+                    return False
+            elif isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda,
+                                   ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                return False
+            todo.extend(ast.iter_child_nodes(node))
+        return True
+
+    def _covers(self, inner: Tuple[str, str], outer: Tuple[str, str], key: str, loop: ast.For) -> bool:
+        """Does an inner loop over ``inner`` (:func:`_index_range`) name, with its index, every
+        element of ``key`` that the outer loop's own index may name? The same range
+        (``range(n)`` and ``range(0, n)`` alike); ``range(len(outputs))`` for the list read
+        (every index ``outputs[i]`` may take); ``range(len(models))`` where ``outputs`` was
+        filled, right before the loop, with one element per model."""
+        if inner == outer:
+            return True
+        if inner[0] != "len":
+            return False
+        return inner[1] == key or self._filled_from(key, inner[1], loop) \
+            or (outer[0] == "len" and self._filled_from(key, outer[1], loop) and inner[1] == outer[1])
+
+    def _filled_from(self, key: str, source: str, loop: ast.For) -> bool:
+        """``outputs = []`` then ``for model in models: outputs.append(model(x))`` (one
+        append, unconditional, no ``break``) in the statements just before ``loop``, and
+        nothing else changing ``outputs`` in between: it has one element per model."""
+        block = _block_of(self._root, loop)
+        if block is None:
+            return False
+        at = next(k for k, s in enumerate(block) if s is loop)
+        for k in range(at - 1, 0, -1):
+            fill, start = block[k], block[k - 1]
+            if isinstance(fill, ast.For) and dotted(fill.iter) == source and not fill.orelse \
+                    and len(fill.body) == 1 and isinstance(fill.body[0], ast.Expr) \
+                    and _appends_to(fill.body[0].value, key) \
+                    and isinstance(start, ast.Assign) and len(start.targets) == 1 \
+                    and dotted(start.targets[0]) == key and isinstance(start.value, ast.List) and not start.value.elts:
+                return all(key not in self._assigned_in_stmt(s) for s in block[k + 1:at])
+            if key in self._assigned_in_stmt(block[k]):
+                return False
+        return False
+
+    @staticmethod
+    def _assigned_in_stmt(st: ast.stmt) -> FrozenSet[str]:
+        names: set = set()
+        for node in iter_nodes([st]):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
+                d = dotted(node)
+                if d:
+                    names.add(d)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                d = dotted(node.func.value)
+                if d:
+                    names.add(d)
+            elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+                d = dotted(node.value)
+                if d:
+                    names.add(d)
+        return frozenset(names)
 
     def _peer_read(self, e: ast.Subscript, base: Val) -> Val:
         """A marked read (``_scan_peers``) of a list whose every element holds a graph
@@ -1347,6 +1435,9 @@ class GraphFlow:
                         and tc != "torch.nn.Parameter" and self.r.global_obj(dotted(e.elt.func) or "") is None:
                     return _with(v, obj="list:inst:" + tc)
                 made = self.eval(e.elt.func, env).obj or ""
+                if made.startswith("fn:"):  # [resnet32() for _ in range(n)]: a helper that returns a module
+                    got = self.r.ctor_obj(made[3:]) or ""
+                    made = "ucls:" + got[5:] if got.startswith("user:") else ""
                 if made.startswith("ucls:") and self.r.is_module_class(made[5:]):
                     return _with(v, obj="list:user:" + made[5:])
             return v
@@ -1710,6 +1801,10 @@ class GraphFlow:
                 return Val(obj="user:" + obj[5:])
             if obj.startswith("fn:"):
                 facts = self.r.fn(obj[3:])
+                if facts is not None and facts.makes:
+                    made = self.r.ctor_obj(obj[3:])
+                    if made is not None:
+                        return Val(obj=made)
                 if facts is not None:
                     return self._apply_facts(call, facts, pos, kws, env, obj[3:])
             if obj.startswith("inst:"):
@@ -2542,6 +2637,43 @@ def _peer_subscripts(body: Sequence[ast.stmt], i: str, j: str, cond: bool) -> It
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
                     and isinstance(node.slice, ast.Name) and node.slice.id == j:
                 yield node, cond
+
+
+def _index_range(it: ast.expr) -> _Opt[Tuple[str, str]]:
+    """What indices a loop over ``it`` takes, comparable between loops: ``range(n)``
+    and ``range(0, n)`` → ``("n", dump of n)``; ``range(len(xs))`` → ``("len", "xs")``
+    (dotted); None for anything else."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and not it.keywords and 1 <= len(it.args) <= 2):
+        return None
+    if len(it.args) == 2:
+        if not (isinstance(it.args[0], ast.Constant) and it.args[0].value == 0 and type(it.args[0].value) is int):
+            return None
+    n = it.args[-1]
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1 \
+            and not n.keywords:
+        d = dotted(n.args[0])
+        if d is not None:
+            return ("len", d)
+    return ("n", ast.dump(n))
+
+
+def _block_of(body: Sequence[ast.stmt], stmt: ast.stmt) -> _Opt[Sequence[ast.stmt]]:
+    """The statement list holding ``stmt`` (nested defs aside)."""
+    todo: List[Sequence[ast.stmt]] = [body]
+    while todo:
+        block = todo.pop()
+        for s in block:
+            if s is stmt:
+                return block
+            if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                todo.extend(child_blocks(s))
+    return None
+
+
+def _appends_to(value: ast.expr, key: str) -> bool:
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "append" \
+        and dotted(value.func.value) == key and len(value.args) == 1 and not value.keywords
 
 
 def _literal_trips(loop: ast.stmt) -> bool:

@@ -329,9 +329,12 @@ def _facts_for(stmt: ast.stmt, name: str, alias: str, info: _ModuleInfo,
 def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Tuple[FactSource, ...]) -> List[Tuple[str, object]]:
     from gradguard.analysis.summary import cross_file_folds
 
-    def lookup(other: str) -> Dict[str, object]:
+    def lookup(other: str, classes: bool = False) -> Dict[str, object]:
+        # (a class only when asked: a fold following the functions a function calls
+        # would otherwise summarise every class it constructs)
         d = info.defs.get(other)
-        return _raw_facts(d, other, info, sources) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) else {}
+        kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) if classes else (ast.FunctionDef, ast.AsyncFunctionDef)
+        return _raw_facts(d, other, info, sources) if isinstance(d, kinds) else {}
 
     facts = _raw_facts(stmt, name, info, sources)
     try:

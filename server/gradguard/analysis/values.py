@@ -293,6 +293,11 @@ class FnFacts:
     # module built there before the call is freed by the first iteration and reached by
     # the next (``train(epochs)`` looping over ``loss(model(X), Y).backward()``)
     loop_backward_globals: Tuple[str, ...] = ()
+    # (module-level functions) the raw dotted constructor of the object every ``return``
+    # hands back (``def resnet32(): return ResNet(BasicBlock, [5, 5, 5])``, or a name bound
+    # once to it before the returns): a call of the function makes one, as the constructor
+    # would. Exported to another file with the class's own facts (``class:<function>``).
+    makes: _Opt[str] = None
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,
