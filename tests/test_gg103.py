@@ -1184,6 +1184,48 @@ def test_mutual_learning_indices_not_proven_the_same_are_not_reported(changes):
     assert gg103(src) == []
 
 
+_OWN_BY_ENUMERATE = [("for i in range(n):", "for i, out in enumerate(输出):"), ("F.log_softmax(输出[i]", "F.log_softmax(out"),
+                     ("F.cross_entropy(输出[i]", "F.cross_entropy(out")]
+_PEER_BY_ENUMERATE = [("for j in range(n):", "for j, peer in enumerate(输出):"), ("F.softmax(输出[j]", "F.softmax(peer")]
+
+
+def _mutual(changes):
+    src = MUTUAL
+    for old, new in changes:
+        assert old in src
+        src = src.replace(old, new)
+    return src
+
+
+@pytest.mark.parametrize("changes", [
+    _PEER_BY_ENUMERATE,  # each peer in turn, by enumerate
+    _OWN_BY_ENUMERATE + _PEER_BY_ENUMERATE,  # the own output too
+    _OWN_BY_ENUMERATE + [("for j in range(n):", "for j in range(len(输出)):")],
+])
+def test_mutual_learning_through_enumerate_is_reported_and_detached(changes):
+    src = _mutual(changes)
+    [f] = gg103(src)
+    assert lines_of([f]) == [18]
+    [fix] = f.fixes
+    assert fix.preferred
+    fixed = apply_text_edits(src, fix.edits)
+    assert gg103(fixed) == []  # the peers detached where the loss reads them: trains
+    if "peer" in src:
+        assert "`peer`" in f.message["en"] and "`peer`" in f.message["zh"]
+        assert "F.softmax(peer.detach(), dim=1)" in fixed
+
+
+@pytest.mark.parametrize("changes", [
+    _PEER_BY_ENUMERATE + [("if i != j:", "if j < i:")],  # not every peer
+    _OWN_BY_ENUMERATE,  # the peers by range(n): not known to be every element of 输出
+    _PEER_BY_ENUMERATE + [("            if i != j:", "            peer = peer * 1\n            if i != j:")],  # rebound
+    _PEER_BY_ENUMERATE + [("            if i != j:", "            if j > 5:\n                kl += peer.sum()\n            if i != j:")],
+    _PEER_BY_ENUMERATE + [("F.softmax(peer, dim=1)", "F.softmax(输出[i], dim=1)")],  # only the own output: trains
+])
+def test_mutual_learning_through_enumerate_not_proven_is_silent(changes):
+    assert gg103(_mutual(changes)) == []
+
+
 FACTORY = MUTUAL.replace("def 互学习", """class 小网(nn.Module):
     def __init__(self):
         super().__init__()

@@ -326,6 +326,8 @@ class GraphFlow:
         self._peer_scanned: set = set()
         self._peer_tops: Dict[int, FrozenSet[int]] = {}  # per loop: its body's unconditional statements
         self._root: Sequence[ast.stmt] = ()  # the statements run() was given
+        # (for j, peer in enumerate(outputs)) id(the target's ``peer``) -> its reads in the inner loop
+        self._peer_names: Dict[int, Tuple[ast.Name, ...]] = {}
         self._peer_graphs: Dict[int, FrozenSet] = {}  # id(subscript) -> the saving graphs it read
 
     # -- entry points ----------------------------------------------------
@@ -769,6 +771,11 @@ class GraphFlow:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             it = self.eval(loop.iter, env)
             self.bind(loop.target, plain(it.taints), env, loop)
+            if self._peer_reads and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2 \
+                    and id(loop.target.elts[1]) in self._peer_reads:
+                # for j, peer in enumerate(outputs) (_scan_peers): ``peer`` is a marked read
+                elem = loop.target.elts[1]
+                env[elem.id] = self._peer_read(elem, self.eval(loop.iter.args[0], env))  # type: ignore[attr-defined]
             if it.obj and it.obj.startswith("list:") and isinstance(loop.target, ast.Name) and not it.taints:
                 env[loop.target.id] = Val(obj=it.obj[5:], site=loop)  # for model in models: one of its modules
             self._type_layers(loop, env)
@@ -1113,9 +1120,10 @@ class GraphFlow:
         a backward that surely frees what they reach, on every iteration, frees the
         graph of every element for the next (``_peer_proof``). Syntax only, once per loop."""
         self._peer_scanned.add(id(loop))
-        i = loop.target.id if isinstance(loop.target, ast.Name) else None
-        if i is None or loop.orelse:
+        outer = _loop_index(loop)
+        if outer is None or loop.orelse:
             return
+        i, own_name, shape = outer
         tops: List[ast.stmt] = []
         todo: List[ast.stmt] = list(loop.body)
         while todo:  # the statements every iteration runs (``with`` bodies too)
@@ -1123,30 +1131,40 @@ class GraphFlow:
             tops.append(s)
             if isinstance(s, (ast.With, ast.AsyncWith)):
                 todo.extend(s.body)
-        if not any(isinstance(inner, ast.For) and isinstance(inner.target, ast.Name) and inner.target.id != i
-                   and not inner.orelse for inner in tops):
+        inners = [(inner, got) for inner in tops if isinstance(inner, ast.For) and not inner.orelse
+                  for got in (_loop_index(inner),) if got is not None and got[0] != i]
+        if not inners:
             return  # no inner loop to read the peers by (most loops): the walks below would find nothing
-        if _jumps(loop.body) or _rebinds(loop.body, i):
+        if _jumps(loop.body) or _rebinds(loop.body, i) or (own_name is not None and _rebinds(loop.body, own_name)):
             return
         changed = self._assigned_in_loop(loop)
-        shape = _index_range(loop.iter)
-        if shape is None or not self._invariant_bound(loop.iter, changed):
+        if not self._invariant_bound(loop.iter, changed):
             return
         found: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
-        for inner in tops:
+        for inner, (j, elem, ishape) in inners:
             # the inner loop runs, in full, on every iteration
-            if not (isinstance(inner, ast.For) and isinstance(inner.target, ast.Name) and inner.target.id != i
-                    and not inner.orelse and not _jumps(inner.body)
-                    and not _rebinds(inner.body, inner.target.id)):
+            if _jumps(inner.body) or _rebinds(inner.body, j) or (elem is not None and _rebinds(inner.body, elem)):
                 continue
-            ishape = _index_range(inner.iter)
-            if ishape is None:
-                continue
-            for node, cond in _peer_subscripts(inner.body, i, inner.target.id, False):
+            reads = list(_peer_subscripts(inner.body, i, j, False, elem))
+            for node, cond in reads:
+                if not isinstance(node, ast.Subscript):
+                    continue
                 key = dotted(node.value)
                 if key is not None and key not in changed and key.split(".", 1)[0] not in changed \
                         and self._covers(ishape, shape, key, loop):
                     found[id(node)] = ("E", key, loop, cond)
+            if elem is not None:
+                # for j, peer in enumerate(outputs): each read of ``peer`` reads every element
+                named = [node for node, _ in reads if isinstance(node, ast.Name)]
+                key = ishape[1]
+                if named and key not in changed and key.split(".", 1)[0] not in changed \
+                        and len(named) == sum(1 for n in iter_nodes(list(inner.body))
+                                              if isinstance(n, ast.Name) and n.id == elem) \
+                        and self._covers(ishape, shape, key, loop):
+                    target = inner.target.elts[1]  # type: ignore[attr-defined]
+                    # (one token for every read of ``peer``: conditional if any read is, the weaker claim)
+                    found[id(target)] = ("E", key, loop, any(c for node, c in reads if isinstance(node, ast.Name)))
+                    self._peer_names[id(target)] = tuple(named)
         if not found:
             return
         keys = {v[1] for v in found.values()}
@@ -1156,6 +1174,8 @@ class GraphFlow:
                 own = dotted(n.value)
                 if own is not None and own in keys:
                     found[id(n)] = ("O", own, loop, False)
+        if own_name is not None and shape[1] in keys:  # for i, out in enumerate(outputs): ``out`` is outputs[i]
+            found[id(loop.target.elts[1])] = ("O", shape[1], loop, False)  # type: ignore[attr-defined]
         self._peer_reads.update(found)
         self._peer_tops[id(loop)] = frozenset(id(s) for s in tops)
 
@@ -1236,7 +1256,7 @@ class GraphFlow:
                     names.add(d)
         return frozenset(names)
 
-    def _peer_read(self, e: ast.Subscript, base: Val) -> Val:
+    def _peer_read(self, e: ast.expr, base: Val) -> Val:
         """A marked read (``_scan_peers``) of a list whose every element holds a graph
         that saved tensors, on its loop's first walk: its value says so."""
         kind, key, loop, cond = self._peer_reads[id(e)]
@@ -1265,7 +1285,8 @@ class GraphFlow:
             if cond and ("O", key, loop) not in loss.taints:
                 continue
             for g in self._peer_graphs.get(id(node), EMPTY):
-                found.append((node, g[1], loop))
+                for read in self._peer_names.get(id(node), (node,)):
+                    found.append((read, g[1], loop, key))
         if found:
             ev.peers = tuple(sorted(found, key=lambda p: (getattr(p[0], "lineno", 0), getattr(p[0], "col_offset", 0))))
 
@@ -2617,19 +2638,21 @@ def _rebinds(body: Sequence[ast.stmt], name: str) -> bool:
     return False
 
 
-def _peer_subscripts(body: Sequence[ast.stmt], i: str, j: str, cond: bool) -> Iterator[Tuple[ast.Subscript, bool]]:
-    """The reads ``x[j]`` a loop body makes whenever it runs, or only under ``if i != j:``
-    (then ``cond``): simple statements, ``with`` blocks and that ``if``'s body."""
+def _peer_subscripts(body: Sequence[ast.stmt], i: str, j: str, cond: bool,
+                     elem: _Opt[str] = None) -> Iterator[Tuple[ast.expr, bool]]:
+    """The reads ``x[j]`` (and of the name ``elem``, the element an ``enumerate`` binds) a
+    loop body makes whenever it runs, or only under ``if i != j:`` (then ``cond``): simple
+    statements, ``with`` blocks and that ``if``'s body."""
     for s in body:
         if isinstance(s, ast.If):
             t = s.test
             if (not cond and isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.NotEq)
                     and isinstance(t.left, ast.Name) and isinstance(t.comparators[0], ast.Name)
                     and {t.left.id, t.comparators[0].id} == {i, j}):
-                yield from _peer_subscripts(s.body, i, j, True)
+                yield from _peer_subscripts(s.body, i, j, True, elem)
             continue
         if isinstance(s, (ast.With, ast.AsyncWith)):
-            yield from _peer_subscripts(s.body, i, j, cond)
+            yield from _peer_subscripts(s.body, i, j, cond, elem)
             continue
         if not isinstance(s, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
             continue
@@ -2637,6 +2660,27 @@ def _peer_subscripts(body: Sequence[ast.stmt], i: str, j: str, cond: bool) -> It
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
                     and isinstance(node.slice, ast.Name) and node.slice.id == j:
                 yield node, cond
+            elif elem is not None and isinstance(node, ast.Name) and node.id == elem and isinstance(node.ctx, ast.Load):
+                yield node, cond
+
+
+def _loop_index(loop: ast.For) -> _Opt[Tuple[str, _Opt[str], Tuple[str, str]]]:
+    """A loop's index, the name it binds to the element (``for j, peer in enumerate(xs)``)
+    or None, and the indices it takes (:func:`_index_range`; ``enumerate(xs)`` takes every
+    index of ``xs``); None when it is no such loop."""
+    t = loop.target
+    if isinstance(t, ast.Name):
+        shape = _index_range(loop.iter)
+        return (t.id, None, shape) if shape is not None else None
+    it = loop.iter
+    if isinstance(t, ast.Tuple) and len(t.elts) == 2 \
+            and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" \
+            and len(it.args) == 1 and not it.keywords:
+        a, b = t.elts
+        d = dotted(it.args[0])
+        if d is not None and isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id != b.id:
+            return (a.id, b.id, ("len", d))
+    return None
 
 
 def _index_range(it: ast.expr) -> _Opt[Tuple[str, str]]:

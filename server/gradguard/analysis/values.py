@@ -392,7 +392,8 @@ class BackwardEvent:
     # an element by another loop's index, ``outputs[j]``; the node that built the
     # elements' graph; the loop), ...). The first iteration's backward frees them all,
     # the second's runs into them.
-    peers: Tuple[Tuple[ast.AST, ast.AST, ast.stmt], ...] = ()
+    # (``for j, peer in enumerate(outputs)``: each read of ``peer``), and the list's dotted name
+    peers: Tuple[Tuple[ast.AST, ast.AST, ast.stmt, str], ...] = ()
 
 
 @record(frozen=False)

@@ -112,13 +112,12 @@ def _check_peers(rule, events, reported, ctx) -> Iterator[Finding]:
 
 def _peer_finding(rule, ev, ctx) -> Finding:
     reads: List[ast.AST] = []
-    for read, _, _ in ev.peers:
+    for read, _, _, _ in ev.peers:
         if read not in reads:
             reads.append(read)
-    read, node, loop = ev.peers[0]
+    read, node, loop, container = ev.peers[0]
     b = ev.call
-    container = ast.unparse(read.value)
-    own = f"{container}[{ast.unparse(loop.target)}]"
+    own = f"{container}[{_loop_index_name(loop)}]"
     shown = ast.unparse(read)
     msg = M.peers(_short(b), loop.lineno, container, _short(node), node.lineno, shown, read.lineno, own)
     related = (
@@ -133,12 +132,20 @@ def _peer_finding(rule, ev, ctx) -> Finding:
                    {"variable": container, "first_backward_line": b.lineno})
 
 
+def _loop_index_name(loop: ast.For) -> Optional[str]:
+    """``i`` of ``for i in range(n)`` or of ``for i, out in enumerate(outputs)``."""
+    t = loop.target
+    if isinstance(t, ast.Tuple) and t.elts:
+        t = t.elts[0]
+    return t.id if isinstance(t, ast.Name) else None
+
+
 def _steps_own_model(loop: ast.For, b: ast.Call) -> bool:
     """Does each iteration zero, before the backward, and step, after it, the optimizer
     of its own index (``optimizers[i].zero_grad()`` ... ``optimizers[i].step()``)? Then
     what the loss sends into the other elements' models is zeroed before any step uses
     it, and detaching them changes no update."""
-    i = loop.target.id if isinstance(loop.target, ast.Name) else None
+    i = _loop_index_name(loop)
     stmts = _in_order(loop.body)
     at = next((k for k, s in enumerate(stmts) if _holds(s, b)), None)
     if i is None or at is None:
