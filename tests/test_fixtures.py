@@ -211,7 +211,15 @@ def _fixed_project_main(path: Path):
     return _apply_preferred(source, result, lambda text: _check_project_main(path, text))
 
 
-@pytest.mark.parametrize("name", [n for n in PROJECTS if PROJECT_SPECS[n].expect])
+@pytest.mark.parametrize("name", [n for n in PROJECTS if PROJECT_SPECS[n].expect and PROJECT_SPECS[n].fix_later])
+def test_project_known_fix_gap_is_still_there(name):
+    """A `fix-later:` program of several files offers no preferred fix yet (the day it
+    does, this fails: drop the header and the fix tests below take over)."""
+    result = _check_project_main(_project_main(name))
+    assert result.findings and any(f.preferred_fix is None for f in result.findings), _describe(result)
+
+
+@pytest.mark.parametrize("name", [n for n in PROJECTS if PROJECT_SPECS[n].expect and not PROJECT_SPECS[n].fix_later])
 def test_project_preferred_fix_is_clean_and_idempotent(name):
     path = _project_main(name)
     fixed = _fixed_project_main(path)
@@ -300,7 +308,7 @@ def runtime(tmp_path_factory):
 
         path = _project_main(name)
         job = {"name": f"projects/{name}", "original": str(path), "fixed": None, "seed": 0}
-        fixed = _fixed_project_main(path)
+        fixed = _fixed_project_main(path) if not PROJECT_SPECS[name].fix_later else None
         if fixed is not None:
             folder = work / "projects" / name.replace("/", "__")
             shutil.copytree(path.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -456,7 +464,7 @@ def test_projects_under_torch(runtime, name):
         assert run["captured"]
     else:
         assert run["status"] == "train" and run["backward_calls"] >= 2, _why(run)
-    if spec.expect:
+    if spec.expect and not spec.fix_later:  # (a fix-later one has no fix to run: the gap is checked above)
         assert entry["fixed"]["status"] == "train", _why(entry["fixed"])
         assert entry["grads_equal"], entry["grads_why"]
         assert entry["losses_equal"], entry["losses_why"]

@@ -557,3 +557,153 @@ def test_the_globals_an_imported_loop_back_propagates_are_its_own_modules(tmp_pa
     same_file = GLOBAL_TRAIN.replace("X = torch.rand(8, 3)", "X = torch.rand(8, 3, requires_grad=True)").replace(
         "Y = torch.rand(8, 1)", "Y = X @ torch.ones(3, 1)") + "\n\ntrain()\n"
     assert [(f.code, f.data["variable"]) for f in check_source(same_file, "t.py").findings] == [("GG102", "Y")]
+
+
+# --------------------------------------------------------------------------
+# what a helper of another module makes, and what a filler there puts in a list
+
+PEERS = textwrap.dedent('''\
+    import torch.nn as nn
+
+
+    class TinyNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(10, 4)
+
+        def forward(self, x):
+            return self.fc(x).tanh()
+
+
+    def tiny():
+        net = TinyNet()
+        return net
+''')
+
+MUTUAL_TRAIN = textwrap.dedent('''\
+    import torch
+    import torch.nn.functional as F
+    from peers import tiny
+
+
+    def mutual(batches, n=2):
+        models = [tiny() for _ in range(n)]
+        opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in models]
+        for x, y in batches:
+            outputs = []
+            for model in models:
+                outputs.append(model(x))
+            for i in range(n):
+                kl = 0
+                for j in range(n):
+                    if i != j:
+                        kl += F.kl_div(F.log_softmax(outputs[i], dim=1), F.softmax(outputs[j], dim=1))
+                loss = F.cross_entropy(outputs[i], y) + kl
+                opts[i].zero_grad()
+                loss.backward()
+                opts[i].step()
+''')
+
+
+def _gg103_with(tmp_path, files, main):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    path = tmp_path / "train.py"
+    path.write_text(main, encoding="utf-8")
+    facts = resolve_external_facts(main, str(path), str(tmp_path))
+    return [f for f in check_source(main, str(path), external_facts=facts).findings if f.code == "GG103"], facts
+
+
+def test_a_helper_of_another_module_making_a_module_is_that_class(tmp_path):
+    found, facts = _gg103_with(tmp_path, {"peers.py": PEERS}, MUTUAL_TRAIN)
+    assert [f.range.start.line + 1 for f in found] == [20]  # loss.backward(): the peers' graphs freed
+    assert facts["fn:tiny"].makes == "tiny" and facts["class:tiny"].has_forward
+
+
+@pytest.mark.parametrize("old, new", [
+    ("    net = TinyNet()\n    return net", "    return TinyNet() if nn else None"),  # not surely the class
+    ("class TinyNet(nn.Module):", "class TinyNet:"),  # a plain object: its calls save nothing known
+])
+def test_a_helper_of_another_module_not_surely_making_a_module_tells_nothing(tmp_path, old, new):
+    assert old in PEERS
+    src = PEERS.replace(old, new)
+    if new == "class TinyNet:":
+        src = src.replace("        super().__init__()\n", "").replace("    def forward(self, x)", "    def __call__(self, x)")
+    found, facts = _gg103_with(tmp_path, {"peers.py": src}, MUTUAL_TRAIN)
+    assert found == [] and "class:tiny" not in facts
+
+
+AGENT = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+    from torch.distributions import Categorical
+
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+            self.saved_log_probs = []
+
+        def forward(self, x):
+            return self.fc(x).softmax(-1)
+
+
+    policy = Policy()
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+
+
+    def select_action(state):
+        m = Categorical(policy(state))
+        action = m.sample()
+        policy.saved_log_probs.append(m.log_prob(action))
+        return action.item()
+
+
+    def finish_episode():
+        loss = -torch.stack(policy.saved_log_probs).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+''')
+
+EPISODES = textwrap.dedent('''\
+    import torch
+    from agent import finish_episode, select_action
+
+    for episode in range(3):
+        for t in range(5):
+            select_action(torch.randn(4))
+        finish_episode()
+        finish_episode()
+''')
+
+
+def test_a_list_filled_by_a_helper_of_another_module_is_followed(tmp_path):
+    found, facts = _gg103_with(tmp_path, {"agent.py": AGENT}, EPISODES)
+    assert [f.range.start.line + 1 for f in found] == [8]  # the second finish_episode()
+    [eff] = [e for e in facts["fn:select_action"].containers if e.appends]
+    assert eff.saving and eff.saving_via == ()
+
+
+_CLEAR = ("    return action.item()\n", "    return action.item()\n\n\ndef clear():\n    del policy.saved_log_probs[:]\n")
+
+
+def _episodes(new_tail: str) -> str:
+    old = "    finish_episode()\n    finish_episode()\n"
+    assert old in EPISODES
+    return EPISODES.replace("import finish_episode,", "import clear, finish_episode,").replace(old, new_tail)
+
+
+@pytest.mark.parametrize("agent, episodes", [
+    # once per episode, the list cleared after it: trains
+    (AGENT.replace(*_CLEAR), _episodes("    finish_episode()\n    clear()\n")),
+    # two rounds of acting and learning per episode, the list cleared after each: trains
+    (AGENT.replace(*_CLEAR), _episodes("    finish_episode()\n    clear()\n    for t in range(5):\n"
+                                       "        select_action(torch.randn(4))\n    finish_episode()\n    clear()\n")),
+    (AGENT.replace("policy = Policy()", "policy = make_policy()"), EPISODES),  # what policy is: not known
+])
+def test_a_list_filled_in_another_module_silent_without_a_proof(tmp_path, agent, episodes):
+    assert agent != AGENT
+    found, _ = _gg103_with(tmp_path, {"agent.py": agent}, episodes)
+    assert found == []

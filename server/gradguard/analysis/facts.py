@@ -1476,7 +1476,9 @@ def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
     if isinstance(fn, V.FnFacts) and fn.loop_backward_globals:
         # names of the defining module's globals: the importing file's names of the same
         # spelling are other variables
-        out["fn"] = replace(fn, loop_backward_globals=())
+        out["fn"] = fn = replace(fn, loop_backward_globals=())
+    if isinstance(fn, V.FnFacts) and any(e.appends and not e.saving and e.saving_via for e in fn.containers):
+        out["fn"] = replace(fn, containers=tuple(_saving_where_defined(e, lookup) for e in fn.containers))
     made = out.get("fn")
     if isinstance(made, V.FnFacts) and made.makes and "class" not in out and not made.calls_backward:
         # def resnet32(): return ResNet(...): the importing file cannot see ResNet; it
@@ -1486,6 +1488,26 @@ def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
             out["class"] = cf
             out["fn"] = replace(made, makes=name)
     return out
+
+
+def _saving_where_defined(eff: V.ContainerEffect, lookup) -> V.ContainerEffect:
+    """``policy.saved_log_probs.append(m.log_prob(action))`` with ``probs = policy(state)``:
+    whether the graph put there saved tensors hangs on ``policy`` being a module
+    (``ContainerEffect.saving_via``), a module-level name of the defining module, which
+    the importing file cannot look up: look it up here (``policy = Policy()``, a torch
+    module class or a class of this module that is one)."""
+    if not eff.appends or eff.saving or not eff.saving_via:
+        return eff
+    for name in eff.saving_via:
+        raw = lookup(name, True).get("var")
+        if not isinstance(raw, str):
+            continue
+        if raw.startswith(("nn.", "torch.nn.")):
+            return replace(eff, saving=True, saving_via=())
+        cf = lookup(raw, True).get("class") if "." not in raw else None
+        if isinstance(cf, V.ClassFacts) and _module_class(cf, lookup):
+            return replace(eff, saving=True, saving_via=())
+    return eff
 
 
 def _module_class(cf: V.ClassFacts, lookup, depth: int = 0) -> bool:

@@ -330,10 +330,11 @@ def _summarise(stmt: ast.stmt, name: str, info: _ModuleInfo, sources: Tuple[Fact
     from gradguard.analysis.summary import cross_file_folds
 
     def lookup(other: str, classes: bool = False) -> Dict[str, object]:
-        # (a class only when asked: a fold following the functions a function calls
-        # would otherwise summarise every class it constructs)
+        # (a class or a module-level assignment only when asked: a fold following the
+        # functions a function calls would otherwise summarise every class it constructs)
         d = info.defs.get(other)
-        kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) if classes else (ast.FunctionDef, ast.AsyncFunctionDef)
+        kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign) if classes \
+            else (ast.FunctionDef, ast.AsyncFunctionDef)
         return _raw_facts(d, other, info, sources) if isinstance(d, kinds) else {}
 
     facts = _raw_facts(stmt, name, info, sources)
