@@ -2094,6 +2094,72 @@ def test_library_neurons_kept_on_a_module_of_the_user(imports, neuron, inside, r
     assert f.fixes == ()  # a library's neurons: the message names its reset
 
 
+SNN_DEEPER = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+    {imports}
+
+    class Block(nn.Module):
+        def __init__(self, n_in, n_out):
+            super().__init__()
+            self.fc = nn.Linear(n_in, n_out)
+            self.lif = {neuron}
+
+        def forward(self, x):
+            {inside}
+            return self.lif(self.fc(x))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block(4, 8)  # 神经元在子模块的子模块里
+            self.head = nn.Sequential(nn.Linear(8, 8), Block(8, 2))
+
+        def forward(self, x):
+            return self.head(self.block(x))
+
+    net = Net()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    for data, targets in loader:
+        {reset}
+        spk_rec = []
+        for step in range(num_steps):
+            spk_rec.append(net(data))  # <carry>
+        loss = nn.functional.cross_entropy(torch.stack(spk_rec).sum(0), targets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+''')
+
+
+@pytest.mark.parametrize("imports,neuron,inside,reset,reported", [
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "pass", "pass", True),
+    (SJ_IMPORTS, "neuron.LIFNode(tau=2.0)", "pass", "pass", True),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "pass", "utils.reset(net)", False),
+    (SJ_IMPORTS, "neuron.LIFNode(tau=2.0)", "pass", "functional.reset_net(net)", False),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "pass",
+     "for m in net.modules():\n        if hasattr(m, 'reset_mem'):\n            m.reset_mem()", False),
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9, init_hidden=True)", "utils.reset(self)", "pass", False),  # each block resets
+    (SNN_IMPORTS, "snn.Leaky(beta=0.9)", "pass", "pass", False),  # takes and returns mem: nothing kept inside
+])
+def test_library_neurons_one_module_deeper(imports, neuron, inside, reset, reported):
+    """The neurons held by a block the network holds (``self.block``, and inside
+    ``self.head = nn.Sequential(...)``): the network's facts say it calls its blocks,
+    each block's that it calls its neuron (``ClassFacts.members``, followed one module
+    deeper each: ``Resolver.member_states``). The runtime half is
+    gg101_stateful_neurons_one_module_deeper.py's stand-in."""
+    text = SNN_DEEPER.format(imports=imports, neuron=neuron, inside=inside, reset=reset)
+    fs = gg101(text)
+    if not reported:
+        assert fs == [], [f.message_in("en") for f in fs]
+        return
+    (f,) = fs
+    assert f.range.start.line == line(text, "# <carry>")
+    assert [v.rsplit(".", 1)[0] for v in f.data["variables"]] == ["net.block.lif", "net.head.1.lif"]
+    assert "`net.block.lif`" in f.message_in("en") and "`net.head.1.lif`" in f.message_in("en")
+    assert f.fixes == ()  # a library's neurons: the message names its reset
+
+
 @pytest.mark.parametrize("reset,reported", [
     ("net.reset_()", False),  # a method of the class that resets its neurons
     ("net.clear()", False),  # a method the class's facts do not show (inherited): unknown

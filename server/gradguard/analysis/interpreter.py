@@ -155,6 +155,26 @@ class Resolver:
             return tuple(k[5:] for k in cf.keeps_input)
         return ()
 
+    def member_states(self, raw: str, keywords: FrozenSet[str],
+                      _depth: int = 0) -> Tuple[Tuple[str, bool, bool, str], ...]:
+        """The states a module made by ``raw`` keeps between calls, as paths under it:
+        ``(path, is the state's input built with a graph inside the module, does the
+        module's input reach it, the constructor of the module holding it)``. Its own
+        (:meth:`state_names`: ``mem``), or, for a class of the user's that keeps none
+        itself, those of the modules it holds and calls (``ClassFacts.members``), one
+        module deeper each (``lif.mem`` of a ``Block`` whose forward calls ``self.lif``)."""
+        names = self.state_names(raw, keywords)
+        if names:
+            return tuple((n, False, True, raw) for n in names)
+        cf = self.cls(raw) if _depth < 3 else None
+        if cf is None or not cf.members:
+            return ()
+        out = []
+        for attr, inner, kws_on, graph, params in cf.members:
+            for path, built, through, holder in self.member_states(inner, kws_on, _depth + 1):
+                out.append((f"{attr}.{path}", built or (graph and through), through and bool(params), holder))
+        return tuple(out)
+
     def method_facts(self, obj: _Opt[str], name: str) -> _Opt[FnFacts]:
         if obj and obj.startswith("user:"):
             cf = self.cls(obj[5:])
@@ -1978,14 +1998,14 @@ class GraphFlow:
         and what the call returns depends on it. A reset (``utils.reset(net)``,
         ``functional.reset_net(net)``, ``net.lif1.reset_mem()``) empties it."""
         for attr, raw, kws_on, graph, params in cf.members:
-            for nm in self.r.state_names(raw, kws_on):
+            for nm, built, through, _ in self.r.member_states(raw, kws_on):
                 k = f"{key}.{attr}.{nm}"
                 old = env.get(k)
                 new: set = set()
                 if not self.no_grad:
-                    if graph and not callee.frozen:
+                    if (built or (graph and through)) and not callee.frozen:
                         new.add(("G", call))
-                    if fwd is not None:
+                    if fwd is not None and through:
                         for i in params:
                             new |= fwd.argument(i, pos, kws, CLEAN).taints
                     if old is not None:

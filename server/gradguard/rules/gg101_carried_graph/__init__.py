@@ -1287,12 +1287,14 @@ def _member_states(carry: V.Carry, ctx) -> Optional[Tuple[str, List[Tuple[str, s
     found = []
     names = set(carry.names)
     for attr, raw, kws, _, _ in cf.members:
-        states = r.state_names(raw, kws)
-        hit = tuple(nm for nm in states if f"{base}.{attr}.{nm}" in names)
-        if hit:
-            names -= {f"{base}.{attr}.{nm}" for nm in hit}
-            lib = r.qualify_raw(raw) in K.STATEFUL_LIBRARY_MODULES
-            found.append((attr, raw, hit, lib))
+        by_holder: Dict[Tuple[str, str], List[str]] = {}  # (member path, its class) -> its state attributes
+        for path, _, _, holder in r.member_states(raw, kws):
+            if f"{base}.{attr}.{path}" in names:
+                names.discard(f"{base}.{attr}.{path}")
+                head, _, nm = f"{attr}.{path}".rpartition(".")
+                by_holder.setdefault((head, holder), []).append(nm)
+        for (head, holder), hit in by_holder.items():
+            found.append((head, holder, tuple(hit), r.qualify_raw(holder) in K.STATEFUL_LIBRARY_MODULES))
     return (base, found) if found and not names else None
 
 
