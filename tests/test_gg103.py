@@ -1085,6 +1085,46 @@ def test_bound_parameters_silent_without_a_proof(old, new):
     assert gg103(EDGE.replace(old, new, 1)) == []
 
 
+EDGE_TRAINER = EDGE.replace("""edge_model = EdgeModel()
+for it in range(3):
+    outputs, gen_loss, dis_loss = edge_model.process(torch.randn(4, 6), torch.randn(4, 6))
+    edge_model.backward(gen_loss, dis_loss)
+""", """class EdgeConnect:  # 训练器把模型放在 self 上（edge-connect 的 src/edge_connect.py）
+    def __init__(self):
+        self.edge_model = EdgeModel().to("cpu")
+
+    def train(self):
+        for it in range(3):
+            outputs, gen_loss, dis_loss = self.edge_model.process(torch.randn(4, 6), torch.randn(4, 6))
+            self.edge_model.backward(gen_loss, dis_loss)
+""")
+
+
+def test_bound_parameters_from_a_trainer_keeping_the_model_on_self():
+    assert EDGE_TRAINER != EDGE
+    [f] = gg103(EDGE_TRAINER)
+    assert lines_of([f]) == [22] and f.data["variable"] == "gen_loss" and f.fixes == ()
+    assert "`process()`" in f.message["en"] and "`self.discriminator`" in f.message["en"]
+
+
+@pytest.mark.parametrize("old, new", [
+    # the trainer cuts it first
+    ("            self.edge_model.backward(gen_loss, dis_loss)",
+     "            gen_loss = gen_loss.detach()\n            self.edge_model.backward(gen_loss, dis_loss)"),
+    # the attribute holds another object in another method: which one is called is not known
+    ("    def train(self):", "    def swap(self):\n        self.edge_model = Other()\n\n    def train(self):"),
+    # another object's backward: what this one's process() built is not what it is given
+    ("            self.edge_model.backward(gen_loss, dis_loss)", "            self.other.backward(gen_loss, dis_loss)"),
+])
+def test_bound_parameters_from_a_trainer_silent_without_a_proof(old, new):
+    assert old in EDGE_TRAINER
+    src = EDGE_TRAINER.replace(old, new)
+    if "self.other" in new:
+        src = src.replace('        self.edge_model = EdgeModel().to("cpu")',
+                          '        self.edge_model = EdgeModel().to("cpu")\n        self.other = EdgeModel()')
+    assert gg103(src) == []
+
+
 def test_bound_parameters_follow_an_edit_of_the_caller():
     from gradguard.engine import Document
     doc = Document(EDGE, "prog.py")

@@ -1183,24 +1183,64 @@ def _call_args(stmt: ast.stmt) -> Iterable[Fact]:
     ``edge_model.backward(gen_loss, dis_loss)``): a set of ``(constructor or "",
     receiver, ((parameter position or keyword, source method, element or -1), ...))``.
     The method's own unit binds its parameters from them
-    (:func:`caller_bindings`). Plain names in one statement list, not rebound in between."""
+    (:func:`caller_bindings`). Plain names in one statement list, not rebound in between;
+    in a class, also an object it keeps on ``self`` (``self.edge_model =
+    EdgeModel(config)``, then ``self.edge_model.process(...)`` in a method)."""
     if isinstance(stmt, ast.ClassDef):
-        return []
+        return _class_call_args(stmt)
     body = stmt.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else [stmt]
     if not any(s.__class__ is ast.Assign and s.value.__class__ is ast.Call and s.value.func.__class__ is ast.Attribute
                and s.value.func.value.__class__ is ast.Name for s in A.iter_statements(body)):
         return []  # no `x = obj.method(...)`: nothing handed from one method to another
-    lists = [body] + [b for s in A.iter_statements(body) for b in A.child_blocks(s)]
-    ctors: Dict[str, str] = {}
     found: Dict[str, set] = {}
+    _handed(body, {}, None, found)
+    return [("callargs:" + m, frozenset(v)) for m, v in sorted(found.items())]
+
+
+def _class_call_args(cls: ast.ClassDef) -> List[Fact]:
+    """:func:`_call_args` of the methods of a class, for the objects it keeps on ``self``."""
+    defs = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    handing = [fn for fn in defs if any(
+        s.__class__ is ast.Assign and s.value.__class__ is ast.Call and s.value.func.__class__ is ast.Attribute
+        and _self_attr(s.value.func.value) is not None for s in A.iter_statements(fn.body))]
+    if not handing:
+        return []  # no `x = self.obj.method(...)` (most classes)
+    kept: Dict[str, Optional[str]] = {}
+    for fn in defs:
+        for n in A.body_nodes(fn):
+            if n.__class__ is ast.Assign:
+                for t in n.targets:
+                    attr = _self_attr(t)
+                    if attr is not None:
+                        ctor = _ctor_name(n.value)
+                        key = "self." + attr
+                        kept[key] = ctor if (ctor and ctor != "?" and kept.get(key, ctor) == ctor) else None
+    ctors = {k: v for k, v in kept.items() if v}
+    if not ctors:
+        return []
+    found: Dict[str, set] = {}
+    for fn in handing:
+        _handed(fn.body, ctors, frozenset(ctors), found)
+    return [("callargs:" + m, frozenset(v)) for m, v in sorted(found.items())]
+
+
+def _handed(body, ctors: Dict[str, str], kept: Optional[frozenset], found: Dict[str, set]) -> None:
+    """The scan of :func:`_call_args` over one body: receivers are plain names (their
+    constructors learnt on the way), or, with ``kept``, those attributes of ``self``."""
+    lists = [body] + [b for s in A.iter_statements(body) for b in A.child_blocks(s)]
     for block in lists:
         made: Dict[str, Tuple[str, str, int]] = {}
         for s in block:
             value = s.value if isinstance(s, (ast.Assign, ast.Expr)) else None
             recv = m = None
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-                    and isinstance(value.func.value, ast.Name):
-                recv, m = value.func.value.id, value.func.attr
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                if kept is None:
+                    recv = value.func.value.id if isinstance(value.func.value, ast.Name) else None
+                else:
+                    d = _self_attr(value.func.value)
+                    recv = "self." + d if d is not None and "self." + d in kept else None
+                m = value.func.attr if recv is not None else None
+            if recv is not None and m is not None and isinstance(value, ast.Call):
                 bound: List[tuple] = []
                 for i, a in enumerate(value.args):
                     src = made.get(a.id) if isinstance(a, ast.Name) else None
@@ -1229,16 +1269,16 @@ def _call_args(stmt: ast.stmt) -> Iterable[Fact]:
                         for k, e in enumerate(t.elts):
                             if isinstance(e, ast.Name):
                                 made[e.id] = (recv, m, k)
-                ctor = _ctor_name(s.value)
-                if ctor and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
-                    ctors[s.targets[0].id] = ctor
+                if kept is None:
+                    ctor = _ctor_name(s.value)
+                    if ctor and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+                        ctors[s.targets[0].id] = ctor
             elif not isinstance(s, ast.Expr) and made:
                 for st in A.iter_statements([s]):  # what a compound statement may rebind
                     for target in _stmt_targets(st):
                         for n in ast.walk(target):
                             if isinstance(n, ast.Name):
                                 made.pop(n.id, None)
-    return [("callargs:" + m, frozenset(v)) for m, v in sorted(found.items())]
 
 
 def _stmt_targets(st: ast.stmt) -> List[ast.AST]:
@@ -1299,7 +1339,8 @@ def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[F
             return [("fn:" + stmt.name, function_facts(stmt, r))] + list(_loop_calls(stmt)) \
                 + _requires_grad_facts(stmt) + list(_call_args(stmt))
         if isinstance(stmt, ast.ClassDef):
-            return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt) + _class_aliases(stmt)
+            return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt) + _class_aliases(stmt) \
+                + _class_call_args(stmt)
         return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt) + list(_call_args(stmt)) \
             + _hook_facts(stmt)
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
