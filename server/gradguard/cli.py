@@ -348,8 +348,16 @@ def _external_facts(src: str, path: str, config):
 
 
 def resolve_needed(src: str) -> bool:
-    """Cheap textual test: does the file import from a module that could be the user's own?"""
+    """Cheap textual test: does the file import from a module that could be the user's own,
+    or define a class whose methods back-propagate what they are handed (its callers may
+    be in the files that import it)?"""
     from gradguard.analysis.libraries import never_users
+
+    if "class " in src and "backward" in src:
+        from gradguard.analysis.resolve import may_be_called
+
+        if may_be_called(src):
+            return True
 
     for line in src.splitlines():
         s = line.lstrip()

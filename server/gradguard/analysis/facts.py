@@ -1607,4 +1607,14 @@ def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> objec
 # The facts of this module, as one source: GG101 and GG102 read them, and the
 # interpreter itself (``fn:``/``class:`` facts of same-file definitions).
 # ``loopcalls:<def>`` is only written for a loop that back-propagates.
-GRAPH_FACTS = FactSource("graph", summarize_graph_facts, _fold_delegates_for_export, ("loopcalls:",))
+def _callers(stmt: ast.stmt) -> List[Fact]:
+    """``FactSource.callers``: what a statement of another file hands to the methods of
+    an object it made (:func:`_call_args`)."""
+    try:
+        return list(_call_args(stmt))
+    except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
+        return []
+
+
+GRAPH_FACTS = FactSource("graph", summarize_graph_facts, _fold_delegates_for_export, ("loopcalls:",),
+                         callers=_callers)

@@ -88,6 +88,7 @@ def clear_cache() -> None:
         _MODULES.clear()
         _BASES.clear()
         _JEDI_MISSES.clear()
+        _IMPORTS.clear()
         for k in _STATS:
             _STATS[k] = 0.0 if isinstance(_STATS[k], float) else 0
 
@@ -520,6 +521,149 @@ def _jedi_lookup(source: str, path: Optional[str], root: Optional[str], line: in
     return None
 
 
+# ---------------------------------------------------------------- the other way: callers
+_METHOD_PARAMS = re.compile(r"def[ \t]+\w+[ \t]*\([ \t]*self[ \t]*,([^)]*)\)")
+_CLASS_NAMES = re.compile(r"^class\s+(\w+)", re.M)
+_MAX_CALLER_FILES = 200  # a directory holding more is not searched for callers
+# folder -> (mtime_ns, size, {file: the names it imports at its top: ((module, level, name, alias), ...)})
+_IMPORTS: Dict[str, Tuple[int, int, Optional[Dict[str, Tuple[Tuple[str, int, str, str], ...]]]]] = {}
+
+
+def may_be_called(source: str) -> bool:
+    """Cheap textual test: does the file define a class with a method whose parameter
+    is back-propagated (``def backward(self, gen_loss, dis_loss): ... gen_loss.backward()``)?
+    Then what its callers hand it matters (``callargs:`` facts), and they may be in
+    the files that import the class. (String scans, not a regex over every word: the
+    command line asks it of every file.)"""
+    if "class " not in source:
+        return False
+    received = set()
+    n = len(source)
+    i = source.find("backward")
+    while i >= 0:
+        k = i + 8
+        while k < n and source[k] in " \t":
+            k += 1
+        b = i - 1
+        while b >= 0 and source[b] in " \t":
+            b -= 1
+        if k < n and source[k] == "(" and b >= 0 and source[b] == ".":
+            b -= 1
+            end = b + 1
+            while b >= 0 and (source[b].isalnum() or source[b] == "_"):
+                b -= 1
+            if end > b + 1:
+                received.add(source[b + 1:end])
+        i = source.find("backward", i + 8)
+    if not received:
+        return False
+    for m in _METHOD_PARAMS.finditer(source):
+        for p in m.group(1).split(","):
+            if p.split("=", 1)[0].split(":", 1)[0].strip() in received:
+                return True
+    return False
+
+
+_IMPORTS_HEAD = 32768  # bytes of a possible caller read for its imports
+
+
+def _head_imports(path: str) -> Tuple[Tuple[str, int, str, str], ...]:
+    """The ``from m import name`` at the top of a file (before its first definition, in
+    its first 32 KiB), read textually: where a caller of another file's class imports it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_IMPORTS_HEAD).decode("utf-8", errors="replace")
+    except OSError:
+        return ()
+    cut = min((i for i in (head.find("\ndef "), head.find("\nclass "), head.find("\nasync def ")) if i >= 0),
+              default=len(head))
+    return tuple((m, lvl, n, a) for m, lvl, n, a, _, _ in _imports_of(head[:cut]))
+
+
+def _folder_imports(folder: str, st: Tuple[int, int]) -> Optional[Dict[str, Tuple[Tuple[str, int, str, str], ...]]]:
+    """:func:`_head_imports` of every ``.py`` file of a folder, read again when the folder
+    changes (a file added, removed or replaced), else kept for the process: a caller
+    edited in place to import a class it did not is seen once the folder changes (a
+    miss until then, never a finding). None for a folder too large to search."""
+    with _lock:
+        hit = _IMPORTS.get(folder)
+    if hit is not None and hit[:2] == st:
+        return hit[2]
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
+    except OSError:
+        return None
+    got = None
+    if len(names) <= _MAX_CALLER_FILES:
+        got = {os.path.join(folder, n): _head_imports(os.path.join(folder, n)) for n in names}
+    with _lock:
+        _IMPORTS[folder] = (st[0], st[1], got)
+    return got
+
+
+def _callers_facts(source: str, abspath: str, root: Optional[str], deps: Dict[str, Tuple[int, int]],
+                   sources: Tuple[FactSource, ...], deadline: float) -> Dict[str, object]:
+    """What the files importing a class of this one hand to its methods
+    (``FactSource.callers``: edge-connect's ``src/edge_connect.py`` calling
+    ``self.edge_model.process(...)`` then ``self.edge_model.backward(gen_loss,
+    dis_loss)`` on the ``EdgeModel`` of ``src/models.py``), with the constructor named
+    as this file names it. The callers are looked for in this file's own directory, by
+    the imports at their top (:func:`_folder_imports`); the directory and the callers
+    become dependencies of the result, so a caller edited, added or removed is seen."""
+    classes = set(_CLASS_NAMES.findall(source))
+    if not classes:
+        return {}
+    folders = [os.path.dirname(abspath)]
+    out: Dict[str, object] = {}
+    for folder in folders:
+        st = _stat(folder)
+        if st is None:
+            continue
+        deps[folder] = st
+        index = _folder_imports(folder, st)
+        for other, imports in (index or {}).items():
+            if other == abspath or time.monotonic() >= deadline:
+                continue
+            aliases: Dict[str, str] = {}
+            for module, level, name, alias in imports:
+                if name in classes and _find_module(module, level, other, root) == abspath:
+                    aliases[alias] = name
+            if not aliases:
+                continue
+            info = _load_module(other, deps)
+            if info is None:
+                continue
+            for key, values in _caller_facts_of(info, sources):
+                for ctor, recv, bound in values:
+                    if ctor in aliases:
+                        got = out.setdefault(key, frozenset())
+                        out[key] = got | {(aliases[ctor], recv, bound)}  # type: ignore[operator]
+    return out
+
+
+def _caller_facts_of(info: "_ModuleInfo", sources: Tuple[FactSource, ...]) -> List[Tuple[str, frozenset]]:
+    """``FactSource.callers`` over the top-level definitions of a parsed module, once per
+    module version."""
+    key = ("<callers>", sources)
+    cached = info.summaries.get(key)
+    if cached is None:
+        cached = []
+        seen: set = set()
+        for stmt in info.defs.values():
+            if id(stmt) in seen or not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            seen.add(id(stmt))
+            for src in sources:
+                if src.callers is None:
+                    continue
+                try:
+                    cached.extend((k, v) for k, v in src.callers(stmt) if isinstance(v, frozenset))
+                except Exception:
+                    continue
+        info.summaries[key] = cached
+    return cached  # type: ignore[return-value]
+
+
 def _find_word(text: str, word: str, start: int) -> Optional[int]:
     """Character column of ``word`` as a whole word after ``import`` on ``text``."""
     i = text.find(" import ", start)
@@ -654,6 +798,11 @@ def _resolve(source: str, path: Optional[str], root: Optional[str], budget: floa
                 facts[k] = v
             with _lock:
                 _STATS["names_resolved"] += 1
+    if path and time.monotonic() < deadline and any(src.callers is not None for src in sources) \
+            and may_be_called(source):
+        for k, v in _callers_facts(source, abspath, root, deps, sources, deadline).items():
+            old = facts.get(k)
+            facts[k] = (old | v) if isinstance(old, frozenset) and isinstance(v, frozenset) else v
     with _lock:
         if jedi_used:
             _STATS["jedi_files"] += 1

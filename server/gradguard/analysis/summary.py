@@ -48,12 +48,16 @@ class FactSource:
     another def of the defining module ({} if there is none); returns the facts
     to export. ``backprop_prefixes``: keys this source only ever writes for
     code that back-propagates (the engine's cheap "can anything here
-    back-propagate?" test reads them in facts imported from other files)."""
+    back-propagate?" test reads them in facts imported from other files).
+    ``callers(stmt)``: the facts a statement of another file writes about what it
+    hands to methods of objects of a class it imports (``callargs:``); the resolver
+    reads them in the files that import a class, for the file defining it."""
 
     name: str
     summarize: Summarizer
     cross_file_fold: Optional[Callable] = None
     backprop_prefixes: Tuple[str, ...] = ()
+    callers: Optional[Callable] = None
 
 
 def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:
