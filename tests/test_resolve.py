@@ -811,3 +811,18 @@ def test_only_a_file_whose_methods_back_propagate_their_parameters_looks_for_cal
     assert not resolve.may_be_called(EDGE_MODELS.replace("gen_loss.backward()", "gen_loss.sum().item()")
                                      .replace("dis_loss.backward()", "dis_loss.sum().item()"))
     assert not resolve.may_be_called(MODEL) and not resolve_needed("import torch\n" + MODEL.split("\n", 1)[1])
+
+
+def test_a_list_filled_by_a_module_imported_whole(tmp_path):
+    """``import agent`` then ``agent.select_action(...)``, ``agent.finish_episode()``
+    twice: the same container, the same proof."""
+    episodes = EPISODES.replace("from agent import finish_episode, select_action", "import agent").replace(
+        "select_action(torch", "agent.select_action(torch").replace("    finish_episode()", "    agent.finish_episode()")
+    assert episodes.count("agent.finish_episode()") == 2
+    found, _ = _gg103_with(tmp_path, {"agent.py": AGENT}, episodes)
+    assert [f.range.start.line + 1 for f in found] == [8]
+    once = episodes.replace("    agent.finish_episode()\n    agent.finish_episode()\n",
+                            "    agent.finish_episode()\n    del agent.policy.saved_log_probs[:]\n")
+    assert once != episodes
+    found, _ = _gg103_with(tmp_path, {"agent.py": AGENT}, once)
+    assert found == []
