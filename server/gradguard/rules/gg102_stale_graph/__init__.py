@@ -63,7 +63,6 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
     from typing import Dict, List, Optional, Set, Tuple
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_MODULE_ATTRS = frozenset(("parameters", "named_parameters", "zero_grad"))
 
 
 # ---------------------------------------------------------------------------
@@ -189,67 +188,24 @@ class _Analysis:
         self._grad_used: Optional[Set[str]] = None
 
     # -- unit-wide facts --------------------------------------------------
-    # Both are read only where they can matter (a name called that the walk has
-    # not seen bound; a stale graph that reaches a freeing backward, and its
-    # finding): computed then, from the unit's shared node list. Most units of
-    # a training file report nothing and never need the names the unit hands
-    # its optimizer or differentiates against.
+    # Syntax questions about the whole unit (:func:`.syntax.module_names`,
+    # :func:`.syntax.grad_used_names`), asked only where they can matter (a name
+    # called that the walk has not seen bound; a stale graph that reaches a
+    # freeing backward, and its finding). Most units of a training file report
+    # nothing and never need them.
     @property
     def module_evidence(self) -> Set[str]:
-        """Names the unit uses as modules: ``x.parameters()``, ``x.zero_grad()``."""
         got = self._module_evidence
         if got is None:
-            got = self._module_evidence = {
-                n.value.id for n in A.unit_nodes(self.unit)
-                if n.__class__ is ast.Attribute and n.attr in _MODULE_ATTRS and n.value.__class__ is ast.Name}
+            got = self._module_evidence = S.module_names(self.unit)
         return got
 
     @property
     def grad_used(self) -> Set[str]:
-        """Names whose gradient the unit asks for, or that it hands an optimizer
-        or a backward function (``x.grad``, ``optim.SGD([X, w])``,
-        ``autograd.grad(u, x)``, ``loss.backward(inputs=[x])``)."""
         got = self._grad_used
         if got is None:
-            got = self._grad_used = self._collect_grad_used()
+            got = self._grad_used = S.grad_used_names(self.unit, self.ctx, self.grad_read)
         return got
-
-    def _collect_grad_used(self) -> Set[str]:
-        grad_used: Set[str] = set()
-        for n in A.unit_nodes(self.unit):
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
-                if n.attr in ("grad", "retain_grad", "register_hook", "requires_grad"):
-                    if not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
-                        grad_used.add(n.value.id)
-            elif isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook") \
-                    and S.attr_name(n.value):
-                grad_used.add(S.attr_name(n.value))  # type: ignore[arg-type]  # self.X.grad
-            elif isinstance(n, (ast.List, ast.Tuple, ast.Set)):
-                if isinstance(n.ctx if hasattr(n, "ctx") else ast.Load(), ast.Load):
-                    for e in n.elts:
-                        if isinstance(e, ast.Name):
-                            grad_used.add(e.id)  # e.g. optim.SGD([X, w]): a trained tensor
-                        elif S.attr_name(e):
-                            grad_used.add(S.attr_name(e))  # type: ignore[arg-type]  # optim.SGD([self.X])
-            elif isinstance(n, ast.Dict):
-                for e in n.values:
-                    if isinstance(e, ast.Name):
-                        grad_used.add(e.id)
-            elif isinstance(n, ast.Call):
-                q = (self.ctx.qualify(n.func) or "") if (n.args or n.keywords) else ""  # no argument: nothing to add
-                if q.startswith(K.OPTIMIZER_PREFIXES) or q in K.BACKWARD_FUNCTIONS:
-                    for a in list(n.args) + [k.value for k in n.keywords]:
-                        if isinstance(a, ast.Name):
-                            grad_used.add(a.id)
-                if isinstance(n.func, ast.Attribute) and n.func.attr in K.BACKWARD_METHODS:
-                    k = S.kw(n, "inputs")
-                    if k is not None:
-                        for e in S.walk_no_scopes(k.value):
-                            if isinstance(e, ast.Name):
-                                grad_used.add(e.id)
-        if self.unit.kind == "module":
-            grad_used |= self.grad_read
-        return grad_used
 
     # -- driver -------------------------------------------------------------
     def run(self) -> List[Finding]:

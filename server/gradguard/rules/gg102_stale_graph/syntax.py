@@ -12,7 +12,7 @@ from gradguard.analysis import knowledge as K
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import List, Optional, Sequence, Set
+    from typing import FrozenSet, List, Optional, Sequence, Set
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # what GG102 treats as no tensor, or as cutting the graph (beside knowledge's tables)
@@ -117,3 +117,54 @@ def stmt_binds(s: ast.stmt) -> Set[str]:
         if isinstance(s.value.func.value, ast.Name):
             out.add(s.value.func.value.id)  # Y.add_(noise)
     return out
+
+
+_MODULE_ATTRS = frozenset(("parameters", "named_parameters", "zero_grad"))
+
+
+def module_names(unit) -> Set[str]:
+    """Names the unit uses as modules: ``x.parameters()``, ``x.zero_grad()``."""
+    return {n.value.id for n in A.unit_nodes(unit)
+            if n.__class__ is ast.Attribute and n.attr in _MODULE_ATTRS and n.value.__class__ is ast.Name}
+
+
+def grad_used_names(unit, ctx, grad_read: FrozenSet[str] = frozenset()) -> Set[str]:
+    """Names whose gradient the unit asks for, or that it hands an optimizer or a
+    backward function (``x.grad``, ``optim.SGD([X, w])``, ``autograd.grad(u, x)``,
+    ``loss.backward(inputs=[x])``); for a module unit, also ``grad_read``, the names
+    whose gradient a function of the file reads."""
+    grad_used: Set[str] = set()
+    for n in A.unit_nodes(unit):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            if n.attr in ("grad", "retain_grad", "register_hook", "requires_grad"):
+                if not (n.attr == "requires_grad" and isinstance(n.ctx, ast.Store)):
+                    grad_used.add(n.value.id)
+        elif isinstance(n, ast.Attribute) and n.attr in ("grad", "retain_grad", "register_hook") \
+                and attr_name(n.value):
+            grad_used.add(attr_name(n.value))  # type: ignore[arg-type]  # self.X.grad
+        elif isinstance(n, (ast.List, ast.Tuple, ast.Set)):
+            if isinstance(n.ctx if hasattr(n, "ctx") else ast.Load(), ast.Load):
+                for e in n.elts:
+                    if isinstance(e, ast.Name):
+                        grad_used.add(e.id)  # e.g. optim.SGD([X, w]): a trained tensor
+                    elif attr_name(e):
+                        grad_used.add(attr_name(e))  # type: ignore[arg-type]  # optim.SGD([self.X])
+        elif isinstance(n, ast.Dict):
+            for e in n.values:
+                if isinstance(e, ast.Name):
+                    grad_used.add(e.id)
+        elif isinstance(n, ast.Call):
+            q = (ctx.qualify(n.func) or "") if (n.args or n.keywords) else ""  # no argument: nothing to add
+            if q.startswith(K.OPTIMIZER_PREFIXES) or q in K.BACKWARD_FUNCTIONS:
+                for a in list(n.args) + [k.value for k in n.keywords]:
+                    if isinstance(a, ast.Name):
+                        grad_used.add(a.id)
+            if isinstance(n.func, ast.Attribute) and n.func.attr in K.BACKWARD_METHODS:
+                k = kw(n, "inputs")
+                if k is not None:
+                    for e in walk_no_scopes(k.value):
+                        if isinstance(e, ast.Name):
+                            grad_used.add(e.id)
+    if unit.kind == "module":
+        grad_used |= grad_read
+    return grad_used
