@@ -308,6 +308,8 @@ class GraphFlow:
         # ids of the calls whose graph node surely saves tensors for backward: module
         # forwards and the torch functions that save (GG103 needs certainty, not "may")
         self.saving_calls: set = set()
+        # id(node) -> the leaf tokens ("L", where the leaf was made) that met at the op the graph ("G", node) starts at
+        self.leaf_of: Dict[int, FrozenSet] = {}
         self.returns: List[Val] = []
         # while summarising a def: calls of module-level functions (FnFacts.delegates)
         self.delegates: List[tuple] = []
@@ -478,6 +480,7 @@ class GraphFlow:
             v = self.eval(s.value, env)
             res = plain(cur.taints | v.taints)
             if not self.no_grad and "L" in {t[0] for t in res.taints}:
+                self.leaf_of[id(s)] = frozenset(t for t in res.taints if t[0] == "L")
                 res = plain(res.taints | {("G", s)})
             self.bind(s.target, res, env, s)
         elif isinstance(s, ast.Expr):
@@ -1399,12 +1402,12 @@ class GraphFlow:
                     return Val(frozenset({("A", key)}), obj="inst:?")
                 return Val(obj="inst:?")
             if obj in _PARAMETER_OBJS:
-                return plain({("L",)})  # model.gain, where the class sets self.gain = nn.Parameter(...)
+                return plain({("L", e)})  # model.gain, where the class sets self.gain = nn.Parameter(...)
             if obj is not None:
                 return Val(obj=obj)
             if (base.obj or "").startswith(("inst:torch.nn.", "layer:")) and not base.frozen \
                     and K.is_parameter_attr(e.attr):
-                return plain(base.taints | {("L",)})  # lin.weight, rnn.weight_hh_l0, model[0].weight: a parameter
+                return plain(base.taints | {("L", e)})  # lin.weight, rnn.weight_hh_l0, model[0].weight: a parameter
             return plain(base.taints) if base.taints else CLEAN
         if isinstance(e, ast.Subscript):
             base = self.eval(e.value, env)
@@ -1427,7 +1430,7 @@ class GraphFlow:
             if isinstance(idx, ast.Constant) and type(idx.value) is int and idx.value >= 0 and any(
                     t[0] == "R" and t[2] == -1 for t in base.taints):
                 return _nth_of_pending(base, idx.value)
-            if base.kind is None and base.elems is None and not base.obj and ("L",) in base.taints:
+            if base.kind is None and base.elems is None and not base.obj and any(t[0] == "L" for t in base.taints):
                 return self._op(e, base.taints)  # X[:, 0] of a tensor that requires grad: a graph (SliceBackward)
             if self._peer_reads and id(e) in self._peer_reads:
                 return self._peer_read(e, base)
@@ -1529,6 +1532,7 @@ class GraphFlow:
         if self.no_grad:
             return CLEAN
         if any(t[0] == "L" for t in taints):
+            self.leaf_of[id(node)] = frozenset(t for t in taints if t[0] == "L")
             taints = frozenset(t for t in taints if t[0] != "L") | {("G", node)}
             if isinstance(node, ast.BinOp) and type(node.op).__name__ in K.SAVING_BINOPS:
                 self.saving_calls.add(id(node))  # `x ** 2`, `2 * t`: the graph it starts saves tensors
@@ -1581,7 +1585,7 @@ class GraphFlow:
             name = target.elts[1]
         else:
             return False
-        self.bind(name, plain({("L",)}), env, self._stmt)  # type: ignore[arg-type]
+        self.bind(name, plain({("L", it)}), env, self._stmt)  # type: ignore[arg-type]
         for cond in gen.ifs:
             self.eval(cond, env)
         return True
@@ -1764,8 +1768,8 @@ class GraphFlow:
                     env[key] = _with(env.get(key, CLEAN), taints=EMPTY, elems=None)
                 return CLEAN
             if key is not None:
-                env[key] = _with(env.get(key, CLEAN), taints=env.get(key, CLEAN).taints | {("L",)})
-            return plain(recv.taints | {("L",)})
+                env[key] = _with(env.get(key, CLEAN), taints=env.get(key, CLEAN).taints | {("L", call)})
+            return plain(recv.taints | {("L", call)})
         if key == "self" and self.self_obj is not None and recv.obj == self.self_obj:
             self.member_calls.append((m, _union(pos, kws)))  # self.lif1(cur): for ClassFacts.members
         if recv.obj and recv.obj.startswith("pending:"):
@@ -2336,7 +2340,7 @@ class GraphFlow:
         tc = Resolver.torch_class(q)
         if tc:
             if tc in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                return plain({("L",)})
+                return plain({("L", call)})
             return self._construct(tc, pos)
         if q in K.NONDIFF_FUNCTIONS:
             return CLEAN
@@ -2347,7 +2351,7 @@ class GraphFlow:
                 return self._op(call, args_taints)  # Variable(x): x itself, as before
             for kw in call.keywords:
                 if kw.arg == "requires_grad" and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
-                    return plain({("L",)})
+                    return plain({("L", call)})
             return CLEAN
         if self.no_grad:
             return CLEAN
@@ -2361,7 +2365,7 @@ class GraphFlow:
 
     def _construct(self, tq: str, pos) -> Val:
         if tq in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-            return plain({("L",)})
+            return plain({("L", None)})
         return Val(obj="inst:" + tq)
 
     def _module_result(self, call: ast.Call, tq: str, args_taints, graph: bool = True) -> Val:

@@ -29,7 +29,10 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
 # function). Tokens:
 #
 #   ("G", node)                 graph built by ``node`` (a module call, an op on a leaf) in this unit
-#   ("L",)                      a leaf that requires grad (nn.Parameter, requires_grad=True)
+#   ("L", node)                 a leaf that requires grad (nn.Parameter, requires_grad=True), made
+#                               at ``node`` (the call, the ``lin.weight`` attribute, the parameter's
+#                               ``ast.arg``; None for a parameter a summary constructs): where a
+#                               graph starts, for a finding's words (``GraphFlow.leaf_of``)
 #   ("P", i)                    flows from parameter ``i`` (function summaries)
 #   ("C", name, loop, idx)      carried into ``loop``'s next iteration by ``name``
 #                               (element ``idx`` of a tuple state, or -1)

@@ -84,7 +84,7 @@ def _seed_requires_grad_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.
                and n.attr in ("parameters", "named_parameters", "zero_grad")}
     for name in seeded:
         if name not in modules and name in env:
-            env[name] = V._with(env[name], taints=frozenset({("L",)}))
+            env[name] = V._with(env[name], taints=frozenset({("L", next(a for a in params if a.arg == name))}))
 
 
 def _seed_module_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -> None:

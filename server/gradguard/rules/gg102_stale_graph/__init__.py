@@ -12,17 +12,20 @@ How it works (one unit at a time):
    what ``__init__`` left on ``self`` (:func:`.facts.class_attr_loops`, a run of
    the interpreter over that method). A name counts where the loop (or the call)
    reads it.
-2. What the finding says and what its fixes edit comes from a walk of the unit's
-   statements, in order, that tracks what each local name holds: a *leaf* that
-   requires grad (a factory called with ``requires_grad=True``, an
-   ``nn.Parameter``), a *module*, or a *graph* value (a non-leaf tensor) together
-   with where its graph comes from (data, parameter or module, by name), whether
-   one of the operations that built it saves tensors for backward (tri-state:
-   yes / no / cannot tell; an error when a saving operation makes the second
-   iteration's crash certain, a warning otherwise) and which statements built it
-   (what a fix moves, detaches or wraps in ``no_grad``). The interpreter's values
-   do not carry that provenance yet; until they do, this walk (:mod:`.lattice`)
-   stays, as the reporter's source of the finding's words and edits.
+2. Where the stale value's graph starts (its sources: data, parameter or module,
+   by name, where, and the edit that drops ``requires_grad``) is the trace's too:
+   each leaf token names where the leaf was made (``("L", node)``) and
+   ``GraphFlow.leaf_of`` says which leaves met where a graph began; a graph a
+   module call began names that module (:meth:`_Analysis._traced_sources`).
+3. The rest of what the finding says and what its fixes edit still comes from a
+   walk of the unit's statements, in order, that tracks what each local name
+   holds (:mod:`.lattice`): whether one of the operations that built a value saves
+   tensors for backward (tri-state: yes / no / cannot tell; an error when a saving
+   operation makes the second iteration's crash certain, a warning otherwise),
+   which statements built it (what a fix moves, detaches or wraps in
+   ``no_grad``), the names a container holds, and the sources of a graph
+   ``__init__`` leaves on ``self`` for another method's loop. The interpreter's
+   values do not carry those yet; until they do, this walk stays.
 
 The torch facts (which calls cut graphs, which operations save tensors, which
 modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
@@ -320,7 +323,8 @@ class _Analysis:
     def _finding(self, h: _Hit) -> Optional[Finding]:
         ctx, var, g = self.ctx, h.var, h.graph
         origin = next((s for s in g.stmts if var in S.stmt_binds(s)), g.stmts[0])
-        srcs = sorted(g.sources, key=lambda s: s.order)
+        traced = self._traced_sources(h)
+        srcs = traced if traced is not None else sorted(g.sources, key=lambda s: s.order)
         if not srcs:
             return None
         primary = next((s for s in srcs if s.name), srcs[0])
@@ -365,6 +369,60 @@ class _Analysis:
             fixes=fixes,
             data={"variable": var, "source": primary.name, "certain": certain},
         )
+
+    def _traced_sources(self, h: _Hit) -> Optional[List[Src]]:
+        """Where the stale value's graph starts, from the shared trace: the leaf tokens
+        (``("L", node)``) that met where each of its graphs began
+        (``GraphFlow.leaf_of``) and the module calls that began the others. None for a
+        hit whose graph the trace does not hold at hand (built in ``__init__``, reused
+        by another method's loop)."""
+        flow = unit_trace(self.unit, self.ctx)
+        if flow is None or h.remote is not None:
+            return None
+        entry = None
+        if isinstance(h.loop, _LOOPS):
+            entry = flow.loop_entries.get(id(h.loop))
+        else:
+            entry = next((cl.entry for cl in flow.callee_loops if cl.call is h.backward), None)
+        v = entry.get(h.var) if entry else None
+        if v is None:
+            return None
+        made = self._made_by()
+        out: Dict[Tuple[Optional[str], str], Src] = {}
+        for t in sorted(v.graph_tokens(), key=lambda t: (getattr(t[1], "lineno", 0), getattr(t[1], "col_offset", 0))):
+            leaves = flow.leaf_of.get(id(t[1]))
+            if leaves is None:
+                src = self._module_source(t[1], entry)
+                if src is None:
+                    return None
+                out.setdefault((src.name, src.kind), src)
+                continue
+            for leaf in sorted(leaves, key=lambda l: (getattr(l[1], "lineno", 0), getattr(l[1], "col_offset", 0))):
+                src = _leaf_source(leaf[1], made, entry, self.ctx)
+                if src is None:
+                    return None
+                out.setdefault((src.name, src.kind), src)
+        return sorted(out.values(), key=lambda s: (getattr(s.stmt or s.node, "lineno", 0),
+                                                   getattr(s.stmt or s.node, "col_offset", 0)))
+
+    def _module_source(self, node, entry) -> Optional[Src]:
+        if not isinstance(node, ast.Call):
+            return None
+        name = A.dotted(node.func)
+        if name is None:
+            return None
+        name = _module_named(name, entry)
+        held = entry.get(name)
+        site = held.site if held is not None else None
+        return Src(name, "module", site if isinstance(site, (ast.Assign, ast.AnnAssign)) else None, node.func)
+
+    def _made_by(self) -> Dict[int, ast.stmt]:
+        """id(value) → the assignment or expression statement whose value it is, in the unit."""
+        out: Dict[int, ast.stmt] = {}
+        for st in A.iter_statements(self.unit.body):
+            if isinstance(st, (ast.Assign, ast.AnnAssign, ast.Expr)) and st.value is not None:
+                out[id(st.value)] = st
+        return out
 
     def _only_grad_source_of_loop(self, h: _Hit, srcs: List[Src]) -> bool:
         """Do the stale value's leaves feed the loop's computation directly, with no
@@ -1077,6 +1135,51 @@ class _Analysis:
         if isinstance(func, ast.Name) and func.id not in self.env and is_module_class(func.id, self.ctx):
             return Mod(self._src(None, "module", None, func, None), True, module_class_saves(func.id, self.ctx))
         return None
+
+
+def _leaf_source(n, made: Dict[int, ast.stmt], entry, ctx) -> Optional[Src]:
+    """The source a leaf token's node stands for: a parameter of the function a caller
+    hands a tensor that requires grad, a module's parameter (``lin.weight``,
+    ``model.parameters()``), or a tensor made to require grad where it is built."""
+    if isinstance(n, ast.arg):
+        return Src(n.arg, "data", None, n, None)
+    if isinstance(n, ast.Attribute):
+        base = A.dotted(n.value)
+        return Src(f"{_module_named(base, entry)}.{n.attr}" if base else S.attr_name(n), "param", None, n, None)
+    if not isinstance(n, ast.Call):
+        return None
+    func = n.func
+    if isinstance(func, ast.Attribute) and func.attr in ("parameters", "named_parameters"):
+        return Src(f"{ast.unparse(func.value)}.{func.attr}()", "param", None, n, None)
+    st = made.get(id(n))
+    if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
+        removal: Optional[tuple] = ("method", n)
+        kind = "data"
+        if isinstance(st, ast.Expr) and isinstance(func.value, ast.Name):  # X.requires_grad_()
+            return Src(func.value.id, kind, st, n, removal)
+    else:
+        q = ctx.qualify(func) or ""
+        kind = "param" if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") else "data"
+        k = S.kw(n, "requires_grad")
+        removal = ("kw", k, n) if kind == "data" and k is not None else None
+    if isinstance(st, (ast.Assign, ast.AnnAssign)):
+        target = st.targets[0] if isinstance(st, ast.Assign) else st.target
+        name = target.id if isinstance(target, ast.Name) else S.attr_name(target)
+        if name:
+            return Src(name, kind, st, n, removal)
+    return Src(None, kind, None, n, removal)
+
+
+def _module_named(name: str, entry, depth: int = 0) -> str:
+    """The name of the module a name holds: ``first`` after ``first = model[0]`` (or
+    ``first = model``) is ``model``, as the statement that bound it says."""
+    held = entry.get(name)
+    st = held.site if held is not None else None
+    if depth > 5 or not isinstance(st, ast.Assign) or len(st.targets) != 1 or A.dotted(st.targets[0]) != name:
+        return name
+    value = st.value.value if isinstance(st.value, ast.Subscript) else st.value
+    other = A.dotted(value)
+    return _module_named(other, entry, depth + 1) if other and other != name else name
 
 
 _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
