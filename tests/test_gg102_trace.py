@@ -391,3 +391,30 @@ def train(epochs):
     facts = dict(summarize_graph_facts(tree.body[0]))
     # model is only called: never marked; torch is an alias
     assert facts["fn:train"].loop_backward_globals == found
+
+
+@pytest.mark.parametrize(
+    "lines, made",
+    [
+        (["X = torch.rand(4, 3, requires_grad=True)", "Y = X * 2"], ["torch.rand(4, 3, requires_grad=True)"]),
+        (["X = torch.rand(4, 3)", "X.requires_grad_()", "Y = X * 2"], ["X.requires_grad_()"]),
+        (["w = torch.nn.Parameter(torch.ones(3))", "X = torch.rand(4, 3, requires_grad=True)", "Y = X * w"],
+         ["torch.rand(4, 3, requires_grad=True)", "torch.nn.Parameter(torch.ones(3))"]),
+        (["lin = torch.nn.Linear(3, 1)", "Y = lin.weight * 2"], ["lin.weight"]),
+        (["X = torch.rand(4, 3, requires_grad=True)", "Y = X * 2", "Z = Y.sum()"], ["torch.rand(4, 3, requires_grad=True)"]),
+        (["X = torch.rand(4, 3)", "Y = X * 2"], []),  # no leaf requires grad: no graph begins
+        (["X = torch.rand(4, 3, requires_grad=True)", "with torch.no_grad():", "    Y = X * 2"], []),
+    ],
+)
+def test_where_a_graph_begins_names_the_leaves_that_met_there(lines, made, monkeypatch):
+    """GG102's sources come from the trace: a leaf token names where the leaf was made
+    (``("L", node)``) and ``GraphFlow.leaf_of`` keeps, for the op where a graph begins,
+    the leaves that met there; a value's later ops add no entry (``Z = Y.sum()``)."""
+    body = "\n".join(lines)
+    flow = _module_trace(f"import torch\n{body}\nfor i in range(3):\n    Y.sum().backward()\n", monkeypatch)
+    got = sorted(ast.unparse(tok[1]) for leaves in flow.leaf_of.values() for tok in leaves)
+    assert got == sorted(made)
+    y = flow.loop_entries[next(iter(flow.loop_entries))]["Y"]
+    starts = {ast.unparse(tok[1]) for leaves in (flow.leaf_of.get(id(t[1]), ()) for t in y.graph_tokens())
+              for tok in leaves}
+    assert starts == set(made)
