@@ -305,8 +305,10 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
     loop_backward, loop_delegates = _loop_backward(fn, names, g)
     loop_globals: Tuple[str, ...] = ()
-    if not method and not no_grad and any(ev.in_loop and not ev.retain for ev in g.events):
-        loop_globals = _loop_backward_globals(fn, resolver, env, names)
+    bw_globals: Tuple[str, ...] = ()
+    if not method and not no_grad and any(not ev.retain for ev in g.events):
+        loop_globals, bw_globals = _loop_backward_globals(fn, resolver, env, names)
+    loop_calls = () if method or no_grad else _names_called_in_loops(fn)
     detaches = bool(names) and bool(rets) and not ret.graph and not ret.params and (
         returns is None or all(not p.graph and not p.params for p in returns)
     )
@@ -329,6 +331,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         loop_delegates=loop_delegates,
         loop_backward_attrs=loop_attrs,
         loop_backward_globals=loop_globals,
+        backward_globals=bw_globals,
+        loop_calls=loop_calls,
         makes=makes,
     )
 
@@ -422,11 +426,13 @@ def _loop_backward_attrs(fn: ast.AST, resolver: interp.Resolver, self_obj: str, 
     return tuple(sorted(found))
 
 
-def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env, names: Tuple[str, ...]) -> Tuple[str, ...]:
-    """``FnFacts.loop_backward_globals``: a run that marks each module-level name the
-    function reads as a value and never binds (``("A", name)``), and the marks that
-    reach a backward freeing its graph in a loop. Names the function calls only
-    (``range``, ``train_step``), builtins and torch's usual aliases are not marked."""
+def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env,
+                           names: Tuple[str, ...]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """``FnFacts.loop_backward_globals`` and ``backward_globals``: a run that marks each
+    module-level name the function reads as a value and never binds (``("A", name)``),
+    and the marks that reach a backward freeing its graph in a loop, and anywhere. Names
+    the function calls only (``range``, ``train_step``), builtins and torch's usual
+    aliases are not marked."""
     bound = set(names)
     loaded = set()
     called = set()
@@ -446,7 +452,7 @@ def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env, names: T
     bound.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
     marked = sorted(n for n in loaded - bound - called if n not in _BUILTINS and n not in A.DEFAULT_ALIASES)
     if not marked:
-        return ()
+        return (), ()
     run_env = dict(env)
     for n in marked:
         run_env[n] = V.Val(frozenset({("A", n)}))
@@ -454,10 +460,30 @@ def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env, names: T
     try:
         t.run(fn.body, run_env)  # type: ignore[attr-defined]
     except RecursionError:
-        return ()
-    found = {tok[1] for ev in t.events if ev.in_loop and not ev.retain for tok in ev.loss.taints
-             if tok[0] == "A" and tok[1] in run_env}
-    return tuple(n for n in marked if n in found)
+        return (), ()
+    found: set = set()
+    anywhere: set = set()
+    for ev in t.events:
+        if ev.retain:
+            continue
+        got = {tok[1] for tok in ev.loss.taints if tok[0] == "A" and tok[1] in run_env}
+        anywhere |= got
+        if ev.in_loop:
+            found |= got
+    return tuple(n for n in marked if n in found), tuple(n for n in marked if n in anywhere)
+
+
+def _names_called_in_loops(fn: ast.AST) -> Tuple[str, ...]:
+    """``FnFacts.loop_calls``: the names called (``train(model, opt)``) inside the
+    function's own loops (nested defs excluded), in order of first call."""
+    out: List[str] = []
+    for n in A.body_nodes(fn):
+        if n.__class__ in (ast.For, ast.AsyncFor, ast.While):
+            for c in A.iter_nodes(n.body):
+                if c.__class__ is ast.Call and c.func.__class__ is ast.Name and c.func.id not in out:
+                    out.append(c.func.id)
+    return tuple(out)
+
 
 
 def _loop_backward(fn: ast.AST, names: Tuple[str, ...], g: interp.GraphFlow):
@@ -1514,10 +1540,10 @@ def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
         if prefix in out:
             out[prefix] = _fold_delegates(out[prefix], lookup, 0, frozenset({name}))
     fn = out.get("fn")
-    if isinstance(fn, V.FnFacts) and fn.loop_backward_globals:
-        # names of the defining module's globals: the importing file's names of the same
-        # spelling are other variables
-        out["fn"] = fn = replace(fn, loop_backward_globals=())
+    if isinstance(fn, V.FnFacts) and (fn.loop_backward_globals or fn.backward_globals or fn.loop_calls):
+        # names of the defining module's globals and functions: the importing file's names
+        # of the same spelling are other variables
+        out["fn"] = fn = replace(fn, loop_backward_globals=(), backward_globals=(), loop_calls=())
     if isinstance(fn, V.FnFacts) and any(e.appends and not e.saving and e.saving_via for e in fn.containers):
         out["fn"] = replace(fn, containers=tuple(_saving_where_defined(e, lookup) for e in fn.containers))
     made = out.get("fn")

@@ -296,6 +296,14 @@ class FnFacts:
     # module built there before the call is freed by the first iteration and reached by
     # the next (``train(epochs)`` looping over ``loss(model(X), Y).backward()``)
     loop_backward_globals: Tuple[str, ...] = ()
+    # (module-level functions) the same names reaching any backward of the function (not
+    # retaining its graph), in a loop or not: a call of it inside a loop (of the module, or
+    # of another function: ``loop_calls``) frees a global graph the next call reaches again
+    backward_globals: Tuple[str, ...] = ()
+    # (module-level functions) the same-module functions called by name inside the
+    # function's own loops: with their ``backward_globals``, what a call of this function
+    # back-propagates of the module's globals in a loop (composed where it is called)
+    loop_calls: Tuple[str, ...] = ()
     # (module-level functions) the raw dotted constructor of the object every ``return``
     # hands back (``def resnet32(): return ResNet(BasicBlock, [5, 5, 5])``, or a name bound
     # once to it before the returns): a call of the function makes one, as the constructor
@@ -442,3 +450,18 @@ def state_shape(torch_class: _Opt[str]) -> str:
     if torch_class in K.LSTM_LIKE:
         return "tuple"
     return "tensor" if torch_class and K.is_recurrent(torch_class) else "unknown"
+
+
+def loop_globals_of(lookup, facts: FnFacts, depth: int = 0) -> FrozenSet[str]:
+    """The module-level names a call of the function described by ``facts``
+    back-propagates in a loop: its own loops' (``loop_backward_globals``), and every
+    global a function its loops call back-propagates (``backward_globals``), through
+    such calls three deep. ``lookup(name)``: a same-module function's facts or None."""
+    out = set(facts.loop_backward_globals)
+    if depth < 3:
+        for name in facts.loop_calls:
+            inner = lookup(name)
+            if isinstance(inner, FnFacts) and not inner.no_grad:
+                out.update(inner.backward_globals)
+                out |= loop_globals_of(lookup, inner, depth + 1)
+    return frozenset(out)

@@ -40,6 +40,7 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
         if unit.class_node is not None and unit.node is not None:
             _bind_from_callers(unit, resolver, env, flow)
         flow.flags = _param_flags(unit, ctx)
+        flow.module_level = unit.kind == "module"
         try:
             flow.run(unit.body, env)
         except RecursionError:

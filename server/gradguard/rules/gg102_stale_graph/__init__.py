@@ -585,6 +585,15 @@ class _Analysis:
                     read.add(n.id)  # type: ignore[attr-defined]
             elif k is Attribute and n.value.__class__ is Name and n.ctx.__class__ is Load:  # type: ignore[attr-defined]
                 read.add(f"{n.value.id}.{n.attr}")  # type: ignore[attr-defined]
+        if self.unit.kind == "module":
+            # train_step(model, opt) reading the module's ``features``: the loop reads them
+            # through the call (FnFacts.backward_globals, and loop_calls' three deep)
+            for n in nodes:
+                if n.__class__ is Call and n.func.__class__ is Name:
+                    facts = self.ctx.summary.get("fn:" + n.func.id)
+                    if isinstance(facts, V.FnFacts) and not facts.no_grad and (facts.backward_globals or facts.loop_calls):
+                        read.update(facts.backward_globals)
+                        read |= V.loop_globals_of(lambda f: self.ctx.summary.get("fn:" + f), facts)
         if not read.intersection(cands):
             return {}
         events: Dict[int, Tuple[ast.Call, bool, frozenset, Optional[Set[str]]]] = {}
@@ -637,11 +646,12 @@ class _Analysis:
                 continue
             facts = self.ctx.summary.get(f"fn:{c.func.id}")
             if not isinstance(facts, V.FnFacts) or facts.no_grad or not (
-                    facts.loop_backward or facts.loop_delegates or facts.loop_backward_globals):
+                    facts.loop_backward or facts.loop_delegates or facts.loop_backward_globals or facts.loop_calls):
                 continue
             cands = set(self._trace_call_reach(c))
             if self.unit.kind == "module":
-                cands.update(n for n in facts.loop_backward_globals if isinstance(self.env.get(n), Graph))
+                cands.update(n for n in V.loop_globals_of(lambda f: self.ctx.summary.get("fn:" + f), facts)
+                             if isinstance(self.env.get(n), Graph))
             reached: List[str] = []
             for cand in sorted(cands):
                 g = self.env[cand]

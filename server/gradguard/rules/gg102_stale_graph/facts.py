@@ -365,7 +365,7 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str], Froze
             name = k[3:]
             if f.calls_backward or f.delegates:
                 backprop.update(name.split("."))  # (utils.train_step: both words)
-            if "." not in name and (f.loop_backward or f.loop_delegates or f.loop_backward_globals):
+            if "." not in name and (f.loop_backward or f.loop_delegates or f.loop_backward_globals or f.loop_calls):
                 bwloop.add(name)  # its own loop back-propagates what it is passed, or a global
         elif k.startswith("class:"):
             c = summary[k]
