@@ -69,6 +69,13 @@ def _trace_sees(finding, unit, ctx) -> bool:
                 return True
     if unit.class_node is not None and any(a == var for a, _, _ in flow.attr_loops()):
         return True  # built here for the loop of another method of the class
+    if unit.kind == "module":
+        # a call of a function whose loop (or a function its loop calls) back-propagates a
+        # global: the trace's event at that call reaches the global's graph
+        v = (flow.final or {}).get(var)
+        toks = v.graph_tokens() if v is not None else frozenset()
+        if toks and any(ev.call.lineno in lines and not ev.retain and toks & ev.loss.taints for ev in flow.events):
+            return True
     for cl in flow.callee_loops:  # the loop is in the function this statement calls
         if cl.call.lineno in lines:
             v = cl.entry.get(var)

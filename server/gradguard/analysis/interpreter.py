@@ -2233,6 +2233,11 @@ class GraphFlow:
                 loss_t: set = set()
                 for j in inner.backward_params:
                     loss_t |= inner_arg(j).taints
+                if self.module_level and env is not None:
+                    for g in inner.backward_globals:  # (the module's globals the delegate reads)
+                        held = env.get(g)
+                        if held is not None:
+                            loss_t |= held.taints
                 self._event(call, plain(loss_t), inner.backward_retains, {("G", node)})
                 if env is not None and self.frames and self.find_carries:
                     _mark_freed(env, _reached(plain(loss_t)))
