@@ -2350,7 +2350,9 @@ class GraphFlow:
             if tc in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
                 return plain({("L", call)})
             return self._construct(tc, pos)
-        if q in K.NONDIFF_FUNCTIONS:
+        if q in K.NONDIFF_FUNCTIONS or q.startswith(K.OPTIMIZER_PREFIXES):
+            # (an optimizer or scheduler holds its parameters to update them: reading it,
+            # optimizer.step(), is no read of their graph)
             return CLEAN
         if q in K.TENSOR_FACTORIES or q in K.VARIABLE_CONSTRUCTORS:
             if q in K.VARIABLE_CONSTRUCTORS and not any(
