@@ -1306,3 +1306,72 @@ def test_mutual_learning_detach_is_not_preferred_without_per_model_optimizers():
         "    输出 = []\n", "    opt = torch.optim.SGD([p for m in 模型们 for p in m.parameters()], lr=0.1)\n    输出 = []\n")
     [f] = gg103(src)
     assert [x.preferred for x in f.fixes] == [False]  # the detach would change what the shared step applies
+
+
+# The model is a parameter of the training function; every call site in the file hands it
+# the same module (held-out miss 1: c01 SAM, c02 GBLin).
+PASSED = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    def train(loader, model, criterion, optimizer):
+        for images, target in loader:
+            output = model(images)
+            loss = criterion(output, target)
+            loss.backward()
+            criterion(output, target).backward()  # 第二次反传
+            optimizer.step()
+
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    data = [(torch.randn(4, 3), torch.randn(4, 2))]
+    for epoch in range(2):
+        train(data, net, nn.MSELoss(), opt)
+""")
+
+
+def test_a_module_passed_by_every_call_site_is_the_parameter():
+    assert lines_of(gg103(PASSED)) == [9]
+
+
+@pytest.mark.parametrize("old,new", [
+    # keyword arguments, the model built once in the calling function
+    ("for epoch in range(2):\n    train(data, net, nn.MSELoss(), opt)",
+     "def main():\n    m = nn.Linear(3, 2)\n    o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+     "    train(loader=data, model=m, criterion=nn.MSELoss(), optimizer=o)\nmain()"),
+])
+def test_a_module_passed_by_every_call_site_other_spellings(old, new):
+    assert old in PASSED
+    assert lines_of(gg103(PASSED.replace(old, new, 1))) == [9]
+
+
+@pytest.mark.parametrize("old,new", [
+    # a second call site passes another model: the call sites disagree
+    ("    train(data, net, nn.MSELoss(), opt)",
+     "    train(data, net, nn.MSELoss(), opt)\n    train(data, other, nn.MSELoss(), opt)"),
+    # the arguments spread from a tuple: not known
+    ("    train(data, net, nn.MSELoss(), opt)", "    train(*(data, net, nn.MSELoss(), opt))"),
+    # train handed on as a callback beside its call
+    ("    train(data, net, nn.MSELoss(), opt)",
+     "    train(data, net, nn.MSELoss(), opt); run(train)"),
+    # the name is rebound in the calling statement: not the module-level model
+    ("for epoch in range(2):\n", "for net in [net]:\n"),
+    # a plain object, not a module
+    ("net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))",
+     "class Scale:\n    def __call__(self, x):\n        return x * 2\nnet = Scale()"),
+    # the fix: a fresh forward for the second loss
+    ("        criterion(output, target).backward()", "        criterion(model(images), target).backward()"),
+])
+def test_a_parameter_the_call_sites_do_not_agree_on_stays_unknown(old, new):
+    assert old in PASSED
+    assert gg103(PASSED.replace(old, new, 1)) == []
+
+
+def test_parameter_binding_follows_an_edit_of_a_call_site():
+    from gradguard.engine import Document
+    doc = Document(PASSED, "prog.py")
+    assert lines_of([f for f in doc.result().findings if f.code == "GG103"]) == [9]
+    other = PASSED.replace("    train(data, net, nn.MSELoss(), opt)",
+                           "    train(data, net, nn.MSELoss(), opt)\n    train(data, other, nn.MSELoss(), opt)")
+    assert [f for f in doc.update(other).findings if f.code == "GG103"] == []
+    assert lines_of([f for f in doc.update(PASSED).findings if f.code == "GG103"]) == [9]

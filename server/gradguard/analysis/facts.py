@@ -1437,7 +1437,10 @@ def _requires_grad_facts(stmt: ast.stmt) -> List[Fact]:
     - ``rg:arg:<f>:<i|name>``: a call ``f(...)`` in this statement passes, as its i-th
       positional (or ``name=``) argument, such a tensor (``"rg"``), a module-level name
       (``"name:x"``, resolved through ``rg:global:``) or a call's result (``"call:g"``,
-      resolved through ``rg:returns:``): :func:`requires_grad_argument`.
+      resolved through ``rg:returns:``): :func:`requires_grad_argument`;
+
+    and, from the same walk, what each call of a bare name passes (``pcall:``,
+    :func:`_param_call_facts`).
     """
     is_fn = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     is_cls = isinstance(stmt, ast.ClassDef)
@@ -1445,12 +1448,18 @@ def _requires_grad_facts(stmt: ast.stmt) -> List[Fact]:
     rg_names: set = set()
     returns: List[ast.Return] = []
     calls: List[ast.Call] = []
+    named_calls: List[ast.Call] = []  # (and the Name nodes: the call-site facts, from the same walk)
+    names: list = []
     Call, Assign, Return, Name = ast.Call, ast.Assign, ast.Return, ast.Name
     for n in A.walk_all_list(stmt):  # ast.walk's order, without ctx nodes (one walk for both sources)
         cls = n.__class__  # (a parsed tree's nodes are of these exact classes: no isinstance chain per node)
-        if cls is Call:
-            if n.func.__class__ is Name and n.func.id not in _BUILTINS and (n.args or n.keywords):  # type: ignore[attr-defined]
-                calls.append(n)  # type: ignore[arg-type]
+        if cls is Name:
+            names.append(n)
+        elif cls is Call:
+            if n.func.__class__ is Name and n.func.id not in _BUILTINS:  # type: ignore[attr-defined]
+                named_calls.append(n)  # type: ignore[arg-type]
+                if n.args or n.keywords:  # type: ignore[attr-defined]
+                    calls.append(n)  # type: ignore[arg-type]
         elif cls is Assign:
             if is_requires_grad_expr(n.value):  # type: ignore[attr-defined]
                 for t in n.targets:  # type: ignore[attr-defined]
@@ -1480,6 +1489,8 @@ def _requires_grad_facts(stmt: ast.stmt) -> List[Fact]:
                 out.append((f"rg:arg:{c.func.id}:{key}", val))  # type: ignore[attr-defined]
             elif isinstance(a, ast.Constant) and isinstance(a.value, (bool, int, str)) and not is_fn and not is_cls:
                 out.append((f"flag:{c.func.id}:{key}", bool(a.value)))  # type: ignore[attr-defined]
+    if named_calls:
+        out.extend(_param_call_facts(stmt, named_calls, names))
     return out
 
 
@@ -1526,6 +1537,133 @@ def argument_class(summary, fn: str, i: int, name: str) -> Optional[str]:
         if isinstance(cf, V.ClassFacts) and cf.members:
             return raw
     return None
+
+
+def _param_call_facts(stmt: ast.stmt, calls: List[ast.Call], names: list) -> List[Fact]:
+    """``pcall:<f>:<what>``: what each call ``f(...)`` of a bare name in this statement
+    passes, argument by argument (``what``: the repr of the value, a
+    ``(positional, keyword)`` pair of atoms): ``("n", x)`` a module-level name,
+    ``("c", raw)`` a constructor call (``nn.MSELoss()``, or a name this statement binds
+    exactly once to one, ``model = Net().to(dev)`` in ``main``), None anything else. A
+    call spreading ``*args``/``**kw`` and a bare mention of ``f`` that is not a call
+    (a callback) say ``"?"``: nothing known. One fact per distinct call shape, so the
+    merged table holds every shape the file's call sites take
+    (:func:`agreed_call_arguments`)."""
+    Name = ast.Name
+    funcs = {id(c.func) for c in calls}
+    called = {c.func.id for c in calls}  # type: ignore[attr-defined]
+    out: set = set()
+    for n in names:  # f handed on as a value (map(f, ...), Thread(target=f)): calls we cannot see
+        if n.id in called and id(n) not in funcs and n.ctx.__class__ is ast.Load:
+            out.add((n.id, "?"))
+    bound: Optional[Dict[str, list]] = None
+    top_assign = stmt if stmt.__class__ is ast.Assign else None
+    needed = {a.id for c in calls for a in list(c.args) + [k.value for k in c.keywords] if a.__class__ is Name}
+    for c in calls:
+        fname = c.func.id  # type: ignore[attr-defined]
+        if any(a.__class__ is ast.Starred for a in c.args) or any(k.arg is None for k in c.keywords):
+            out.add((fname, "?"))
+            continue
+        atoms = []
+        for a in list(c.args) + [k.value for k in c.keywords]:
+            atom = None
+            if a.__class__ is Name:
+                if bound is None:
+                    bound = _bindings(stmt, top_assign, needed)
+                got = bound.get(a.id)
+                if got is None:
+                    atom = ("n", a.id)
+                elif len(got) == 1 and got[0] is not None:
+                    atom = ("c", got[0])
+            else:
+                ctor = _ctor_name(a)
+                if ctor and ctor != "?":
+                    atom = ("c", ctor)
+            atoms.append(atom)
+        if not any(atoms):
+            out.add((fname, "?"))
+            continue
+        k = len(c.args)
+        what = (tuple(atoms[:k]), tuple(sorted((kw.arg, at) for kw, at in zip(c.keywords, atoms[k:]))))
+        out.add((fname, what))
+    return [(f"pcall:{f}:{what!r}", what) for f, what in sorted(out, key=repr)]
+
+
+def _bindings(stmt: ast.stmt, top_assign: Optional[ast.stmt], needed: set) -> Dict[str, list]:
+    """Each of the ``needed`` names ``stmt`` binds (anywhere inside, nested defs
+    included): one entry per binding, the constructor's raw name for ``x = Ctor(...)``
+    (moved or not), else None. The target of a plain top-level assignment is left
+    out: its call reads the value from before."""
+    out: Dict[str, list] = {}
+    ctors: Dict[int, str] = {}  # id(target Name) -> the constructor assigned to it
+    skip = {id(t) for t in top_assign.targets} if isinstance(top_assign, ast.Assign) else set()
+    Name, Load, Assign, arg = ast.Name, ast.Load, ast.Assign, ast.arg
+    for n in A.walk_all_list(stmt):
+        cls = n.__class__
+        if cls is Name:
+            if n.id in needed and n.ctx.__class__ is not Load and id(n) not in skip:  # type: ignore[attr-defined]
+                out.setdefault(n.id, []).append(ctors.get(id(n)))  # type: ignore[attr-defined]
+        elif cls is Assign:
+            t = n.targets[0] if len(n.targets) == 1 else None  # type: ignore[attr-defined]
+            if t is not None and t.__class__ is Name and t.id in needed:
+                ctor = _ctor_name(n.value)  # type: ignore[attr-defined]
+                if ctor and ctor != "?":
+                    ctors[id(t)] = ctor  # (walk_all visits an Assign before its targets)
+        elif cls is arg:
+            if n.arg in needed:  # type: ignore[attr-defined]
+                out.setdefault(n.arg, []).append(None)  # type: ignore[attr-defined]
+        elif cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if n is not stmt and n.name in needed:  # type: ignore[attr-defined]
+                out.setdefault(n.name, []).append(None)  # type: ignore[attr-defined]
+        elif cls is ast.alias:
+            out.setdefault((n.asname or n.name).split(".")[0], []).append(None)  # type: ignore[attr-defined]
+        elif cls is ast.ExceptHandler:
+            if n.name:  # type: ignore[attr-defined]
+                out.setdefault(n.name, []).append(None)  # type: ignore[attr-defined]
+        elif cls in (ast.Global, ast.Nonlocal):
+            for name in n.names:  # type: ignore[attr-defined]
+                out.setdefault(name, []).extend((None, None))
+    return out
+
+
+def _call_index(summary) -> Dict[str, list]:
+    """``pcall:`` facts by function name, built once per table."""
+    memo = getattr(summary, "_memo", None)
+    if memo is not None:
+        got = memo.get(_call_index)
+        if got is not None:
+            return got
+    index: Dict[str, list] = {}
+    for k in dict.keys(summary) if isinstance(summary, dict) else summary.keys():
+        if k.startswith("pcall:"):
+            index.setdefault(k[6:].partition(":")[0], []).append(dict.get(summary, k) if isinstance(summary, dict) else summary[k])
+    if memo is not None:
+        memo[_call_index] = index
+    return index
+
+
+def agreed_call_arguments(summary, fn: str, names: Tuple[str, ...]) -> Tuple[Tuple[str, tuple], ...]:
+    """The parameters (of ``names``, a module-level function ``fn``'s, in order) that
+    every call site of ``fn`` in the file passes the same known thing
+    (:func:`_param_call_facts`' atoms): ``((parameter, atom), ...)``. Empty when a
+    call site is not known (a spread, a callback) or there is none. (A table query:
+    memoised, and a unit depends on its answer.)"""
+    shapes = _call_index(summary).get(fn)
+    if not shapes or "?" in shapes:
+        return ()
+    out = []
+    for i, name in enumerate(names):
+        seen = set()
+        for pos, kws in shapes:
+            if i < len(pos):
+                seen.add(pos[i])
+            else:
+                seen.add(dict(kws).get(name))
+        if len(seen) == 1:
+            (atom,) = seen
+            if atom is not None:
+                out.append((name, atom))
+    return tuple(out)
 
 
 def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:

@@ -1871,6 +1871,11 @@ class GraphFlow:
                 if callee.frozen:
                     return self._kept(call, callee, key, plain(args_taints), pos, kws, env)
                 self.saving_calls.add(id(call))
+                if callee.param and self._threads_state(call, callee, unknown_ok=True):
+                    # a parameter bound from its call sites (rules.common._bind_from_call_sites):
+                    # a state threaded through it (``pred, mems = model(x, mems)``) is read as
+                    # the unbound parameter's was, whatever the class's summarised forward says
+                    return plain(args_taints | {("G", call)})
                 facts = self.r.method_facts(obj, "forward")
                 if facts is not None:
                     res = self._apply_facts(call, facts, pos, kws, env, "forward", graph_node=call)

@@ -9,6 +9,7 @@ from gradguard.analysis import facts
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 from gradguard.analysis.facts import requires_grad_argument
+from gradguard.analysis.summary import query
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -33,6 +34,7 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
         env, self_obj = unit_entry(unit)
         _seed_requires_grad_params(unit, ctx, env)
         _seed_module_params(unit, ctx, env)
+        _bind_from_call_sites(unit, ctx, env)
         stateful = unit.kind == "function" and unit.node is not None
         resolver = interp.Resolver(ctx)
         flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful,
@@ -122,6 +124,34 @@ def _param_flags(unit: Unit, ctx: ModuleContext) -> Dict[str, bool]:
         if got is not None:
             out[a.arg] = got
     return out
+
+
+def _bind_from_call_sites(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -> None:
+    """A module-level function's parameter that every call site in the file passes
+    the same module (``train(loader, model, criterion, optimizer)`` called as
+    ``train(loader, net, nn.MSELoss(), opt)``, with ``net = Net()`` at module level
+    or in the calling function): the parameter is that module here, as a read of
+    the global would be (``facts.agreed_call_arguments``). Only modules (torch's, or
+    a same-file class that is one): a plain object (a normaliser with ``__call__``),
+    anything else, or call sites that disagree leave the parameter unknown. (A parameter
+    :func:`_seed_module_params` already typed is left as it is.)"""
+    node = unit.node
+    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+        return
+    named, _ = A.parameters(node, False)
+    if not named:
+        return
+    agreed = query(ctx.summary, facts.agreed_call_arguments, node.name, tuple(a.arg for a in named))  # type: ignore[attr-defined]
+    if not agreed:
+        return
+    resolver = interp.Resolver(ctx)
+    for name, (kind, text) in agreed:
+        obj = resolver.global_obj(text) if kind == "n" else resolver.ctor_obj(text)
+        if name in env and env[name].obj is None and obj and (
+                obj.startswith("inst:") or (obj.startswith("user:") and resolver.is_module_class(obj[5:]))):
+            # (a same-file class keeps ``param``: a state threaded through its call is
+            # read as before, see GraphFlow._apply)
+            env[name] = V.Val(obj=obj, param=obj.startswith("user:"))
 
 
 def _bind_from_callers(unit: Unit, resolver, env: Dict[str, V.Val], flow: interp.GraphFlow) -> None:
