@@ -148,10 +148,25 @@ def _bind_from_call_sites(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val])
     for name, (kind, text) in agreed:
         obj = resolver.global_obj(text) if kind == "n" else resolver.ctor_obj(text)
         if name in env and env[name].obj is None and obj and (
-                obj.startswith("inst:") or (obj.startswith("user:") and resolver.is_module_class(obj[5:]))):
+                obj.startswith("inst:") or (obj.startswith("user:") and resolver.is_module_class(obj[5:])
+                                            and not _trains_itself(unit, name, obj, resolver))):
             # (a same-file class keeps ``param``: a state threaded through its call is
             # read as before, see GraphFlow._apply)
             env[name] = V.Val(obj=obj, param=obj.startswith("user:"))
+
+
+def _trains_itself(unit: Unit, name: str, obj: str, resolver: interp.Resolver) -> bool:
+    """Does the function call a method of parameter ``name`` (an instance of the
+    same-file class ``obj``) that back-propagates (``model.training_step(batch)``
+    running its own ``manual_backward``)? Such a model is followed, and reported, in
+    its own method, as before: it is not bound from the call sites."""
+    for n in A.unit_nodes(unit):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                and n.func.value.id == name:
+            facts = resolver.method_facts(obj, n.func.attr)
+            if facts is not None and (facts.calls_backward or facts.delegates):
+                return True
+    return False
 
 
 def _bind_from_callers(unit: Unit, resolver, env: Dict[str, V.Val], flow: interp.GraphFlow) -> None:
