@@ -93,3 +93,34 @@ def test_config_is_immutable_comparable_picklable_and_repr_is_stable():
     assert a.ignore == () and a != c
     with pytest.raises(TypeError):
         a.merged(selekt=("GG1",))
+
+
+def test_a_select_that_matches_no_rule_is_an_error_not_an_empty_check(tmp_path):
+    # select = ["GG999"] alone would check nothing and pass: a green CI run that checked nothing
+    with pytest.raises(ConfigError, match="matches no gradguard rule"):
+        config_from_mapping({"select": ["GG999"]})
+    with pytest.raises(ConfigError, match="nothing would be checked"):
+        config_from_mapping({"select": ["GG9"], "extend-select": ["GG99"]})
+    # a code of a newer release beside codes that select something is left alone
+    cfg = config_from_mapping({"select": ["GG101", "GG999"]})
+    assert cfg.is_enabled("GG101") and not cfg.is_enabled("GG102")
+    assert config_from_mapping({"select": ["ALL"]}).is_enabled("GG205")
+    assert config_from_mapping({"select": ["GG2"]}).is_enabled("GG201")
+
+
+def test_the_cli_says_a_select_matching_no_rule_and_checks_nothing_silently_no_more(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "pyproject.toml").write_text('[tool.gradguard]\nselect = ["GG999"]\n', encoding="utf-8")
+    prog = tmp_path / "训练.py"
+    prog.write_text("import torch\nx = torch.ones(2, requires_grad=True)\n", encoding="utf-8")
+    server = str(Path(__file__).resolve().parent.parent / "server")
+    env = dict(os.environ, PYTHONPATH=server + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", str(prog)],
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert out.returncode != 0
+    assert "matches no gradguard rule" in out.stdout + out.stderr
+    assert prog.read_text(encoding="utf-8").startswith("import torch")

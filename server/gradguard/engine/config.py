@@ -284,6 +284,16 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
     select += _codes(get("extend-select") or [], "extend-select", where)
     ignore = _codes(get("ignore") or [], "ignore", where)
     ignore += _codes(get("extend-ignore") or [], "extend-ignore", where)
+    if select and "ALL" not in select:
+        # select = ["GG999"] (a typo, or a code of a newer release) alone would check
+        # nothing and pass: a CI run that looks green. A code no rule has beside codes
+        # that select something is left alone (a config shared with a newer release).
+        from gradguard.rules import all_rules
+
+        known = [r.code for r in all_rules()]
+        if not any(k.startswith(c) for c in select for k in known):
+            raise ConfigError(f"{where}: 'select' = {list(select)!r} matches no gradguard rule, so nothing would be "
+                              f"checked (known: {', '.join(known)})")
 
     from gradguard.model.findings import Severity
 
