@@ -13,7 +13,7 @@ import re
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, block_nodes, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
 from gradguard.analysis.summary import query
-from gradguard.analysis.values import FREED, BackwardEvent, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, loop_globals_of, meet_freed, plain, tup, unsure
+from gradguard.analysis.values import FREED, BackwardEvent, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, globals_freed_by_call, meet_freed, plain, tup, unsure
 from gradguard.model.record import record
 
 TYPE_CHECKING = False
@@ -2427,9 +2427,9 @@ class GraphFlow:
             loss_t: set = set()
             for i in facts.backward_params:
                 loss_t |= argval(i).taints
-            if self.module_level and (facts.backward_globals or facts.loop_calls):
+            if self.module_level:
                 # train_step() reading the module's ``features``: this call frees their graph
-                for g in facts.backward_globals + tuple(sorted(loop_globals_of(self.r.fn, facts))):
+                for g in globals_freed_by_call(self.r.fn, facts):
                     held = env.get(g)
                     if held is not None:
                         loss_t |= held.taints

@@ -465,3 +465,12 @@ def loop_globals_of(lookup, facts: FnFacts, depth: int = 0) -> FrozenSet[str]:
                 out.update(inner.backward_globals)
                 out |= loop_globals_of(lookup, inner, depth + 1)
     return frozenset(out)
+
+
+def globals_freed_by_call(lookup, facts: FnFacts) -> FrozenSet[str]:
+    """The module-level names a call of the function described by ``facts`` frees the
+    graph of: those its own backward calls reach (``backward_globals``) and those its
+    loops back-propagate (:func:`loop_globals_of`). ``lookup`` as there."""
+    if not facts.backward_globals and not facts.loop_calls:
+        return EMPTY
+    return frozenset(facts.backward_globals) | loop_globals_of(lookup, facts)

@@ -34,9 +34,9 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
         env, self_obj = unit_entry(unit)
         _seed_requires_grad_params(unit, ctx, env)
         _seed_module_params(unit, ctx, env)
-        _bind_from_call_sites(unit, ctx, env)
-        stateful = unit.kind == "function" and unit.node is not None
         resolver = interp.Resolver(ctx)
+        _bind_from_call_sites(unit, ctx, env, resolver)
+        stateful = unit.kind == "function" and unit.node is not None
         flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful,
                                 unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit))
         if unit.class_node is not None and unit.node is not None:
@@ -69,16 +69,24 @@ def run_own_flow(make: "Callable[..., _Flow]", unit: Unit, ctx: ModuleContext) -
     return flow
 
 
+def _module_function(unit: Unit) -> "Optional[Tuple[str, List[ast.arg]]]":
+    """The name and positional parameters of ``unit`` when it is a module-level
+    function (the units whose parameters the file's call sites bind), else None."""
+    node = unit.node
+    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+        return None
+    return node.name, list(node.args.posonlyargs) + list(node.args.args)  # type: ignore[attr-defined]
+
+
 def _seed_requires_grad_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -> None:
     """A module-level function's parameter that some call site passes a tensor
     requiring grad (``fit(net, torch.randn(..., requires_grad=True))``, the
     ``rg:arg:`` facts) is such a leaf here, unless the function uses it as a
     module (``x.parameters()``, ``x.zero_grad()``)."""
-    node = unit.node
-    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+    fn = _module_function(unit)
+    if fn is None:
         return
-    params = list(node.args.posonlyargs) + list(node.args.args)  # type: ignore[attr-defined]
-    fname: str = node.name  # type: ignore[attr-defined]
+    fname, params = fn
     seeded = [a.arg for i, a in enumerate(params) if requires_grad_argument(ctx.summary, fname, i, a.arg)]
     if not seeded:
         return
@@ -97,11 +105,10 @@ def _seed_module_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -
     SEWResNet()`` holding spiking neurons) starts as that object: the function's loop
     then follows what the neurons keep from one iteration into the next, and a reset
     of it (``functional.reset_net(model_train)``) empties it, as in a loop at module level."""
-    node = unit.node
-    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+    fn = _module_function(unit)
+    if fn is None:
         return
-    params = list(node.args.posonlyargs) + list(node.args.args)  # type: ignore[attr-defined]
-    fname: str = node.name  # type: ignore[attr-defined]
+    fname, params = fn
     for i, a in enumerate(params):
         if a.arg not in env:
             continue
@@ -113,11 +120,10 @@ def _seed_module_params(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -
 def _param_flags(unit: Unit, ctx: ModuleContext) -> Dict[str, bool]:
     """The truth of the constant a call at module level passes to each parameter of a
     module-level function (:func:`facts.argument_flag`): ``train(..., False, ...)``."""
-    node = unit.node
-    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+    fn = _module_function(unit)
+    if fn is None:
         return {}
-    params = list(node.args.posonlyargs) + list(node.args.args)  # type: ignore[attr-defined]
-    fname: str = node.name  # type: ignore[attr-defined]
+    fname, params = fn
     out = {}
     for i, a in enumerate(params):
         got = facts.argument_flag(ctx.summary, fname, i, a.arg)
@@ -126,7 +132,7 @@ def _param_flags(unit: Unit, ctx: ModuleContext) -> Dict[str, bool]:
     return out
 
 
-def _bind_from_call_sites(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val]) -> None:
+def _bind_from_call_sites(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val], resolver: interp.Resolver) -> None:
     """A module-level function's parameter that every call site in the file passes
     the same module (``train(loader, model, criterion, optimizer)`` called as
     ``train(loader, net, nn.MSELoss(), opt)``, with ``net = Net()`` at module level
@@ -135,16 +141,15 @@ def _bind_from_call_sites(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val])
     a same-file class that is one): a plain object (a normaliser with ``__call__``),
     anything else, or call sites that disagree leave the parameter unknown. (A parameter
     :func:`_seed_module_params` already typed is left as it is.)"""
-    node = unit.node
-    if unit.kind != "function" or node is None or unit.class_node is not None or unit.parents:
+    fn = _module_function(unit)
+    if fn is None:
         return
-    named, _ = A.parameters(node, False)
+    named, _ = A.parameters(unit.node, False)  # type: ignore[arg-type]  # (a def: _module_function)
     if not named:
         return
-    agreed = query(ctx.summary, facts.agreed_call_arguments, node.name, tuple(a.arg for a in named))  # type: ignore[attr-defined]
+    agreed = query(ctx.summary, facts.agreed_call_arguments, fn[0], tuple(a.arg for a in named))
     if not agreed:
         return
-    resolver = interp.Resolver(ctx)
     for name, (kind, text) in agreed:
         obj = resolver.global_obj(text) if kind == "n" else resolver.ctor_obj(text)
         if name in env and env[name].obj is None and obj and (

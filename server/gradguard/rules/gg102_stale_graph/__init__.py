@@ -142,9 +142,7 @@ def _may_report(unit, ctx) -> bool:
     words = unit_words(unit, ctx.index.lines)
     if "for" in words or "while" in words:  # keywords as words: "forward" is no loop
         return True
-    cls = unit.class_node
-    if cls is not None and unit.node is not None and unit.parents == (cls,) and class_backprops(cls) and (
-            unit.node.name == "__init__" or unit.node.name in init_calls(cls)):
+    if _builds_for_init(unit):
         return True
     return _summary.query(ctx.summary, mentions_bwloop, words)
 
@@ -574,26 +572,24 @@ class _Analysis:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             nodes = list(A.iter_nodes(loop.iter)) + nodes
         inside = set()
-        read = set()
+        read: set = set()
         Name, Attribute, Call, Load = ast.Name, ast.Attribute, ast.Call, ast.Load
+        module = self.unit.kind == "module"
         for n in nodes:
             k = n.__class__
             if k is Call:
                 inside.add(id(n))
+                if module and n.func.__class__ is Name:  # type: ignore[attr-defined]
+                    # train_step(model, opt) reading the module's ``features``: the loop
+                    # reads them through the call (FnFacts.backward_globals, loop_calls)
+                    facts = self._fn_facts(n.func.id)  # type: ignore[attr-defined]
+                    if facts is not None and not facts.no_grad:
+                        read |= V.globals_freed_by_call(self._fn_facts, facts)
             elif k is Name:
                 if n.ctx.__class__ is Load:  # type: ignore[attr-defined]
                     read.add(n.id)  # type: ignore[attr-defined]
             elif k is Attribute and n.value.__class__ is Name and n.ctx.__class__ is Load:  # type: ignore[attr-defined]
                 read.add(f"{n.value.id}.{n.attr}")  # type: ignore[attr-defined]
-        if self.unit.kind == "module":
-            # train_step(model, opt) reading the module's ``features``: the loop reads them
-            # through the call (FnFacts.backward_globals, and loop_calls' three deep)
-            for n in nodes:
-                if n.__class__ is Call and n.func.__class__ is Name:
-                    facts = self.ctx.summary.get("fn:" + n.func.id)
-                    if isinstance(facts, V.FnFacts) and not facts.no_grad and (facts.backward_globals or facts.loop_calls):
-                        read.update(facts.backward_globals)
-                        read |= V.loop_globals_of(lambda f: self.ctx.summary.get("fn:" + f), facts)
         if not read.intersection(cands):
             return {}
         events: Dict[int, Tuple[ast.Call, bool, frozenset, Optional[Set[str]]]] = {}
@@ -628,6 +624,11 @@ class _Analysis:
                 out[name] = got
         return out
 
+    def _fn_facts(self, name: str) -> Optional[V.FnFacts]:
+        """A same-module function's summary (``fn:<name>``), or None."""
+        got = self.ctx.summary.get("fn:" + name)
+        return got if isinstance(got, V.FnFacts) else None
+
     @staticmethod
     def _first_line(g: Graph) -> int:
         return g.stmts[0].lineno if g.stmts else 0
@@ -650,8 +651,7 @@ class _Analysis:
                 continue
             cands = set(self._trace_call_reach(c))
             if self.unit.kind == "module":
-                cands.update(n for n in V.loop_globals_of(lambda f: self.ctx.summary.get("fn:" + f), facts)
-                             if isinstance(self.env.get(n), Graph))
+                cands.update(n for n in V.loop_globals_of(self._fn_facts, facts) if isinstance(self.env.get(n), Graph))
             reached: List[str] = []
             for cand in sorted(cands):
                 g = self.env[cand]

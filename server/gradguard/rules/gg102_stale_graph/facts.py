@@ -365,8 +365,9 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str], Froze
             name = k[3:]
             if f.calls_backward or f.delegates:
                 backprop.update(name.split("."))  # (utils.train_step: both words)
-            if "." not in name and (f.loop_backward or f.loop_delegates or f.loop_backward_globals or f.loop_calls):
-                bwloop.add(name)  # its own loop back-propagates what it is passed, or a global
+            if "." not in name and (f.loop_backward or f.loop_delegates or f.loop_backward_globals or (
+                    f.loop_calls and V.loop_globals_of(lambda n: summary.get("fn:" + n), f))):
+                bwloop.add(name)  # its own loop back-propagates what it is passed, or a global (or a callee does)
         elif k.startswith("class:"):
             c = summary[k]
             if isinstance(c, V.ClassFacts):
