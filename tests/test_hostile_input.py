@@ -113,6 +113,108 @@ def test_fix_through_a_symlink_keeps_the_link(tmp_path, capsys):
     assert link.is_symlink() and "detach" in real.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("name", ["train.py", "train.ipynb"])
+def test_fix_of_a_hard_linked_file_reaches_every_name(tmp_path, capsys, name):
+    """A file with several hard links (a ``cp -al`` snapshot, a conda or pnpm
+    store) is rewritten in place: every name sees the fix, the names stay one
+    file (a rename gave this name a new file and left the others unfixed), with
+    its mode; nothing is left beside it."""
+    target = tmp_path / name
+    if name.endswith(".ipynb"):
+        nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                         "source": GRU_SEED.splitlines(keepends=True)}],
+              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        target.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    else:
+        target.write_text(GRU_SEED + "# 尾注 😀\n", encoding="utf-8")
+    target.chmod(0o640)
+    other = tmp_path / "elsewhere" / ("other" + target.suffix)
+    other.parent.mkdir()
+    os.link(target, other)
+    inode = target.stat().st_ino
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", str(target))
+    assert code == 0, err
+    fixed = target.read_bytes()
+    assert b"hidden.detach()" in fixed
+    assert name.endswith(".ipynb") or "😀".encode() in fixed
+    assert other.read_bytes() == fixed  # the other name sees it
+    assert target.stat().st_ino == inode == other.stat().st_ino and target.stat().st_nlink == 2
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["elsewhere", name])
+    # idempotent: a second run finds nothing to change
+    assert main(capsys, "check", "--fix", "--no-cache", str(other))[0] == 0 and other.read_bytes() == fixed
+
+
+@pytest.mark.parametrize("jobs", ["1", "4"])
+def test_fix_of_two_names_of_one_file_in_one_run(tmp_path, capsys, jobs):
+    """Two names of one file (a hard link, a symbolic link) in the same run, one
+    after the other or in parallel workers: the file is fixed once, the second
+    name finds it already fixed — not "changed on disk", not fixed twice."""
+    files = []
+    for i in range(5):  # enough files for the worker pool
+        a = tmp_path / f"a{i}.py"
+        a.write_text(GRU_SEED, encoding="utf-8")
+        hard = tmp_path / f"hard{i}.py"
+        os.link(a, hard)
+        soft = tmp_path / f"soft{i}.py"
+        os.symlink(a.name, soft)
+        files += [a, hard, soft]
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", "--jobs", jobs, str(tmp_path))
+    assert code == 0, err
+    for i in range(5):
+        a = tmp_path / f"a{i}.py"
+        text = a.read_text(encoding="utf-8")
+        assert text.count("hidden = hidden.detach()") == 1
+        assert (tmp_path / f"hard{i}.py").stat().st_ino == a.stat().st_ino
+        assert (tmp_path / f"soft{i}.py").is_symlink()
+    assert not [p for p in tmp_path.iterdir() if "gradguard" in p.name]
+
+
+def test_fix_of_a_hard_linked_file_never_overwrites_a_save(tmp_path, capsys, monkeypatch):
+    a = tmp_path / "a.py"
+    a.write_text(GRU_SEED, encoding="utf-8")
+    os.link(a, tmp_path / "b.py")
+    saved = GRU_SEED + "# 用户刚保存的一行\n"
+    real = cli._analyse
+
+    def analyse_while_the_user_saves(src, path, *rest):
+        if a.read_text(encoding="utf-8") == GRU_SEED:
+            with open(a, "w", encoding="utf-8") as f:  # saved in place, through the other name's inode
+                f.write(saved)
+        return real(src, path, *rest)
+
+    monkeypatch.setattr(cli, "_analyse", analyse_while_the_user_saves)
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", str(a))
+    assert code == 2 and "changed on disk" in err
+    assert a.read_text(encoding="utf-8") == saved == (tmp_path / "b.py").read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]
+
+
+def test_a_failed_in_place_write_puts_the_file_back(tmp_path, capsys, monkeypatch):
+    """The disk fills up half-way through rewriting a hard-linked file: the
+    file is put back byte for byte, the run says why, the copy is removed."""
+    import errno
+
+    a = tmp_path / "a.py"
+    a.write_text(GRU_SEED, encoding="utf-8")
+    os.link(a, tmp_path / "b.py")
+    real_write = os.write
+    failed = []
+
+    def write_until_the_disk_is_full(fd, data):
+        if not failed and b"hidden.detach()" in bytes(data):
+            failed.append(1)
+            real_write(fd, bytes(data)[:40])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write_until_the_disk_is_full)
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", str(a))
+    assert failed and code == 2 and "No space left on device" in err and "fixes not written" in err
+    assert a.read_text(encoding="utf-8") == GRU_SEED == (tmp_path / "b.py").read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]
+
+
 @pytest.mark.parametrize("meanwhile", ["deleted", "replaced by a link", "moved away", "made a directory"])
 def test_fix_writes_nothing_when_the_file_went_away_while_it_ran(tmp_path, capsys, monkeypatch, meanwhile):
     """Between the read and the write the file is deleted, replaced by a link to

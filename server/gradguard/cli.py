@@ -780,7 +780,10 @@ def write_fixed(path: str, read: bytes, fixed: str, identity: Optional[Tuple[int
     temporary file in the same folder, with the file's mode (and owner, where
     allowed), flushed to disk, then ``os.replace``-d over it: a reader sees the
     old file or the new one, never a part. A read-only file is not written
-    (the replace would need only the folder's permission)."""
+    (the replace would need only the folder's permission). A file with several
+    hard links is rewritten in place (``_write_in_place``), and a file that
+    already holds the fixed bytes (fixed by another name of it in this run) is
+    left as it is."""
     if path.endswith(".ipynb"):
         new = fixed.encode("utf-8")
     else:
@@ -796,14 +799,24 @@ def write_fixed(path: str, read: bytes, fixed: str, identity: Optional[Tuple[int
     path = os.path.realpath(path)  # a linked file is fixed where it lives; the link stays a link
     try:
         st = os.stat(path)
+        current = _current_bytes(path)
+        if current == new:
+            # already fixed, by another name of the same file checked in this run (a
+            # symbolic or hard link to it): nothing to write, nothing lost
+            return
         if identity is not None and (st.st_dev, st.st_ino) != identity:
             raise ReadError(changed)
         if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
             # replacing it needs only the folder to be writable: the file's own
             # permission is what says whether the user lets it be changed
             raise ReadError("fixes not written: the file is read-only")
-        if _current_bytes(path) != read:
+        if current != read:
             raise ReadError(changed)
+        if st.st_nlink > 1:
+            # a hard-linked file: a rename would give this name a new file and leave
+            # the old content under every other name; it is rewritten in place instead
+            _write_in_place(path, read, new, st, changed)
+            return
         directory = os.path.dirname(os.path.abspath(path))
         import tempfile
 
@@ -818,9 +831,7 @@ def write_fixed(path: str, read: bytes, fixed: str, identity: Optional[Tuple[int
                     os.fchown(fd, st.st_uid, st.st_gid)
                 except OSError:  # not ours to give away: the mode is kept, the owner becomes the caller
                     pass
-            view = memoryview(new)
-            while view:
-                view = view[os.write(fd, view):]
+            _write_all(fd, new)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -835,6 +846,89 @@ def write_fixed(path: str, read: bytes, fixed: str, identity: Optional[Tuple[int
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+def _write_in_place(path: str, read: bytes, new: bytes, st, changed: str) -> None:
+    """Rewrite a hard-linked file (``st_nlink > 1``) in place, so that every name
+    of it sees the fix, as editors do for such files (a rename would split the
+    names into two files). Not atomic, so: the file is opened and checked to be
+    the same file (device, inode) still holding exactly ``read``, under an
+    exclusive ``flock`` (another gradguard fixing it by another name waits); a
+    copy of ``read`` is first written and flushed beside it (``.NAME.*.gradguard-backup``),
+    removed once the new content is flushed — if the process dies mid-write, that
+    copy is the file as it was; a write that fails (a full disk) puts ``read``
+    back. Mode, owner, ACLs and extended attributes are the inode's and stay."""
+    import stat
+    import tempfile
+
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except OSError as e:
+        raise ReadError(f"fixes not written: {e.strerror or e}") from None
+    backup = None
+    try:
+        try:
+            try:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except (ImportError, OSError):  # no flock here (Windows, some network file systems)
+                pass
+            fst = os.fstat(fd)
+            if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+                raise ReadError(changed)
+            current = _read_fd(fd)
+            if current == new:  # fixed meanwhile by another name of it
+                return
+            if current != read:
+                raise ReadError(changed)
+            bfd, backup = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".gradguard-backup",
+                                           dir=os.path.dirname(path))
+            try:
+                _write_all(bfd, read)
+                os.fsync(bfd)
+            finally:
+                os.close(bfd)
+        except OSError as e:
+            raise ReadError(f"fixes not written: {e.strerror or e}") from None
+        try:
+            _write_all(fd, new, 0)
+            os.ftruncate(fd, len(new))
+            os.fsync(fd)
+        except BaseException as e:
+            try:  # put the file back as it was read
+                _write_all(fd, read, 0)
+                os.ftruncate(fd, len(read))
+                os.fsync(fd)
+            except OSError:  # could not: the copy stays, and the message names it
+                kept, backup = backup, None
+                raise ReadError(f"fixes not written and the file may be damaged: its content is kept in {kept}") from None
+            if isinstance(e, OSError):
+                raise ReadError(f"fixes not written: {e.strerror or e}") from None
+            raise
+    finally:
+        os.close(fd)
+        if backup is not None:
+            _unlink_quietly(backup)
+
+
+def _read_fd(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks: List[bytes] = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+
+
+def _write_all(fd: int, data: bytes, offset: Optional[int] = None) -> None:
+    if offset is not None:
+        os.lseek(fd, offset, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _current_bytes(path: str) -> Optional[bytes]:
