@@ -235,3 +235,27 @@ def test_messages_out_of_order_are_survived(raw, tmp_path):
     got = c.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
                      and m in c.messages[n:])
     assert [x["range"]["start"]["line"] for x in got["params"]["diagnostics"]] == [GRU_LINE + 1]
+
+
+def test_shutdown_while_a_fix_all_waits_for_the_editor(raw, tmp_path):
+    """Shutdown arrives while a Fix All command waits for the editor's answer to
+    its workspace/applyEdit (the window is closing) and edits are still being
+    analysed: the shutdown is answered with null, not with an internal error,
+    and exit ends the process with status 0."""
+    c = raw()
+    c.initialize(tmp_path)
+    uri = (tmp_path / "关闭.py").as_uri()
+    c.open(uri, GRU_SEED)
+    c.diagnostics(uri)
+    c.send({"jsonrpc": "2.0", "id": 50, "method": "workspace/executeCommand",
+            "params": {"command": "gradguard.fixAll", "arguments": [uri]}})
+    c.wait_for(lambda m: m.get("method") == "workspace/applyEdit")  # never answered
+    for v in range(2, 6):
+        c.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": uri, "version": v}, "contentChanges": [{"text": GRU_SEED + "# 😀" * v}]}})
+    c.send({"jsonrpc": "2.0", "id": 51, "method": "shutdown"})
+    res = c.response(51)
+    assert "error" not in res and res["result"] is None, res
+    c.send({"jsonrpc": "2.0", "method": "exit"})
+    assert c.end() == 0
+    assert b"Traceback" not in c.stderr, c.stderr.decode(errors="replace")

@@ -76,6 +76,16 @@ def shutdown(ls: GradguardServer, params: Any) -> None:
         if t.task is not None:
             t.task.cancel()
     ls.executor.shutdown(wait=False, cancel_futures=True)
+    # The requests still in flight (a Fix All waiting for the client's answer to its
+    # workspace/applyEdit, a code action still computing) are cancelled here, over a
+    # copy of pygls's table: pygls cancels them after this handler while iterating the
+    # table itself, a cancelled request's callback removes it from that table, and the
+    # shutdown was answered with "dictionary changed size during iteration".
+    protocol = ls.protocol
+    current = getattr(protocol, "msg_id", None)
+    for msg_id, future in list(getattr(protocol, "_request_futures", {}).items()):
+        if msg_id != current and not future.done():
+            future.cancel()
 
 
 def on_exit(ls: GradguardServer, params: Any) -> None:
