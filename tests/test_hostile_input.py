@@ -4,6 +4,7 @@ loses a save (issue 13, items 2-6 and 8-10)."""
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -316,6 +317,62 @@ def test_fix_changes_only_the_fixed_lines_bytes(tmp_path, capsys, shape):
     proc = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", "--fix",
                            "--stdin-filename", str(tmp_path / "other.py"), "-"], input=data, capture_output=True)
     assert proc.stdout == expected, proc.stderr
+
+
+_DATA_AT_THE_END = """\
+import torch
+from torch import nn
+
+gru = nn.GRU(4, 8)  # 门控循环单元 😀
+opt = torch.optim.SGD(gru.parameters(), lr=0.1)
+hidden = torch.zeros(1, 2, 8)
+for step in range(3):
+    out, hidden = gru(torch.randn(5, 2, 4), hidden)
+    loss = out.sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    hidden = hidden.data"""
+
+
+@pytest.mark.parametrize("shape", ["no final newline", "crlf, no final newline", "form feed and U+2028 in lines",
+                                   "bom, fix near the top", "trailing newline"])
+def test_diff_applies_with_git_apply_and_gives_what_fix_writes(tmp_path, capsys, shape):
+    """``--diff`` is a patch of the file: applied with ``git apply`` it gives the
+    bytes ``--fix`` writes. It printed a missing last newline as present (no
+    ``\\ No newline at end of file``), split lines at a form feed or U+2028
+    (``str.splitlines``), and dropped the BOM from the first line: the patch
+    did not apply."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    text, bom = _DATA_AT_THE_END, b""
+    if shape == "crlf, no final newline":
+        text = text.replace("\n", "\r\n")
+    elif shape == "form feed and U+2028 in lines":
+        text = text.replace("# 门控", "# 第一页\x0c第二页 \u2028 门控").replace("opt.step()", "opt.step()  # \x0b\x1c\x85")
+    elif shape == "bom, fix near the top":
+        bom = b"\xef\xbb\xbf"
+        text = ("import torch; gru = torch.nn.GRU(4, 8); opt = torch.optim.SGD(gru.parameters(), lr=0.1); "
+                "hidden = torch.zeros(1, 2, 8)  # 第一行\n" + text[text.index("for step"):])  # the fix: on line 3
+    elif shape == "trailing newline":
+        text += "\n"
+    data = bom + text.encode("utf-8")
+    f = tmp_path / "train.py"
+    f.write_bytes(data)
+    proc = subprocess.run([sys.executable, "-m", "gradguard", "check", "--diff", "--no-cache", "train.py"],
+                          cwd=tmp_path, capture_output=True)
+    assert proc.returncode == 1, proc.stderr
+    patch = proc.stdout
+    assert (b"\\ No newline at end of file" in patch) == (not text.endswith("\n"))
+    (tmp_path / "fix.patch").write_bytes(patch)
+    applied = subprocess.run([git, "apply", "fix.patch"], cwd=tmp_path, capture_output=True)
+    assert applied.returncode == 0, applied.stderr.decode(errors="replace") + patch.decode(errors="replace")
+    patched = f.read_bytes()
+    f.write_bytes(data)
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", str(f))
+    assert code == 0, err
+    assert patched == f.read_bytes() != data
 
 
 # ---------------------------------------------------------------- item 3: one bad file

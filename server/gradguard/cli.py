@@ -310,6 +310,7 @@ def _check_one_file(args) -> dict:
                 data = fixed_data  # remaining findings are located in the fixed notebook's cells
         else:
             rec["source"] = src
+            rec["bom"] = data.startswith(b"\xef\xbb\xbf")  # kept by --fix; shown by --diff
             if findings:
                 rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
         rec["findings"] = findings

@@ -316,16 +316,49 @@ def _emit_sarif(records, lang, out):
 
 
 def diff(rec: dict) -> str:
-    """Unified diff of the preferred fixes the worker computed for one file ('' if none)."""
+    """Unified diff of the preferred fixes the worker computed for one file ('' if
+    none), one that ``patch`` and ``git apply`` apply: lines are the file's lines
+    (split at ``\\r\\n``, ``\\r`` and ``\\n`` only: ``str.splitlines`` also broke
+    at a form feed or U+2028 inside a line, and the diff then printed two lines
+    where the file has one), and a last line without a newline is marked
+    ``\\ No newline at end of file`` (a newline was added to it, so the hunk did
+    not match the file); a UTF-8 BOM stays on the first line, as in the file."""
     fixed = rec.get("fixed")
     if rec.get("error") or fixed is None or fixed == rec["source"]:
         return ""
     import difflib
+    import re
 
-    a = rec["source"].splitlines(keepends=True)
-    b = fixed.splitlines(keepends=True)
-    if a and not a[-1].endswith("\n"):
-        a[-1] += "\n"
-    if b and not b[-1].endswith("\n"):
-        b[-1] += "\n"
-    return "".join(difflib.unified_diff(a, b, f"a/{rec['path']}", f"b/{rec['path']}"))
+    line = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+    a = line.findall(rec["source"])
+    b = line.findall(fixed)
+    if rec.get("bom"):  # the file's first line starts with it (the source was read without it)
+        for lines in (a, b):
+            if lines:
+                lines[0] = "\ufeff" + lines[0]
+    out: List[str] = []
+    for group in difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(3):
+        if not out:
+            out += [f"--- a/{rec['path']}\n", f"+++ b/{rec['path']}\n"]
+        out.append(f"@@ -{_hunk_range(group[0][1], group[-1][2])} +{_hunk_range(group[0][3], group[-1][4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out += [_diff_line(" ", t) for t in a[i1:i2]]
+                continue
+            out += [_diff_line("-", t) for t in a[i1:i2]]
+            out += [_diff_line("+", t) for t in b[j1:j2]]
+    return "".join(out)
+
+
+def _hunk_range(start: int, stop: int) -> str:
+    """A hunk header's ``start,length`` (the unified format's: 1-based; an empty range names the line before)."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
+
+
+def _diff_line(prefix: str, text: str) -> str:
+    if text.endswith(("\n", "\r")):
+        return prefix + text
+    return prefix + text + "\n\\ No newline at end of file\n"
