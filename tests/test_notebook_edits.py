@@ -208,3 +208,22 @@ def test_a_fixed_cell_keeps_its_unchanged_lines_as_they_were_listed():
     out = apply_notebook_edits(text.encode(), [_edit(loop + 2, 4, "d = c\n    ")]).decode()
     nb["cells"][1]["source"] = ["for i in range(3):\n", "    b = a  # 第\x0c页 \u2028 \x1c\n", "    d = c\n", "    c = b\n"]
     assert out == json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\r"])
+@pytest.mark.parametrize("as_list", [True, False])
+def test_a_line_a_fix_inserts_ends_as_its_cells_lines_do(eol, as_list):
+    """A cell written with \\r\\n (a notebook made on Windows by a tool that
+    keeps them) or \\r line ends: the inserted line ends the same way, as in a
+    .py file (the program joins cells with \\n, and the fix's \\n went into
+    the cell as it was, mixing line ends in one cell)."""
+    src = "for i in range(3):\n    b = a  # 注释 😀\n".replace("\n", eol)
+    nb = _nb([src], as_list)
+    if as_list:  # a list item per line, each ending with the line's own end
+        nb["cells"][1]["source"] = [ln + eol for ln in src.split(eol)[:-1]]
+    text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    loop = notebook_source(text.encode()).split("\n").index("for i in range(3):")
+    out = apply_notebook_edits(text.encode(), [_edit(loop + 1, 4, "b = b  # 改\n    ")]).decode()
+    got = json.loads(out)["cells"][1]["source"]
+    assert ("".join(got) if as_list else got) == f"for i in range(3):{eol}    b = b  # 改{eol}    b = a  # 注释 😀{eol}"
+    assert out.count("\n") == text.count("\n") + (1 if as_list else 0)  # one item more: the inserted line

@@ -262,7 +262,8 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
     the JSON keeps the file's indentation, key order and escaping of non-ASCII
     text. Raises ValueError for a malformed notebook."""
     from gradguard.model.findings import Position, Range, TextEdit
-    from gradguard.model.text import apply_text_edits
+    from gradguard.model.record import replace
+    from gradguard.model.text import apply_text_edits, line_ending
 
     text = data.decode("utf-8")
     nb = json.loads(text)
@@ -282,9 +283,18 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
     spliced: List[Tuple[int, int, str]] = []
     for i, cell_edits in per_cell.items():
         number, src = cells[i]
+        eol = line_ending(src)
+        if eol != "\n":  # the program joins cells with "\n": a line a fix inserts ends as the cell's lines do
+            cell_edits = [replace(e, new_text=e.new_text.replace("\r\n", "\n").replace("\n", eol)) for e in cell_edits]
         new = apply_text_edits(src, cell_edits)
         cell = nb["cells"][number - 1]
-        cell["source"] = _LIST_LINE.findall(new) if isinstance(cell.get("source"), list) else new
+        old_source = cell.get("source")
+        if isinstance(old_source, list):
+            # an item per line: split at \n (a form feed or U+2028 inside a line stays in
+            # its item), at \r in a cell of \r line ends listed a line an item
+            cell["source"] = (_CR_LINE if eol == "\r" and len(old_source) > 1 else _LIST_LINE).findall(new)
+        else:
+            cell["source"] = new
         span = spans[number - 1] if spans is not None and number - 1 < len(spans) else None
         if span is None:
             spliced = []
@@ -302,6 +312,7 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
 # a source list's items: lines ending at \n (str.splitlines would also split an
 # untouched line at a form feed, U+2028 or \x1c-\x1e, rewriting it as two items)
 _LIST_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_CR_LINE = re.compile(r"[^\r]*\r|[^\r]+\Z")
 _DECODER = json.JSONDecoder()
 _scanstring: Any = getattr(json.decoder, "scanstring")
 _WS = re.compile(r"[ \t\n\r]*")
