@@ -482,6 +482,23 @@ def test_a_fifo_named_py_is_refused_not_read(tmp_path):
     assert f"ok.py:{GG101_AT}:" in r.stdout and r.returncode == 2
 
 
+@pytest.mark.parametrize("named", [True, False], ids=["named", "walked"])
+def test_a_link_loop_and_a_broken_link_say_what_they_are(tmp_path, capsys, named):
+    """``a.py -> b.py -> a.py`` and a link to a file that is gone: each is reported
+    as what it is (a named loop was "no such file or directory", which ``ls``
+    contradicts), the run goes on and exits 2."""
+    os.symlink("b.py", tmp_path / "a.py")
+    os.symlink("a.py", tmp_path / "b.py")
+    os.symlink("已删除.py", tmp_path / "dangling.py")
+    (tmp_path / "train.py").write_text(GRU_SEED, encoding="utf-8")
+    paths = [str(tmp_path / n) for n in ("a.py", "dangling.py", "train.py")] if named else [str(tmp_path)]
+    code, out, err = main(capsys, "check", "--no-cache", *paths)
+    assert code == 2
+    assert f"{tmp_path / 'a.py'}: error: a symbolic link loop (to b.py), not read" in err
+    assert f"{tmp_path / 'dangling.py'}: error: a broken symbolic link (to 已删除.py, which does not exist)" in err
+    assert "GG101" in out and "no such file" not in err
+
+
 def test_files_over_the_size_limit_are_skipped_with_their_size(tmp_path):
     big = tmp_path / "data.py"
     big.write_text("# grad\nDATA = [\n" + "    1.0,\n" * 700_000 + "]\n", encoding="utf-8")  # ~6.3 MB

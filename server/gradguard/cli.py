@@ -162,7 +162,7 @@ def read_bytes(path: str, max_mb: Optional[float] = None, identity: Optional[Lis
     except IsADirectoryError:
         raise ReadError("is a directory") from None
     except OSError as e:
-        raise ReadError(e.strerror or str(e)) from None
+        raise ReadError(_open_error(path, e)) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -189,6 +189,22 @@ def read_bytes(path: str, max_mb: Optional[float] = None, identity: Optional[Lis
         raise ReadError(e.strerror or str(e)) from None
     finally:
         os.close(fd)
+
+
+def _open_error(path: str, e: OSError) -> str:
+    """Why ``path`` could not be opened, naming a symbolic link that leads nowhere
+    (``ls`` lists it, so "No such file or directory" alone reads as a mistake)."""
+    import errno
+
+    if e.errno in (errno.ENOENT, errno.ELOOP) and os.path.islink(path):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        if e.errno == errno.ELOOP:
+            return f"a symbolic link loop (to {target}), not read"
+        return f"a broken symbolic link (to {target}, which does not exist), not read"
+    return e.strerror or str(e)
 
 
 def _too_big(size: int, max_mb: Optional[float]) -> str:
@@ -654,7 +670,8 @@ def cmd_check(args) -> int:
     if clash is not None:
         return _usage_error(f"--output-file {args.output_file} is {clash}, one of the files checked: "
                             f"the report would replace its code")
-    missing = [p for p, explicit in files if explicit and "\0" not in p and not os.path.exists(p)]
+    # (lexists: a broken link or a link loop is there, and its read error says what it is)
+    missing = [p for p, explicit in files if explicit and "\0" not in p and not os.path.lexists(p)]
     jobs = args.jobs if args.jobs and args.jobs > 0 else usable_cores()
     cache_dir = None
     if args.cache and not (args.fix or args.diff):
