@@ -256,6 +256,9 @@ def test_shutdown_while_a_fix_all_waits_for_the_editor(raw, tmp_path):
     c.send({"jsonrpc": "2.0", "id": 51, "method": "shutdown"})
     res = c.response(51)
     assert "error" not in res and res["result"] is None, res
+    # the command in flight is answered too (cancelled, or not applied), never left waiting
+    fix = c.response(50)
+    assert fix.get("error", {}).get("code") == -32800 or fix["result"]["applied"] is False, fix
     c.send({"jsonrpc": "2.0", "method": "exit"})
     assert c.end() == 0
     assert b"Traceback" not in c.stderr, c.stderr.decode(errors="replace")
