@@ -482,6 +482,29 @@ def test_a_fifo_named_py_is_refused_not_read(tmp_path):
     assert f"ok.py:{GG101_AT}:" in r.stdout and r.returncode == 2
 
 
+def test_a_fifo_beside_a_checked_file_is_not_opened_when_its_folder_is_searched(tmp_path):
+    """A file defining a class whose method back-propagates what it is handed has
+    its folder searched for the files that import the class; a FIFO named
+    ``*.py`` there was opened to read its imports and the check hung for ever
+    (the server's worker thread too). Named alone, and with the tree walked."""
+    (tmp_path / "trainer.py").write_text(textwrap.dedent("""\
+        class Trainer:  # 训练器
+            def __init__(self, model):
+                self.model = model
+
+            def backward(self, gen_loss, dis_loss):
+                gen_loss.backward()
+                dis_loss.backward()
+        """), encoding="utf-8")
+    (tmp_path / "main.py").write_text("from trainer import Trainer\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.py")
+    for args, status in ((["trainer.py"], 0), (["."], 2)):
+        r = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", *args], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)  # it blocked here forever
+        assert r.returncode == status, r.stderr
+        assert ("pipe.py: error: not a regular file" in r.stderr) == (args == ["."])
+
+
 @pytest.mark.parametrize("named", [True, False], ids=["named", "walked"])
 def test_a_link_loop_and_a_broken_link_say_what_they_are(tmp_path, capsys, named):
     """``a.py -> b.py -> a.py`` and a link to a file that is gone: each is reported

@@ -157,6 +157,36 @@ def _stat(path: str) -> Optional[Tuple[int, int]]:
     return st.st_mtime_ns, st.st_size
 
 
+def _read_regular(path: str, limit: int) -> Optional[bytes]:
+    """At most ``limit`` bytes of ``path`` if it is a regular file, else None. Opened
+    without blocking and checked on the open file: a FIFO named ``x.py`` beside the
+    file checked (its folder is read for the callers of its classes) blocked
+    ``open`` for ever, hanging the CLI and a worker thread of the server."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        left = limit
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _load_module(path: str, deps: Dict[str, Tuple[int, int]]) -> Optional[_ModuleInfo]:
     st = _stat(path)
     if st is None:
@@ -168,12 +198,11 @@ def _load_module(path: str, deps: Dict[str, Tuple[int, int]]) -> Optional[_Modul
         return hit[2]
     info: Optional[_ModuleInfo] = None
     if st[1] <= _MAX_FILE_BYTES:
+        data = _read_regular(path, _MAX_FILE_BYTES)
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-            tree = ast.parse(data.decode("utf-8", errors="replace"), filename=path)
-            info = _ModuleInfo(path, tree)
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            if data is not None:
+                info = _ModuleInfo(path, ast.parse(data.decode("utf-8", errors="replace"), filename=path))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             info = None
     with _lock:
         _MODULES[path] = (st[0], st[1], info)
@@ -570,11 +599,10 @@ _IMPORTS_HEAD = 32768  # bytes of a possible caller read for its imports
 def _head_imports(path: str) -> Tuple[Tuple[str, int, str, str], ...]:
     """The ``from m import name`` at the top of a file (before its first definition, in
     its first 32 KiB), read textually: where a caller of another file's class imports it."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_IMPORTS_HEAD).decode("utf-8", errors="replace")
-    except OSError:
+    data = _read_regular(path, _IMPORTS_HEAD)
+    if data is None:
         return ()
+    head = data.decode("utf-8", errors="replace")
     cut = min((i for i in (head.find("\ndef "), head.find("\nclass "), head.find("\nasync def ")) if i >= 0),
               default=len(head))
     return tuple((m, lvl, n, a) for m, lvl, n, a, _, _ in _imports_of(head[:cut]))
