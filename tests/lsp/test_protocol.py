@@ -262,3 +262,23 @@ def test_shutdown_while_a_fix_all_waits_for_the_editor(raw, tmp_path):
     c.send({"jsonrpc": "2.0", "method": "exit"})
     assert c.end() == 0
     assert b"Traceback" not in c.stderr, c.stderr.decode(errors="replace")
+
+
+def test_a_code_action_kind_that_is_not_a_string_is_ignored(raw, tmp_path):
+    """``context.only`` holding a number (a broken client): the kinds that are
+    strings are still served (it was an internal error, a TypeError), and the
+    server goes on."""
+    c = raw()
+    c.initialize(tmp_path)
+    uri = (tmp_path / "种类.py").as_uri()
+    c.open(uri, GRU_SEED)
+    d = c.diagnostics(uri)["params"]["diagnostics"][0]
+    c.send({"jsonrpc": "2.0", "id": 60, "method": "textDocument/codeAction",
+            "params": {"textDocument": {"uri": uri}, "range": d["range"],
+                       "context": {"diagnostics": [d], "only": [5, "quickfix"]}}})
+    res = c.response(60)
+    assert "error" not in res, res
+    assert any(a.get("isPreferred") for a in res["result"]) and all(a["kind"] == "quickfix" for a in res["result"])
+    c.send({"jsonrpc": "2.0", "id": 61, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": GRU_LINE, "character": 10}}})
+    assert "GG101" in c.response(61)["result"]["contents"]["value"]

@@ -31,7 +31,8 @@ def kind_wanted(kind: str, only: Optional[Sequence[str]]) -> bool:
     """LSP kind matching: ``source`` asks for ``source.fixAll.gradguard`` too."""
     if not only:
         return True
-    return any(kind == k or kind.startswith(k + ".") for k in only)
+    # (a kind that is not a string, sent by a broken client, asks for nothing)
+    return any(isinstance(k, str) and (kind == k or kind.startswith(k + ".")) for k in only)
 
 
 def workspace_edit(changes: Mapping[str, Tuple[Optional[int], List[lsp.TextEdit]]]) -> lsp.WorkspaceEdit:
