@@ -767,3 +767,29 @@ def test_a_bad_max_file_size_is_a_config_error(tmp_path, value):
     assert r.returncode == 2 and "max-file-size" in r.stderr + r.stdout and "internal error" not in r.stderr + r.stdout
     p.write_text("[tool.gradguard]\nmax-file-size = 2.5\n", encoding="utf-8")
     assert load_config_file(p).max_file_size == 2.5
+
+
+@pytest.mark.parametrize("what", ["fifo", "/dev/zero", "directory", "too large"])
+def test_config_that_is_not_a_readable_file_is_refused_at_once(tmp_path, what):
+    """``--config`` naming a FIFO blocked for ever, ``/dev/zero`` filled the memory
+    (and ended as "gradguard: error: " with an empty MemoryError); each is now a
+    configuration error that says what it is, at once."""
+    (tmp_path / "t.py").write_text(GRU_SEED, encoding="utf-8")
+    cfg = tmp_path / "配置.toml"
+    if what == "fifo":
+        os.mkfifo(cfg)
+    elif what == "/dev/zero":
+        cfg = Path("/dev/zero")
+    elif what == "directory":
+        cfg.mkdir()
+    else:
+        cfg.write_bytes(b"[tool.gradguard]\n" + b"#" * 17_000_000 + b"\n")
+    r = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", "--config", str(cfg), "t.py"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    why = {"fifo": "not a regular file", "/dev/zero": "not a regular file", "directory": "Is a directory",
+           "too large": "over 16 MB"}[what]
+    assert r.returncode == 2 and f"gradguard: error: {cfg}: " in r.stderr and why in r.stderr, r.stderr
+    if what == "too large":  # found as the project's pyproject.toml, the same error for the file it governs
+        cfg.rename(tmp_path / "pyproject.toml")
+        r = run("check", "--no-cache", "t.py", cwd=tmp_path)
+        assert r.returncode == 2 and "over 16 MB" in r.stderr, r.stderr

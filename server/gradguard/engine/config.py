@@ -24,7 +24,7 @@ from gradguard.model.i18n import normalize_language
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (this module is on the CLI's start-up path: no typing, no dataclasses)
-    from typing import Dict, Iterable, Mapping, Optional, Tuple
+    from typing import Dict, Iterable, List, Mapping, Optional, Tuple
     import re
 
     from gradguard.model.findings import Severity
@@ -349,6 +349,43 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
     )
 
 
+_MAX_PYPROJECT_BYTES = 16_000_000
+
+
+def _read_pyproject(path: str) -> bytes:
+    """The bytes of a ``pyproject.toml`` (``--config`` names any file). Raises
+    ConfigError for what is not a regular file (a FIFO named by ``--config``
+    blocked for ever; ``/dev/zero`` filled the memory and ended in an empty
+    MemoryError message) or is over 16 MB."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"{path}: cannot read: Is a directory")
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"{path}: not a regular file (a FIFO, device or socket): not read")
+        chunks: List[bytes] = []
+        total = 0
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+            total += len(b)
+            if total > _MAX_PYPROJECT_BYTES:
+                raise ConfigError(f"{path}: over {_MAX_PYPROJECT_BYTES // 1_000_000} MB, not read as a configuration")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
 def find_pyproject(start: str) -> Optional[str]:
     """Path of the nearest pyproject.toml with a [tool.gradguard] table, from ``start`` upwards."""
     d = os.path.realpath(start)
@@ -358,9 +395,10 @@ def find_pyproject(start: str) -> Optional[str]:
         candidate = os.path.join(d, "pyproject.toml")
         if os.path.isfile(candidate):
             try:
-                with open(candidate, "rb") as fh:
-                    text = fh.read()
-            except OSError:
+                if os.path.getsize(candidate) > _MAX_PYPROJECT_BYTES:
+                    return candidate  # too large to search: loading it says so
+                text = _read_pyproject(candidate)
+            except (OSError, ConfigError):
                 text = b""
             # the word, not a header: `[tool] gradguard = {...}` and dotted keys
             # (`tool.gradguard.select = [...]`) are the same table in TOML
@@ -399,11 +437,7 @@ def load_config_file(pyproject) -> Config:
         import tomli as tomllib
 
     where = str(pyproject)
-    try:
-        with open(pyproject, "rb") as fh:
-            raw = fh.read()
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    raw = _read_pyproject(where)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
