@@ -793,3 +793,31 @@ def test_config_that_is_not_a_readable_file_is_refused_at_once(tmp_path, what):
         cfg.rename(tmp_path / "pyproject.toml")
         r = run("check", "--no-cache", "t.py", cwd=tmp_path)
         assert r.returncode == 2 and "over 16 MB" in r.stderr, r.stderr
+
+
+def test_an_output_encoding_that_cannot_hold_the_text_escapes_it(tmp_path):
+    """Standard output in ASCII (``PYTHONIOENCODING=ascii``; a Windows job piping
+    its output in cp1252): Chinese messages and a file named in Chinese ended the
+    run with a UnicodeEncodeError and status 1, read as "findings"."""
+    (tmp_path / "训练.py").write_text(GRU_SEED, encoding="utf-8")
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    for lang, status in (("zh", 1), ("en", 1)):
+        r = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", "--lang", lang, "."],
+                           cwd=tmp_path, capture_output=True, env=env, timeout=60)
+        assert r.returncode == status, r.stderr
+        assert b"Traceback" not in r.stderr and b"\\u8bad\\u7ec3.py:12:" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "gradguard", "rule", "GG101", "--lang", "zh"],
+                       capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr
+
+
+def test_an_internal_error_exits_2_not_1(monkeypatch, capsys):
+    """Status 1 means findings; an error of ours must not look like them."""
+    monkeypatch.delenv("GRADGUARD_STRICT", raising=False)
+
+    def broken(args):
+        raise RuntimeError("坏了")
+
+    monkeypatch.setattr(cli, "cmd_check", broken)
+    code, out, err = main(capsys, "check", "x.py")
+    assert code == 2 and "internal error (RuntimeError: 坏了); please report it" in err

@@ -1,8 +1,8 @@
 """``gradguard`` command line: check, rule, serve.
 
 Exit codes of ``check``: 0 clean, 1 findings (or, with ``--diff``, changes to
-make), 2 usage errors or files that could not be read or parsed (those are
-reported; every other file is still checked).
+make), 2 usage errors, files that could not be read or parsed (those are
+reported; every other file is still checked) or an internal error.
 """
 
 from __future__ import annotations
@@ -1150,6 +1150,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":
         return cmd_serve(argv[1:])
+    _escape_what_the_streams_cannot_encode()
     args = _fast_check_args(argv[1:]) if argv and argv[0] == "check" else None
     parser = None
     if args is None:
@@ -1171,8 +1172,33 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:
+        # never the interpreter's status 1, which says "findings" to a CI job
+        if os.environ.get("GRADGUARD_STRICT"):  # the test suite: a bug of ours fails loudly
+            raise
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.write(f"gradguard: internal error ({type(e).__name__}: {e}); please report it\n")
+        return 2
     (parser or build_parser()).print_help()
     return 2
+
+
+def _escape_what_the_streams_cannot_encode() -> None:
+    """Standard output and error in an encoding that cannot hold every character
+    (``PYTHONIOENCODING=ascii``, a Windows job whose output is piped in cp1252):
+    a Chinese message or a file name in Chinese ended the run with a
+    UnicodeEncodeError and the interpreter's status 1, which reads as "findings".
+    Such characters are written as escapes instead (``\\u4e2d``)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding in ("utf8", "utf8sig", "utf16", "utf32"):
+            continue
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # not a text stream of io's (a test's capture)
+            pass
 
 
 def run() -> None:
