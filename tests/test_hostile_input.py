@@ -191,6 +191,28 @@ def test_fix_of_a_hard_linked_file_never_overwrites_a_save(tmp_path, capsys, mon
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]
 
 
+def test_fix_of_a_hard_linked_file_held_locked_gives_up(tmp_path, capsys, monkeypatch):
+    """Another program holds an exclusive lock on the hard-linked file for ever:
+    the run does not hang with it; the file is left alone and the run says why."""
+    pytest.importorskip("fcntl")
+    a = tmp_path / "a.py"
+    a.write_text(GRU_SEED, encoding="utf-8")
+    os.link(a, tmp_path / "b.py")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                               "f = open(sys.argv[1], 'rb'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+                               "print('locked', flush=True); time.sleep(120)", str(a)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == b"locked"
+        monkeypatch.setattr(cli, "_lock_briefly", lambda fd, wait=0.3, real=cli._lock_briefly: real(fd, wait))
+        code, out, err = main(capsys, "check", "--fix", "--no-cache", str(a))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 2 and "holds a lock" in err
+    assert a.read_text(encoding="utf-8") == GRU_SEED
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]
+
+
 def test_a_failed_in_place_write_puts_the_file_back(tmp_path, capsys, monkeypatch):
     """The disk fills up half-way through rewriting a hard-linked file: the
     file is put back byte for byte, the run says why, the copy is removed."""

@@ -887,12 +887,7 @@ def _write_in_place(path: str, read: bytes, new: bytes, st, changed: str) -> Non
     backup = None
     try:
         try:
-            try:
-                import fcntl
-
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except (ImportError, OSError):  # no flock here (Windows, some network file systems)
-                pass
+            _lock_briefly(fd)
             fst = os.fstat(fd)
             if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
                 raise ReadError(changed)
@@ -929,6 +924,29 @@ def _write_in_place(path: str, read: bytes, new: bytes, st, changed: str) -> Non
         os.close(fd)
         if backup is not None:
             _unlink_quietly(backup)
+
+
+def _lock_briefly(fd: int, wait: float = 10.0) -> None:
+    """An exclusive ``flock`` on ``fd``, waited for ``wait`` seconds at most (a
+    program that holds one for ever must not hang the run: ReadError). No lock
+    where ``flock`` is missing (Windows, some network file systems)."""
+    import time
+
+    try:
+        import fcntl
+    except ImportError:
+        return
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise ReadError("fixes not written: another program holds a lock on the file (run again)") from None
+            time.sleep(0.05)
+        except OSError:  # not supported here
+            return
 
 
 def _read_fd(fd: int) -> bytes:
