@@ -282,3 +282,35 @@ def test_a_code_action_kind_that_is_not_a_string_is_ignored(raw, tmp_path):
     c.send({"jsonrpc": "2.0", "id": 61, "method": "textDocument/hover",
             "params": {"textDocument": {"uri": uri}, "position": {"line": GRU_LINE, "character": 10}}})
     assert "GG101" in c.response(61)["result"]["contents"]["value"]
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\r"])
+def test_a_fix_in_a_notebook_cell_ends_its_lines_as_the_cell_does(raw, tmp_path, eol):
+    """A cell whose lines end in \\r\\n or \\r (the program joins cells with \\n):
+    the quick fix and Fix All inserted their line with \\n, mixing line ends in
+    the cell of a client that applies edits as they come; a text document got
+    its own line end already."""
+    c = raw()
+    c.initialize(tmp_path)
+    nb = (tmp_path / "笔记.ipynb").as_uri()
+    first, rest = GRU_SEED.split("for step")
+    cells = {"a": first.replace("\n", eol), "b": ("for step" + rest).replace("\n", eol)}
+    uri = {k: f"vscode-notebook-cell:/笔记.ipynb#{k}" for k in cells}
+    c.send({"jsonrpc": "2.0", "method": "notebookDocument/didOpen", "params": {
+        "notebookDocument": {"uri": nb, "notebookType": "jupyter-notebook", "version": 1,
+                             "cells": [{"kind": 2, "document": uri[k]} for k in cells]},
+        "cellTextDocuments": [{"uri": uri[k], "languageId": "python", "version": 1, "text": t} for k, t in cells.items()]}})
+    pub = c.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri["b"]
+                     and m["params"]["diagnostics"])
+    d = pub["params"]["diagnostics"][0]
+    c.send({"jsonrpc": "2.0", "id": 70, "method": "textDocument/codeAction", "params": {
+        "textDocument": {"uri": uri["b"]}, "range": d["range"], "context": {"diagnostics": [d], "only": ["quickfix"]}}})
+    c.send({"jsonrpc": "2.0", "id": 71, "method": "textDocument/codeAction", "params": {
+        "textDocument": {"uri": uri["b"]}, "range": d["range"], "context": {"diagnostics": [], "only": ["source.fixAll"]}}})
+    quick = next(a for a in c.response(70)["result"] if a.get("isPreferred"))
+    (fix_all,) = c.response(71)["result"]
+    for action in (quick, fix_all):
+        (change,) = action["edit"]["documentChanges"]
+        assert change["textDocument"]["uri"] == uri["b"]
+        (edit,) = change["edits"]
+        assert edit["newText"] == "    hidden = hidden.detach()" + eol, edit

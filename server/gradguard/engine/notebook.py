@@ -19,7 +19,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
-from gradguard.model.text import split_lines
+from gradguard.model.text import line_ending, split_lines
 
 # a magic, a shell escape, a help query (``?x``, ``x?``, ``x??``, and IPython's
 # wildcard search ``torch.*Tensor?``)
@@ -110,6 +110,12 @@ class Cell:
     start: int  # its first line in the program
     lines: Sequence[str]  # its own (original) lines
     version: Optional[int] = None  # the editor's version of the cell
+    # its line ending (the program joins cells with "\n"): a line a fix inserts ends so
+    eol: str = "\n"
+
+    def in_own_eol(self, text: str) -> str:
+        """``text`` (a fix's, with "\n" line ends) with this cell's line ends."""
+        return text if self.eol == "\n" else text.replace("\r\n", "\n").replace("\n", self.eol)
 
     @property
     def uri(self) -> str:
@@ -202,7 +208,7 @@ def concatenate(cells: Sequence[Tuple[Any, ...]]) -> Tuple[str, CellMap]:
         if opens_indented(text):
             parts.append(CELL_WRAPPER)  # a line of its own, in no cell
             line += 1
-        out.append(Cell(key, line, original, rest[0] if rest else None))
+        out.append(Cell(key, line, original, rest[0] if rest else None, line_ending(src)))
         parts.append(text)
         line += len(original)
     return "\n".join(parts), CellMap(out)
@@ -263,7 +269,7 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
     text. Raises ValueError for a malformed notebook."""
     from gradguard.model.findings import Position, Range, TextEdit
     from gradguard.model.record import replace
-    from gradguard.model.text import apply_text_edits, line_ending
+    from gradguard.model.text import apply_text_edits
 
     text = data.decode("utf-8")
     nb = json.loads(text)
@@ -283,9 +289,9 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
     spliced: List[Tuple[int, int, str]] = []
     for i, cell_edits in per_cell.items():
         number, src = cells[i]
-        eol = line_ending(src)
+        eol = cmap.cells[i].eol
         if eol != "\n":  # the program joins cells with "\n": a line a fix inserts ends as the cell's lines do
-            cell_edits = [replace(e, new_text=e.new_text.replace("\r\n", "\n").replace("\n", eol)) for e in cell_edits]
+            cell_edits = [replace(e, new_text=cmap.cells[i].in_own_eol(e.new_text)) for e in cell_edits]
         new = apply_text_edits(src, cell_edits)
         cell = nb["cells"][number - 1]
         old_source = cell.get("source")

@@ -195,7 +195,8 @@ def fix_to_data(fix: Fix, smap: SourceMap, codec: Codec, lang: str) -> Dict[str,
         if conv is None:
             continue
         part, span = conv
-        edits.append({"uri": part.uri, "version": part.version, "range": _span_json(span), "newText": e.new_text})
+        edits.append({"uri": part.uri, "version": part.version, "range": _span_json(span),
+                      "newText": part.in_own_eol(e.new_text)})
     return {"title": fix.title_in(lang), "preferred": bool(fix.preferred), "edits": edits}
 
 

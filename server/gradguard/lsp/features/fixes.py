@@ -178,7 +178,7 @@ async def fix_all_edit(ls: GradguardServer, uri: str) -> Optional[lsp.WorkspaceE
         for e in preferred_edits(result.findings):
             conv = smap.to_client_range(e.range, ls.codec)
             if conv is not None and conv[0].uri == uri:
-                edits.append(lsp.TextEdit(range=conv[1], new_text=e.new_text))
+                edits.append(lsp.TextEdit(range=conv[1], new_text=conv[0].in_own_eol(e.new_text)))
         if not edits:
             return None
         return act.workspace_edit({uri: (part.version, edits)})
