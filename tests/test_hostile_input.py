@@ -843,3 +843,34 @@ def test_an_internal_error_exits_2_not_1(monkeypatch, capsys):
     monkeypatch.setattr(cli, "cmd_check", broken)
     code, out, err = main(capsys, "check", "x.py")
     assert code == 2 and "internal error (RuntimeError: 坏了); please report it" in err
+
+
+def test_output_file_through_a_link_or_to_a_device_or_fifo(tmp_path, capsys):
+    """``--output-file`` naming a symbolic link writes through it (the rename
+    replaced the link with a regular file), and a device or a FIFO is written
+    to as a stream: ``/dev/null`` behind a link stayed a link, and, run as root,
+    ``--output-file /dev/stdout`` replaced the system's /dev/stdout."""
+    import threading
+
+    (tmp_path / "t.py").write_text(GRU_SEED, encoding="utf-8")
+    (tmp_path / "reports").mkdir()
+    target = tmp_path / "reports" / "报告.txt"
+    target.write_text("old\n", encoding="utf-8")
+    os.symlink(target, tmp_path / "link.txt")
+    os.symlink(os.devnull, tmp_path / "null.txt")
+    t = str(tmp_path / "t.py")
+    for out in ("link.txt", "null.txt"):
+        code, _, err = main(capsys, "check", "--no-cache", "--output-file", str(tmp_path / out), t)
+        assert code == 1, err
+        assert (tmp_path / out).is_symlink()
+    assert f"t.py:{GG101_AT}:" in target.read_text(encoding="utf-8")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = main(capsys, "check", "--no-cache", "--output-file", str(fifo), t)
+    reader.join(30)
+    assert code == 1, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and f"t.py:{GG101_AT}:".encode() in got[0]
+    assert not [p for p in tmp_path.iterdir() if "gradguard" in p.name]

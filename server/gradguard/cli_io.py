@@ -66,9 +66,23 @@ class Output:
 
 def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` by ``data`` in one rename: a reader sees the old file or
-    the new one, never half of one. Keeps the mode of a file that exists."""
+    the new one, never half of one. Keeps the mode of a file that exists. A
+    symbolic link is written through (the link stays); what is not a regular
+    file (``/dev/stdout``, ``/dev/null``, a FIFO) is written to as a stream: the
+    rename replaced the link or the device node itself with a regular file (run
+    as root, ``--output-file /dev/stdout`` replaced the system's ``/dev/stdout``)."""
+    import stat
     import tempfile
 
+    try:
+        st: Optional[os.stat_result] = os.stat(path)  # through links, /proc's included
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        with open(path, "wb") as out:
+            out.write(data)
+        return
+    path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".gradguard-", suffix=".tmp", dir=directory)
     try:
