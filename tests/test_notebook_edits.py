@@ -227,3 +227,16 @@ def test_a_line_a_fix_inserts_ends_as_its_cells_lines_do(eol, as_list):
     got = json.loads(out)["cells"][1]["source"]
     assert ("".join(got) if as_list else got) == f"for i in range(3):{eol}    b = b  # 改{eol}    b = a  # 注释 😀{eol}"
     assert out.count("\n") == text.count("\n") + (1 if as_list else 0)  # one item more: the inserted line
+
+
+def test_a_notebook_with_a_bom_is_read_and_fixed_keeping_it():
+    """VS Code opens and saves a notebook that starts with a UTF-8 BOM; it was
+    reported as malformed ("not JSON: Unexpected UTF-8 BOM") and never checked.
+    It is read, and a fix keeps the BOM and every other byte."""
+    nb = _nb(["for i in range(3):\n    b = a  # 注释\n"])
+    text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    data = b"\xef\xbb\xbf" + text.encode()
+    loop = notebook_source(data).split("\n").index("for i in range(3):")
+    out = apply_notebook_edits(data, [_edit(loop + 1, 4, "b = b  # 改\n    ")])
+    nb["cells"][1]["source"] = ["for i in range(3):\n", "    b = b  # 改\n", "    b = a  # 注释\n"]
+    assert out == b"\xef\xbb\xbf" + (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode()

@@ -217,7 +217,8 @@ def concatenate(cells: Sequence[Tuple[Any, ...]]) -> Tuple[str, CellMap]:
 def code_cells(data: bytes) -> List[Tuple[int, str]]:
     """(1-based cell number, source) of the code cells of an .ipynb file. Raises ValueError."""
     try:
-        nb = json.loads(data.decode("utf-8"))
+        # (a BOM: VS Code writes and reads such files; json.loads refuses it)
+        nb = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"not JSON: {e}") from None
     except RecursionError:
@@ -272,6 +273,8 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
     from gradguard.model.text import apply_text_edits
 
     text = data.decode("utf-8")
+    bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept, in front of the JSON
+    text = text[len(bom):]
     nb = json.loads(text)
     cells = code_cells(data)
     _, cmap = concatenate(cells)
@@ -307,12 +310,12 @@ def apply_notebook_edits(data: bytes, edits) -> bytes:
             break
         spliced.append((span[0], span[1], _source_json(cell["source"], text[span[0]:span[1]], text)))
     if not spliced:  # the source values could not be located (never seen): the whole JSON written again
-        return _dump_like(nb, text).encode("utf-8")
+        return (bom + _dump_like(nb, text)).encode("utf-8")
     # every other byte of the file as it was: outputs, metadata, numbers as they
     # were written (VS Code writes 0.00001 where Python writes 1e-05), escapes, layout
     for a, b, value in sorted(spliced, reverse=True):
         text = text[:a] + value + text[b:]
-    return text.encode("utf-8")
+    return (bom + text).encode("utf-8")
 
 
 # a source list's items: lines ending at \n (str.splitlines would also split an
