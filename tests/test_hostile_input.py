@@ -874,3 +874,14 @@ def test_output_file_through_a_link_or_to_a_device_or_fifo(tmp_path, capsys):
     assert code == 1, err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and f"t.py:{GG101_AT}:".encode() in got[0]
     assert not [p for p in tmp_path.iterdir() if "gradguard" in p.name]
+
+
+def test_one_file_named_several_ways_is_checked_once(tmp_path, capsys, monkeypatch):
+    """``a.py``, ``./a.py``, its absolute path and the folder holding it: one file,
+    checked and reported once (each spelling was a file of its own: the same
+    findings three times, "Checked 4 files"). A symbolic link stays a name of its own."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "训练.py").write_text(GRU_SEED, encoding="utf-8")
+    code, out, err = main(capsys, "check", "--no-cache", "训练.py", "./训练.py", str(tmp_path / "训练.py"), ".", "./")
+    assert code == 1, err
+    assert out.count(f":{GG101_AT}:5: GG101") == 1 and "Checked 1 file:" in out, out

@@ -82,11 +82,12 @@ def discover(paths: Sequence[str], config_for) -> Iterator[Tuple[str, bool]]:
     """(path, explicit) for every file to check. Files named explicitly are
     always checked; directories are walked for ``*.py``/``*.pyi``/``*.ipynb``,
     skipping default excludes, ``.gitignore`` patterns and config ``exclude``."""
-    seen = set()
+    seen = set()  # absolute paths: "a.py", "./a.py" and its absolute path are one file (a link stays a name of its own)
     for p in paths:
         if not os.path.isdir(p):
-            if p not in seen:
-                seen.add(p)
+            key = os.path.abspath(p)
+            if key not in seen:
+                seen.add(key)
                 yield p, True
             continue
         from pathlib import Path
@@ -115,8 +116,9 @@ def discover(paths: Sequence[str], config_for) -> Iterator[Tuple[str, bool]]:
                 elif e.name.endswith((".py", ".pyi", ".ipynb")):
                     if ign.ignored(child, roots) or _excluded(config_for, e.path, e.path):
                         continue
-                    if e.path not in seen:
-                        seen.add(e.path)
+                    key = os.path.abspath(e.path)
+                    if key not in seen:
+                        seen.add(key)
                         yield e.path, False
             stack.extend(reversed(subdirs))
 
