@@ -103,6 +103,21 @@ def test_fix_replaces_the_file_atomically_keeping_its_mode(tmp_path, capsys, mon
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
+def test_fix_keeps_the_files_extended_attributes(tmp_path, capsys):
+    """The rename gives the name a new file: its extended attributes (a POSIX ACL
+    set with setfacl lives in one; tags, labels) were lost."""
+    target = tmp_path / "train.py"
+    target.write_text(GRU_SEED, encoding="utf-8")
+    try:
+        os.setxattr(target, "user.gradguard.标签", "保留".encode())
+    except (AttributeError, OSError):
+        pytest.skip("no user extended attributes here")
+    code, out, err = main(capsys, "check", "--fix", "--no-cache", str(target))
+    assert code == 0, err
+    assert "detach" in target.read_text(encoding="utf-8")
+    assert os.getxattr(target, "user.gradguard.标签") == "保留".encode()
+
+
 def test_fix_through_a_symlink_keeps_the_link(tmp_path, capsys):
     real = tmp_path / "src" / "train.py"
     real.parent.mkdir()

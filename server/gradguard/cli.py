@@ -851,6 +851,7 @@ def write_fixed(path: str, read: bytes, fixed: str, identity: Optional[Tuple[int
                     os.fchown(fd, st.st_uid, st.st_gid)
                 except OSError:  # not ours to give away: the mode is kept, the owner becomes the caller
                     pass
+            _copy_xattrs(path, fd)
             _write_all(fd, new)
             os.fsync(fd)
         finally:
@@ -866,6 +867,24 @@ def write_fixed(path: str, read: bytes, fixed: str, identity: Optional[Tuple[int
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+def _copy_xattrs(path: str, fd: int) -> None:
+    """The file's extended attributes onto the new file that replaces it (Linux):
+    a POSIX ACL (``setfacl``) lives in one, and so do labels and tags a rename
+    would silently drop. One that cannot be set (a security label not ours to
+    give) is left out."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(path)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.setxattr(fd, name, os.getxattr(path, name))
+        except OSError:
+            pass
 
 
 def _write_in_place(path: str, read: bytes, new: bytes, st, changed: str) -> None:
