@@ -300,6 +300,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples]), saving)  # type: ignore[index]
                         for i in range(arity))
     ret = _retpos(whole, saving)
+    share = returns is not None and not no_grad and _returns_share(tuples, returns, g.saving_calls)
     bparams: set = set()
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
@@ -334,7 +335,25 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         backward_globals=bw_globals,
         loop_calls=loop_calls,
         makes=makes,
+        returns_share=share,
     )
+
+
+def _returns_share(tuples: List[V.Val], returns: Tuple[V.RetPos, ...], saving) -> bool:
+    """Do the positions of the returned tuples that carry a graph (two at least) all
+    hold one graph built inside that saved tensors (``FnFacts.returns_share``)?"""
+    common: Optional[frozenset] = None
+    n = 0
+    for i, rp in enumerate(returns):
+        if not rp.graph:
+            continue
+        got = frozenset(t for r in tuples for t in r.elems[i].taints  # type: ignore[index]
+                        if t[0] == "G" and id(t[1]) in saving)
+        common = got if common is None else common & got
+        n += 1
+        if not common:
+            return False
+    return n >= 2
 
 
 def _made_name(value: ast.expr) -> Optional[str]:

@@ -2458,6 +2458,8 @@ class GraphFlow:
         if (facts.loop_backward or facts.loop_delegates) and not facts.no_grad and self.r.ctx is not None:
             self._callee_loop(call, facts, argval, env)
         if facts.returns is not None:
+            if facts.returns_share and not facts.no_grad and not self.no_grad:
+                self.saving_calls.add(id(node))  # the positions share a part that saved tensors
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
 

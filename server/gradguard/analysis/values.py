@@ -309,6 +309,11 @@ class FnFacts:
     # once to it before the returns): a call of the function makes one, as the constructor
     # would. Exported to another file with the class's own facts (``class:<function>``).
     makes: _Opt[str] = None
+    # every returned position that carries a graph built inside shares a part of it
+    # that saved tensors (``act = self.actor(obs)`` fed to both critics of ``return
+    # critic1(cat(obs, act)), critic2(cat(obs, act))``): a backward through one of them
+    # frees what the next through another needs (the caller's tuple has one graph)
+    returns_share: bool = False
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,
