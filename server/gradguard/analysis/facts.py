@@ -120,6 +120,19 @@ def _needs_interpretation(body) -> bool:
     return "*" not in bound and any(n not in bound for n in filled)
 
 
+def _empties_own_container(fn: ast.AST) -> bool:
+    """A method setting a container on its object anew (``self.ets = []`` in a scheduler's
+    ``set_timesteps()``): it empties what earlier calls kept there (``ContainerEffect.clears``)."""
+    args = fn.args.args  # type: ignore[attr-defined]
+    me = args[0].arg if args else None
+    for s in A.iter_statements(fn.body):  # type: ignore[attr-defined]
+        if isinstance(s, ast.Assign) and isinstance(s.value, (ast.List, ast.Dict)) and any(
+                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
+                for t in s.targets):
+            return True
+    return False
+
+
 _FILLS = ("append", "extend", "insert", "clear")
 _NOT_OBJECTS = frozenset(A.DEFAULT_ALIASES) | K.NON_GRAPH_LIBRARIES | K.NON_GRAPH_ALIASES | {"self", "cls"}
 
@@ -209,8 +222,9 @@ def _retpos(v: V.Val, saving: frozenset = frozenset()) -> V.RetPos:
     arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
     derived = frozenset(t[1] for t in v.taints if t[0] == "Q")
     via = frozenset((t[1], t[2]) for t in v.taints if t[0] == "R")
+    reads = frozenset(t[1] for t in v.taints if t[0] == "N")
     return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via,
-                    "tensor" if v.kind == "tensor" and arity is None else None, _saved_modules(v, saving))
+                    "tensor" if v.kind == "tensor" and arity is None else None, _saved_modules(v, saving), reads)
 
 
 def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:
@@ -237,7 +251,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     state; only asked of a forward that assigns to ``self``)."""
     is_static = any(isinstance(d, ast.Name) and d.id in _STATIC for d in fn.decorator_list)  # type: ignore[attr-defined]
     names, defaults = _params(fn, method and not is_static)
-    if not own_calls and not _needs_interpretation(fn.body):  # type: ignore[attr-defined]
+    if not own_calls and not _needs_interpretation(fn.body) and not (  # type: ignore[attr-defined]
+            method and getattr(fn, "name", "") != "__init__" and _empties_own_container(fn)):
         # returns nothing and back-propagates nothing: nothing to learn (most defs)
         return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn))
     env = {}
@@ -845,6 +860,13 @@ def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str) -> Optional[T
     flags: set = set()
 
     def test_ok(test: ast.expr, positive: bool) -> bool:
+        if not positive and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            # the else of ``if self.cached and self._cached is not None:``: a flag off or the
+            # cache empty, needing nothing true (what a store under it needs, it tests itself)
+            return all(_self_attr(p) is not None or (
+                any(_self_attr(n) == attr for n in ast.walk(p)) and (
+                    isinstance(p, ast.Compare) or (isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not))))
+                for p in test.values)
         parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and positive else [test]
         for p in parts:
             if any(_self_attr(n) == attr for n in ast.walk(p)):

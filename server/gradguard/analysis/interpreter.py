@@ -472,6 +472,10 @@ class GraphFlow:
             self._targets = ()
             for t in s.targets:
                 self.bind(t, v, env, s)
+            if len(s.targets) == 1 and isinstance(s.targets[0], ast.Attribute) \
+                    and s.targets[0].attr == "requires_grad" and isinstance(s.value, ast.Constant) \
+                    and s.value.value is True:
+                self._requires_grad_set(s.targets[0], env)
         elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self._targets = tuple(target_names(s.target))
@@ -572,6 +576,17 @@ class GraphFlow:
                 if isinstance(child, ast.expr):
                     self.eval(child, env)
         return env
+
+    def _requires_grad_set(self, target: ast.Attribute, env: Dict[str, Val]) -> None:
+        """``x.requires_grad = True``: ``x`` is a leaf that requires grad from here on, as
+        after ``x.requires_grad_()`` (torch raises on a tensor that is not a leaf: a value
+        with a graph keeps what it has; a module's attribute is no tensor of ours)."""
+        key = dotted(target.value)
+        old = env.get(key) if key is not None else None
+        if key is None or old is None or old.obj is not None or old.graph_tokens() or old.elems is not None \
+                or old.kind is not None:
+            return
+        env[key] = _with(old, taints=old.taints | {("L", target)})
 
     def _delete(self, s: ast.Delete, env: Dict[str, Val]) -> None:
         for t in s.targets:
@@ -1383,6 +1398,11 @@ class GraphFlow:
             key = dotted(e)
             if key is not None and key in env:
                 v = env[key]
+                if v.undef and self.track_self_state and key.count(".") == 1 and key.startswith("self.") \
+                        and isinstance(e.value, ast.Name):
+                    # assigned on some paths only: on the others it is what the previous call
+                    # left (``if self._cached is None: self._cached = f(adj)`` then ``self._cached @ h``)
+                    v = _with(v, taints=v.taints | {("A", key)})
                 return self._stale_read(v, env) if v.taints and FREED in env else v
             if e.attr.endswith("Tensor"):
                 q = self.r.qualify(e)
@@ -1824,6 +1844,17 @@ class GraphFlow:
             old = env[key]
             env[key] = _with(old, taints=old.taints | _union(pos, kws), elems=None)
             return env[key]
+        if self.r.ctx is None and not base_known and key is not None and "." in key and not self.no_grad \
+                and recv.obj is None and not recv.taints and _global_receiver(key, self.r):
+            # while summarising: ``model.scheduler.step(out, t, x)`` on an object of a module-level
+            # name (not seen from here): recorded as a call of that object's method
+            # (FnFacts.calls, its receiver "@model.scheduler"), composed where the function is
+            # called, with what the object's class does to the containers it keeps
+            res = self._op(call, t) if t else CLEAN
+            k = len(self.calls)
+            self.calls.append(("@" + key, m, tuple(_param_set(v) for v in pos),
+                               tuple((kw, _param_set(v)) for kw, v in kws.items() if kw != "**")))
+            return plain(res.taints | {("R", k, -1)})
         return self._op(call, t) if t else CLEAN
 
     def _apply(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
@@ -2196,7 +2227,14 @@ class GraphFlow:
             if k >= len(facts.calls):
                 continue
             cls, method, argsets, kwsets = facts.calls[k]
-            cf = self.r.cls(cls)
+            recv_key = None
+            if cls.startswith("@"):
+                # a method of a module-level object (``model.scheduler``): its class, seen from here
+                recv_key = cls[1:]
+                obj = self._global_path_obj(recv_key)
+                cf = self.r.cls(obj[5:]) if obj is not None and obj.startswith("user:") else None
+            else:
+                cf = self.r.cls(cls)
             inner = cf.method(method) if cf is not None else None
             if inner is None:
                 continue
@@ -2204,7 +2242,7 @@ class GraphFlow:
             ikws = {kw: plain(frozenset().union(*(argval(j).taints for j in ps))) for kw, ps in kwsets}
             self._via_depth += 1
             try:
-                r = self._apply_facts(call, inner, ivals, ikws, env, method, graph_node=node)
+                r = self._apply_facts(call, inner, ivals, ikws, env, method, graph_node=node, recv_key=recv_key)
             finally:
                 self._via_depth -= 1
             part = r.elems[i] if (i >= 0 and r.elems is not None and i < len(r.elems)) else r
@@ -2252,31 +2290,36 @@ class GraphFlow:
                 self._apply_delegates(call, node, inner, inner_arg, seen | {name}, depth + 1, env)
 
     @staticmethod
-    def _container_keys(call: ast.Call, facts: FnFacts) -> List[Tuple[str, Any]]:
+    def _container_keys(call: ast.Call, facts: FnFacts, recv_key: _Opt[str] = None) -> List[Tuple[str, Any]]:
         """Each container effect of ``facts`` with the name it has here: the module-level
         path as it is, a parameter's attribute through the argument (``trainer.buf``)."""
         out = []
         for eff in facts.containers:
-            root, _, attr = eff.path.partition(".")
-            if root == "#self":
-                # the method's own object: the receiver of the call (agent.remember(...))
-                base = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
-                if base is not None:
-                    out.append((f"{base}.{attr}", eff))
-                continue
-            if root.startswith("#"):
-                i = int(root[1:])
-                if any(isinstance(a, ast.Starred) for a in call.args[:i + 1]):
-                    continue
-                expr = call.args[i] if i < len(call.args) else next(
-                    (k.value for k in call.keywords if i < len(facts.params) and k.arg == facts.params[i]), None)
-                base = dotted(expr) if expr is not None else None
-                if base is None:
-                    continue
-                out.append((f"{base}.{attr}", eff))
-            else:
-                out.append((eff.path, eff))
+            key = GraphFlow._container_key(call, facts, eff.path, recv_key)
+            if key is not None:
+                out.append((key, eff))
         return out
+
+    @staticmethod
+    def _container_key(call: ast.Call, facts: FnFacts, path: str, recv_key: _Opt[str] = None) -> _Opt[str]:
+        """The name here of a container ``facts`` reaches from outside (``path``), or None.
+        ``recv_key``: the method's object, when not the receiver of ``call`` (a helper's call
+        of ``model.scheduler.step(...)`` composed at the helper's call, ``_via``)."""
+        root, _, attr = path.partition(".")
+        if root == "#self":
+            # the method's own object: the receiver of the call (agent.remember(...))
+            base = recv_key if recv_key is not None else (
+                dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None)
+            return f"{base}.{attr}" if base is not None else None
+        if root.startswith("#"):
+            i = int(root[1:])
+            if any(isinstance(a, ast.Starred) for a in call.args[:i + 1]):
+                return None
+            expr = call.args[i] if i < len(call.args) else next(
+                (k.value for k in call.keywords if i < len(facts.params) and k.arg == facts.params[i]), None)
+            base = dotted(expr) if expr is not None else None
+            return f"{base}.{attr}" if base is not None else None
+        return path
 
     def _fill(self, node: ast.AST, key: str, eff: Any, argval, env: Dict[str, Val]) -> None:
         """After a call: what it left in a container it reaches (cleared, filled)."""
@@ -2395,7 +2438,18 @@ class GraphFlow:
             return tup([one, one]) if tq in K.LSTM_LIKE else one
         return plain(g)
 
-    def _apply_facts(self, call, facts: FnFacts, pos, kws, env, fname, graph_node=None) -> Val:
+    def _global_path_obj(self, key: str) -> _Opt[str]:
+        """What the module-level dotted name ``key`` (``model.scheduler``) is, through the
+        constructors the file's facts know (``var:model``, the class's ``self.scheduler =``)."""
+        root, *attrs = key.split(".")
+        obj = self.r.global_obj(root)
+        for a in attrs:
+            obj = self.r.attr_obj(obj, a)
+            if obj is None:
+                return None
+        return obj
+
+    def _apply_facts(self, call, facts: FnFacts, pos, kws, env, fname, graph_node=None, recv_key=None) -> Val:
         node = graph_node or call
 
         def argval(i: int) -> Val:
@@ -2412,6 +2466,12 @@ class GraphFlow:
                 t |= argval(i).taints
             if rp.via and not facts.no_grad and not self.no_grad:
                 t |= self._via(call, node, facts, rp.via, argval, env)
+            if rp.reads and not facts.no_grad and not self.no_grad:
+                for path in rp.reads:  # what earlier calls kept in a container it reads
+                    key = self._container_key(call, facts, path, recv_key)
+                    held = env.get(key) if key is not None else None
+                    if held is not None:
+                        t |= held.taints
             v = plain(t)
             if rp.arity:
                 v = tup([plain(t)] * rp.arity)
@@ -2421,7 +2481,7 @@ class GraphFlow:
                 v = _with(v, kind="tensor")  # the state a recurrent module of the callee handed back
             return v
 
-        effects = self._container_keys(call, facts) if facts.containers and not facts.no_grad else ()
+        effects = self._container_keys(call, facts, recv_key) if facts.containers and not facts.no_grad else ()
         freed = set()
         if facts.calls_backward:
             loss_t: set = set()
@@ -2462,6 +2522,16 @@ class GraphFlow:
                 self.saving_calls.add(id(node))  # the positions share a part that saved tensors
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
+
+
+def _global_receiver(key: str, r: Resolver) -> bool:
+    """While summarising: is ``key`` (``model.scheduler``) an attribute path of a name the
+    def does not bind and that is no builtin, torch or a library never the user's?"""
+    root = key.split(".", 1)[0]
+    if root in _BUILTIN_NAMES or root in ("self", "cls") or _non_graph_library(root):
+        return False
+    q = r.qualify_raw(root)
+    return q == root
 
 
 def _self_module(node: ast.AST) -> _Opt[str]:

@@ -220,6 +220,10 @@ class RetPos:
     # (methods) the modules held on ``self`` whose calls built part of its graph and
     # saved their weights for the backward (``self.discriminator``): ``discriminator``
     modules: FrozenSet[str] = EMPTY
+    # the containers reached from outside (``ContainerEffect.path``) whose content on
+    # entry flows into it: a scheduler's ``step()`` combining the model outputs earlier
+    # calls kept in ``self.ets`` hands back their graphs (read where it is called)
+    reads: FrozenSet[str] = EMPTY
 
 
 @record

@@ -104,10 +104,10 @@ class HistoryFlow(interp.GraphFlow):
             self.model_call_lines.append(call.lineno)
         return super()._apply(call, callee, q, pos, kws, args_taints, env)
 
-    def _apply_facts(self, call, facts, pos, kws, env, fname, graph_node=None):
+    def _apply_facts(self, call, facts, pos, kws, env, fname, graph_node=None, recv_key=None):
         for v in list(pos) + list(kws.values()):
             self.handed.update(t for t in v.taints if t[0] == "H")
-        return super()._apply_facts(call, facts, pos, kws, env, fname, graph_node)
+        return super()._apply_facts(call, facts, pos, kws, env, fname, graph_node, recv_key)
 
     def stmt(self, s, env):
         cand = self._candidates(s) if self.frames and not self.no_grad else ()
