@@ -138,3 +138,30 @@ def test_a_cache_filled_under_an_if_is_a_cache():
     assert [(c[0], c[2], c[3]) for c in gcn.cached] == [("self._cached_adj", (("cached", "cached", 0, False),), True)]
     conv = _class(CACHE, "Conv")
     assert [(c[0], c[2]) for c in conv.cached] == [("self._c", ())]
+
+
+GLOBALS = """
+import torch
+import torch.nn as nn
+actor = nn.Linear(3, 2); c1 = nn.Linear(5, 1); c2 = nn.Linear(5, 1)
+def prep(obs):
+    return obs * 2
+def shared(obs):
+    act = torch.tanh(actor(obs))
+    return c1(torch.cat([obs, act], -1)), c2(torch.cat([obs, act], -1))
+def through_a_function(obs):
+    act = prep(obs)
+    return c1(torch.cat([obs, act], -1)), c2(torch.cat([obs, act], -1))
+"""
+
+
+def test_a_function_returning_values_of_one_global_modules_call_names_it():
+    tree = ast.parse(textwrap.dedent(GLOBALS))
+    got = {k[3:]: v for st in tree.body for k, v in facts.summarize_graph_facts(st) if k.startswith("fn:")}
+    assert (got["shared"].returns_share, got["shared"].returns_share_via) == (False, ("actor",))
+    # where it is called, prep is a function, not a module: nothing saved is shared
+    assert got["through_a_function"].returns_share_via == ("prep",)
+    loop = ("\nfor step in range(2):\n    q1, q2 = {f}(torch.randn(4, 3))\n"
+            "    q1.mean().backward()\n    q2.mean().backward()\n")
+    assert [c for c, _ in _codes(GLOBALS + loop.format(f="shared"))] == ["GG103"]
+    assert _codes(GLOBALS + loop.format(f="through_a_function")) == []

@@ -315,7 +315,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples]), saving)  # type: ignore[index]
                         for i in range(arity))
     ret = _retpos(whole, saving)
-    share = returns is not None and not no_grad and _returns_share(tuples, returns, g.saving_calls)
+    share, share_via = _returns_share(tuples, returns, g) if returns is not None and not no_grad else (False, ())
     bparams: set = set()
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
@@ -351,24 +351,38 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         loop_calls=loop_calls,
         makes=makes,
         returns_share=share,
+        returns_share_via=() if method else share_via,
     )
 
 
-def _returns_share(tuples: List[V.Val], returns: Tuple[V.RetPos, ...], saving) -> bool:
+def _returns_share(tuples: List[V.Val], returns: Tuple[V.RetPos, ...],
+                   g: interp.GraphFlow) -> Tuple[bool, Tuple[str, ...]]:
     """Do the positions of the returned tuples that carry a graph (two at least) all
-    hold one graph built inside that saved tensors (``FnFacts.returns_share``)?"""
+    hold one graph built inside that saved tensors (``FnFacts.returns_share``), or else
+    one built by a call of a module-level name (``returns_share_via``: those names)?"""
+    delegated = {d[0] for d in g.delegates}
+    saving = g.saving_calls
     common: Optional[frozenset] = None
     n = 0
     for i, rp in enumerate(returns):
         if not rp.graph:
             continue
         got = frozenset(t for r in tuples for t in r.elems[i].taints  # type: ignore[index]
-                        if t[0] == "G" and id(t[1]) in saving)
+                        if t[0] == "G" and (id(t[1]) in saving or _call_of(t[1], delegated)))
         common = got if common is None else common & got
         n += 1
         if not common:
-            return False
-    return n >= 2
+            return False, ()
+    if n < 2 or not common:
+        return False, ()
+    if any(id(t[1]) in saving for t in common):
+        return True, ()
+    return False, tuple(sorted({t[1].func.id for t in common}))
+
+
+def _call_of(node: object, names: set) -> bool:
+    """A call of one of these plain names (``actor(obs)``)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
 
 
 def _made_name(value: ast.expr) -> Optional[str]:
@@ -1723,8 +1737,13 @@ def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
         # names of the defining module's globals and functions: the importing file's names
         # of the same spelling are other variables
         out["fn"] = fn = replace(fn, loop_backward_globals=(), backward_globals=(), loop_calls=())
+    if isinstance(fn, V.FnFacts) and fn.returns_share_via:
+        out["fn"] = fn = replace(fn, returns_share_via=())  # the defining module's globals
     if isinstance(fn, V.FnFacts) and any(e.appends and not e.saving and e.saving_via for e in fn.containers):
         out["fn"] = replace(fn, containers=tuple(_saving_where_defined(e, lookup) for e in fn.containers))
+    for prefix in ("fn", "class"):
+        if prefix in out:
+            out[prefix] = _unnamed_receivers(out[prefix])
     made = out.get("fn")
     if isinstance(made, V.FnFacts) and made.makes and "class" not in out and not made.calls_backward:
         # def resnet32(): return ResNet(...): the importing file cannot see ResNet; it
@@ -1769,6 +1788,18 @@ def _module_class(cf: V.ClassFacts, lookup, depth: int = 0) -> bool:
             if isinstance(inner, V.ClassFacts) and _module_class(inner, lookup, depth + 1):
                 return True
     return False
+
+
+def _unnamed_receivers(value: object) -> object:
+    """The calls of methods of a module-level object (``FnFacts.calls`` with a receiver
+    ``"@model.scheduler"``) name the defining module's globals: the importing file's
+    ``model`` is another object, so they are exported unnamed (composed as unseen)."""
+    if isinstance(value, V.ClassFacts):
+        methods = tuple((n, _unnamed_receivers(m)) for n, m in value.methods)
+        return value if all(a is b for (_, a), (_, b) in zip(methods, value.methods)) else replace(value, methods=methods)
+    if isinstance(value, V.FnFacts) and any(c[0].startswith("@") for c in value.calls):
+        return replace(value, calls=tuple(("@", *c[1:]) if c[0].startswith("@") else c for c in value.calls))
+    return value
 
 
 def _fold_delegates(value: object, lookup, depth: int, seen: frozenset) -> object:

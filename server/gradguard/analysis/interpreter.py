@@ -2231,7 +2231,7 @@ class GraphFlow:
             if cls.startswith("@"):
                 # a method of a module-level object (``model.scheduler``): its class, seen from here
                 recv_key = cls[1:]
-                obj = self._global_path_obj(recv_key)
+                obj = self._global_path_obj(recv_key) if recv_key else None  # ("@": another file's object)
                 cf = self.r.cls(obj[5:]) if obj is not None and obj.startswith("user:") else None
             else:
                 cf = self.r.cls(cls)
@@ -2518,7 +2518,8 @@ class GraphFlow:
         if (facts.loop_backward or facts.loop_delegates) and not facts.no_grad and self.r.ctx is not None:
             self._callee_loop(call, facts, argval, env)
         if facts.returns is not None:
-            if facts.returns_share and not facts.no_grad and not self.no_grad:
+            if (facts.returns_share or any((self.r.global_obj(n) or "").startswith(("user:", "inst:"))
+                                           for n in facts.returns_share_via)) and not facts.no_grad and not self.no_grad:
                 self.saving_calls.add(id(node))  # the positions share a part that saved tensors
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN

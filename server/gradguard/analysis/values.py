@@ -318,6 +318,10 @@ class FnFacts:
     # critic1(cat(obs, act)), critic2(cat(obs, act))``): a backward through one of them
     # frees what the next through another needs (the caller's tuple has one graph)
     returns_share: bool = False
+    # ... or (module-level functions) they all hold the graph of a call of one of these
+    # module-level names, which the summary cannot see (``act = actor(obs)`` with a global
+    # ``actor``): shared and saving where the name is a module (looked up where it is called)
+    returns_share_via: Tuple[str, ...] = ()
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,
