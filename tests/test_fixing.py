@@ -80,11 +80,42 @@ def test_overlapping_fixes_wait_a_round_and_then_apply():
 
 
 def test_rounds_are_bounded_and_a_loop_that_changes_nothing_stops():
-    grow = CheckResult((_finding(0, _fix(_insert(0, "#\n"))),))
-    run = fix_until_stable("x\n", grow, apply_text_edits, lambda text: grow)
-    assert run.rounds == MAX_ROUNDS and run.state == "#\n" * MAX_ROUNDS + "x\n"
+    def grow(text: str) -> CheckResult:  # each fix removes its finding and unveils a new one
+        return CheckResult((_finding(0, _fix(_insert(0, f"#{text.count(chr(10))}\n"))),))
+
+    run = fix_until_stable("x\n", grow("x\n"), apply_text_edits, grow)
+    assert run.rounds == MAX_ROUNDS
+    assert run.state == "".join(f"#{n}\n" for n in range(MAX_ROUNDS, 0, -1)) + "x\n"
     same = CheckResult((_finding(0, _fix(_replace(0, 0, 1, "x"))),))
     assert fix_until_stable("x\n", same, apply_text_edits, lambda text: same).rounds == 0
+
+
+def test_a_fix_that_does_not_remove_its_finding_is_dropped_not_repeated():
+    """A rule bug: the fix is asked for again after it was applied (it inserts a
+    line that settles nothing). The loop must not write it again and again (the
+    user's file would get the same line eight times), nor keep it at all: the
+    finding is left for the user, while a fix that works in the same round stays."""
+    def analyse(text: str) -> CheckResult:
+        lines = text.split("\n")
+        out = []
+        for i, line in enumerate(lines):
+            if line.startswith("acc +="):  # asks for a detach above it, and is not settled by it
+                out.append(_finding(i, _fix(_insert(i, "acc = acc.detach()\n"))))
+            col = line.find("BUG")
+            if col >= 0:
+                out.append(_finding(i, _fix(_replace(i, col, col + 3, "ok"))))
+        return CheckResult(tuple(out))
+
+    text = "acc = 0\nfor x in xs:\nacc += x\nb = BUG\n"
+    run = fix_until_stable(text, analyse(text), apply_text_edits, analyse)
+    assert run.state == "acc = 0\nfor x in xs:\nacc += x\nb = ok\n"
+    assert run.rounds == 1
+    assert [f.range.start.line for f in run.result.findings] == [2]
+    # two findings asking for one identical edit that settles both: applied once, kept
+    both = CheckResult((_finding(0, _fix(_insert(1, "h = h.detach()\n"))),
+                        _finding(2, _fix(_insert(1, "h = h.detach()\n")))))
+    run = fix_until_stable("a\nb\nc\n", both, apply_text_edits, lambda text: CheckResult(()))
+    assert run.state == "a\nh = h.detach()\nb\nc\n" and run.rounds == 1
 
 
 def test_edits_that_cannot_be_applied_leave_the_last_good_state():
