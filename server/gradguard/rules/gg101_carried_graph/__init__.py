@@ -1149,6 +1149,12 @@ def _after_guarded_backward(loop: ast.stmt, guarded: Tuple[List[ast.stmt], int],
     for s in block[i + 1:]:
         if _binds(s, wanted):
             last = s
+    if last is not block[i] and isinstance(last, ast.Assign) and _graphless(last.value):
+        # `acc.backward(); acc = 0.0`: the block already starts the state afresh, a detach there
+        # cuts nothing; the graph reaching the next backward is the one accumulated on the
+        # iterations that skip it, which that backward is meant to go through (freed by another
+        # backward in between): no detach keeps its gradients
+        return None
     top = next(s for s in loop.body if s.lineno <= block[i].lineno <= (s.end_lineno or s.lineno))  # type: ignore[attr-defined]
     after = [s for s in A.iter_statements(loop.body) if s.lineno > (top.end_lineno or top.lineno)]  # type: ignore[attr-defined]
     rebinding = [s for s in after if _binds(s, wanted)]
@@ -1181,6 +1187,25 @@ def _after_guarded_backward(loop: ast.stmt, guarded: Tuple[List[ast.stmt], int],
     if any(isinstance(n, ast.Name) and n.id in sources and not isinstance(n.ctx, ast.Load) for n in ast.walk(block[i])):
         return None
     return block[i], sources
+
+
+_FRESH_TENSORS = frozenset({"zeros", "ones", "tensor", "zeros_like", "ones_like", "empty", "full", "scalar_tensor"})
+
+
+def _graphless(expr: ast.expr) -> bool:
+    """Is ``expr`` a value that cannot hold an autograd graph: a literal (``0``,
+    ``0.0``, ``None``, ``-1``, a tuple of them) or a fresh tensor of a torch factory
+    (``torch.zeros(1)``) that does not ask for ``requires_grad``?"""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.UnaryOp):
+        return _graphless(expr.operand)
+    if isinstance(expr, ast.Tuple):
+        return all(_graphless(e) for e in expr.elts)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _FRESH_TENSORS \
+            and isinstance(expr.func.value, ast.Name) and expr.func.value.id == "torch":
+        return not any(k.arg == "requires_grad" for k in expr.keywords)  # `zeros_like(x)` has none either
+    return False
 
 
 def _binds(s: ast.stmt, names: Set[str]) -> bool:
