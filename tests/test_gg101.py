@@ -2313,3 +2313,35 @@ def test_a_state_rebound_after_the_guarded_backward(after, fix):
     assert f.preferred_fix is not None and f.preferred_fix.title_in("en").startswith(fix)
     fixed = apply_preferred(text)
     assert "            h = h.detach()\n" not in fixed and "        h = h.detach()\n" in fixed
+
+
+def test_no_detach_where_the_guarded_block_has_just_reset_the_state():
+    """`if every k-th: acc.backward(); acc = 0.0 else: acc += loss`: a detach after
+    the backward lands where `acc` is 0.0 and cuts nothing (the finding stays, and
+    the fix loop once wrote it again each round); the graph reaching the backward is
+    the one summed on the other iterations, which it is meant to go through, so no
+    fix is offered."""
+    text = src(
+        """
+        import torch
+        from torch import nn
+
+        def fit(net, opt, data):
+            acc = 0
+            for i, (x, y) in enumerate(data):
+                h = net(x)
+                main = (h - y).pow(2).mean()
+                opt.zero_grad()
+                main.backward()
+                opt.step()
+                if acc > 0 and (i + 1) % 2 == 0:
+                    acc.backward()
+                    acc = 0.0
+                else:
+                    acc += h.sum()
+        """
+    )
+    found = gg101(text)
+    assert len(found) == 1 and found[0].fixes == ()
+    for reset in ("torch.zeros(())", "-0.0", "None"):
+        assert gg101(text.replace("acc = 0.0", f"acc = {reset}"))[0].fixes == ()

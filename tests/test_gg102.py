@@ -1929,3 +1929,102 @@ def test_the_comprehension_is_reported_and_a_tensor_still_gets_the_one_line_deta
     tensor = LIST_OF_OUTPUTS.replace(COMPREHENSION, "outputs = net(x)").replace("outputs[0] * outputs[1]", "outputs * outputs")
     f = only(tensor)
     assert any("outputs = outputs.detach()" in fx.title_in("en") for fx in f.fixes)
+
+
+# ---------------------------------------------------------------------------
+# a preferred fix keeps what the loop learns (fixes that hold)
+
+
+def test_the_loss_the_backward_is_called_on_is_never_detached():
+    """`loss` built once before the loop and back-propagated in it: `loss.detach()`
+    leaves the backward nothing to differentiate ("element 0 of tensors does not
+    require grad"); the forward is rebuilt in the loop, copied there when a
+    statement before the loop looks at the first value (`print(loss.item())`)."""
+    source = src(
+        """
+        import torch
+        w = torch.randn(3, 1, requires_grad=True)
+        x, y = torch.randn(5, 3), torch.randn(5, 1)
+        err = x @ w - y
+        loss = (err ** 2).mean()
+        print("first", loss.item())
+        for i in range(3):
+            w.grad = None
+            loss.backward()
+            w.data -= 0.1 * w.grad
+        """
+    )
+    f = only(source)
+    assert [fx.title_in("en") for fx in f.fixes] == ["Recompute `loss` inside the loop"]
+    fixed = assert_fixed(source, f.preferred_fix, "loss")
+    assert fixed.count("loss = (err ** 2).mean()") == 2 and "print(\"first\", loss.item())" in fixed
+    # a statement before the loop that keeps the value elsewhere: a copy would leave the
+    # loop reading the old one, so no recompute; and no detach: no fix at all
+    kept = source.replace('print("first", loss.item())', "history = [loss]")
+    f = only(kept)
+    assert f.fixes == ()
+    # the loop changes what the loss is built from (`x` each iteration): no recompute either
+    moving = source.replace("    w.grad = None", "    x = x + 1\n    w.grad = None")
+    assert only(moving).fixes == ()
+
+
+def test_detaching_what_the_optimizer_trains_is_never_preferred():
+    """The value comes from a layer this unit's optimizer updates (through a list
+    of parameters built beforehand): a detach keeps the program running but the
+    layer learns nothing through it, so it is offered only as an alternative; a
+    layer no optimizer here updates (a frozen backbone) keeps the detach preferred."""
+    source = src(
+        """
+        import torch
+        from torch import nn
+        emb = nn.Embedding(4, 3)
+        lin = nn.Linear(3, 2)
+        params = list(emb.parameters()) + list(lin.parameters())
+        opt = torch.optim.SGD(params, lr=0.1)
+        rows = emb(torch.arange(4))
+        first = {"rows": rows}
+        for step in range(3):
+            loss = lin(torch.randn(4, 3) + rows).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    )
+    f = only(source)
+    assert not any("Recompute" in fx.title_in("en") for fx in f.fixes)  # `first` keeps the value built before
+    assert f.fixes and f.preferred_fix is None
+    frozen = source.replace("params = list(emb.parameters()) + list(lin.parameters())", "params = list(lin.parameters())")
+    f = only(frozen)
+    assert f.preferred_fix is not None and f.preferred_fix.title_in("en").startswith("Detach")
+
+
+def test_a_value_built_under_a_switch_is_rebuilt_under_it_in_the_loop():
+    source = src(
+        """
+        import torch
+        from torch import nn
+        use_pos = True
+        pos = nn.Embedding(4, 3)
+        lin = nn.Linear(3, 2)
+        opt = torch.optim.SGD([*pos.parameters(), *lin.parameters()], lr=0.1)
+        if use_pos:
+            ids = torch.arange(4)
+            table = pos(ids)
+        for step in range(3):
+            h = torch.randn(4, 3)
+            if use_pos:
+                h = h + table
+            loss = lin(h).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    )
+    f = only(source)
+    assert f.preferred_fix.title_in("en") == "Recompute `table` inside the loop"
+    fixed = assert_fixed(source, f.preferred_fix, "table")
+    assert "for step in range(3):\n    if use_pos:\n        ids = torch.arange(4)\n        table = pos(ids)\n" in fixed
+    assert fixed.count("table = pos(ids)") == 1
+    # an `if` that also does something else (prints) does not move
+    noisy = source.replace("    table = pos(ids)", "    table = pos(ids)\n    print(table.shape)")
+    assert not any("Recompute" in fx.title_in("en") for fx in only(noisy).fixes)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
 from gradguard.model.findings import Fix, Position, Range, TextEdit
 from gradguard.rules.gg102_stale_graph import messages as M
 from gradguard.rules.gg102_stale_graph import syntax as S
@@ -42,20 +43,44 @@ class Fixes:
         iteration; otherwise the data need not require grad at all."""
         var = h.var
         remove = None if trained else self._fix_remove(var, srcs, grad_used)
-        detach = self._fix_detach(h)
-        nograd = self._fix_nograd(h)
+        # `var.backward()` itself: a detached loss has nothing to back-propagate (torch raises
+        # "element 0 of tensors does not require grad"), so no detach and no no_grad is a fix
+        own_loss = _backward_of(h.backward, var, self.ctx)
+        detach = None if own_loss else self._fix_detach(h)
+        nograd = None if own_loss else self._fix_nograd(h)
         recompute = self._fix_recompute(h) if trained and isinstance(h.loop, A.LOOPS) else (
             self._fix_recompute_remote(h) if trained and h.remote_body is not None else None)
         order = [recompute, detach, nograd] if trained else [remove, detach, nograd]
+        keep_fixed = False
         if h.remote is not None and recompute is not None and not any(
                 s.kind in ("param", "module") or s.name in trained_attrs for s in srcs):
             # data whose gradient is only read (self.X.grad): keep the value fixed where it is built
             order = [detach, recompute, nograd]
+            keep_fixed = True
+        # a detach (or no_grad) of a value built from what the loop updates changes the update
+        # (no gradient reaches it through the value): offered, never preferred
+        stepped = trained and not keep_fixed and self._updated(srcs, grad_used)
         out: List[Fix] = []
         for f in order:
             if f is not None:
-                out.append(Fix(f.title, f.edits, preferred=not out))
+                preferred = not out and not (stepped and f in (detach, nograd))
+                out.append(Fix(f.title, f.edits, preferred=preferred))
         return tuple(out)
+
+    def _updated(self, srcs, grad_used: Set[str]) -> bool:
+        """Does the program update one of the value's sources: a tensor whose
+        ``.grad`` it reads, or something handed to an optimizer this unit builds
+        (``AdamW(params)`` with ``params = list(emb.parameters()) + ...``; an
+        optimizer built elsewhere is not looked for)?"""
+        if any(s.name in grad_used for s in srcs if s.name):
+            return True
+        handed = _optimized(self.unit.body, self.ctx)
+        for s in srcs:
+            if s.kind not in ("param", "module") or not s.name:
+                continue
+            if any(s.name == m or s.name.startswith(m + ".") or m.startswith(s.name + ".") for m in handed):
+                return True
+        return False
 
     def _fix_remove(self, var: str, srcs, grad_used: Set[str]) -> Optional[Fix]:
         if not srcs or any(s.kind != "data" or s.removal is None or s.name in grad_used for s in srcs):
@@ -251,11 +276,23 @@ class Fixes:
         return Fix(M.fix_recompute_remote(h.var, h.via), (TextEdit(Range(p, p), "".join(t + "\n" for t in text)),))
 
     def _fix_recompute(self, h) -> Optional[Fix]:
+        """Move the statements that build the value to the top of the loop body (an
+        ``if`` of plain assignments holding them moves whole); copy them there instead
+        when code between them and the loop reads the value (``print(loss.item())``)."""
         loop, g = h.loop, h.graph
         if loop is None or id(loop) not in self.parent or not loop.body or loop.body[0].lineno <= loop.lineno:
             return None
         block, li = self.parent[id(loop)]
-        stmts = list(g.stmts)
+        stmts: list = []  # ast statements (their end_lineno is known: parsed code)
+        for s in g.stmts:
+            pb = self.parent.get(id(s))
+            if pb is not None and pb[0] is not block:
+                s = self._lift(s, {id(block)})
+                if s is None or not self._plain_if(s):
+                    return None
+            if all(s is not x for x in stmts):
+                stmts.append(s)
+        stmts.sort(key=lambda x: x.lineno)
         idxs = []
         for s in stmts:
             pb = self.parent.get(id(s))
@@ -265,14 +302,18 @@ class Fixes:
         bound: Set[str] = set()
         reads: Set[str] = set()
         for s in stmts:
-            bound |= S.stmt_binds(s)
+            for b in (s.body if isinstance(s, ast.If) else [s]):
+                bound |= S.stmt_binds(b)
             reads |= S.names_read(s)
         moved = {id(s) for s in stmts}
+        copy = False
         for other in block[min(idxs):li]:
             if id(other) in moved:
                 continue
             if S.names_read(other, loads_only=False) & bound:
-                return None
+                if not self._only_reads(other, bound, reads - bound):
+                    return None
+                copy = True  # read before the loop: it stays there, the loop builds its own
         # the loop header and the code after the loop must not need the moved values
         header = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
         after = [header] + list(getattr(loop, "orelse", [])) + list(block[li + 1:])
@@ -293,12 +334,106 @@ class Fixes:
             for n in range(s.lineno - 1, s.end_lineno):
                 ln = self.ctx.index.line(n)
                 text.append(new_indent + ln[len(old_indent):] if ln.startswith(old_indent) and ln.strip() else ln)
-            edits.append(TextEdit(Range(Position(s.lineno - 1, 0), Position(s.end_lineno, 0)), ""))
+            if not copy:
+                edits.append(TextEdit(Range(Position(s.lineno - 1, 0), Position(s.end_lineno, 0)), ""))
         p = Position(first_body.lineno - 1, 0)
         edits.append(TextEdit(Range(p, p), "".join(t + "\n" for t in text)))
         if any(s.end_lineno >= len(self.ctx.index.lines) for s in stmts):
             return None
         return Fix(M.fix_recompute(h.var), tuple(edits))
+
+
+    def _plain_if(self, s: ast.stmt) -> bool:
+        """``if flag:`` holding only plain assignments (no ``else``): it can run in
+        every iteration as it ran once before the loop."""
+        return isinstance(s, ast.If) and not s.orelse and all(
+            isinstance(b, (ast.Assign, ast.AnnAssign)) and self._whole_lines(b) for b in s.body)
+
+    @staticmethod
+    def _only_reads(other: ast.stmt, bound: Set[str], reads: Set[str]) -> bool:
+        """Is ``other`` (between the value's statements and the loop) a statement
+        that only looks at the value: an expression statement reading it as
+        ``v.item()`` (or ``.tolist()``, ``.size()``, ...) or handing it to
+        ``print``, and changing nothing it is built from (no in-place method, no
+        backward or optimizer step)? Then the value stays where it is for that
+        statement, and a copy of its statements at the top of the loop builds the
+        same value as before (nothing else holds the old one)."""
+        if not isinstance(other, ast.Expr):
+            return False
+        looked = set()
+        for n in ast.walk(other):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                name = n.func.attr
+                if name in ("backward", "step", "zero_grad") or name.endswith("_") and not name.startswith("_"):
+                    return False
+                if name in _LOOKS and isinstance(n.func.value, ast.Name):
+                    looked.add(id(n.func.value))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print":
+                looked.update(id(a) for a in n.args if isinstance(a, ast.Name))
+        return all(id(n) in looked for n in ast.walk(other) if isinstance(n, ast.Name) and n.id in bound)
+
+
+_LOOKS = frozenset({"item", "tolist", "size", "dim", "numel"})
+
+
+def _optimized(body: List[ast.stmt], ctx) -> Set[str]:
+    """The dotted names handed to a ``torch.optim`` constructor in ``body`` (not in
+    nested scopes): ``Adam(model.parameters())`` → model, ``SGD([w, b])`` → w, b,
+    and through the body's assignments to a plain name handed there
+    (``params = list(a.parameters()) + list(b.parameters())``) → a, b."""
+    assigned: Dict[str, List[ast.expr]] = {}
+    args: List[ast.expr] = []
+    for st in body:
+        for n in S.walk_no_scopes(st):
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    if isinstance(t, ast.Name):
+                        assigned.setdefault(t.id, []).append(n.value)
+            elif isinstance(n, ast.Call) and (A.qualify(n.func, ctx) or "").startswith(K.OPTIMIZER_PREFIXES):
+                args.extend(n.args)
+                args.extend(k.value for k in n.keywords)
+    out: Set[str] = set()
+    todo = list(args)
+    seen: Set[str] = set()
+    while todo:
+        for d in _handed_names(todo.pop()):
+            if d in out:
+                continue
+            out.add(d)
+            if "." not in d and d not in seen:
+                seen.add(d)
+                todo.extend(assigned.get(d, ()))
+    return out
+
+
+def _handed_names(expr: ast.expr) -> Set[str]:
+    """The names and attribute chains ``expr`` reads as values (``m.parameters()``
+    → m; ``[w, self.b]`` → w, self.b), not the functions it calls."""
+    out: Set[str] = set()
+    heads = set()
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Call):
+            heads.add(id(n.func))
+            if isinstance(n.func, ast.Attribute) and n.func.attr in ("parameters", "named_parameters"):
+                d = A.dotted(n.func.value)
+                if d:
+                    out.add(d)
+    inner = {id(n.value) for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
+    for n in ast.walk(expr):
+        if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in heads and id(n) not in inner:
+            d = A.dotted(n)
+            if d:
+                out.add(d)
+    return out
+
+
+def _backward_of(call, var: str, ctx) -> bool:
+    """Is ``call`` a backward of ``var`` itself (``var.backward()``,
+    ``torch.autograd.grad(var, ...)``, ``scaler.scale(var).backward()``)?"""
+    if not isinstance(call, ast.Call) or not A.is_backward_call(call, ctx):
+        return False
+    target = A.backward_target(call, ctx)
+    return isinstance(target, ast.Name) and target.id == var
 
 
 _CONTAINERS = (ast.List, ast.ListComp, ast.Tuple, ast.Dict, ast.DictComp, ast.Set, ast.SetComp, ast.GeneratorExp)
