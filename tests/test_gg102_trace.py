@@ -351,6 +351,11 @@ for step in range(3):
 """, monkeypatch)
     entry = next(e for e in flow.loop_entries.values() if "built" in e)
     assert bool(entry["built"].graph_tokens()) is kept
+    # the statement a finding about ``built`` notes as raising (GraphFlow.not_a_leaf):
+    # only ``built.requires_grad_(False)`` as a statement, on the value with a graph
+    noted = flow.not_a_leaf.get("built")
+    assert (noted is not None and noted.lineno == 6) is (line == "built.requires_grad_(False)")
+    assert "leafx" not in flow.not_a_leaf
 
 
 @pytest.mark.parametrize(

@@ -313,6 +313,9 @@ class GraphFlow:
         self.saving_calls: set = set()
         # id(node) -> the leaf tokens ("L", where the leaf was made) that met at the op the graph ("G", node) starts at
         self.leaf_of: Dict[int, FrozenSet] = {}
+        # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
+        # (not a leaf: the call raises there, and the graph stays)
+        self.not_a_leaf: Dict[str, ast.stmt] = {}
         self.returns: List[Val] = []
         # while summarising a def: calls of module-level functions (FnFacts.delegates)
         self.delegates: List[tuple] = []
@@ -597,14 +600,16 @@ class GraphFlow:
                 if key is not None:  # del policy.saved_log_probs[:]: the list is empty
                     self._set_container(env, key, Val(kind="list"))
 
-    @staticmethod
-    def _cut_in_place(s: ast.Expr, name: str, env: Dict[str, Val]) -> None:
+    def _cut_in_place(self, s: ast.Expr, name: str, env: Dict[str, Val]) -> None:
         """``h.detach_()`` / ``h.requires_grad_(False)`` as a statement."""
         old = env.get(name)
         if old is not None and old.obj and old.obj.startswith(("inst:", "user:")):
             env[name] = _with(old, frozen=True)  # encoder.requires_grad_(False)
         elif old is not None and old.graph_tokens() and _method_name(s.value) == "requires_grad_":
-            pass  # y.requires_grad_(False) on a value with a graph raises at run time: it keeps it
+            # y.requires_grad_(False) on a value with a graph raises at run time: it keeps
+            # it (and a finding about y says so, at this statement)
+            if not self._inlining:
+                self.not_a_leaf[name] = s
         else:
             env[name] = _with(old or CLEAN, taints=EMPTY, elems=None, site=s)
 

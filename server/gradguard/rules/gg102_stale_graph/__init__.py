@@ -50,7 +50,7 @@ from gradguard.analysis import values as V
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
-from gradguard.rules.base import Rule
+from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.common import unit_trace
 from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import messages as M
@@ -78,6 +78,7 @@ class StaleGraph(Rule):
     default_severity = Severity.ERROR
     needs_backprop = True
     fact_sources = (GRAPH_FACTS, GG102_FACTS)
+    trigger = Trigger(not_other_framework=True)  # mxnet/paddle/...: not a torch program
     title = M.TITLE
     explanation = M.EXPLANATION
 
@@ -85,8 +86,6 @@ class StaleGraph(Rule):
         # Exceptions are isolated per rule and unit by the engine.
         if not _may_report(unit, ctx):
             return []
-        if K.other_framework_only(ctx.imports):
-            return []  # mxnet/paddle/...: not a torch program
         if not _builds_for_init(unit) and not _trace_may_report(unit, ctx):
             return []  # the trace reuses no graph here: the walk that words a finding is not needed
         return _Analysis(unit, ctx).run()
@@ -170,7 +169,6 @@ class _Analysis:
         self.parent: Dict[int, Tuple[list, int]] = {}  # id(stmt) → (block, index)
         self.frozen: Set[str] = set()
         self.owner: Dict[int, ast.stmt] = {}  # id(block) → compound statement owning it
-        self.rg_false_nonleaf: Dict[str, ast.stmt] = {}  # Y.requires_grad_(False) on a non-leaf
         self.self_name = None
         node = unit.node
         if unit.class_node is not None and node is not None and is_module_class(unit.class_node.name, ctx):
@@ -348,7 +346,8 @@ class _Analysis:
             related.append(Related(rng, M.origin(src.kind, src.name, isinstance(src.node, ast.arg))))
         bmsg = M.backward_note(var, h.via, h.remote is not None, certain)
         related.append(Related(h.remote if h.remote is not None else ctx.range(h.backward), bmsg))
-        rg = self.rg_false_nonleaf.get(var)
+        flow = unit_trace(self.unit, ctx)
+        rg = flow.not_a_leaf.get(var) if flow is not None else None  # Y.requires_grad_(False) on a non-leaf
         if rg is not None:
             related.append(Related(ctx.line_range(rg), M.not_a_leaf(var)))
         if not trained and self._only_grad_source_of_loop(h, srcs):
@@ -786,9 +785,7 @@ class _Analysis:
                         self._freeze(name)
                     return
                 if off:
-                    if isinstance(cur, Graph):
-                        self.rg_false_nonleaf[name] = s  # raises at run time; the graph stays
-                    else:
+                    if not isinstance(cur, Graph):  # (on a graph it raises at run time, and the graph stays)
                         self.env[name] = None
                 elif not isinstance(cur, Graph):
                     self.env[name] = Leaf(self._src(name, "data", s, call, ("method", call)))
