@@ -8,6 +8,7 @@ units of their own).
                   :func:`has_create_graph`
 * no_grad:        :func:`is_no_grad_context`, :func:`is_no_grad_with`, :func:`is_no_grad_function`
 * graph cuts:     :func:`is_graph_cut`, :func:`inplace_cut_target`
+* views:          :func:`assigns_a_view`, :func:`is_view_chain`
 * loops:          :func:`loop_backprops`, :func:`backprop_loops`
 
 ``ctx`` arguments are optional :class:`gradguard.analysis.context.ModuleContext`
@@ -662,3 +663,35 @@ def parameters(fn: ast.AST, method: bool) -> "Tuple[List[ast.arg], Dict[str, ast
     if method and named:
         named = named[1:]
     return named, defaults
+
+
+def assigns_a_view(stmt: ast.stmt) -> bool:
+    """``out_proj = emb.weight.t()``: an assignment of a chain of view operations
+    (``knowledge.VIEW_METHODS``, ``VIEW_ATTRS``) on a name or attribute (a
+    parameter), with basic indexing (numbers and slices) only: the value shares the
+    storage of what it is read from and saves nothing for backward."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    return value is not None and is_view_chain(value)
+
+
+def is_view_chain(e: ast.AST) -> bool:
+    """See :func:`assigns_a_view`: the expression."""
+    while True:
+        if isinstance(e, ast.Name):
+            return True
+        if isinstance(e, ast.Attribute):
+            if e.attr not in K.VIEW_ATTRS and not isinstance(e.value, ast.Name):
+                return False
+            e = e.value
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in K.VIEW_METHODS:
+            if any(not isinstance(a, (ast.Constant, ast.UnaryOp, ast.Tuple, ast.Name)) for a in e.args) or e.keywords:
+                return False
+            e = e.func.value
+        elif isinstance(e, ast.Subscript):
+            idx = e.slice
+            parts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+            if not all(isinstance(p, (ast.Constant, ast.Slice, ast.UnaryOp)) for p in parts):
+                return False  # advanced indexing copies
+            e = e.value
+        else:
+            return False

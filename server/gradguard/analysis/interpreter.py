@@ -13,7 +13,7 @@ import re
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, block_nodes, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
 from gradguard.analysis.summary import query
-from gradguard.analysis.values import FREED, BackwardEvent, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, globals_freed_by_call, meet_freed, plain, tup, unsure
+from gradguard.analysis.values import FREED, BackwardEvent, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, globals_freed_by_call, meet_freed, plain, Source, tup, unsure
 from gradguard.model.record import record
 
 TYPE_CHECKING = False
@@ -2983,3 +2983,118 @@ def _built_by(v: Val, loop: _Opt[ast.AST] = None) -> _Opt[ast.AST]:
         inside = [n for n in nodes if lo <= n.lineno <= hi]
         nodes = inside or nodes
     return min(nodes, key=lambda n: (not isinstance(n, ast.Call), n.lineno, n.col_offset))
+
+
+# ---------------------------------------------------------------------------
+# where a graph starts (a finding's words)
+
+
+def graph_sources(flow: GraphFlow, v: Val, entry: Mapping[str, Val], body: Sequence[ast.stmt],
+                  qualify) -> _Opt[List[Source]]:
+    """Where the graphs ``v`` holds start, in the order of the unit's text: each
+    graph an op on leaves began (``("G", node)`` with ``flow.leaf_of``) names those
+    leaves (a parameter of the unit a caller passes a tensor requiring grad, a
+    module's parameter ``lin.weight`` or ``model.parameters()``, a tensor made to
+    require grad where it is built); each graph a module call began names the
+    module. ``entry``: the environment ``v`` was read in (a loop's entry), for the
+    name a module has there (``first`` after ``first = model[0]`` is ``model``).
+    ``body``: the unit's statements; ``qualify``: an expression's torch name. None
+    where a graph starts at something else (the caller then says it otherwise)."""
+    made: _Opt[Dict[int, ast.stmt]] = None
+    out: Dict[Tuple[_Opt[str], str], Source] = {}
+    for t in sorted(v.graph_tokens(), key=lambda t: (getattr(t[1], "lineno", 0), getattr(t[1], "col_offset", 0))):
+        leaves = flow.leaf_of.get(id(t[1]))
+        if leaves is None:
+            src = _module_source(t[1], entry)
+            if src is None:
+                return None
+            out.setdefault((src.name, src.kind), src)
+            continue
+        if made is None:
+            made = _made_by(body)
+        for leaf in sorted(leaves, key=lambda l: (getattr(l[1], "lineno", 0), getattr(l[1], "col_offset", 0))):
+            src = _leaf_source(leaf[1], made, entry, qualify)
+            if src is None:
+                return None
+            out.setdefault((src.name, src.kind), src)
+    return sorted(out.values(), key=lambda s: (getattr(s.stmt or s.node, "lineno", 0),
+                                               getattr(s.stmt or s.node, "col_offset", 0)))
+
+
+def _made_by(body: Sequence[ast.stmt]) -> Dict[int, ast.stmt]:
+    """id(value) → the assignment or expression statement whose value it is."""
+    out: Dict[int, ast.stmt] = {}
+    for st in iter_statements(body):
+        if isinstance(st, (ast.Assign, ast.AnnAssign, ast.Expr)) and st.value is not None:
+            out[id(st.value)] = st
+    return out
+
+
+def _keyword(call: ast.Call, name: str) -> _Opt[ast.keyword]:
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def _leaf_source(n, made: Dict[int, ast.stmt], entry: Mapping[str, Val], qualify) -> _Opt[Source]:
+    """The source a leaf token's node stands for: a parameter of the function a caller
+    hands a tensor that requires grad, a module's parameter (``lin.weight``,
+    ``model.parameters()``), or a tensor made to require grad where it is built."""
+    if isinstance(n, ast.arg):
+        return Source(n.arg, "data", None, n, None)
+    if isinstance(n, ast.Attribute):
+        base = dotted(n.value)
+        if base:
+            return Source(f"{_module_named(base, entry)}.{n.attr}", "param", None, n, None)
+        return Source(f"{n.value.id}.{n.attr}" if isinstance(n.value, ast.Name) else None, "param", None, n, None)
+    if not isinstance(n, ast.Call):
+        return None
+    func = n.func
+    if isinstance(func, ast.Attribute) and func.attr in ("parameters", "named_parameters"):
+        return Source(f"{ast.unparse(func.value)}.{func.attr}()", "param", None, n, None)
+    st = made.get(id(n))
+    removal: _Opt[tuple]
+    if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
+        removal = ("method", n)
+        kind = "data"
+        if isinstance(st, ast.Expr) and isinstance(func.value, ast.Name):  # X.requires_grad_()
+            return Source(func.value.id, kind, st, n, removal)
+    else:
+        q = qualify(func) or ""
+        kind = "param" if q in _PARAMETER_CLASSES else "data"
+        k = _keyword(n, "requires_grad")
+        removal = ("kw", k, n) if kind == "data" and k is not None else None
+    if isinstance(st, (ast.Assign, ast.AnnAssign)):
+        target = st.targets[0] if isinstance(st, ast.Assign) else st.target
+        name = target.id if isinstance(target, ast.Name) else (
+            f"{target.value.id}.{target.attr}" if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            else None)
+        if name:
+            return Source(name, kind, st, n, removal)
+    return Source(None, kind, None, n, removal)
+
+
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def _module_named(name: str, entry: Mapping[str, Val], depth: int = 0) -> str:
+    """The name of the module a name holds: ``first`` after ``first = model[0]`` (or
+    ``first = model``) is ``model``, as the statement that bound it says."""
+    held = entry.get(name)
+    st = held.site if held is not None else None
+    if depth > 5 or not isinstance(st, ast.Assign) or len(st.targets) != 1 or dotted(st.targets[0]) != name:
+        return name
+    value = st.value.value if isinstance(st.value, ast.Subscript) else st.value
+    other = dotted(value)
+    return _module_named(other, entry, depth + 1) if other and other != name else name
+
+
+def _module_source(node, entry: Mapping[str, Val]) -> _Opt[Source]:
+    """The module whose call ``node`` began a graph, by the name it has in ``entry``."""
+    if not isinstance(node, ast.Call):
+        return None
+    name = dotted(node.func)
+    if name is None:
+        return None
+    name = _module_named(name, entry)
+    held = entry.get(name)
+    site = held.site if held is not None else None
+    return Source(name, "module", site if isinstance(site, (ast.Assign, ast.AnnAssign)) else None, node.func)

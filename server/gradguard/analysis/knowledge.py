@@ -205,6 +205,13 @@ MULTI_OUTPUT_MODULES = frozenset({"torch.nn.MultiheadAttention", "torch.nn.Adapt
 
 CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
+# Tensor operations whose result is a view of their input (it shares the input's storage
+# and saves nothing for backward): a view of a parameter sees the optimizer's in-place
+# updates (a tied projection ``emb.weight.t()``), so reusing it across steps is sound.
+VIEW_METHODS = frozenset({"t", "view", "view_as", "transpose", "permute", "unsqueeze", "squeeze", "expand",
+                          "expand_as", "narrow", "select", "unflatten", "movedim", "swapaxes", "swapdims"})
+VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "weight", "bias", "data"})
+
 # Conversions to integer/bool dtypes: the result has no graph at all.
 INTEGER_CASTS = frozenset({"long", "int", "short", "char", "byte", "bool"})
 # Tensor methods returning non-tensors or tensors without a graph (shape queries, comparisons, argmax...).

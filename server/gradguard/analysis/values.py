@@ -487,3 +487,19 @@ def globals_freed_by_call(lookup, facts: FnFacts) -> FrozenSet[str]:
     if not facts.backward_globals and not facts.loop_calls:
         return EMPTY
     return frozenset(facts.backward_globals) | loop_globals_of(lookup, facts)
+
+
+@record(compare=("name", "kind"))
+class Source:
+    """Where a graph starts, in a finding's words: a leaf that requires grad or a
+    module whose call began the graph (:func:`gradguard.analysis.interpreter.graph_sources`).
+    Two sources of one name and kind are one (compared by ``name`` and ``kind``)."""
+
+    name: _Opt[str]  # "X", "w", "encoder", "lin.weight", "model.parameters()"; None for an inline factory call
+    kind: str  # "data" (a tensor made to require grad), "param" (a module's parameter), "module"
+    stmt: _Opt[ast.stmt] = None  # the statement that made it
+    node: _Opt[ast.AST] = None  # where it was made (the call, the attribute, the function's parameter)
+    # how to drop requires_grad from a data leaf: ("kw", keyword node, call node), or
+    # ("method", call node) for a ``.requires_grad_()`` suffix; None where it cannot be
+    removal: _Opt[tuple] = None
+    order: int = 0

@@ -16,16 +16,20 @@ How it works (one unit at a time):
    by name, where, and the edit that drops ``requires_grad``) is the trace's too:
    each leaf token names where the leaf was made (``("L", node)``) and
    ``GraphFlow.leaf_of`` says which leaves met where a graph began; a graph a
-   module call began names that module (:meth:`_Analysis._traced_sources`).
+   module call began names that module (``interpreter.graph_sources``). The
+   note at a ``y.requires_grad_(False)`` that raises on the stale non-leaf is
+   the trace's (``GraphFlow.not_a_leaf``); a view of a parameter (silent) is
+   ``ast_util.assigns_a_view``.
 3. The rest of what the finding says and what its fixes edit still comes from a
    walk of the unit's statements, in order, that tracks what each local name
    holds (:mod:`.lattice`): whether one of the operations that built a value saves
    tensors for backward (tri-state: yes / no / cannot tell; an error when a saving
    operation makes the second iteration's crash certain, a warning otherwise),
    which statements built it (what a fix moves, detaches or wraps in
-   ``no_grad``), the names a container holds, and the sources of a graph
-   ``__init__`` leaves on ``self`` for another method's loop. The interpreter's
-   values do not carry those yet; until they do, this walk stays.
+   ``no_grad``), the names a container holds, the sources of a graph
+   ``__init__`` leaves on ``self`` for another method's loop, the sources the
+   ``autograd.grad(inputs=)`` filter compares, and parameter-freezing loops. The
+   interpreter's values do not carry those yet; until they do, this walk stays.
 
 The torch facts (which calls cut graphs, which operations save tensors, which
 modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
@@ -325,7 +329,7 @@ class _Analysis:
             return None
         primary = next((s for s in srcs if s.name), srcs[0])
         if g.saving is False and all(s.kind in ("param", "module") for s in srcs) and g.stmts \
-                and all(_view_statement(s) for s in g.stmts):
+                and all(A.assigns_a_view(s) for s in g.stmts):
             # a view of a parameter (a tied projection `emb.weight.t()`, `w.T`, `w.view(...)`,
             # `w[0]`): it shares the parameter's storage, so the optimizer's in-place updates show
             # through it and the gradient it carries is the one wanted; nothing to report
@@ -382,44 +386,9 @@ class _Analysis:
         else:
             entry = next((cl.entry for cl in flow.callee_loops if cl.call is h.backward), None)
         v = entry.get(h.var) if entry else None
-        if v is None:
+        if v is None or entry is None:
             return None
-        made = self._made_by()
-        out: Dict[Tuple[Optional[str], str], Src] = {}
-        for t in sorted(v.graph_tokens(), key=lambda t: (getattr(t[1], "lineno", 0), getattr(t[1], "col_offset", 0))):
-            leaves = flow.leaf_of.get(id(t[1]))
-            if leaves is None:
-                src = self._module_source(t[1], entry)
-                if src is None:
-                    return None
-                out.setdefault((src.name, src.kind), src)
-                continue
-            for leaf in sorted(leaves, key=lambda l: (getattr(l[1], "lineno", 0), getattr(l[1], "col_offset", 0))):
-                src = _leaf_source(leaf[1], made, entry, self.ctx)
-                if src is None:
-                    return None
-                out.setdefault((src.name, src.kind), src)
-        return sorted(out.values(), key=lambda s: (getattr(s.stmt or s.node, "lineno", 0),
-                                                   getattr(s.stmt or s.node, "col_offset", 0)))
-
-    def _module_source(self, node, entry) -> Optional[Src]:
-        if not isinstance(node, ast.Call):
-            return None
-        name = A.dotted(node.func)
-        if name is None:
-            return None
-        name = _module_named(name, entry)
-        held = entry.get(name)
-        site = held.site if held is not None else None
-        return Src(name, "module", site if isinstance(site, (ast.Assign, ast.AnnAssign)) else None, node.func)
-
-    def _made_by(self) -> Dict[int, ast.stmt]:
-        """id(value) → the assignment or expression statement whose value it is, in the unit."""
-        out: Dict[int, ast.stmt] = {}
-        for st in A.iter_statements(self.unit.body):
-            if isinstance(st, (ast.Assign, ast.AnnAssign, ast.Expr)) and st.value is not None:
-                out[id(st.value)] = st
-        return out
+        return interp.graph_sources(flow, v, entry, self.unit.body, self.ctx.qualify)
 
     def _only_grad_source_of_loop(self, h: _Hit, srcs: List[Src]) -> bool:
         """Do the stale value's leaves feed the loop's computation directly, with no
@@ -1144,56 +1113,7 @@ class _Analysis:
         return None
 
 
-def _leaf_source(n, made: Dict[int, ast.stmt], entry, ctx) -> Optional[Src]:
-    """The source a leaf token's node stands for: a parameter of the function a caller
-    hands a tensor that requires grad, a module's parameter (``lin.weight``,
-    ``model.parameters()``), or a tensor made to require grad where it is built."""
-    if isinstance(n, ast.arg):
-        return Src(n.arg, "data", None, n, None)
-    if isinstance(n, ast.Attribute):
-        base = A.dotted(n.value)
-        return Src(f"{_module_named(base, entry)}.{n.attr}" if base else S.attr_name(n), "param", None, n, None)
-    if not isinstance(n, ast.Call):
-        return None
-    func = n.func
-    if isinstance(func, ast.Attribute) and func.attr in ("parameters", "named_parameters"):
-        return Src(f"{ast.unparse(func.value)}.{func.attr}()", "param", None, n, None)
-    st = made.get(id(n))
-    if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
-        removal: Optional[tuple] = ("method", n)
-        kind = "data"
-        if isinstance(st, ast.Expr) and isinstance(func.value, ast.Name):  # X.requires_grad_()
-            return Src(func.value.id, kind, st, n, removal)
-    else:
-        q = ctx.qualify(func) or ""
-        kind = "param" if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") else "data"
-        k = S.kw(n, "requires_grad")
-        removal = ("kw", k, n) if kind == "data" and k is not None else None
-    if isinstance(st, (ast.Assign, ast.AnnAssign)):
-        target = st.targets[0] if isinstance(st, ast.Assign) else st.target
-        name = target.id if isinstance(target, ast.Name) else S.attr_name(target)
-        if name:
-            return Src(name, kind, st, n, removal)
-    return Src(None, kind, None, n, removal)
-
-
-def _module_named(name: str, entry, depth: int = 0) -> str:
-    """The name of the module a name holds: ``first`` after ``first = model[0]`` (or
-    ``first = model``) is ``model``, as the statement that bound it says."""
-    held = entry.get(name)
-    st = held.site if held is not None else None
-    if depth > 5 or not isinstance(st, ast.Assign) or len(st.targets) != 1 or A.dotted(st.targets[0]) != name:
-        return name
-    value = st.value.value if isinstance(st.value, ast.Subscript) else st.value
-    other = A.dotted(value)
-    return _module_named(other, entry, depth + 1) if other and other != name else name
-
-
 _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
-# Operations that return a view of their input (shares its storage, saves nothing for backward).
-_VIEW_METHODS = frozenset({"t", "view", "view_as", "transpose", "permute", "unsqueeze", "squeeze", "expand",
-                           "expand_as", "narrow", "select", "unflatten", "movedim", "swapaxes", "swapdims"})
-_VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "weight", "bias", "data"})
 
 
 def _own_elements_only(loop: ast.stmt, name: str, g: Graph) -> bool:
@@ -1220,32 +1140,3 @@ def _own_elements_only(loop: ast.stmt, name: str, g: Graph) -> bool:
         elif isinstance(node, ast.Name) and node.id == name:
             reads.append(node)
     return bool(own) and all(id(n) in own for n in reads)
-
-
-def _view_statement(stmt: ast.stmt) -> bool:
-    """``out_proj = emb.weight.t()``: an assignment of a chain of view operations on a
-    name or attribute (a parameter), with basic indexing (numbers and slices) only."""
-    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
-    return value is not None and _view_chain(value)
-
-
-def _view_chain(e: ast.AST) -> bool:
-    while True:
-        if isinstance(e, ast.Name):
-            return True
-        if isinstance(e, ast.Attribute):
-            if e.attr not in _VIEW_ATTRS and not isinstance(e.value, ast.Name):
-                return False
-            e = e.value
-        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _VIEW_METHODS:
-            if any(not isinstance(a, (ast.Constant, ast.UnaryOp, ast.Tuple, ast.Name)) for a in e.args) or e.keywords:
-                return False
-            e = e.func.value
-        elif isinstance(e, ast.Subscript):
-            idx = e.slice
-            parts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-            if not all(isinstance(p, (ast.Constant, ast.Slice, ast.UnaryOp)) for p in parts):
-                return False  # advanced indexing copies
-            e = e.value
-        else:
-            return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from gradguard.analysis.values import Source
 from gradguard.model.record import record
 from gradguard.rules.gg102_stale_graph import syntax as S
 
@@ -19,18 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
     from typing import FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 
-@record(compare=("name", "kind"))
-class Src:
-    """Where a graph originates."""
-
-    name: Optional[str]  # "X", "w", "encoder"; None for an inline factory call
-    kind: str  # "data" (requires_grad=True factory), "param" (nn.Parameter), "module"
-    stmt: Optional[ast.stmt] = None  # defining statement
-    node: Optional[ast.AST] = None  # related location
-    # How to drop requires_grad from a data leaf: ("kw", keyword node, call node)
-    # or ("method", call node) for a `.requires_grad_()` suffix; None if not removable.
-    removal: Optional[tuple] = None
-    order: int = 0
+Src = Source  # where a graph originates (the shared record: the trace names its sources with it too)
 
 
 @record
