@@ -149,9 +149,7 @@ def test_rules_declare_the_framework_conditions_instead_of_testing_them():
     """Whether the unit imports torch, or is another framework's file, is a trigger
     condition the engine answers once per unit (``Trigger(torch=True)``,
     ``Trigger(not_other_framework=True)``): a rule module that asks it again in
-    ``check`` copies what it should declare. (GG102, rebuilt on the shared
-    interpreter by another piece of work, still asks the second in ``check``;
-    declaring it there is one line, left to that rule's owner.)"""
+    ``check`` copies what it should declare."""
     import ast
     from pathlib import Path
 
@@ -165,5 +163,4 @@ def test_rules_declare_the_framework_conditions_instead_of_testing_them():
             for name in names:
                 if name in ("imports_torch", "other_framework_only"):
                     asked.setdefault(path.relative_to(rules_dir).parts[0], set()).add(name)
-    assert asked.get("gg102_stale_graph", set()) <= {"other_framework_only"}
-    assert set(asked) <= {"gg102_stale_graph"}, asked
+    assert not asked, asked

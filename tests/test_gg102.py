@@ -124,6 +124,29 @@ def test_seed_with_requires_grad_false_on_non_leaf_is_still_reported_with_a_note
     assert len(notes) == 1 and "detach" in notes[0].message_in("en") and "叶子" in notes[0].message_in("zh")
 
 
+def test_the_note_is_at_the_requires_grad_false_run_while_the_value_held_a_graph():
+    """The note is the trace's (GraphFlow.not_a_leaf): at the last such statement on
+    the stale value, none where ``requires_grad_(False)`` switched a leaf off (that
+    one is legal) or where the value was rebuilt by then."""
+    source = SEED.replace("linear1 = nn.Linear(5,1)", "X.requires_grad_(False)\nlinear1 = nn.Linear(5,1)")
+    assert not [r for r in only(source).related if "raises here" in r.message_in("en")]
+    twice = SEED.replace("linear1 = nn.Linear(5,1)",
+                         "Y.requires_grad_(False)\nY.requires_grad_(False)\nlinear1 = nn.Linear(5,1)")
+    notes = [r for r in only(twice).related if "raises here" in r.message_in("en")]
+    assert [n.range.start.line for n in notes] == [line_of(twice, "linear1 = nn.Linear") - 1]
+
+
+@pytest.mark.parametrize("framework", ["from mxnet import autograd, np", "import paddle"])
+def test_a_file_of_another_framework_is_not_a_torch_program(framework):
+    """Declared with the rule's trigger (``Trigger(not_other_framework=True)``): the
+    seed's loop under another framework's import alone is not reported; with torch
+    imported too, it is."""
+    body = SEED.replace("import torch\nfrom torch import nn\n", "")
+    assert "import" not in body and "torch." in body
+    assert gg102(framework + "\n" + body) == []
+    assert len(gg102(framework + "\nimport torch\nfrom torch import nn\n" + body)) == 1
+
+
 # ---------------------------------------------------------------------------
 # requires_grad removal: keyword surgery
 

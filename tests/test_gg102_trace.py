@@ -106,7 +106,8 @@ def test_the_shared_trace_sees_what_gg102_reports(path, monkeypatch):
     assert not missed, f"the trace does not see GG102's finding about {missed}"
 
 
-def _module_trace(source, monkeypatch):
+def _module_unit(source, monkeypatch):
+    """The module unit GG102 was asked about, and its context."""
     rule = type(get_rule("GG102"))
     units = []
     check = rule.check
@@ -117,7 +118,11 @@ def _module_trace(source, monkeypatch):
 
     monkeypatch.setattr(rule, "check", spy)
     check_source(source, path="t.py")
-    unit, ctx = next((u, c) for u, c in units if u.kind == "module")
+    return next((u, c) for u, c in units if u.kind == "module")
+
+
+def _module_trace(source, monkeypatch):
+    unit, ctx = _module_unit(source, monkeypatch)
     return common.unit_trace(unit, ctx)
 
 
@@ -430,3 +435,34 @@ def test_where_a_graph_begins_names_the_leaves_that_met_there(lines, made, monke
     starts = {ast.unparse(tok[1]) for leaves in (flow.leaf_of.get(id(t[1]), ()) for t in y.graph_tokens())
               for tok in leaves}
     assert starts == set(made)
+
+
+@pytest.mark.parametrize(
+    "lines, sources",
+    [
+        (["X = torch.rand(4, 3, requires_grad=True)", "Y = X * 2"], [("X", "data", "kw")]),
+        (["X = torch.rand(4, 3)", "X.requires_grad_()", "Y = X * 2"], [("X", "data", "method")]),
+        (["w = torch.nn.Parameter(torch.ones(3))", "X = torch.rand(4, 3, requires_grad=True)", "Y = X * w"],
+         [("w", "param", None), ("X", "data", "kw")]),
+        (["lin = torch.nn.Linear(3, 1)", "Y = lin.weight * 2"], [("lin.weight", "param", None)]),
+        (["model = torch.nn.Sequential(torch.nn.Linear(3, 1))", "first = model[0]", "Y = first.weight * 2"],
+         [("model.weight", "param", None)]),  # the module a name holds, as its binding says
+        (["lin = torch.nn.Linear(3, 1)", "Y = lin(torch.rand(4, 3))"], [("lin", "module", None)]),
+        (["Y = torch.rand(4, 3, requires_grad=True) * 2"], [(None, "data", "kw")]),  # an inline factory
+    ],
+)
+def test_graph_sources_names_where_each_graph_of_a_value_starts(lines, sources, monkeypatch):
+    """``interpreter.graph_sources``: the analysis floor's words for where a value's
+    graphs start (what GG102 says and which ``requires_grad`` its fix removes), in
+    the order of the text, a source of one name and kind once."""
+    from gradguard.analysis import interpreter
+
+    body = "\n".join(lines)
+    source = f"import torch\n{body}\nfor i in range(3):\n    Y.sum().backward()\n"
+    unit, ctx = _module_unit(source, monkeypatch)
+    flow = common.unit_trace(unit, ctx)
+    entry = flow.loop_entries[next(iter(flow.loop_entries))]
+    got = interpreter.graph_sources(flow, entry["Y"], entry, unit.body, ctx.qualify)
+    assert got is not None
+    assert [(s.name, s.kind, s.removal[0] if s.removal else None) for s in got] == sources
+    assert all(s.stmt is None or isinstance(s.stmt, ast.stmt) for s in got)
