@@ -1296,6 +1296,28 @@ def test_stale_tensor_wrapped_in_a_dataset_is_reported_where_it_is_built():
     assert gg102(fixed) == []
 
 
+def test_autograd_grad_counts_where_its_inputs_name_a_source_of_the_stale_graph():
+    """``autograd.grad(l, inputs)`` runs only the part of the graph leading to its
+    inputs: with the stale value's source among them (the source the finding names,
+    ``interpreter.graph_sources``) the second call fails (checked with torch); with
+    only the layer's parameters it never enters that graph (the silent case
+    ``autograd_grad_wrt_parameters_only``)."""
+    source = src(
+        """
+        import torch
+        X = torch.rand(2, 5, requires_grad=True)
+        Y = X @ torch.ones(5, 1)
+        lin = torch.nn.Linear(1, 1)
+        for i in range(3):
+            l = ((lin(torch.ones(2, 1)) - Y) ** 2).sum()
+            g = torch.autograd.grad(l, [X])
+        """
+    )
+    f = only(source)
+    assert f.data["variable"] == "Y" and f.data["source"] == "X"
+    assert gg102(source.replace("[X]", "list(lin.parameters())")) == []
+
+
 def test_pinn_style_input_differentiated_on_purpose_is_silent_unless_it_crashes():
     source = src(
         """

@@ -27,8 +27,9 @@ How it works (one unit at a time):
    operation makes the second iteration's crash certain, a warning otherwise),
    which statements built it (what a fix moves, detaches or wraps in
    ``no_grad``), the names a container holds, the sources of a graph
-   ``__init__`` leaves on ``self`` for another method's loop, the sources the
-   ``autograd.grad(inputs=)`` filter compares, and parameter-freezing loops. The
+   ``__init__`` leaves on ``self`` for another method's loop (and of a graph whose
+   start the trace cannot name, for the ``autograd.grad(inputs=)`` filter, which
+   otherwise compares the trace's), and parameter-freezing loops. The
    interpreter's values do not carry those yet; until they do, this walk stays.
 
 The torch facts (which calls cut graphs, which operations save tensors, which
@@ -587,10 +588,17 @@ class _Analysis:
             if not toks:
                 continue
             got = [(c, keep) for c, keep, t, inputs in events.values()
-                   if toks & t and (inputs is None or any(s.name in inputs for s in g.sources))]
+                   if toks & t and (inputs is None or not self._source_names(flow, v, entry, g).isdisjoint(inputs))]
             if got:
                 out[name] = got
         return out
+
+    def _source_names(self, flow, v, entry, g: Graph) -> Set[Optional[str]]:
+        """The names of where ``v``'s graph starts, as a finding about it names them
+        (``interpreter.graph_sources``; the walk's sources where the trace cannot
+        name them): what ``autograd.grad(inputs=...)`` is compared with."""
+        srcs = interp.graph_sources(flow, v, entry, self.unit.body, self.ctx.qualify)
+        return {s.name for s in (srcs if srcs is not None else g.sources)}
 
     def _fn_facts(self, name: str) -> Optional[V.FnFacts]:
         """A same-module function's summary (``fn:<name>``), or None."""
