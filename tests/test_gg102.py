@@ -1193,24 +1193,27 @@ def test_knowledge_tables_match_torch():
     proc = subprocess.run([sys.executable, "-c", _TABLE_CHECK], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
+    # the tri-state answers the analysis asks (knowledge.function_saving, ...), from the tables
+    outcome = {True: "crash", False: "ok"}
     wrong = []
-    for q in K.SAVING_FUNCTIONS:
-        wrong += [] if got["f:" + q] == "crash" else [("f:" + q, got["f:" + q])]
-    for q in K.NONSAVING_FUNCTIONS:
-        wrong += [] if got["f:" + q] == "ok" else [("f:" + q, got["f:" + q])]
-    for m in K.SAVING_METHODS:
-        wrong += [] if got["m:" + m] == "crash" else [("m:" + m, got["m:" + m])]
-    for m in (K.NONSAVING_METHODS | K.PASSTHROUGH_METHODS) - {"to", "cuda", "cpu", "type"} - K.INTEGER_CASTS:
-        wrong += [] if got["m:" + m] == "ok" else [("m:" + m, got["m:" + m])]
+    for q in K.SAVING_FUNCTIONS | K.NONSAVING_FUNCTIONS:
+        wrong += [] if got["f:" + q] == outcome[K.function_saving(q)] else [("f:" + q, got["f:" + q])]
+    for m in (K.SAVING_METHODS | K.NONSAVING_METHODS | K.PASSTHROUGH_METHODS) - {"to", "cuda", "cpu", "type"} \
+            - K.INTEGER_CASTS:
+        wrong += [] if got["m:" + m] == outcome[K.method_saving(m)] else [("m:" + m, got["m:" + m])]
     for m in K.INTEGER_CASTS:
         wrong += [] if got["cast:" + m] == "nograph" else [("cast:" + m, got["cast:" + m])]
-    for b in K.SAVING_BINOPS:
-        wrong += [] if got["b:" + b] == "crash" else [("b:" + b, got["b:" + b])]
-    for b in K.NONSAVING_BINOPS:
-        wrong += [] if got["b:" + b] == "ok" else [("b:" + b, got["b:" + b])]
+    for b in K.SAVING_BINOPS | K.NONSAVING_BINOPS:
+        wrong += [] if got["b:" + b] == outcome[K.binop_saving(b)] else [("b:" + b, got["b:" + b])]
     for name in K.PARAMETERLESS_MODULES - K.CONFIG_DEPENDENT_MODULES:
-        want = "ok" if name in K.NONSAVING_MODULES else "crash"
+        want = outcome[K.parameterless_module_saving(name)]
         wrong += [] if got["mod:" + name] == want else [("mod:" + name, got["mod:" + name])]
+    assert all(K.parameterless_module_saving(n) is None for n in K.CONFIG_DEPENDENT_MODULES)
+    # an in-place method answers as its out-of-place form; unknown operations say so
+    assert K.inplace_method_saving("mul_") is True and K.inplace_method_saving("exp_") is True
+    assert K.inplace_method_saving("add_") is False and K.inplace_method_saving("clamp_") is None
+    assert K.method_saving("clamp") is None and K.function_saving("torch.where") is None
+    assert K.binop_saving("FloorDiv") is None
     assert got["retain_graph"] == "ok" and got["create_graph"] == "ok"
     assert not wrong, wrong
 

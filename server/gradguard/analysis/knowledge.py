@@ -120,6 +120,41 @@ NONSAVING_FUNCTIONS = frozenset({"torch.add", "torch.sub", "torch.cat", "torch.s
 NONSAVING_METHODS = frozenset({"add", "sub", "add_", "sub_", "sum", "mean", "view", "reshape", "__getitem__", "squeeze",
                                "unsqueeze", "permute", "transpose", "flatten", "expand", "clone", "t", "contiguous"})
 
+
+# Does an operation save tensors for backward? Tri-state: True (it saves: a stale graph
+# through it crashes the second time), False (it saves nothing: gradients keep flowing
+# into the leaf), None (not known here). By the tables above, for one operation; a
+# value's answer joins those of the operations that built it (True wins, then None).
+def binop_saving(opname: str) -> bool | None:
+    """A binary operator, by its ast class name (``"Mult"``)."""
+    return True if opname in SAVING_BINOPS else False if opname in NONSAVING_BINOPS else None
+
+
+def method_saving(meth: str) -> bool | None:
+    """A tensor method (``x.exp()``); views and copies (``PASSTHROUGH_METHODS``) save nothing."""
+    if meth in SAVING_METHODS:
+        return True
+    return False if meth in PASSTHROUGH_METHODS or meth in NONSAVING_METHODS else None
+
+
+def inplace_method_saving(meth: str) -> bool | None:
+    """An in-place tensor method (``x.mul_(2)``), by itself or by its out-of-place name."""
+    base = meth[:-1] if meth.endswith("_") else meth
+    if base in SAVING_METHODS or meth in SAVING_METHODS:
+        return True
+    return False if meth in NONSAVING_METHODS or base in NONSAVING_METHODS else None
+
+
+def function_saving(q: str) -> bool | None:
+    """A torch function, by its qualified name (``"torch.matmul"``)."""
+    return True if q in SAVING_FUNCTIONS else False if q in NONSAVING_FUNCTIONS else None
+
+
+def parameterless_module_saving(name: str) -> bool | None:
+    """A ``torch.nn`` module without parameters (``PARAMETERLESS_MODULES``), by its class name."""
+    return None if name in CONFIG_DEPENDENT_MODULES else name not in NONSAVING_MODULES
+
+
 # torch.distributions whose construction (or the parameter they cache on first use) saves tensors: two
 # losses from one such distribution, back-propagated one after the other, fail on the second (checked with
 # torch 2.13). Normal, Laplace, Beta... compute their log-prob afresh on each call and share only views.

@@ -447,7 +447,7 @@ class _Analysis:
                 cur = self.env.get(key)
                 opname = type(s.op).__name__
                 if isinstance(cur, (Graph, Leaf)) or isinstance(v, (Graph, Leaf)):
-                    g = L.merge([cur, v], self._binop_saving(opname, s.target, s.value), opname)
+                    g = L.merge([cur, v], K.binop_saving(opname), opname)
                     self.env[key] = L.with_stmt(g, s)
             return
         if isinstance(s, (ast.With, ast.AsyncWith)):
@@ -771,9 +771,7 @@ class _Analysis:
                 self.env[name] = None
                 return
             if isinstance(cur, (Graph, Leaf)) and meth.endswith("_") and not meth.startswith("_"):
-                base = meth[:-1]
-                sv = True if base in K.SAVING_METHODS or meth in K.SAVING_METHODS else (
-                    False if meth in K.NONSAVING_METHODS or base in K.NONSAVING_METHODS else None)
+                sv = K.inplace_method_saving(meth)
                 args = [self._eval(a) for a in call.args] + [self._eval(k.value) for k in call.keywords]
                 g = L.merge([cur] + args, sv, f".{meth}()")
                 self.env[name] = L.with_stmt(g, s)
@@ -825,13 +823,6 @@ class _Analysis:
         return Src(name, kind, stmt, node, removal, self.order)
 
     # -- expressions ------------------------------------------------------------
-    def _binop_saving(self, opname: str, left: ast.AST, right: ast.AST) -> Optional[bool]:
-        if opname in K.SAVING_BINOPS:
-            return True
-        if opname in K.NONSAVING_BINOPS:
-            return False
-        return None
-
     def _eval(self, e: Optional[ast.AST]):
         if e is None:
             return None
@@ -844,7 +835,7 @@ class _Analysis:
             if self.nograd:
                 return None
             opname = type(e.op).__name__
-            return L.merge([l, r], self._binop_saving(opname, e.left, e.right), f"`{_OPS.get(opname, opname)}`")
+            return L.merge([l, r], K.binop_saving(opname), f"`{_OPS.get(opname, opname)}`")
         if isinstance(e, ast.UnaryOp):
             v = self._eval(e.operand)
             if self.nograd or isinstance(e.op, (ast.Not, ast.Invert)):
@@ -992,13 +983,7 @@ class _Analysis:
             if isinstance(recv, (Graph, Leaf)):
                 if self.nograd:
                     return None
-                if meth in K.SAVING_METHODS:
-                    sv: Optional[bool] = True
-                elif meth in K.PASSTHROUGH_METHODS or meth in K.NONSAVING_METHODS:
-                    sv = False
-                else:
-                    sv = None
-                return L.merge([recv] + args, sv, f"`.{meth}()`")
+                return L.merge([recv] + args, K.method_saving(meth), f"`.{meth}()`")
             mod = None
         else:
             mod = self._module_of(func)
@@ -1010,10 +995,9 @@ class _Analysis:
         if q.startswith("torch."):
             if not any(L.as_graph(a) is not None for a in args):
                 return None
-            if q in K.SAVING_FUNCTIONS:
-                return L.merge(args, True)
-            if q in K.NONSAVING_FUNCTIONS:
-                return L.merge(args, False)
+            sv = K.function_saving(q)
+            if sv is not None:
+                return L.merge(args, sv)
             if q in S.GRAPHLESS_FUNCTIONS:
                 return None
             if q.startswith("torch.utils."):  # TensorDataset(x, y), DataLoader(...): containers
@@ -1108,8 +1092,7 @@ class _Analysis:
             if not last[:1].isupper() or last in ("Parameter", "Buffer"):
                 return None
             if last in K.PARAMETERLESS_MODULES:
-                saving = None if last in K.CONFIG_DEPENDENT_MODULES else last not in K.NONSAVING_MODULES
-                return Mod(self._src(None, "module", None, func, None), False, saving)
+                return Mod(self._src(None, "module", None, func, None), False, K.parameterless_module_saving(last))
             if last in K.CONTAINER_MODULES:
                 mods = [a for a in args if isinstance(a, Mod)]
                 trainable = any(m.trainable for m in mods) if mods else True
