@@ -244,11 +244,12 @@ def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:
 
 def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,
                    states: Optional[list] = None, members: Optional[list] = None,
-                   own_calls: bool = False) -> V.FnFacts:
+                   own_calls: bool = False, kept: Optional[list] = None) -> V.FnFacts:
     """Summarise one def by running the graph interpreter over its body with
     each parameter as a ``("P", i)`` token. ``states``: a list to receive what
     :meth:`GraphFlow.self_states` finds (a method run on its own object's
-    state; only asked of a forward that assigns to ``self``)."""
+    state; only asked of a forward that assigns to ``self``). ``kept``: a list to
+    receive those of them whose graph surely saved tensors (``ClassFacts.kept``)."""
     is_static = any(isinstance(d, ast.Name) and d.id in _STATIC for d in fn.decorator_list)  # type: ignore[attr-defined]
     names, defaults = _params(fn, method and not is_static)
     if not own_calls and not _needs_interpretation(fn.body) and not (  # type: ignore[attr-defined]
@@ -281,15 +282,19 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         members.extend(g.member_calls)
     for key in seeded:
         del env[key]  # (the second run below marks state kept on self; these are not)
-    if states is not None and method and self_obj and not no_grad:
+    if (states is not None or kept is not None) and method and self_obj and not no_grad:
         # a second run that marks state kept from the previous call: its ("A", ...)
         # tokens must not leak into the facts above
         t = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=True, find_carries=False)
         try:
             t.run(fn.body, env)  # type: ignore[attr-defined]
-            states.extend(t.self_states())
-            states.extend(("input", key) for key in t.input_states())
-            states.extend(("cached", kv) for kv in t.cached_states())
+            own = t.self_states()
+            if states is not None:
+                states.extend(own)
+                states.extend(("input", key) for key in t.input_states())
+                states.extend(("cached", kv) for kv in t.cached_states())
+            if kept is not None:
+                kept.extend(key for key, v in own if any(id(x[1]) in t.saving_calls for x in v.graph_tokens()))
         except RecursionError:
             pass
     makes = None if method else _factory_class(fn)
@@ -638,13 +643,17 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
     methods: List[Tuple[str, V.FnFacts]] = []
     states: list = []
     member_calls: Dict[str, list] = {}
+    kept: List[Tuple[str, Tuple[str, ...]]] = []
     for fn in defs:
         r = _FactResolver(cls.name, partial)
         r.current = None
         ask = states if fn.name == "forward" and _assigns_self(fn) else None
         got = member_calls.setdefault(fn.name, [])
+        keep: Optional[list] = [] if _rebuilds_self_attr(fn) else None
         methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask,
-                                                members=got)))
+                                                members=got, kept=keep)))
+        if keep:
+            kept.append((fn.name, tuple(sorted(set(keep)))))
     mdict = dict(methods)
     callers = [fn for fn in defs if _calls_own_method(fn, mdict)]
     for _ in range(OWN_METHOD_DEPTH):
@@ -697,6 +706,10 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         carried=tuple((key, "list" if _a_list(defs, key[5:]) else _state_shape(v, partial), _ever_none(defs, key[5:]))
                       for key, v in states),
         cuts=tuple(sorted(cuts, key=lambda kv: kv[0])),
+        kept=tuple(kept),
+        kept_resets=_kept_resets(defs, kept) if kept else frozenset(),
+        inplace_resets=_inplace_resets(defs, "inplace"),
+        dispatch_resets=_inplace_resets(defs, "dispatch"),
         bases=bases,
         attrs=attr_t,
         methods=tuple(sorted(mdict.items(), key=lambda kv: kv[0])),
@@ -1048,13 +1061,166 @@ def _fresh_from_own_method(value: ast.expr, methods: Dict[str, V.FnFacts]) -> bo
     return not any(p.graph or p.params or p.derived for p in parts)
 
 
+def _kept_resets(defs, kept) -> frozenset:
+    """``ClassFacts.kept_resets``: the methods other than those keeping the state that
+    assign one of its attributes (``self.h = None``, ``self.h = self.h.detach()``), cut
+    it in place (``self.h.detach_()``), or call, on ``self``, a method that does."""
+    attrs = {a for _, keys in kept for a in keys}
+    keepers = {m for m, _ in kept}
+    out: set = set()
+    calls: Dict[str, set] = {}
+    for fn in defs:
+        own = calls.setdefault(fn.name, set())
+        for n in A.body_nodes(fn):
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    if any(("self." + a) in attrs for x in ast.walk(t) if (a := _self_attr(x)) is not None):
+                        out.add(fn.name)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                if A.dotted(n.func.value) in attrs:
+                    out.add(fn.name)  # self.h.detach_(), self.h.zero_(): whatever it does, not kept as it was
+                name = _self_attr(n.func)
+                if name is not None:
+                    own.add(name)
+    for _ in range(3):
+        out |= {m for m, cs in calls.items() if cs & out}
+    return frozenset(out - keepers - {"__init__"})
+
+
+# in-place refills: the tensor keeps its autograd history (its grad_fn, what it was computed from)
+_INPLACE_FILLS = frozenset({"zero_", "fill_", "uniform_", "normal_", "constant_", "zeros_", "ones_", "copy_"})
+
+
+def _inplace_resets(defs, kind: str) -> frozenset:
+    """``ClassFacts.inplace_resets`` (``kind`` "inplace") or ``dispatch_resets``
+    ("dispatch"): the methods named like a reset (``K.STATE_RESET_CALLS``) whose body
+    cuts nothing: no assignment to ``self``, no detach, no ``requires_grad_``, no
+    ``register_buffer``, no call handing ``self`` away or of another own method, no
+    other reset. "inplace": it refills tensors in place (``buffer.zero_()``,
+    ``torch.nn.init.uniform_(buffer)``) and calls no reset; "dispatch": it calls the
+    same method on other modules (``m.reset_states()``) and refills nothing."""
+    out = set()
+    by_name = {fn.name: fn for fn in defs}
+    for fn in defs:
+        if fn.name not in K.STATE_RESET_CALLS:
+            continue
+        fills = dispatch = False
+        cut = False
+        for n in A.body_nodes(fn):
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
+                if any(isinstance(x, ast.Attribute) for t in targets for x in ast.walk(t)):
+                    cut = True  # self.v = ..., m.v = ..., x.data = ...
+            elif isinstance(n, ast.Call):
+                f = n.func
+                last = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+                if any(isinstance(a, ast.Name) and a.id == "self" for a in [*n.args, *(k.value for k in n.keywords)]):
+                    cut = True  # reset_net(self): whatever it does
+                elif last in _INPLACE_FILLS:
+                    fills = True
+                elif last == fn.name and isinstance(f, ast.Attribute) and _self_attr(f) is None:
+                    dispatch = True  # m.reset_states(), self.lif1.reset_states()
+                elif last in _MODULE_QUERIES and _self_attr(f) is not None:
+                    pass  # for buffer in self.buffers(), for m in self.modules()
+                elif _self_attr(f) is not None:
+                    # self.is_state_initialised(): a query of the object's own, unless it
+                    # changes the object (or asks another method, which might)
+                    cut = cut or not _queries_only(by_name.get(last))
+                elif last in K.STATE_RESET_CALLS or last in K.GRAPH_CUT_METHODS or last in (
+                        "requires_grad_", "register_buffer", "setattr", "apply", "__init__"):
+                    cut = True
+        if not cut and ((kind == "inplace" and fills and not dispatch) or (kind == "dispatch" and dispatch and not fills)):
+            out.add(fn.name)
+    return frozenset(out)
+
+
+_MODULE_QUERIES = frozenset({"buffers", "named_buffers", "modules", "named_modules", "children", "named_children",
+                             "parameters", "named_parameters"})
+
+
+def _queries_only(fn) -> bool:
+    """Does the method (of :func:`_inplace_resets`'s class) only read: no assignment
+    to an attribute, no in-place op, no call of the object's own methods, no reset?"""
+    if fn is None:
+        return False
+    for n in A.body_nodes(fn):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
+            if any(isinstance(x, ast.Attribute) for t in targets for x in ast.walk(t)):
+                return False
+        elif isinstance(n, ast.Call):
+            f = n.func
+            last = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+            if (_self_attr(f) is not None and last not in _MODULE_QUERIES) or last.endswith("_") or last in K.STATE_RESET_CALLS \
+                    or last in ("register_buffer", "setattr", "apply"):
+                return False
+    return True
+
+
+def framework_loop(cls: ast.ClassDef, method: str, summary, _depth: int = 0) -> Optional[str]:
+    """Is ``method`` of ``cls`` one a framework calls in a loop of its own
+    (``K.FRAMEWORK_LOOP_METHODS``: ``training_step`` of a class deriving, directly or
+    through classes of this file, from one named ``LightningModule``)? "auto" when the
+    framework back-propagates what it returns and steps the optimizer after each call,
+    "manual" when the class turns that off (``self.automatic_optimization = False``),
+    None otherwise."""
+    if _depth > 3:
+        return None
+    found = False
+    for b in cls.bases:
+        raw = A.dotted(b) or ""
+        if method in K.FRAMEWORK_LOOP_METHODS.get(raw.rsplit(".", 1)[-1], ()):
+            found = True
+            break
+        cf = summary.get("class:" + raw) if raw else None
+        if isinstance(cf, V.ClassFacts) and _framework_base(cf, method, summary, _depth + 1):
+            found = True
+            break
+    if not found:
+        return None
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is False and any(
+                _self_attr(t) == K.MANUAL_OPTIMIZATION_ATTR for t in n.targets):
+            return "manual"
+    return "auto"
+
+
+def _framework_base(cf: V.ClassFacts, method: str, summary, depth: int) -> bool:
+    """:func:`framework_loop` through a base class of this file (by its facts)."""
+    if depth > 3:
+        return False
+    for raw in cf.bases:
+        if method in K.FRAMEWORK_LOOP_METHODS.get(raw.rsplit(".", 1)[-1], ()):
+            return True
+        inner = summary.get("class:" + raw)
+        if isinstance(inner, V.ClassFacts) and _framework_base(inner, method, summary, depth + 1):
+            return True
+    return False
+
+
+def _rebuilds_self_attr(fn: ast.AST) -> bool:
+    """Does the method assign an attribute of ``self`` from an expression reading it
+    (``out, self.h = self.lstm(x, self.h)``, ``self.v = 0.5 * self.v + x``)? The cheap
+    test before :attr:`ClassFacts.kept` is looked for."""
+    for node in A.body_nodes(fn):
+        if node.__class__ is ast.Assign:
+            attrs = {a for t in node.targets for n in ast.walk(t) if (a := _self_attr(n)) is not None}
+            if attrs and any(_self_attr(n) in attrs for n in ast.walk(node.value)):
+                return True
+    return False
+
+
 def _assigns_self(fn: ast.AST) -> bool:
-    """Does the method assign to an attribute of ``self`` (``self.h = ...``)?"""
+    """Does the method assign to an attribute of ``self`` (``self.h = ...``), or copy
+    into one in place (``self.h.copy_(...)``, a buffer updated in place)?"""
     for node in A.body_nodes(fn):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 if any(_self_attr(n) is not None for n in ast.walk(t)):
                     return True
+        elif node.__class__ is ast.Call and isinstance(node.func, ast.Attribute) and node.func.attr == "copy_" \
+                and _self_attr(node.func.value) is not None:
+            return True
     return False
 
 

@@ -175,6 +175,48 @@ class Resolver:
                 out.append((f"{attr}.{path}", built or (graph and through), through and bool(params), holder))
         return tuple(out)
 
+    def reset_keeps_graph(self, raw: str, method: str, _depth: int = 0) -> bool:
+        """Does calling ``method`` (named like a reset) on an object of the same-file
+        class ``raw`` leave the graphs its state holds attached? Yes when the method
+        (the class's own, or the first base's of this file defining it) only refills
+        tensors in place (``ClassFacts.inplace_resets``: ``buffer.zero_()``), or only
+        calls the same method on the modules it holds (``dispatch_resets``) and every
+        one of those that is a class of this file... does too, with none of another
+        library's among them. An in-place op keeps a tensor's history (sinabs issue 5)."""
+        cf = self.cls(raw) if _depth < 4 else None
+        if cf is None:
+            return False
+        if cf.method(method) is None:
+            for b in cf.bases:
+                base = self.cls(b)
+                if base is not None and (base.method(method) is not None or base.bases):
+                    return self.reset_keeps_graph(b, method, _depth + 1)
+            return False
+        if method in cf.inplace_resets:
+            return True
+        if method not in cf.dispatch_resets:
+            return False
+        found = False
+        for attr, ctor in cf.attrs:
+            q = self.qualify_raw(ctor)
+            if q.startswith("torch.") or ctor.startswith(("nn.", "torch.")):
+                continue  # torch's own modules have no such method (an isinstance test skips them)
+            sub = self.cls(ctor)
+            if sub is None:
+                return False  # another library's module: what its reset does is unknown
+            if not self._defines(ctor, method):
+                continue
+            if not self.reset_keeps_graph(ctor, method, _depth + 1):
+                return False
+            found = True
+        return found
+
+    def _defines(self, raw: str, method: str, _depth: int = 0) -> bool:
+        cf = self.cls(raw) if _depth < 4 else None
+        if cf is None:
+            return False
+        return cf.method(method) is not None or any(self._defines(b, method, _depth + 1) for b in cf.bases)
+
     def method_facts(self, obj: _Opt[str], name: str) -> _Opt[FnFacts]:
         if obj and obj.startswith("user:"):
             cf = self.cls(obj[5:])
@@ -336,6 +378,15 @@ class GraphFlow:
         self._no_fallthrough: Dict[int, FrozenSet[str]] = {}
         # the truth of the constants the callers pass the unit's parameters (``flag:`` facts)
         self.flags: Dict[str, bool] = {}
+        # "auto" / "manual": a framework runs this method in a loop of its own (Lightning's
+        # training_step, rules.common.framework_loop_of); the loop the trace puts around
+        # the body, and the backward of what it returns ("auto": Lightning's own)
+        self.framework_loop: _Opt[str] = None
+        self.framework_node: _Opt[ast.stmt] = None
+        self.framework_call: _Opt[ast.Call] = None
+        # ids of calls of a method whose result's graph saved the weights of modules its
+        # object holds (RetPos.modules): an optimizer step changes what it saved
+        self.saved_weights: set = set()
         self._loop_assigned: Dict[int, FrozenSet[str]] = {}
         # with track_self_state: what each ``self.x`` was assigned, and which were
         # rebuilt from their own last value (see cached_states)
@@ -344,7 +395,11 @@ class GraphFlow:
         # calls of the object's own attributes (``self.lif1(cur)``): (attribute, taints
         # of the arguments), for the class's summary (ClassFacts.members)
         self.member_calls: List[Tuple[str, FrozenSet]] = []
-        self._state_keys: set = set()  # the pseudo-variables of _neurons
+        self._state_keys: set = set()  # the pseudo-variables of _neurons (and of _method_state)
+        self._method_state_keys: set = set()  # those of _method_state: never a loop's carry
+        # id(call) of a method that keeps state on its module (_method_state) -> the
+        # pseudo-variable it leaves its graph in (``self.model.h``), for GG103's words
+        self.state_built: Dict[int, str] = {}
         self._freed_keys: Dict[FrozenSet, FrozenSet] = {}  # the last freed set's graphs
         self._jumps: Dict[int, bool] = {}  # per loop: a break or continue of its own
         # (see _scan_peers) id(subscript) -> ("E", key, loop, conditioned) for a read of
@@ -358,9 +413,43 @@ class GraphFlow:
         self._peer_names: Dict[int, Tuple[ast.Name, ...]] = {}
         self._peer_graphs: Dict[int, FrozenSet] = {}  # id(subscript) -> the saving graphs it read
 
+    def _framework_loop_of(self, body: Sequence[ast.stmt]) -> ast.stmt:
+        """The loop a framework runs the method in (``framework_loop``: Lightning's
+        ``training_step``), as a ``while True:`` around its body, placed where the body
+        is (a node of no file: only the trace sees it). With automatic optimisation each
+        iteration ends with the backward of what the method returns (:meth:`_framework_step`),
+        at the last ``return``, and the optimizer's step."""
+        loop = ast.While(test=ast.Constant(True), body=list(body), orelse=[])
+        ast.copy_location(loop, body[0])
+        loop.end_lineno, loop.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
+        self.framework_node = loop
+        if self.framework_loop == "auto":
+            rets = [s.value for s in iter_statements(body) if isinstance(s, ast.Return) and s.value is not None]
+            if rets:
+                last = rets[-1]
+                call = ast.Call(func=ast.Attribute(value=last, attr="backward", ctx=ast.Load()), args=[], keywords=[])
+                self.framework_call = ast.copy_location(call, last)
+        return loop
+
+    def _framework_step(self, loop: ast.stmt, n_returns: int, env: Dict[str, Val]) -> None:
+        """The end of an iteration of the framework's loop: it back-propagates what the
+        method returned on this walk (Lightning's ``loss.backward()``), then steps."""
+        call = self.framework_call
+        if loop is not self.framework_node or call is None:
+            return
+        rets = [r for r in self.returns[n_returns:] if r.taints]
+        if not rets:
+            return
+        loss = plain(frozenset().union(*(r.taints for r in rets)))
+        self._event(call, loss, False)
+        if self.frames and self.find_carries:
+            _mark_freed(env, _reached(loss))
+
     # -- entry points ----------------------------------------------------
     def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
         env = dict(env or {})
+        if self.framework_loop and body:
+            body = [self._framework_loop_of(body)]
         if self.self_obj:
             env.setdefault("self", Val(obj=self.self_obj))
         if self.methods and self.self_obj:
@@ -901,7 +990,10 @@ class GraphFlow:
         self.frames.append(frame)
         e1 = dict(entry)
         self._bind_loop_target(loop, e1)
+        n_returns = len(self.returns)
         e1 = self.block(loop.body, e1)  # type: ignore[attr-defined]
+        if loop is self.framework_node:
+            self._framework_step(loop, n_returns, e1)
         self.frames.pop()
         out = dict(e1) if once else join_env(entry, e1)
         freed_after = self._freed_after_loop(loop, entry, e1) if (FREED in e1 or FREED in entry) else None
@@ -909,13 +1001,18 @@ class GraphFlow:
             seeds: Dict[str, Val] = {}
             lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
             for name, v in e1.items():
-                if v is entry.get(name):
+                if v is entry.get(name) or name in self._method_state_keys:
                     continue  # not reassigned by the loop (a graph built before it is GG102's business)
                 g = v.graph_tokens()
                 # built in this loop's body, and attached to a graph some backward of
                 # the iteration traversed (and so freed)
-                if g & frame.reached and any(lo <= getattr(t[1], "lineno", 0) <= hi for t in g) and (
-                        g & frame.freed or any(("F", t) in v.taints for t in g)):
+                if (g & frame.reached and any(lo <= getattr(t[1], "lineno", 0) <= hi for t in g) and (
+                        g & frame.freed or any(("F", t) in v.taints for t in g))) or (
+                        loop is self.framework_node and self.framework_call is not None and name.startswith("self.")
+                        and any((id(t[1]) in self.saving_calls or id(t[1]) in self.saved_weights)
+                                and lo <= getattr(t[1], "lineno", 0) <= hi for t in g)):
+                    # (or: kept on the module by Lightning's training_step, built by a call that saved
+                    # weights the framework's optimizer step then changes in place)
                     # ... on the path that reaches the end of the iteration: a backward
                     # this path ran freed it (marked then), or a helper freed it inside.
                     # `if step % K == 0: loss.backward(); window = []` does not free the
@@ -929,7 +1026,10 @@ class GraphFlow:
                 frame2 = LoopFrame(loop, second=True)
                 self.frames.append(frame2)
                 self._bind_loop_target(loop, e2)
+                n_returns = len(self.returns)
                 e2 = self.block(loop.body, e2)  # type: ignore[attr-defined]
+                if loop is self.framework_node:
+                    self._framework_step(loop, n_returns, e2)
                 self.frames.pop()
                 self._report(frame2, seeds, entry, e1)
                 e2_out = join_env(out, self._strip(e2, loop))
@@ -1635,10 +1735,12 @@ class GraphFlow:
         # backward() and friends
         if is_backward_call(call, ctx):
             tgt = backward_target(call, ctx)
-            if isinstance(func, ast.Attribute):
-                self.eval(func.value, env)
+            recv = self.eval(func.value, env) if isinstance(func, ast.Attribute) else None
             pos, kws = self._args(call, env)
-            loss = self.eval(tgt, env) if tgt is not None else CLEAN
+            if recv is not None and isinstance(func, ast.Attribute) and tgt is func.value:
+                loss = recv  # model.encode(x).sum().backward(): the receiver, run once (a call may step a state)
+            else:
+                loss = self.eval(tgt, env) if tgt is not None else CLEAN
             if qualify(func, ctx) in K.BACKWARD_FUNCTIONS:
                 # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated;
                 # a parameter differentiated against as given (not made a leaf that requires
@@ -1804,6 +1906,11 @@ class GraphFlow:
             return self._pending_call(recv.obj[8:], m, pos, kws)
         if m in K.DISTRIBUTION_NONDIFF_METHODS and recv.obj and recv.obj.startswith("dist:"):
             return CLEAN  # a = dist.sample(): drawn without a graph (rsample() keeps one)
+        if m == "copy_" and self.track_self_state and recv.obj == "inst:?" and ("A", key) in recv.taints:
+            # self.v.copy_(0.5 * self.v + x) on a buffer: the state now also holds what is
+            # copied in, on top of its own history (an in-place op keeps it)
+            env[key] = Val(recv.taints | _union(pos, kws), site=self._stmt)
+            return env[key]
         if recv.obj and recv.obj.startswith(("user:", "inst:")):
             if m in _SELF_METHODS:
                 return recv
@@ -1819,6 +1926,8 @@ class GraphFlow:
                 if m == "forward" and not recv.frozen:
                     return self._kept(call, recv, key, CLEAN if self.no_grad else res, pos, kws, env)
                 self._clears(recv, key, m, env)
+                if key is not None and key != "self" and recv.obj.startswith("user:"):
+                    res = self._method_state(call, recv, key, m, res, env)
                 return res
             if m == "forward":
                 return self._apply(call, recv, None, pos, kws, _union(pos, kws), env)
@@ -1987,6 +2096,11 @@ class GraphFlow:
         if cf is not None and key == "self" and self.track_self_state and obj == self.self_obj \
                 and (cf.keeps_input or cf.carried):
             res = self._own_state(call, cf, res, env)
+        if cf is not None and cf.kept and key != "self":
+            res = self._method_state(call, callee, key, "forward", res, env)
+        if cf is not None and cf.keeps_input and not cf.carried and not cf.members and key != "self" \
+                and "." not in key:
+            res = self._input_state(call, callee, key, cf, res, pos, kws, env)
         if cf is None or not (cf.cached or cf.members):
             return res
         fwd = cf.method("forward")
@@ -2036,6 +2150,78 @@ class GraphFlow:
             res = _tainted(res, frozenset(new))
         return res
 
+    def _method_state(self, call: ast.Call, recv: Val, key: str, method: str, res: Val, env: Dict[str, Val]) -> Val:
+        """``self.model.forward_cnnlstm(s)`` (or ``self.model(s)``) where that method
+        rebuilds state on its object from its own last value (``ClassFacts.kept``: ``out,
+        self.h = self.lstm(f, self.h)``): the state is the pseudo-variable
+        ``<receiver>.<attr>`` (``self.model.h``), the name an assignment of it here
+        binds; each call leaves it holding this call's graph on top of what the last
+        call left, and what it returns depends on that. Two calls with a backward
+        between: the second's graph runs into what the backward freed (the value is
+        read as any other, :meth:`_stale_read`), a proof for GG103. The state of an
+        object the unit has not called yet is unknown, so nothing: a first call starts
+        it. Not a carry of a loop (GG101 reports state kept on a module where it is
+        kept, in forward): only the freed-graph proof reads it."""
+        obj = recv.obj or ""
+        cf = self.r.cls(obj[5:]) if obj.startswith("user:") else None
+        attrs = cf.kept_by(method) if cf is not None else ()
+        if not attrs:
+            return res
+        frozen = recv.frozen or self.no_grad
+        if not frozen:
+            self.saving_calls.add(id(call))  # (the state's graph surely saved tensors: ClassFacts.kept)
+        for attr in attrs:
+            k = key + attr[4:]  # self.h -> self.model.h
+            old = env.get(k)
+            new: set = set()
+            if not frozen:
+                new.add(("G", call))
+                if old is not None and old.taints:
+                    new |= old.taints
+                    if FREED in env:
+                        # computed from what the last call left: when a backward surely freed
+                        # it, the proof (S tokens) and only it (the last call's graph is not
+                        # this result's own: computing the result again builds on it again)
+                        gone = frozenset(t for t in self._stale_read(old, env).taints if t[0] == "S")
+                        if gone:
+                            res = _tainted(res, gone)
+            env[k] = Val(frozenset(new), site=self._stmt)
+            self._state_keys.add(k)
+            self._method_state_keys.add(k)
+            if not frozen:
+                self.state_built[id(call)] = k
+            self._dotted_bases.add(key.split(".", 1)[0])
+        return res
+
+    def _input_state(self, call: ast.Call, callee: Val, key: str, cf: ClassFacts, res: Val, pos, kws,
+                     env: Dict[str, Val]) -> Val:
+        """``lif(lin(x))`` where ``lif`` (a name of the unit or the module) is a module of
+        the user's whose forward rebuilds state on itself from its input and its last
+        value (``ClassFacts.keeps_input``: ``self.v_mem = 0.5 * self.v_mem + x``, a
+        registered buffer reassigned): the state is the pseudo-variable
+        ``<callee>.<attr>`` (``lif.v_mem``), as :meth:`_neurons` follows one held by
+        another module; with a graph in the input it holds this call's graph on top of
+        what the last call left, and what the call returns depends on it. A reset that
+        cuts (``lif.v_mem = lif.v_mem.detach()``, a reset the class's body does not
+        show to keep the graph) empties it."""
+        args = _union(pos, kws)
+        graph = any(t[0] in ("G", "L") for t in args) and not callee.frozen and not self.no_grad
+        for attr in cf.keeps_input:
+            k = key + attr[4:]  # self.v_mem -> lif.v_mem
+            old = env.get(k)
+            new: set = set()
+            if graph:
+                new.add(("G", call))
+                new |= args
+            if old is not None and not self.no_grad:
+                new |= old.taints
+            env[k] = Val(frozenset(new), site=self._stmt)
+            self._state_keys.add(k)
+            self._dotted_bases.add(key)
+            if new:
+                res = _tainted(res, frozenset(new))
+        return res
+
     def _neurons(self, call: ast.Call, callee: Val, key: str, cf: ClassFacts, fwd: _Opt[FnFacts], res: Val,
                  pos, kws, env: Dict[str, Val]) -> Val:
         """A call of a module of the user's that holds modules keeping state of their
@@ -2074,7 +2260,7 @@ class GraphFlow:
         owners: List[_Opt[str]] = []
         if last in K.STATE_RESET_CALLS:
             owners = [dotted(a) for a in call.args]
-            if isinstance(f, ast.Attribute):
+            if isinstance(f, ast.Attribute) and not self._keeps_graph_reset(f, last, env):
                 owners.append(dotted(f.value))
         elif not (self.r.qualify(f) or "").startswith("torch."):
             # the object itself handed to a function not of torch's (``log_spikes(net)``,
@@ -2088,6 +2274,14 @@ class GraphFlow:
             for k in [k for k in self._state_keys if k.startswith(prefix) and k in env]:
                 env[k] = Val(site=self._stmt)
 
+    def _keeps_graph_reset(self, f: ast.Attribute, method: str, env: Dict[str, Val]) -> bool:
+        """``model.reset_states()`` whose body only zeroes the state in place
+        (:meth:`Resolver.reset_keeps_graph`): no reset of what the state's graph holds."""
+        key = dotted(f.value)
+        v = env.get(key) if key is not None else None
+        obj = (v.obj if v is not None else None) or ""
+        return obj.startswith("user:") and self.r.reset_keeps_graph(obj[5:], method)
+
     def _method_resets(self, recv: Val, key: str, method: str, env: Dict[str, Val]) -> None:
         """``net.reset_()`` whose body resets what the modules keep
         (``ClassFacts.resetting``), or a method the class's facts do not show (a base
@@ -2095,11 +2289,19 @@ class GraphFlow:
         emptied -- what an unseen method does to them is unknown, not kept."""
         obj = recv.obj or ""
         cf = self.r.cls(obj[5:]) if obj.startswith("user:") else None
-        if cf is not None and cf.method(method) is not None and method not in cf.resetting:
+        if cf is not None and cf.method(method) is not None and method not in cf.resetting and not (
+                cf.kept and method in cf.kept_resets):
             return
+        if cf is not None and (cf.inplace_resets or cf.dispatch_resets or cf.method(method) is None) \
+                and self.r.reset_keeps_graph(obj[5:], method):
+            return  # model.reset_states() zeroing the buffers in place: the graphs stay
+        # ``self.loss_fn(...)``: a module the object holds (its class's attrs), not a method
+        # that could reset the state a method of another module it holds keeps
+        sub = cf is not None and cf.attr(method) is not None
         prefix = key + "."
         for k in [k for k in self._state_keys if k.startswith(prefix) and k in env]:
-            env[k] = Val(site=self._stmt)
+            if not (sub and k in self._method_state_keys):
+                env[k] = Val(site=self._stmt)
 
     def _clears(self, recv: Val, key: _Opt[str], method: str, env: Dict[str, Val]) -> None:
         """``encoder.clear_cache()``: a method of the class that resets a cache the
@@ -2202,8 +2404,16 @@ class GraphFlow:
                         ("G", call) if lo <= getattr(x[1], "lineno", -1) <= hi else x for x in ev.sure}
             if saves[0]:
                 self.saving_calls.add(id(call))
+            # a backward inside that runs into a graph built before the call, which an
+            # earlier backward (inside, or before the call) surely freed: the driver's
+            # ``outputs`` handed to ``self._on_backward(inputs, outputs, loss)``, whose
+            # ``loss.backward()`` frees it before its adversarial loop back-propagates
+            # ``outputs`` again (ark-nlp's PGD). Only graphs built outside the method:
+            # one built inside is the method's own unit's business
+            stale = frozenset(t for ev in inner_events for t in ev.stale
+                              if not lo <= getattr(t[1][1], "lineno", -1) <= hi)
             self._event(call, plain(loss), all(ev.retain for ev in inner_events),
-                        {("G", call)} & loss)
+                        {("G", call)} & loss, stale=stale)
             self.events[-1].sure = frozenset(sure)
             if self.frames and self.find_carries:
                 _mark_freed(env, _reached(plain(loss)))
@@ -2464,6 +2674,8 @@ class GraphFlow:
             t: set = set()
             if rp.graph and not facts.no_grad and not self.no_grad:
                 t.add(("G", node))
+                if rp.modules:
+                    self.saved_weights.add(id(node))
             elif rp.derived and not facts.no_grad and not self.no_grad and any(
                     tok[0] in ("G", "L") for i in rp.derived for tok in argval(i).taints):
                 t.add(("G", node))  # h = cell(x, h, params) written out by hand: W @ h builds a graph

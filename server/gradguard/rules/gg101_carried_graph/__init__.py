@@ -39,7 +39,7 @@ from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule, Trigger
-from gradguard.rules.common import unit_trace
+from gradguard.rules.common import framework_loop_of, unit_trace
 from gradguard.rules.gg101_carried_graph import messages as M
 
 TYPE_CHECKING = False
@@ -58,7 +58,7 @@ class CarriedGraph(Rule):
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        if not _worth_running(unit, ctx) and not _maybe_stateful(unit, ctx):
+        if not _worth_running(unit, ctx) and not _maybe_stateful(unit, ctx) and not framework_loop_of(unit, ctx):
             return ()
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
@@ -1241,6 +1241,53 @@ def _after_statement(loop: ast.stmt, carry: V.Carry, names) -> int:
     return getattr(last, "end_lineno", last.lineno)
 
 
+def _framework_finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit) -> Finding:
+    """State a method the framework runs in a loop (Lightning's ``training_step``:
+    ``flow.framework_node``) keeps on ``self`` for its next call. No edit: detaching
+    where it is stored changes what the first steps learn (the stored graph trains the
+    model until the step that changes its weights), and computing it afresh is the
+    user's choice; the message says both."""
+    ret = flow.framework_call.func.value  # type: ignore[union-attr]  # (the returned expression)
+    shown = _code(ret, 32)
+    method = getattr(unit.node, "name", "training_step") if unit is not None else "training_step"
+    msg = M.framework_state(" / ".join(carry.names), method, shown)
+    related: List[Related] = []
+    if carry.built_by is not None and hasattr(carry.built_by, "lineno"):
+        related.append(Related(ctx.range(carry.built_by), M.built_here(carry.names)))
+    for node in _weights_saved_in(carry.built_by, unit, ctx):
+        related.append(Related(ctx.range(node), M.saved_weights_here(_code(node.func, 32))))
+    related.append(Related(ctx.range(ret), M.framework_backward(shown)))
+    data: Dict[str, object] = {"variable": carry.names[0], "variables": list(carry.names), "stateful": True}
+    return Finding(rule.code, ctx.line_range(carry.site), msg, rule.default_severity, tuple(related), (), data)
+
+
+def _weights_saved_in(built: Optional[ast.AST], unit, ctx) -> List[ast.Call]:
+    """``self.generate_pseudo_gt(batch)``: the calls ``self.<module>(...)`` in that method of
+    the unit's class whose weights its result's graph saved (``RetPos.modules``)."""
+    if not (isinstance(built, ast.Call) and isinstance(built.func, ast.Attribute)
+            and isinstance(built.func.value, ast.Name) and built.func.value.id == "self"
+            and unit is not None and unit.class_node is not None):
+        return []
+    cf = ctx.summary.get("class:" + unit.class_node.name)
+    facts = cf.method(built.func.attr) if isinstance(cf, V.ClassFacts) else None
+    if facts is None:
+        return []
+    modules = set(facts.ret.modules)
+    for rp in facts.returns or ():
+        modules |= rp.modules
+    r = interp.Resolver(ctx)
+    for attr, raw in cf.attrs:  # (modules of a class the method's summary could not see into)
+        fwd = r.method_facts(r.ctor_obj(raw), "forward")
+        if fwd is not None and (fwd.ret.graph or any(p.graph for p in fwd.returns or ())):
+            modules.add(attr)
+    fn = next((s for s in unit.class_node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and s.name == built.func.attr), None)
+    if fn is None or not modules:
+        return []
+    return [n for n in A.body_nodes(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" and n.func.attr in modules][:1]
+
+
 def _kept_cache(carry: V.Carry, ctx) -> Optional[Tuple[str, str, str, bool, str]]:
     """(object, attribute, class, is it None before the first call, shape) when the
     carried value is a cache a module of the user's keeps on itself
@@ -1362,6 +1409,8 @@ def _finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None)
     site = carry.site
     if not hasattr(site, "lineno"):
         return None
+    if carry.loop is flow.framework_node and flow.framework_call is not None:
+        return _framework_finding(rule, carry, flow, ctx, unit)
     cache = _kept_cache(carry, ctx)
     if cache is not None:
         return _cache_finding(rule, carry, ctx, cache)

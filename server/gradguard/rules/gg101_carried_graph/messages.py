@@ -546,6 +546,33 @@ def kept_cache(base: str, name: str, cls: str, bw: str) -> Dict[str, str]:
     }
 
 
+def framework_state(name: str, method: str, ret: str) -> Dict[str, str]:
+    """``name`` kept on the module by ``method``, which the framework (Lightning) calls in
+    a loop, back-propagating what it returns (``ret``) and stepping after each call."""
+    return {
+        "en": f"`{name}` keeps this step's autograd graph on the module: the framework calls `{method}` again and again, "
+              f"back-propagating what it returns (`{ret}`) and stepping the optimizer after each call, so the next "
+              f"step's loss back-propagates into the graph this step kept, which that backward freed or whose saved "
+              f"weights the step changed in place (\"Trying to backward through the graph a second time\" or \"modified "
+              f"by an inplace operation\"). Keep it detached (`.detach()` where it is stored) or compute it afresh in "
+              f"each step.",
+        "zh": f"`{name}` 把这一步的计算图保存在模块上：框架会反复调用 `{method}`，对它返回的 `{ret}` 做反向传播，"
+              f"并在每次调用之后执行优化器的 step，所以下一步的损失会反向传播进这一步保存的计算图，而那张图已被释放，"
+              f"或其保存的权重已被 step 原地修改（报错 \"Trying to backward through the graph a second time\" 或 "
+              f"\"modified by an inplace operation\"）。请在保存它的地方 `.detach()`，或在每一步重新计算它。",
+    }
+
+
+def saved_weights_here(module: str) -> Dict[str, str]:
+    return {"en": f"its graph saved the weights of `{module}` here, which the optimizer step changes",
+            "zh": f"它的计算图在这里保存了 `{module}` 的权重，而优化器的 step 会修改这些权重"}
+
+
+def framework_backward(ret: str) -> Dict[str, str]:
+    return {"en": f"the framework back-propagates `{ret}` after each call, then steps the optimizer",
+            "zh": f"每次调用之后，框架对 `{ret}` 反向传播，再执行优化器的 step"}
+
+
 def fix_detach_cache(name: str) -> Dict[str, str]:
     return {"en": f"Detach `{name}` at the start of each iteration (keeps the cached value, cuts the graph)",
             "zh": f"在每轮迭代开始时 detach `{name}`（保留缓存的值，切断计算图）"}

@@ -67,7 +67,7 @@ class FreedInStep(Rule):
         events: Dict[int, V.BackwardEvent] = {}
         for ev in flow.events:
             events.setdefault(id(ev.call), ev)  # a loop body is walked more than once: its first walk
-        if len(events) < 2 and not any(ev.peers for ev in events.values()):
+        if len(events) < 2 and not any(ev.peers or ev.stale for ev in events.values()):
             return ()
         out: List[Finding] = []
         reported: Set[int] = set()
@@ -76,14 +76,14 @@ class FreedInStep(Rule):
             out.extend(_check_peers(self, events, reported, ctx))
             # a helper's backward through a container kept outside it first: the block check
             # below would read it as a helper back-propagating its arguments
-            out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True))
+            out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True, flow=flow))
             for block in _blocks(unit.body):
                 for f in _check_block(self, block, events, flow.saving_calls, reported, ctx, (flow, unit)):
                     out.append(f)
             for block in _blocks(unit.body):
                 for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs):
                     out.append(f)
-            for f in _check_stale(self, unit.body, events, reported, ctx):
+            for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow):
                 out.append(f)
         finally:
             _WALKS.memo = None
@@ -180,8 +180,21 @@ def _own_backward_calls(unit, ctx, text: str) -> int:
     cf = ctx.summary.get("class:" + unit.class_node.name)
     if not isinstance(cf, V.ClassFacts):
         return 0
-    return sum(len(re.findall(r"\bself\s*\.\s*" + re.escape(name) + r"\s*\(", text))
-               for name, facts in cf.methods if facts.calls_backward)
+    defs = {s.name: s for s in unit.class_node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    lines = ctx.index.lines
+    n = 0
+    for name, facts in cf.methods:
+        if not facts.calls_backward:
+            continue
+        calls = len(re.findall(r"\bself\s*\.\s*" + re.escape(name) + r"\s*\(", text))
+        fn = defs.get(name) if calls else None
+        if fn is not None and fn.body and fn.body[0].lineno > fn.lineno:
+            # a method that back-propagates twice (``loss.backward()`` then its adversarial
+            # loop's): one call may run into what its first backward freed
+            inner = "\n".join(lines[fn.body[0].lineno - 1:fn.end_lineno])
+            calls *= max(1, min(2, len(_BACKWARD_SPELLING.findall(inner))))
+        n += calls
+    return n
 
 
 # ---------------------------------------------------------------------------
@@ -384,7 +397,7 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
                     yield _finding(rule, stmts, s, b1, b2, shared, ctx, where)
 
 
-def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False) -> Iterator[Finding]:
+def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flow=None) -> Iterator[Finding]:
     """The interpreter's proof beyond one statement list (``BackwardEvent.stale``): a
     value whose graph a backward surely freed on every path reaches a later one --
     the last ``fake_batch`` of an inner loop whose own backward freed it, scored
@@ -399,15 +412,22 @@ def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False) -> 
         if kept_only and (A.is_backward_call(b1, ctx) or not _kept_in(b1, ctx)):
             continue
         reported.add(id(b2))
-        yield _stale_finding(rule, body, node, b1, b2, ctx)
+        state = flow.state_built.get(id(node)) if flow is not None else None
+        yield _stale_finding(rule, body, node, b1, b2, ctx, state)
 
 
-def _stale_finding(rule, body, node, b1, b2, ctx) -> Finding:
+def _stale_finding(rule, body, node, b1, b2, ctx, state: Optional[str] = None) -> Finding:
     holder = next((s for s in A.iter_statements(body) if isinstance(s, (ast.Assign, ast.AnnAssign))
                    and _holds(s, node)), None)
     name = _single_name(holder) if holder is not None else None
     kept = _kept_in(b1, ctx, node) if not A.is_backward_call(b1, ctx) else []
-    if kept:
+    if state is not None:
+        # the graph reaches the second loss through the state the call keeps on its module
+        # (a method of ClassFacts.kept): computing it again reads that state again
+        holder = name = None
+        kept = []
+        what = M.stale_state(state, _short(node), node.lineno)
+    elif kept:
         shown = ", ".join(f"`{k}`" for k in kept)
         what = M.stale_kept(shown, _short(node), node.lineno)
     else:
@@ -421,7 +441,9 @@ def _stale_finding(rule, body, node, b1, b2, ctx) -> Finding:
         how = M.nothing()
     fixes: List[Fix] = []
     edits = _detach_after(body, holder, name, b1, b2, ctx) if (name and holder is not None and not kept) else None
-    if edits:
+    if state is not None:
+        advice = M.stale_advice_state(state)
+    elif edits:
         advice = M.stale_advice_detach(shown)
         fixes.append(Fix(M.fix_stale_detach(name),
                          tuple(edits), preferred=True))
@@ -436,7 +458,7 @@ def _stale_finding(rule, body, node, b1, b2, ctx) -> Finding:
         Related(ctx.range(b1), M.frees_it(direct, _callee(b1))),
     )
     return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, tuple(fixes),
-                   {"variable": name or (kept[0] if kept else ""), "first_backward_line": b1.lineno})
+                   {"variable": state or name or (kept[0] if kept else ""), "first_backward_line": b1.lineno})
 
 
 def _facts_of(call: ast.AST, ctx) -> Optional[V.FnFacts]:

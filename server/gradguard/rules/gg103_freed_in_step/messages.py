@@ -391,6 +391,20 @@ def stale_value(shown: str, line: int) -> Dict[str, str]:
             "zh": f"{shown}（第 {line} 行）的计算图"}
 
 
+def stale_state(state: str, call: str, line: int) -> Dict[str, str]:
+    """What is reached again: the state ``state`` a call of ``call`` on ``line`` left
+    on its module, which the next call of it reads."""
+    return {"en": f"the graph `{call}` (line {line}) left in `{state}`, the state it keeps on its module and "
+                  f"reads on its next call",
+            "zh": f"第 {line} 行的 `{call}` 留在 `{state}` 里的计算图（它把状态保存在模块上，下次调用时读取）"}
+
+
+def stale_advice_state(state: str) -> Dict[str, str]:
+    return {"en": f"calling it again does not help: reset `{state}` (to None or fresh zeros) or detach it "
+                  f"before the second call",
+            "zh": f"再调用一次也无济于事：请在第二次调用之前重置 `{state}`（设为 None 或新的零张量）或将其 detach"}
+
+
 def in_loop(line: int) -> Dict[str, str]:
     return {"en": f", in the loop on line {line}, whose last iteration built it and ran that backward",
             "zh": f"（在第 {line} 行的循环里：它的最后一轮构建了它，又运行了那次 backward）"}
