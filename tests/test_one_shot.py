@@ -93,8 +93,9 @@ def test_an_update_leaves_one_shot_mode():
 # files in which nothing can back-propagate are parsed, not analysed
 
 def _without_backprop(text: str) -> str:
-    """The program with every backward spelling renamed (still valid Python)."""
-    return re.sub(r"\b(manual_backward|backward|grad)\b", lambda m: m.group(1) + "_off", text)
+    """The program with every backward spelling renamed (still valid Python), and the
+    methods a framework back-propagates the result of (Lightning's ``training_step``)."""
+    return re.sub(r"\b(manual_backward|backward|grad|training_step)\b", lambda m: m.group(1) + "_off", text)
 
 
 def test_may_backprop_reads_words_as_python_does():
@@ -103,6 +104,7 @@ def test_may_backprop_reads_words_as_python_does():
     assert may_backprop("from torch.autograd import grad as g\ng(out, x)\n")  # the alias's import line
     assert may_backprop("print(w.grad)\n")  # a gradient read errs on the side of analysing
     assert may_backprop("损失.backward()  # 反向传播\n")
+    assert may_backprop("class M(pl.LightningModule):\n    def training_step(self, b, i):\n        return b\n")
     assert may_backprop("loss.ｂａｃｋｗａｒｄ()\n")  # fullwidth: Python calls backward()
     assert not may_backprop("import torch.autograd\nclip_grad_norm = 1.0\nbackwards = []\n")
     assert not may_backprop("梯度grad = 1\n")  # one identifier, not the word grad
