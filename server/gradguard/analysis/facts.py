@@ -1203,7 +1203,8 @@ def _rebuilds_self_attr(fn: ast.AST) -> bool:
     (``out, self.h = self.lstm(x, self.h)``, ``self.v = 0.5 * self.v + x``)? The cheap
     test before :attr:`ClassFacts.kept` is looked for."""
     for node in A.body_nodes(fn):
-        if node.__class__ is ast.Assign:
+        if node.__class__ is ast.Assign and node.value.__class__ is ast.Call:
+            # (a call builds the graph: a module, a torch op; ``self.n = self.n + 1`` counts no state)
             attrs = {a for t in node.targets for n in ast.walk(t) if (a := _self_attr(n)) is not None}
             if attrs and any(_self_attr(n) in attrs for n in ast.walk(node.value)):
                 return True
