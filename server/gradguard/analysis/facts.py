@@ -896,7 +896,7 @@ def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str) -> Optional[T
                 for p in test.values)
         parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and positive else [test]
         for p in parts:
-            if any(_self_attr(n) == attr for n in ast.walk(p)):
+            if any(_self_attr(n) == attr for n in A.walk_all(p)):
                 if _self_attr(p) == attr or isinstance(p, ast.Compare) or (
                         isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not)):
                     continue  # about the cache itself
@@ -916,9 +916,9 @@ def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str) -> Optional[T
                 continue
             hit = False
             if isinstance(st, ast.Return) and st.value is not None:
-                hit = any(_self_attr(n) == attr for n in ast.walk(st.value))
+                hit = any(_self_attr(n) == attr for n in A.walk_all(st.value))
             elif isinstance(st, ast.Assign):
-                hit = any(_self_attr(n) == attr for t in st.targets for n in ast.walk(t))
+                hit = any(_self_attr(n) == attr for t in st.targets for n in A.walk_all(t))
             if hit and not all(test_ok(t, pos) for t, pos in guards):
                 return False
             for block in A.child_blocks(st):
@@ -1217,7 +1217,7 @@ def _assigns_self(fn: ast.AST) -> bool:
     for node in A.body_nodes(fn):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                if any(_self_attr(n) is not None for n in ast.walk(t)):
+                if any(_self_attr(n) is not None for n in A.walk_all(t)):
                     return True
         elif node.__class__ is ast.Call and isinstance(node.func, ast.Attribute) and node.func.attr == "copy_" \
                 and _self_attr(node.func.value) is not None:
@@ -1506,7 +1506,7 @@ def _handed(body, ctors: Dict[str, str], kept: Optional[frozenset], found: Dict[
                         if t.__class__ is ast.Name:
                             made.pop(t.id, None)
                             continue
-                        for n in ast.walk(t):
+                        for n in A.walk_all(t):
                             if isinstance(n, ast.Name):
                                 made.pop(n.id, None)
                 if len(s.targets) == 1 and recv is not None and m is not None:
@@ -1524,7 +1524,7 @@ def _handed(body, ctors: Dict[str, str], kept: Optional[frozenset], found: Dict[
             elif not isinstance(s, ast.Expr) and made:
                 for st in A.iter_statements([s]):  # what a compound statement may rebind
                     for target in _stmt_targets(st):
-                        for n in ast.walk(target):
+                        for n in A.walk_all(target):
                             if isinstance(n, ast.Name):
                                 made.pop(n.id, None)
 

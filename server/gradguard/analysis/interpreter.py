@@ -12,6 +12,7 @@ import re
 
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, block_nodes, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
+from gradguard.analysis.ast_util import walk_all
 from gradguard.analysis.summary import query
 from gradguard.analysis.values import FREED, BackwardEvent, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, globals_freed_by_call, meet_freed, plain, Source, tup, unsure
 from gradguard.model.record import record
@@ -735,7 +736,7 @@ class GraphFlow:
         """Does ``expr`` read only names the loop never changes, through no call
         but one of a plain name on such names (``exists(n)``, ``len(xs)``)?"""
         changed = self._assigned_in_loop(loop)
-        for node in ast.walk(expr):
+        for node in walk_all(expr):
             if isinstance(node, ast.Call):
                 if not isinstance(node.func, ast.Name):
                     return False
@@ -2773,7 +2774,7 @@ def _unconditional_calls(body: Sequence[ast.stmt]) -> set:
             if any(isinstance(n, (ast.Return, ast.Raise)) for n in iter_nodes([s])):
                 break
             continue
-        out.update(id(n) for n in ast.walk(s) if isinstance(n, ast.Call))
+        out.update(id(n) for n in walk_all(s) if isinstance(n, ast.Call))
         if isinstance(s, (ast.Return, ast.Raise)):
             break
     return out
@@ -2991,7 +2992,7 @@ def _peer_subscripts(body: Sequence[ast.stmt], i: str, j: str, cond: bool,
             continue
         if not isinstance(s, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
             continue
-        for node in ast.walk(s):
+        for node in walk_all(s):
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
                     and isinstance(node.slice, ast.Name) and node.slice.id == j:
                 yield node, cond
@@ -3136,7 +3137,7 @@ def _condition_key(test: ast.expr) -> _Opt[tuple]:
     attributes, constants, ``not``/``and``/``or``, comparisons, ``bool(...)``
     (the same text gives the same key). None for anything else."""
     key: list = []
-    for node in ast.walk(test):
+    for node in walk_all(test):
         if isinstance(node, ast.Name):
             key.append(node.id)
         elif isinstance(node, ast.Attribute):
@@ -3159,7 +3160,7 @@ def _condition_key(test: ast.expr) -> _Opt[tuple]:
 
 def _condition_names(test: ast.expr) -> set:
     names = set()
-    for node in ast.walk(test):
+    for node in walk_all(test):
         if isinstance(node, (ast.Name, ast.Attribute)):
             n = dotted(node)
             if n:

@@ -1182,9 +1182,9 @@ def _after_guarded_backward(loop: ast.stmt, guarded: Tuple[List[ast.stmt], int],
         parts = [s] if not A.child_blocks(s) else [getattr(s, f) for f in ("test", "iter", "target", "subject")
                                                   if getattr(s, f, None) is not None] + \
             [it.context_expr for it in getattr(s, "items", ())]
-        if any(isinstance(n, ast.Name) and n.id in sources for p in parts for n in ast.walk(p)):
+        if any(isinstance(n, ast.Name) and n.id in sources for p in parts for n in A.walk_all(p)):
             return None
-    if any(isinstance(n, ast.Name) and n.id in sources and not isinstance(n.ctx, ast.Load) for n in ast.walk(block[i])):
+    if any(isinstance(n, ast.Name) and n.id in sources and not isinstance(n.ctx, ast.Load) for n in A.walk_all(block[i])):
         return None
     return block[i], sources
 

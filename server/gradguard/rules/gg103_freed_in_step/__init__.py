@@ -237,7 +237,7 @@ def _index_holding(stmts: Sequence[ast.stmt], node: ast.AST, lo: int = 0) -> Opt
             if stmts[k] is node:
                 return k
     for k in range(lo, len(stmts)):
-        if any(n is node for n in ast.walk(stmts[k])):
+        if any(n is node for n in A.walk_all(stmts[k])):
             return k
     return None
 
@@ -274,7 +274,7 @@ def _stretch(stmts: Sequence[ast.stmt], start: Optional[ast.stmt], stop: Optiona
 def _opens_scope(s: ast.stmt) -> bool:
     """Does ``s`` hold a nested def, class or lambda? A use of a name in there is
     not the statement's to rewrite."""
-    return any(isinstance(n, _NESTED) for n in ast.walk(s))
+    return any(isinstance(n, _NESTED) for n in A.walk_all(s))
 
 
 def _direct_backward(stmt: ast.stmt, ctx, events) -> Optional[ast.Call]:
@@ -670,10 +670,10 @@ def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx):
     attrs = {k[5:] for k in kept}
     reads: List[ast.Attribute] = []
     cut = set()
-    for n in ast.walk(fn):
+    for n in A.walk_all(fn):
         if isinstance(n, ast.Attribute) and n.attr in ("detach", "data") and isinstance(n.value, ast.Attribute):
             cut.add(id(n.value))
-    for n in ast.walk(fn):
+    for n in A.walk_all(fn):
         if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
             return None
         if isinstance(n, ast.Attribute) and n.attr in attrs and isinstance(n.value, ast.Name) and n.value.id == "self":
@@ -696,7 +696,7 @@ def _graph_not_needed(fn, attrs, own, ctx) -> bool:
     live = set(attrs)  # self.<attr> holding it, or built from it
 
     def touches(node) -> bool:
-        for n in ast.walk(node):
+        for n in A.walk_all(node):
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" \
                     and n.attr in live:
                 return True
@@ -709,7 +709,7 @@ def _graph_not_needed(fn, attrs, own, ctx) -> bool:
             if touches(s):
                 return False  # under a branch or a loop: not followed
             continue
-        for n in ast.walk(s):
+        for n in A.walk_all(s):
             if not isinstance(n, ast.Call):
                 continue
             args = list(n.args) + [k.value for k in n.keywords]
@@ -775,7 +775,7 @@ def _stepped_in_between(stmts, s1, b2, shared, ctx) -> bool:
     # the second backward's own statement too, up to the call (``if ...: opt.step();
     # lossG.backward()``): a step written before it there runs before it
     for s in _stretch(stmts, s1, b2, with_stop=True):
-        for n in ast.walk(s):
+        for n in A.walk_all(s):
             if n is b2:
                 return _any_may_update(steppers, shared, ctx)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_step(n.func.attr):
@@ -865,7 +865,7 @@ def _parameter_owners(value: str) -> Set[str]:
         return set(re.findall(r"\w+", value))
     out: Set[str] = set()
     skip: Set[int] = set()  # names read as an object (``args.lr``) or called (``Adam``)
-    for n in ast.walk(tree):
+    for n in A.walk_all(tree):
         if isinstance(n, ast.Attribute):
             skip.add(id(n.value))
         elif isinstance(n, ast.Call):
@@ -874,10 +874,10 @@ def _parameter_owners(value: str) -> Set[str]:
             if isinstance(f, ast.Attribute) and f.attr in ("parameters", "named_parameters"):
                 got = A.dotted(f.value)
                 if got is None:  # get_model().parameters(): whatever it names
-                    out |= {m.id for m in ast.walk(f.value) if isinstance(m, ast.Name)}
+                    out |= {m.id for m in A.walk_all(f.value) if isinstance(m, ast.Name)}
                 else:
                     out.add(got.rsplit(".", 1)[-1])
-    out |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in skip}
+    out |= {n.id for n in A.walk_all(tree) if isinstance(n, ast.Name) and id(n) not in skip}
     return out
 
 
@@ -1045,7 +1045,7 @@ def _detach_uses(stmts, holder, s1, b2, name, ctx) -> List[TextEdit]:
     if any(_opens_scope(s) for s in run):
         return []  # a use inside a nested scope: not ours to rewrite
     for s in run:
-        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s)) and _assigned(s) & second:
+        if any(isinstance(n, ast.Name) and n.id == name for n in A.walk_all(s)) and _assigned(s) & second:
             return []
         for n in _uncut_uses(s, name):
             if not isinstance(n.ctx, ast.Load):
@@ -1062,7 +1062,7 @@ def _assigned(stmt: ast.stmt) -> Set[str]:
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
     for t in targets:
         if t is not None:
-            out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+            out.update(n.id for n in A.walk_all(t) if isinstance(n, ast.Name))
     return out
 
 
@@ -1072,9 +1072,9 @@ def _inputs_of(stmts, b2: ast.Call, deep: bool = False) -> Set[str]:
     ``deep``: through the statement holding it too (it may build its loss), and
     through assignments inside the list's compound statements (``if wass_metric:
     d_loss = ... else: d_loss = ...``)."""
-    need = {n.id for n in ast.walk(b2) if isinstance(n, ast.Name)}
+    need = {n.id for n in A.walk_all(b2) if isinstance(n, ast.Name)}
     for s in reversed(_stretch(stmts, None, b2, with_stop=deep)):
-        bound = {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} \
+        bound = {n.id for n in A.walk_all(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} \
             if deep else _assigned(s)
         if bound & need:
             need |= _names_read(s)
@@ -1141,7 +1141,7 @@ def _owned_uncached(opt: str, ctx, depth: int) -> Set[str]:
             tree = ast.parse(value, mode="eval")
         except SyntaxError:
             continue
-        for n in ast.walk(tree):
+        for n in A.walk_all(tree):
             if isinstance(n, ast.Name):
                 out.add(n.id)
             elif isinstance(n, ast.Attribute):
@@ -1150,7 +1150,7 @@ def _owned_uncached(opt: str, ctx, depth: int) -> Set[str]:
             # a list of parameters built beforehand: Adam(ge_chain, ...), Adam(a + b)
             for arg in tree.body.args[:1]:
                 receivers = _receivers(arg)
-                for n in ast.walk(arg):
+                for n in A.walk_all(arg):
                     if isinstance(n, ast.Name) and n.id != opt and id(n) not in receivers:
                         out |= _owned(n.id, ctx, depth - 1)
     return out
@@ -1159,7 +1159,7 @@ def _owned_uncached(opt: str, ctx, depth: int) -> Set[str]:
 def _receivers(root: ast.AST) -> Set[int]:
     """``D`` in ``D.parameters()`` (ids): read as an object, not as a list of parameters."""
     out: Set[int] = set()
-    for n in ast.walk(root):
+    for n in A.walk_all(root):
         if isinstance(n, ast.Attribute):
             out.add(id(n.value))
         elif isinstance(n, ast.Call):
@@ -1178,7 +1178,7 @@ def _module_name(node: ast.AST) -> Optional[str]:
 
 def _holders(stmts, nodes) -> List[ast.stmt]:
     """The statements of ``stmts`` that hold one of ``nodes``."""
-    return [s for s in stmts if any(any(n is h for n in ast.walk(s)) for h in nodes)]
+    return [s for s in stmts if any(any(n is h for n in A.walk_all(s)) for h in nodes)]
 
 
 def _holder_of(stmts, node) -> Optional[ast.stmt]:
@@ -1190,8 +1190,8 @@ def _holder_of(stmts, node) -> Optional[ast.stmt]:
 def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
     """The innermost statement inside ``stmt`` that holds ``node``."""
     best = stmt
-    for n in ast.walk(stmt):
-        if isinstance(n, ast.stmt) and any(m is node for m in ast.walk(n)):
+    for n in A.walk_all(stmt):
+        if isinstance(n, ast.stmt) and any(m is node for m in A.walk_all(n)):
             if (n.lineno, n.col_offset) >= (best.lineno, best.col_offset) and n is not best:
                 best = n
     return best
@@ -1254,7 +1254,7 @@ def _passed_finding(rule, step, opt, b2, passed, owned, ctx) -> Finding:
 
 
 def _names_read(s: ast.AST) -> Set[str]:
-    return {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return {n.id for n in A.walk_all(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 _RANDOM = re.compile(r"(^|\.)(randn|rand|randint|randperm|normal|bernoulli|multinomial|randn_like|rand_like|"
@@ -1262,13 +1262,13 @@ _RANDOM = re.compile(r"(^|\.)(randn|rand|randint|randperm|normal|bernoulli|multi
 
 
 def _simple(s: ast.stmt) -> bool:
-    if any(isinstance(n, ast.Call) and _RANDOM.search(A.dotted(n.func) or "") for n in ast.walk(s)):
+    if any(isinstance(n, ast.Call) and _RANDOM.search(A.dotted(n.func) or "") for n in A.walk_all(s)):
         return False  # drawn again, it would not be the same value
     return (isinstance(s, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple)) for t in s.targets)
-            and not any(isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)) for n in ast.walk(s))
+            and not any(isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)) for n in A.walk_all(s))
             and not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                         and n.func.attr in ("backward", "step", "zero_grad", "append", "extend")
-                        for n in ast.walk(s)))
+                        for n in A.walk_all(s)))
 
 
 def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx) -> Finding:
@@ -1327,7 +1327,7 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
             continue
         reads = _names_read(s)
         if reads & derived:
-            for n in ast.walk(s):
+            for n in A.walk_all(s):
                 if isinstance(n, ast.Call) and _module_name(n) in trains and _names_read(n) & derived:
                     downstream = True
             derived |= _assigned(s)
@@ -1492,7 +1492,7 @@ def _assigned_after(stmt: ast.stmt, step: ast.Call) -> Set[str]:
     """Names assigned after ``step`` in the innermost statement list inside ``stmt`` holding it."""
     for block in A.child_blocks(stmt):
         for k, st in enumerate(block):
-            if any(n is step for n in ast.walk(st)):
+            if any(n is step for n in A.walk_all(st)):
                 inner = _assigned_after(st, step)
                 if inner or A.child_blocks(st):
                     return inner
@@ -1513,12 +1513,12 @@ def _uncut_uses(s: ast.stmt, name: str) -> List[ast.Name]:
     """The uses of the name ``name`` in ``s`` (stores too: the caller decides), but
     those already cut where they are read (``fake.detach()``), in walk order."""
     cut = _detached_names(s)
-    return [n for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name and id(n) not in cut]
+    return [n for n in A.walk_all(s) if isinstance(n, ast.Name) and n.id == name and id(n) not in cut]
 
 
 def _detached_names(stmt: ast.AST) -> Set[int]:
     """Names already cut where they are read: ``fake`` in ``D(fake.detach())``."""
-    return {id(n.value) for n in ast.walk(stmt)
+    return {id(n.value) for n in A.walk_all(stmt)
             if isinstance(n, ast.Attribute) and n.attr in ("detach", "data") and isinstance(n.value, ast.Name)}
 
 
@@ -1527,9 +1527,9 @@ def _differentiated_inputs(stmts, holder, s1) -> Set[str]:
     (a gradient penalty's interpolates): detached, they would not require grad."""
     out: Set[str] = set()
     for s in _stretch(stmts, holder, s1, with_start=True):
-        for n in ast.walk(s):
+        for n in A.walk_all(s):
             if isinstance(n, ast.Call) and (A.dotted(n.func) or "").endswith("autograd.grad"):
                 arg = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "inputs"), None)
                 if arg is not None:
-                    out |= {m.id for m in ast.walk(arg) if isinstance(m, ast.Name)}
+                    out |= {m.id for m in A.walk_all(arg) if isinstance(m, ast.Name)}
     return out
