@@ -1215,21 +1215,25 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None) -> It
             for i, s_step, step, opt in steps:
                 if not (i < j or (i == j and _pos(step) < _pos(b2))):
                     continue
+                # the graphs the second loss holds that could make a finding, before
+                # the optimizer is read (reading it parses its construction)
+                tokens = ev2.loss.graph_tokens()
+                built = [t[1] for t in tokens if id(t[1]) in saving and start <= _pos(t[1]) < _pos(step)]
+                if not built and not (entry and any(id(t[1]) in entry for t in tokens)):
+                    continue
                 owned = _owned(opt, ctx)
                 if not owned:
                     continue  # an optimizer we cannot read: no proof
                 if entry:
                     # a parameter whose callers pass what another method of this object
                     # built through a module the step updates: built before the method ran
-                    passed = [(entry[id(t[1])], t[1]) for t in ev2.loss.graph_tokens()
+                    passed = [(entry[id(t[1])], t[1]) for t in tokens
                               if id(t[1]) in entry and entry[id(t[1])][2] & owned]
                     if passed:
                         reported.add(id(b2))
                         yield _passed_finding(rule, step, opt, b2, passed[0], owned, ctx)
                         break
-                hit = [t[1] for t in ev2.loss.graph_tokens()
-                       if id(t[1]) in saving and start <= _pos(t[1]) < _pos(step)
-                       and _module_name(t[1]) in owned and _holder_of(stmts[:i], t[1]) is not None]
+                hit = [n for n in built if _module_name(n) in owned and _holder_of(stmts[:i], n) is not None]
                 if not hit or _rebound_after_step(stmts[:i], s_step, step, hit):
                     continue
                 reported.add(id(b2))
