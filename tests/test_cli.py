@@ -501,3 +501,13 @@ def test_a_one_shot_check_imports_no_module_it_does_not_need(project):
             " if m in sys.modules))\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
     assert r.stdout.split(None, 1) == ["1", "[]\n"], r.stdout + r.stderr
+    # nor when the file asks for facts from the user's other modules (cross-file
+    # resolution: an import from a local module, a method back-propagating what it is handed)
+    (project / "helpers.py").write_text("def repackage(h):\n    return h.detach()\n", encoding="utf-8")
+    (project / "trainer.py").write_text(
+        "from helpers import repackage\n\n\nclass Trainer:\n    def update(self, loss):\n"
+        "        loss.backward()\n        return repackage(loss)\n", encoding="utf-8")
+    code = code.replace("'gru_train.py'", "'trainer.py'").replace(
+        "print(code, ", "print(code, 'gradguard.analysis.resolve' in sys.modules, ")
+    r = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
+    assert r.stdout.split(None, 2) == ["0", "True", "[]\n"], r.stdout + r.stderr

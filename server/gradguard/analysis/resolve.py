@@ -47,12 +47,15 @@ import ast
 import os
 import re
 import time
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gradguard.analysis.libraries import never_users
 from gradguard.analysis.summary import FactSource
 
 from gradguard.model.text import split_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
+    from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 __all__ = ["resolve_external_facts", "stats", "clear_cache"]
 
