@@ -46,17 +46,26 @@ class _FactResolver(interp.Resolver):
     elsewhere — so ``tuple(repackage(v) for v in h)`` is a cut when the base
     case is)."""
 
-    def __init__(self, self_name: Optional[str] = None, cls: Optional[V.ClassFacts] = None):
+    def __init__(self, self_name: Optional[str] = None, cls: Optional[V.ClassFacts] = None,
+                 method: Optional[str] = None):
         summary = {}
         if cls is not None and self_name:
             summary["class:" + self_name] = cls
         super().__init__(None, summary)
         self.current: Optional[str] = None
+        # the method summarised: a call of it on its own object or class (``self.repackage(v)``,
+        # ``cls.repackage(v)``) is its recursion, assumed as above on every run over the class
+        self.own = ("user:" + self_name, method) if self_name and method else None
 
     def fn(self, name):
         if name == self.current:
             return V.FnFacts(returns_value=False)
         return None
+
+    def method_facts(self, obj, name):
+        if self.own is not None and (obj, name) == self.own:
+            return V.FnFacts(returns_value=False)
+        return super().method_facts(obj, name)
 
     def ctor_obj(self, raw, _depth=0):
         """A class of this file other than the one summarised, or of another
@@ -73,6 +82,11 @@ class _FactResolver(interp.Resolver):
         if name == self.current:
             return "fn:" + name
         return super().global_obj(name, _depth)
+
+
+def _decorated(fn: ast.AST, *names: str) -> bool:
+    """Is ``fn`` decorated ``@staticmethod`` (one of ``names``), by its bare name?"""
+    return any(isinstance(d, ast.Name) and d.id in names for d in getattr(fn, "decorator_list", ()))
 
 
 def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.expr]]:
@@ -250,7 +264,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     :meth:`GraphFlow.self_states` finds (a method run on its own object's
     state; only asked of a forward that assigns to ``self``). ``kept``: a list to
     receive those of them whose graph surely saved tensors (``ClassFacts.kept``)."""
-    is_static = any(isinstance(d, ast.Name) and d.id in _STATIC for d in fn.decorator_list)  # type: ignore[attr-defined]
+    is_static = _decorated(fn, *_STATIC)
     names, defaults = _params(fn, method and not is_static)
     if not own_calls and not _needs_interpretation(fn.body) and not (  # type: ignore[attr-defined]
             method and getattr(fn, "name", "") != "__init__" and _empties_own_container(fn)):
@@ -263,6 +277,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     no_grad = A.is_no_grad_function(fn)
     g = interp.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None, find_carries=False)
     me = fn.args.args[0].arg if method and not is_static and fn.args.args and self_obj else None  # type: ignore[attr-defined]
+    if me is not None and self_obj is not None and self_obj.startswith("user:") and _decorated(fn, "classmethod"):
+        env[me] = V.Val(obj="ucls:" + self_obj[5:])  # cls.repackage(h): a method of its own class
     outside = _outside_containers(fn, names, me)
     seeded = {}
     for key, path in outside.items():
@@ -639,14 +655,14 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
             if ctor:
                 attrs.setdefault(s.targets[0].id, ctor)
     attr_t = tuple(sorted(attrs.items()))
-    partial = V.ClassFacts(bases=bases, attrs=attr_t, has_forward=True)
+    unbound = frozenset(fn.name for fn in defs if _decorated(fn, "staticmethod", "classmethod"))
+    partial = V.ClassFacts(bases=bases, attrs=attr_t, has_forward=True, unbound=unbound)
     methods: List[Tuple[str, V.FnFacts]] = []
     states: list = []
     member_calls: Dict[str, list] = {}
     kept: List[Tuple[str, Tuple[str, ...]]] = []
     for fn in defs:
-        r = _FactResolver(cls.name, partial)
-        r.current = None
+        r = _FactResolver(cls.name, partial, method=fn.name)
         ask = states if fn.name == "forward" and _assigns_self(fn) else None
         got = member_calls.setdefault(fn.name, [])
         keep: Optional[list] = [] if _rebuilds_self_attr(fn) else None
@@ -655,7 +671,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         if keep:
             kept.append((fn.name, tuple(sorted(set(keep)))))
     mdict = dict(methods)
-    callers = [fn for fn in defs if _calls_own_method(fn, mdict)]
+    callers = [fn for fn in defs if _calls_own_method(fn, mdict, cls.name)]
     for _ in range(OWN_METHOD_DEPTH):
         # forward() calling self._forward() calling self._update_mems(): another
         # run, knowing the last run's facts of the class's own methods (one level
@@ -665,7 +681,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         known = replace(partial, methods=tuple(sorted(mdict.items(), key=lambda kv: kv[0])))
         changed = False
         for fn in callers:
-            r = _FactResolver(cls.name, known)
+            r = _FactResolver(cls.name, known, method=fn.name)
             ask = [] if fn.name == "forward" and _assigns_self(fn) else None
             new = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask, own_calls=True)
             if new != mdict[fn.name]:
@@ -716,6 +732,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         has_forward="forward" in mdict,
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
+        unbound=unbound,
     )
 
 
@@ -1038,14 +1055,18 @@ def _list_elements(defs, assigns) -> Dict[str, str]:
     return {k: v for k, v in out.items() if k not in bad}
 
 
-def _calls_own_method(fn: ast.AST, methods: Dict[str, V.FnFacts]) -> bool:
-    """Does ``fn`` call ``self.<m>(...)`` for another method ``m`` of its class
-    that returns a value or back-propagates?"""
+def _calls_own_method(fn: ast.AST, methods: Dict[str, V.FnFacts], cls_name: str) -> bool:
+    """Does ``fn`` call a method ``m`` of its class that returns a value or
+    back-propagates: ``self.<m>(...)``, or ``cls.<m>(...)`` / ``<Class>.<m>(...)``
+    for one called without an instance (``fn`` itself is not: its recursion is assumed)."""
+    own = {"self", cls_name}
+    if _decorated(fn, "classmethod") and fn.args.args:  # type: ignore[attr-defined]
+        own.add(fn.args.args[0].arg)  # type: ignore[attr-defined]
     for node in A.body_nodes(fn):
-        if isinstance(node, ast.Call):
-            attr = _self_attr(node.func)
-            if attr is not None and attr != fn.name and attr in methods and (  # type: ignore[attr-defined]
-                    methods[attr].returns_value or methods[attr].calls_backward):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in own:
+            attr = node.func.attr
+            if attr != fn.name and attr in methods and (methods[attr].returns_value or methods[attr].calls_backward):  # type: ignore[attr-defined]
                 return True
     return False
 

@@ -1938,6 +1938,13 @@ class GraphFlow:
             if sub is not None:
                 return self._apply(call, Val(obj=sub), None, pos, kws, _union(pos, kws), env)
             return CLEAN if m in _MODULE_METHODS else plain(_union(pos, kws))
+        if recv.obj and recv.obj.startswith("ucls:"):
+            # Model.repackage_hidden(h): a static or class method of a class of this file,
+            # called through the class, returns what its facts say (a detached state)
+            cf = self.r.cls(recv.obj[5:])
+            facts = self.r.method_facts("user:" + recv.obj[5:], m) if cf is not None and m in cf.unbound else None
+            if facts is not None:
+                return self._apply_facts(call, facts, pos, kws, env, m)
         if m in K.SHAPE_ARGUMENT_METHODS:
             # y.view_as(other): `other` lends a shape, not its graph
             return self._op(call, recv.taints) if recv.taints else CLEAN

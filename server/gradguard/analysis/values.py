@@ -397,6 +397,9 @@ class ClassFacts:
     # ... and those that only call the same method on other modules (``for m in
     # self.modules(): m.reset_states()``): they keep the graph when every module's does
     dispatch_resets: FrozenSet[str] = EMPTY
+    # methods called without an instance (``@staticmethod``, ``@classmethod``): a call
+    # through the class (``Model.repackage(h)``) hands its arguments to their parameters
+    unbound: FrozenSet[str] = EMPTY
 
     def kept_by(self, method: str) -> Tuple[str, ...]:
         for m, keys in self.kept:

@@ -68,14 +68,18 @@ def framework_loop_of(unit: Unit, ctx: ModuleContext) -> Optional[str]:
     return facts.framework_loop(unit.class_node, name, ctx.summary)
 
 
-def run_own_flow(make: "Callable[..., _Flow]", unit: Unit, ctx: ModuleContext) -> "Optional[_Flow]":
+def run_own_flow(make: "Callable[..., _Flow]", unit: Unit, ctx: ModuleContext, bound: bool = False) -> "Optional[_Flow]":
     """A rule's own interpreter (a GraphFlow subclass: GG201's HistoryFlow, GG202's
     _DataFlow), ``make(resolver, self_obj=...)``, run over ``unit`` from its entry
     (:func:`unit_entry`); None when the unit is too deeply nested to interpret (that
     rule then reports nothing there, as it always has: unlike :func:`unit_trace`,
-    not recorded as "not analysed")."""
+    not recorded as "not analysed"). ``bound``: give the flow's ``bound`` what the
+    file's call sites pass the unit's parameters (:func:`call_site_objects`)."""
     env, self_obj = unit_entry(unit)
-    flow = make(interp.Resolver(ctx), self_obj=self_obj)
+    resolver = interp.Resolver(ctx)
+    flow = make(resolver, self_obj=self_obj)
+    if bound:
+        flow.bound = call_site_objects(unit, ctx, resolver)  # type: ignore[attr-defined]
     try:
         flow.run(unit.body, env)
     except RecursionError:
@@ -155,23 +159,31 @@ def _bind_from_call_sites(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val],
     a same-file class that is one): a plain object (a normaliser with ``__call__``),
     anything else, or call sites that disagree leave the parameter unknown. (A parameter
     :func:`_seed_module_params` already typed is left as it is.)"""
-    fn = _module_function(unit)
-    if fn is None:
-        return
-    named, _ = A.parameters(unit.node, False)  # type: ignore[arg-type]  # (a def: _module_function)
-    if not named:
-        return
-    agreed = query(ctx.summary, facts.agreed_call_arguments, fn[0], tuple(a.arg for a in named))
-    if not agreed:
-        return
-    for name, (kind, text) in agreed:
-        obj = resolver.global_obj(text) if kind == "n" else resolver.ctor_obj(text)
-        if name in env and env[name].obj is None and obj and (
+    for name, obj in call_site_objects(unit, ctx, resolver).items():
+        if name in env and env[name].obj is None and (
                 obj.startswith("inst:") or (obj.startswith("user:") and resolver.is_module_class(obj[5:])
                                             and not _trains_itself(unit, name, obj, resolver))):
             # (a same-file class keeps ``param``: a state threaded through its call is
             # read as before, see GraphFlow._apply)
             env[name] = V.Val(obj=obj, param=obj.startswith("user:"))
+
+
+def call_site_objects(unit: Unit, ctx: ModuleContext, resolver: interp.Resolver) -> Dict[str, str]:
+    """The parameters of module-level function ``unit`` that every call site in the file
+    passes the same known object (``facts.agreed_call_arguments``), with what that object
+    is (``"inst:torch.nn.CrossEntropyLoss"`` for ``validate(loader, model, nn.CrossEntropyLoss())``)."""
+    fn = _module_function(unit)
+    if fn is None:
+        return {}
+    named, _ = A.parameters(unit.node, False)  # type: ignore[arg-type]  # (a def: _module_function)
+    if not named:
+        return {}
+    out: Dict[str, str] = {}
+    for name, (kind, text) in query(ctx.summary, facts.agreed_call_arguments, fn[0], tuple(a.arg for a in named)):
+        obj = resolver.global_obj(text) if kind == "n" else resolver.ctor_obj(text)
+        if obj:
+            out[name] = obj
+    return out
 
 
 def _trains_itself(unit: Unit, name: str, obj: str, resolver: interp.Resolver) -> bool:

@@ -28,6 +28,7 @@ import re
 
 from gradguard.analysis.context import unit_words
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
@@ -83,6 +84,13 @@ class HistoryFlow(interp.GraphFlow):
         # marks handed to a function or method of the project (its facts are known):
         # the callee consumes the list (transformer-XL's _update_mems(hids, mems))
         self.handed: set = set()
+        # parameter -> the object every call site of the unit passes it (common.call_site_objects)
+        self.bound: Dict[str, str] = {}
+        # lines of the module calls made with graph recording off (``with torch.no_grad():
+        # output = model(x)``), and of those made with it on that build no graph (a loss of
+        # graph-free values: ``criterion(output, target)`` after that block)
+        self.quiet_call_lines: List[int] = []
+        self.graph_free_lines: List[int] = []
 
     def eval(self, e, env):
         if isinstance(e, ast.Attribute) and e.attr in _METADATA:
@@ -99,10 +107,27 @@ class HistoryFlow(interp.GraphFlow):
 
     def _apply(self, call, callee, q, pos, kws, args_taints, env):
         obj = callee.obj or ""
-        if not self.no_grad and (callee.param or obj.startswith(("inst:", "user:"))):
-            self.model_calls.add(id(call))
-            self.model_call_lines.append(call.lineno)
+        if callee.param or obj.startswith(("inst:", "user:")):
+            if self.no_grad:
+                self.quiet_call_lines.append(call.lineno)
+            else:
+                self.model_calls.add(id(call))
+                self.model_call_lines.append(call.lineno)
+                if self._builds_no_graph(call, callee, args_taints):
+                    self.graph_free_lines.append(call.lineno)
         return super()._apply(call, callee, q, pos, kws, args_taints, env)
+
+    def _builds_no_graph(self, call, callee, args_taints) -> bool:
+        """A torch module without parameters (a loss, an activation: a global, an attribute,
+        or a parameter every call site passes one) called on values without a graph
+        (``criterion(output, target)`` after ``with torch.no_grad(): output = model(x)``):
+        it records nothing, it is not the model the loop runs."""
+        obj = callee.obj or ""
+        if callee.param and isinstance(call.func, ast.Name):
+            obj = self.bound.get(call.func.id, obj)
+        if not obj.startswith("inst:") or obj.rpartition(".")[2] not in K.PARAMETERLESS_MODULES:
+            return False
+        return not any(t[0] in ("G", "L", "U", "C") for t in args_taints)
 
     def _apply_facts(self, call, facts, pos, kws, env, fname, graph_node=None, recv_key=None):
         for v in list(pos) + list(kws.values()):
@@ -205,7 +230,7 @@ class GrowingHistory(Rule):
             return ()
         if unit.kind == "function" and unit.node is not None and (NOGRAD + unit.node.name) in ctx.summary:
             return ()  # called with graph recording off
-        flow = run_own_flow(HistoryFlow, unit, ctx)
+        flow = run_own_flow(HistoryFlow, unit, ctx, bound=True)
         if flow is None:
             return ()
         kept = [s for s in flow.sites.values() if s.kept and s.carried]
@@ -252,8 +277,13 @@ def _evaluation_hints(rule, flow, unit, ctx, already: List[Finding]) -> List[Fin
         if any(_inside(loop, d) for d in done):
             continue
         lo, hi = loop.lineno, loop.end_lineno or loop.lineno
-        if not any(lo <= ln <= hi for ln in flow.model_call_lines):
-            continue  # no module called in it
+        calls = [ln for ln in flow.model_call_lines if lo <= ln <= hi]
+        if calls and any(lo <= ln <= hi for ln in flow.quiet_call_lines):
+            # the model runs under no_grad in it (the fix already made, around the model
+            # call only): a loss of its outputs after the block records nothing
+            calls = [ln for ln in calls if ln not in flow.graph_free_lines]
+        if not calls:
+            continue  # no module called in it (with graph recording on)
         if any(lo <= getattr(ev.call, "lineno", 0) <= hi for ev in flow.events) or _backward_spelled(loop):
             continue
         if any(_inside(t[1], loop) for t in reached if hasattr(t[1], "lineno")):
