@@ -301,6 +301,36 @@ class Unverified:
     event: BackwardEvent
 
 
+_NOT_INVARIANT = (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda,
+                  ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _reads_unchanged(expr: ast.expr, changed: FrozenSet[str], self_attrs_fixed: bool) -> bool:
+    """Does ``expr`` read only names and dotted attributes not in ``changed``, through
+    no call but one of a plain name, and nothing that binds or defers (a walrus, a
+    lambda, a comprehension)? With ``self_attrs_fixed``, an attribute of ``self`` not
+    in ``changed`` is taken as it stands (its subtree is not looked into)."""
+    todo: List[ast.AST] = [expr]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                return False
+        elif isinstance(node, ast.Name):
+            if node.id in changed:
+                return False
+        elif isinstance(node, ast.Attribute):
+            d = dotted(node)
+            if d is None or d in changed:
+                return False
+            if self_attrs_fixed and d.startswith("self."):
+                continue
+        elif isinstance(node, _NOT_INVARIANT):
+            return False
+        todo.extend(ast.iter_child_nodes(node))
+    return True
+
+
 class GraphFlow:
     """Run the taint interpreter over one unit.
 
@@ -735,22 +765,7 @@ class GraphFlow:
     def _invariant(self, expr: ast.expr, loop: ast.stmt) -> bool:
         """Does ``expr`` read only names the loop never changes, through no call
         but one of a plain name on such names (``exists(n)``, ``len(xs)``)?"""
-        changed = self._assigned_in_loop(loop)
-        for node in walk_all(expr):
-            if isinstance(node, ast.Call):
-                if not isinstance(node.func, ast.Name):
-                    return False
-            elif isinstance(node, ast.Name):
-                if node.id in changed:
-                    return False
-            elif isinstance(node, ast.Attribute):
-                d = dotted(node)
-                if d is None or d in changed:
-                    return False
-            elif isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda,
-                                   ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                return False
-        return True
+        return _reads_unchanged(expr, self._assigned_in_loop(loop), self_attrs_fixed=False)
 
     def _mark_invariant_chain(self, top: ast.If) -> None:
         """``if n == 2: spk, mem = net(x)`` / ``elif n == 3: spk, _, mem = net(x)``
@@ -1331,26 +1346,7 @@ class GraphFlow:
         (``range(self.model_num)``) counts as unchanged unless the loop assigns it:
         a call of a method of ``self`` in the loop (``self.loss_ce(...)``) is not
         taken to change the number of models."""
-        todo: List[ast.AST] = [expr]
-        while todo:
-            node = todo.pop()
-            if isinstance(node, ast.Attribute):
-                d = dotted(node)
-                if d is None or d in changed:
-                    return False
-                if d.startswith("self."):
-                    continue
-            elif isinstance(node, ast.Call):
-                if not isinstance(node.func, ast.Name):
-                    return False
-            elif isinstance(node, ast.Name):
-                if node.id in changed:
-                    return False
-            elif isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda,
-                                   ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                return False
-            todo.extend(ast.iter_child_nodes(node))
-        return True
+        return _reads_unchanged(expr, changed, self_attrs_fixed=True)
 
     def _covers(self, inner: Tuple[str, str], outer: Tuple[str, str], key: str, loop: ast.For) -> bool:
         """Does an inner loop over ``inner`` (:func:`_index_range`) name, with its index, every
