@@ -317,7 +317,10 @@ def runtime(tmp_path_factory):
         jobs.append(job)
     for name, path in targets:
         job = {"name": name, "original": str(path), "fixed": None, "seed": 0,
-               "holds": list(SPECS[name].holds) if name in SPECS else []}
+               "holds": list(SPECS[name].holds) if name in SPECS else [],
+               # GG207: the original's first step applies erased gradients, on purpose unlike the fix's;
+               # the first backward's gradients are what the fix must keep
+               "first_grads": name in SPECS and "GG207" in SPECS[name].codes}
         fixed = _fixed_source(path)
         if fixed is not None:
             out = work / name.replace("/", "__")
@@ -416,7 +419,41 @@ def test_gradients_accumulate_and_the_fix_resets_them(runtime, name):
     second (the fix zeroes once per iteration and changes nothing else)."""
     entry = runtime[name]
     assert "fixed" in entry, f"{name}: no preferred fix could be applied"
-    assert entry["accumulates"], f"{name}: {entry['accumulates_why']}"
+    # (per backward for a loop with one backward per step, per optimizer step for one with several: a GAN)
+    assert entry["accumulates"] or entry["step_accumulates"], (
+        f"{name}: {entry['accumulates_why']}; {entry['step_accumulates_why']}")
+
+
+GG206_NAMES = [n for n in NAMES if "GG206" in SPECS[n].codes]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", GG206_NAMES)
+def test_trained_in_eval_mode_and_the_fix_trains_in_train_mode(runtime, name):
+    """GG206: some backward of the original runs while a trained module is in
+    evaluation mode; once fixed, none does."""
+    entry = runtime[name]
+    assert entry["original"]["eval_backwards"] > 0, f"{name}: never trains in evaluation mode"
+    assert "fixed" in entry, f"{name}: no preferred fix could be applied"
+    assert entry["fixed"]["eval_backwards"] == 0, f"{name}: still trains in evaluation mode once fixed"
+
+
+GG207_NAMES = [n for n in NAMES if "GG207" in SPECS[n].codes]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", GG207_NAMES)
+def test_steps_find_no_gradient_and_the_fix_gives_them_one(runtime, name):
+    """GG207: every step of the original finds its gradients erased; no step of the fixed run does."""
+    entry = runtime[name]
+    orig = entry["original"]
+    assert orig["steps"] >= 2 and orig["empty_steps"] == orig["steps"], f"{name}: {orig}"
+    assert "fixed" in entry, f"{name}: no preferred fix could be applied"
+    assert entry["fixed"]["steps"] == orig["steps"] and entry["fixed"]["empty_steps"] == 0, entry["fixed"]
+
+
+def test_quiet_runtime_proofs_are_exercised():
+    assert GG206_NAMES and GG207_NAMES
 
 
 @pytest.mark.needs_torch

@@ -204,6 +204,14 @@ class RunResult:
     second_grads: Optional[list] = None
     # [(key, grad, True)] of the parameters the first optimizer.step() updates, as it starts
     step_grads: Optional[list] = None
+    # outermost backward calls run while a module whose parameters an optimizer updates
+    # was in evaluation mode (GG206: trained in eval mode)
+    eval_backwards: int = 0
+    # optimizer steps that found every gradient of their parameters None or zero (GG207)
+    steps: int = 0
+    empty_steps: int = 0
+    # per optimizer (creation order): the gradients its first two steps apply
+    step_log: Dict[int, list] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -214,6 +222,9 @@ class RunResult:
             "backward_calls": self.backward_calls,
             "captured": self.first_grads is not None,
             "holds": self.holds,
+            "eval_backwards": self.eval_backwards,
+            "steps": self.steps,
+            "empty_steps": self.empty_steps,
         }
 
 
@@ -230,6 +241,10 @@ class _Recorder:
         self.first_grads: Optional[list] = None
         self.second_grads: Optional[list] = None  # the same, after the second backward
         self.step_grads: Optional[list] = None
+        self.eval_backwards = 0
+        self.steps = 0
+        self.empty_steps = 0
+        self.step_log: Dict[int, list] = {}
         # values of what the first two outermost backward calls differentiate
         # (recorded on entry, so the call that crashes is recorded too)
         self.roots: list = []
@@ -308,10 +323,17 @@ class _Recorder:
             rec.optimizers.append(self)
             return orig_opt_init(self, *args, **kwargs)
 
+        def in_eval_mode() -> bool:
+            owned = {id(p) for opt in rec.optimizers for g in opt.param_groups for p in g["params"]}
+            return any(not m.training and any(id(p) in owned for p in m.parameters(recurse=False))
+                       for m in rec.modules)
+
         def wrap(fn, returns_grads=False):
             def wrapper(*args, **kwargs):
                 if rec.depth == 0 and len(rec.roots) < 2:
                     rec.roots.append(rec.root_value(args, kwargs))
+                if rec.depth == 0 and not returns_grads and in_eval_mode():
+                    rec.eval_backwards += 1
                 rec.depth += 1
                 try:
                     result = fn(*args, **kwargs)
@@ -335,6 +357,15 @@ class _Recorder:
             return wrapper
 
         def step_pre_hook(optimizer, args, kwargs):
+            if rec.depth == 0:
+                rec.steps += 1
+                grads = [p.grad for g in optimizer.param_groups for p in g["params"]]
+                if all(gr is None or not bool(gr.any()) for gr in grads):
+                    rec.empty_steps += 1
+                k = next((i for i, o in enumerate(rec.optimizers) if o is optimizer), -1)
+                log = rec.step_log.setdefault(k, [])
+                if len(log) < 2:
+                    log.append([None if gr is None else gr.detach().clone() for gr in grads])
             # the gradients the first step applies: a fix may change gradients that no
             # step uses (a GAN's generator gradients from the discriminator's loss,
             # zeroed before the generator steps), never these
@@ -446,6 +477,8 @@ def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, .
     result = RunResult(status, etype, emsg, time.perf_counter() - t0, rec.calls, rec.first_grads, rec.roots, held,
                        rec.second_grads)
     result.step_grads = rec.step_grads
+    result.eval_backwards, result.steps, result.empty_steps = rec.eval_backwards, rec.steps, rec.empty_steps
+    result.step_log = rec.step_log
     return result
 
 
@@ -532,6 +565,32 @@ def compare_accumulation(orig_first: Optional[list], orig_second: Optional[list]
     return differ, "" if differ else "the fixed run's second gradient equals the original's"
 
 
+def compare_step_accumulation(orig: Dict[int, list], fixed: Dict[int, list]) -> Tuple[bool, str]:
+    """The same question per optimizer step, for loops with several backward
+    passes and optimizers (a GAN): does the second step of some optimizer in the
+    original apply its first step's gradients plus the fixed run's second, while
+    every other optimizer's second step is the fixed run's?"""
+    import torch
+
+    def close(a, b):
+        return all((x is None) == (y is None) and (x is None or torch.allclose(x, y, rtol=1e-4, atol=1e-6))
+                   for x, y in zip(a, b))
+
+    grows = []
+    for k, log in sorted(orig.items()):
+        other = fixed.get(k, [])
+        if len(log) < 2 or len(other) < 2:
+            return False, f"optimizer #{k}: fewer than two steps"
+        first, second, fresh = log[0], log[1], other[1]
+        summed = [None if (a is None or b is None) else a + b for a, b in zip(first, fresh)]
+        if close(second, fresh):
+            continue
+        if not close(second, summed):
+            return False, f"optimizer #{k}: its second step is neither the fixed run's nor the sum of the first two"
+        grows.append(k)
+    return bool(grows), "" if grows else "no optimizer's second step differs from the fixed run's"
+
+
 def run_manifest(jobs: List[dict]) -> List[dict]:
     """jobs: [{"name", "original", "fixed" (path or None), "seed"}] → results."""
     out = []
@@ -542,7 +601,7 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
         entry = {"name": job["name"], "original": orig.to_json()}
         if job.get("fixed"):
             fixed = run_program(job["fixed"], seed, holds=holds)
-            if orig.step_grads is not None:
+            if orig.step_grads is not None and not job.get("first_grads"):
                 # what the first optimizer step applies (the original reaches it before it crashes)
                 ok, why = compare_grads(orig.step_grads, fixed.step_grads)
             else:
@@ -556,6 +615,9 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
             ok, why = compare_accumulation(orig.first_grads, orig.second_grads, fixed.second_grads)
             entry["accumulates"] = ok
             entry["accumulates_why"] = why
+            ok, why = compare_step_accumulation(orig.step_log, fixed.step_log)
+            entry["step_accumulates"] = ok
+            entry["step_accumulates_why"] = why
         out.append(entry)
     return out
 

@@ -26,6 +26,8 @@ _RULE_MODULES = (
     "gradguard.rules.gg203_stale_epoch_state",
     "gradguard.rules.gg204_needless_requires_grad",
     "gradguard.rules.gg205_unzeroed_grads",
+    "gradguard.rules.gg206_stuck_in_eval",
+    "gradguard.rules.gg207_zeroed_before_step",
 )
 
 _REGISTRY: Optional[Dict[str, Rule]] = None

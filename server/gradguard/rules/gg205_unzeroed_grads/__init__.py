@@ -58,6 +58,10 @@ class UnzeroedGrads(Rule):
             if not _zeroed(nodes, ctx):
                 out.append(_finding(self, loop, steps, ctx))
                 continue
+            other = _unzeroed_optimizer(nodes, steps, ctx, local_opts)
+            if other is not None:
+                out.append(_finding(self, loop, [other], ctx, zeroed=_zeroed_optimizers(nodes)))
+                continue
             hint = _undivided_accumulation(self, loop, steps, ctx, text)
             if hint is not None:
                 out.append(hint)
@@ -209,12 +213,54 @@ def _zeroed(nodes, ctx) -> bool:
     return False
 
 
-def _finding(rule, loop, steps, ctx) -> Finding:
+def _zeroed_optimizers(nodes) -> List[str]:
+    out: List[str] = []
+    for n in nodes:
+        if _zeroes(n) and isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and n.func.attr == "zero_grad":
+            d = A.dotted(n.func.value)
+            if d is not None and d not in out:
+                out.append(d)
+    return out
+
+
+def _unzeroed_optimizer(nodes, steps, ctx, local_opts):
+    """A loop with several optimizers that zeroes only some of them (a GAN zeroing
+    its discriminator's): the step of one never zeroed, or None. Only when every
+    zeroing is ``opt.zero_grad()`` of a ``torch.optim`` optimizer made in this file
+    (a ``model.zero_grad()``, ``p.grad = None`` or a helper could reach any
+    parameters), and the unzeroed one is made there too."""
+    known = local_opts.get() | query(ctx.summary, _module_optimizers)
+    zeroed = []
+    summary = ctx.summary
+    for n in nodes:
+        if n.__class__ is ast.Call:
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name and (ZEROES + name) in summary:
+                return None
+        if not _zeroes(n):
+            continue
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad"):
+            return None
+        d = A.dotted(n.func.value)
+        if d is None or d not in known:
+            return None
+        zeroed.append(d)
+    for step in steps:
+        node, kind, what = step
+        if kind == "optimizer" and what in known and what not in zeroed and node.__class__ is ast.Call \
+                and isinstance(node.func, ast.Attribute) and A.dotted(node.func.value) == what:
+            return step
+    return None
+
+
+def _finding(rule, loop, steps, ctx, zeroed=None) -> Finding:
     node, kind, what = steps[0]
     stmt_line = node.lineno
     if kind == "optimizer":
         zero = f"{what}.zero_grad()"
-        msg = M.never_zeroed(what, zero)
+        msg = M.never_zeroed(what, zero) if not zeroed else M.only_others_zeroed(what, zeroed, zero)
         lines = [zero]
     else:
         bases = []
@@ -266,7 +312,9 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
             if divisor is not None:
                 guard = s
                 break
-    if guard is None or divisor is None or (isinstance(divisor, ast.Constant) and divisor.value in (0, 1)):
+    if guard is None or divisor is None:
+        return _undivided_micro_steps(rule, loop, steps, ctx)
+    if isinstance(divisor, ast.Constant) and divisor.value in (0, 1):
         return None
     guarded = {id(n) for n in A.iter_nodes(guard)}
     backward = None
@@ -290,6 +338,67 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
     return Finding(rule.code, ctx.line_range(stmt if stmt is not None else backward), msg, Severity.HINT,
                    (Related(ctx.line_range(divisor), M.accumulation_count()),), (),
                    {"accumulation": k})
+
+
+def _divides(nodes, k: ast.expr) -> bool:
+    """Is some value divided by ``k`` (or by a count named like one), or scaled by a factor built from it?"""
+    for n in nodes:
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Mult)):
+            if _same(n.right, k) or isinstance(n.op, ast.Mult) and _same(n.left, k):
+                return True
+            if isinstance(n.op, ast.Div) and _ACCUM_NAME.search(A.dotted(n.right) or ""):
+                return True
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Div):
+            if _same(n.value, k) or _ACCUM_NAME.search(A.dotted(n.value) or ""):
+                return True
+    return False
+
+
+_ACCUM_NAME = re.compile(r"accum|micro", re.IGNORECASE)
+
+
+def _range_count(loop: ast.stmt) -> Optional[ast.expr]:
+    """``k`` of ``for _ in range(k)`` (or ``range(0, k)``)."""
+    it = getattr(loop, "iter", None)
+    if not (isinstance(it, ast.Call) and A.dotted(it.func) == "range" and not it.keywords):
+        return None
+    if len(it.args) == 1:
+        return it.args[0]
+    if len(it.args) == 2 and isinstance(it.args[0], ast.Constant) and it.args[0].value == 0:
+        return it.args[1]
+    return None
+
+
+def _undivided_micro_steps(rule, loop, steps, ctx) -> Optional[Finding]:
+    """The nanoGPT shape: ``for micro_step in range(k): ... loss.backward()`` inside the
+    training loop, one step after it, the loss never divided by ``k``. Reported only when
+    the inner loop says it accumulates (its count or its variable named ``accum``/``micro``):
+    summing over other inner loops (tasks, augmentations) is often meant."""
+    step_ids = {id(n) for n, k, _ in steps if k == "optimizer"}
+    for inner in A.iter_statements(list(loop.body)):
+        if not isinstance(inner, ast.For):
+            continue
+        k = _range_count(inner)
+        if k is None or isinstance(k, ast.Constant):
+            continue
+        names = (A.dotted(k) or "") + " " + " ".join(A.target_names(inner.target))
+        if not _ACCUM_NAME.search(names):
+            continue
+        nodes = A.block_nodes(inner.body)
+        if any(id(n) in step_ids or _zeroes(n) for n in nodes):
+            continue  # steps or zeroes per micro-step: nothing accumulates
+        backward = next((n for n in nodes if isinstance(n, ast.Call) and _real_backward(n, ctx)), None)
+        if backward is None or _divides(nodes, k):
+            continue
+        inner_ids = {id(n) for n in nodes}
+        if not any(sid not in inner_ids for sid in step_ids):
+            continue
+        count = A.dotted(k) or ast.unparse(k)
+        stmt = _statement_of(inner, backward.lineno)
+        return Finding(rule.code, ctx.line_range(stmt if stmt is not None else backward),
+                       M.accumulated_not_divided(count), Severity.HINT,
+                       (Related(ctx.line_range(inner), M.accumulation_count()),), (), {"accumulation": count})
+    return None
 
 
 def _statement_of(loop, line: int) -> Optional[ast.stmt]:

@@ -58,7 +58,16 @@ No, as long as the loop zeroes them somewhere: every `k` steps under an `if`, or
 (then the loop only back-propagates and the step is outside it). When you accumulate on purpose,
 divide each loss by the number of accumulated batches so that the step sees their mean: where the
 step sits under `if (i + 1) % k == 0:` and no loss is divided by `k`, a hint (without a quick fix,
-since dividing changes the scale of every gradient) says so.
+since dividing changes the scale of every gradient) says so. The same hint is given for the
+nanoGPT form, `for micro_step in range(gradient_accumulation_steps): ... loss.backward()` with the
+step after the inner loop, when the inner loop's count or variable is named for accumulation
+(`accum`, `micro`): an inner loop over tasks or augmentations often sums on purpose.
+
+**My GAN zeroes one optimizer and steps two.**
+Each optimizer that steps needs its own gradients zeroed: a loop that calls
+`optimizer_D.zero_grad()` and never `optimizer_G.zero_grad()` (nor `generator.zero_grad()`, nor a
+helper that zeroes) is reported at `optimizer_G.step()`, where each step adds the generator's new
+gradients onto all the earlier ones.
 
 **Does it matter whether `zero_grad()` comes before `backward()` or after `step()`?**
 No. Either place zeroes once per iteration, and both are common.
@@ -108,7 +117,14 @@ for x, y in loader:
 不会，只要循环在某处清零：在 `if` 里每 `k` 步清零一次，或者只在循环之后清零（这时循环里只做
 反向传播，step 在循环外）。有意累积时，请把每个损失除以累积的 batch 数，让 step 看到的是平均值：
 如果 step 在 `if (i + 1) % k == 0:` 之下，而没有任何损失除以 `k`，会给出一个提示（没有快速修复，
-因为除法会改变所有梯度的大小）。
+因为除法会改变所有梯度的大小）。nanoGPT 的写法也会得到同样的提示：
+`for micro_step in range(gradient_accumulation_steps): ... loss.backward()`，step 在内层循环之后，
+且内层循环的次数或变量名表明是在累积（`accum`、`micro`）；遍历任务或数据增强的内层循环常常是有意求和。
+
+**我的 GAN 只清零了一个优化器，却对两个都执行 step。**
+每个执行 step 的优化器都需要清零自己的梯度：循环调用了 `optimizer_D.zero_grad()`，却从不调用
+`optimizer_G.zero_grad()`（也没有 `generator.zero_grad()` 或会清零的辅助函数），会在
+`optimizer_G.step()` 处报告：生成器每次 step 都把新梯度加在之前所有梯度之上。
 
 **`zero_grad()` 放在 `backward()` 之前还是 `step()` 之后有区别吗？**
 没有。两种位置都是每轮清零一次，也都很常见。
@@ -131,6 +147,18 @@ def never_zeroed(what: str, zero: str) -> Dict[str, str]:
               f"`{zero}` once per iteration.",
         "zh": f"这个循环每一轮都反向传播并执行 `{what}` 的 step，却从不清零梯度：`backward()` 会累加进 "
               f"`.grad`，于是每次 step 用的是之前所有梯度之和；请每轮调用一次 `{zero}`。",
+    }
+
+
+def only_others_zeroed(what: str, zeroed: Sequence[str], zero: str) -> Dict[str, str]:
+    """The loop zeroes the optimizers ``zeroed`` but steps ``what`` without ever zeroing it."""
+    names = ", ".join(f"`{z}`" for z in zeroed)
+    return {
+        "en": f"this loop zeroes the gradients of {names} but never those of `{what}`, which it steps every "
+              f"iteration: `backward()` adds into `.grad`, so each `{what}` step uses the sum of all earlier "
+              f"gradients; call `{zero}` once per iteration.",
+        "zh": f"这个循环清零了 {names} 的梯度，却从不清零每轮都执行 step 的 `{what}`：`backward()` 会累加进 "
+              f"`.grad`，于是 `{what}` 每次 step 用的是之前所有梯度之和；请每轮调用一次 `{zero}`。",
     }
 
 

@@ -1,0 +1,253 @@
+"""GG206 stuck-in-eval: a loop trains a model, switches it to evaluation mode
+(``model.eval()``, directly or in a same-file ``validate(model)``) and never
+switches it back before the next iteration trains it again.
+
+``eval()`` is sticky: dropout stays off and batch norm keeps normalising with
+frozen running statistics until ``train()``. The first iteration trains as
+meant, every later one does not; nothing fails.
+
+The analysis reads each loop of a unit as one iteration: the *mode events* of
+its body in source order (``syntax.mode_event``), with the calls of same-file
+functions replaced by the events of their bodies (the ``gg206:mode:`` facts,
+their receivers mapped onto the call's arguments). A module ``X`` is reported
+when
+
+* the loop trains: a backward (or a same-file function that back-propagates),
+  and ``X`` takes part (called outside ``no_grad``, or handed to that function);
+* nothing switches ``X``'s mode before the first training event of the body
+  (a switch there is read as deliberate: frozen batch norm, a target network);
+* the last event on ``X`` in the body is a switch to evaluation mode, so the
+  next iteration starts in it;
+* the code before the loop does not leave ``X`` in evaluation mode already
+  (the whole training deliberately in eval mode).
+
+A call that hands ``X`` to a function the file does not define (imported, or
+a method of an object of unknown type) may switch its mode: it counts as a
+switch back to training, i.e. silence. ``x.train(flag)`` with a flag that cannot
+be read counts the same way.
+
+The finding is on the statement that leaves ``X`` in evaluation mode; the fix
+inserts ``X.train()`` as the first statement of the loop's body.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+
+from gradguard.analysis import ast_util as A
+from gradguard.analysis.context import unit_text, unit_words
+from gradguard.analysis.summary import query
+from gradguard.model.findings import Finding, Fix, Position, Range, Related, TextEdit, Severity
+from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.gg206_stuck_in_eval import messages as M
+from gradguard.rules.gg206_stuck_in_eval.facts import MODE, MODE_FACTS, defines_mode_methods
+from gradguard.rules.gg206_stuck_in_eval.syntax import mode_event, restores
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Dict, List, Optional, Set, Tuple
+
+_BUILTINS = frozenset(dir(builtins))
+_NOT_TRAINED = re.compile(r"ema|teacher|target|swa|averag|momentum|shadow|frozen|(^|_)old", re.IGNORECASE)
+
+
+class StuckInEval(Rule):
+    code = "GG206"
+    name = "stuck-in-eval"
+    default_severity = Severity.WARNING
+    needs_backprop = True
+    names_lines = True  # the message names the line that trains
+    fact_sources = (MODE_FACTS,)
+    trigger = Trigger(torch=True)
+    title = M.TITLE
+    explanation = M.EXPLANATION
+
+    def check(self, unit, ctx):
+        text = unit_text(unit, ctx.index.lines)
+        if "eval(" not in text and "train(" not in text:
+            helpers = query(ctx.summary, _evaluating_helpers)
+            if not helpers or not (helpers & unit_words(unit, ctx.index.lines)):
+                return []
+        loops = [s for s in A.iter_statements(unit.body) if isinstance(s, A.LOOPS)]
+        if not loops:
+            return []
+        hits: "Dict[int, Tuple[ast.stmt, _Event, _Event, str]]" = {}
+        own_modes = defines_mode_methods(unit.class_node)
+        for loop in loops:
+            events = _events(loop, ctx, own_modes)
+            for target, last_e, first_t in _stuck(events):
+                if _left_in_eval_before(unit, loop, target, ctx):
+                    continue
+                key = id(last_e.node)
+                old = hits.get(key)
+                if old is None or old[0].lineno <= loop.lineno:  # the innermost loop
+                    hits[key] = (loop, last_e, first_t, target)
+        return [_finding(self, loop, e, t, target, ctx) for loop, e, t, target in
+                sorted(hits.values(), key=lambda h: getattr(h[1].node, "lineno", 0))]
+
+
+def _evaluating_helpers(summary) -> frozenset:
+    """Names of same-file defs that switch something to evaluation mode (a summary query)."""
+    out = set()
+    for key, value in summary.items():
+        if key.startswith(MODE) and isinstance(value, tuple) and any(e[0] == "E" for e in value[1]):
+            out.add(key[len(MODE):])
+    return frozenset(out)
+
+
+class _Event:
+    __slots__ = ("kind", "recv", "node", "helper")
+
+    def __init__(self, kind: str, recv: str, node: ast.AST, helper: "Optional[str]" = None) -> None:
+        self.kind = kind  # E, R, T; C (the module takes part in training); U (handed to unknown code)
+        self.recv = recv
+        self.node = node
+        self.helper = helper
+
+
+def _events(loop: ast.stmt, ctx, own_modes: bool = False) -> "List[_Event]":
+    nodes = A.block_nodes(loop.body)  # type: ignore[attr-defined]
+    quiet: "Set[int]" = set()
+    for n in nodes:
+        if n.__class__ in (ast.With, ast.AsyncWith) and A.is_no_grad_with(n, ctx):
+            quiet.update(id(m) for m in A.iter_nodes(n.body))
+    out: "List[_Event]" = []
+    summary = ctx.summary
+    for n in nodes:
+        cls = n.__class__
+        if cls is not ast.Call and cls is not ast.Assign:
+            continue
+        ev = mode_event(n, ctx)
+        if ev is not None:
+            if not (own_modes and ev[1] == "self"):
+                out.append(_Event(ev[0], ev[1], n))
+            continue
+        if cls is ast.Assign:
+            continue
+        func = n.func  # type: ignore[attr-defined]
+        callee = A.dotted(func)
+        if callee is not None and id(n) not in quiet:
+            out.append(_Event("C", callee, n))
+            if callee.endswith(".forward"):
+                out.append(_Event("C", callee[:-len(".forward")], n))
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        fact = summary.get(MODE + name) if name else None
+        if name and isinstance(fact, tuple) and fact[0] == isinstance(func, ast.Attribute):
+            _expand(n, name, fact[1], out)  # type: ignore[arg-type]
+            continue
+        q = A.qualify(func, ctx) or ""
+        if q.startswith("torch.") or (isinstance(func, ast.Name) and func.id in _BUILTINS):
+            continue
+        for a in list(n.args) + [k.value for k in n.keywords]:  # type: ignore[attr-defined]
+            d = A.dotted(a.value if isinstance(a, ast.Starred) else a)
+            if d is not None:
+                out.append(_Event("U", d, n))
+    return out
+
+
+def _expand(call: ast.Call, name: str, events, out: "List[_Event]") -> None:
+    """The events of a same-file function's body, at its call, on the call's names."""
+    recv = A.dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    trains = any(k == "T" for k, _ in events)
+    for kind, rc in events:
+        if kind == "T":
+            out.append(_Event("T", "", call, name))
+            continue
+        where, _, rest = rc.partition(":")
+        target: "Optional[str]" = None
+        if where == "p":
+            idx, _, suffix = rest.partition(":")
+            i = int(idx)
+            if i < len(call.args) and not isinstance(call.args[i], ast.Starred):
+                base = A.dotted(call.args[i])
+                target = base + suffix if base is not None else None
+        elif where == "s":
+            target = recv + rest if recv is not None else None
+        else:
+            target = rest
+        if target is None:
+            if kind == "R":
+                out.append(_Event("R", "*", call, name))
+            continue
+        out.append(_Event(kind, target, call, name))
+    if trains:
+        for a in call.args:  # (a keyword argument is most often an extra: `model_ema=model_ema`)
+            d = A.dotted(a)
+            if d is not None:
+                out.append(_Event("C", d, call, name))
+        if recv is not None:
+            out.append(_Event("C", recv, call, name))
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _stuck(events: "List[_Event]") -> "List[Tuple[str, _Event, _Event]]":
+    """(module, the last event that switches it to evaluation mode, the first training event)."""
+    first_t = next((i for i, e in enumerate(events) if e.kind == "T"), None)
+    if first_t is None:
+        return []
+    out = []
+    seen = set()
+    for e in events:
+        if e.kind != "E" or e.recv in seen:
+            continue
+        x = e.recv
+        seen.add(x)
+        if _NOT_TRAINED.search(x.rsplit(".", 1)[-1]) or (x.endswith(".module") and _NOT_TRAINED.search(x)):
+            continue  # an averaged copy, a teacher, a target network: its mode does not train anything
+        rel = [i for i, ev in enumerate(events)
+               if (ev.kind == "E" and ev.recv == x) or (ev.kind in ("R", "U") and restores(ev.recv, x))]
+        if not rel or rel[0] < first_t:
+            continue  # switched before the training step of the same iteration: deliberate
+        last = events[rel[-1]]
+        if last.kind != "E":
+            continue
+        if not any(ev.kind == "C" and _related(ev.recv, x) for ev in events):
+            continue  # a module the loop does not train (a teacher, a target network)
+        out.append((x, last, events[first_t]))
+    return out
+
+
+def _left_in_eval_before(unit, loop: ast.stmt, target: str, ctx) -> bool:
+    """Does the code before the loop leave ``target`` in evaluation mode already?"""
+    last = None
+    end = loop.lineno
+    for n in A.unit_nodes(unit):
+        line = getattr(n, "lineno", None)
+        if line is None or line >= end:
+            continue
+        if n.__class__ is ast.Call or n.__class__ is ast.Assign:
+            ev = mode_event(n, ctx)
+            if ev is not None and ev[0] != "T" and (ev[1] == target if ev[0] == "E" else restores(ev[1], target)):
+                last = ev[0]
+    return last == "E"
+
+
+def _statement_at(loop: ast.stmt, node: ast.AST) -> ast.AST:
+    best: ast.AST = node
+    line = node.lineno  # type: ignore[attr-defined]
+    for s in A.iter_statements(loop.body):  # type: ignore[attr-defined]
+        if s.lineno <= line <= (s.end_lineno or s.lineno) and not A.child_blocks(s):
+            best = s
+    return best
+
+
+def _finding(rule, loop, e: "_Event", t: "_Event", target: str, ctx) -> Finding:
+    train_line = t.node.lineno  # type: ignore[attr-defined]
+    msg = M.left_in_eval(target, e.helper, train_line)
+    stmt = _statement_at(loop, e.node)
+    related = (Related(ctx.line_range(_statement_at(loop, t.node)), M.trained_here()),
+               Related(ctx.line_range(loop), M.the_loop()))
+    fixes = []
+    first = loop.body[0]
+    if first.lineno != loop.lineno:
+        indent = ctx.indent_of(first.lineno)
+        pos = Position(first.lineno - 1, 0)
+        edit = TextEdit(Range(pos, pos), f"{indent}{target}.train()\n")
+        fixes.append(Fix(M.fix_train_at_top(target), (edit,), preferred=True))
+    return Finding(rule.code, ctx.line_range(stmt), msg, rule.default_severity, related, tuple(fixes),
+                   {"module": target})

@@ -1,0 +1,90 @@
+"""GG206's fact source: what a def does to the mode of the modules it is handed.
+
+Key written (one per def or method of a top-level statement that a call in the
+file can name):
+
+* ``gg206:mode:<name>`` -- ``(is_method, events)``: the def's mode events in
+  source order (``syntax.mode_event``), each ``(kind, receiver)`` with the
+  receiver re-written so that a call site can map it onto its own names:
+  ``"p:<i>:<suffix>"`` -- the ``i``-th parameter after ``self`` (``suffix``:
+  ``""`` or ``".backbone"``), ``"s:<suffix>"`` -- ``self`` or an attribute of it,
+  ``"g:<dotted>"`` -- any other name (a module-level model). Written only for a
+  def with at least one event. (A method named ``train`` or ``eval`` is never read:
+  ``x.train()`` is a mode switch wherever it is called; a function ``train(...)`` is.)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import ast_util as A
+from gradguard.analysis.summary import FactSource
+from gradguard.rules.gg206_stuck_in_eval.syntax import mode_event
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import List, Optional, Tuple
+
+MODE = "gg206:mode:"
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _receiver(recv: str, params: "List[str]", selfname: str) -> str:
+    head, dot, rest = recv.partition(".")
+    suffix = dot + rest
+    if selfname and head == selfname:
+        return "s:" + suffix
+    if head in params:
+        return f"p:{params.index(head)}:{suffix}"
+    return "g:" + recv
+
+
+def defines_mode_methods(cls: "Optional[ast.ClassDef]") -> bool:
+    """A class with its own ``eval``/``train`` methods (a trainer object): ``self.eval()``
+    there is that method, not ``nn.Module.eval``."""
+    return cls is not None and any(isinstance(s, _DEFS) and s.name in ("eval", "train") for s in cls.body)
+
+
+def def_events(d: ast.AST, is_method: bool, own_modes: bool = False) -> "Tuple[Tuple[str, str], ...]":
+    args = d.args  # type: ignore[attr-defined]
+    names = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    selfname = names[0] if is_method and names else ""
+    params = names[1:] if selfname else names
+    params = params + [a.arg for a in args.kwonlyargs]
+    out: "List[Tuple[str, str]]" = []
+    for n in A.body_nodes(d):
+        cls = n.__class__
+        if cls is not ast.Call and cls is not ast.Assign:
+            continue
+        ev = mode_event(n)
+        if ev is None:
+            continue
+        if ev[0] == "T":
+            if not out or out[-1] != ev:
+                out.append(ev)
+        elif not (own_modes and ev[1] == selfname):
+            out.append((ev[0], _receiver(ev[1], params, selfname)))
+    return tuple(out)
+
+
+def summarize_mode_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tuple[str, object]]":
+    if not referenced:
+        return []
+    own_modes = False
+    if isinstance(stmt, _DEFS):
+        defs = [(stmt, False)]
+    elif isinstance(stmt, ast.ClassDef):
+        defs = [(s, not any(A.dotted(dec) == "staticmethod" for dec in s.decorator_list))
+                for s in stmt.body if isinstance(s, _DEFS)]
+        own_modes = defines_mode_methods(stmt)
+    else:
+        return []
+    out: "List[Tuple[str, object]]" = []
+    for d, is_method in defs:
+        events = def_events(d, is_method, own_modes)
+        if events:
+            out.append((MODE + d.name, (is_method, events)))
+    return out
+
+
+MODE_FACTS = FactSource("gg206", summarize_mode_facts)

@@ -1,0 +1,164 @@
+"""GG207 zeroed-before-step: ``optimizer.zero_grad()`` between ``loss.backward()``
+and ``optimizer.step()``, so the step finds the gradients erased.
+
+Read on one block (a statement list) at a time: a statement ``O.zero_grad(...)``,
+a later statement of the same block ``O.step()`` (or ``scaler.step(O)``) of the
+same optimizer, a backward earlier in the block (with no step or zeroing of
+``O`` between it and the zeroing), and between the zeroing and the step nothing
+that could give ``O`` gradients again: no backward, no ``.grad`` touched, no call
+of code the rule cannot read (a few logging and clipping calls are known).
+``O.step(closure)`` computes its own gradients and is never reported.
+
+The fix moves the zeroing's lines to just after the step's.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from gradguard.analysis import ast_util as A
+from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.gg207_zeroed_before_step import messages as M
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Optional, Sequence
+
+_BUILTINS = frozenset(dir(builtins))
+# methods that never give an optimizer's parameters a gradient (logging, metrics, clipping)
+_HARMLESS = frozenset({"item", "info", "debug", "warning", "log", "append", "add_scalar", "add_scalars", "write",
+                       "format", "cpu", "detach", "numpy", "tolist", "mean", "sum", "set_postfix", "set_description",
+                       "clip_grad_norm_", "clip_grad_value_", "flush", "extend", "print", "parameters",
+                       "named_parameters", "get_last_lr", "state_dict"})
+
+
+class ZeroedBeforeStep(Rule):
+    code = "GG207"
+    name = "zeroed-before-step"
+    default_severity = Severity.WARNING
+    needs_backprop = True
+    names_lines = True  # the message names the backward's and the step's lines
+    trigger = Trigger(torch=True, text=("zero_grad", "backward", "step"))
+    title = M.TITLE
+    explanation = M.EXPLANATION
+
+    def check(self, unit, ctx):
+        out = []
+        blocks = [unit.body]
+        for s in A.iter_statements(unit.body):
+            blocks.extend(A.child_blocks(s))
+        for block in blocks:
+            for j, st in enumerate(block):
+                opt = _zeroing(st)
+                if opt is None:
+                    continue
+                back = _backward_before(block[:j], opt, ctx)
+                if back is None:
+                    continue
+                step = _step_after(block[j + 1:], opt, ctx)
+                if step is not None:
+                    out.append(_finding(self, st, back, step, opt, ctx))
+        return out
+
+
+def _call_of(st: ast.stmt, method: str) -> "Optional[ast.Call]":
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Attribute) \
+            and st.value.func.attr == method:
+        return st.value
+    return None
+
+
+def _zeroing(st: ast.stmt) -> "Optional[str]":
+    call = _call_of(st, "zero_grad")
+    return A.dotted(call.func.value) if call is not None else None  # type: ignore[attr-defined]
+
+
+def _steps(call: ast.Call, opt: str) -> bool:
+    """``opt.step()`` or ``scaler.step(opt)``."""
+    recv = A.dotted(call.func.value)  # type: ignore[attr-defined]
+    if recv == opt:
+        return not call.args and not call.keywords  # step(closure) makes its own gradients
+    return recv is not None and "scaler" in recv.rsplit(".", 1)[-1].lower() and len(call.args) == 1 \
+        and A.dotted(call.args[0]) == opt
+
+
+def _backward_before(stmts: "Sequence[ast.stmt]", opt: str, ctx) -> "Optional[ast.AST]":
+    """The last backward of ``stmts`` not followed by a step or a zeroing of ``opt``."""
+    found = None
+    for n in A.iter_nodes(list(stmts)):
+        if n.__class__ is not ast.Call:
+            continue
+        f = n.func
+        if A.is_backward_call(n, ctx):
+            q = A.qualify(f, ctx) or ""
+            if q != "torch.autograd.grad" and not A.has_create_graph(n):
+                found = n
+        elif isinstance(f, ast.Attribute) and found is not None and (
+                (f.attr == "step" and _steps(n, opt)) or (f.attr == "zero_grad" and A.dotted(f.value) == opt)):
+            found = None
+    return found
+
+
+def _harmless(st: ast.stmt, ctx) -> bool:
+    for n in A.iter_nodes(st):
+        cls = n.__class__
+        if cls is ast.Attribute and n.attr in ("grad", "backward", "_grad"):  # type: ignore[attr-defined]
+            return False
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
+            return False
+        if cls is ast.Call:
+            f = n.func  # type: ignore[attr-defined]
+            if isinstance(f, ast.Name):
+                if f.id not in _BUILTINS:
+                    return False
+            elif isinstance(f, ast.Attribute):
+                q = A.qualify(f, ctx) or ""
+                if f.attr not in _HARMLESS and f.attr != "step" and not (
+                        q.startswith("torch.") and not q.startswith("torch.autograd")):
+                    return False
+            else:
+                return False
+    return True
+
+
+def _step_after(stmts: "Sequence[ast.stmt]", opt: str, ctx) -> "Optional[ast.stmt]":
+    for st in stmts:
+        call = _call_of(st, "step")
+        if call is not None and _steps(call, opt):
+            return st
+        if not _harmless(st, ctx):
+            return None
+        if any(n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+               and _steps(n, opt) for n in A.iter_nodes(st)):
+            return None  # a step under a branch: not the plain shape
+    return None
+
+
+def _own_lines(st: ast.stmt, ctx) -> bool:
+    """Is the statement alone on its lines (nothing before it, at most a comment after it)?"""
+    first = ctx.index.line(st.lineno - 1)
+    if first[:st.col_offset].strip():
+        return False
+    last = ctx.index.line((st.end_lineno or st.lineno) - 1)
+    tail = last.encode("utf-8")[st.end_col_offset:].decode("utf-8", "replace").strip()
+    return not tail or tail.startswith("#")
+
+
+def _finding(rule, zero: ast.stmt, back: ast.AST, step: ast.stmt, opt: str, ctx) -> Finding:
+    msg = M.zeroed_before_step(opt, ast.unparse(step.value), back.lineno, step.lineno)  # type: ignore[attr-defined]
+    related = (Related(ctx.line_range(back), M.computed_here()), Related(ctx.line_range(step), M.stepped_here()))
+    fixes = []
+    if _own_lines(zero, ctx) and _own_lines(step, ctx):
+        z0, z1 = zero.lineno - 1, zero.end_lineno or zero.lineno
+        moved = "".join(ctx.index.line(i) + "\n" for i in range(z0, z1))
+        after = step.end_lineno or step.lineno
+        if after < len(ctx.index.lines):
+            put = TextEdit(Range(Position(after, 0), Position(after, 0)), moved)
+        else:  # the step ends the file without a newline
+            end = Position(after - 1, len(ctx.index.line(after - 1)))
+            put = TextEdit(Range(end, end), "\n" + moved.rstrip("\n"))
+        edits = (TextEdit(Range(Position(z0, 0), Position(z1, 0)), ""), put)
+        fixes.append(Fix(M.fix_move_after_step(opt), edits, preferred=True))
+    return Finding(rule.code, ctx.line_range(zero), msg, rule.default_severity, related, tuple(fixes), {"optimizer": opt})

@@ -1,0 +1,129 @@
+"""GG207's words, in English and Chinese: the title and explanation, the
+finding's message, related notes and the fix's title, from the optimizer's
+name as written and line numbers. Each function returns ``{"en": ..., "zh": ...}``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Dict
+
+TITLE = {
+    "en": "zero_grad() between backward() and step(): the step sees no gradients",
+    "zh": "zero_grad() 放在 backward() 和 step() 之间：step 看不到任何梯度",
+}
+
+EXPLANATION = {
+    "en": '''\
+## What it does
+Finds `optimizer.zero_grad()` called after `loss.backward()` and before the `optimizer.step()` of the
+same optimizer, in the same block, with no backward in between.
+
+## Why is this bad?
+`zero_grad()` erases what `backward()` just computed (sets every `.grad` to `None`, or to zeros).
+The step that follows has nothing to apply: with `set_to_none=True` (the default) the optimizer skips
+every parameter; with zeros, plain SGD does nothing and momentum or weight decay keep moving the
+weights without the loss's gradient. Nothing fails: the loss is printed, it just never goes down.
+
+## Example
+```python
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.zero_grad()             # erases the gradients just computed
+    optimizer.step()                  # steps with nothing
+```
+
+## Fix
+Zero the gradients before the backward, or after the step:
+
+```python
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+```
+
+The quick fix moves the `zero_grad()` line to just after the `step()`: the backward's gradients are
+the same, and the step now applies them.
+
+## FAQ
+**I back-propagate a second loss after zeroing (`loss1.backward(); opt.zero_grad(); loss2.backward(); opt.step()`).**
+Not reported: a backward between the zeroing and the step gives the step gradients.
+
+**I compute gradients, zero them and write my own into `.grad` before the step (gradient surgery).**
+Not reported: anything that touches `.grad`, or calls code the file cannot see, between the
+zeroing and the step keeps the rule silent.
+
+**The zeroing is for another optimizer (`opt_g.zero_grad()` before `opt_d.step()`).**
+Not reported: only the zeroing of the optimizer that steps counts.
+''',
+    "zh": '''\
+## 它检查什么
+找出在 `loss.backward()` 之后、同一个优化器的 `optimizer.step()` 之前调用的 `optimizer.zero_grad()`
+（在同一个代码块里，中间没有其他反向传播）。
+
+## 为什么这是个问题
+`zero_grad()` 会抹掉 `backward()` 刚算出的梯度（把每个 `.grad` 设为 `None` 或清零）。之后的 step
+无可应用：`set_to_none=True`（默认）时优化器跳过所有参数；清零时，普通 SGD 什么也不做，动量或权重衰减
+则在没有损失梯度的情况下继续移动权重。程序不会报错：损失照常打印，只是永远不会下降。
+
+## 示例
+```python
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.zero_grad()             # 抹掉了刚算出的梯度
+    optimizer.step()                  # 什么也没有可更新
+```
+
+## 修复
+在 backward 之前清零梯度，或者在 step 之后清零：
+
+```python
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+```
+
+快速修复把 `zero_grad()` 这一行移到 `step()` 之后：backward 算出的梯度不变，step 现在会应用它们。
+
+## 常见问题
+**我在清零之后反向传播第二个损失（`loss1.backward(); opt.zero_grad(); loss2.backward(); opt.step()`）。**
+不会被报告：清零与 step 之间有一次反向传播，step 就有梯度可用。
+
+**我先算出梯度、清零，再把自己的梯度写进 `.grad` 后 step（梯度手术）。**
+不会被报告：在清零与 step 之间，任何触及 `.grad` 或调用文件外代码的语句都会让本规则保持沉默。
+
+**清零的是另一个优化器（在 `opt_d.step()` 之前调用 `opt_g.zero_grad()`）。**
+不会被报告：只有执行 step 的那个优化器的清零才算数。
+''',
+}
+
+
+def zeroed_before_step(opt: str, step: str, backward_line: int, step_line: int) -> "Dict[str, str]":
+    """``step``: the step call as written (``optimizer.step()``, ``scaler.step(optimizer)``)."""
+    return {
+        "en": f"`{opt}.zero_grad()` erases the gradients that `backward()` computed on line {backward_line}, just "
+              f"before `{step}` on line {step_line} applies them: every step sees no gradient and the model "
+              f"does not learn; zero the gradients before the backward or after the step.",
+        "zh": f"`{opt}.zero_grad()` 在第 {step_line} 行的 `{step}` 应用梯度之前，抹掉了第 {backward_line} 行 "
+              f"`backward()` 算出的梯度：每次 step 都看不到梯度，模型学不到东西；请在 backward 之前或 step 之后清零。",
+    }
+
+
+def computed_here() -> "Dict[str, str]":
+    return {"en": "the gradients computed here", "zh": "梯度在这里算出"}
+
+
+def stepped_here() -> "Dict[str, str]":
+    return {"en": "the step that finds them erased", "zh": "此处的 step 发现梯度已被抹掉"}
+
+
+def fix_move_after_step(opt: str) -> "Dict[str, str]":
+    return {"en": f"Move `{opt}.zero_grad()` after `{opt}.step()`",
+            "zh": f"把 `{opt}.zero_grad()` 移到 `{opt}.step()` 之后"}

@@ -1,0 +1,98 @@
+"""GG207 zeroed-before-step: zero_grad() between backward() and step()."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gradguard.engine import check_source
+from gradguard.model.text import apply_text_edits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rule_pages import assert_docs_page_is_the_explanation, assert_sections  # noqa: E402
+
+HEAD = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu", enabled=False)
+data = [(torch.randn(2, 4), torch.randn(2, 1)) for _ in range(3)]
+"""
+
+
+def gg207(src: str):
+    return [f for f in check_source(textwrap.dedent(src), "t.py").findings if f.code == "GG207"]
+
+
+def fixed(src: str) -> str:
+    return apply_text_edits(src, [e for f in gg207(src) for e in f.preferred_fix.edits])
+
+
+LOOP = HEAD + """\
+for x, y in data:
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.zero_grad()  # 太晚了
+    opt.step()
+"""
+
+
+def test_reported_at_the_zeroing_and_moved_after_the_step():
+    [f] = gg207(LOOP)
+    assert f.range.start.line + 1 == 11 and f.severity.value == "warning"
+    assert "line 10" in f.message_in("en") and "line 12" in f.message_in("en") and "抹掉" in f.message_in("zh")
+    out = fixed(LOOP)
+    assert out.endswith("    loss.backward()\n    opt.step()\n    opt.zero_grad()  # 太晚了\n")
+    assert not gg207(out) and not [g for g in check_source(out, "t.py").findings if g.code == "GG205"]
+
+
+def test_the_step_ending_the_file_without_a_newline():
+    src = LOOP.rstrip("\n")
+    out = fixed(src)
+    assert out.endswith("    opt.step()\n    opt.zero_grad()  # 太晚了") and not gg207(out)
+
+
+@pytest.mark.parametrize("body", [
+    "    scaler.scale(loss).backward()\n    opt.zero_grad(set_to_none=True)\n    scaler.step(opt)\n    scaler.update()\n",
+    "    loss.backward()\n    opt.zero_grad()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+    "    print(loss.item())\n    opt.step()\n",
+])
+def test_other_spellings_are_reported(body):
+    src = HEAD + "for x, y in data:\n    loss = ((model(x) - y) ** 2).mean()\n" + body
+    assert len(gg207(src)) == 1
+
+
+@pytest.mark.parametrize("body", [
+    # the usual places
+    "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
+    "    loss.backward()\n    opt.step()\n    opt.zero_grad()\n",
+    # a second backward after the zeroing
+    "    loss.backward()\n    opt.zero_grad()\n    ((model(x) - y) ** 2).sum().backward()\n    opt.step()\n",
+    # gradients written back after the zeroing
+    "    loss.backward()\n    g = [p.grad.clone() for p in model.parameters()]\n    opt.zero_grad()\n"
+    "    for p, q in zip(model.parameters(), g):\n        p.grad = q\n    opt.step()\n",
+    # code the rule cannot read between the zeroing and the step
+    "    loss.backward()\n    opt.zero_grad()\n    apply_my_gradients(model)\n    opt.step()\n",
+    # another optimizer zeroed
+    "    loss.backward()\n    other.zero_grad()\n    opt.step()\n",
+    # a step of its own gradients
+    "    loss.backward()\n    opt.zero_grad()\n    opt.step(closure)\n",
+    # torch.autograd.grad fills no .grad
+    "    g = torch.autograd.grad(loss, list(model.parameters()))\n    opt.zero_grad()\n    opt.step()\n",
+    # the step already came
+    "    loss.backward()\n    opt.step()\n    opt.zero_grad()\n    opt.step()\n",
+])
+def test_right_forms_are_silent(body):
+    src = HEAD + "for x, y in data:\n    loss = ((model(x) - y) ** 2).mean()\n" + body
+    assert not gg207(src)
+
+
+def test_docs():
+    assert_sections("GG207")
+    assert_docs_page_is_the_explanation("GG207")

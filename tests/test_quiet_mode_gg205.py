@@ -1,0 +1,94 @@
+"""GG205's two shapes added with the mode rules: an optimizer never zeroed while
+another one is (a GAN), and the nanoGPT micro-step accumulation without dividing."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gradguard.engine import check_source
+from gradguard.model.text import apply_text_edits
+
+GAN = """\
+import torch
+import torch.nn as nn
+
+G = nn.Linear(4, 8)
+D = nn.Linear(8, 1)
+opt_g = torch.optim.Adam(G.parameters())
+opt_d = torch.optim.Adam(D.parameters())
+for real in [torch.randn(2, 8) for _ in range(3)]:
+    z = torch.randn(2, 4)
+    opt_d.zero_grad()
+    (D(G(z).detach()).mean() - D(real).mean()).backward()
+    opt_d.step()
+    (-D(G(z)).mean()).backward()
+    opt_g.step()
+"""
+
+
+def gg205(src: str):
+    return [f for f in check_source(textwrap.dedent(src), "t.py").findings if f.code == "GG205"]
+
+
+def test_the_optimizer_never_zeroed_is_reported_at_its_step_and_zeroed_at_the_top():
+    [f] = gg205(GAN)
+    assert f.range.start.line + 1 == 14 and f.severity.value == "warning"
+    assert "`opt_d`" in f.message_in("en") and "`opt_g.zero_grad()`" in f.message_in("en")
+    assert "`opt_g`" in f.message_in("zh")
+    out = apply_text_edits(GAN, list(f.preferred_fix.edits))
+    assert "in range(3)]:\n    opt_g.zero_grad()\n    z = " in out
+    assert not gg205(out)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("    opt_d.zero_grad()\n", "    opt_d.zero_grad()\n    G.zero_grad()\n"),  # the module: any parameters
+    ("    opt_d.zero_grad()\n", "    D.zero_grad()\n"),  # the module of the other: may reach both
+    ("    opt_d.zero_grad()\n", "    opt_d.zero_grad()\n    for p in G.parameters():\n        p.grad = None\n"),
+    ("    opt_g.step()\n", "    opt_g.step()\n    opt_g.zero_grad()\n"),
+    ("opt_g = torch.optim.Adam(G.parameters())\n", "opt_g = make_optimizer(G)\n"),  # not known to be distinct
+])
+def test_every_optimizer_zeroed_or_unknown_is_silent(old, new):
+    assert old in GAN
+    assert not gg205(GAN.replace(old, new))
+
+
+NANOGPT = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.AdamW(model.parameters())
+gradient_accumulation_steps = 4
+for it in range(3):
+    for micro_step in range(gradient_accumulation_steps):
+        loss = model(torch.randn(2, 4)).pow(2).mean()
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+"""
+
+
+def test_micro_step_accumulation_without_dividing_is_a_hint_at_the_backward():
+    [f] = gg205(NANOGPT)
+    assert f.range.start.line + 1 == 10 and f.severity.value == "hint" and not f.fixes
+    assert "`gradient_accumulation_steps`" in f.message_in("en")
+    assert [r.range.start.line + 1 for r in f.related] == [8]
+
+
+@pytest.mark.parametrize("old,new", [
+    # divided (nanoGPT's own form), or by a count with another name for the same thing
+    ("        loss.backward()\n", "        loss = loss / gradient_accumulation_steps\n        loss.backward()\n"),
+    ("        loss.backward()\n", "        (loss / cfg.grad_accum).backward()\n"),
+    ("        loss.backward()\n", "        loss /= gradient_accumulation_steps\n        loss.backward()\n"),
+    # an inner loop not named for accumulation: summing over tasks is often meant
+    ("    for micro_step in range(gradient_accumulation_steps):\n", "    for task in range(n_tasks):\n"),
+    # a fixed count written as a literal
+    ("    for micro_step in range(gradient_accumulation_steps):\n", "    for micro_step in range(1):\n"),
+    # stepping inside the inner loop: nothing accumulates
+    ("        loss.backward()\n", "        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n"),
+])
+def test_divided_or_not_accumulation_is_silent(old, new):
+    assert old in NANOGPT
+    assert not gg205(NANOGPT.replace(old, new))
