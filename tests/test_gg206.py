@@ -124,6 +124,12 @@ def test_methods_on_self():
     assert "self.model.train()" in fixed(METHODS)
 
 
+def test_a_method_the_file_does_not_define_on_the_owner_may_switch_back():
+    src = METHODS.replace("            self.evaluate(loader)\n", "            self.evaluate(loader)\n"
+                          "            self.on_epoch_end()\n")
+    assert src != METHODS and not gg206(src)
+
+
 @pytest.mark.parametrize("change", [
     # switched back at the top of the epoch, or in the training helper
     ("for epoch in range(3):\n", "for epoch in range(3):\n    model.train()\n"),
@@ -193,6 +199,12 @@ class Runner:
             self.eval()
 """
     assert not gg206(src)
+
+
+def test_a_final_evaluation_that_leaves_the_loop_is_silent():
+    src = EPOCHS.replace("    model.eval()\n", "    if epoch == 2:\n        model.eval()\n        break\n")
+    assert src != EPOCHS and not gg206(src)
+    assert len(gg206(EPOCHS.replace("    model.eval()\n", "    if epoch == 2:\n        model.eval()\n"))) == 1
 
 
 def test_a_loop_that_does_not_train_is_silent():

@@ -63,7 +63,7 @@ class NeedlessRequiresGrad(Rule):
         for name, site, edit in flagged:
             if name in kept or (unit.kind == "module" and (KEEP + name) in ctx.summary):
                 continue
-            if not _only_training_input(unit.body, name, site, ctx):
+            if not _only_training_input(unit.body, name, site, ctx, unit.kind == "function"):
                 continue
             out.append(_finding(self, name, site, edit, ctx))
         return out
@@ -75,7 +75,8 @@ def _flagged(body, ctx) -> List[Tuple[str, ast.stmt, Optional[TextEdit]]]:
     for s in A.iter_statements(body):
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             call = s.value
-            if isinstance(call, ast.Call) and A.qualify(call.func, ctx) in K.TENSOR_FACTORIES:
+            if isinstance(call, ast.Call) and (A.qualify(call.func, ctx) in K.TENSOR_FACTORIES
+                                               or A.qualify(call.func, ctx) in K.VARIABLE_CONSTRUCTORS):
                 for kw in call.keywords:
                     if kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
                         out.append((s.targets[0].id, s, _drop_keyword(call, kw, ctx)))
@@ -87,14 +88,18 @@ def _flagged(body, ctx) -> List[Tuple[str, ast.stmt, Optional[TextEdit]]]:
     return out
 
 
-def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
+def _only_training_input(body, name: str, site: ast.stmt, ctx, function: bool = False) -> bool:
     """Every use of ``name`` after ``site`` is an input of a computation inside
-    a loop that back-propagates, or a read of its shape."""
+    a loop that back-propagates, or a read of its shape. A function whose own body
+    back-propagates and trains parameters (a training step called once per batch)
+    counts as one iteration of such a loop."""
     # loops that train parameters (an optimizer steps or gradients are zeroed): the
     # loss then has a graph through the parameters whatever the inputs, so dropping
     # the flag cannot leave backward() without a graph
-    loops = [s for s in A.iter_statements(body) if isinstance(s, A.LOOPS) and A.loop_backprops(s, ctx)
-             and _trains_parameters(s)]
+    loops: list = [s for s in A.iter_statements(body) if isinstance(s, A.LOOPS) and A.loop_backprops(s, ctx)
+                   and _trains_parameters(s)]
+    if not loops and function and body and _step_function(body, ctx):
+        loops = [_Span(site.lineno, body[-1].end_lineno or body[-1].lineno)]
     if not loops:
         return False
     parents: Dict[int, ast.AST] = {}
@@ -133,8 +138,24 @@ def _only_training_input(body, name: str, site: ast.stmt, ctx) -> bool:
     return used
 
 
-def _trains_parameters(loop) -> bool:
-    for n in A.block_nodes(loop.body):
+class _Span:
+    """A stretch of lines read as one iteration (a training-step function's body after the flag)."""
+
+    def __init__(self, lineno: int, end_lineno: int) -> None:
+        self.lineno = lineno
+        self.end_lineno = end_lineno
+
+
+def _step_function(body, ctx) -> bool:
+    """Does the function body itself (not a loop in it) back-propagate and step an optimizer?"""
+    top = [s for s in body if not isinstance(s, A.LOOPS)]
+    nodes = A.block_nodes(top)
+    return any(isinstance(n, ast.Call) and A.is_backward_call(n, ctx) for n in nodes) and _trains_parameters(
+        _Span(0, 0), nodes)
+
+
+def _trains_parameters(loop, nodes=None) -> bool:
+    for n in (A.block_nodes(loop.body) if nodes is None else nodes):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             if n.func.attr == "zero_grad":
                 return True

@@ -19,8 +19,10 @@ EXPLANATION = {
     "en": '''\
 ## What it does
 Finds a tensor of data (inputs, features) created with `requires_grad=True`, or flagged with
-`x.requires_grad_()`, that is only ever fed into the model inside the training loop: its `.grad`
-is never read, and no optimizer and no `torch.autograd.grad` call takes it.
+`x.requires_grad_()` (or the old `Variable(data, requires_grad=True)`), that is only ever fed into
+the model inside the training loop, or inside a training-step function that back-propagates and
+steps once per call: its `.grad` is never read, and no optimizer and no `torch.autograd.grad` call
+takes it.
 
 ## Why is this bad?
 A tensor that requires grad makes autograd record every operation on it, keep what it needs for
@@ -65,9 +67,10 @@ The rule only sees this file; add `# noqa: GG204` on the line if the flag is nee
 ''',
     "zh": '''\
 ## 它检查什么
-找出用 `requires_grad=True` 创建（或被 `x.requires_grad_()` 标记）的数据张量（输入、特征），
-它只在训练循环里被送进模型：从没读取过它的 `.grad`，也没有优化器或 `torch.autograd.grad`
-用到它。
+找出用 `requires_grad=True` 创建（或被 `x.requires_grad_()` 标记，或旧写法
+`Variable(data, requires_grad=True)`）的数据张量（输入、特征），它只在训练循环里、或在每次调用
+都反向传播并 step 一次的训练步函数里被送进模型：从没读取过它的 `.grad`，也没有优化器或
+`torch.autograd.grad` 用到它。
 
 ## 为什么这是个问题
 需要梯度的张量会让 autograd 记录它参与的每一个操作，保存反向传播需要的东西，并在每次

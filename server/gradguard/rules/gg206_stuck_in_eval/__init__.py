@@ -50,6 +50,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Dict, List, Optional, Set, Tuple
 
 _BUILTINS = frozenset(dir(builtins))
+# methods of modules, tensors and optimizers that never switch a mode
+_MODULE_METHODS = frozenset({
+    "zero_grad", "parameters", "named_parameters", "state_dict", "load_state_dict", "to", "cuda", "cpu", "forward",
+    "modules", "children", "named_modules", "buffers", "float", "half", "double", "requires_grad_", "step",
+    "item", "backward", "detach", "size", "view", "reshape", "append", "extend", "update", "mean", "sum",
+    "format", "info", "debug", "warning", "log", "write", "add_scalar", "print", "numpy", "tolist", "argmax",
+    "max", "min", "eq", "squeeze", "unsqueeze", "permute", "transpose", "contiguous", "clone", "long",
+    "set_postfix", "set_description", "get", "items", "keys", "values", "scale", "unscale_", "flush",
+})
 _NOT_TRAINED = re.compile(r"ema|teacher|target|swa|averag|momentum|shadow|frozen|(^|_)old", re.IGNORECASE)
 
 
@@ -78,7 +87,7 @@ class StuckInEval(Rule):
         for loop in loops:
             events = _events(loop, ctx, own_modes)
             for target, last_e, first_t in _stuck(events):
-                if _left_in_eval_before(unit, loop, target, ctx):
+                if _left_in_eval_before(unit, loop, target, ctx) or _leaves_the_loop_after(loop, last_e.node):
                     continue
                 key = id(last_e.node)
                 old = hits.get(key)
@@ -101,7 +110,9 @@ class _Event:
     __slots__ = ("kind", "recv", "node", "helper")
 
     def __init__(self, kind: str, recv: str, node: ast.AST, helper: "Optional[str]" = None) -> None:
-        self.kind = kind  # E, R, T; C (the module takes part in training); U (handed to unknown code)
+        # E, R, T; C (the module takes part in training); U (handed to unknown code);
+        # P (unknown code called on an object that may own it)
+        self.kind = kind
         self.recv = recv
         self.node = node
         self.helper = helper
@@ -140,6 +151,10 @@ def _events(loop: ast.stmt, ctx, own_modes: bool = False) -> "List[_Event]":
         q = A.qualify(func, ctx) or ""
         if q.startswith("torch.") or (isinstance(func, ast.Name) and func.id in _BUILTINS):
             continue
+        if isinstance(func, ast.Attribute) and func.attr not in _MODULE_METHODS:
+            owner = A.dotted(func.value)
+            if owner is not None:  # a method the file does not define may switch its object's modules
+                out.append(_Event("P", owner, n))
         for a in list(n.args) + [k.value for k in n.keywords]:  # type: ignore[attr-defined]
             d = A.dotted(a.value if isinstance(a, ast.Starred) else a)
             if d is not None:
@@ -200,7 +215,8 @@ def _stuck(events: "List[_Event]") -> "List[Tuple[str, _Event, _Event]]":
         if _NOT_TRAINED.search(x.rsplit(".", 1)[-1]) or (x.endswith(".module") and _NOT_TRAINED.search(x)):
             continue  # an averaged copy, a teacher, a target network: its mode does not train anything
         rel = [i for i, ev in enumerate(events)
-               if (ev.kind == "E" and ev.recv == x) or (ev.kind in ("R", "U") and restores(ev.recv, x))]
+               if (ev.kind == "E" and ev.recv == x) or (ev.kind in ("R", "U") and restores(ev.recv, x))
+               or (ev.kind == "P" and x.startswith(ev.recv + "."))]
         if not rel or rel[0] < first_t:
             continue  # switched before the training step of the same iteration: deliberate
         last = events[rel[-1]]
@@ -225,6 +241,24 @@ def _left_in_eval_before(unit, loop: ast.stmt, target: str, ctx) -> bool:
             if ev is not None and ev[0] != "T" and (ev[1] == target if ev[0] == "E" else restores(ev[1], target)):
                 last = ev[0]
     return last == "E"
+
+
+def _leaves_the_loop_after(loop: ast.stmt, node: ast.AST) -> bool:
+    """Is the switch followed, in its own block, by a ``break``, ``return`` or ``raise``
+    (the final evaluation: no iteration trains after it)?"""
+    line = node.lineno  # type: ignore[attr-defined]
+    blocks = [loop.body]  # type: ignore[attr-defined]
+    while blocks:
+        block = blocks.pop()
+        for i, s in enumerate(block):
+            if not (s.lineno <= line <= (s.end_lineno or s.lineno)):
+                continue
+            inner = A.child_blocks(s)
+            if inner and s.lineno != line:
+                blocks.extend(inner)
+                break
+            return any(isinstance(t, (ast.Break, ast.Return, ast.Raise)) for t in block[i + 1:])
+    return False
 
 
 def _statement_at(loop: ast.stmt, node: ast.AST) -> ast.AST:

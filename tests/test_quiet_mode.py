@@ -1,5 +1,6 @@
-"""GG205's two shapes added with the mode rules: an optimizer never zeroed while
-another one is (a GAN), and the nanoGPT micro-step accumulation without dividing."""
+"""The quiet shapes added to existing rules with the mode rules: GG205's optimizer
+never zeroed while another one is (a GAN) and its nanoGPT micro-step accumulation
+without dividing; GG204's training-step function fed a ``requires_grad`` input."""
 
 from __future__ import annotations
 
@@ -92,3 +93,49 @@ def test_micro_step_accumulation_without_dividing_is_a_hint_at_the_backward():
 def test_divided_or_not_accumulation_is_silent(old, new):
     assert old in NANOGPT
     assert not gg205(NANOGPT.replace(old, new))
+
+
+STEP_FUNCTION = """\
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.autograd import Variable
+
+model = nn.Linear(6, 2)
+opt = torch.optim.Adam(model.parameters())
+
+
+def train_step(batch):
+    opt.zero_grad()
+    inputs = Variable(torch.from_numpy(batch), requires_grad=True)
+    loss = model(inputs).pow(2).mean()
+    loss.backward()
+    opt.step()
+    return loss.item()
+"""
+
+
+def gg204(src: str):
+    return [f for f in check_source(textwrap.dedent(src), "t.py").findings if f.code == "GG204"]
+
+
+def test_gg204_reads_a_training_step_function_as_one_iteration():
+    [f] = gg204(STEP_FUNCTION)
+    assert f.range.start.line + 1 == 12 and f.severity.value == "hint"
+    out = apply_text_edits(STEP_FUNCTION, list(f.preferred_fix.edits))
+    assert "inputs = Variable(torch.from_numpy(batch))\n" in out and not gg204(out)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("    return loss.item()\n", "    return inputs.grad\n"),  # the gradient is wanted
+    ("    return loss.item()\n", "    return inputs\n"),  # handed on
+    # neither zeroes nor steps: not a training step (the flag may be what backward needs)
+    ("    opt.step()\n", "    print(inputs.shape)\n"),
+    ("    loss.backward()\n    opt.step()\n", "    return loss\n"),  # does not back-propagate
+])
+def test_gg204_step_functions_that_need_or_hand_on_the_input_are_silent(old, new):
+    assert old in STEP_FUNCTION
+    src = STEP_FUNCTION.replace(old, new)
+    if "print(inputs.shape)" in new:
+        src = src.replace("    opt.zero_grad()\n", "")
+    assert not gg204(src)
