@@ -163,10 +163,13 @@ def _events(loop: ast.stmt, ctx, own_modes: bool = False) -> "List[_Event]":
 
 
 def _expand(call: ast.Call, name: str, events, out: "List[_Event]") -> None:
-    """The events of a same-file function's body, at its call, on the call's names."""
+    """The events of a same-file function's body, at its call, on the call's names
+    (with the modules it calls, ``C``, when it back-propagates)."""
     recv = A.dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
     trains = any(k == "T" for k, _ in events)
     for kind, rc in events:
+        if kind == "C" and not trains:
+            continue
         if kind == "T":
             out.append(_Event("T", "", call, name))
             continue
@@ -187,13 +190,6 @@ def _expand(call: ast.Call, name: str, events, out: "List[_Event]") -> None:
                 out.append(_Event("R", "*", call, name))
             continue
         out.append(_Event(kind, target, call, name))
-    if trains:
-        for a in call.args:  # (a keyword argument is most often an extra: `model_ema=model_ema`)
-            d = A.dotted(a)
-            if d is not None:
-                out.append(_Event("C", d, call, name))
-        if recv is not None:
-            out.append(_Event("C", recv, call, name))
 
 
 def _related(a: str, b: str) -> bool:

@@ -9,7 +9,8 @@ file can name):
   ``"p:<i>:<suffix>"`` -- the ``i``-th parameter after ``self`` (``suffix``:
   ``""`` or ``".backbone"``), ``"s:<suffix>"`` -- ``self`` or an attribute of it,
   ``"g:<dotted>"`` -- any other name (a module-level model). Written only for a
-  def with at least one event. (A method named ``train`` or ``eval`` is never read:
+  def with at least one event; a def that back-propagates also lists, as ``("C", receiver)``
+  after its events, what it calls (the modules it trains). (A method named ``train`` or ``eval`` is never read:
   ``x.train()`` is a mode switch wherever it is called; a function ``train(...)`` is.)
 """
 
@@ -52,18 +53,25 @@ def def_events(d: ast.AST, is_method: bool, own_modes: bool = False) -> "Tuple[T
     params = names[1:] if selfname else names
     params = params + [a.arg for a in args.kwonlyargs]
     out: "List[Tuple[str, str]]" = []
+    called: "List[str]" = []
     for n in A.body_nodes(d):
         cls = n.__class__
         if cls is not ast.Call and cls is not ast.Assign:
             continue
         ev = mode_event(n)
         if ev is None:
+            callee = A.dotted(n.func) if cls is ast.Call else None  # type: ignore[attr-defined]
+            if callee is not None and callee not in called:
+                called.append(callee)
             continue
         if ev[0] == "T":
             if not out or out[-1] != ev:
                 out.append(ev)
         elif not (own_modes and ev[1] == selfname):
             out.append((ev[0], _receiver(ev[1], params, selfname)))
+    if any(e[0] == "T" for e in out):
+        # what a training function calls (``model(x)`` on a module-level model): it trains those
+        out.extend(("C", _receiver(c, params, selfname)) for c in called)
     return tuple(out)
 
 
