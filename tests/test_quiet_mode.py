@@ -139,3 +139,62 @@ def test_gg204_step_functions_that_need_or_hand_on_the_input_are_silent(old, new
     if "print(inputs.shape)" in new:
         src = src.replace("    opt.zero_grad()\n", "")
     assert not gg204(src)
+
+
+MODULE_STATE = """\
+import torch
+import torch.nn as nn
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(4, 4, batch_first=True)
+        self.h = torch.zeros(1, 2, 4)
+
+    def forward(self, x):
+        out, h = self.rnn(x, self.h)
+        self.h = h.detach()
+        return out
+
+    def reset(self):
+        self.h.zero_()
+
+
+model = LM()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.randn(2, 12, 4)
+for epoch in range(3):
+    for i in range(0, 12, 4):
+        opt.zero_grad()
+        out = model(data[:, i:i + 4])
+        out.pow(2).mean().backward()
+        opt.step()
+"""
+
+
+def gg203(src: str):
+    return [f for f in check_source(textwrap.dedent(src), "t.py").findings if f.code == "GG203"]
+
+
+def test_gg203_a_state_kept_on_the_module_is_reset_by_its_own_method():
+    [f] = gg203(MODULE_STATE)
+    assert f.range.start.line + 1 == 26 and f.severity.value == "hint"
+    assert "`self.h`" in f.message_in("en") and "`model.reset()`" in f.message_in("zh")
+    out = apply_text_edits(MODULE_STATE, list(f.preferred_fix.edits))
+    assert "for epoch in range(3):\n    model.reset()\n    for i in" in out and not gg203(out)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("    for i in range(0, 12, 4):\n", "    model.reset()\n    for i in range(0, 12, 4):\n"),
+    ("    for i in range(0, 12, 4):\n", "    model = LM()\n    for i in range(0, 12, 4):\n"),
+    ("    for i in range(0, 12, 4):\n", "    callbacks.on_epoch_begin(model)\n    for i in range(0, 12, 4):\n"),
+    ("    for i in range(0, 12, 4):\n", "    model.h = torch.zeros(1, 2, 4)\n    for i in range(0, 12, 4):\n"),
+    # no reset method: the class does not say the state is to be reset
+    ("    def reset(self):\n        self.h.zero_()\n", ""),
+    # the state is not detached in forward: GG101's question, not this one
+    ("        self.h = h.detach()\n", "        self.h = h\n"),
+])
+def test_gg203_module_states_reset_rebuilt_or_not_meant_to_be_are_silent(old, new):
+    assert old in MODULE_STATE
+    assert not gg203(MODULE_STATE.replace(old, new))

@@ -28,6 +28,7 @@ from gradguard.model.findings import Finding, Fix, Position, Range, Related, Sev
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.common import loaded_names
 from gradguard.rules.gg203_stale_epoch_state import messages as M
+from gradguard.rules.gg203_stale_epoch_state.facts import STATE, STATE_FACTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +43,7 @@ class StaleEpochState(Rule):
     default_severity = Severity.HINT
     needs_backprop = True
     trigger = Trigger(torch=True, text=("backward",))
+    fact_sources = (STATE_FACTS,)  # modules keeping a detached state on themselves, with their reset methods
     title = M.TITLE
     explanation = M.EXPLANATION
 
@@ -58,7 +60,67 @@ class StaleEpochState(Rule):
                     if init is None or _rebound_in(outer, inner, name):
                         continue
                     out.append(_finding(self, name, thread, init, outer, ctx))
+                out.extend(_module_states(self, unit, outer, inner, ctx))
         return out
+
+
+def _module_states(rule, unit, outer, inner, ctx) -> List[Finding]:
+    """A model made before the epoch loop from a class of the file that keeps a
+    detached state on itself (``self.h``) and has a method to reset it, called in
+    the batch loop, and never reset (nor rebuilt, nor handed to other code) in the
+    epoch loop: the fast.ai ``LMModel5`` written out without its reset callback."""
+    out: List[Finding] = []
+    seen: Set[str] = set()
+    for n in A.block_nodes(inner.body):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)) or n.func.id in seen:
+            continue
+        model = n.func.id
+        seen.add(model)
+        init = _init_before(unit.body, outer, model)
+        if init is None or not isinstance(init.value, ast.Call):  # type: ignore[attr-defined]
+            continue
+        cls = (A.dotted(init.value.func) or "").rsplit(".", 1)[-1]  # type: ignore[attr-defined]
+        state = ctx.summary.get(STATE + cls) if cls else None
+        if not isinstance(state, tuple) or _reset_in(outer, model, state):
+            continue
+        attr, resets = state[0]
+        stmt = _statement_of(inner, n)
+        msg = M.stale_module_state(model, attr, resets[0], init.lineno)
+        related = (Related(ctx.line_range(init), M.initialised_here()),
+                   Related(ctx.line_range(outer), M.epoch_loop()))
+        fixes: Tuple[Fix, ...] = ()
+        first = outer.body[0]
+        if first.lineno != outer.lineno:
+            pos = Position(first.lineno - 1, 0)
+            edit = TextEdit(Range(pos, pos), f"{ctx.indent_of(first.lineno)}{model}.{resets[0]}()\n")
+            fixes = (Fix(M.fix_reset_in_epoch(model, resets[0]), (edit,), preferred=True),)
+        out.append(Finding(rule.code, ctx.line_range(stmt), msg, rule.default_severity, related, fixes,
+                           {"variable": f"{model}.{attr}", "init_line": init.lineno}))
+    return out
+
+
+def _reset_in(outer, model: str, state) -> bool:
+    """Does the epoch loop reset, rebuild, or hand on the model (then maybe reset elsewhere)?"""
+    for n in A.block_nodes(outer.body):
+        if isinstance(n, ast.Call):
+            if isinstance(n.func, ast.Attribute) and A.dotted(n.func.value) == model and n.func.attr not in (
+                    "parameters", "zero_grad", "named_parameters", "forward"):
+                return True  # model.reset(), or any method the analysis does not read
+            if any(A.dotted(a) == model for a in list(n.args) + [k.value for k in n.keywords]):
+                return True
+        elif isinstance(n, ast.Name) and n.id == model and not isinstance(n.ctx, ast.Load):
+            return True
+        elif isinstance(n, ast.Attribute) and A.dotted(n.value) == model and not isinstance(n.ctx, ast.Load):
+            return True
+    return False
+
+
+def _statement_of(loop, node) -> ast.AST:
+    best: ast.AST = node
+    for s in A.iter_statements(list(loop.body)):
+        if s.lineno <= node.lineno <= (s.end_lineno or s.lineno) and not A.child_blocks(s):
+            best = s
+    return best
 
 
 def _epoch_loop(s) -> bool:

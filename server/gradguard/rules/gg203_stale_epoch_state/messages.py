@@ -63,6 +63,13 @@ purpose, add `# noqa: GG203` on the reported line; it is a hint because such cod
 **I reset the state every batch (`hidden = None`, or `init_hidden` inside the batch loop).**
 Not reported: the state never crosses an epoch boundary.
 
+**My model keeps the state itself (`self.h = h.detach()` in `forward`) and has a `reset()`.**
+When the class is defined in the same file, sets `self.h` to a fresh tensor in `__init__`, detaches
+it in `forward` and has a method that resets it (`self.h.zero_()`, `self.h = ...`), an epoch loop
+that calls the model in its batch loop and never that method (nor rebuilds the model, nor hands it
+to other code, such as a callback) is reported at the call; the fix calls the reset method at the
+top of the epoch loop. This is fast.ai's `LMModel5` used without its `ModelResetter` callback.
+
 **Why is this a hint, when GG101 is an error?**
 GG101's state is not detached and the program crashes. Here it is detached, so the program trains;
 only the first batches of each epoch see a state that does not belong to them.
@@ -112,6 +119,12 @@ for epoch in range(epochs):
 **我每个 batch 都重置状态（`hidden = None`，或在 batch 循环里调用 `init_hidden`）。**
 不会报告：状态从不跨越 epoch 边界。
 
+**我的模型自己保存状态（`forward` 里 `self.h = h.detach()`），并且有 `reset()`。**
+如果这个类定义在同一文件中，在 `__init__` 里把 `self.h` 设为新张量、在 `forward` 里 detach，
+并且有重置它的方法（`self.h.zero_()`、`self.h = ...`），那么在 batch 循环里调用模型、却从不调用
+该方法（也不重建模型，不把它交给回调等其他代码）的 epoch 循环会在调用处被报告；修复会在 epoch
+循环开头调用这个重置方法。这就是 fast.ai 的 `LMModel5` 在没有 `ModelResetter` 回调时的用法。
+
 **为什么 GG101 是错误，而这里只是提示？**
 GG101 的状态没有 detach，程序会崩溃。这里状态已经 detach，程序能训练；只是每个 epoch 的前几个
 batch 看到了不属于它们的状态。
@@ -128,6 +141,24 @@ def stale_epoch_state(name: str, init_line: int) -> Dict[str, str]:
         "zh": f"`{name}` 只在 epoch 循环之前（第 {init_line} 行）初始化一次，并从每个 epoch 的最后一个 batch "
               f"带进下一个 epoch 的第一个 batch，而数据已经从头开始；请在 epoch 循环开头初始化它。",
     }
+
+
+def stale_module_state(model: str, attr: str, reset: str, init_line: int) -> Dict[str, str]:
+    """``model`` (made on ``init_line``) keeps its state in ``self.<attr>``; its class resets it in ``reset``."""
+    return {
+        "en": f"`{model}` (made before the epoch loop, line {init_line}) keeps its recurrent state in `self.{attr}` "
+              f"from one call to the next, and this epoch loop never calls `{model}.{reset}()`: the state runs from "
+              f"the last batch of each epoch into the first batch of the next, while the data restarts; call "
+              f"`{model}.{reset}()` at the top of the epoch loop.",
+        "zh": f"`{model}`（在 epoch 循环之前、第 {init_line} 行创建）把循环状态保存在 `self.{attr}` 中并在调用之间"
+              f"延续，而这个 epoch 循环从不调用 `{model}.{reset}()`：状态从每个 epoch 的最后一个 batch 带进下一个 "
+              f"epoch 的第一个 batch，而数据已经从头开始；请在 epoch 循环开头调用 `{model}.{reset}()`。",
+    }
+
+
+def fix_reset_in_epoch(model: str, reset: str) -> Dict[str, str]:
+    return {"en": f"Reset the state at the top of the epoch loop: `{model}.{reset}()`",
+            "zh": f"在 epoch 循环开头重置状态：`{model}.{reset}()`"}
 
 
 def initialised_here() -> Dict[str, str]:
