@@ -37,7 +37,7 @@ import torch_harness as th  # noqa: E402
 PY = sys.executable
 LIFETIME = ("TG001", "TG002", "TG003", "TG011", "TG014")
 # which gradguard rule answers the same question as each torch-preflight code
-COUNTERPART = {"TG001": "GG201", "TG002": "GG201", "TG003": "GG205", "TG014": "GG205", "TG011": None}
+COUNTERPART = {"TG001": "GG201", "TG002": "GG201", "TG003": "GG205", "TG014": "GG205", "TG011": "GG206"}
 
 
 def _tool(name: str) -> str:

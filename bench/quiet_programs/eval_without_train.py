@@ -1,8 +1,8 @@
 # gradguard-fixture
 # runtime: train
-# expect: none
-# model.eval() for validation and never model.train() again: a mode bug (dropout and
-# batch norm), not a graph-lifetime one; gradguard has no rule for it.
+# expect: GG206@20
+# model.eval() for validation and never model.train() again: from the second epoch on
+# dropout is off while training (GG206; torch-preflight's TG011 asks the same question).
 import torch
 import torch.nn as nn
 
