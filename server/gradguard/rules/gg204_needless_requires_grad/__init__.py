@@ -147,17 +147,19 @@ class _Span:
 
 
 def _step_function(body, ctx) -> bool:
-    """Does the function body itself (not a loop in it) back-propagate and step an optimizer?"""
+    """Does the function body itself (not a loop in it) back-propagate and step an optimizer?
+    (Zeroing alone is not enough here: a function that only measures a backward pass, as
+    an operation counter's test does, may want the input's gradient computed.)"""
     top = [s for s in body if not isinstance(s, A.LOOPS)]
     nodes = A.block_nodes(top)
     return any(isinstance(n, ast.Call) and A.is_backward_call(n, ctx) for n in nodes) and _trains_parameters(
-        _Span(0, 0), nodes)
+        _Span(0, 0), nodes, steps_only=True)
 
 
-def _trains_parameters(loop, nodes=None) -> bool:
+def _trains_parameters(loop, nodes=None, steps_only: bool = False) -> bool:
     for n in (A.block_nodes(loop.body) if nodes is None else nodes):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-            if n.func.attr == "zero_grad":
+            if n.func.attr == "zero_grad" and not steps_only:
                 return True
             if n.func.attr == "step":
                 recv = (A.dotted(n.func.value) or "").rsplit(".", 1)[-1].lower()
