@@ -113,6 +113,7 @@ model = nn.Linear(3, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 loader = [(torch.randn(4, 3), torch.randint(0, 2, (4,)))]
 for epoch in range(2):
+    model.train()  # (validate() leaves it in evaluation mode: GG206 without this)
     for x, y in loader:
         opt.zero_grad()
         criterion(model(x), y).backward()
