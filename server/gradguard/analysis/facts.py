@@ -611,6 +611,38 @@ def instance_of(value: ast.expr) -> Optional[str]:
     return None
 
 
+# How many modules deep a call of a module is followed into the modules it holds.
+HELD_DEPTH = 3
+
+
+def held_modules(summary, ctor: str, depth: int = HELD_DEPTH) -> Tuple[Tuple[str, str], ...]:
+    """The user's modules an instance of ``ctor`` (a raw constructor name of this file's
+    summary) holds and its ``forward`` calls (``ClassFacts.members``, which leaves out a
+    member forward resets), through the modules they hold in turn, ``depth`` deep:
+    ``(path under the instance, raw constructor)``, ``("recurrent", "EvolveGCNO")`` for
+    a ``RecurrentGCN`` whose forward calls ``self.recurrent(x, adj)``. A call of the
+    instance is a call of each of them."""
+    out: List[Tuple[str, str]] = []
+    seen = {ctor}
+    todo = [("", ctor)]
+    for _ in range(depth):
+        nxt = []
+        for prefix, raw in todo:
+            cf = summary.get("class:" + raw.rsplit(".", 1)[-1])
+            if not isinstance(cf, V.ClassFacts):
+                continue
+            for attr, member, _, _, _ in cf.members:
+                if member in seen:
+                    continue
+                seen.add(member)
+                path = prefix + attr
+                out.append((path, member))
+                nxt.append((path + ".", member))
+        todo = nxt
+        if not todo:
+            break
+    return tuple(out)
+
 def _ctor_name(value: ast.expr) -> Optional[str]:
     """``nn.GRU(...)`` → ``"nn.GRU"``; ``Model(...).to(dev)`` → ``"Model"``;
     ``getattr(nn, t)(...)`` → ``"?"`` (a constructor we cannot name)."""
@@ -1323,8 +1355,15 @@ def _loop_calls(stmt: ast.stmt) -> Iterable[Fact]:
         loop_call_sites(loop, entries)
     # Keep the fact coarse (units that read it are re-analysed when it changes): only plain names that the loop
     # invokes (an object called like a module), never builtins or dotted calls.
+    # (a name's attributes also say, as ``"recurrent."``, which modules under it the loop
+    # calls a method of or assigns on: ``model.recurrent.reinitialize_weight()``)
+    under: Dict[str, set] = {}
+    for name in entries:
+        head, dot, rest = name.partition(".")
+        if dot and rest:
+            under.setdefault(head, set()).add(rest.split(".", 1)[0] + ".")
     value = frozenset(
-        (callee, ctors.get(callee, ""), frozenset(ms), frozenset(ats))
+        (callee, ctors.get(callee, ""), frozenset(ms), frozenset(ats | under.get(callee, set())))
         for callee, (_, ms, ats) in entries.items()
         if "." not in callee and callee not in _BUILTINS and ("__call__" in ms or "forward" in ms
                                                                or bool(ms - _NOT_STEPPING))

@@ -2345,6 +2345,8 @@ class GraphFlow:
         unit's business (not looked for here)."""
         named, defaults = parameters(fn, True)
         inner: Dict[str, Val] = {k: v for k, v in env.items() if k == "self" or k.startswith("self.")}
+        if FREED in env:
+            inner[FREED] = env[FREED]  # (what an earlier method left freed on the object: _left_freed)
         for i, arg in enumerate(named):
             if i < len(pos):
                 v = pos[i]
@@ -2379,10 +2381,23 @@ class GraphFlow:
         def anchor(v: Val) -> Val:  # (not calling itself: a closure that does is a reference cycle)
             return _anchored(v, call, lo, hi, self.saving_calls, saves)
 
+        freed_inside = self._freed_inside(out, fn, lo, hi)
         built = []
         modules: set = set()
         for k, v in out.items():
             if k.startswith("self.") and v is not inner.get(k):
+                gone = self._left_freed(v, freed_inside)
+                if gone:
+                    # ``self.pred_real = self.netD(real_B)`` then ``self.loss_D.backward()``
+                    # in ``backward_D()``: the method leaves on the object a graph its own
+                    # backward surely freed. Kept under its own nodes (not the call's, which
+                    # also stands for what the method built and kept alive) and marked freed
+                    # here, so a later method reading it (``backward_G()``) runs into it
+                    env[k] = _bound(v, v.site) if v.site is not None else v
+                    old = env.get(FREED)
+                    kept_x = [t for t in old.taints if t[1] not in gone] if old is not None else []
+                    env[FREED] = plain(kept_x + [freed_inside[g] for g in gone])
+                    continue
                 env[k] = anchor(v)
                 if ("G", call) in env[k].taints:
                     built.append(k)
@@ -2424,6 +2439,38 @@ class GraphFlow:
         elif saves[0]:
             self.saving_calls.add(id(call))
         return ret
+
+    def _freed_inside(self, out: Dict[str, Val], fn: ast.AST, lo: int, hi: int) -> Dict[tuple, tuple]:
+        """After an own method ran in place (:meth:`_inline`): the graphs built inside it
+        (lines ``lo``..``hi``) that a backward of its own, run whenever the method runs,
+        surely freed: ``{("G", node): ("X", ("G", node), backward call)}``. Empty on a
+        loop's second walk (the freed set is read on first walks only)."""
+        fin = out.get(FREED)
+        if fin is None or not fin.taints or any(fr.second for fr in self.frames):
+            return {}
+        always = None
+        got: Dict[tuple, tuple] = {}
+        for x in fin.taints:
+            g = x[1]
+            if g[0] != "G" or not lo <= getattr(g[1], "lineno", -1) <= hi:
+                continue
+            if always is None:
+                always = _unconditional_calls(fn.body)  # type: ignore[attr-defined]
+            if id(x[2]) in always:
+                got[g] = x
+        return got
+
+    @staticmethod
+    def _left_freed(v: Val, freed_inside: Dict[tuple, tuple]) -> FrozenSet:
+        """The graphs of ``v`` (an attribute an inlined method set) when every graph it
+        may hold is one ``freed_inside`` lists, else nothing: a value also holding a
+        fresh graph, or one built before the method, proves nothing."""
+        if not freed_inside or v.elems is not None:
+            return EMPTY
+        gs = v.graph_tokens()
+        if not gs or any(t[0] == "U" for t in v.taints) or not all(g in freed_inside for g in gs):
+            return EMPTY
+        return gs
 
     def _pending_call(self, cls: str, method: str, pos, kws) -> Val:
         """While summarising: ``self.core.forward(embed, state)`` on a class not

@@ -148,6 +148,14 @@ def _summary_index(summary):
                                      or "import:" + callee in summary):
                         continue  # a function, a class, an import: not an instance we could not type
                 loopcalls.setdefault(ctor.rsplit(".", 1)[-1], []).append(entry)
+                if ctor and entry[2] <= _CALL_ONLY and all(a.endswith(".") for a in entry[3]):
+                    # ``model(x)`` of a module holding modules its forward calls: a call of
+                    # each (``model.recurrent``), whose state the loop keeps as well, unless
+                    # the loop touches it (``model.recurrent.reinitialize_weight()``)
+                    for path, member in _facts.held_modules(summary, ctor):
+                        if path.split(".", 1)[0] + "." not in entry[3]:
+                            loopcalls.setdefault(member.rsplit(".", 1)[-1], []).append(
+                                (f"{callee}.{path}", member, entry[2], _HELD))
         elif isinstance(value, V.ClassFacts):
             bw_methods.update(name for name, m in value.methods if m.calls_backward)
             delegating.extend((bw_methods, name, m) for name, m in value.methods
@@ -171,6 +179,9 @@ def _summary_index(summary):
     _INDEX_CACHE[0], _INDEX_CACHE[1] = summary, index
     return index
 
+
+_CALL_ONLY = frozenset({"__call__", "forward"})  # (a loop calling more on a holder may reset what it holds)
+_HELD = frozenset({"<held>"})  # the attrs of an entry for a module held by the one the loop calls
 
 _MODEL_WORDS = ("model", "net", "rnn", "lstm", "gru", "encoder", "decoder", "cell", "lm")
 
@@ -316,7 +327,8 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
         cutting = cf.methods_cutting(key) if isinstance(cf, V.ClassFacts) else frozenset()
         cutting = cutting - {unit.node.name}
         # the first loop that neither resets nor detaches it (lazily: the loops may be many)
-        live = next((c for c, methods, attrs in loops if not (methods & cutting) and attr not in attrs), None)
+        live, held = next(((c, attrs is _HELD) for c, methods, attrs in loops
+                           if not (methods & cutting) and attr not in attrs), (None, False))
         if live is None or v.site is None:
             continue
         built = interp._built_by(v)
@@ -332,7 +344,10 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
         related = []
         if built is not None:
             related.append(Related(ctx.range(built), M.state_built_here(key)))
-        fixes = _method_top_fix(unit, key, shape, ctx)
+        # reached through a module holding this one (``model.recurrent``): how often the
+        # loop calls it per backward is not known, and a detach at each call would cut
+        # the graph between calls of one iteration (changing its gradients): no fix
+        fixes = () if held else _method_top_fix(unit, key, shape, ctx)
         out.append(Finding(rule.code, ctx.line_range(v.site), msg, rule.default_severity, tuple(related), fixes,
                            {"variable": key, "variables": [key], "stateful": True}))
     return out
