@@ -258,7 +258,8 @@ def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:
 
 def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,
                    states: Optional[list] = None, members: Optional[list] = None,
-                   own_calls: bool = False, kept: Optional[list] = None) -> V.FnFacts:
+                   own_calls: bool = False, kept: Optional[list] = None,
+                   setters: Optional[Dict[str, ast.AST]] = None) -> V.FnFacts:
     """Summarise one def by running the graph interpreter over its body with
     each parameter as a ``("P", i)`` token. ``states``: a list to receive what
     :meth:`GraphFlow.self_states` finds (a method run on its own object's
@@ -311,6 +312,20 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
                 states.extend(("cached", kv) for kv in t.cached_states())
             if kept is not None:
                 kept.extend(key for key, v in own if any(id(x[1]) in t.saving_calls for x in v.graph_tokens()))
+        except RecursionError:
+            pass
+    if states is not None and setters and method and self_obj and not no_grad:
+        # a cache a method forward calls fills (``if not self.built: self.build()``, which
+        # stores ``self.encoded = self.embedding(positions)``): a run with those methods
+        # in place, read only for the caches they fill
+        t = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=True, find_carries=False,
+                             methods=setters)
+        t.inline_setters = True
+        try:
+            t.run(fn.body, env)  # type: ignore[attr-defined]
+            have = {kv[0] for k, kv in states if k == "cached"}
+            by_setters = {"self." + a for m in setters.values() for a in _self_assigned(m)}
+            states.extend(("cached", kv) for kv in t.cached_states() if kv[0] in by_setters and kv[0] not in have)
         except RecursionError:
             pass
     makes = None if method else _factory_class(fn)
@@ -374,6 +389,32 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         returns_share=share,
         returns_share_via=() if method else share_via,
     )
+
+
+def _self_assigned(fn: ast.AST) -> List[str]:
+    """The attributes ``self.<a>`` a def assigns (plain assignments)."""
+    out = []
+    for n in A.body_nodes(fn):
+        if isinstance(n, ast.Assign):
+            out.extend(a for a in (_self_attr(t) for t in n.targets) if a is not None)
+    return out
+
+
+def _forward_setters(defs) -> Dict[str, ast.AST]:
+    """The methods (not forward, not __init__) that forward calls on ``self`` as a
+    statement of its own and that assign attributes of the object: ``self.build()``."""
+    by_name = {fn.name: fn for fn in defs}
+    fwd = by_name.get("forward")
+    if fwd is None:
+        return {}
+    out: Dict[str, ast.AST] = {}
+    for n in A.body_nodes(fwd):
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and not n.value.args and not n.value.keywords:
+            name = _self_attr(n.value.func)
+            fn = by_name.get(name) if name is not None else None
+            if fn is not None and name not in ("forward", "__init__") and _self_assigned(fn):
+                out[name] = fn  # type: ignore[index]
+    return out
 
 
 def _returns_share(tuples: List[V.Val], returns: Tuple[V.RetPos, ...],
@@ -695,11 +736,12 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
     kept: List[Tuple[str, Tuple[str, ...]]] = []
     for fn in defs:
         r = _FactResolver(cls.name, partial, method=fn.name)
-        ask = states if fn.name == "forward" and _assigns_self(fn) else None
+        setters = _forward_setters(defs) if fn.name == "forward" else None
+        ask = states if fn.name == "forward" and (_assigns_self(fn) or setters) else None
         got = member_calls.setdefault(fn.name, [])
         keep: Optional[list] = [] if _rebuilds_self_attr(fn) else None
         methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask,
-                                                members=got, kept=keep)))
+                                                members=got, kept=keep, setters=setters)))
         if keep:
             kept.append((fn.name, tuple(sorted(set(keep)))))
     mdict = dict(methods)
@@ -714,8 +756,10 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         changed = False
         for fn in callers:
             r = _FactResolver(cls.name, known, method=fn.name)
-            ask = [] if fn.name == "forward" and _assigns_self(fn) else None
-            new = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask, own_calls=True)
+            setters = _forward_setters(defs) if fn.name == "forward" else None
+            ask = [] if fn.name == "forward" and (_assigns_self(fn) or setters) else None
+            new = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask, own_calls=True,
+                                 setters=setters)
             if new != mdict[fn.name]:
                 mdict[fn.name] = new
                 changed = True
@@ -894,12 +938,14 @@ def _cached(cls: ast.ClassDef, defs, found) -> Tuple[Tuple[str, V.RetPos, Tuple[
         return ()
     by_name = {fn.name: fn for fn in defs}
     fwd, init = by_name.get("forward"), by_name.get("__init__")
+    setters = _forward_setters(defs)
     out = []
     for key, v in found:
         attr = key[5:]
-        if fwd is None or _stored_elsewhere(defs, attr):
+        fillers = {m: fn for m, fn in setters.items() if attr in _self_assigned(fn)}
+        if fwd is None or _stored_elsewhere(defs, attr, frozenset(fillers)):
             continue
-        needs = _cache_needs(fwd, init, attr)
+        needs = _cache_needs(fwd, init, attr, fillers, defs)
         if needs is None:
             continue
         init_none = init is not None and any(
@@ -913,10 +959,11 @@ def _cached(cls: ast.ClassDef, defs, found) -> Tuple[Tuple[str, V.RetPos, Tuple[
     return tuple(out)
 
 
-def _stored_elsewhere(defs, attr: str) -> bool:
-    """Does a method other than forward (and __init__'s reset) store into ``self.<attr>``?"""
+def _stored_elsewhere(defs, attr: str, fillers: frozenset = frozenset()) -> bool:
+    """Does a method other than forward (and __init__'s reset, and the ``fillers`` forward
+    calls to fill the cache) store into ``self.<attr>``?"""
     for fn in defs:
-        if fn.name == "forward":
+        if fn.name == "forward" or fn.name in fillers:
             continue
         for node in A.body_nodes(fn):
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -927,15 +974,23 @@ def _stored_elsewhere(defs, attr: str) -> bool:
     return False
 
 
-def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str) -> Optional[Tuple[Tuple[str, str, int, bool], ...]]:
+def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str, fillers: Optional[Dict[str, ast.AST]] = None,
+                 defs=()) -> Optional[Tuple[Tuple[str, str, int, bool], ...]]:
     """The constructor flags the caching paths of forward need true: every ``if`` around
-    a ``return self.<attr>`` or a store into it tests the cache itself (``self.cache is
-    not None``) or, on its true branch, ``self.<flag>`` (``and``-ed) where __init__ sets
-    ``self.<flag>`` from a parameter of its own (or to a true constant). None when a
-    condition is anything else (``self.training``, a flag set elsewhere): unknown."""
+    a ``return self.<attr>`` or a store into it (or a call of a ``fillers`` method that
+    stores it: ``self.build()``) tests the cache itself (``self.cache is not None``), a
+    flag saying it is filled (``not self.built``: set true only by the filler, and false
+    or not at all elsewhere), or, on its true branch, ``self.<flag>`` (``and``-ed) where
+    __init__ sets ``self.<flag>`` from a parameter of its own (or to a true constant). None
+    when a condition is anything else (``self.training``, a flag set elsewhere): unknown."""
     flags: set = set()
+    fillers = fillers or {}
+    filled = _filled_flags(fillers, defs) if fillers else frozenset()
 
     def test_ok(test: ast.expr, positive: bool) -> bool:
+        if positive and isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) \
+                and _self_attr(test.operand) in filled:
+            return True  # if not self.built: self.build()
         if not positive and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             # the else of ``if self.cached and self._cached is not None:``: a flag off or the
             # cache empty, needing nothing true (what a store under it needs, it tests itself)
@@ -968,6 +1023,8 @@ def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str) -> Optional[T
                 hit = any(_self_attr(n) == attr for n in A.walk_all(st.value))
             elif isinstance(st, ast.Assign):
                 hit = any(_self_attr(n) == attr for t in st.targets for n in A.walk_all(t))
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                hit = _self_attr(st.value.func) in fillers
             if hit and not all(test_ok(t, pos) for t, pos in guards):
                 return False
             for block in A.child_blocks(st):
@@ -1000,6 +1057,30 @@ def _cache_needs(fwd: ast.AST, init: Optional[ast.AST], attr: str) -> Optional[T
         d = defaults.get(value.id)
         needs.append((flag, value.id, index[value.id], isinstance(d, ast.Constant) and bool(d.value)))
     return tuple(needs)
+
+
+def _filled_flags(fillers: Dict[str, ast.AST], defs) -> frozenset:
+    """Flags saying a cache is filled: ``self.<flag>`` set to True by every filler
+    method, and elsewhere in the class only to a false constant (``self.built = False``
+    in ``__init__``)."""
+    out = None
+    for fn in fillers.values():
+        mine = {a for n in A.body_nodes(fn) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                and n.value.value is True for a in (_self_attr(t) for t in n.targets) if a is not None}
+        out = mine if out is None else out & mine
+    if not out:
+        return frozenset()
+    for fn in defs:
+        if fn.name in fillers:
+            continue
+        for n in A.body_nodes(fn):
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    a = _self_attr(t)
+                    if a in out and not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                                         and not n.value.value):
+                        out.discard(a)
+    return frozenset(out)
 
 
 # How many times a class's methods that call its other methods are summarised again.

@@ -168,9 +168,16 @@ class Resolver:
         if names:
             return tuple((n, False, True, raw) for n in names)
         cf = self.cls(raw) if _depth < 3 else None
-        if cf is None or not cf.members:
+        if cf is None:
             return ()
         out = []
+        if cf.cached:
+            # a module it holds keeps a cache (``ClassFacts.cached``) that needs no flag of
+            # its constructor: filled by the first call, handed back by every later one
+            out.extend((key[5:], stored.graph, bool(stored.params), raw)
+                       for key, stored, needs, _, _ in cf.cached if not needs)
+        if not cf.members:
+            return tuple(out)
         for attr, inner, kws_on, graph, params in cf.members:
             for path, built, through, holder in self.member_states(inner, kws_on, _depth + 1):
                 out.append((f"{attr}.{path}", built or (graph and through), through and bool(params), holder))
@@ -356,6 +363,10 @@ class GraphFlow:
         self.methods = methods or {}
         self._inlining: List[str] = []
         self._drives = False
+        # (a class's summary) run the ``methods`` a forward calls on ``self`` in place, as a
+        # driver's: what a ``self.build()`` stores on the object is forward's store
+        # (``ClassFacts.cached`` filled lazily by another method)
+        self.inline_setters = False
         # id(call) of an own method run in place -> the attributes it left holding a
         # graph it built (``self.forward()`` -> ``("self.fake_B",)``), for messages
         self.sets_by_call: Dict[int, Tuple[str, ...]] = {}
@@ -896,6 +907,13 @@ class GraphFlow:
                     self._rebuilt.add(name)
             if "." in name:
                 self._dotted_bases.add(name.split(".", 1)[0])
+                if self._state_keys and name not in self._state_keys:
+                    # ``model.pos.built = False``: a flag of a module whose state (or cache)
+                    # is followed may make its next call start afresh: no longer known
+                    owner = name.rsplit(".", 1)[0] + "."
+                    for k in [k for k in self._state_keys if k.startswith(owner) and k in env
+                              and k.count(".") == name.count(".")]:
+                        env[k] = Val(site=s)
             elif name in self._dotted_bases:
                 # rebinding x invalidates x.attr entries (only scanned for names
                 # that ever had one: keeps long straight-line code linear)
@@ -1913,7 +1931,7 @@ class GraphFlow:
                 return recv
             if self._state_keys and key is not None and m not in _MODULE_METHODS and m != "forward":
                 self._method_resets(recv, key, m, env)
-            if self._drives and key == "self" and recv.obj == self.self_obj:
+            if (self._drives or self.inline_setters) and key == "self" and recv.obj == self.self_obj:
                 fn = self.methods.get(m)
                 if fn is not None and m not in self._inlining and len(self._inlining) < INLINE_DEPTH:
                     return self._inline(call, fn, pos, kws, env)

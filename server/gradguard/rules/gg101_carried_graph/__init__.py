@@ -1385,13 +1385,23 @@ def _member_states(carry: V.Carry, ctx) -> Optional[Tuple[str, List[Tuple[str, s
     return (base, found) if found and not names else None
 
 
+def _caches_of(r, raw: str) -> set:
+    """The attributes in which a class of the user's keeps a cache (``ClassFacts.cached``)."""
+    cf = r.cls(raw)
+    return {key[5:] for key, _, _, _, _ in cf.cached} if cf is not None else set()
+
+
 def _member_state_finding(rule: Rule, carry: V.Carry, ctx, net: str, members) -> Finding:
     """Neurons kept on a user's module, called through it in a loop that never resets
     them. Preferred fix where every one is a class of the user's (its state attributes
     known): detach their state before the call, for every such module in ``net``
     (keeps the state, cuts the graph). A library's neurons: the message names the
     library's reset; no edit (it would need an import the file may not have)."""
-    msg = M.member_states(net, [(attr, raw.rsplit(".", 1)[-1]) for attr, raw, _, _ in members])
+    r = interp.Resolver(ctx)
+    caches = all(_caches_of(r, raw) >= set(states) for _, raw, states, lib in members if not lib) \
+        and not any(lib for _, _, _, lib in members)
+    shown = [(attr, raw.rsplit(".", 1)[-1]) for attr, raw, _, _ in members]
+    msg = M.member_caches(net, shown) if caches else M.member_states(net, shown)
     fixes: Tuple[Fix, ...] = ()
     site = carry.site
     by_cls: Dict[str, set] = {}
@@ -1410,7 +1420,11 @@ def _member_state_finding(rule: Rule, carry: V.Carry, ctx, net: str, members) ->
         m = next(n for n in ("_m", "_mod", "_gg_m", "_gg_module") if n not in words)
         text = f"{indent}for {m} in {net}.modules():\n"
         for cls, attrs in sorted(by_cls.items()):
-            cond = " and ".join([f"isinstance({m}, {cls})"] + [f'hasattr({m}.{a}, "detach")' for a in sorted(attrs)])
+            if caches:  # a cache may not be there before the first call fills it
+                cond = " and ".join([f"isinstance({m}, {cls})"]
+                                    + [f'hasattr(getattr({m}, "{a}", None), "detach")' for a in sorted(attrs)])
+            else:
+                cond = " and ".join([f"isinstance({m}, {cls})"] + [f'hasattr({m}.{a}, "detach")' for a in sorted(attrs)])
             body = "".join(f"{indent}{step}{step}{m}.{a} = {m}.{a}.detach()\n" for a in sorted(attrs))
             text += f"{indent}{step}if {cond}:\n{body}"
         pos = Position(first.lineno - 1, 0)

@@ -521,6 +521,23 @@ def member_states(net: str, shown: Sequence[Tuple[str, str]]) -> Dict[str, str]:
     }
 
 
+def member_caches(net: str, shown: Sequence[Tuple[str, str]]) -> Dict[str, str]:
+    """Modules inside ``net`` cache a tensor computed on their first call (``self.build()``
+    storing an embedding of the positions) and hand it back on every later call."""
+    listed = ", ".join(f"`{net}.{attr}` ({cls})" for attr, cls in shown)
+    return {
+        "en": f"`{net}(...)` runs modules that compute a tensor once, on their first call, keep it on themselves and "
+        f"use it again on every later call ({listed}); it stays attached to the autograd graph of the call that "
+        f"computed it, so the next iteration's backward() runs into that already-freed graph (\"Trying to backward "
+        f"through the graph a second time\"). Compute it afresh in every call if it must be trained by every step, "
+        f"or keep it detached.",
+        "zh": f"`{net}(...)` 运行的模块在第一次调用时算出一个张量，把它保存在自身上，之后每次调用都再用它（{listed}）；"
+        f"它仍连着算出它的那次调用的计算图，于是下一轮的 backward() 会回溯进那张已经释放的图（报错 \"Trying to "
+        f"backward through the graph a second time\"）。如果每一步都要训练它，请在每次调用时重新计算；否则请保存 detach "
+        f"后的值。",
+    }
+
+
 def fix_detach_member_states(net: str) -> Dict[str, str]:
     return {"en": f"Detach the state of every stateful module in `{net}` at the start of each iteration "
                   f"(keeps the state, cuts the graph)",
