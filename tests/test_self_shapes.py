@@ -242,3 +242,61 @@ def test_twins_of_the_held_cache_stay_silent():
     no_grad = _LAZY.replace("GUARD", _BUILT_ONCE).replace("STEP", "pass").replace(
         "        def build(self):\n", "        @torch.no_grad()\n        def build(self):\n")
     assert _found(no_grad) == []
+
+
+# ---------------------------------------------------------------------------
+# a training loop inside ``with parametrize.cached():``
+
+
+_CACHED = """
+    import torch
+    import torch.nn as nn
+    from torch.nn.utils import parametrize, parametrizations
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            REGISTER
+
+        def forward(self, x):
+            return self.lin(x).sum()
+
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    LOOP
+"""
+
+_AROUND = """with parametrize.cached():
+        for step in range(3):
+            loss = model(torch.randn(2, 4))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()"""
+
+_INSIDE = """for step in range(3):
+        with parametrize.cached():
+            loss = model(torch.randn(2, 4))
+            opt.zero_grad()
+            loss.backward()
+        opt.step()"""
+
+
+def test_a_training_loop_inside_parametrize_cached():
+    for register in ("parametrizations.orthogonal(self.lin)",
+                     'parametrize.register_parametrization(self.lin, "weight", nn.Identity())'):
+        result = check_source(src(_CACHED.replace("REGISTER", register).replace("LOOP", _AROUND)))
+        assert [(f.code, f.range.start.line + 1) for f in result.findings] == [("GG101", 18)], register
+        f = result.findings[0]
+        assert not f.fixes and "parametrize.cached()" in f.message_in("en") and "参数化" in f.message_in("zh")
+        assert sorted(r.range.start.line + 1 for r in f.related) == [16, 18, 20]
+
+
+def test_parametrize_cached_twins_stay_silent():
+    reg = "parametrizations.orthogonal(self.lin)"
+    assert _found(_CACHED.replace("REGISTER", reg).replace("LOOP", _INSIDE)) == []
+    assert _found(_CACHED.replace("REGISTER", "pass").replace("LOOP", _AROUND)) == []  # nothing parametrized
+    frozen = _CACHED.replace("REGISTER", reg).replace("LOOP", _AROUND.replace(
+        "with parametrize.cached():", "with parametrize.cached(), torch.no_grad():")).replace(
+        "            loss.backward()\n", "")
+    assert [c for c, _ in _found(frozen) if c.startswith("GG1")] == []

@@ -658,31 +658,8 @@ HELD_DEPTH = 3
 
 def held_modules(summary, ctor: str, depth: int = HELD_DEPTH) -> Tuple[Tuple[str, str], ...]:
     """The user's modules an instance of ``ctor`` (a raw constructor name of this file's
-    summary) holds and its ``forward`` calls (``ClassFacts.members``, which leaves out a
-    member forward resets), through the modules they hold in turn, ``depth`` deep:
-    ``(path under the instance, raw constructor)``, ``("recurrent", "EvolveGCNO")`` for
-    a ``RecurrentGCN`` whose forward calls ``self.recurrent(x, adj)``. A call of the
-    instance is a call of each of them."""
-    out: List[Tuple[str, str]] = []
-    seen = {ctor}
-    todo = [("", ctor)]
-    for _ in range(depth):
-        nxt = []
-        for prefix, raw in todo:
-            cf = summary.get("class:" + raw.rsplit(".", 1)[-1])
-            if not isinstance(cf, V.ClassFacts):
-                continue
-            for attr, member, _, _, _ in cf.members:
-                if member in seen:
-                    continue
-                seen.add(member)
-                path = prefix + attr
-                out.append((path, member))
-                nxt.append((path + ".", member))
-        todo = nxt
-        if not todo:
-            break
-    return tuple(out)
+    summary) holds and its ``forward`` calls: :func:`values.held_modules` over the summary."""
+    return V.held_modules(lambda raw: summary.get("class:" + raw.rsplit(".", 1)[-1]), ctor, depth)
 
 def _ctor_name(value: ast.expr) -> Optional[str]:
     """``nn.GRU(...)`` → ``"nn.GRU"``; ``Model(...).to(dev)`` → ``"Model"``;
@@ -1729,13 +1706,27 @@ def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[F
                 + _requires_grad_facts(stmt) + list(_call_args(stmt))
         if isinstance(stmt, ast.ClassDef):
             return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt) + _class_aliases(stmt) \
-                + _class_call_args(stmt)
+                + _class_call_args(stmt) + _parametrized(stmt)
         return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt) + list(_call_args(stmt)) \
             + _hook_facts(stmt)
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         # never let an odd construct take the whole file down; the rule then
         # simply knows less about this definition
         return []
+
+
+def _parametrized(cls: ast.ClassDef) -> List[Fact]:
+    """``parametrized:<Class>`` → True when a method of the class registers a
+    parametrization on the module (``parametrize.register_parametrization(self, "weight",
+    ...)``, ``parametrizations.orthogonal(self.lin)``): its call computes the parametrized
+    tensor, once per ``parametrize.cached()`` block (``knowledge.PARAMETRIZE_CACHED``)."""
+    for n in A.walk_all(cls):
+        if isinstance(n, ast.Call):
+            name = A.dotted(n.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last in K.PARAMETRIZING_CALLS or K.PARAMETRIZATIONS_MODULE in name.split(".")[:-1]:
+                return [("parametrized:" + cls.name, True)]
+    return []
 
 
 _HOOK_REGISTRATIONS = frozenset({"register_forward_hook"})

@@ -14,7 +14,7 @@ from gradguard.analysis import knowledge as K
 from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, block_nodes, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
 from gradguard.analysis.ast_util import walk_all
 from gradguard.analysis.summary import query
-from gradguard.analysis.values import FREED, BackwardEvent, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, globals_freed_by_call, meet_freed, plain, Source, tup, unsure
+from gradguard.analysis.values import FREED, BackwardEvent, held_modules, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, globals_freed_by_call, meet_freed, plain, Source, tup, unsure
 from gradguard.model.record import record
 
 TYPE_CHECKING = False
@@ -182,6 +182,17 @@ class Resolver:
             for path, built, through, holder in self.member_states(inner, kws_on, _depth + 1):
                 out.append((f"{attr}.{path}", built or (graph and through), through and bool(params), holder))
         return tuple(out)
+
+    def parametrized(self, raw: str) -> bool:
+        """Does a call of a module made by ``raw`` (a class of this file) compute a
+        parametrized tensor: its class, or a module it holds and calls, registers one
+        (``parametrized:`` facts)?"""
+        def short(name: str) -> str:
+            return name.rsplit(".", 1)[-1]
+        if self.summary.get("parametrized:" + short(raw)) is True:
+            return True
+        return any(self.summary.get("parametrized:" + short(m)) is True
+                   for _, m in held_modules(lambda r: self.cls(short(r)), raw))
 
     def reset_keeps_graph(self, raw: str, method: str, _depth: int = 0) -> bool:
         """Does calling ``method`` (named like a reset) on an object of the same-file
@@ -662,13 +673,27 @@ class GraphFlow:
                 env = self.loop(s, env)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             ng = is_no_grad_with(s, self.r.ctx)
+            cached = False
             for item in s.items:
                 v = self.eval(item.context_expr, env)
                 if item.optional_vars is not None:
                     self.bind(item.optional_vars, v, env, s)
+                c = item.context_expr
+                if isinstance(c, ast.Call) and self.r.qualify(c.func) == K.PARAMETRIZE_CACHED:
+                    cached = True
             if ng:
                 self.no_grad += 1
+            outer = env.get(K.PARAMETRIZE_CACHE_KEY)
+            if cached:
+                # parametrize.cached(): each parametrized tensor is computed by its first use
+                # in the block and handed to every later one (see _parametrized_call)
+                env[K.PARAMETRIZE_CACHE_KEY] = _with(NONE, site=s)
             env = self.block(s.body, env)
+            if cached:
+                if outer is None:
+                    env.pop(K.PARAMETRIZE_CACHE_KEY, None)
+                else:
+                    env[K.PARAMETRIZE_CACHE_KEY] = outer
             if ng:
                 self.no_grad -= 1
         elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
@@ -2112,6 +2137,8 @@ class GraphFlow:
         unit (so the cache starts empty) or the cache already followed, and the
         constructor arguments the caching path needs seen to be true."""
         obj = callee.obj or ""
+        if K.PARAMETRIZE_CACHE_KEY in env and obj.startswith("user:"):
+            res = self._parametrized_call(call, callee, res, env)
         if key is None or not obj.startswith("user:"):
             return res
         cf = self.r.cls(obj[5:])
@@ -2148,6 +2175,21 @@ class GraphFlow:
                 env[k] = Val(frozenset(old.taints | new), site=self._stmt)
             if old.taints:
                 res = _tainted(res, old.taints)  # what an earlier call kept
+        return res
+
+    def _parametrized_call(self, call: ast.Call, callee: Val, res: Val, env: Dict[str, Val]) -> Val:
+        """A call, inside ``with parametrize.cached():``, of a module of the user's that
+        computes a parametrized tensor (``Resolver.parametrized``): the first such call of
+        the block computes it, on this call's graph, and every call hands it back. The
+        block's cache is the pseudo-variable ``knowledge.PARAMETRIZE_CACHE_KEY``: a training
+        loop inside the block carries it from one iteration into the next (GG101)."""
+        if self.no_grad or callee.frozen or not self.r.parametrized((callee.obj or "")[5:]):
+            return res
+        old = env[K.PARAMETRIZE_CACHE_KEY]
+        if old.none or old.undef:  # may be empty: this call fills it
+            env[K.PARAMETRIZE_CACHE_KEY] = Val(frozenset(old.taints | {("G", call)}), site=self._stmt)
+        if old.taints:
+            res = _tainted(res, old.taints)  # what an earlier call computed
         return res
 
     def _own_state(self, call: ast.Call, cf: ClassFacts, res: Val, env: Dict[str, Val]) -> Val:

@@ -348,3 +348,14 @@ STATE_RESET_CALLS = frozenset({"reset", "reset_net", "reset_mem", "reset_hidden"
 # and the step to the method (``self.manual_backward(loss)``).
 FRAMEWORK_LOOP_METHODS = {"LightningModule": frozenset({"training_step"})}
 MANUAL_OPTIMIZATION_ATTR = "automatic_optimization"
+
+
+# ``with torch.nn.utils.parametrize.cached():`` computes each parametrized tensor once, on its
+# first use inside the block, and hands the same tensor (on the graph of that first use) to
+# every later use: a training loop inside the block back-propagates that graph again
+# (pytorch issue 72041). The pseudo-variable of the trace that holds it, and the calls that
+# register a parametrization on a module (by their last name, or the module they come from).
+PARAMETRIZE_CACHED = "torch.nn.utils.parametrize.cached"
+PARAMETRIZE_CACHE_KEY = "<parametrize.cached>"
+PARAMETRIZING_CALLS = frozenset({"register_parametrization"})
+PARAMETRIZATIONS_MODULE = "parametrizations"

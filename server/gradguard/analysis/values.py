@@ -505,6 +505,34 @@ def loop_globals_of(lookup, facts: FnFacts, depth: int = 0) -> FrozenSet[str]:
     return frozenset(out)
 
 
+def held_modules(lookup, ctor: str, depth: int = 3) -> Tuple[Tuple[str, str], ...]:
+    """The user's modules an instance of ``ctor`` holds and its ``forward`` calls
+    (``ClassFacts.members``, which leaves out a member forward resets), through the
+    modules they hold in turn, ``depth`` deep: ``(path under the instance, raw
+    constructor)``, ``("recurrent", "EvolveGCNO")`` for a ``RecurrentGCN`` whose forward
+    calls ``self.recurrent(x, adj)``. ``lookup(raw)``: a class's facts or None."""
+    out: list = []
+    seen = {ctor}
+    todo = [("", ctor)]
+    for _ in range(depth):
+        nxt = []
+        for prefix, raw in todo:
+            cf = lookup(raw)
+            if not isinstance(cf, ClassFacts):
+                continue
+            for attr, member, _, _, _ in cf.members:
+                if member in seen:
+                    continue
+                seen.add(member)
+                path = prefix + attr
+                out.append((path, member))
+                nxt.append((path + ".", member))
+        todo = nxt
+        if not todo:
+            break
+    return tuple(out)
+
+
 def globals_freed_by_call(lookup, facts: FnFacts) -> FrozenSet[str]:
     """The module-level names a call of the function described by ``facts`` frees the
     graph of: those its own backward calls reach (``backward_globals``) and those its

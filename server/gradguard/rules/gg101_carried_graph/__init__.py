@@ -1385,6 +1385,27 @@ def _member_states(carry: V.Carry, ctx) -> Optional[Tuple[str, List[Tuple[str, s
     return (base, found) if found and not names else None
 
 
+def _parametrize_finding(rule: Rule, carry: V.Carry, ctx) -> Finding:
+    """A training loop inside ``with parametrize.cached():`` (``knowledge.PARAMETRIZE_CACHED``):
+    the parametrized weight its first module call computed is handed to every later one.
+    No fix: the block must move inside the iteration (or around evaluation only), an
+    edit of the loop's structure."""
+    start = carry.entry.get(K.PARAMETRIZE_CACHE_KEY)
+    block = start.site if start is not None else None
+    built = carry.built_by
+    module = _code(built.func, 32) if isinstance(built, ast.Call) else "the module"
+    line = getattr(block, "lineno", carry.loop.lineno)
+    msg = M.parametrize_cached(module, line, _code(carry.event.call))
+    related = []
+    if block is not None and hasattr(block, "lineno"):
+        related.append(Related(ctx.line_range(block), M.parametrize_block()))
+    if built is not None and hasattr(built, "lineno"):
+        related.append(Related(ctx.range(built), M.parametrize_computed()))
+    related.append(Related(ctx.range(carry.event.call), M.parametrize_reached()))
+    data: Dict[str, object] = {"variable": K.PARAMETRIZE_CACHE_KEY, "variables": [K.PARAMETRIZE_CACHE_KEY]}
+    return Finding(rule.code, ctx.line_range(carry.site), msg, rule.default_severity, tuple(related), (), data)
+
+
 def _caches_of(r, raw: str) -> set:
     """The attributes in which a class of the user's keeps a cache (``ClassFacts.cached``)."""
     cf = r.cls(raw)
@@ -1440,6 +1461,8 @@ def _finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None)
         return None
     if carry.loop is flow.framework_node and flow.framework_call is not None:
         return _framework_finding(rule, carry, flow, ctx, unit)
+    if carry.names == (K.PARAMETRIZE_CACHE_KEY,):
+        return _parametrize_finding(rule, carry, ctx)
     cache = _kept_cache(carry, ctx)
     if cache is not None:
         return _cache_finding(rule, carry, ctx, cache)

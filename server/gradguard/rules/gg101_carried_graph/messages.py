@@ -538,6 +538,35 @@ def member_caches(net: str, shown: Sequence[Tuple[str, str]]) -> Dict[str, str]:
     }
 
 
+def parametrize_cached(module: str, line: int, bw: str) -> Dict[str, str]:
+    """A training loop inside ``with parametrize.cached():`` (opened on ``line``)."""
+    return {
+        "en": f"`{module}(...)` uses a parametrized weight inside `parametrize.cached()` (line {line}), which computes "
+        f"it once, on its first use in the block, and hands that same tensor, still on the first call's autograd "
+        f"graph, to every later call; this loop inside the block back-propagates it again in the next iteration's "
+        f"`{bw}`, into the already-freed graph (\"Trying to backward through the graph a second time\"). Open "
+        f"`parametrize.cached()` inside each iteration, around its forward and backward, or only around evaluation.",
+        "zh": f"`{module}(...)` 在 `parametrize.cached()`（第 {line} 行）中使用了参数化的权重：它只在块内第一次使用时计算一次，"
+        f"之后每次调用都拿到同一个张量，而它仍连着第一次调用的计算图；块内的这个循环在下一轮的 `{bw}` 中再次对它反向传播，"
+        f"回溯进已经释放的图（报错 \"Trying to backward through the graph a second time\"）。请在每轮迭代内部、"
+        f"围绕该轮的前向和反向打开 `parametrize.cached()`，或者只在评估时使用它。",
+    }
+
+
+def parametrize_block() -> Dict[str, str]:
+    return {"en": "the block that computes each parametrized weight once", "zh": "这个块只计算一次每个参数化的权重"}
+
+
+def parametrize_computed() -> Dict[str, str]:
+    return {"en": "the parametrized weight is computed here, by the block's first call, and kept",
+            "zh": "参数化的权重在这里由块内的第一次调用计算并保留下来"}
+
+
+def parametrize_reached() -> Dict[str, str]:
+    return {"en": "this backward() reaches the weight's graph, which the previous iteration's backward() freed",
+            "zh": "这次 backward() 到达了该权重的计算图，而上一轮的 backward() 已经释放了它"}
+
+
 def fix_detach_member_states(net: str) -> Dict[str, str]:
     return {"en": f"Detach the state of every stateful module in `{net}` at the start of each iteration "
                   f"(keeps the state, cuts the graph)",
