@@ -393,7 +393,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
 
 def _self_assigned(fn: ast.AST) -> List[str]:
     """The attributes ``self.<a>`` a def assigns (plain assignments)."""
-    out = []
+    out: List[str] = []
     for n in A.body_nodes(fn):
         if isinstance(n, ast.Assign):
             out.extend(a for a in (_self_attr(t) for t in n.targets) if a is not None)

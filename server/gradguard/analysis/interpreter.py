@@ -170,7 +170,7 @@ class Resolver:
         cf = self.cls(raw) if _depth < 3 else None
         if cf is None:
             return ()
-        out = []
+        out: List[Tuple[str, bool, bool, str]] = []
         if cf.cached:
             # a module it holds keeps a cache (``ClassFacts.cached``) that needs no flag of
             # its constructor: filled by the first call, handed back by every later one
@@ -672,30 +672,7 @@ class GraphFlow:
             else:
                 env = self.loop(s, env)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
-            ng = is_no_grad_with(s, self.r.ctx)
-            cached = False
-            for item in s.items:
-                v = self.eval(item.context_expr, env)
-                if item.optional_vars is not None:
-                    self.bind(item.optional_vars, v, env, s)
-                c = item.context_expr
-                if isinstance(c, ast.Call) and self.r.qualify(c.func) == K.PARAMETRIZE_CACHED:
-                    cached = True
-            if ng:
-                self.no_grad += 1
-            outer = env.get(K.PARAMETRIZE_CACHE_KEY)
-            if cached:
-                # parametrize.cached(): each parametrized tensor is computed by its first use
-                # in the block and handed to every later one (see _parametrized_call)
-                env[K.PARAMETRIZE_CACHE_KEY] = _with(NONE, site=s)
-            env = self.block(s.body, env)
-            if cached:
-                if outer is None:
-                    env.pop(K.PARAMETRIZE_CACHE_KEY, None)
-                else:
-                    env[K.PARAMETRIZE_CACHE_KEY] = outer
-            if ng:
-                self.no_grad -= 1
+            env = self._with_block(s, env)
         elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
             freed_before = env.get(FREED)
             env = self.block(s.body, env)  # type: ignore[attr-defined]
@@ -734,6 +711,33 @@ class GraphFlow:
             for child in ast.iter_child_nodes(s):
                 if isinstance(child, ast.expr):
                     self.eval(child, env)
+        return env
+
+    def _with_block(self, s: ast.stmt, env: Dict[str, Val]) -> Dict[str, Val]:
+        ng = is_no_grad_with(s, self.r.ctx)
+        cached = False
+        for item in s.items:  # type: ignore[attr-defined]
+            v = self.eval(item.context_expr, env)
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, v, env, s)
+            c = item.context_expr
+            if isinstance(c, ast.Call) and self.r.qualify(c.func) == K.PARAMETRIZE_CACHED:
+                cached = True
+        if ng:
+            self.no_grad += 1
+        outer = env.get(K.PARAMETRIZE_CACHE_KEY)
+        if cached:
+            # parametrize.cached(): each parametrized tensor is computed by its first use
+            # in the block and handed to every later one (see _parametrized_call)
+            env[K.PARAMETRIZE_CACHE_KEY] = _with(NONE, site=s)
+        env = self.block(s.body, env)  # type: ignore[attr-defined]
+        if cached:
+            if outer is None:
+                env.pop(K.PARAMETRIZE_CACHE_KEY, None)
+            else:
+                env[K.PARAMETRIZE_CACHE_KEY] = outer
+        if ng:
+            self.no_grad -= 1
         return env
 
     def _requires_grad_set(self, target: ast.Attribute, env: Dict[str, Val]) -> None:
