@@ -300,3 +300,30 @@ def test_parametrize_cached_twins_stay_silent():
         "with parametrize.cached():", "with parametrize.cached(), torch.no_grad():")).replace(
         "            loss.backward()\n", "")
     assert [c for c, _ in _found(frozen) if c.startswith("GG1")] == []
+
+
+# ---------------------------------------------------------------------------
+# a graph a driver's method keeps with retain_graph=True, then a step of its module
+
+
+_DEEP_D = "nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1))"
+
+
+def test_a_retained_graph_left_on_self_then_its_module_stepped():
+    kept = _DRIVER.replace("READ", "self.pred_real").replace("self.loss_D.backward()",
+                                                             "self.loss_D.backward(retain_graph=True)")
+    # one layer on data: its backward needs only its input, which the step does not change
+    assert _found(kept) == []
+    kept = kept.replace("self.netD = nn.Linear(4, 1)", "self.netD = " + _DEEP_D)
+    result = check_source(src(kept))
+    assert [(f.code, f.range.start.line + 1) for f in result.findings] == [("GG103", 29)]
+    f = result.findings[0]
+    assert "self.opt_D.step()" in f.message_in("en") and "inplace" in f.message_in("en") and f.message_in("zh")
+    assert sorted(r.range.start.line + 1 for r in f.related) == [26, 27] and not f.fixes
+    # the step of the other module, or the step after the second backward: nothing changed in between
+    assert _found(kept.replace("self.opt_D.step()", "self.opt_G.step()")) == []
+    moved = kept.replace("            self.opt_D.step()\n", "").replace(
+        "            self.opt_G.step()\n", "            self.opt_G.step()\n            self.opt_D.step()\n")
+    assert _found(moved) == []
+    # the later method reads only what another module built
+    assert _found(kept.replace("(self.pred_real - pred_fake)", "(self.fake - pred_fake)")) == []

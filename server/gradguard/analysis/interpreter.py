@@ -387,6 +387,9 @@ class GraphFlow:
         # id(call) of an own method run in place -> the self.<module> calls that built,
         # and saved tensors in, the graphs it left on self (``self.forward()`` -> netG)
         self.modules_by_call: Dict[int, FrozenSet[str]] = {}
+        # ... per attribute it left: ((attribute, those modules, does a graph reach it from
+        # elsewhere: their input, another operation), ...), sorted
+        self.modules_by_attr: Dict[int, Tuple[Tuple[str, FrozenSet[str], bool], ...]] = {}
         # while summarising: parameters autograd.grad differentiates against as given
         self.grad_params: set = set()
         # summaries only need returns and backward events: one walk per loop body
@@ -2448,6 +2451,7 @@ class GraphFlow:
         freed_inside = self._freed_inside(out, fn, lo, hi)
         built = []
         modules: set = set()
+        by_attr: List[Tuple[str, FrozenSet[str], bool]] = []
         for k, v in out.items():
             if k.startswith("self.") and v is not inner.get(k):
                 gone = self._left_freed(v, freed_inside)
@@ -2465,12 +2469,17 @@ class GraphFlow:
                 env[k] = anchor(v)
                 if ("G", call) in env[k].taints:
                     built.append(k)
-                    modules.update(m for m in (_self_module(t[1]) for t in v.taints if t[0] == "G"
-                                               and id(t[1]) in self.saving_calls and lo <= getattr(t[1], "lineno", -1) <= hi)
-                                   if m)
+                    inside = [t for t in v.taints if t[0] == "G" and lo <= getattr(t[1], "lineno", -1) <= hi]
+                    mine = frozenset(m for m in (_self_module(t[1]) for t in inside
+                                                 if id(t[1]) in self.saving_calls) if m)
+                    modules.update(mine)
+                    # does a graph reach it from before those modules' calls (their input)?
+                    before = any(t[0] == "L" or (t[0] == "G" and t not in inside) for t in v.taints)
+                    by_attr.append((k, mine, before))
         if built and not self._inlining:
             self.sets_by_call[id(call)] = tuple(sorted(built))
             self.modules_by_call[id(call)] = frozenset(modules)
+            self.modules_by_attr[id(call)] = tuple(sorted(by_attr))
         ret = CLEAN
         values = [r for r in rets if not (r.none and not r.taints and r.elems is None)]
         for r in values:

@@ -25,6 +25,7 @@ from _thread import _local  # threading.local itself, without importing threadin
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis.facts import GRAPH_FACTS
+from gradguard.analysis import knowledge as K
 from gradguard.analysis import values as V
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
@@ -81,7 +82,9 @@ class FreedInStep(Rule):
                 for f in _check_block(self, block, events, flow.saving_calls, reported, ctx, (flow, unit)):
                     out.append(f)
             for block in _blocks(unit.body):
-                for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs):
+                kept = (flow.modules_by_attr, _deep_modules(unit.class_node)) if flow.modules_by_attr else None
+                for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs,
+                                        kept):
                     out.append(f)
             for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow):
                 out.append(f)
@@ -1197,7 +1200,7 @@ def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
     return best
 
 
-def _check_stepped(rule, block, events, saving, reported, ctx, entry=None) -> Iterator[Finding]:
+def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=None) -> Iterator[Finding]:
     stmts = _in_order(block)
     if not stmts:
         return
@@ -1211,6 +1214,11 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None) -> It
     for j, s in enumerate(stmts):
         for b2, ev2 in _unreported(s, ctx, events, reported):
             if not A.is_backward_call(b2, ctx):
+                if kept and ev2.sure is not None:  # an own method run in place (GraphFlow._inline)
+                    f = _kept_stepped(rule, stmts, j, b2, ev2, steps, start, kept, ctx)
+                    if f is not None:
+                        reported.add(id(b2))
+                        yield f
                 continue
             for i, s_step, step, opt in steps:
                 if not (i < j or (i == j and _pos(step) < _pos(b2))):
@@ -1239,6 +1247,66 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None) -> It
                 reported.add(id(b2))
                 yield _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx)
                 break
+
+
+def _kept_stepped(rule, stmts, j, b2, ev2, steps, start, kept, ctx) -> Optional[Finding]:
+    """A driver's own method run in place (``self.backward_G()``) back-propagates what an
+    earlier one left on the object (``self.backward_D()`` keeping ``self.pred_fake`` with
+    ``retain_graph=True``), whose graph saved the weights of a module an optimizer step
+    between them updates (``self.optimizer_D.step()``): torch's "modified by an inplace
+    operation". Only where every attribute that method left with a graph was built
+    through such a module (which of them the later method reads is not known). No fix:
+    the value comes from another method."""
+    by_call, deep = kept
+    tokens = ev2.loss.graph_tokens()
+    for i, s_step, step, opt in steps:
+        if not (i < j or (i == j and _pos(step) < _pos(b2))):
+            continue
+        for t in tokens:
+            node = t[1]
+            left = by_call.get(id(node))
+            if not left or not (start <= _pos(node) < _pos(step)):
+                continue
+            owned = _owned(opt, ctx)
+            # every attribute built through a module the step updates, whose backward needs
+            # that module's weights: a graph reaches it from before the module (its input),
+            # or the module holds layers after one another (``nn.Sequential(Linear, ReLU,
+            # Linear)``). A single layer on data needs only its input to back-propagate
+            if not owned or not all(mods & owned and (before or mods & owned <= deep) for _, mods, before in left):
+                continue
+            if _holder_of(stmts[:i], node) is None:
+                continue
+            module = "self." + sorted(set().union(*(mods & owned for _, mods, _ in left)))[0]
+            attrs = ", ".join(f"`{a}`" for a, _, _ in left)
+            msg = M.kept_stepped(_short(b2), _short(node), node.lineno, attrs, module, opt, step.lineno)
+            related = (
+                Related(ctx.range(node), M.kept_here(attrs, module)),
+                Related(ctx.range(step), M.step_updates(module)),
+            )
+            return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, (),
+                           {"variable": left[0][0], "step_line": step.lineno})
+    return None
+
+
+def _deep_modules(cls: Optional[ast.ClassDef]) -> FrozenSet[str]:
+    """The attributes of ``cls`` its methods set to an ``nn.Sequential`` of two or more
+    layers with parameters (a graph through it saved the weights of all but the first)."""
+    out: Set[str] = set()
+    if cls is None:
+        return frozenset()
+    for n in A.walk_all(cls):
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)):
+            continue
+        t = n.targets[0]
+        if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"):
+            continue
+        if (A.dotted(n.value.func) or "").rsplit(".", 1)[-1] != "Sequential":
+            continue
+        layers = [a for a in n.value.args if isinstance(a, ast.Call)
+                  and (A.dotted(a.func) or "").rsplit(".", 1)[-1] not in K.PARAMETERLESS_MODULES]
+        if len(layers) >= 2:
+            out.add(t.attr)
+    return frozenset(out)
 
 
 def _passed_finding(rule, step, opt, b2, passed, owned, ctx) -> Finding:

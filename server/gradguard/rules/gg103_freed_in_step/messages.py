@@ -524,6 +524,28 @@ def passed(second: str, param: str, src: str, module: str, opt: str, step_line: 
     }
 
 
+def kept_stepped(second: str, first: str, first_line: int, attrs: str, module: str, opt: str,
+                 step_line: int) -> Dict[str, str]:
+    """``second`` back-propagates what ``first`` (on ``first_line``) left on the object
+    (``attrs``), built through ``module``, whose weights ``opt.step()`` updates before it."""
+    return {
+        "en": f"`{second}` back-propagates through a graph `{first}` (line {first_line}) left on the object "
+              f"({attrs}), built through `{module}`, whose weights `{opt}.step()` on line {step_line} updates in "
+              f"place before this backward: it stops with \"one of the variables needed for gradient computation "
+              f"has been modified by an inplace operation\"; compute it again after the step, or back-propagate it "
+              f"before the step.",
+        "zh": f"`{second}` 要反向传播经过 `{first}`（第 {first_line} 行）留在对象上的计算图（{attrs}），它经过 `{module}` "
+              f"构建，而第 {step_line} 行的 `{opt}.step()` 在这次 backward 之前原地更新了 `{module}` 的权重：会报错 "
+              f"\"one of the variables needed for gradient computation has been modified by an inplace operation\"；"
+              f"请在 step 之后重新计算它，或在 step 之前对它反向传播。",
+    }
+
+
+def kept_here(attrs: str, module: str) -> Dict[str, str]:
+    return {"en": f"this call leaves {attrs} on the object, built through `{module}`",
+            "zh": f"这次调用把 {attrs} 留在对象上，它们经过 `{module}` 构建"}
+
+
 def comes_from(param: str, src: str, module: str) -> Dict[str, str]:
     return {"en": f"`{param}` comes from `{src}()`, through `{module}`",
             "zh": f"`{param}` 来自 `{src}()`，经过 `{module}`"}
