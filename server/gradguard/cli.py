@@ -154,43 +154,22 @@ def read_bytes(path: str, max_mb: Optional[float] = None, identity: Optional[Lis
     A file over ``max_mb`` MB is refused with its size. A buffer (``BUFFERS``)
     is its bytes. ``identity`` receives the (device, inode) of the file read
     (what ``write_fixed`` checks is still there)."""
-    import stat
+    from gradguard.model.files import NotRegularFile, OverLimit, read_regular
 
     if path in BUFFERS:
         return BUFFERS[path]
+    limit = None if not max_mb or max_mb <= 0 else int(max_mb * 1_000_000)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                     | getattr(os, "O_BINARY", 0))
+        return read_regular(path, limit, identity=identity)
+    except NotRegularFile as e:
+        raise ReadError("is a directory" if e.is_dir else "not a regular file (a FIFO, device or socket): not read") \
+            from None
+    except OverLimit as e:
+        raise ReadError(_too_big(e.size, max_mb)) from None
     except IsADirectoryError:
         raise ReadError("is a directory") from None
     except OSError as e:
         raise ReadError(_open_error(path, e)) from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ReadError("is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise ReadError("not a regular file (a FIFO, device or socket): not read")
-        if identity is not None:
-            identity.append((st.st_dev, st.st_ino))
-        limit = None if not max_mb or max_mb <= 0 else int(max_mb * 1_000_000)
-        if limit is not None and st.st_size > limit:
-            raise ReadError(_too_big(st.st_size, max_mb))
-        chunks = []
-        total = 0
-        while True:  # read to the end, not to st_size: the file may be growing
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-            total += len(b)
-            if limit is not None and total > limit:
-                raise ReadError(_too_big(total, max_mb))
-        return b"".join(chunks)
-    except OSError as e:
-        raise ReadError(e.strerror or str(e)) from None
-    finally:
-        os.close(fd)
 
 
 def _open_error(path: str, e: OSError) -> str:

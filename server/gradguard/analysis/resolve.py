@@ -165,29 +165,12 @@ def _read_regular(path: str, limit: int) -> Optional[bytes]:
     without blocking and checked on the open file: a FIFO named ``x.py`` beside the
     file checked (its folder is read for the callers of its classes) blocked
     ``open`` for ever, hanging the CLI and a worker thread of the server."""
-    import stat
+    from gradguard.model.files import NotRegularFile, read_regular
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                     | getattr(os, "O_BINARY", 0))
-    except OSError:
+        return read_regular(path, limit, truncate=True)
+    except (NotRegularFile, OSError):
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks = []
-        left = limit
-        while left > 0:
-            b = os.read(fd, min(left, 1 << 20))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _load_module(path: str, deps: Dict[str, Tuple[int, int]]) -> Optional[_ModuleInfo]:

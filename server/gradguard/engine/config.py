@@ -24,7 +24,7 @@ from gradguard.model.i18n import normalize_language
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (this module is on the CLI's start-up path: no typing, no dataclasses)
-    from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+    from typing import Dict, Iterable, Mapping, Optional, Tuple
     import re
 
     from gradguard.model.findings import Severity
@@ -357,33 +357,18 @@ def _read_pyproject(path: str) -> bytes:
     ConfigError for what is not a regular file (a FIFO named by ``--config``
     blocked for ever; ``/dev/zero`` filled the memory and ended in an empty
     MemoryError message) or is over 16 MB."""
-    import stat
+    from gradguard.model.files import NotRegularFile, OverLimit, read_regular
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                     | getattr(os, "O_BINARY", 0))
+        return read_regular(path, _MAX_PYPROJECT_BYTES)
+    except NotRegularFile as e:
+        if e.is_dir:
+            raise ConfigError(f"{path}: cannot read: Is a directory") from None
+        raise ConfigError(f"{path}: not a regular file (a FIFO, device or socket): not read") from None
+    except OverLimit:
+        raise ConfigError(f"{path}: over {_MAX_PYPROJECT_BYTES // 1_000_000} MB, not read as a configuration") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise ConfigError(f"{path}: cannot read: Is a directory")
-        if not stat.S_ISREG(mode):
-            raise ConfigError(f"{path}: not a regular file (a FIFO, device or socket): not read")
-        chunks: List[bytes] = []
-        total = 0
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                return b"".join(chunks)
-            chunks.append(b)
-            total += len(b)
-            if total > _MAX_PYPROJECT_BYTES:
-                raise ConfigError(f"{path}: over {_MAX_PYPROJECT_BYTES // 1_000_000} MB, not read as a configuration")
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
-    finally:
-        os.close(fd)
 
 
 def find_pyproject(start: str) -> Optional[str]:
