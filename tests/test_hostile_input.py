@@ -373,17 +373,21 @@ for step in range(3):
 
 
 @pytest.mark.parametrize("shape", ["no final newline", "crlf, no final newline", "form feed and U+2028 in lines",
-                                   "bom, fix near the top", "trailing newline"])
+                                   "bom, fix near the top", "trailing newline", "cr only", "a stray cr in a line",
+                                   "latin-1, accents beside the fix", "ascii standard output"])
 def test_diff_applies_with_git_apply_and_gives_what_fix_writes(tmp_path, capsys, shape):
     """``--diff`` is a patch of the file: applied with ``git apply`` it gives the
     bytes ``--fix`` writes. It printed a missing last newline as present (no
     ``\\ No newline at end of file``), split lines at a form feed or U+2028
     (``str.splitlines``), and dropped the BOM from the first line: the patch
-    did not apply."""
+    did not apply. A file with old Mac line ends (``\\r`` alone) or a stray
+    ``\\r`` inside a line was split there, and a latin-1 file's accented lines
+    were printed in UTF-8: git called both patches corrupt or did not find the
+    lines; an ASCII standard output escaped the Chinese comment of a UTF-8 file."""
     git = shutil.which("git")
     if git is None:
         pytest.skip("git is not installed")
-    text, bom = _DATA_AT_THE_END, b""
+    text, bom, encoding, env = _DATA_AT_THE_END, b"", "utf-8", None
     if shape == "crlf, no final newline":
         text = text.replace("\n", "\r\n")
     elif shape == "form feed and U+2028 in lines":
@@ -394,14 +398,27 @@ def test_diff_applies_with_git_apply_and_gives_what_fix_writes(tmp_path, capsys,
                 "hidden = torch.zeros(1, 2, 8)  # 第一行\n" + text[text.index("for step"):])  # the fix: on line 3
     elif shape == "trailing newline":
         text += "\n"
-    data = bom + text.encode("utf-8")
+    elif shape == "cr only":
+        text = text.replace("\n", "\r") + "\r"
+    elif shape == "a stray cr in a line":
+        text = text.replace("opt.step()", "opt.step()  # a\r    # b") + "\n"  # (two lines to Python, one to git)
+    elif shape == "latin-1, accents beside the fix":
+        encoding = "latin-1"
+        text = ("# -*- coding: latin-1 -*-\n" + text.replace("门控循环单元 😀", "unité récurrente")
+                .replace("opt.step()", "opt.step()  # étape") + "\n")
+    elif shape == "ascii standard output":
+        env = dict(os.environ, PYTHONIOENCODING="ascii")
+        text = text.replace("opt.step()", "opt.step()  # 第几步") + "\n"
+    data = bom + text.encode(encoding)
     f = tmp_path / "train.py"
     f.write_bytes(data)
     proc = subprocess.run([sys.executable, "-m", "gradguard", "check", "--diff", "--no-cache", "train.py"],
-                          cwd=tmp_path, capture_output=True)
+                          cwd=tmp_path, capture_output=True, env=env)
     assert proc.returncode == 1, proc.stderr
     patch = proc.stdout
     assert (b"\\ No newline at end of file" in patch) == (not text.endswith("\n"))
+    if shape == "latin-1, accents beside the fix":
+        assert "opt.step()  # \xe9tape\n".encode("latin-1") in patch  # the file's bytes, not UTF-8's
     (tmp_path / "fix.patch").write_bytes(patch)
     applied = subprocess.run([git, "apply", "fix.patch"], cwd=tmp_path, capture_output=True)
     assert applied.returncode == 0, applied.stderr.decode(errors="replace") + patch.decode(errors="replace")

@@ -308,6 +308,9 @@ def _check_one_file(args) -> dict:
         else:
             rec["source"] = src
             rec["bom"] = data.startswith(b"\xef\xbb\xbf")  # kept by --fix; shown by --diff
+            encoding = source_encoding(data)
+            if encoding not in ("utf-8", "utf-8-sig"):
+                rec["encoding"] = encoding  # --diff's patch is in the file's bytes
             if findings:
                 rec["fixed"], findings, syntax = _fix_loop(src, path, config, facts, res, file_jobs)
         rec["findings"] = findings
@@ -682,12 +685,17 @@ def cmd_check(args) -> int:
         for note in _deep_notes(rec, lang):
             sys.stderr.write(note)
         if args.diff:
-            d = output.diff(rec)
+            try:
+                d = output.diff(rec)
+            except ValueError as e:  # no patch can say it in the file's encoding
+                sys.stderr.write(f"{rec['path']}: error: {e}\n")
+                errors += 1
+                d = ""
             if d:
                 diffs.append(d)
     out = cli_io.Output(args.output_file)  # standard output, or --output-file written whole at the end
     if args.diff:
-        out.stream.write("".join(diffs))
+        out.write_patch("".join(diffs))
         status = 1 if diffs else 0
     else:
         output.emit(records, args.format, lang, out.stream, statistics=args.statistics, quiet=args.quiet)

@@ -52,12 +52,31 @@ class Output:
         self.path = path
         self.stream: IO[str] = io.StringIO() if path else (default or sys.stdout)
 
+    def write_patch(self, text: str) -> None:
+        """A patch (:func:`gradguard.output.diff`) written as bytes, the files' own:
+        through the standard output's binary buffer, whatever its text encoding
+        (an ASCII or cp1252 stream escaped a UTF-8 file's Chinese comment, and the
+        patch no longer matched the file)."""
+        if self.path:
+            self.stream.write(text)
+            return
+        from gradguard.output import patch_bytes
+
+        buffer = getattr(self.stream, "buffer", None)
+        if buffer is None:  # not a stream of bytes underneath (a test's capture)
+            self.stream.write(patch_bytes(text).decode("utf-8", "replace"))
+            return
+        self.stream.flush()
+        buffer.write(patch_bytes(text))
+        buffer.flush()
+
     def close(self) -> bool:
         """Write the file; False when it could not be written (said on standard error)."""
         if self.path:
             assert isinstance(self.stream, io.StringIO)
             try:
-                write_atomic(self.path, self.stream.getvalue().encode("utf-8"))
+                # (surrogateescape: a patch's lone surrogates are bytes of a file in another encoding)
+                write_atomic(self.path, self.stream.getvalue().encode("utf-8", "surrogateescape"))
             except OSError as e:
                 sys.stderr.write(f"gradguard: error: cannot write {self.path}: {e.strerror or e}\n")
                 return False
@@ -117,8 +136,12 @@ def check_stdin(args, lang: str, check: Callable[[bytes], dict], source_encoding
     errors = 1 if rec["error"] or rec["syntax"] else 0
     if args.diff:
         out = Output(args.output_file)
-        d = output.diff(rec)
-        out.stream.write(d)
+        try:
+            d = output.diff(rec)
+        except ValueError as e:
+            sys.stderr.write(f"{rec['path']}: error: {e}\n")
+            d, errors = "", 1
+        out.write_patch(d)
         _stderr_problems(records)
         return 2 if errors or not out.close() else (1 if d else 0)
     if args.fix:

@@ -318,20 +318,34 @@ def _emit_sarif(records, lang, out):
 def diff(rec: dict) -> str:
     """Unified diff of the preferred fixes the worker computed for one file ('' if
     none), one that ``patch`` and ``git apply`` apply: lines are the file's lines
-    (split at ``\\r\\n``, ``\\r`` and ``\\n`` only: ``str.splitlines`` also broke
-    at a form feed or U+2028 inside a line, and the diff then printed two lines
-    where the file has one), and a last line without a newline is marked
+    as those tools read them, split after each ``\\n`` only (``str.splitlines``
+    also broke at a form feed or U+2028 inside a line, and splitting at a lone
+    ``\\r`` made a file with old Mac line ends, or a stray ``\\r`` in a line, a
+    patch they call corrupt: such a file is one line to them, and its patch
+    replaces that line), and a last line without a newline is marked
     ``\\ No newline at end of file`` (a newline was added to it, so the hunk did
-    not match the file); a UTF-8 BOM stays on the first line, as in the file."""
+    not match the file); a UTF-8 BOM stays on the first line, as in the file.
+    A file in another encoding (``rec["encoding"]``, its PEP 263 cookie's) has
+    its lines in that encoding's bytes, each byte that is not UTF-8 a lone
+    surrogate (``surrogateescape``): the patch is bytes, written as the file's
+    (:func:`patch_bytes`). Raises ValueError when the fixed text cannot be
+    written in that encoding (``--fix`` would not write it either)."""
     fixed = rec.get("fixed")
     if rec.get("error") or fixed is None or fixed == rec["source"]:
         return ""
     import difflib
     import re
 
-    line = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+    line = re.compile(r"[^\n]*\n|[^\n]+\Z")
     a = line.findall(rec["source"])
     b = line.findall(fixed)
+    encoding = rec.get("encoding")
+    if encoding:
+        try:
+            a = [t.encode(encoding).decode("utf-8", "surrogateescape") for t in a]
+            b = [t.encode(encoding).decode("utf-8", "surrogateescape") for t in b]
+        except (UnicodeEncodeError, LookupError) as e:
+            raise ValueError(f"no patch: the fixed text cannot be written in the file's encoding ({e})") from None
     if rec.get("bom"):  # the file's first line starts with it (the source was read without it)
         for lines in (a, b):
             if lines:
@@ -358,7 +372,13 @@ def _hunk_range(start: int, stop: int) -> str:
     return f"{start + 1 if length else start},{length}"
 
 
+def patch_bytes(text: str) -> bytes:
+    """A patch made by :func:`diff` as the bytes to write: UTF-8, and each lone
+    surrogate the byte of the file's own encoding it stands for."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def _diff_line(prefix: str, text: str) -> str:
-    if text.endswith(("\n", "\r")):
+    if text.endswith("\n"):
         return prefix + text
     return prefix + text + "\n\\ No newline at end of file\n"
