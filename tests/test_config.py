@@ -124,3 +124,48 @@ def test_the_cli_says_a_select_matching_no_rule_and_checks_nothing_silently_no_m
     assert out.returncode != 0
     assert "matches no gradguard rule" in out.stdout + out.stderr
     assert prog.read_text(encoding="utf-8").startswith("import torch")
+
+
+def test_a_severity_for_a_code_no_rule_has_is_a_warning_naming_it(tmp_path):
+    """``GG999 = "info"`` in the severity table (a typo of GG199, or a rule of a
+    newer release) changed nothing and said nothing. It is a warning naming the
+    code, once per file; the rest of the configuration still applies."""
+    import subprocess
+    import sys
+    import textwrap
+
+    warned: list = []
+    cfg = config_from_mapping({"severity": {"GG999": "info", "GG101": "warning", "gg1": "hint"}},
+                              where="pyproject.toml", warnings=warned)
+    assert cfg.severity_for("GG101", Severity.ERROR) is Severity.WARNING
+    assert len(warned) == 2 and "severity.GG999" in warned[0] and "severity.GG1:" in warned[1]
+    assert all(w.startswith("pyproject.toml: ") and "no gradguard rule has this code" in w for w in warned)
+    clean: list = []
+    config_from_mapping({"severity": {"GG101": "warning"}}, warnings=clean)
+    assert clean == []
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.gradguard]\nignore = ["GG102"]\n[tool.gradguard.severity]\nGG999 = "info"\nGG101 = "warning"\n',
+        encoding="utf-8")
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(textwrap.dedent("""\
+            import torch
+            # 隐状态
+            gru = torch.nn.GRU(4, 8)
+            opt = torch.optim.SGD(gru.parameters(), lr=0.1)
+            hidden = torch.zeros(1, 2, 8)
+            for step in range(3):
+                out, hidden = gru(torch.randn(5, 2, 4), hidden)
+                opt.zero_grad()
+                out.sum().backward()
+                opt.step()
+            """), encoding="utf-8")
+    for args in (["."], ["--config", "pyproject.toml", "a.py", "b.py"]):
+        r = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", "--format", "json", *args],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.count("gradguard: warning: ") == 1 and "severity.GG999" in r.stderr, r.stderr
+        import json
+
+        found = json.loads(r.stdout)
+        assert {f["code"] for f in found} == {"GG101"} and {f["severity"] for f in found} == {"warning"}

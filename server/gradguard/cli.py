@@ -552,11 +552,21 @@ def _make_config_for(args):
     from gradguard.engine.config import Config, ConfigError, load_config, load_config_file
 
     cache: Dict[str, Union[Config, ConfigError]] = {}
+    said: set = set()
+
+    def warn(warnings: List[str]) -> None:  # each once, however many folders share the file
+        for w in warnings:
+            if w not in said:
+                said.add(w)
+                sys.stderr.write(f"gradguard: warning: {w}\n")
+
     explicit = None
     if args.config:
         from pathlib import Path
 
-        explicit = load_config_file(Path(args.config))
+        warnings: List[str] = []
+        explicit = load_config_file(Path(args.config), warnings)
+        warn(warnings)
 
     for codes in (args.select, args.ignore, args.extend_select):
         if codes:
@@ -578,10 +588,12 @@ def _make_config_for(args):
         d = os.path.dirname(os.path.abspath(path))
         got = cache.get(d)
         if got is None:
+            found: List[str] = []
             try:
-                got = overrides(load_config(d))
+                got = overrides(load_config(d, found))
             except ConfigError as e:  # raised for every file under it, read once
                 got = e
+            warn(found)
             cache[d] = got
         if isinstance(got, ConfigError):
             raise got

@@ -134,6 +134,8 @@ def test_settings_parsing_and_precedence():
     assert bad.debounce == Settings().debounce and bad.language == "auto"
     assert len(problems) == 3 and any("bogus" in p for p in problems)
     assert parse_settings(["not", "a", "table"])[1]
+    typo, problems = parse_settings({"severity": {"GG999": "hint", "GG101": "warning"}})  # kept, and said
+    assert typo.severity["GG101"].value == "warning" and len(problems) == 1 and "severity.GG999" in problems[0]
     assert parse_settings(None) == (Settings(), [])
     assert resolve_language("auto", "zh-TW") == "zh" and resolve_language("auto", "en-GB") == "en"
     assert resolve_language("en", "zh-CN") == "en" and resolve_language("zh-cn", None) == "zh"
@@ -325,6 +327,10 @@ def test_project_configs_report_a_broken_pyproject_once_and_reload_when_it_chang
     configs.forget()
     py.write_text("[tool.gradguard]\nselect = 5\n", encoding="utf-8")
     assert configs.for_path(train, None).select == () and len(shown) == 2  # reported again after forget
+    py.write_text('[tool.gradguard]\nselect = ["GG101"]\n[tool.gradguard.severity]\nGG999 = "hint"\n', encoding="utf-8")
+    os.utime(py, (2, 2))
+    assert configs.for_path(train, None).select == ("GG101",)  # honoured, and the code no rule has is named
+    assert configs.for_path(train, None).select == ("GG101",) and len(shown) == 3 and "severity.GG999" in shown[2]
 
 
 def test_editor_settings_per_folder_longest_first_with_window_keys_global(tmp_path):

@@ -24,7 +24,7 @@ from gradguard.model.i18n import normalize_language
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (this module is on the CLI's start-up path: no typing, no dataclasses)
-    from typing import Dict, Iterable, Mapping, Optional, Tuple
+    from typing import Dict, Iterable, List, Mapping, Optional, Tuple
     import re
 
     from gradguard.model.findings import Severity
@@ -266,8 +266,12 @@ def _codes(value, key: str, where: str) -> Tuple[str, ...]:
     return tuple(out)
 
 
-def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[str] = None) -> Config:
-    """Validate a ``[tool.gradguard]``-shaped mapping. Raises ConfigError."""
+def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[str] = None,
+                        warnings: Optional[List[str]] = None) -> Config:
+    """Validate a ``[tool.gradguard]``-shaped mapping. Raises ConfigError.
+    ``warnings`` receives what is honoured but likely a mistake: a ``severity``
+    entry for a code no rule has (a typo, or a rule of a newer release) changes
+    nothing, and said nothing."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: [tool.gradguard] must be a table, got {type(table).__name__}")
     unknown = set(table) - _KNOWN_KEYS - {k.replace("-", "_") for k in _KNOWN_KEYS}
@@ -307,6 +311,14 @@ def config_from_mapping(table: Mapping, where: str = "settings", root: Optional[
             severity[code_] = Severity.parse(value)
         except ValueError as e:
             raise ConfigError(f"{where}: severity.{code}: {e}") from None
+    if severity and warnings is not None:
+        from gradguard.rules import all_rules
+
+        known = [r.code for r in all_rules()]
+        for code_ in severity:
+            if code_ not in known:
+                warnings.append(f"{where}: severity.{code_}: no gradguard rule has this code, so it changes nothing "
+                                f"(known: {', '.join(known)})")
 
     pfi = get("per-file-ignores") or {}
     if not isinstance(pfi, dict):
@@ -415,7 +427,7 @@ def _toml():
     return tomllib
 
 
-def load_config_file(pyproject) -> Config:
+def load_config_file(pyproject, warnings: Optional[List[str]] = None) -> Config:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
@@ -434,12 +446,13 @@ def load_config_file(pyproject) -> Config:
         kind = "an array of tables ([[tool]])" if isinstance(tool, list) else f"a {type(tool).__name__}"
         raise ConfigError(f"{where}: 'tool' must be a table ([tool.gradguard] lives in it), but it is {kind}")
     table = tool.get("gradguard", {})
-    return config_from_mapping(table, where=where, root=os.path.dirname(os.path.realpath(pyproject)))
+    return config_from_mapping(table, where=where, root=os.path.dirname(os.path.realpath(pyproject)), warnings=warnings)
 
 
-def load_config(start: str) -> Config:
-    """Config for a path: the nearest ``[tool.gradguard]``, else defaults."""
+def load_config(start: str, warnings: Optional[List[str]] = None) -> Config:
+    """Config for a path: the nearest ``[tool.gradguard]``, else defaults
+    (``warnings``: see :func:`config_from_mapping`)."""
     found = find_pyproject(start)
     if found is None:
         return Config()
-    return load_config_file(found)
+    return load_config_file(found, warnings)

@@ -50,8 +50,11 @@ class ProjectConfigs:
         key = (str(found), mtime)
         cached = self._configs.get(key)
         if cached is None:
+            warnings: List[str] = []
             try:
-                cached = load_config_file(found)
+                cached = load_config_file(found, warnings)
+                for w in warnings:
+                    self._report(f"gradguard: {w}")
             except ConfigError as e:
                 cached = e
             except Exception as e:  # never let a config file take the server down

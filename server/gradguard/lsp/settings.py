@@ -141,7 +141,10 @@ def parse_settings(raw: Any, base: Optional[Settings] = None) -> Tuple[Settings,
             values["severity"] = {}
         else:
             try:
-                values["severity"] = dict(config_from_mapping({"severity": v}, where="setting gradguard.severity").severity)
+                warned: List[str] = []
+                values["severity"] = dict(config_from_mapping({"severity": v}, where="setting gradguard.severity",
+                                                              warnings=warned).severity)
+                problems.extend(warned)
             except ConfigError as e:
                 problems.append(f"{e}; using the default")
                 values["severity"] = {}
