@@ -917,3 +917,49 @@ def test_one_file_named_several_ways_is_checked_once(tmp_path, capsys, monkeypat
     code, out, err = main(capsys, "check", "--no-cache", "训练.py", "./训练.py", str(tmp_path / "训练.py"), ".", "./")
     assert code == 1, err
     assert out.count(f":{GG101_AT}:5: GG101") == 1 and "Checked 1 file:" in out, out
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGTERM") or not sys.platform.startswith("linux"), reason="POSIX signals")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sigterm_while_fix_replaces_a_file_leaves_no_temporary_file(tmp_path, jobs):
+    """A run stopped by SIGTERM (a CI job cancelled) while ``--fix`` was replacing
+    a file left its temporary file (``.a.py.*.gradguard-tmp``) beside the user's
+    file: in one process the default action ended it between the write and the
+    rename, and a pool worker got SIGKILL when its parent died. The signal now
+    waits until the file is in place (or the temporary file gone): no temporary
+    file is left, and every file holds its old bytes or its fixed bytes, whole."""
+    names = ["a.py", "b.py"]
+    for n in names:
+        (tmp_path / n).write_text(GRU_SEED, encoding="utf-8")
+    flag = tmp_path.parent / f"{tmp_path.name}.writing"
+    # the write of the temporary file is made slow (its fsync), so that the signal lands inside it
+    driver = ("import os, sys, time\n"
+              "real = os.fsync\n"
+              f"def slow(fd):\n    open({str(flag)!r}, 'a').close()\n    time.sleep(2)\n    real(fd)\n"
+              "os.fsync = slow\n"
+              "from gradguard import cli\n"
+              f"raise SystemExit(cli.main(['check', '--fix', '--no-cache', '--jobs', {jobs!r}, *{names!r}]))\n")
+    proc = subprocess.Popen([sys.executable, "-c", driver], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert flag.exists(), proc.communicate()
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+        assert proc.returncode == -signal.SIGTERM  # it still ends by the signal
+        deadline = time.monotonic() + 20  # (a pool worker finishes its file after the parent is gone)
+        while any(".gradguard-tmp" in p.name for p in tmp_path.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sorted(p.name for p in tmp_path.iterdir()) == names
+        fixed = 0
+        for n in names:
+            text = (tmp_path / n).read_text(encoding="utf-8")
+            assert text == GRU_SEED or ("detach()" in text and text.replace("    hidden = hidden.detach()\n", "")
+                                        == GRU_SEED), text
+            fixed += text != GRU_SEED
+        assert fixed >= 1  # the file being replaced when the signal came is in place
+    finally:
+        if proc.poll() is None:
+            proc.kill()

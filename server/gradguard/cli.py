@@ -523,15 +523,19 @@ def usable_cores() -> int:
 def _die_with_parent(parent: int) -> None:
     """Pool worker start-up: end when the parent ends, even if it is killed
     (then nothing tells an idle worker, and a busy one would run on). Linux:
-    the kernel sends SIGKILL on the parent's death; elsewhere a daemon thread
-    watches the parent id."""
+    the kernel sends SIGTERM on the parent's death; elsewhere a daemon thread
+    watches the parent id and sends it. SIGTERM, not SIGKILL: a worker that is
+    replacing a file under ``--fix`` holds it until the file is in place and its
+    temporary file gone (``cli_io.HeldSignals``), then ends; SIGKILL left the
+    temporary file beside the user's when the run was stopped."""
+    import signal
+
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            import signal
 
             libc = ctypes.CDLL(None, use_errno=True)
-            if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
+            if libc.prctl(1, int(signal.SIGTERM), 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
                 if os.getppid() != parent:  # the parent died before the request
                     os._exit(1)
                 return
@@ -543,6 +547,8 @@ def _die_with_parent(parent: int) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)  # (held by a file being replaced: at most that long)
         os._exit(1)
 
     threading.Thread(target=watch, name="gradguard-parent-watch", daemon=True).start()
@@ -814,6 +820,14 @@ def write_fixed(path: str, read: bytes, fixed: str, identity: Optional[Tuple[int
             new = prefix + fixed.encode(encoding)
         except (UnicodeEncodeError, LookupError) as e:
             raise ReadError(f"fixes not written: cannot encode the fixed text ({e})") from None
+    from gradguard.cli_io import HeldSignals
+
+    with HeldSignals():  # a SIGTERM meanwhile: the file whole, no temporary file left, then the end
+        _write_checked(path, read, new, identity)
+
+
+def _write_checked(path: str, read: bytes, new: bytes, identity: Optional[Tuple[int, int]]) -> None:
+    """:func:`write_fixed`'s checks and write, of the encoded bytes ``new``."""
     changed = "fixes not written: the file changed on disk while it was checked (run again)"
     path = os.path.realpath(path)  # a linked file is fixed where it lives; the link stays a link
     try:

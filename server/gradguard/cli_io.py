@@ -83,6 +83,46 @@ class Output:
         return True
 
 
+class HeldSignals:
+    """``with HeldSignals():`` around the replacement of a file: a SIGTERM,
+    SIGHUP or SIGINT that arrives meanwhile (a CI job cancelled, a terminal
+    closed, Ctrl-C) waits until the block is left, then acts as it would have
+    (the process ends, or KeyboardInterrupt is raised). Killed half-way, a run
+    left its temporary file beside the user's file (``.train.py.*.gradguard-tmp``);
+    now the new file is in place or the temporary file is gone, and the user's
+    file is whole either way. Only the main thread can hold signals: elsewhere
+    this does nothing."""
+
+    def __init__(self) -> None:
+        self.saved: list = []
+        self.got: list = []
+
+    def _hold(self, signum, frame) -> None:
+        self.got.append(signum)
+
+    def __enter__(self) -> "HeldSignals":
+        import signal
+
+        for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                self.saved.append((sig, signal.signal(sig, self._hold)))
+            except (ValueError, OSError):  # not the main thread (or not settable here)
+                break
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for sig, old in reversed(self.saved):
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        self.saved = []
+        if self.got:
+            signal.raise_signal(self.got[0])  # now: the handler there was, or the default (the end)
+
+
 def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` by ``data`` in one rename: a reader sees the old file or
     the new one, never half of one. Keeps the mode of a file that exists. A
@@ -91,7 +131,6 @@ def write_atomic(path: str, data: bytes) -> None:
     rename replaced the link or the device node itself with a regular file (run
     as root, ``--output-file /dev/stdout`` replaced the system's ``/dev/stdout``)."""
     import stat
-    import tempfile
 
     try:
         st: Optional[os.stat_result] = os.stat(path)  # through links, /proc's included
@@ -103,6 +142,13 @@ def write_atomic(path: str, data: bytes) -> None:
         return
     path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    with HeldSignals():
+        _replace_via_temporary(path, directory, data)
+
+
+def _replace_via_temporary(path: str, directory: str, data: bytes) -> None:
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=".gradguard-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
