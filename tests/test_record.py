@@ -96,3 +96,59 @@ def test_pickle_and_replace_round_trip_core_types():
     # data is not part of a finding's identity (it is free-form detail)
     assert replace(f, data={"other": 1}) == f
     assert is_record(f) and not is_record(Finding) and not is_record((1, 2))
+
+
+def test_init_is_a_renamed_template_not_compiled_per_class(monkeypatch):
+    """A record's ``__init__`` is the template for its number of fields, renamed
+    (no ``exec`` at start-up); it takes its fields by position and by name, says
+    which is missing by its name, applies defaults (shared, as a default is), and
+    refuses an unknown keyword. A Factory default, and more fields than the
+    templates have, still compile one."""
+    import builtins
+    from pathlib import Path
+
+    from gradguard.model import record as R
+
+    compiled = []
+    real_exec = builtins.exec
+    monkeypatch.setattr(builtins, "exec", lambda *a: (compiled.append(a[0]), real_exec(*a))[1])
+
+    @record
+    class Frozen3:
+        名字: str
+        line: int
+        items: tuple = ()
+
+    @record(frozen=False, eq=False)
+    class Plain2:
+        a: object
+        b: object = None
+
+    assert compiled == []
+    assert Frozen3("x", 1) == Frozen3(line=1, 名字="x") == Frozen3("x", 1, ())
+    assert Frozen3("x", 1).items is Frozen3("y", 2).items
+    assert Frozen3.__init__.__qualname__.endswith("Frozen3.__init__")
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'line'"):
+        Frozen3("x")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'lines'"):
+        Frozen3("x", lines=1)
+    with pytest.raises(FrozenError):
+        Frozen3("x", 1).line = 2  # type: ignore[misc]
+    p = Plain2(1)
+    p.b = 5
+    assert (p.a, p.b) == (1, 5) and pickle.loads(pickle.dumps(P(1, "y"))) == P(1, "y")
+
+    @record(frozen=False)
+    class WithFactory:
+        items: list = Factory(list)
+
+    wide = {"__annotations__": {f"x{i}": "int" for i in range(30)}}
+    Wide = record(type("Wide", (), wide))
+    assert len(compiled) == 2 and WithFactory().items is not WithFactory().items
+    assert Wide(*range(30)).x29 == 29
+    with pytest.raises(TypeError, match="without a default follows"):
+        record(type("Bad", (), {"__annotations__": {"a": "int", "b": "int"}, "a": 1}))
+    # the templates' file is the one the generator writes
+    text = (Path(R.__file__).parent / "_record_inits.py").read_text(encoding="utf-8")
+    assert text == R.template_source(), "regenerate: python -c \"from gradguard.model.record import " \
+        "template_source; print(template_source(), end='')\" > server/gradguard/model/_record_inits.py"

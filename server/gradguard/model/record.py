@@ -83,30 +83,9 @@ def _build(cls, frozen, eq, order, compare):
     ns["__slots__"] = fields
     ns["_fields"] = fields
 
-    # __init__: one exec per class (the only generated code)
-    env = {"_MISSING": _MISSING, "_set": object.__setattr__}
-    params, body = [], []
-    seen_default = False
-    for i, name in enumerate(fields):
-        if name in defaults:
-            seen_default = True
-            d = defaults[name]
-            env[f"_d{i}"] = d
-            if isinstance(d, _Factory):
-                params.append(f"{name}=_MISSING")
-                value = f"(_d{i}.make() if {name} is _MISSING else {name})"
-            else:
-                params.append(f"{name}=_d{i}")
-                value = name
-        else:
-            if seen_default:
-                raise TypeError(f"{cls.__name__}: field {name!r} without a default follows one with a default")
-            params.append(name)
-            value = name
-        body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
-    src = f"def __init__(self, {', '.join(params)}):\n    " + ("\n    ".join(body) or "pass") + "\n"
-    exec(src, env)  # noqa: S102  (our own generated source, from field names)
-    init: Any = env["__init__"]
+    init: Any = _init_from_template(cls, fields, defaults, frozen)
+    if init is None:
+        init = _init_from_source(cls, fields, defaults, frozen)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     ns["__init__"] = init
 
@@ -168,6 +147,90 @@ def _build(cls, frozen, eq, order, compare):
     new = type(cls)(cls.__name__, cls.__bases__, ns)
     new.__qualname__ = cls.__qualname__
     return new
+
+
+def _init_from_source(cls, fields, defaults, frozen):
+    """``__init__`` written as source and compiled (one exec per class: a record
+    with a ``Factory`` default, or more fields than the templates have)."""
+    env = {"_MISSING": _MISSING, "_set": object.__setattr__}
+    params, body = [], []
+    seen_default = False
+    for i, name in enumerate(fields):
+        if name in defaults:
+            seen_default = True
+            d = defaults[name]
+            env[f"_d{i}"] = d
+            if isinstance(d, _Factory):
+                params.append(f"{name}=_MISSING")
+                value = f"(_d{i}.make() if {name} is _MISSING else {name})"
+            else:
+                params.append(f"{name}=_d{i}")
+                value = name
+        else:
+            if seen_default:
+                raise TypeError(f"{cls.__name__}: field {name!r} without a default follows one with a default")
+            params.append(name)
+            value = name
+        body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
+    src = f"def __init__(self, {', '.join(params)}):\n    " + ("\n    ".join(body) or "pass") + "\n"
+    exec(src, env)  # noqa: S102  (our own generated source, from field names)
+    return env["__init__"]
+
+
+def _init_from_template(cls, fields, defaults, frozen):
+    """``__init__`` without compiling anything: the template of
+    :mod:`gradguard.model._record_inits` for this many fields (already compiled
+    with the package), its parameter and attribute names replaced by the fields'
+    (``CodeType.replace``) and its defaults given as the function's. Compiling
+    one ``__init__`` per class was 18 M instructions of every ``gradguard check``'s
+    start-up (26 classes), more than a one-line file's analysis. None when there
+    is no template (a ``Factory`` default, more fields than the templates have, or
+    an interpreter whose code objects do not take the replacement)."""
+    if any(isinstance(d, _Factory) for d in defaults.values()):
+        return None
+    seen_default = False
+    for name in fields:
+        if name in defaults:
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"{cls.__name__}: field {name!r} without a default follows one with a default")
+    from gradguard.model import _record_inits
+
+    template = getattr(_record_inits, f"{'frozen' if frozen else 'plain'}_{len(fields)}", None)
+    if template is None:
+        return None
+    rename = {f"f{i}": name for i, name in enumerate(fields)}
+    code = template.__code__
+    try:
+        code = code.replace(
+            co_varnames=tuple(rename.get(v, v) for v in code.co_varnames),
+            co_names=tuple(rename.get(n, n) for n in code.co_names),
+            co_consts=tuple(rename.get(c, c) if c.__class__ is str else c for c in code.co_consts),
+            co_name="__init__",
+        )
+        import types
+
+        init = types.FunctionType(code, {"_set": object.__setattr__}, "__init__",
+                                  tuple(defaults[n] for n in fields if n in defaults) or None)
+    except (TypeError, ValueError, AttributeError):  # pragma: no cover  (another interpreter's code objects)
+        return None
+    return init
+
+
+def template_source(largest: int = 24) -> str:
+    """The text of :mod:`gradguard.model._record_inits` (a test holds the file to it)."""
+    out = ['"""Templates of record ``__init__`` methods, one per number of fields: generated by\n'
+           '``gradguard.model.record.template_source()`` (a test holds this file to it), compiled\n'
+           'with the package, so that :func:`gradguard.model.record.record` renames one instead of\n'
+           'compiling an ``__init__`` per class at start-up."""\n',
+           "# fmt: off\n", "_set = object.__setattr__\n"]
+    for frozen in (False, True):
+        for n in range(largest + 1):
+            params = "".join(f", f{i}" for i in range(n))
+            lines = [f"_set(self, 'f{i}', f{i})" if frozen else f"self.f{i} = f{i}" for i in range(n)] or ["pass"]
+            out.append(f"\n\ndef {'frozen' if frozen else 'plain'}_{n}(self{params}):  # noqa: E501\n")
+            out.extend(f"    {line}\n" for line in lines)
+    return "".join(out)
 
 
 def replace(obj, **changes):
