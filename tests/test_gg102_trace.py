@@ -466,3 +466,59 @@ def test_graph_sources_names_where_each_graph_of_a_value_starts(lines, sources, 
     assert got is not None
     assert [(s.name, s.kind, s.removal[0] if s.removal else None) for s in got] == sources
     assert all(s.stmt is None or isinstance(s.stmt, ast.stmt) for s in got)
+
+
+@pytest.mark.parametrize(
+    "loop, owner",
+    [
+        ("for p in enc.parameters():\n    p.requires_grad = False", "enc"),
+        ("for p in enc.parameters():\n    p.requires_grad_(False)", "enc"),
+        ("for p in self.enc.parameters():\n    p.requires_grad = False", "self.enc"),
+        ("for p in enc.parameters():\n    p.requires_grad = True", None),
+        ("for p in enc.parameters():\n    if p.dim() > 1:\n        p.requires_grad = False", None),  # some of them
+        ("for p in enc.parameters():\n    q.requires_grad = False", None),  # another tensor
+        ("for n, p in enc.named_parameters():\n    p.requires_grad = False", None),
+        ("for p in enc.modules():\n    p.requires_grad = False", None),
+    ],
+)
+def test_which_loops_freeze_a_modules_parameters(loop, owner):
+    from gradguard.analysis.ast_util import frozen_by_loop
+
+    assert frozen_by_loop(ast.parse(loop).body[0]) == owner
+
+
+@pytest.mark.parametrize(
+    "freeze, frozen",
+    [
+        ("for p in enc.parameters():\n    p.requires_grad = False", True),
+        ("for p in enc.parameters():\n    p.requires_grad_(False)", True),
+        ("for p in enc.parameters():\n    if p.dim() > 1:\n        p.requires_grad = False", False),
+        ("pass", False),
+    ],
+)
+def test_the_trace_and_gg102_read_a_freezing_loop_alike(freeze, frozen, monkeypatch):
+    """One reading of "this loop freezes the module" (ast_util.frozen_by_loop) for the
+    trace (its values' ``frozen``) and GG102's walk: a frozen encoder's output built
+    before the loop carries no graph for either, and GG102 is silent; an encoder only
+    some of whose parameters were frozen still builds one, and GG102 reports it."""
+    source = f"""
+import torch
+import torch.nn as nn
+
+enc = nn.Linear(3, 3)
+{freeze}
+head = nn.Linear(3, 1)
+opt = torch.optim.SGD(head.parameters(), lr=0.1)
+feats = torch.tanh(enc(torch.randn(8, 3)))
+for step in range(3):
+    opt.zero_grad()
+    loss = head(feats).pow(2).mean()
+    loss.backward()
+    opt.step()
+"""
+    flow = _module_trace(source, monkeypatch)
+    entry = next(e for e in flow.loop_entries.values() if "feats" in e)
+    assert bool(entry["feats"].graph_tokens()) is not frozen
+    assert entry["enc"].frozen is frozen
+    reported = [f.data["variable"] for f in check_source(source, path="t.py").findings if f.code == "GG102"]
+    assert reported == ([] if frozen else ["feats"])

@@ -695,3 +695,30 @@ def is_view_chain(e: ast.AST) -> bool:
             e = e.value
         else:
             return False
+
+
+def frozen_by_loop(loop: ast.AST) -> Optional[str]:
+    """``for p in enc.parameters(): p.requires_grad = False`` (or ``p.requires_grad_(False)``):
+    the module whose parameters the loop freezes, dotted (``enc``, ``self.enc``), or None.
+    Only a statement every iteration runs counts (one under an ``if`` may freeze some
+    parameters and leave the others trainable), and only ``False``, ``None`` or ``0``."""
+    it = getattr(loop, "iter", None)
+    target = getattr(loop, "target", None)
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
+            and isinstance(target, ast.Name)):
+        return None
+    owner = dotted(it.func.value)
+    if owner is None:
+        return None
+    p = target.id
+    for s in loop.body:  # type: ignore[attr-defined]
+        if isinstance(s, ast.Assign) and _false_constant(s.value) and any(
+                isinstance(t, ast.Attribute) and t.attr == "requires_grad" and isinstance(t.value, ast.Name)
+                and t.value.id == p for t in s.targets):
+            return owner
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            c = s.value
+            if (isinstance(c.func, ast.Attribute) and c.func.attr == "requires_grad_" and isinstance(c.func.value, ast.Name)
+                    and c.func.value.id == p and c.args and _false_constant(c.args[0])):
+                return owner
+    return None

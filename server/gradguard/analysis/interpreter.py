@@ -12,7 +12,7 @@ import re
 
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.ast_util import DEFAULT_ALIASES, LOOPS, applies_cut, backward_target, block_nodes, dotted, has_create_graph, inplace_cut_target, is_graph_cut, keeps_graph, is_backward_call, is_no_grad_with, iter_nodes, iter_statements, qualify, surely_frees, target_names, child_blocks, parameters, is_no_grad_function
-from gradguard.analysis.ast_util import walk_all
+from gradguard.analysis.ast_util import frozen_by_loop, walk_all
 from gradguard.analysis.summary import query
 from gradguard.analysis.values import FREED, BackwardEvent, held_modules, _bound, CLEAN, CONST, CalleeLoop, Carry, ClassFacts, EMPTY, FnFacts, LoopFrame, NONE, RetPos, Val, _with, freed_set, join, join_env, globals_freed_by_call, meet_freed, plain, Source, tup, unsure
 from gradguard.model.record import record
@@ -1008,20 +1008,11 @@ class GraphFlow:
 
     @staticmethod
     def _freeze_loop(loop: ast.stmt, env: Dict[str, Val]) -> None:
-        """``for p in enc.parameters(): p.requires_grad = False`` freezes ``enc``."""
-        it = loop.iter  # type: ignore[attr-defined]
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
-                and isinstance(loop.target, ast.Name)):  # type: ignore[attr-defined]
-            return
-        owner = dotted(it.func.value)
-        var = loop.target.id  # type: ignore[attr-defined]
-        if owner is None or owner not in env:
-            return
-        for s in loop.body:  # type: ignore[attr-defined]
-            if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Attribute)
-                    and s.targets[0].attr == "requires_grad" and dotted(s.targets[0].value) == var
-                    and isinstance(s.value, ast.Constant) and s.value.value is False):
-                env[owner] = _with(env[owner], frozen=True)
+        """``for p in enc.parameters(): p.requires_grad = False`` freezes ``enc``
+        (``ast_util.frozen_by_loop``, the shape GG102 reads too)."""
+        owner = frozen_by_loop(loop)
+        if owner is not None and owner in env:
+            env[owner] = _with(env[owner], frozen=True)
 
     def _resets_modules(self, loop: ast.stmt, env: Dict[str, Val]) -> None:
         """``for m in net.modules(): m.reset_mem()`` (or ``m.mem = m.mem.detach()``):

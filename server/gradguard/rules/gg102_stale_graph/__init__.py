@@ -674,26 +674,12 @@ class _Analysis:
                 out.append(name)
         return out
 
-    def _frozen_params_loop(self, s) -> bool:
-        """``for p in m.parameters(): p.requires_grad = False`` (or ``_(False)``)."""
-        it = s.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
-                and isinstance(it.func.value, ast.Name) and isinstance(s.target, ast.Name)):
-            return False
-        p = s.target.id
-        for n in s.body:
-            for x in S.walk_no_scopes(n):
-                if isinstance(x, ast.Assign) and any(
-                    isinstance(t, ast.Attribute) and t.attr == "requires_grad" and isinstance(t.value, ast.Name)
-                    and t.value.id == p for t in x.targets) and S.const_false(x.value):
-                    self._freeze(it.func.value.id)
-                    return True
-                if (isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr == "requires_grad_"
-                        and isinstance(x.func.value, ast.Name) and x.func.value.id == p and x.args
-                        and S.const_false(x.args[0])):
-                    self._freeze(it.func.value.id)
-                    return True
-        return False
+    def _frozen_params_loop(self, s) -> None:
+        """``for p in m.parameters(): p.requires_grad = False`` (``ast_util.frozen_by_loop``,
+        the interpreter's reading too)."""
+        owner = A.frozen_by_loop(s)
+        if owner is not None:
+            self._freeze(owner)
 
     def _comprehension(self, e):
         """``sum(p.pow(2).sum() for p in model.parameters())``, ``{n: p.norm() for n, p in
