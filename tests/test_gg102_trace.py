@@ -522,3 +522,125 @@ for step in range(3):
     assert entry["enc"].frozen is frozen
     reported = [f.data["variable"] for f in check_source(source, path="t.py").findings if f.code == "GG102"]
     assert reported == ([] if frozen else ["feats"])
+
+
+def test_a_tensor_carrying_a_graph_is_told_from_an_object_a_graph_only_may_reach(monkeypatch):
+    """``GraphFlow.tensor_graphs``: the graphs a value holds as a tensor built by an
+    operation the trace knows, without those it only assumes for what a helper
+    returns that callables it cannot see into made (``get_schedule()`` handing back
+    ``Schedule(0.5)``), which may be a module's output or any object (GG102's walk
+    holds none for those). An operation on such a value alone makes no tensor graph;
+    one on a real graph keeps that graph. A unit's own untyped callable (``model(x)``
+    of a parameter) is not marked: the trace cannot tell it from a module yet."""
+    flow = _function_trace("""
+import torch
+import torch.nn as nn
+from mylib import Schedule
+
+def get_schedule():
+    return Schedule(0.5)
+
+def fit(model, x):
+    lin = nn.Linear(3, 3)
+    feats = torch.tanh(lin(x))  # 特征: a torch module's output
+    clip = get_schedule()
+    scaled = clip * 2.0
+    mixed = feats * clip
+    out = model(x)
+    for _ in range(3):
+        loss = (feats + scaled + mixed + out).sum()
+        loss.backward()
+""", "fit", monkeypatch)
+    (entry,) = flow.loop_entries.values()
+    for name in ("feats", "clip", "scaled", "mixed", "out"):
+        assert entry[name].graph_tokens(), name  # the trace's graphs: every one of them may hold one
+    assert flow.tensor_graphs(entry["feats"]) == entry["feats"].graph_tokens()
+    assert not flow.tensor_graphs(entry["clip"])
+    assert not flow.tensor_graphs(entry["scaled"])
+    assert flow.tensor_graphs(entry["mixed"]) == entry["feats"].graph_tokens()
+    assert flow.tensor_graphs(entry["out"]) == entry["out"].graph_tokens()
+
+
+def test_a_helpers_result_is_a_tensor_carrying_a_graph_only_where_it_builds_one_the_trace_sees(monkeypatch):
+    """Through a function's summary (``RetPos.assumed``): a helper returning what a
+    torch module built is a tensor carrying a graph; one returning what callables the
+    summary cannot see into made (an argument namespace, a loader) only may reach
+    one, and ``tensor_graphs`` holds none for it."""
+    flow = _module_trace("""
+import torch
+import torch.nn as nn
+from argparse import ArgumentParser
+from mydata import Loader
+
+def encode(x):
+    enc = nn.Linear(3, 3)
+    return torch.tanh(enc(x))
+
+def get_args():
+    parser = ArgumentParser(description="演示")
+    parser.add_argument("--lr", type=float, default=0.1)
+    return parser.parse_args()
+
+def get_loader(n):
+    return Loader(n)
+
+def get_both(n):
+    return encode(torch.randn(n, 3)), Loader(n)
+
+args = get_args()
+loader = get_loader(4)
+feats = encode(torch.randn(8, 3))
+pair_feats, pair_loader = get_both(8)
+head = nn.Linear(3, 1)
+for step in range(3):
+    loss = head(feats + pair_feats).sum() * args.lr * len(loader) * len(pair_loader)
+    loss.backward()
+""", monkeypatch)
+    entry = next(e for e in flow.loop_entries.values() if "feats" in e)
+    for name in ("args", "loader", "feats", "pair_feats", "pair_loader"):
+        assert entry[name].graph_tokens(), name
+    assert flow.tensor_graphs(entry["feats"])
+    assert not flow.tensor_graphs(entry["args"])
+    assert not flow.tensor_graphs(entry["loader"])
+    # one call, two positions, one of them a real graph: the call's graph is not only assumed
+    assert flow.tensor_graphs(entry["pair_feats"])
+
+
+@pytest.mark.parametrize(
+    "made, walks",
+    [
+        ("feats = encode(torch.randn(8, 3, requires_grad=True))", True),  # a tensor carrying a graph: reported
+        ("feats = get_loader(8)", False),  # only an object a graph may reach: nothing to word
+    ],
+)
+def test_gg102_walks_a_unit_only_where_a_tensor_carrying_a_graph_is_reused(made, walks, monkeypatch):
+    import gradguard.rules.gg102_stale_graph as gg102
+
+    runs = []
+    run = gg102._Analysis.run
+
+    def spy(self):
+        runs.append(self.unit.kind)
+        return run(self)
+
+    monkeypatch.setattr(gg102._Analysis, "run", spy)
+    result = check_source(f"""
+import torch
+import torch.nn as nn
+from mydata import Loader
+
+def encode(x):
+    enc = nn.Linear(3, 3)
+    return torch.tanh(enc(x))
+
+def get_loader(n):
+    return Loader(n)
+
+{made}
+head = nn.Linear(3, 1)
+for step in range(3):
+    loss = head(feats).sum()
+    loss.backward()
+""", path="t.py")
+    assert ("module" in runs) is walks
+    assert [f.data["variable"] for f in result.findings if f.code == "GG102"] == (["feats"] if walks else [])

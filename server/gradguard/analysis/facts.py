@@ -230,15 +230,21 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
     return out
 
 
-def _retpos(v: V.Val, saving: frozenset = frozenset()) -> V.RetPos:
+def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphFlow] = None) -> V.RetPos:
     graph = any(t[0] == "G" or t[0] == "L" for t in v.taints)
+    opaque = g.opaque if g is not None else None
+    assumed = graph and bool(opaque) and all(t[0] != "L" and (t[0] != "G" or id(t[1]) in opaque)  # type: ignore[operator]
+                                             for t in v.taints)
+    via_names = frozenset(g.opaque_via[id(t[1])] for t in v.taints  # type: ignore[union-attr]
+                          if t[0] == "G" and id(t[1]) in g.opaque_via) if assumed else frozenset()  # type: ignore[union-attr]
     params = frozenset(t[1] for t in v.taints if t[0] == "P")
     arity = len(v.elems) if v.elems is not None and len(v.elems) >= 2 else None
     derived = frozenset(t[1] for t in v.taints if t[0] == "Q")
     via = frozenset((t[1], t[2]) for t in v.taints if t[0] == "R")
     reads = frozenset(t[1] for t in v.taints if t[0] == "N")
     return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via,
-                    "tensor" if v.kind == "tensor" and arity is None else None, _saved_modules(v, saving), reads)
+                    "tensor" if v.kind == "tensor" and arity is None else None, _saved_modules(v, saving), reads,
+                    assumed, via_names)
 
 
 def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:
@@ -348,9 +354,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         # return loss, mems / return logits, mems / return logits): a caller that
         # unpacks the result unpacks one of those, position by position
         arity = len(tuples[0].elems)  # type: ignore[arg-type]
-        returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples]), saving)  # type: ignore[index]
+        returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples]), saving, g)  # type: ignore[index]
                         for i in range(arity))
-    ret = _retpos(whole, saving)
+    ret = _retpos(whole, saving, g)
     share, share_via = _returns_share(tuples, returns, g) if returns is not None and not no_grad else (False, ())
     bparams: set = set()
     for ev in g.events:

@@ -411,6 +411,16 @@ class GraphFlow:
         self.saving_calls: set = set()
         # id(node) -> the leaf tokens ("L", where the leaf was made) that met at the op the graph ("G", node) starts at
         self.leaf_of: Dict[int, FrozenSet] = {}
+        # ids of the calls whose ("G", call) is assumed, not proven: while summarising a
+        # def, a callable or an attribute of an object it cannot see into
+        # (``parser = ArgumentParser()``, ``self.clip_range(progress)``), which may be a
+        # module whose output carries a graph, or any object at all; in a unit, the call
+        # of a function whose summary says its graph is only that (``RetPos.assumed``).
+        # :meth:`tensor_graphs` leaves them out. (A unit's own untyped callables are not
+        # marked: GG102's walk takes a name the unit uses as a module, ``m.parameters()``,
+        # for one, and the trace does not know that yet.)
+        self.opaque: set = set()
+        self.opaque_via: Dict[int, str] = {}  # (summarising) id(call) of those that call a module-level name -> it
         # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
@@ -607,6 +617,18 @@ class GraphFlow:
         return sorted(out, key=lambda kv: kv[0])
 
     # -- statements ------------------------------------------------------
+    def tensor_graphs(self, v: Val) -> FrozenSet:
+        """The graphs ``v`` holds as a tensor carrying them: its G tokens less those
+        the trace only assumed (``opaque``: the result of a callable it cannot see
+        into, which may be a module's output or any object). An object a graph
+        merely reached that way (an argument namespace, a data loader, a schedule
+        a helper returns) holds none."""
+        gs = v.graph_tokens()
+        if not gs or not self.opaque:
+            return gs
+        opaque = self.opaque
+        return frozenset([t for t in gs if id(t[1]) not in opaque])
+
     def block(self, stmts: Sequence[ast.stmt], env: Dict[str, Val]) -> Dict[str, Val]:
         for s in stmts:
             env = self.stmt(s, env)
@@ -1988,6 +2010,8 @@ class GraphFlow:
         t = recv.taints | _union(pos, kws)
         if not self.no_grad and self._threads_state(call, recv, unknown_ok=True):
             # out, h = obj.step(x, h) / h = model.cell(x, h) on an object we cannot see
+            if self.r.ctx is None:  # (summarising: see opaque)
+                self.opaque.add(id(call))
             return plain(t | {("G", call)})
         if m in ("append", "extend", "insert", "add", "update") and key is not None and key in env:
             # list.append(x): the list now holds x's graph
@@ -2074,6 +2098,7 @@ class GraphFlow:
         # unknown callable
         if self.no_grad:
             return CLEAN
+        summarising = self.r.ctx is None  # (see opaque)
         name = func_name = call.func.id if isinstance(call.func, ast.Name) else None
         targets = self._targets
         argnames = [dotted(a) for a in call.args]
@@ -2084,6 +2109,8 @@ class GraphFlow:
             # pending:): what it makes of x, and whether it cuts what it returns, is unknown
             return self._unsure(plain(args_taints), call, "layer")
         if self._threads_state(call, callee, unknown_ok=True):
+            if summarising:
+                self.opaque.add(id(call))
             return plain(args_taints | {("G", call)})
         if (
             name is not None
@@ -2101,8 +2128,12 @@ class GraphFlow:
         ) and name not in ("tuple", "list"):
             # model(x) where `model` is a parameter / a local we cannot type (or, while
             # summarising a def, a module-level name we cannot see): assume a module
+            if summarising:
+                self.opaque.add(id(call))
             if name not in env and self.r.ctx is None:
                 # a module-level function, maybe: its facts are composed where this def is called
+                # (and whether its graph is only assumed is that function's answer: RetPos.assumed_via)
+                self.opaque_via[id(call)] = name
                 k = len(self.delegates)
                 if self.frames:
                     self.loop_delegates.append(k)
@@ -2759,6 +2790,8 @@ class GraphFlow:
     def _module_result(self, call: ast.Call, tq: str, args_taints, graph: bool = True) -> Val:
         if graph:
             self.saving_calls.add(id(call))
+            if tq == "?" and self.r.ctx is None:  # self.fc(x): an attribute of a module we cannot see
+                self.opaque.add(id(call))
         g = args_taints | {("G", call)} if graph else args_taints
         one = _with(plain(g), kind="tensor")  # a state tensor: h, or c
         if tq in K.RECURRENT_MODULES:
@@ -2849,12 +2882,30 @@ class GraphFlow:
             self._apply_delegates(call, node, facts, argval, {fname}, 0, env)
         if (facts.loop_backward or facts.loop_delegates) and not facts.no_grad and self.r.ctx is not None:
             self._callee_loop(call, facts, argval, env)
+        if graph_node is None and not self.no_grad and not facts.no_grad and _assumed_graph(facts, self.r):
+            self.opaque.add(id(node))  # the graph it returns is only assumed (RetPos.assumed): so is ("G", call)
         if facts.returns is not None:
             if (facts.returns_share or any((self.r.global_obj(n) or "").startswith(("user:", "inst:"))
                                            for n in facts.returns_share_via)) and not facts.no_grad and not self.no_grad:
                 self.saving_calls.add(id(node))  # the positions share a part that saved tensors
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
+
+
+def _assumed_graph(facts: FnFacts, r: Resolver, depth: int = 0) -> bool:
+    """Does every position of what the function returns that holds a graph built
+    inside hold one only assumed (``RetPos.assumed``), none computed from an argument?
+    A module-level function it calls by name (``RetPos.assumed_via``) answers for
+    its own result: one that builds a real graph makes this one real."""
+    poss = facts.returns if facts.returns is not None else (facts.ret,)
+    if not any(rp.graph for rp in poss) or any(rp.derived or not rp.assumed for rp in poss if rp.graph or rp.derived):
+        return False
+    for rp in poss:
+        for name in rp.assumed_via:
+            callee = r.fn(name)
+            if callee is not None and (depth >= 4 or not _assumed_graph(callee, r, depth + 1)):
+                return False
+    return True
 
 
 def _global_receiver(key: str, r: Resolver) -> bool:

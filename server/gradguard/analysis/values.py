@@ -224,6 +224,13 @@ class RetPos:
     # entry flows into it: a scheduler's ``step()`` combining the model outputs earlier
     # calls kept in ``self.ets`` hands back their graphs (read where it is called)
     reads: FrozenSet[str] = EMPTY
+    # its graph is only assumed: every graph it holds was made by a callable the
+    # summary could not see into (``parser = ArgumentParser(...)``, a loader a helper
+    # builds), which may be a module's output or any object (GraphFlow.opaque)
+    assumed: bool = False
+    # the module-level functions (called by name) whose own result decides whether
+    # that graph is real: they are composed where the function is called
+    assumed_via: FrozenSet[str] = EMPTY
 
 
 @record

@@ -131,7 +131,11 @@ def _trace_may_report(unit, ctx) -> bool:
             reached.update(t for t in ev.loss.taints if t[0] == "G")
     if not reached:
         return False
-    return any(not reached.isdisjoint(v.taints) for entry in flow.loop_entries.values() for v in entry.values())
+    # a tensor carrying one of those graphs, not an object the trace only assumes may hold one
+    # (``GraphFlow.tensor_graphs``: what a callable it cannot see into returned)
+    tensor_graphs = flow.tensor_graphs
+    return any(v.taints and not reached.isdisjoint(tensor_graphs(v))
+               for entry in flow.loop_entries.values() for v in entry.values())
 
 
 def _may_report(unit, ctx) -> bool:
