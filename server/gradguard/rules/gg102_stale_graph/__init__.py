@@ -29,8 +29,12 @@ How it works (one unit at a time):
    ``no_grad``), the names a container holds, the sources of a graph
    ``__init__`` leaves on ``self`` for another method's loop (and of a graph whose
    start the trace cannot name, for the ``autograd.grad(inputs=)`` filter, which
-   otherwise compares the trace's), and parameter-freezing loops. The
-   interpreter's values do not carry those yet; until they do, this walk stays.
+   otherwise compares the trace's). The interpreter's values do not carry those
+   yet; until they do, this walk stays (docs/architecture.md lists what is left).
+   Which loops freeze a module's parameters is one reading for the walk and the
+   trace (``ast_util.frozen_by_loop``); the pre-filter above skips a unit whose
+   only reused graph is an object a graph only may reach
+   (``GraphFlow.tensor_graphs``).
 
 The torch facts (which calls cut graphs, which operations save tensors, which
 modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
