@@ -137,9 +137,13 @@ def _trace_may_report(unit, ctx) -> bool:
         return False
     # a tensor carrying one of those graphs, not an object the trace only assumes may hold one
     # (``GraphFlow.tensor_graphs``: what a callable it cannot see into returned)
-    tensor_graphs = flow.tensor_graphs
-    return any(v.taints and not reached.isdisjoint(tensor_graphs(v))
-               for entry in flow.loop_entries.values() for v in entry.values())
+    opaque = flow.opaque
+    for entry in flow.loop_entries.values():
+        for v in entry.values():
+            if v.taints and not reached.isdisjoint(v.taints):
+                if not opaque or any(id(t[1]) not in opaque for t in reached.intersection(v.taints)):
+                    return True
+    return False
 
 
 def _may_report(unit, ctx) -> bool:
