@@ -130,8 +130,30 @@ def _needs_interpretation(body) -> bool:
                 filled.append(f.value.id)  # type: ignore[attr-defined]
         if isinstance(s, ast.Delete):
             return True
+        if _accumulates_on_attribute(s):
+            return True  # self.sum += val * n: a meter keeping what it is handed
     # fmaps.append(output) on a list the body never binds: a module-level one, maybe
     return "*" not in bound and any(n not in bound for n in filled)
+
+
+def _accumulates_on_attribute(s: ast.stmt) -> bool:
+    """``self.sum += val * n`` (or ``meter.sum = meter.sum + val``): a running total
+    kept on an object, of something that is not a constant. What the value holds is
+    kept there across calls (``ContainerEffect.appends_params``: an ``AverageMeter``'s
+    ``update(loss)`` keeps every loss's graph)."""
+    if isinstance(s, ast.AugAssign):
+        target, value = s.target, s.value
+    elif isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.BinOp):
+        target, value = s.targets[0], s.value
+        if not (isinstance(target, ast.Attribute) and any(
+                isinstance(n, ast.Attribute) and n.attr == target.attr and isinstance(n.value, ast.Name)
+                and isinstance(target.value, ast.Name) and n.value.id == target.value.id
+                for n in (value.left, value.right))):
+            return False
+    else:
+        return False
+    return (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and not isinstance(value, ast.Constant))
 
 
 def _empties_own_container(fn: ast.AST) -> bool:
@@ -186,6 +208,9 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
         elif cls is ast.Delete:
             for t in node.targets:  # type: ignore[attr-defined]
                 changed.add(id(t.value if isinstance(t, ast.Subscript) else t))
+        elif (cls is ast.AugAssign or cls is ast.Assign) and _accumulates_on_attribute(node):  # type: ignore[arg-type]
+            t = node.target if cls is ast.AugAssign else node.targets[0]  # type: ignore[attr-defined]
+            changed.add(id(t))  # self.sum += val * n: a running total kept on the object
         elif cls is ast.Assign and me is not None and node.value.__class__ in (ast.List, ast.Dict):  # type: ignore[attr-defined]
             emptied.update(id(t) for t in node.targets)  # type: ignore[attr-defined]  # self.memory = []
         elif cls in (ast.Global, ast.Nonlocal):

@@ -479,12 +479,15 @@ class Document:
     def _analyse(self) -> Tuple[Tuple[Finding, ...], Tuple[Tuple[int, str, str], ...]]:
         rules = enabled_rules(self.config, self.path)
         if (all(r.needs_backprop for r in rules) and not any(c.may_backprop() for c in self.chunks)
-                and not _facts_may_backprop(self.external_facts)):  # nothing_to_report, each chunk's text read once
-            # nothing here back-propagates (a model, a data module): no rule can
-            # report, so no fact is computed; the module unit is re-analysed
-            # once something does
-            self._module_key = self._last_merged = None
-            return (), ()
+                and not _facts_may_backprop(self.external_facts)):  # rules_to_run, each chunk's text read once
+            # nothing here back-propagates (a model, a data module): only a rule that
+            # reports without it may run, where its pattern is found
+            rules = _rules_without_backprop(rules, [c.text for c in self.chunks])
+            if not rules:
+                # no rule can report, so no fact is computed; the module unit is
+                # re-analysed once something does
+                self._module_key = self._last_merged = None
+                return (), ()
         merged = merge_facts(self.external_facts, (c.get_facts(self._unreferenced) for c in self.chunks))
         # (the notes on unverified paths change what a unit reports: part of the key)
         rules_key = tuple(r.code for r in rules) + (("unverified-notes",) if self.config.unverified_notes else ())
@@ -733,13 +736,31 @@ def check_source(
 
 
 def nothing_to_report(texts: Iterable[str], external_facts: Optional[Dict[str, object]], rules) -> bool:
-    """Every one of ``rules`` needs back-propagation, and nothing in ``texts``
-    (a file, or its chunks) nor in the facts imported from other files can
-    back-propagate: the one decision of the CLI, the parallel path and the
-    incremental document (which asks it chunk by chunk, remembering each
-    chunk's answer: ``_Chunk.may_backprop``)."""
-    return (all(r.needs_backprop for r in rules) and not any(_text_may_backprop(t) for t in texts)
-            and not _facts_may_backprop(external_facts))
+    """No rule of ``rules`` can report: :func:`rules_to_run` is empty."""
+    return not rules_to_run(texts, external_facts, rules)
+
+
+def rules_to_run(texts: Iterable[str], external_facts: Optional[Dict[str, object]], rules) -> list:
+    """``rules``, unless every one of them needs back-propagation and nothing in
+    ``texts`` (a file, or its chunks) nor in the facts imported from other files
+    can back-propagate: then only those whose ``also_without_backprop`` pattern
+    is found in the text (often none). The one decision of the CLI, the parallel
+    path and the incremental document (which asks it chunk by chunk, remembering
+    each chunk's answer: ``_Chunk.may_backprop``)."""
+    texts = list(texts)
+    if (all(r.needs_backprop for r in rules) and not any(_text_may_backprop(t) for t in texts)
+            and not _facts_may_backprop(external_facts)):
+        return _rules_without_backprop(rules, texts)
+    return list(rules)
+
+
+def _rules_without_backprop(rules, texts: List[str]) -> list:
+    out = []
+    for r in rules:
+        pattern = r.also_without_backprop
+        if pattern is not None and any(pattern.search(t) for t in texts):
+            out.append(r)
+    return out
 
 
 # Every way to back-propagate that the rules know spells one of these words in

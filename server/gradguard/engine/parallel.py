@@ -149,8 +149,9 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
     last_mode = "serial"
     config = config or E.Config()
     lines = split_lines(source)
-    if not _usable(jobs, len(lines), min_lines) or E.nothing_to_report(
+    if not _usable(jobs, len(lines), min_lines) or not E.may_backprop(source, external_facts) or E.nothing_to_report(
             (source,), external_facts, E.enabled_rules(config, path)):
+        # (where nothing back-propagates, at most a rule that reports without it runs: serially)
         return E.check_source(source, path, config, external_facts)
     bounds = split_points(lines, jobs)
     if len(bounds) < 3:

@@ -7,7 +7,7 @@ from gradguard.model.i18n import pick
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import ClassVar, Iterable, List, Mapping, Optional, Tuple, Union
+    from typing import ClassVar, Iterable, List, Mapping, Optional, Pattern, Tuple, Union
 
     from gradguard.analysis.context import ModuleContext, Unit
     from gradguard.analysis.summary import FactSource
@@ -72,6 +72,10 @@ class Rule:
     # so, a one-shot check of a file in which nothing can back-propagate
     # (``engine.may_backprop``) only parses it.
     needs_backprop: ClassVar[bool] = False
+    # ... except in a text this pattern finds (searched in the text as written): then the
+    # rule alone runs there (GG201: an inference script's ``model.eval()``, whose loop
+    # runs the model with graph recording on)
+    also_without_backprop: ClassVar[Optional[Pattern[str]]] = None
     # Its messages, fix titles or data name line numbers ("freed on line 26"): a cached
     # finding moved by an edit above it would name the old lines, so the engine
     # analyses the unit again instead of shifting the finding.

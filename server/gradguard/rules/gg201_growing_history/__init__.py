@@ -56,7 +56,8 @@ _EVAL_ITERABLE = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)(_|$|load
 # the interpreter, with accumulation marks
 # ---------------------------------------------------------------------------
 class _Site:
-    __slots__ = ("stmt", "name", "kind", "frame", "loops", "kept", "carried", "value", "init")
+    __slots__ = ("stmt", "name", "kind", "frame", "loops", "kept", "carried", "value", "init", "fresh", "untargeted",
+                 "returned")
 
     def __init__(self, stmt, name, kind, frame, loops, value, init):
         self.stmt = stmt
@@ -68,6 +69,11 @@ class _Site:
         self.carried = False  # and read by the same statement in the next one
         self.value = value  # the expression added (aug/append) or the right-hand side
         self.init = init  # the accumulator's value before the loop
+        self.fresh: set = set()  # the graphs of module outputs the statement adds (graph tokens)
+        # built from nothing the loop iterates over (a ``range`` loop on a fixed batch, modules
+        # made in a loop, a best score): kept only when what it adds was back-propagated
+        self.untargeted = True
+        self.returned = False  # also returned (a record of numbers, once back-propagated)
 
 
 class HistoryFlow(interp.GraphFlow):
@@ -91,6 +97,10 @@ class HistoryFlow(interp.GraphFlow):
         # graph-free values: ``criterion(output, target)`` after that block)
         self.quiet_call_lines: List[int] = []
         self.graph_free_lines: List[int] = []
+        # (meters) the call statement being walked, and what its method keeps on its object:
+        # (the attribute's dotted name, its value before, the arguments kept)
+        self._fill_call: Optional[ast.Call] = None
+        self._fills: Optional[list] = None
 
     def eval(self, e, env):
         if isinstance(e, ast.Attribute) and e.attr in _METADATA:
@@ -132,12 +142,42 @@ class HistoryFlow(interp.GraphFlow):
     def _apply_facts(self, call, facts, pos, kws, env, fname, graph_node=None, recv_key=None):
         for v in list(pos) + list(kws.values()):
             self.handed.update(t for t in v.taints if t[0] == "H")
+        fills = self._fills
+        if fills is not None and call is self._fill_call and facts.containers and not facts.no_grad:
+            # ``meter.update(loss)`` whose method keeps what it is handed on its object
+            # (``self.sum += val``: ContainerEffect.appends_params): the object's attribute
+            # accumulates like a list or a running total
+            named = {k.arg: k.value for k in call.keywords if k.arg}
+            for key, eff in self._container_keys(call, facts, recv_key):
+                if not eff.appends_params or not eff.path.startswith("#self.") or "." not in key:
+                    continue
+                args = [facts.argument(i, call.args, named) for i in sorted(eff.appends_params)
+                        if facts.argument(i, pos, kws, V.CLEAN).graph_tokens()]
+                args = [a for a in args if isinstance(a, ast.expr) and not isinstance(a, ast.Starred)]
+                if args:
+                    fills.append((key, env.get(key) or V.CLEAN, args))
         return super()._apply_facts(call, facts, pos, kws, env, fname, graph_node, recv_key)
 
     def stmt(self, s, env):
         cand = self._candidates(s) if self.frames and not self.no_grad else ()
         before = {n: env.get(n) for n, _, _ in cand}
-        env = super().stmt(s, env)
+        meter = (self.frames and not self.no_grad and s.__class__ is ast.Expr and s.value.__class__ is ast.Call
+                 and isinstance(s.value.func, ast.Attribute) and s.value.func.attr not in _ACC_METHODS
+                 and isinstance(s.value.func.value, ast.Name))
+        outer = (self._fill_call, self._fills)
+        if meter:
+            self._fill_call, self._fills = s.value, []
+        try:
+            env = super().stmt(s, env)
+            fills = self._fills if meter else None
+        finally:
+            self._fill_call, self._fills = outer
+        if fills:
+            cand = list(cand)
+            for key, old, args in fills:
+                if key not in before:
+                    before[key] = old
+                    cand.append((key, "meter", args))
         for name, kind, value in cand:
             old, new = before[name], env.get(name)
             if old is None or new is None:
@@ -153,10 +193,13 @@ class HistoryFlow(interp.GraphFlow):
             if not any(id(t[1]) in self.model_calls or id(t[1]) in self.saving_calls for t in fresh):
                 continue  # no module's output in it: a helper's value of unknown kind
             fors = [fr.loop for fr in self.frames if isinstance(fr.loop, (ast.For, ast.AsyncFor))]
-            if fors and not any(("T", id(lp)) in new.taints for lp in fors):
-                continue  # built from nothing the loop iterates over: modules made in a loop, a best score
+            # built from nothing the loop iterates over (modules made in a loop, a best score) is
+            # kept only when a backward of the loop ran through it (see _backpropagated)
+            untargeted = bool(fors) and not any(("T", id(lp)) in new.taints for lp in fors)
             if site is None:
                 site = self.sites[id(s)] = _Site(s, name, kind, frame, tuple(self.frames), value, old)
+            site.untargeted = site.untargeted and untargeted
+            site.fresh.update(t for t in fresh if id(t[1]) in self.model_calls or id(t[1]) in self.saving_calls)
             env[name] = V._with(new, taints=new.taints | {mark})
         return env
 
@@ -215,6 +258,8 @@ class GrowingHistory(Rule):
     name = "growing-history"
     default_severity = Severity.WARNING
     needs_backprop = True
+    # an inference script (nothing back-propagates) that says it evaluates: ``model.eval()``
+    also_without_backprop = re.compile(r"\.eval\(\s*\)")
     fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
     # no loop, nothing accumulates across iterations (cheap: the unit's words)
     trigger = Trigger(torch=True, words=(("for", "while"),))
@@ -235,8 +280,16 @@ class GrowingHistory(Rule):
             return ()
         kept = [s for s in flow.sites.values() if s.kept and s.carried]
         out: List[Finding] = []
-        used = _escaping_marks(flow)
-        leaks = [s for s in kept if ("H", id(s.stmt)) not in used]
+        used, returned = _escaping_marks(flow)
+        leaks = []
+        for s in kept:
+            mark = ("H", id(s.stmt))
+            if mark in used:
+                continue
+            s.returned = mark in returned
+            if (s.untargeted or s.returned) and (not _backpropagated(s, flow) or _in_tests(unit, ctx)):
+                continue  # (a unit test's chunks, kept to compare with a whole pass: gone with the test)
+            leaks.append(s)
         if leaks:
             out.extend(_findings(self, leaks, flow, unit, ctx))
         if evaluates:
@@ -314,23 +367,41 @@ def _worth_running(unit, ctx) -> bool:
             evaluates.append(any(w.startswith(("eval", "val", "test", "predict", "infer")) for w in words))
         return evaluates[0]
 
-    return _accumulates_in_a_loop(unit.body, False, says_eval)
+    return _accumulates_in_a_loop(unit.body, False, says_eval, _meter_methods(ctx))
 
 
-def _accumulates_in_a_loop(stmts, in_loop: bool, says_eval) -> bool:
+def _meter_methods(ctx) -> frozenset:
+    """The names of the methods of the classes the file knows (its own, imported) that
+    add an argument to an attribute of their object (``AverageMeter.update``:
+    ``self.sum += val * n``). (The last context's answer is remembered.)"""
+    if _METERS[0] is not ctx:
+        names = set()
+        for key, facts in ctx.summary.items():
+            methods = getattr(facts, "methods", None) if key.startswith("class:") else None
+            for name, fn in methods if isinstance(methods, tuple) else ():
+                if any(e.appends_params and e.path.startswith("#self.") for e in getattr(fn, "containers", ())):
+                    names.add(name)
+        _METERS[:] = [ctx, frozenset(names)]
+    return _METERS[1]
+
+
+_METERS: list = [None, frozenset()]
+
+
+def _accumulates_in_a_loop(stmts, in_loop: bool, says_eval, meters: frozenset = frozenset()) -> bool:
     """(A module function, not a closure calling itself: that is a reference
     cycle, which keeps the unit and its tree alive until the cyclic collector runs.)"""
     for t in stmts:
-        if in_loop and _accumulation_shaped(t, says_eval):
+        if in_loop and _accumulation_shaped(t, says_eval, meters):
             return True
         inner = in_loop or isinstance(t, A.LOOPS)
         for block in A.child_blocks(t):
-            if _accumulates_in_a_loop(block, inner, says_eval):
+            if _accumulates_in_a_loop(block, inner, says_eval, meters):
                 return True
     return False
 
 
-def _accumulation_shaped(t, says_eval) -> bool:
+def _accumulation_shaped(t, says_eval, meters: frozenset = frozenset()) -> bool:
     if isinstance(t, ast.AugAssign):
         # (w -= lr * w.grad is an update, not a history)
         return isinstance(t.target, ast.Name) and not A.is_graph_cut(t.value) and not _reads_grad(t.value)
@@ -344,6 +415,8 @@ def _accumulation_shaped(t, says_eval) -> bool:
         # matters in an evaluation loop, and such code says "eval" somewhere
         return any(_graph_leaves(t.value, n) for n in names) or says_eval()
     if isinstance(t, ast.Expr) and isinstance(t.value, ast.Call) and isinstance(t.value.func, ast.Attribute):
+        if t.value.func.attr in meters and (t.value.args or t.value.keywords):
+            return True  # meter.update(loss): a method keeping its argument on its object
         return t.value.func.attr in _ACC_METHODS and bool(t.value.args) and not A.is_graph_cut(t.value.args[-1])
     return False
 
@@ -352,18 +425,39 @@ def _reads_grad(e: ast.AST) -> bool:
     return any(n.__class__ is ast.Attribute and n.attr == "grad" for n in A.iter_nodes(e))
 
 
-def _escaping_marks(flow: HistoryFlow) -> set:
-    """The marks that reach a backward, a return/yield, an attribute, or a
-    function of the project they are handed to."""
+def _escaping_marks(flow: HistoryFlow) -> Tuple[set, set]:
+    """The marks that reach a backward, an attribute, or a function of the project
+    they are handed to; and those that reach a return/yield."""
     used: set = set(flow.handed)
     for ev in flow.events:
         used |= ev.loss.taints
-    for r in flow.returns:
-        used |= r.taints
+    own = {("H", k): site.name for k, site in flow.sites.items() if site.kind == "meter"}
     for key, v in (getattr(flow, "final", None) or {}).items():
         if "." in key:
-            used |= v.taints
-    return {t for t in used if t[0] == "H"}
+            # (a meter's own attribute is where its accumulation lives, not where it escapes to)
+            used |= {t for t in v.taints if own.get(t) != key}
+    returned: set = set()
+    for r in flow.returns:
+        returned |= r.taints
+    return {t for t in used if t[0] == "H"}, {t for t in returned if t[0] == "H"}
+
+
+def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:
+    """Did a backward of the site's loop, not retaining its graph, run through what
+    the site adds (``loss.backward(); total_loss += loss``)? Then the accumulation
+    is no loss anyone can differentiate again (a second backward through it would
+    fail): returned, it is a record of numbers kept as a graph, and made from nothing
+    the loop iterates over (a ``range`` loop on a fixed batch), still one graph per
+    iteration."""
+    if not site.fresh:
+        return False
+    loop = site.frame.loop
+    for ev in flow.events:
+        if ev.retain or not _inside(ev.call, loop):
+            continue
+        if site.fresh & ev.loss.graph_tokens():
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------
@@ -485,15 +579,13 @@ def _evaluation_phase(unit, loop, ctx) -> bool:
     function named for evaluation (``evaluate``, ``validate_epoch``,
     ``predict``), or an iterable named for it (``val_loader``, ``test_data``).
     Never in a test suite (a test checks a forward pass; its graph dies with it)."""
-    base = os.path.basename((getattr(ctx, "path", None) or "").replace("\\", "/"))
-    if base.startswith("test_") or base.endswith("_test.py"):
-        return False
-    node = unit.node
-    name = getattr(node, "name", "") if unit.kind == "function" else ""
-    if name.startswith("test_") or (unit.class_node is not None and unit.class_node.name.startswith("Test")):
+    if _in_tests(unit, ctx):
         return False  # a unit test's forward pass
+    name = getattr(unit.node, "name", "") if unit.kind == "function" else ""
     if _eval_call_before(unit, loop, ctx) is not None:
         return True
+    if not _file_backprops(ctx):
+        return False  # an inference script: only its own ``model.eval()`` says it evaluates
     if name and not name.startswith("test_") and _EVAL_FUNCTION.match(name):
         return True
     if isinstance(loop, (ast.For, ast.AsyncFor)):
@@ -504,6 +596,29 @@ def _evaluation_phase(unit, loop, ctx) -> bool:
         if _EVAL_ITERABLE.search(label.rsplit(".", 1)[-1]):
             return True
     return False
+
+
+def _in_tests(unit, ctx) -> bool:
+    """A test suite's file (``test_*.py``, ``*_test.py``), function (``test_*``) or class (``Test*``)."""
+    base = os.path.basename((getattr(ctx, "path", None) or "").replace("\\", "/"))
+    if base.startswith("test_") or base.endswith("_test.py"):
+        return True
+    name = getattr(unit.node, "name", "") if unit.kind == "function" else ""
+    return name.startswith("test_") or (unit.class_node is not None and unit.class_node.name.startswith("Test"))
+
+
+def _file_backprops(ctx) -> bool:
+    """Can anything in the file back-propagate (the engine's test, on its text and the
+    facts it reads)? If not, it is analysed only for its ``.eval()``
+    (``also_without_backprop``). (The last context's answer is remembered.)"""
+    if _BACKPROPS[0] is not ctx:
+        from gradguard.engine.document import may_backprop
+
+        _BACKPROPS[:] = [ctx, may_backprop("\n".join(ctx.index.lines), dict(ctx.summary.items()))]
+    return bool(_BACKPROPS[1])
+
+
+_BACKPROPS: list = [None, None]
 
 
 def _eval_call_before(unit, loop, ctx) -> Optional[ast.Call]:
@@ -572,6 +687,9 @@ def _wrap(expr: ast.expr, method: str, ctx) -> TextEdit:
 def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
     if site.kind == "append":
         return ".detach()", [_wrap(site.value, "detach", ctx)]
+    if site.kind == "meter":
+        # (the meter may do tensor arithmetic with what it is handed: a tensor it stays)
+        return ".detach()", [_wrap(e, "detach", ctx) for e in site.value]
     items, tensor_use = _later_uses(unit, site)
     number = site.init is not None and site.init.const and not site.init.taints and not tensor_use
     if site.kind == "aug":
@@ -580,7 +698,8 @@ def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
         leaves = _graph_leaves(site.value, site.name)
         if not leaves:
             return None
-    method = "item" if number and all(_scalar_like(e) for e in leaves) else "detach"
+    # (returned: the caller may read it as a tensor, ``train(...).item()``)
+    method = "item" if number and not site.returned and all(_scalar_like(e) for e in leaves) else "detach"
     edits = [_wrap(e, method, ctx) for e in leaves]
     if method == "item":
         for call in items:
@@ -606,6 +725,10 @@ def _leaves_into(e: ast.expr, name: str, out: List[ast.expr]) -> None:
         _leaves_into(e.right, name, out)
     elif isinstance(e, ast.UnaryOp):
         _leaves_into(e.operand, name, out)
+    elif isinstance(e, ast.IfExp):
+        # ``loss if running is None else 0.9 * running + 0.1 * loss``: the test only reads
+        _leaves_into(e.body, name, out)
+        _leaves_into(e.orelse, name, out)
     elif isinstance(e, ast.Constant):
         return
     elif name in loaded_names(e):
