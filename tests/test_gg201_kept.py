@@ -1,0 +1,333 @@
+"""GG201: the kept-graph shapes of the blind quiet corpus (docs/quiet-rules-scan.md) --
+a loop over ``range`` on a fixed batch, an accumulator returned from ``train()``, a
+meter whose method keeps its argument on its object, losses kept after their backward,
+an inference script's ``model.eval()`` loop without ``no_grad``. Each with the correct
+forms that must stay silent."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from gradguard.engine import check_source
+from gradguard.engine.document import rules_to_run
+from gradguard.model.text import apply_text_edits
+from gradguard.rules import all_rules
+
+HEAD = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x0, y0 = torch.randn(2, 4), torch.randn(2, 1)
+data = [(torch.randn(2, 4), torch.randn(2, 1)) for _ in range(3)]
+"""
+
+
+def gg201(src: str, path: str = "t.py"):
+    return [f for f in check_source(textwrap.dedent(src), path).findings if f.code == "GG201"]
+
+
+def fixed(src: str) -> str:
+    src = textwrap.dedent(src)
+    fs = gg201(src)
+    return apply_text_edits(src, [e for f in fs for e in f.preferred_fix.edits])
+
+
+def lines(fs):
+    return sorted(f.range.start.line + 1 for f in fs)
+
+
+# ---------------------------------------------------------------------------
+# a range loop on a fixed batch (the PyTorch FAQ's own example)
+RANGE = HEAD + """\
+total_loss = 0
+for i in range(5):
+    opt.zero_grad()
+    loss = ((model(x0) - y0) ** 2).mean()
+    loss.backward()
+    opt.step()
+    total_loss += loss
+print(float(total_loss) / 5)
+"""
+
+
+def test_range_loop_on_a_fixed_batch_is_reported_with_an_item_fix():
+    [f] = gg201(RANGE)
+    assert f.range.start.line + 1 == 14 and f.severity.value == "warning"
+    out = fixed(RANGE)
+    assert "    total_loss += loss.item()\n" in out and not gg201(out)
+
+
+@pytest.mark.parametrize("line", ["total_loss += loss.item()", "total_loss += loss.detach()",
+                                  "total_loss += float(loss)"])
+def test_range_loop_cut_forms_are_silent(line):
+    assert not gg201(RANGE.replace("total_loss += loss", line))
+
+
+def test_range_loop_accumulation_back_propagated_or_never_back_propagated_is_silent():
+    # the sum is the loss (gradient accumulation on purpose), a retained graph, modules built in
+    # a range loop, a best score: nothing a backward of the loop freed is kept
+    src = HEAD + textwrap.dedent("""\
+    total = 0
+    for i in range(3):
+        total = total + ((model(x0) - y0) ** 2).mean()
+    total.backward()
+    layers = []
+    for i in range(3):
+        layers.append(nn.Linear(4, 4))
+    best = 0
+    for i in range(3):
+        score = model(x0).mean()
+        best = max(score, best)
+    """)
+    assert not gg201(src)
+
+
+def test_running_average_started_from_none_is_an_accumulation():
+    src = HEAD + textwrap.dedent("""\
+    running = None
+    for x, y in data:
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        running = loss if running is None else 0.9 * running + 0.1 * loss
+    print(float(running))
+    """)
+    [f] = gg201(src)
+    out = fixed(src)
+    assert "running = loss.detach() if running is None else 0.9 * running + 0.1 * loss.detach()" in out
+    assert not gg201(out)
+    assert not gg201(src.replace("running = loss if", "running = loss.item() if").replace(
+        "0.1 * loss\n", "0.1 * loss.item()\n"))
+
+
+def test_losses_appended_after_their_backward_in_a_range_loop():
+    src = HEAD + textwrap.dedent("""\
+    d_losses = []
+    for i in range(4):
+        opt.zero_grad()
+        d_loss = model(torch.randn(2, 4)).mean()
+        d_loss.backward()
+        opt.step()
+        d_losses.append(d_loss)
+    """)
+    [f] = gg201(src)
+    assert "d_losses.append(d_loss.detach())" in fixed(src)
+    # a list made anew each step, summed and back-propagated: silent
+    per_step = HEAD + textwrap.dedent("""\
+    for i in range(4):
+        parts = []
+        for x, y in data:
+            parts.append(((model(x) - y) ** 2).mean())
+        opt.zero_grad()
+        torch.stack(parts).sum().backward()
+        opt.step()
+    """)
+    assert not gg201(per_step)
+
+
+# ---------------------------------------------------------------------------
+# an accumulator returned from train()
+TRAIN = HEAD + """\
+def train(model, loader, optimizer):
+    loss_sum = 0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        loss_sum += loss
+    return loss_sum / len(loader)
+
+
+print(train(model, data, opt).item())
+"""
+
+
+def test_returned_accumulator_of_back_propagated_losses_is_reported_with_detach():
+    [f] = gg201(TRAIN)
+    assert f.range.start.line + 1 == 15
+    out = fixed(TRAIN)
+    # not .item(): the caller reads a tensor (``train(...).item()``)
+    assert "        loss_sum += loss.detach()\n" in out and not gg201(out)
+
+
+def test_returned_accumulators_a_caller_may_back_propagate_are_silent():
+    # nothing back-propagated inside: the caller's backward decides (gradient accumulation)
+    assert not gg201(TRAIN.replace("        loss.backward()\n", ""))
+    # the graph is retained: the caller may back-propagate the sum once more
+    assert not gg201(TRAIN.replace("loss.backward()", "loss.backward(retain_graph=True)"))
+    assert not gg201(TRAIN.replace("loss_sum += loss\n", "loss_sum += loss.item()\n"))
+
+
+def test_relaxed_accumulations_in_a_test_suite_are_silent():
+    # chunks kept to compare with a whole pass: the graph dies with the test
+    src = HEAD + textwrap.dedent("""\
+    def test_chunks_match():
+        chunks = []
+        for start in range(0, 2):
+            out = model(x0[start:start + 1])
+            chunks.append(out)
+            out.sum().backward()
+        assert torch.cat(chunks).shape == (2, 1)
+    """)
+    assert not gg201(src)
+    assert len(gg201(src.replace("def test_chunks_match", "def chunks_match"))) == 1
+    assert not gg201(src.replace("def test_chunks_match", "def chunks_match"), "tests/test_chunks.py")
+
+
+# ---------------------------------------------------------------------------
+# meters
+METER = HEAD + """\
+class AverageMeter:
+    def __init__(self):
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.sum += val * n
+        self.count += n
+
+
+meter = AverageMeter()
+for x, y in data:
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    meter.update(loss, x.size(0))  # 中文注释
+print(float(meter.sum / meter.count))
+"""
+
+
+def test_the_facts_say_a_meter_method_keeps_its_argument_on_its_object():
+    from gradguard.engine.document import Document, merge_facts
+
+    d = Document(textwrap.dedent(METER), "t.py", None, None, one_shot=True)
+    merged = merge_facts(None, (c.get_facts(d._unreferenced) for c in d.chunks))
+    update = dict(merged["class:AverageMeter"].methods)["update"]
+    effects = {e.path: e.appends_params for e in update.containers}
+    assert effects == {"#self.sum": frozenset({0, 1}), "#self.count": frozenset({1})}
+
+
+def test_meter_handed_the_loss_is_reported_and_the_fix_detaches_only_the_graph():
+    [f] = gg201(METER)
+    assert f.range.start.line + 1 == 24 and "meter.sum" in f.message_in("en") and "meter.sum" in f.message_in("zh")
+    line = textwrap.dedent(METER).splitlines()[23]
+    assert f.range.start.character == line.index("meter")
+    out = fixed(METER)
+    assert "    meter.update(loss.detach(), x.size(0))  # 中文注释\n" in out and not gg201(out)
+
+
+@pytest.mark.parametrize("call", ["meter.update(loss.item(), x.size(0))", "meter.update(float(loss))",
+                                  "meter.update(loss.detach(), x.size(0))"])
+def test_meter_handed_a_number_or_a_detached_tensor_is_silent(call):
+    assert not gg201(METER.replace("meter.update(loss, x.size(0))", call))
+
+
+def test_meter_made_each_iteration_or_back_propagated_is_silent():
+    each = METER.replace("meter = AverageMeter()\n", "").replace(
+        "    opt.zero_grad()\n", "    meter = AverageMeter()\n    opt.zero_grad()\n", 1)
+    assert not gg201(each)
+    summed = HEAD + textwrap.dedent("""\
+    class Accumulator:
+        def __init__(self):
+            self.total = 0
+
+        def add(self, val):
+            self.total += val
+
+
+    acc = Accumulator()
+    for x, y in data:
+        acc.add(((model(x) - y) ** 2).mean())
+    acc.total.backward()
+    """)
+    assert not gg201(summed)
+
+
+def test_meter_of_another_class_method_kind_is_not_a_meter():
+    # a method setting (not adding to) its attribute keeps only the last value
+    src = METER.replace("self.sum += val * n", "self.sum = val * n")
+    assert not gg201(src)
+
+
+# ---------------------------------------------------------------------------
+# inference scripts: nothing back-propagates in the file
+SCRIPT = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(6, 4)
+model.eval()
+results = []
+for batch in [torch.randn(3, 6) for _ in range(4)]:
+    results.append(model(batch))
+print(torch.cat(results).argmax(1))
+"""
+
+
+def test_inference_script_is_analysed_by_gg201_alone():
+    codes = [r.code for r in rules_to_run([SCRIPT], None, all_rules())]
+    assert codes == ["GG201"]
+    assert rules_to_run([SCRIPT.replace("model.eval()", "pass")], None, all_rules()) == []
+    with_backward = SCRIPT + "model(torch.randn(1, 6)).sum().backward()\n"
+    assert len(rules_to_run([with_backward], None, all_rules())) == len(all_rules())
+
+
+def test_inference_script_keeping_outputs_is_reported_and_fixed_with_no_grad():
+    [f] = gg201(SCRIPT)
+    assert f.range.start.line + 1 == 8 and f.severity.value == "warning"
+    out = fixed(SCRIPT)
+    assert "with torch.no_grad():\n    for batch in" in out and not gg201(out)
+    ast.parse(out)
+
+
+def test_inference_script_keeping_numbers_gets_the_hint():
+    src = SCRIPT.replace("results.append(model(batch))", "results.append(model(batch).detach().numpy())")
+    [f] = gg201(src)
+    assert f.severity.value == "hint" and f.range.start.line + 1 == 7
+
+
+@pytest.mark.parametrize("change", [
+    ("for batch in", "with torch.no_grad():\n  for batch in"),
+    ("for batch in", "with torch.inference_mode():\n  for batch in"),
+    ("model.eval()\n", ""),   # no .eval(): nothing says it evaluates (a data script)
+])
+def test_inference_scripts_under_no_grad_or_without_eval_are_silent(change):
+    src = SCRIPT.replace(*change)
+    ast.parse(src)
+    assert not gg201(src)
+
+
+def test_inference_function_needs_its_own_eval_call_where_nothing_back_propagates():
+    # named like an evaluation, but no .eval() in it: in a file that never back-propagates,
+    # a name alone does not say it evaluates
+    src = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(6, 4)
+    model.eval()
+
+
+    def predict(net, batches):
+        outs = []
+        for b in batches:
+            outs.append(net(b))
+        return len(outs)
+
+
+    def test(net, batches):
+        net.eval()
+        outs = []
+        for b in batches:
+            outs.append(net(b))
+        return len(outs)
+    """)
+    assert lines(gg201(src)) == [19]
