@@ -23,8 +23,10 @@ EXPLANATION = {
 Finds a tensor that carries an autograd graph and is accumulated across the iterations of a loop
 without ever being back-propagated: `total_loss += loss`, a running average
 `running = 0.9 * running + 0.1 * loss`, `losses.append(loss)` or `outputs.append(out)` into a list
-that outlives the iteration. Also an evaluation loop (one that never calls `backward()`, often after
-`model.eval()`) run without `torch.no_grad()` whose outputs or losses are kept.
+that outlives the iteration, or a meter handed the loss (`meter.update(loss)`, whose method does
+`self.sum += val`). Also an evaluation loop (one that never calls `backward()`, often after
+`model.eval()`) run without `torch.no_grad()` whose outputs or losses are kept, in a training file
+or in an inference script that calls `model.eval()`.
 
 ## Why is this bad?
 A tensor computed from parameters remembers how it was computed. `total_loss + loss` is a new
@@ -76,6 +78,15 @@ a tensor with the same values.
 **I sum the losses of several chunks and call `backward()` on the sum after the loop. Is that reported?**
 No. An accumulator that reaches a `backward()` (inside the loop or after it), is returned, or is
 stored on an object is what the program means to differentiate: gradient accumulation on purpose.
+Unless what it adds was already back-propagated in the loop (`loss.backward()`, then
+`total += loss`): a second backward through it would fail, so it is a record of numbers kept as a
+graph, and it is reported even when returned (`return total / len(loader)` from `train()`), with a
+`.detach()` fix (the caller may read a tensor).
+
+**I log the loss with a meter (`meter.update(loss)`). Is that reported?**
+When the meter's method adds what it is handed to an attribute of its object (`self.sum += val * n`,
+the usual `AverageMeter`), the attribute keeps every iteration's graph: reported on the call, with
+`.detach()` on the argument that carries the graph. `meter.update(loss.item())` is silent.
 
 **Is `float(loss)` or `loss.item()` enough?**
 Yes: both give a Python number with no graph. So does `loss.detach()` (a tensor).
@@ -87,15 +98,18 @@ records every operation until you enter `torch.no_grad()`.
 **Why is my evaluation function not reported, though it has no `no_grad`?**
 When the same file calls it inside `with torch.no_grad():` (or from a function decorated with
 `@torch.no_grad()`), nothing is recorded, and it is not reported. It is not reported either when it
-returns the accumulated tensor: its caller decides. Files that never back-propagate are not
-analysed.
+returns the accumulated tensor and nothing in the loop back-propagates it: its caller decides. A
+file that never back-propagates (an inference script) is analysed only where it calls `.eval()`,
+and only a loop after such a call counts as an evaluation there.
 ''',
     "zh": '''\
 ## 它检查什么
 找出这样的张量：它带着自动求导的计算图，在循环的各次迭代之间被不断累积，却从未被反向传播：
 `total_loss += loss`、滑动平均 `running = 0.9 * running + 0.1 * loss`、把 `loss` 或 `out`
-`append` 进一个在迭代结束后仍然存在的列表。还包括评估循环（从不调用 `backward()`，常在
-`model.eval()` 之后）：它没有放在 `torch.no_grad()` 下，却保存了输出或损失。
+`append` 进一个在迭代结束后仍然存在的列表，或者把损失交给一个计量器（`meter.update(loss)`，
+其方法执行 `self.sum += val`）。还包括评估循环（从不调用 `backward()`，常在 `model.eval()`
+之后）：它没有放在 `torch.no_grad()` 下，却保存了输出或损失；无论是在训练文件里，还是在调用了
+`model.eval()` 的推理脚本里。
 
 ## 为什么这是个问题
 由参数计算出来的张量会记住自己是怎么算出来的。`total_loss + loss` 是一个新张量，它的计算图
@@ -143,7 +157,15 @@ with torch.no_grad():
 ## 常见问题
 **我把几个分块的损失加起来，在循环之后对总和调用 `backward()`，会被报告吗？**
 不会。累加器如果到达了 `backward()`（在循环内或循环后）、被 `return`、或被存到对象的属性上，
-那正是程序要求导的东西：这是有意的梯度累积。
+那正是程序要求导的东西：这是有意的梯度累积。除非它累加的东西已经在循环里反向传播过
+（先 `loss.backward()`，再 `total += loss`）：再对它反向传播一次会失败，所以它只是以计算图
+形式保存的一串数值，即使被 `return`（`train()` 里的 `return total / len(loader)`）也会报告，
+快速修复使用 `.detach()`（调用者可能把它当张量读取）。
+
+**我用计量器记录损失（`meter.update(loss)`），会被报告吗？**
+如果计量器的方法把传入的值累加到对象的属性上（`self.sum += val * n`，常见的 `AverageMeter`），
+这个属性就会保留每一轮的计算图：在这次调用处报告，并对携带计算图的参数加上 `.detach()`。
+`meter.update(loss.item())` 不会被报告。
 
 **`float(loss)` 或 `loss.item()` 就够了吗？**
 够了：两者都得到没有计算图的 Python 数值。`loss.detach()`（得到张量）也可以。
@@ -154,8 +176,9 @@ autograd 仍然记录每一个操作。
 
 **我的评估函数没有 `no_grad`，为什么没有被报告？**
 如果同一个文件在 `with torch.no_grad():` 之内（或在带 `@torch.no_grad()` 装饰的函数里）调用它，
-就不会记录任何计算图，因此不报告。如果它 `return` 累积的张量，也不报告：由调用者决定。
-从不进行反向传播的文件不做分析。
+就不会记录任何计算图，因此不报告。如果它 `return` 累积的张量，而循环里没有任何东西对它反向
+传播，也不报告：由调用者决定。从不进行反向传播的文件（推理脚本）只在它调用 `.eval()` 时才分析，
+并且只有在这个调用之后的循环才算作评估。
 ''',
 }
 
