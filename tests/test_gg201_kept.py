@@ -331,3 +331,69 @@ def test_inference_function_needs_its_own_eval_call_where_nothing_back_propagate
         return len(outs)
     """)
     assert lines(gg201(src)) == [19]
+
+
+# ---------------------------------------------------------------------------
+# a list kept on an object
+TRAINER = HEAD + """\
+class Trainer:
+    def __init__(self):
+        self.history = []
+
+    def run(self):
+        for x, y in data:
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            self.history.append(loss)
+"""
+
+
+def test_list_on_self_of_back_propagated_losses_is_reported():
+    [f] = gg201(TRAINER)
+    assert f.range.start.line + 1 == 18 and "self.history" in f.message_in("en")
+    out = fixed(TRAINER)
+    assert "            self.history.append(loss.detach())\n" in out and not gg201(out)
+    assert not gg201(TRAINER.replace("self.history.append(loss)", "self.history.append(loss.item())"))
+
+
+def test_list_on_self_another_method_back_propagates_is_silent():
+    # REINFORCE: log-probs kept on the agent by one method, back-propagated by another
+    src = HEAD + textwrap.dedent("""\
+    class Agent:
+        def __init__(self):
+            self.saved = []
+
+        def collect(self):
+            for x, y in data:
+                self.saved.append(((model(x) - y) ** 2).mean())
+
+        def learn(self):
+            torch.stack(self.saved).sum().backward()
+            self.saved = []
+    """)
+    assert not gg201(src)
+
+
+def test_list_of_back_propagated_losses_handed_to_a_method_is_reported_without_a_dict_detach():
+    src = HEAD + textwrap.dedent("""\
+    class Trainer:
+        def train(self, loader):
+            outputs = []
+            for x, y in loader:
+                opt.zero_grad()
+                loss = ((model(x) - y) ** 2).mean()
+                loss.backward()
+                opt.step()
+                outputs.append({"loss": loss})
+            return self.epoch_end(outputs)
+
+        def epoch_end(self, outputs):
+            return sum(o["loss"].item() for o in outputs)
+    """)
+    [f] = gg201(src)
+    assert f.range.start.line + 1 == 16 and f.preferred_fix is None  # no `{...}.detach()`
+    # losses handed on without a backward in the loop: the callee may back-propagate them
+    assert not gg201(src.replace("            loss.backward()\n", "").replace(
+        'return sum(o["loss"].item() for o in outputs)', 'torch.stack([o["loss"] for o in outputs]).sum().backward()'))

@@ -73,7 +73,7 @@ class _Site:
         # built from nothing the loop iterates over (a ``range`` loop on a fixed batch, modules
         # made in a loop, a best score): kept only when what it adds was back-propagated
         self.untargeted = True
-        self.returned = False  # also returned (a record of numbers, once back-propagated)
+        self.returned = False  # also returned or handed on (a record of numbers, once back-propagated)
 
 
 class HistoryFlow(interp.GraphFlow):
@@ -160,7 +160,12 @@ class HistoryFlow(interp.GraphFlow):
 
     def stmt(self, s, env):
         cand = self._candidates(s) if self.frames and not self.no_grad else ()
-        before = {n: env.get(n) for n, _, _ in cand}
+        # (an attribute not yet read holds nothing yet: ``self.history`` before its first append)
+        before = {n: env.get(n) or (V.CLEAN if "." in n else None) for n, _, _ in cand}
+        for n, kind, _ in cand:
+            if kind == "append" and "." in n and n not in env:
+                env = dict(env)
+                env[n] = V.Val(kind="list")  # (so that the append is followed: the list it fills)
         meter = (self.frames and not self.no_grad and s.__class__ is ast.Expr and s.value.__class__ is ast.Call
                  and isinstance(s.value.func, ast.Attribute) and s.value.func.attr not in _ACC_METHODS
                  and isinstance(s.value.func.value, ast.Name))
@@ -215,6 +220,11 @@ class HistoryFlow(interp.GraphFlow):
             f = s.value.func
             if isinstance(f, ast.Attribute) and f.attr in _ACC_METHODS and isinstance(f.value, ast.Name) and s.value.args:
                 return [(f.value.id, "append", s.value.args[-1])]
+            if (isinstance(f, ast.Attribute) and f.attr in _ACC_METHODS and s.value.args
+                    and isinstance(f.value, ast.Attribute) and isinstance(f.value.value, ast.Name)):
+                # self.history.append(loss): a list kept on an object (reported only when what it
+                # adds was back-propagated in the loop: else another method may back-propagate it)
+                return [(f.value.value.id + "." + f.value.attr, "append", s.value.args[-1])]
         return []
 
     def _bind_loop_target(self, loop, env):
@@ -287,7 +297,8 @@ class GrowingHistory(Rule):
             if mark in used:
                 continue
             s.returned = mark in returned
-            if (s.untargeted or s.returned) and (not _backpropagated(s, flow) or _in_tests(unit, ctx)):
+            kept_on_object = s.kind == "append" and "." in s.name  # self.history.append(loss)
+            if (s.untargeted or s.returned or kept_on_object) and (not _backpropagated(s, flow) or _in_tests(unit, ctx)):
                 continue  # (a unit test's chunks, kept to compare with a whole pass: gone with the test)
             leaks.append(s)
         if leaks:
@@ -426,17 +437,18 @@ def _reads_grad(e: ast.AST) -> bool:
 
 
 def _escaping_marks(flow: HistoryFlow) -> Tuple[set, set]:
-    """The marks that reach a backward, an attribute, or a function of the project
-    they are handed to; and those that reach a return/yield."""
-    used: set = set(flow.handed)
+    """The marks that reach a backward or an attribute; and those that reach a
+    return/yield or a function of the project they are handed to (its caller, or the
+    callee, decides what becomes of them)."""
+    used: set = set()
     for ev in flow.events:
         used |= ev.loss.taints
-    own = {("H", k): site.name for k, site in flow.sites.items() if site.kind == "meter"}
+    own = {("H", k): site.name for k, site in flow.sites.items() if "." in site.name}
     for key, v in (getattr(flow, "final", None) or {}).items():
         if "." in key:
             # (a meter's own attribute is where its accumulation lives, not where it escapes to)
             used |= {t for t in v.taints if own.get(t) != key}
-    returned: set = set()
+    returned: set = set(flow.handed)
     for r in flow.returns:
         returned |= r.taints
     return {t for t in used if t[0] == "H"}, {t for t in returned if t[0] == "H"}
@@ -686,6 +698,8 @@ def _wrap(expr: ast.expr, method: str, ctx) -> TextEdit:
 
 def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
     if site.kind == "append":
+        if isinstance(site.value, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+            return None  # outputs.append({"loss": loss, ...}): no .detach() of a dict
         return ".detach()", [_wrap(site.value, "detach", ctx)]
     if site.kind == "meter":
         # (the meter may do tensor arithmetic with what it is handed: a tensor it stays)
