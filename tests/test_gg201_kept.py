@@ -397,3 +397,41 @@ def test_list_of_back_propagated_losses_handed_to_a_method_is_reported_without_a
     # losses handed on without a backward in the loop: the callee may back-propagate them
     assert not gg201(src.replace("            loss.backward()\n", "").replace(
         'return sum(o["loss"].item() for o in outputs)', 'torch.stack([o["loss"] for o in outputs]).sum().backward()'))
+
+
+# ---------------------------------------------------------------------------
+# an evaluation function returning its total
+VALIDATE = HEAD + """\
+class Trainer:
+    def validate(self, batches):
+        model.eval()
+        total_loss = 0
+        for x, y in batches:
+            loss = ((model(x) - y) ** 2).sum()
+            total_loss = total_loss + loss
+        model.train()
+        return total_loss / len(batches)
+
+
+print(float(Trainer().validate(data)))
+"""
+
+
+def test_evaluation_function_returning_its_total_is_reported_with_no_grad():
+    [f] = gg201(VALIDATE)
+    assert f.range.start.line + 1 == 14 and "model.eval()" in f.message_in("en")
+    out = fixed(VALIDATE)
+    assert "        with torch.no_grad():\n            for x, y in batches:\n" in out and not gg201(out)
+
+
+@pytest.mark.parametrize("change", [
+    ("        model.eval()\n", ""),                       # no .eval(): the caller may back-propagate it
+    ("def validate(", "def chunk_loss("),               # not named for evaluation
+    ("print(float(Trainer().validate(data)))",          # called with graph recording off
+     "with torch.no_grad():\n    print(float(Trainer().validate(data)))"),
+])
+def test_evaluation_totals_that_may_be_meant_or_hold_no_graph_are_silent(change):
+    assert not gg201(VALIDATE.replace(*change))
+    # a total of numbers: nothing kept, only the hint that each batch builds a graph for nothing
+    [f] = gg201(VALIDATE.replace("total_loss = total_loss + loss", "total_loss = total_loss + loss.item()"))
+    assert f.severity.value == "hint"

@@ -57,7 +57,7 @@ _EVAL_ITERABLE = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)(_|$|load
 # ---------------------------------------------------------------------------
 class _Site:
     __slots__ = ("stmt", "name", "kind", "frame", "loops", "kept", "carried", "value", "init", "fresh", "untargeted",
-                 "returned")
+                 "returned", "evaluation_total")
 
     def __init__(self, stmt, name, kind, frame, loops, value, init):
         self.stmt = stmt
@@ -74,6 +74,7 @@ class _Site:
         # made in a loop, a best score): kept only when what it adds was back-propagated
         self.untargeted = True
         self.returned = False  # also returned or handed on (a record of numbers, once back-propagated)
+        self.evaluation_total = False  # returned by an evaluation function (_evaluation_total)
 
 
 class HistoryFlow(interp.GraphFlow):
@@ -291,6 +292,7 @@ class GrowingHistory(Rule):
         kept = [s for s in flow.sites.values() if s.kept and s.carried]
         out: List[Finding] = []
         used, returned = _escaping_marks(flow)
+        returned_only = {t for r in flow.returns for t in r.taints if t[0] == "H"}  # (not handed on)
         leaks = []
         for s in kept:
             mark = ("H", id(s.stmt))
@@ -299,7 +301,10 @@ class GrowingHistory(Rule):
             s.returned = mark in returned
             kept_on_object = s.kind == "append" and "." in s.name  # self.history.append(loss)
             if (s.untargeted or s.returned or kept_on_object) and (not _backpropagated(s, flow) or _in_tests(unit, ctx)):
-                continue  # (a unit test's chunks, kept to compare with a whole pass: gone with the test)
+                # (a unit test's chunks, kept to compare with a whole pass: gone with the test)
+                if not (s.returned and not s.untargeted and not kept_on_object and mark in returned_only
+                        and _evaluation_total(s, flow, unit, ctx)):
+                    continue
             leaks.append(s)
         if leaks:
             out.extend(_findings(self, leaks, flow, unit, ctx))
@@ -504,21 +509,37 @@ def _findings(rule, leaks, flow, unit, ctx) -> List[Finding]:
     return out
 
 
-def _reached(flow: HistoryFlow) -> set:
-    """The graph tokens a backward or a return of the unit reaches: graphs that are
-    built for something."""
+def _reached(flow: HistoryFlow, returns: bool = True) -> set:
+    """The graph tokens a backward or (``returns``) a return of the unit reaches:
+    graphs that are built for something."""
     reached: set = set()
     for ev in flow.events:
         reached |= ev.loss.graph_tokens()
-    for r in flow.returns:
+    for r in flow.returns if returns else ():
         reached |= r.graph_tokens()
     return reached
 
 
+def _evaluation_total(site: _Site, flow: HistoryFlow, unit, ctx) -> bool:
+    """A total an evaluation function returns (OpenNMT's ``validate()``: ``model.eval()``,
+    then ``total_loss = total_loss + loss`` over the validation batches, ``return
+    total_loss / n_words``): the function says twice that it evaluates (its name and
+    the ``.eval()`` call before a loop where nothing back-propagates), so what it returns
+    is a score, and the loop keeps every batch's graph until the caller drops it."""
+    name = getattr(unit.node, "name", "") if unit.kind == "function" else ""
+    if not name or not _EVAL_FUNCTION.match(name) or _in_tests(unit, ctx):
+        return False
+    site.evaluation_total = True
+    quiet = _quiet_loop(site, flow)
+    site.evaluation_total = quiet is not None and _eval_call_before(unit, quiet, ctx) is not None
+    return site.evaluation_total
+
+
 def _quiet_loop(site: _Site, flow: HistoryFlow) -> Optional[ast.stmt]:
     """The outermost loop around the site in which nothing back-propagates and
-    whose graphs reach no backward and no return: it can run under no_grad."""
-    reached = _reached(flow)
+    whose graphs reach no backward and no return (but the site's own, when it is an
+    evaluation's returned total: ``_evaluation_total``): it can run under no_grad."""
+    reached = _reached(flow, returns=not site.evaluation_total)
     for fr in site.loops:
         if fr.backprop:
             continue
