@@ -415,6 +415,8 @@ def test_leak_is_real_and_the_fix_ends_it(runtime, name):
     entry = runtime[name]
     held = entry["original"]["holds"]
     assert held and all(held.values()), f"{name}: {held}"
+    if SPECS[name].fix_later:
+        return  # no preferred fix yet (test_known_fix_gap_is_still_there holds the gap)
     assert "fixed" in entry, f"{name}: no preferred fix could be applied"
     assert not any(entry["fixed"]["holds"].values()), f"{name}: still holds a graph once fixed: {entry['fixed']['holds']}"
 

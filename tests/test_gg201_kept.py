@@ -435,3 +435,42 @@ def test_evaluation_totals_that_may_be_meant_or_hold_no_graph_are_silent(change)
     # a total of numbers: nothing kept, only the hint that each batch builds a graph for nothing
     [f] = gg201(VALIDATE.replace("total_loss = total_loss + loss", "total_loss = total_loss + loss.item()"))
     assert f.severity.value == "hint"
+
+
+# ---------------------------------------------------------------------------
+# a method keeping what it builds on its object, called in a training loop
+STEP = HEAD + """\
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 1)
+        self.outputs = []
+
+    def training_step(self, x, y):
+        pred = self.net(x)
+        loss = ((pred - y) ** 2).mean()
+        self.outputs.append(pred)
+        return loss
+
+
+m = Model()
+for x, y in data:
+    loss = m.training_step(x, y)
+    loss.backward()
+"""
+
+
+def test_method_keeping_its_output_on_its_object_is_reported_without_a_fix():
+    [f] = gg201(STEP)
+    assert f.range.start.line + 1 == 23 and "m.outputs" in f.message_in("en") and f.preferred_fix is None
+    assert "m.outputs" in f.message_in("zh")
+
+
+@pytest.mark.parametrize("change", [
+    ("self.outputs.append(pred)", "self.outputs.append(pred.detach())"),
+    ("self.outputs.append(pred)", "self.outputs.append(pred.item() if pred.numel() == 1 else pred.tolist())"),
+    ("    loss.backward()\n", "    loss.backward()\n    m.outputs.clear()\n"),                # cleared each step
+    ("    loss.backward()\n", "    torch.stack(m.outputs).sum().backward()\n    m.outputs = []\n"),
+])
+def test_method_keeping_detached_or_cleared_outputs_is_silent(change):
+    assert not gg201(STEP.replace(*change))

@@ -150,12 +150,15 @@ class HistoryFlow(interp.GraphFlow):
             # accumulates like a list or a running total
             named = {k.arg: k.value for k in call.keywords if k.arg}
             for key, eff in self._container_keys(call, facts, recv_key):
-                if not eff.appends_params or not eff.path.startswith("#self.") or "." not in key:
+                if not (eff.appends_params or eff.appends) or not eff.path.startswith("#self.") or "." not in key:
                     continue
                 args = [facts.argument(i, call.args, named) for i in sorted(eff.appends_params)
                         if facts.argument(i, pos, kws, V.CLEAN).graph_tokens()]
                 args = [a for a in args if isinstance(a, ast.expr) and not isinstance(a, ast.Starred)]
-                if args:
+                # (eff.appends: a graph the method builds, kept on its object -- a model's
+                # training_step appending its log to self.training_step_outputs: no argument
+                # to detach here, the fix belongs in the method)
+                if args or eff.appends:
                     fills.append((key, env.get(key) or V.CLEAN, args))
         return super()._apply_facts(call, facts, pos, kws, env, fname, graph_node, recv_key)
 
@@ -167,7 +170,8 @@ class HistoryFlow(interp.GraphFlow):
             if kind == "append" and "." in n and n not in env:
                 env = dict(env)
                 env[n] = V.Val(kind="list")  # (so that the append is followed: the list it fills)
-        meter = (self.frames and not self.no_grad and s.__class__ is ast.Expr and s.value.__class__ is ast.Call
+        meter = (self.frames and not self.no_grad and s.__class__ in (ast.Expr, ast.Assign)
+                 and s.value.__class__ is ast.Call
                  and isinstance(s.value.func, ast.Attribute) and s.value.func.attr not in _ACC_METHODS
                  and isinstance(s.value.func.value, ast.Name))
         outer = (self._fill_call, self._fills)
@@ -395,7 +399,8 @@ def _meter_methods(ctx) -> frozenset:
         for key, facts in ctx.summary.items():
             methods = getattr(facts, "methods", None) if key.startswith("class:") else None
             for name, fn in methods if isinstance(methods, tuple) else ():
-                if any(e.appends_params and e.path.startswith("#self.") for e in getattr(fn, "containers", ())):
+                if any((e.appends_params or e.appends) and e.path.startswith("#self.")
+                       for e in getattr(fn, "containers", ())):
                     names.add(name)
         _METERS[:] = [ctx, frozenset(names)]
     return _METERS[1]
@@ -424,6 +429,8 @@ def _accumulation_shaped(t, says_eval, meters: frozenset = frozenset()) -> bool:
     if isinstance(t, ast.Assign):
         if len(t.targets) != 1 or A.is_graph_cut(t.value):
             return False
+        if isinstance(t.value, ast.Call) and isinstance(t.value.func, ast.Attribute) and t.value.func.attr in meters:
+            return True  # log = model.training_step(batch): a method keeping what it builds on its object
         names = set(A.target_names(t.targets[0])) & set(loaded_names(t.value))
         if not names:
             return False
@@ -581,7 +588,8 @@ def _src(node, ctx) -> str:
 
 def _finding(rule, site: _Site, quiet, group, unit, ctx, torch_name) -> Finding:
     name = site.name
-    what = M.accumulated(site.kind, name)
+    kind = "kept" if site.kind == "meter" and (not site.value or _built_inside(site)) else site.kind
+    what = M.accumulated(kind, name)
     plural = quiet is not None and len({s.name for s in group}) > 1
     if plural:
         names = sorted({s.name for s in group}, key=[s.name for s in group].index)
@@ -723,6 +731,8 @@ def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
             return None  # outputs.append({"loss": loss, ...}): no .detach() of a dict
         return ".detach()", [_wrap(site.value, "detach", ctx)]
     if site.kind == "meter":
+        if not site.value or _built_inside(site):
+            return None  # the graph is built inside the method: the fix belongs there
         # (the meter may do tensor arithmetic with what it is handed: a tensor it stays)
         return ".detach()", [_wrap(e, "detach", ctx) for e in site.value]
     items, tensor_use = _later_uses(unit, site)
@@ -740,6 +750,12 @@ def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
         for call in items:
             edits.append(TextEdit(ctx.range(call), site.name))
     return f".{method}()", edits
+
+
+def _built_inside(site: _Site) -> bool:
+    """Does the meter site's method keep a graph it builds itself (the call's own token)?"""
+    call = site.stmt.value if isinstance(site.stmt, (ast.Expr, ast.Assign)) else None
+    return any(t[1] is call for t in site.fresh)
 
 
 def _graph_leaves(expr: ast.expr, name: str) -> List[ast.expr]:

@@ -186,11 +186,14 @@ autograd 仍然记录每一个操作。
 def accumulated(kind: str, name: str) -> Dict[str, str]:
     """What accumulates: ``name``, added to ("aug"), rebuilt from itself ("assign"),
     a list appended to ("append"), or an object's attribute a method of it adds its
-    argument to ("meter": ``loss_meter.sum``, by ``loss_meter.update(loss)``)."""
+    argument to ("meter": ``loss_meter.sum``, by ``loss_meter.update(loss)``), or one where
+    a method keeps what it builds ("kept": ``model.training_step_outputs``)."""
     return {"en": {"aug": f"`{name}`", "assign": f"`{name}`", "append": f"the list `{name}`",
-                   "meter": f"`{name}`, to which this call adds its argument,"}[kind],
+                   "meter": f"`{name}`, to which this call adds its argument,",
+                   "kept": f"`{name}`, to which this call appends what it builds,"}[kind],
             "zh": {"aug": f"`{name}`", "assign": f"`{name}`", "append": f"列表 `{name}`",
-                   "meter": f"这次调用把参数累加进去的 `{name}`"}[kind]}
+                   "meter": f"这次调用把参数累加进去的 `{name}`",
+                   "kept": f"这次调用把它构建的结果追加进去的 `{name}`"}[kind]}
 
 
 def accumulated_names(names: Sequence[str]) -> Dict[str, str]:
