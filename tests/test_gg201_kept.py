@@ -474,3 +474,36 @@ def test_method_keeping_its_output_on_its_object_is_reported_without_a_fix():
 ])
 def test_method_keeping_detached_or_cleared_outputs_is_silent(change):
     assert not gg201(STEP.replace(*change))
+
+
+# ---------------------------------------------------------------------------
+# a dict of totals, one per loss term
+DICT = HEAD + """\
+def train_one_epoch(loader):
+    epoch_loss = {"mse": 0, "l1": 0}
+    for x, y in loader:
+        out = model(x)
+        loss = {"mse": ((out - y) ** 2).mean(), "l1": (out - y).abs().mean()}
+        opt.zero_grad()
+        (loss["mse"] + loss["l1"]).backward()
+        opt.step()
+        for key in loss:
+            epoch_loss[key] += loss[key]
+    return {k: v / len(loader) for k, v in epoch_loss.items()}
+"""
+
+
+def test_dict_of_totals_of_back_propagated_losses_is_reported():
+    [f] = gg201(DICT)
+    assert f.range.start.line + 1 == 17 and "epoch_loss" in f.message_in("en")
+    out = fixed(DICT)
+    assert "            epoch_loss[key] += loss[key].detach()\n" in out and not gg201(out)
+
+
+@pytest.mark.parametrize("change", [
+    ("epoch_loss[key] += loss[key]", "epoch_loss[key] += loss[key].item()"),
+    ('        (loss["mse"] + loss["l1"]).backward()\n', ""),     # the caller may back-propagate them
+])
+def test_dict_of_numbers_or_of_losses_not_yet_back_propagated_is_silent(change):
+    src = DICT.replace(*change)
+    assert src != DICT and not gg201(src)

@@ -198,6 +198,11 @@ class HistoryFlow(interp.GraphFlow):
                 site.carried = True  # the last iteration's accumulation flows on into this one's
             frame = self.frames[-1]
             fresh = new.graph_tokens() - old.graph_tokens()
+            if s.__class__ is ast.AugAssign and s.target.__class__ is ast.Subscript:
+                # epoch_loss[key] += loss[key] in a loop over the keys: the totals grow across the
+                # loop that builds the graph (the innermost one around a fresh graph)
+                frame = next((fr for fr in reversed(self.frames) if any(
+                    _inside(t[1], fr.loop) for t in fresh if hasattr(t[1], "lineno"))), frame)
             if not any(_inside(t[1], frame.loop) for t in fresh if hasattr(t[1], "lineno")):
                 continue
             if not any(id(t[1]) in self.model_calls or id(t[1]) in self.saving_calls for t in fresh):
@@ -207,7 +212,9 @@ class HistoryFlow(interp.GraphFlow):
             # kept only when a backward of the loop ran through it (see _backpropagated)
             untargeted = bool(fors) and not any(("T", id(lp)) in new.taints for lp in fors)
             if site is None:
-                site = self.sites[id(s)] = _Site(s, name, kind, frame, tuple(self.frames), value, old)
+                depth = next(i for i, fr in enumerate(self.frames) if fr is frame)
+                loops = tuple(self.frames[:depth + 1])
+                site = self.sites[id(s)] = _Site(s, name, kind, frame, loops, value, old)
             site.untargeted = site.untargeted and untargeted
             site.fresh.update(t for t in fresh if id(t[1]) in self.model_calls or id(t[1]) in self.saving_calls)
             env[name] = V._with(new, taints=new.taints | {mark})
@@ -216,6 +223,8 @@ class HistoryFlow(interp.GraphFlow):
     def _candidates(self, s) -> List[Tuple[str, str, ast.expr]]:
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
             return [(s.target.id, "aug", s.value)]
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name):
+            return [(s.target.value.id, "aug", s.value)]  # epoch_loss[key] += loss[key]: a dict of totals
         if isinstance(s, ast.Assign) and len(s.targets) == 1:
             names = [n for n in A.target_names(s.targets[0]) if "." not in n]
             if names:
@@ -425,7 +434,8 @@ def _accumulates_in_a_loop(stmts, in_loop: bool, says_eval, meters: frozenset = 
 def _accumulation_shaped(t, says_eval, meters: frozenset = frozenset()) -> bool:
     if isinstance(t, ast.AugAssign):
         # (w -= lr * w.grad is an update, not a history)
-        return isinstance(t.target, ast.Name) and not A.is_graph_cut(t.value) and not _reads_grad(t.value)
+        target = t.target.value if isinstance(t.target, ast.Subscript) else t.target
+        return isinstance(target, ast.Name) and not A.is_graph_cut(t.value) and not _reads_grad(t.value)
     if isinstance(t, ast.Assign):
         if len(t.targets) != 1 or A.is_graph_cut(t.value):
             return False
