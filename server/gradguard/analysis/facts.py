@@ -141,6 +141,8 @@ def _accumulates_on_attribute(s: ast.stmt) -> bool:
     kept on an object, of something that is not a constant. What the value holds is
     kept there across calls (``ContainerEffect.appends_params``: an ``AverageMeter``'s
     ``update(loss)`` keeps every loss's graph)."""
+    target: ast.expr
+    value: ast.expr
     if isinstance(s, ast.AugAssign):
         target, value = s.target, s.value
     elif isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.BinOp):

@@ -144,7 +144,8 @@ class HistoryFlow(interp.GraphFlow):
         for v in list(pos) + list(kws.values()):
             self.handed.update(t for t in v.taints if t[0] == "H")
         fills = self._fills
-        if fills is not None and call is self._fill_call and facts.containers and not facts.no_grad:
+        if fills is not None and self._fill_call is not None and call is self._fill_call and facts.containers \
+                and not facts.no_grad:
             # ``meter.update(loss)`` whose method keeps what it is handed on its object
             # (``self.sum += val``: ContainerEffect.appends_params): the object's attribute
             # accumulates like a list or a running total
