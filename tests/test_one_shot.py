@@ -111,18 +111,29 @@ def test_may_backprop_reads_words_as_python_does():
     assert not may_backprop("x = model(x)  # forward only\n")
 
 
+def _eval_called(text: str) -> bool:
+    """Does the text call ``.eval()``? There GG201 alone runs without a backward (an
+    inference script: ``Rule.also_without_backprop``)."""
+    return re.search(r"\.eval\(\s*\)", text) is not None
+
+
 def test_a_file_without_backprop_gets_the_full_analysis_result_from_a_parse():
     """Every fixture program with its backward calls renamed: the full analysis
-    (an incremental document, never gated) finds nothing, and the gated one-shot
-    result is the same, syntax error included."""
+    (an incremental document) finds nothing -- but GG201's findings where the text
+    calls ``.eval()`` (an inference script) -- and the gated one-shot result is the
+    same, syntax error included."""
     programs = {p.name: p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob("*.py"))}
     programs["catalogue.py"] = fixture_catalogue()
     for name, text in programs.items():
-        assert may_backprop(text), name
+        assert may_backprop(text) or name.startswith(("gg201_inference_script", "ok_inference")), name
         off = _without_backprop(text)
         assert not may_backprop(off), name
         full = Document(off, name).result()
-        assert full.findings == () and full.internal_errors == (), name
+        assert full.internal_errors == (), name
+        if _eval_called(off):
+            assert all(f.code == "GG201" for f in full.findings), name
+        else:
+            assert full.findings == (), name
         assert check_source(off, name) == full, name
     broken = _without_backprop(programs["catalogue.py"]).replace("def ", "def (", 1)
     gated = check_source(broken, "broken.py")
@@ -132,7 +143,8 @@ def test_a_file_without_backprop_gets_the_full_analysis_result_from_a_parse():
 def test_parallel_path_gates_the_same_way():
     off = _without_backprop(fixture_catalogue())
     res = check_source_parallel(off, "all.py", jobs=2, min_lines=10)
-    assert res == check_source(off, "all.py") and res.findings == ()
+    assert res == check_source(off, "all.py") and all(f.code == "GG201" for f in res.findings)
+    assert _eval_called(off)  # (the catalogue's evaluation loops: GG201 alone runs)
 
 
 def test_an_edit_that_adds_or_removes_the_only_backward_regates_the_document():
@@ -142,7 +154,8 @@ def test_an_edit_that_adds_or_removes_the_only_backward_regates_the_document():
     text = fixture_catalogue()
     off = _without_backprop(text)
     doc = Document(off, "all.py")
-    assert doc.result().findings == ()
+    # (only GG201 runs where nothing back-propagates: the catalogue calls .eval())
+    assert {f.code for f in doc.result().findings} <= {"GG201"}
     on = off + "\n\nloss = model(x).sum()\nloss.backward()\n"
     for version in (text, off, on, off, text):
         assert doc.update(version) == check_source(version, "all.py")
