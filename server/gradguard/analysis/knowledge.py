@@ -7,6 +7,10 @@ base hard-codes torch API names. Add knowledge here, not in a rule.
 
 from __future__ import annotations
 
+import re
+
+from gradguard.model.text import fold_identifiers
+
 # Recurrent modules: calling one returns (output, state); the state carries a graph.
 RECURRENT_MODULES = frozenset(
     {
@@ -347,6 +351,24 @@ STATE_RESET_CALLS = frozenset({"reset", "reset_net", "reset_mem", "reset_hidden"
 # the next ``training_step``). ``self.automatic_optimization = False`` leaves the backward
 # and the step to the method (``self.manual_backward(loss)``).
 FRAMEWORK_LOOP_METHODS = {"LightningModule": frozenset({"training_step"})}
+
+# Every way to back-propagate that the rules know spells one of these words in
+# the file: ``loss.backward()``, ``scaler.scale(l).backward()``,
+# ``accelerator.backward(l)``, ``self.manual_backward(l)``,
+# ``torch.autograd.backward/grad(...)``, and an alias of those (``from
+# torch.autograd import grad as g``) on its import line. Whole words, so
+# ``x.grad`` counts (it only errs on the side of analysing) and ``autograd``
+# or ``grad_norm`` do not. And the methods a framework back-propagates the result
+# of (``training_step``, ``FRAMEWORK_LOOP_METHODS``).
+BACKPROP_WORD = re.compile(r"\b(?:backward|manual_backward|grad|"
+                           + "|".join(sorted({m for ms in FRAMEWORK_LOOP_METHODS.values() for m in ms})) + r")\b")
+
+
+def text_may_backprop(text: str) -> bool:
+    """Does the text spell a backward (identifiers NFKC-folded, as Python folds them:
+    ``ｂａｃｋｗａｒｄ`` *is* ``backward``)? The engine's test of a file
+    (``engine.may_backprop``, with the facts of other files), and GG201's."""
+    return BACKPROP_WORD.search(fold_identifiers(text)) is not None
 MANUAL_OPTIMIZATION_ATTR = "automatic_optimization"
 
 

@@ -35,7 +35,7 @@ from gradguard.analysis.knowledge import imports_torch, other_framework_only
 from gradguard.model.findings import Finding
 from gradguard.analysis.summary import FactSource, FactTable, local_imports, summarize, unreferenced_defs
 from gradguard.model.record import record, replace
-from gradguard.model.text import LineIndex, fold_identifiers, line_ending, split_lines
+from gradguard.model.text import LineIndex, line_ending, split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -763,16 +763,8 @@ def _rules_without_backprop(rules, texts: List[str]) -> list:
     return out
 
 
-# Every way to back-propagate that the rules know spells one of these words in
-# the file: ``loss.backward()``, ``scaler.scale(l).backward()``,
-# ``accelerator.backward(l)``, ``self.manual_backward(l)``,
-# ``torch.autograd.backward/grad(...)``, and an alias of those (``from
-# torch.autograd import grad as g``) on its import line. Whole words, so
-# ``x.grad`` counts (it only errs on the side of analysing) and ``autograd``
-# or ``grad_norm`` do not. And the methods a framework back-propagates the result
-# of (``training_step``, ``K.FRAMEWORK_LOOP_METHODS``).
-_BACKPROP_WORD = re.compile(r"\b(?:backward|manual_backward|grad|"
-                            + "|".join(sorted({m for ms in K.FRAMEWORK_LOOP_METHODS.values() for m in ms})) + r")\b")
+# Every way to back-propagate that the rules know spells one of the words of
+# ``K.BACKPROP_WORD`` in the file (``K.text_may_backprop``).
 
 
 def may_backprop(source: str, external_facts: Optional[Dict[str, object]] = None) -> bool:
@@ -786,7 +778,7 @@ def may_backprop(source: str, external_facts: Optional[Dict[str, object]] = None
 
 
 def _text_may_backprop(text: str) -> bool:
-    return _BACKPROP_WORD.search(fold_identifiers(text)) is not None
+    return K.text_may_backprop(text)
 
 
 def _facts_may_backprop(external_facts: Optional[Dict[str, object]]) -> bool:

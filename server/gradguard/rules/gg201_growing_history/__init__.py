@@ -660,14 +660,22 @@ def _in_tests(unit, ctx) -> bool:
 
 
 def _file_backprops(ctx) -> bool:
-    """Can anything in the file back-propagate (the engine's test, on its text and the
-    facts it reads)? If not, it is analysed only for its ``.eval()``
-    (``also_without_backprop``). (The last context's answer is remembered.)"""
+    """Can anything in the file back-propagate (as the engine tests it: its text, or a
+    fact it reads of a function or class that calls a backward)? If not, it is analysed
+    only for its ``.eval()`` (``also_without_backprop``). (The last context's answer is
+    remembered.)"""
     if _BACKPROPS[0] is not ctx:
-        from gradguard.engine.document import may_backprop
-
-        _BACKPROPS[:] = [ctx, may_backprop("\n".join(ctx.index.lines), dict(ctx.summary.items()))]
+        known = K.text_may_backprop("\n".join(ctx.index.lines)) or any(
+            _calls_backward(v) for v in ctx.summary.values())
+        _BACKPROPS[:] = [ctx, known]
     return bool(_BACKPROPS[1])
+
+
+def _calls_backward(facts) -> bool:
+    if getattr(facts, "calls_backward", False):  # FnFacts
+        return True
+    methods = getattr(facts, "methods", None)  # ClassFacts
+    return isinstance(methods, tuple) and any(getattr(m, "calls_backward", False) for _, m in methods)
 
 
 _BACKPROPS: list = [None, None]
