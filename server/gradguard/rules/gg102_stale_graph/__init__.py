@@ -631,14 +631,27 @@ class _Analysis:
         if self.nograd:
             return
         for c in S.walk_no_scopes(s):
-            if not isinstance(c, ast.Call) or not isinstance(c.func, ast.Name) or c.func.id in self.env:
+            if not isinstance(c, ast.Call):
                 continue
-            facts = self.ctx.summary.get(f"fn:{c.func.id}")
-            if not isinstance(facts, V.FnFacts) or facts.no_grad or not (
-                    facts.loop_backward or facts.loop_delegates or facts.loop_backward_globals or facts.loop_calls):
+            if isinstance(c.func, ast.Attribute):
+                # flow.fit(latent): a method of an object of a class of the user's whose
+                # own loop back-propagates what it is passed; the trace typed the object
+                # and composed the method's facts (a CalleeLoop at this call), or did not
+                via = A.dotted(c.func)
+                if via is None:
+                    continue
+                cands = set(self._trace_call_reach(c))
+                facts = None
+            elif not isinstance(c.func, ast.Name) or c.func.id in self.env:
                 continue
-            cands = set(self._trace_call_reach(c))
-            if self.unit.kind == "module":
+            else:
+                via = c.func.id
+                facts = self.ctx.summary.get(f"fn:{c.func.id}")
+                if not isinstance(facts, V.FnFacts) or facts.no_grad or not (
+                        facts.loop_backward or facts.loop_delegates or facts.loop_backward_globals or facts.loop_calls):
+                    continue
+                cands = set(self._trace_call_reach(c))
+            if facts is not None and self.unit.kind == "module":
                 cands.update(n for n in V.loop_globals_of(self._fn_facts, facts) if isinstance(self.env.get(n), Graph))
             reached: List[str] = []
             for cand in sorted(cands):
@@ -656,7 +669,7 @@ class _Analysis:
                 if key in self.reported:
                     continue
                 self.reported.add(key)
-                self.hits.append(_Hit(var, g, s, c, via=c.func.id))
+                self.hits.append(_Hit(var, g, s, c, via=via))
 
     def _trace_call_reach(self, c: ast.Call) -> List[str]:
         """The names ``c`` reads (a call of a function whose own loop back-propagates

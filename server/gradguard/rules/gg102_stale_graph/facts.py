@@ -372,6 +372,8 @@ def _summary_index(summary) -> Tuple[bool, FrozenSet[str], FrozenSet[str], Froze
             c = summary[k]
             if isinstance(c, V.ClassFacts):
                 backprop.update(n for n, m in c.methods if (m.calls_backward or m.delegates) and not m.no_grad)
+                # flow.fit(latent): a method whose own loop back-propagates what it is passed
+                bwloop.update(n for n, m in c.methods if m.loop_backward and not m.no_grad)
     out = (bool(bwloop), frozenset(grad_read), frozenset(bwloop), frozenset(backprop | bwloop))
     _INDEX = (summary, out)
     return out
