@@ -187,11 +187,20 @@ class _Analysis:
         self.frozen: Set[str] = set()
         self.owner: Dict[int, ast.stmt] = {}  # id(block) → compound statement owning it
         self.self_name = None
+        # a method of a class that is no module (a PPO agent, a trainer, an environment): its
+        # ``self.<a>`` is a module only where the class's facts type the constructor
+        # (``self.rewardnet = nn.Sequential(...)``), not by the name's case alone
+        self.plain_self: Optional[str] = None
         node = unit.node
-        if unit.class_node is not None and node is not None and is_module_class(unit.class_node.name, ctx):
+        if unit.class_node is not None and node is not None and unit.parents == (unit.class_node,) \
+                and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = list(node.args.posonlyargs) + list(node.args.args)
-            if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
-                self.self_name = args[0].arg
+            if args and not any(getattr(d, "id", "") in ("staticmethod", "classmethod") for d in node.decorator_list):
+                if is_module_class(unit.class_node.name, ctx):
+                    self.self_name = args[0].arg
+                elif ctx.summary.get("class:" + unit.class_node.name) is not None:
+                    self.self_name = args[0].arg
+                    self.plain_self = unit.class_node.name
         # _check_call looks for calls of functions whose loop back-propagates: only
         # where the unit names one
         self.calls_bwloop = bool(unit.body) and _summary.query(ctx.summary, mentions_bwloop,
@@ -515,7 +524,7 @@ class _Analysis:
         backs = self._trace_backs(loop, cands)
         for cand in sorted(backs, key=lambda n: (self._first_line(cands[n]), n)):
             reaching = backs[cand]
-            if _own_elements_only(loop, cand, cands[cand]):
+            if _own_elements_only(loop, cand, cands[cand]) or self._independent_elements(loop, cand, cands[cand]):
                 continue
             freeing = [c for c, keep in reaching if not keep]
             if not freeing:
@@ -534,6 +543,40 @@ class _Analysis:
                     continue
                 self.reported.add(key)
                 self.hits.append(_Hit(var, g, loop, freeing[0]))
+
+    def _independent_elements(self, loop: ast.stmt, name: str, g: Graph) -> bool:
+        """``for loss in losses: loss.backward()`` over a list built before the loop, one
+        element per iteration of a comprehension or of a loop that appended it, each from
+        graphs that building step made itself (``[m(x).mean() for m in models]``): each
+        iteration back-propagates another element, whose graph no earlier backward
+        reached. Not when the elements share a graph built outside that step (two heads
+        over one ``h = backbone(x)``: the second backward runs into the part the first freed)."""
+        if not (isinstance(loop, (ast.For, ast.AsyncFor)) and not loop.orelse and g.stmts):
+            return False
+        it = loop.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" \
+                and len(it.args) == 1 and not it.keywords:
+            it = it.args[0]
+        if not (isinstance(it, ast.Name) and it.id == name):
+            return False
+        if any(isinstance(n, ast.Name) and n.id == name for n in A.block_nodes(loop.body)):
+            return False  # read again by the body: not only its own element
+        made = g.stmts[0]
+        region: Optional[ast.AST] = None
+        if isinstance(made, ast.Assign) and isinstance(made.value, (ast.ListComp, ast.GeneratorExp)):
+            region = made.value
+        elif isinstance(made, ast.Expr) and id(made) in self.parent:
+            block = self.parent[id(made)][0]
+            owner = self.owner.get(id(block))
+            if isinstance(owner, (ast.For, ast.AsyncFor)) and block is owner.body:
+                region = owner  # appended once per iteration of the loop that built it
+        if region is None or any(st is not made and not _inside(st, region) for st in g.stmts):
+            return False
+        flow = unit_trace(self.unit, self.ctx)
+        held = (flow.loop_entries.get(id(loop)) or {}).get(name) if flow is not None else None
+        if held is None:
+            return False
+        return all(_inside(t[1], region) for t in held.graph_tokens() if t[0] == "G")
 
     def _trace_backs(self, loop: ast.stmt, cands: Dict[str, Graph]) -> Dict[str, List[Tuple[ast.Call, bool]]]:
         """Which backward calls of ``loop`` reach each candidate (a graph alive at loop
@@ -781,6 +824,14 @@ class _Analysis:
             if meth in ("detach_",):
                 self.env[name] = None
                 return
+            if meth in ("append", "insert", "extend") and call.args and not call.keywords and not isinstance(cur, Mod):
+                # rewards.insert(0, r) / losses.append(loss): the list now holds the value's graph
+                v = self._eval(call.args[-1])
+                for a in call.args[:-1]:
+                    self._eval(a)
+                if isinstance(v, (Graph, Leaf)) and not self.nograd:
+                    self.env[name] = L.with_stmt(L.merge([cur, v], False), s)
+                return
             if isinstance(cur, (Graph, Leaf)) and meth.endswith("_") and not meth.startswith("_"):
                 sv = K.inplace_method_saving(meth)
                 args = [self._eval(a) for a in call.args] + [self._eval(k.value) for k in call.keywords]
@@ -894,8 +945,24 @@ class _Analysis:
         return None
 
     def _self_attr(self, e: ast.Attribute):
-        """``self.fc`` / ``self.gain`` in a method of a module class."""
+        """``self.fc`` / ``self.gain`` in a method of a module class; in a method of
+        another class, only the attributes its facts type as a module with parameters
+        or a parameter (``self.rewardnet = nn.Sequential(...)`` in a PPO agent)."""
         summ = self.ctx.summary
+        if self.plain_self is not None:
+            cf = summ.get("class:" + self.plain_self)
+            raw = cf.attr(e.attr) if isinstance(cf, V.ClassFacts) else None
+            if not raw:
+                return None
+            r = interp.Resolver(self.ctx)
+            if r.qualify_raw(raw) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                return Mod(Src(f"{self.self_name}.{e.attr}", "param", None, e, None, 0), True, True)
+            obj = r.ctor_obj(raw)
+            if obj is None or not (
+                    (obj.startswith("inst:torch.nn.") and obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES)
+                    or (obj.startswith("user:") and r.is_module_class(obj[5:]))):
+                return None
+            return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True, True)
         if summ.get(f"gg102:modattr:{e.attr}"):
             return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True, True)
         if summ.get(f"gg102:paramattr:{e.attr}"):
@@ -1116,6 +1183,15 @@ class _Analysis:
 
 
 _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
+
+
+def _inside(node: object, region: ast.AST) -> bool:
+    """Does ``node`` (a statement or expression) lie within ``region``'s text?"""
+    if not isinstance(node, ast.AST) or not hasattr(node, "lineno"):
+        return False
+    start = (region.lineno, region.col_offset)  # type: ignore[attr-defined]
+    end = (region.end_lineno, region.end_col_offset)  # type: ignore[attr-defined]
+    return start <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= end  # type: ignore[attr-defined]
 
 
 def _own_elements_only(loop: ast.stmt, name: str, g: Graph) -> bool:
