@@ -425,8 +425,18 @@ def _container_state_findings(rule, unit, ctx) -> List[Finding]:
                 continue
             if attrs and _detaches_attr(loop, attrs):
                 continue  # for m in net.modules(): m.mem = m.mem.detach()
-            out.append(_container_state_finding(rule, ctx, loop, call, name, cls, attrs))
+            out.append(_container_state_finding(rule, ctx, loop, call, name, cls, attrs,
+                                                _state_related(ctx, loop, name, cls)))
     return out
+
+
+def _state_related(ctx, loop: ast.stmt, net: str, cls: str) -> Tuple[Related, ...]:
+    """The loop's backward that runs into the graph the neuron kept (where torch raises)."""
+    out: List[Related] = []
+    bw = next((n for n in A.block_nodes(loop.body) if isinstance(n, ast.Call) and A.is_backward_call(n, ctx)), None)  # type: ignore[attr-defined]
+    if bw is not None:
+        out.append(Related(ctx.range(bw), M.reaches_freed((f"{net}.{cls}",))))
+    return tuple(out)
 
 
 def _one_of_a_pair(site, key: str) -> bool:
@@ -480,7 +490,7 @@ def _stateful_member(value: ast.expr, resolver, ctx) -> Optional[Tuple[str, Tupl
     return found if found is not None and others else None
 
 
-def _container_state_finding(rule, ctx, loop, call, net, cls, attrs) -> Finding:
+def _container_state_finding(rule, ctx, loop, call, net, cls, attrs, related: Tuple[Related, ...] = ()) -> Finding:
     msg = M.container_state(net, cls)
     fixes: Tuple[Fix, ...] = ()
     stmt = _statement_holding(loop.body, call)
@@ -497,7 +507,7 @@ def _container_state_finding(rule, ctx, loop, call, net, cls, attrs) -> Finding:
             fixes = (Fix(M.fix_detach_container_state(net, cls),
                          (TextEdit(Range(pos, pos), text),), preferred=True),)
     state = f"{net}.{cls}"
-    return Finding(rule.code, ctx.range(call), msg, rule.default_severity, (), fixes,
+    return Finding(rule.code, ctx.range(call), msg, rule.default_severity, related, fixes,
                    {"variable": state, "variables": [state], "stateful": True})
 
 
@@ -844,6 +854,24 @@ def _callee_kind(call: ast.Call, carry: Optional[V.Carry], ctx, unit=None) -> st
     return V.state_shape(r.torch_class(q) if q else None)
 
 
+def _appends_tensors(site: ast.AST, name: str) -> bool:
+    """Is ``site`` (where a carried list gets this iteration's graph) ``name.append(x)``
+    (or ``insert``/``extend``/``+=``/an assignment) in the loop's own text, with ``x`` not
+    a tuple, list, dict or set display: each element one tensor, as far as the text shows?"""
+    if isinstance(site, ast.Expr) and isinstance(site.value, ast.Call):
+        call = site.value
+        f = call.func
+        if not (isinstance(f, ast.Attribute) and f.attr in ("append", "insert", "extend")
+                and A.dotted(f.value) == name and call.args):
+            return False  # filled by a function or method it is handed to: elements unseen
+        arg = call.args[-1]
+        if f.attr == "extend":
+            return not isinstance(arg, (ast.Tuple, ast.List, ast.Set)) or not any(
+                isinstance(e, (ast.Tuple, ast.List, ast.Dict, ast.Set)) for e in arg.elts)
+        return not isinstance(arg, (ast.Tuple, ast.List, ast.Dict, ast.Set))
+    return True
+
+
 def _detach_line(names: Tuple[str, ...], shape: str) -> str:
     if len(names) > 1:
         return f"{', '.join(names)} = {', '.join(n + '.detach()' for n in names)}"
@@ -893,6 +921,12 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
     elif len(names) == 1 and (any(v is not None and v.kind == "list" for v in entry)
                               or (end_v is not None and end_v.kind == "list")):
         shape = "list"  # history = []; history.append(out): stays a list
+        if not _appends_tensors(carry.site, names[0]):
+            # agent.remember(state, log_prob, ...) filling agent.memory with tuples, or
+            # memory.append((s, log_prob)): `[s.detach() for s in memory]` would call
+            # .detach() on a tuple (AttributeError), and detaching what a replay memory
+            # hands back to the loss would drop the gradient it is kept for: no fix
+            return ()
     elif any(v is not None and v.const for v in entry) and len(names) == 1:
         shape = "maybe-number"  # running = 0 before the loop: an int has no .detach()
     elif len(names) > 1:
