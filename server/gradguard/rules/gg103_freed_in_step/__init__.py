@@ -88,6 +88,7 @@ class FreedInStep(Rule):
                     out.append(f)
             for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow):
                 out.append(f)
+            out.extend(_check_stepped_loops(self, unit.body, events, flow, reported, ctx))
         finally:
             _WALKS.memo = None
         return out
@@ -1307,6 +1308,71 @@ def _deep_modules(cls: Optional[ast.ClassDef]) -> FrozenSet[str]:
         if len(layers) >= 2:
             out.add(t.attr)
     return frozenset(out)
+
+
+def _check_stepped_loops(rule, body, events, flow, reported, ctx) -> Iterator[Finding]:
+    """The retain-then-step shape across a loop's iterations (SinGAN's generator steps):
+    a graph built before the loop through a module, back-propagated with
+    ``retain_graph=True`` in every iteration, while an optimizer step of the loop's own
+    body updates that module: the second iteration's backward meets weights the first
+    iteration's step changed in place. Only a step that runs on every iteration (a
+    statement of the body itself) and a loop that runs on (no ``break``/``return`` in its
+    body); a backward that frees the graph is GG102's (the graph is gone instead)."""
+    for loop in A.iter_statements(body):
+        if not isinstance(loop, (ast.For, ast.While)) or _jumps_out(loop.body):
+            continue
+        steps = [(call, opt) for s in loop.body if isinstance(s, ast.Expr) for call, opt in _step_calls(s)
+                 if call is s.value]
+        if not steps:
+            continue
+        entry = flow.loop_entries.get(id(loop)) or {}
+        start = _pos(loop)
+        before = {t for v in entry.values() for t in v.graph_tokens()
+                  if _pos(t[1]) < start and (id(t[1]) in flow.saving_calls or id(t[1]) in flow.saved_weights)}
+        if not before:
+            continue
+        inside = [ev for ev in events.values() if _holds(loop, ev.call)]
+        for ev in sorted(inside, key=lambda e: _pos(e.call)):
+            b2 = ev.call
+            if id(b2) in reported or not A.is_backward_call(b2, ctx) or not ev.retain:
+                continue
+            shared = before & ev.loss.graph_tokens()
+            if not shared or any(not e.retain and shared & e.loss.graph_tokens() for e in inside):
+                continue  # a backward of the loop frees it: the graph is gone (GG102 says so)
+            hit = None
+            for step, opt in steps:
+                owned = _owned(opt, ctx)
+                node = next((t[1] for t in sorted(shared, key=lambda t: _pos(t[1])) if _module_name(t[1]) in owned), None)
+                if node is not None:
+                    hit = (step, opt, node)
+                    break
+            if hit is None:
+                continue
+            step, opt, node = hit
+            module = A.dotted(node.func) or _short(node.func)
+            reported.add(id(b2))
+            msg = M.stepped_loop(_short(b2), _short(node), node.lineno, module, opt, step.lineno)
+            related = (Related(ctx.range(node), M.built_before_loop(module)),
+                       Related(ctx.range(step), M.step_updates(module)))
+            yield Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, (),
+                          {"variable": module, "step_line": step.lineno})
+
+
+def _jumps_out(stmts) -> bool:
+    """A ``break`` or ``return`` (or ``raise``) among a loop body's own statements, nested
+    blocks included but not nested loops' bodies nor scopes: the body may run once."""
+    for s in stmts:
+        if isinstance(s, (ast.Break, ast.Return, ast.Raise)):
+            return True
+        if isinstance(s, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(s, (ast.For, ast.AsyncFor, ast.While)) and any(
+                    isinstance(x, (ast.Return, ast.Raise)) for x in A.iter_statements(s.body)):
+                return True
+            continue
+        for block in A.child_blocks(s):
+            if _jumps_out(block):
+                return True
+    return False
 
 
 def _passed_finding(rule, step, opt, b2, passed, owned, ctx) -> Finding:

@@ -478,6 +478,28 @@ def stepped(second: str, node: str, line: int, module: str, opt: str, step_line:
     }
 
 
+def stepped_loop(second: str, node: str, line: int, module: str, opt: str, step_line: int) -> Dict[str, str]:
+    """``second`` runs, in every iteration, through ``node`` built before the loop (on
+    ``line``), whose graph saved ``module``'s weights, which ``opt.step()`` (on
+    ``step_line``, in the loop) updated in place in the iteration before."""
+    return {
+        "en": f"`{second}` back-propagates, in every iteration, through `{node}` (line {line}, before the loop), whose "
+              f"graph saved `{module}`'s weights; `{opt}.step()` on line {step_line} updates them in place in the "
+              f"first iteration, so the second stops with \"one of the variables needed for gradient computation has "
+              f"been modified by an inplace operation\" (retain_graph=True keeps the graph, not the old weights). "
+              f"Compute it again inside the loop, or detach it if `{module}` is not meant to learn from this loss.",
+        "zh": f"`{second}` 每轮迭代都要反向传播经过循环之前（第 {line} 行）构建的 `{node}`，它的计算图保存了 `{module}` "
+              f"的权重；第 {step_line} 行的 `{opt}.step()` 在第一轮就原地更新了这些权重，于是第二轮会报错 \"one of the "
+              f"variables needed for gradient computation has been modified by an inplace operation\"（retain_graph=True "
+              f"保留的是计算图，不是旧的权重）。请在循环内重新计算它；如果 `{module}` 不该从这个损失学习，就 detach 它。",
+    }
+
+
+def built_before_loop(module: str) -> Dict[str, str]:
+    return {"en": f"the graph through `{module}` is built here, before the loop, and reused by every iteration",
+            "zh": f"经过 `{module}` 的计算图在这里（循环之前）构建，每轮迭代都复用它"}
+
+
 def stepped_how_detached(shown: str, module: str) -> Dict[str, str]:
     return {"en": f"; compute {shown} again after the step, from the detached input (its optimizer does not update `{module}`)",
             "zh": f"；请在 step 之后用 detach 过的输入重新计算 {shown}（它的优化器并不更新 `{module}`）"}
