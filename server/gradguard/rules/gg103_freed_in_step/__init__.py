@@ -24,6 +24,7 @@ import re
 from _thread import _local  # threading.local itself, without importing threading (start-up)
 
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import values as V
@@ -55,9 +56,12 @@ class FreedInStep(Rule):
 
     def check(self, unit, ctx):
         text = unit_text(unit, ctx.index.lines)
+        # a retained backward in a loop that steps an optimizer: one backward call in the
+        # text runs once per iteration (_check_stepped_loops)
+        retained_loop = "retain_graph" in text and ".step(" in text and _LOOP_WORD.search(text) is not None
         if len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text) < 2 and \
                 unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)) and \
-                not _may_read_peers(text):
+                not _may_read_peers(text) and not retained_loop:
             return ()  # one backward cannot free a graph for another (unless a helper called twice frees one,
             # or one backward in a loop frees every element of a list its next iteration reads)
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
@@ -68,7 +72,8 @@ class FreedInStep(Rule):
         events: Dict[int, V.BackwardEvent] = {}
         for ev in flow.events:
             events.setdefault(id(ev.call), ev)  # a loop body is walked more than once: its first walk
-        if len(events) < 2 and not any(ev.peers or ev.stale for ev in events.values()):
+        if len(events) < 2 and not any(ev.peers or ev.stale for ev in events.values()) and not (
+                retained_loop and any(ev.retain for ev in events.values())):
             return ()
         out: List[Finding] = []
         reported: Set[int] = set()
@@ -95,6 +100,7 @@ class FreedInStep(Rule):
 
 
 _FOR_WORD = re.compile(r"\bfor\b")
+_LOOP_WORD = re.compile(r"\b(?:for|while)\b")
 
 
 def _may_read_peers(text: str) -> bool:
@@ -1328,7 +1334,7 @@ def _check_stepped_loops(rule, body, events, flow, reported, ctx) -> Iterator[Fi
         entry = flow.loop_entries.get(id(loop)) or {}
         start = _pos(loop)
         before = {t for v in entry.values() for t in v.graph_tokens()
-                  if _pos(t[1]) < start and (id(t[1]) in flow.saving_calls or id(t[1]) in flow.saved_weights)}
+                  if _pos(t[1]) < start and _saves_own_weights(t[1], flow, ctx)}
         if not before:
             continue
         inside = [ev for ev in events.values() if _holds(loop, ev.call)]
@@ -1356,6 +1362,34 @@ def _check_stepped_loops(rule, body, events, flow, reported, ctx) -> Iterator[Fi
                        Related(ctx.range(step), M.step_updates(module)))
             yield Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, (),
                           {"variable": module, "step_line": step.lineno})
+
+
+def _saves_own_weights(node: ast.AST, flow, ctx) -> bool:
+    """Did the call ``node`` (a module's forward) save that module's weights for its
+    backward? A layer applied to data alone saves its input, not its weight (the weight's
+    gradient needs only the input), so one ``nn.Linear`` on a batch does not; a layer
+    after another one (its input then requires grad) does. Known: a user's module whose
+    forward calls its own layers (``FnFacts`` modules, ``GraphFlow.saved_weights``), or
+    an ``nn.Sequential`` built of two layers with parameters or more."""
+    if id(node) in flow.saved_weights:
+        return True
+    if id(node) not in flow.saving_calls or not isinstance(node, ast.Call):
+        return False
+    name = A.dotted(node.func)
+    if name is None:
+        return False
+    for value in _constructions(name, ctx.index.lines):
+        try:
+            made = ast.parse(value, mode="eval").body
+        except SyntaxError:
+            continue
+        if not (isinstance(made, ast.Call) and (A.dotted(made.func) or "").rsplit(".", 1)[-1] == "Sequential"):
+            continue
+        layers = [a for a in made.args if isinstance(a, ast.Call)
+                  and (A.dotted(a.func) or "").rsplit(".", 1)[-1] not in K.PARAMETERLESS_MODULES]
+        if len(layers) >= 2:
+            return True
+    return False
 
 
 def _jumps_out(stmts) -> bool:
