@@ -51,7 +51,7 @@ class _FactResolver(interp.Resolver):
         summary = {}
         if cls is not None and self_name:
             summary["class:" + self_name] = cls
-        super().__init__(None, summary)
+        super().__init__(None, summary, local_aliases=K.SUMMARY_ALIASES)
         self.current: Optional[str] = None
         # the method summarised: a call of it on its own object or class (``self.repackage(v)``,
         # ``cls.repackage(v)``) is its recursion, assumed as above on every run over the class
@@ -1725,6 +1725,63 @@ def caller_bindings(fn: ast.AST, cls_name: str, resolver: interp.Resolver) -> Di
                 continue
             prev = out.get(names[idx])
             out[names[idx]] = (src, rp.modules | (prev[1] if prev else frozenset()))
+    return out
+
+
+_FILLS = ("append", "extend", "insert")
+
+
+def sibling_filled(cls: ast.ClassDef, fn: ast.AST, resolver: interp.Resolver, self_obj: str) -> Dict[str, V.Val]:
+    """The lists on ``self`` that another method of the same object fills with graphs
+    (PPO's ``select_action()`` appending ``dist.log_prob(action)`` to ``self.logprobs``)
+    and that ``fn`` reads without assigning first: ``{"self.<a>": what they hold}``, the
+    graph tokens of that method's run (its append's call nodes), so ``update()`` stacking
+    ``self.logprobs`` before its epochs reuses graphs built before its loop. Only where
+    ``fn`` back-propagates in a loop (cheap tests first) and the filling method is no
+    ``__init__`` and runs with grad; the class is one chunk with ``fn``, so reading its
+    other methods keeps ``fn``'s findings cacheable."""
+    loops = [n for n in A.body_nodes(fn) if isinstance(n, (ast.For, ast.While, ast.AsyncFor))]
+    if not loops or not any(isinstance(n, ast.Attribute) and n.attr == "backward"
+                            for lp in loops for n in A.body_nodes(lp)):  # type: ignore[arg-type]
+        return {}
+    read = {f"self.{n.attr}" for n in A.body_nodes(fn) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    if not read:
+        return {}
+    fillers = []
+    for m in cls.body:
+        if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) or m is fn or m.name == "__init__" or any(
+                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "property") for d in m.decorator_list):
+            continue
+        keys = {A.dotted(n.func.value) for n in A.body_nodes(m) if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute) and n.func.attr in _FILLS}
+        keys &= read
+        if keys:
+            fillers.append((m, keys))
+    if not fillers:
+        return {}
+    # a key fn assigns before any read (self.logprobs = [] first): what it held does not matter
+    out: Dict[str, V.Val] = {}
+    for m, keys in fillers:
+        if A.is_no_grad_function(m, resolver.ctx):
+            continue
+        named, _ = A.parameters(m, True)
+        env = {a.arg: V.Val(param=True) for a in named}
+        for key in keys:
+            env[key] = V.Val(kind="list")  # (what it held before this call is not this run's)
+        g = interp.GraphFlow(resolver, self_obj=self_obj, find_carries=False)
+        try:
+            g.run(m.body, env)  # type: ignore[attr-defined]
+        except RecursionError:
+            continue
+        final = getattr(g, "final", None) or {}
+        for key in sorted(keys):
+            v = final.get(key)
+            toks = frozenset(t for t in v.taints if t[0] == "G" and (id(t[1]) in g.saving_calls or id(t[1]) in g.saved_weights)) \
+                if v is not None else V.EMPTY
+            if toks:
+                old = out.get(key)
+                out[key] = V.Val(toks | (old.taints if old is not None else V.EMPTY), kind="list")
     return out
 
 

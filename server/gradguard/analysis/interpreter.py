@@ -433,6 +433,9 @@ class GraphFlow:
         self.loop_delegates: List[int] = []
         # calls of functions whose own loop back-propagates what is passed in (CalleeLoop)
         self.callee_loops: List[CalleeLoop] = []
+        # ``self.<a>`` lists another method of the object fills with graphs, seeded at entry
+        # (``facts.sibling_filled``): GG102's walk reads them as graphs built before the method
+        self.sibling_filled: Dict[str, Val] = {}
         self._via_depth = 0
         self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated
         self._dotted_bases: set = set()

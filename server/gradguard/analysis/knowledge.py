@@ -172,6 +172,16 @@ SAVING_DISTRIBUTIONS_FROM_LOGITS = frozenset({"Geometric"})  # the probs, cached
 DISTRIBUTION_NONDIFF_METHODS = frozenset({"sample", "sample_n"})
 
 
+# torch.distributions classes by the bare name ``from torch.distributions import Categorical``
+# binds: what such a name means while a definition is summarised alone, without the file's
+# imports (at a unit's analysis the imports decide). ``dist.sample()`` of one has no graph.
+SUMMARY_ALIASES = {name: "torch.distributions." + name for name in (
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Dirichlet", "Exponential", "Gamma", "Geometric",
+    "Gumbel", "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+    "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
+)}
+
+
 def is_distribution_class(qualname) -> bool:
     """``torch.distributions.Categorical`` (and the ``torch.distributions.normal.Normal``
     spelling): a class of torch.distributions, by its qualified name."""

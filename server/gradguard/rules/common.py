@@ -42,6 +42,12 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
                                 unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit))
         if unit.class_node is not None and unit.node is not None:
             _bind_from_callers(unit, resolver, env, flow)
+            if unit.kind == "function" and self_obj is not None and unit.parents == (unit.class_node,):
+                # lists another method of the object fills with graphs (PPO's self.logprobs)
+                filled = facts.sibling_filled(unit.class_node, unit.node, resolver, self_obj)
+                for key, v in filled.items():
+                    env.setdefault(key, v)
+                flow.sibling_filled = filled
         flow.flags = _param_flags(unit, ctx)
         flow.module_level = unit.kind == "module"
         if unit.class_node is not None and unit.node is not None and unit.kind == "function":

@@ -191,6 +191,7 @@ class _Analysis:
         # ``self.<a>`` is a module only where the class's facts type the constructor
         # (``self.rewardnet = nn.Sequential(...)``), not by the name's case alone
         self.plain_self: Optional[str] = None
+        self.sibling_srcs: Set[Src] = set()  # the sources of graphs another method left in self.<list>
         node = unit.node
         if unit.class_node is not None and node is not None and unit.parents == (unit.class_node,) \
                 and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -383,6 +384,11 @@ class _Analysis:
             trained = True
         fixes = Fixes(ctx, self.unit, self.parent, self.owner).choose(h, srcs, trained, self.grad_used,
                                                                        self.trained_attrs)
+        if not h.graph.sources.isdisjoint(self.sibling_srcs):
+            # the graph came in a list another method fills (PPO's self.logprobs): computing
+            # the value again here reads the same list; the cut belongs where that method
+            # appends, which is another unit's text: no fix
+            fixes = ()
         return Finding(
             code="GG102",
             range=ctx.line_range(origin),
@@ -554,13 +560,18 @@ class _Analysis:
         if not (isinstance(loop, (ast.For, ast.AsyncFor)) and not loop.orelse and g.stmts):
             return False
         it = loop.iter
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" \
-                and len(it.args) == 1 and not it.keywords:
-            it = it.args[0]
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("enumerate", "zip") \
+                and not it.keywords:
+            # enumerate(losses), zip(log_probs, returns): one element of each per iteration
+            its = [a for a in it.args if isinstance(a, ast.Name) and a.id == name]
+            it = its[0] if its and (it.func.id == "zip" or len(it.args) == 1) else it
         if not (isinstance(it, ast.Name) and it.id == name):
             return False
         if any(isinstance(n, ast.Name) and n.id == name for n in A.block_nodes(loop.body)):
             return False  # read again by the body: not only its own element
+        if g.sources and g.sources <= self.sibling_srcs and all(
+                isinstance(st, ast.Assign) and isinstance(st.value, ast.Attribute) for st in g.stmts):
+            return True  # log_probs = self.saved_log_probs: one element per call of the method filling it
         made = g.stmts[0]
         region: Optional[ast.AST] = None
         if isinstance(made, ast.Assign) and isinstance(made.value, (ast.ListComp, ast.GeneratorExp)):
@@ -929,7 +940,7 @@ class _Analysis:
             if d is not None and d in self.env:
                 return self.env[d]
             if d is not None and self.self_name and e.value.id == self.self_name and e.value.id not in self.env:  # type: ignore[attr-defined]
-                return self._self_attr(e)
+                return self._sibling_filled(d, e) or self._self_attr(e)
             return self._attr_value(self._eval(e.value), e)
         if isinstance(e, ast.Subscript):
             v = self._eval(e.value)
@@ -943,6 +954,26 @@ class _Analysis:
         if isinstance(e, ast.Call):
             return self._call(e)
         return None
+
+    def _sibling_filled(self, key: str, e: ast.Attribute):
+        """``self.logprobs`` that another method of the object fills with graphs (the
+        trace's ``GraphFlow.sibling_filled``, what it holds at this method's entry): a
+        graph built before this method ran, through the module that method called."""
+        if self.nograd or self.self_name != "self":
+            return None
+        flow = unit_trace(self.unit, self.ctx)
+        if flow is None or key not in flow.sibling_filled:
+            return None
+        nodes = sorted((t[1] for t in flow.sibling_filled[key].graph_tokens()),
+                       key=lambda n: (n.lineno, n.col_offset))
+        if not nodes:
+            return None
+        node = nodes[0]
+        name = A.dotted(node.func) if isinstance(node, ast.Call) else None
+        module = name.rsplit(".", 1)[0] if name and "." in name else name
+        src = Src(module, "module", None, node, None, 0)
+        self.sibling_srcs.add(src)
+        return Graph(frozenset({src}), True, ())
 
     def _self_attr(self, e: ast.Attribute):
         """``self.fc`` / ``self.gain`` in a method of a module class; in a method of
