@@ -273,3 +273,82 @@ for i in range(3):
 """)
     assert [(f.code, f.range.start.line + 1) for f in fs] == [("GG101", 15)]
     assert [r.range.start.line + 1 for r in fs[0].related] == [17]
+
+
+# ---------------------------------------------------------------------------
+# a list another method of the object fills with graphs (PPO's old log-probs)
+
+_PPO = """
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical
+
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def act(self, state):
+        dist = Categorical(torch.softmax(self.fc(state), -1))
+        action = dist.sample()
+        return action, dist.log_prob(action)
+
+
+class Agent:
+    def __init__(self):
+        self.policy = Policy()
+        self.opt = torch.optim.Adam(self.policy.parameters())
+        self.actions, self.logprobs = [], []
+
+    def select_action(self, state):
+{select}
+
+    def update(self):
+{update}
+        self.actions, self.logprobs = [], []
+"""
+
+_SELECT = """\
+        action, logprob = self.policy.act(state)
+        self.actions.append(action)
+        self.logprobs.append(logprob)"""
+
+_UPDATE = """\
+        old_logprobs = torch.stack(self.logprobs)  # 旧的
+        for _ in range(3):
+            loss = self.policy.fc(torch.ones(4)).sum() - (old_logprobs * 2).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()"""
+
+
+def test_old_log_probs_kept_attached_by_another_method():
+    fs = _findings(_PPO.format(select=_SELECT, update=_UPDATE))
+    # old_actions is not reported: dist.sample() has no graph (Categorical known while summarising)
+    assert [(f.code, f.range.start.line + 1) for f in fs] == [("GG102", 29)]
+    assert fs[0].fixes == ()  # the cut belongs in select_action(), another unit
+    assert _codes(_PPO.format(select=_SELECT, update=_UPDATE.replace(
+        "old_logprobs = torch.stack(self.logprobs)  # 旧的",
+        "old_logprobs = torch.stack(self.logprobs)\n        old_actions = torch.stack(self.actions)").replace(
+        "(old_logprobs * 2)", "(old_logprobs * old_actions)"))) == [("GG102", 29)]
+
+
+def test_old_log_probs_silent_twins():
+    # kept detached, or computed under no_grad (the post's fix)
+    assert _codes(_PPO.format(select=_SELECT.replace("append(logprob)", "append(logprob.detach())"),
+                              update=_UPDATE)) == []
+    nograd = "        with torch.no_grad():\n            action, logprob = self.policy.act(state)\n" + \
+        "\n".join(_SELECT.splitlines()[1:])
+    assert _codes(_PPO.format(select=nograd, update=_UPDATE)) == []
+    # REINFORCE: each kept log-prob back-propagated once, one per iteration
+    each = ("        for log_prob, a in zip(self.logprobs, self.actions):\n"
+            "            self.opt.zero_grad()\n            (-log_prob).backward()\n            self.opt.step()")
+    assert _codes(_PPO.format(select=_SELECT, update=each)) == []
+    listed = ("        saved = self.logprobs\n        for i, log_prob in enumerate(saved):\n"
+              "            (-log_prob).backward()")
+    assert _codes(_PPO.format(select=_SELECT, update=listed)) == []
+    # one backward of the summed log-probs after the loop that builds the loss
+    once = ("        loss = 0\n        for log_prob in self.logprobs:\n            loss = loss - log_prob\n"
+            "        self.opt.zero_grad()\n        loss.backward()\n        self.opt.step()")
+    assert _codes(_PPO.format(select=_SELECT, update=once)) == []
