@@ -137,6 +137,18 @@ losses = [head(h).sum() for head in heads]
 for loss in losses:
     loss.backward()
 """) == [("GG102", 5)]
+    # one model's losses on several batches, stepped between them: the second element's graph
+    # saved weights the first step changed in place (torch: "modified by an inplace operation")
+    assert _codes("""
+import torch, torch.nn as nn
+model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+losses = [model(b).pow(2).mean() for b in [torch.randn(3, 4) for _ in range(3)]]
+for loss in losses:
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+""") == [("GG102", 4)]
 
 
 # ---------------------------------------------------------------------------

@@ -569,6 +569,15 @@ class _Analysis:
             return False
         if any(isinstance(n, ast.Name) and n.id == name for n in A.block_nodes(loop.body)):
             return False  # read again by the body: not only its own element
+        bound = set(S.bound_names(loop.target))
+        for n in A.block_nodes(loop.body):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
+                recv = n.func.value
+                if not (isinstance(recv, ast.Subscript) and isinstance(recv.slice, ast.Name) and recv.slice.id in bound):
+                    # opt.step() between two elements' backward calls: the next element's graph may
+                    # have saved weights this step changes in place (a model's losses on several
+                    # batches); only an optimizer of the element's own (opts[i].step()) is clear
+                    return False
         if g.sources and g.sources <= self.sibling_srcs and all(
                 isinstance(st, ast.Assign) and isinstance(st.value, ast.Attribute) for st in g.stmts):
             return True  # log_probs = self.saved_log_probs: one element per call of the method filling it
