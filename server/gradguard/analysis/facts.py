@@ -33,7 +33,7 @@ from gradguard.analysis.summary import Fact, FactSource
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, Iterable, List, Optional, Tuple
+    from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 _STATIC = ("staticmethod",)
 _BUILTINS = frozenset(dir(__import__("builtins")))
@@ -1728,7 +1728,7 @@ def caller_bindings(fn: ast.AST, cls_name: str, resolver: interp.Resolver) -> Di
     return out
 
 
-_FILLS = ("append", "extend", "insert")
+_LIST_FILLS = ("append", "extend", "insert")
 
 
 def sibling_filled(cls: ast.ClassDef, fn: ast.AST, resolver: interp.Resolver, self_obj: str) -> Dict[str, V.Val]:
@@ -1742,7 +1742,7 @@ def sibling_filled(cls: ast.ClassDef, fn: ast.AST, resolver: interp.Resolver, se
     other methods keeps ``fn``'s findings cacheable."""
     loops = [n for n in A.body_nodes(fn) if isinstance(n, (ast.For, ast.While, ast.AsyncFor))]
     if not loops or not any(isinstance(n, ast.Attribute) and n.attr == "backward"
-                            for lp in loops for n in A.body_nodes(lp)):  # type: ignore[arg-type]
+                            for lp in loops for n in A.block_nodes(lp.body)):
         return {}
     read = {f"self.{n.attr}" for n in A.body_nodes(fn) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
             and isinstance(n.value, ast.Name) and n.value.id == "self"}
@@ -1753,14 +1753,17 @@ def sibling_filled(cls: ast.ClassDef, fn: ast.AST, resolver: interp.Resolver, se
         if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) or m is fn or m.name == "__init__" or any(
                 isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "property") for d in m.decorator_list):
             continue
-        keys = {A.dotted(n.func.value) for n in A.body_nodes(m) if isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute) and n.func.attr in _FILLS}
-        keys &= read
+        keys: Set[str] = set()
+        for n in A.body_nodes(m):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _LIST_FILLS:
+                key = A.dotted(n.func.value)
+                if key is not None and key in read:
+                    keys.add(key)
         if keys:
             fillers.append((m, keys))
     if not fillers:
         return {}
-    # a key fn assigns before any read (self.logprobs = [] first): what it held does not matter
+    # (a key fn assigns before reading it, self.logprobs = [] first, is rebound in fn's own run)
     out: Dict[str, V.Val] = {}
     for m, keys in fillers:
         if A.is_no_grad_function(m, resolver.ctx):
@@ -1771,7 +1774,7 @@ def sibling_filled(cls: ast.ClassDef, fn: ast.AST, resolver: interp.Resolver, se
             env[key] = V.Val(kind="list")  # (what it held before this call is not this run's)
         g = interp.GraphFlow(resolver, self_obj=self_obj, find_carries=False)
         try:
-            g.run(m.body, env)  # type: ignore[attr-defined]
+            g.run(m.body, env)
         except RecursionError:
             continue
         final = getattr(g, "final", None) or {}
