@@ -193,15 +193,17 @@ class _Analysis:
         self.plain_self: Optional[str] = None
         self.sibling_srcs: Set[Src] = set()  # the sources of graphs another method left in self.<list>
         node = unit.node
-        if unit.class_node is not None and node is not None and unit.parents == (unit.class_node,) \
-                and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if unit.class_node is not None and node is not None and is_module_class(unit.class_node.name, ctx):
+            args = list(node.args.posonlyargs) + list(node.args.args)
+            if args and not any(getattr(d, "id", "") == "staticmethod" for d in node.decorator_list):
+                self.self_name = args[0].arg
+        elif unit.class_node is not None and unit.parents == (unit.class_node,) \
+                and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and ctx.summary.get("class:" + unit.class_node.name) is not None:
             args = list(node.args.posonlyargs) + list(node.args.args)
             if args and not any(getattr(d, "id", "") in ("staticmethod", "classmethod") for d in node.decorator_list):
-                if is_module_class(unit.class_node.name, ctx):
-                    self.self_name = args[0].arg
-                elif ctx.summary.get("class:" + unit.class_node.name) is not None:
-                    self.self_name = args[0].arg
-                    self.plain_self = unit.class_node.name
+                self.self_name = args[0].arg
+                self.plain_self = unit.class_node.name
         # _check_call looks for calls of functions whose loop back-propagates: only
         # where the unit names one
         self.calls_bwloop = bool(unit.body) and _summary.query(ctx.summary, mentions_bwloop,
