@@ -530,6 +530,13 @@ def _container_effects(g: interp.GraphFlow, fn: ast.AST, outside: Dict[str, str]
     early = any(isinstance(s, ast.Return) for s in A.iter_statements(body[:-1])) or any(
         isinstance(s, ast.Return) for b in A.child_blocks(body[-1]) for s in A.iter_statements(b)) if body else True
     sure = set() if early else {t[1] for t in V.freed_set(final)}
+    displays = set()
+    for n in A.body_nodes(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "insert") \
+                and n.args and isinstance(n.args[-1], (ast.Tuple, ast.List, ast.Dict, ast.Set)):
+            key = A.dotted(n.func.value)
+            if key is not None:
+                displays.add(key)
     out = []
     for key, path in sorted(outside.items()):
         tok = ("N", path)
@@ -540,6 +547,7 @@ def _container_effects(g: interp.GraphFlow, fn: ast.AST, outside: Dict[str, str]
         via = tuple(sorted({g.delegates[t[1]][0] for t in added if t[0] == "D" and t[1] < len(g.delegates)}))
         eff = V.ContainerEffect(
             path,
+            displays=key in displays,
             appends=bool(graph),
             appends_params=frozenset(t[1] for t in added if t[0] == "P"),
             saving=any(id(t[1]) in g.saving_calls for t in graph),

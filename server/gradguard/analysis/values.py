@@ -249,6 +249,9 @@ class ContainerEffect:
     backprops: bool = False  # a backward inside may run through what it held on entry
     frees: bool = False  # ... does, on every path through the function, without retain_graph
     clears: bool = False  # what it held on entry is gone when the function returns
+    # it puts a tuple, list, dict or set display in (``memory.append((s, log_prob, r))``): an
+    # element is no tensor, ``[s.detach() for s in memory]`` would fail on it
+    displays: bool = False
 
 
 @record

@@ -854,22 +854,28 @@ def _callee_kind(call: ast.Call, carry: Optional[V.Carry], ctx, unit=None) -> st
     return V.state_shape(r.torch_class(q) if q else None)
 
 
-def _appends_tensors(site: ast.AST, name: str) -> bool:
-    """Is ``site`` (where a carried list gets this iteration's graph) ``name.append(x)``
-    (or ``insert``/``extend``/``+=``/an assignment) in the loop's own text, with ``x`` not
-    a tuple, list, dict or set display: each element one tensor, as far as the text shows?"""
-    if isinstance(site, ast.Expr) and isinstance(site.value, ast.Call):
-        call = site.value
-        f = call.func
-        if not (isinstance(f, ast.Attribute) and f.attr in ("append", "insert", "extend")
-                and A.dotted(f.value) == name and call.args):
-            return False  # filled by a function or method it is handed to: elements unseen
-        arg = call.args[-1]
-        if f.attr == "extend":
-            return not isinstance(arg, (ast.Tuple, ast.List, ast.Set)) or not any(
-                isinstance(e, (ast.Tuple, ast.List, ast.Dict, ast.Set)) for e in arg.elts)
-        return not isinstance(arg, (ast.Tuple, ast.List, ast.Dict, ast.Set))
-    return True
+def _appends_displays(site: ast.AST, name: str, ctx) -> bool:
+    """Does ``site`` (where a carried list gets this iteration's graph) put a tuple, list,
+    dict or set display into ``name``: ``name.append((s, lp))`` in the loop's own text, or a
+    call of a function or method whose summary says it appends one to that list
+    (``ContainerEffect.displays``: ``agent.remember(s, lp, r)`` filling ``agent.memory``)?"""
+    if not (isinstance(site, ast.Expr) and isinstance(site.value, ast.Call)):
+        return False
+    call = site.value
+    f = call.func
+    if isinstance(f, ast.Attribute) and f.attr in ("append", "insert") and A.dotted(f.value) == name:
+        return bool(call.args) and isinstance(call.args[-1], (ast.Tuple, ast.List, ast.Dict, ast.Set))
+    r = interp.Resolver(ctx)
+    facts = None
+    if isinstance(f, ast.Name):
+        facts = r.fn(f.id)
+    elif isinstance(f, ast.Attribute):
+        recv = A.dotted(f.value)
+        facts = r.method_facts(r.global_obj(recv), f.attr) if recv is not None and "." not in recv else None
+    if facts is None:
+        return False
+    return any(eff.displays and interp.GraphFlow._container_key(call, facts, eff.path) == name
+               for eff in facts.containers)
 
 
 def _detach_line(names: Tuple[str, ...], shape: str) -> str:
@@ -921,11 +927,10 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
     elif len(names) == 1 and (any(v is not None and v.kind == "list" for v in entry)
                               or (end_v is not None and end_v.kind == "list")):
         shape = "list"  # history = []; history.append(out): stays a list
-        if not _appends_tensors(carry.site, names[0]):
-            # agent.remember(state, log_prob, ...) filling agent.memory with tuples, or
-            # memory.append((s, log_prob)): `[s.detach() for s in memory]` would call
-            # .detach() on a tuple (AttributeError), and detaching what a replay memory
-            # hands back to the loss would drop the gradient it is kept for: no fix
+        if _appends_displays(carry.site, names[0], ctx):
+            # memory.append((s, log_prob)), or agent.remember(state, log_prob, ...) whose
+            # summary says it appends such a tuple to agent.memory: `[s.detach() for s in
+            # memory]` would call .detach() on a tuple (AttributeError): no fix
             return ()
     elif any(v is not None and v.const for v in entry) and len(names) == 1:
         shape = "maybe-number"  # running = 0 before the loop: an int has no .detach()
