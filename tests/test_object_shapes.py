@@ -364,3 +364,35 @@ def test_old_log_probs_silent_twins():
     once = ("        loss = 0\n        for log_prob in self.logprobs:\n            loss = loss - log_prob\n"
             "        self.opt.zero_grad()\n        loss.backward()\n        self.opt.step()")
     assert _codes(_PPO.format(select=_SELECT, update=once)) == []
+
+
+def test_container_neuron_fix_cuts_between_batches_not_between_time_steps():
+    text = src("""
+import torch, torch.nn as nn
+
+class LIF(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.v = 0.
+
+    def forward(self, x):
+        self.v = self.v * 0.5 + x
+        return torch.sigmoid(self.v)
+
+net = nn.Sequential(nn.Linear(3, 4), LIF())
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for epoch in range(2):
+    for i in range(3):
+        out = 0.
+        for t in range(4):
+            out += net(torch.randn(2, 3))
+        opt.zero_grad()
+        out.sum().backward()
+        opt.step()
+""")
+    fs = check_source(text).findings
+    assert [(f.code, f.range.start.line + 1) for f in fs] == [("GG101", 18)]
+    (edit,) = fs[0].preferred_fix.edits
+    # before `for t in range(4):` (line 17, an iteration of the batch loop starts there), not
+    # before line 18 inside it: a cut between time steps would change the first step's gradients
+    assert edit.range.start.line + 1 == 17 and edit.new_text.startswith("        for ")

@@ -493,12 +493,12 @@ def _stateful_member(value: ast.expr, resolver, ctx) -> Optional[Tuple[str, Tupl
 def _container_state_finding(rule, ctx, loop, call, net, cls, attrs, related: Tuple[Related, ...] = ()) -> Finding:
     msg = M.container_state(net, cls)
     fixes: Tuple[Fix, ...] = ()
-    stmt = _statement_holding(loop.body, call)
+    stmt = _iteration_start(loop.body, call, ctx)
     if attrs and stmt is not None:
         line = ctx.index.line(stmt.lineno - 1)
         indent = line[: len(line) - len(line.lstrip())]
         if len(indent) == ctx.index.char_col(stmt.lineno, stmt.col_offset):
-            step = _indent_step(indent, ctx.indent_of(loop.lineno)) if indent else "    "
+            step = _indent_step(ctx.indent_of(loop.body[0].lineno), ctx.indent_of(loop.lineno))  # one step of the file
             m = _fresh("_m", (net,))
             body = "".join(f"{indent}{step}{step}{m}.{a} = {m}.{a}.detach()\n" for a in attrs)
             cond = " and ".join([f"isinstance({m}, {cls})"] + [f'hasattr({m}.{a}, "detach")' for a in attrs])
@@ -534,6 +534,23 @@ def _imported_state_finding(rule, unit, ctx, loop, call, callee, ctor, attr, sha
                      tuple(edits) + (edit,), preferred=True),)
     return Finding(rule.code, ctx.range(call), msg, rule.default_severity, (), fixes,
                    {"variable": state, "variables": [state], "stateful": True})
+
+
+def _iteration_start(body, node, ctx) -> Optional[ast.stmt]:
+    """The statement before which a detach cuts what one iteration of the back-propagating
+    loop hands the next, and nothing inside an iteration: the statement of ``body`` holding
+    ``node``, entered while it also holds a backward (an inner loop that back-propagates),
+    never one that only repeats the call (``for t in range(T): out += net(x)``: a detach
+    there would cut the graph between time steps and change the first step's gradients)."""
+    for s in body:
+        if s.lineno <= node.lineno <= (s.end_lineno or s.lineno):
+            if any(isinstance(n, ast.Call) and A.is_backward_call(n, ctx) for n in A.walk_all(s)):
+                for block in A.child_blocks(s):
+                    inner = _iteration_start(block, node, ctx)
+                    if inner is not None:
+                        return inner
+            return s
+    return None
 
 
 def _statement_holding(body, node) -> Optional[ast.stmt]:
