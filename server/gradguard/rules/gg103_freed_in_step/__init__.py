@@ -26,7 +26,6 @@ from _thread import _local  # threading.local itself, without importing threadin
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis import knowledge as K
 from gradguard.analysis import values as V
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
