@@ -492,6 +492,16 @@ class Carry:
     end: Dict[str, Val]  # values at the end of an iteration
 
 
+def describes_backward(value: object) -> bool:
+    """Does a fact value say its code back-propagates: a :class:`FnFacts` that
+    calls a backward, or a :class:`ClassFacts` with such a method? (The engine asks
+    it of imported facts, GG201 of the file's own.)"""
+    if getattr(value, "calls_backward", False):  # FnFacts
+        return True
+    methods = getattr(value, "methods", None)  # ClassFacts
+    return isinstance(methods, tuple) and any(getattr(m, "calls_backward", False) for _, m in methods)
+
+
 def state_shape(torch_class: _Opt[str]) -> str:
     """"tuple" | "tensor" | "unknown": the state a torch module of this class
     returns beside its output (an LSTM's ``(h, c)``, a GRU's ``h``)."""

@@ -33,6 +33,7 @@ from gradguard.analysis.context import ModuleContext, Unit, iter_units, unit_tex
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.knowledge import imports_torch, other_framework_only
 from gradguard.model.findings import Finding
+from gradguard.analysis.values import describes_backward
 from gradguard.analysis.summary import FactSource, FactTable, local_imports, summarize, unreferenced_defs
 from gradguard.model.record import record, replace
 from gradguard.model.text import LineIndex, line_ending, split_lines
@@ -795,14 +796,7 @@ def _backprop_prefixes() -> Tuple[str, ...]:
 
 
 def _describes_backprop(key: str, value: object, prefixes: Tuple[str, ...]) -> bool:
-    if key.startswith(prefixes):
-        return True
-    if getattr(value, "calls_backward", False):  # FnFacts
-        return True
-    methods = getattr(value, "methods", None)  # ClassFacts
-    if isinstance(methods, tuple):
-        return any(getattr(m, "calls_backward", False) for _, m in methods)
-    return False
+    return key.startswith(prefixes) or describes_backward(value)
 
 
 def parse_problem(source: str) -> Optional[SyntaxProblem]:

@@ -666,16 +666,9 @@ def _file_backprops(ctx) -> bool:
     remembered.)"""
     if _BACKPROPS[0] is not ctx:
         known = K.text_may_backprop("\n".join(ctx.index.lines)) or any(
-            _calls_backward(v) for v in ctx.summary.values())
+            V.describes_backward(v) for v in ctx.summary.values())
         _BACKPROPS[:] = [ctx, known]
     return bool(_BACKPROPS[1])
-
-
-def _calls_backward(facts) -> bool:
-    if getattr(facts, "calls_backward", False):  # FnFacts
-        return True
-    methods = getattr(facts, "methods", None)  # ClassFacts
-    return isinstance(methods, tuple) and any(getattr(m, "calls_backward", False) for _, m in methods)
 
 
 _BACKPROPS: list = [None, None]
