@@ -403,6 +403,10 @@ class GraphFlow:
         self.carries: List[Carry] = []
         self._carried_keys: set = set()
         self.events: List[BackwardEvent] = []
+        # ids of ``obj.backward(loss)`` calls of a wrapper class of the user's whose own
+        # ``backward`` method back-propagates its argument: spelled like a backward, run
+        # like a helper (no ``retain_graph=`` can be added to the call)
+        self.wrapper_backwards: set = set()
         # id(loop) -> what each name held when the loop was first entered: the graphs
         # built before it (GG102's question: which of them does a backward in it free?)
         self.loop_entries: Dict[int, Dict[str, Val]] = {}
@@ -1800,6 +1804,14 @@ class GraphFlow:
             tgt = backward_target(call, ctx)
             recv = self.eval(func.value, env) if isinstance(func, ast.Attribute) else None
             pos, kws = self._args(call, env)
+            if recv is not None and call.args:
+                facts = self.r.method_facts(recv.obj, func.attr)  # type: ignore[union-attr]
+                if facts is not None and facts.calls_backward:
+                    # optimizer.backward(loss1) on a wrapper of this file (a mixed-precision
+                    # optimizer's own backward(loss) calling loss.backward()): its facts say
+                    # which argument reaches the backward, never the receiver
+                    self.wrapper_backwards.add(id(call))
+                    return self._apply_facts(call, facts, pos, kws, env, func.attr)  # type: ignore[union-attr]
             if recv is not None and isinstance(func, ast.Attribute) and tgt is func.value:
                 loss = recv  # model.encode(x).sum().backward(): the receiver, run once (a call may step a state)
             else:

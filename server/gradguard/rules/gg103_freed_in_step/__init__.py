@@ -568,7 +568,8 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         what = " / ".join(f"`{k}`" for k in kept)
     line1, line0 = b1.lineno, node.lineno
     first, second = _short(b1), _short(b2)
-    direct = A.is_backward_call(b1, ctx)
+    # (a wrapper's ``optimizer.backward(loss)`` is a helper: nothing added to the call keeps its graph)
+    direct = A.is_backward_call(b1, ctx) and (flow is None or id(b1) not in flow.wrapper_backwards)
     keep: Optional[TextEdit] = None
     cut: List[TextEdit] = []
     if not direct and _own_call(b1) and kept:
