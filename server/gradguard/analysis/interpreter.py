@@ -636,6 +636,17 @@ class GraphFlow:
         opaque = self.opaque
         return frozenset([t for t in gs if id(t[1]) not in opaque])
 
+    def built_from(self, v: Val, toks: FrozenSet) -> bool:
+        """Was ``v`` computed from one of the tokens ``toks`` (a backward event's
+        ``inputs``): it holds one, or a graph an op started on one of those leaves
+        (an op takes a leaf's token into ``leaf_of``)? Then ``autograd.grad(out, x)``
+        runs back through ``v``'s graph to ``x``."""
+        if not toks:
+            return False
+        if not toks.isdisjoint(v.taints):
+            return True
+        return any(not toks.isdisjoint(self.leaf_of.get(id(t[1]), EMPTY)) for t in v.graph_tokens())
+
     def block(self, stmts: Sequence[ast.stmt], env: Dict[str, Val]) -> Dict[str, Val]:
         for s in stmts:
             env = self.stmt(s, env)
@@ -1816,6 +1827,7 @@ class GraphFlow:
                 loss = recv  # model.encode(x).sum().backward(): the receiver, run once (a call may step a state)
             else:
                 loss = self.eval(tgt, env) if tgt is not None else CLEAN
+            inputs = None
             if qualify(func, ctx) in K.BACKWARD_FUNCTIONS:
                 # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated;
                 # a parameter differentiated against as given (not made a leaf that requires
@@ -1823,8 +1835,12 @@ class GraphFlow:
                 given = pos[1] if len(pos) > 1 else kws.get("inputs", CLEAN)
                 if not any(t[0] == "L" for t in given.taints):
                     self.grad_params.update(t[1] for t in given.taints if t[0] == "P")
+                if len(pos) > 1 or "inputs" in kws:
+                    inputs = frozenset(t for t in given.taints if t[0] in ("G", "L"))
             if not has_create_graph(call):
                 self._event(call, loss, keeps_graph(call), stale=self._stale(loss.taints, env))
+                if inputs is not None:
+                    self.events[-1].inputs = inputs
                 if self._peer_reads and surely_frees(call, ctx):
                     self._peer_proof(self.events[-1], loss)
                 if self.frames and self.find_carries:

@@ -453,6 +453,9 @@ class BackwardEvent:
     # the second's runs into them.
     # (``for j, peer in enumerate(outputs)``: each read of ``peer``), and the list's dotted name
     peers: Tuple[Tuple[ast.AST, ast.AST, ast.stmt, str], ...] = ()
+    # ``torch.autograd.grad(outputs, inputs)``: the graph and leaf tokens of ``inputs``
+    # (only the part of the graph between the outputs and them is run); None otherwise
+    inputs: _Opt[FrozenSet] = None
 
 
 @record(frozen=False)

@@ -638,16 +638,17 @@ class _Analysis:
                 read.add(f"{n.value.id}.{n.attr}")  # type: ignore[attr-defined]
         if not read.intersection(cands):
             return {}
-        events: Dict[int, Tuple[ast.Call, bool, frozenset, Optional[Set[str]]]] = {}
+        events: Dict[int, Tuple[ast.Call, bool, frozenset, Optional[Set[str]], frozenset]] = {}
         for ev in flow.events:  # (a loop body is walked twice: an event per walk)
             c = ev.call
             if id(c) not in inside:
                 continue
             prev = events.get(id(c))
             if prev is not None:
-                events[id(c)] = (c, prev[1], prev[2] | ev.loss.taints, prev[3])
+                events[id(c)] = (c, prev[1], prev[2] | ev.loss.taints, prev[3], prev[4] | (ev.inputs or frozenset()))
                 continue
             inputs: Optional[Set[str]] = None
+            in_toks = ev.inputs or frozenset()  # (the trace's tokens of autograd.grad's inputs)
             if A.is_backward_call(c, self.ctx):
                 if S.kw(c, "inputs") is not None:
                     continue
@@ -655,7 +656,7 @@ class _Analysis:
                     given = c.args[1] if len(c.args) > 1 else (S.kw(c, "inputs").value if S.kw(c, "inputs") else None)  # type: ignore[union-attr]
                     inputs = {n.id for n in S.walk_no_scopes(given) if isinstance(n, ast.Name)} if given is not None \
                         else set()
-            events[id(c)] = (c, ev.retain, ev.loss.taints, inputs)
+            events[id(c)] = (c, ev.retain, ev.loss.taints, inputs, in_toks)
         out: Dict[str, List[Tuple[ast.Call, bool]]] = {}
         for name, g in cands.items():
             if name not in read:
@@ -664,8 +665,11 @@ class _Analysis:
             toks = v.graph_tokens() if v is not None else frozenset()
             if not toks:
                 continue
-            got = [(c, keep) for c, keep, t, inputs in events.values()
-                   if toks & t and (inputs is None or not self._source_names(flow, v, entry, g).isdisjoint(inputs))]
+            # autograd.grad(outputs, x) runs the part between the outputs and x: the candidate's
+            # graph when it was built from x (its tokens hold x's), or from a source named there
+            got = [(c, keep) for c, keep, t, inputs, in_toks in events.values()
+                   if toks & t and (inputs is None or flow.built_from(v, in_toks)
+                                    or not self._source_names(flow, v, entry, g).isdisjoint(inputs))]
             if got:
                 out[name] = got
         return out

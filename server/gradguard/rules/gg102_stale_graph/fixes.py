@@ -45,7 +45,10 @@ class Fixes:
         remove = None if trained else self._fix_remove(var, srcs, grad_used)
         # `var.backward()` itself: a detached loss has nothing to back-propagate (torch raises
         # "element 0 of tensors does not require grad"), so no detach and no no_grad is a fix
-        own_loss = _backward_of(h.backward, var, self.ctx)
+        # nor where ``torch.autograd.grad(outputs, inputs)`` differentiates through the value
+        # (the finding says its graph lies between the outputs and the inputs): a detach cuts
+        # the outputs off the inputs
+        own_loss = _backward_of(h.backward, var, self.ctx) or _differentiates(h.backward, self.ctx)
         detach = None if own_loss else self._fix_detach(h)
         nograd = None if own_loss else self._fix_nograd(h)
         recompute = self._fix_recompute(h) if trained and isinstance(h.loop, A.LOOPS) else (
@@ -434,6 +437,11 @@ def _backward_of(call, var: str, ctx) -> bool:
         return False
     target = A.backward_target(call, ctx)
     return isinstance(target, ast.Name) and target.id == var
+
+
+def _differentiates(call, ctx) -> bool:
+    """``torch.autograd.grad(...)``: gradients of its outputs with respect to its inputs."""
+    return isinstance(call, ast.Call) and ctx.qualify(call.func) == "torch.autograd.grad"
 
 
 _CONTAINERS = (ast.List, ast.ListComp, ast.Tuple, ast.Dict, ast.DictComp, ast.Set, ast.SetComp, ast.GeneratorExp)
