@@ -1116,11 +1116,16 @@ class GraphFlow:
                     # window the other path keeps filling (truncated BPTT every K steps)
                     seeds[name] = v
             e2_out: _Opt[Dict[str, Val]] = None
-            if seeds:
+            again = self._freed_for_next(loop, entry, e1)
+            if seeds or again is not None:
                 e2 = dict(out)
                 for name, v in seeds.items():
                     e2[name] = self._seed(name, loop, e2[name], v)
                 frame2 = LoopFrame(loop, second=True)
+                n_events = len(self.events)
+                if again is not None:
+                    e2[FREED] = again
+                    frame2.stale_from = frozenset(t[1] for t in again.taints)
                 self.frames.append(frame2)
                 self._bind_loop_target(loop, e2)
                 n_returns = len(self.returns)
@@ -1128,7 +1133,10 @@ class GraphFlow:
                 if loop is self.framework_node:
                     self._framework_step(loop, n_returns, e2)
                 self.frames.pop()
-                self._report(frame2, seeds, entry, e1)
+                if seeds:
+                    self._report(frame2, seeds, entry, e1)
+                if again is not None:
+                    self._stale_next(n_events)
                 e2_out = join_env(out, self._strip(e2, loop))
             if self.explain_unknown:
                 self._query_unknown(loop, frame, seeds, entry, e1, out)
@@ -1141,6 +1149,50 @@ class GraphFlow:
         if orelse:
             out = self.block(orelse, out)
         return out
+
+    def _freed_for_next(self, loop: ast.stmt, entry: Dict[str, Val], e1: Dict[str, Val]) -> _Opt[Val]:
+        """The graphs built before the loop (held at its entry, their node outside its
+        body) that a backward of the body surely freed on every path to the end of an
+        iteration: the next iteration starts with them freed (pix2pix-style critic
+        iterations over ``self.fake_B`` built once by ``self.forward()``). None when
+        there are none, or the body may leave early (``break``, ``continue``, ``return``)
+        or surely runs once (``range(1)``)."""
+        end = e1.get(FREED)
+        if end is None or not end.taints or end is entry.get(FREED) or not isinstance(loop, LOOPS):
+            return None
+        before = {t[1] for t in freed_set(entry)}
+        lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
+        held: set = set()
+        for n, v in entry.items():
+            if v.taints and n != FREED:
+                held.update(t for t in v.taints if t[0] == "G")
+        got = [t for t in end.taints if t[1] not in before and t[1] in held
+               and not lo <= getattr(t[1][1], "lineno", 0) <= hi]
+        if not got:
+            return None
+        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in block_nodes(loop.body)):  # type: ignore[attr-defined]
+            return None
+        it = getattr(loop, "iter", None)
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords \
+                and it.args and all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args) \
+                and len(range(*[a.value for a in it.args])) < 2:  # type: ignore[union-attr]
+            return None
+        if isinstance(it, (ast.List, ast.Tuple)) and len(it.elts) < 2:
+            return None
+        return plain(got)
+
+    def _stale_next(self, n_events: int) -> None:
+        """A backward of the walk just done (the loop's next iteration, :meth:`_freed_for_next`)
+        that reached a graph the previous iteration freed: the proof goes on the backward's
+        first event (the one rules read), where the first walk found none."""
+        first: Dict[int, BackwardEvent] = {}
+        for ev in self.events[:n_events]:
+            first.setdefault(id(ev.call), ev)
+        for ev in self.events[n_events:]:
+            if ev.stale:
+                ev0 = first.get(id(ev.call))
+                if ev0 is not None and not ev0.stale:
+                    ev0.stale = ev.stale
 
     def _query_unknown(self, loop: ast.stmt, frame: LoopFrame, seeds: Dict[str, Val], entry: Dict[str, Val],
                        end: Dict[str, Val], start: Dict[str, Val]) -> None:
@@ -1300,13 +1352,23 @@ class GraphFlow:
         whole of a container a helper surely back-propagates). Only on a loop body's
         first walk (a second one runs with last iteration's values seeded)."""
         fs = env.get(FREED)
-        if fs is None or not fs.taints or any(fr.second for fr in self.frames):
+        if fs is None or not fs.taints:
             return EMPTY
+        only = None
+        for fr in self.frames:
+            if fr.second:
+                if fr.stale_from is None:
+                    return EMPTY
+                # the walk of a loop's next iteration: only what its previous one freed of
+                # the graphs built before the loop (:meth:`_freed_for_next`)
+                only = fr.stale_from if only is None else only & fr.stale_from
         by_g = {t[1]: t for t in fs.taints}
         if whole:
             gs = {t for t in taints if t[0] == "G"}
         else:
             gs = {t[1] for t in taints if t[0] == "S"}
+        if only is not None:
+            gs = {t for t in gs if t in only}
         return frozenset(by_g[t] for t in gs if t in by_g and id(t[1]) in self.saving_calls)
 
     def _free(self, env: Dict[str, Val], taints: Iterable, call: ast.Call) -> None:
@@ -2560,6 +2622,12 @@ class GraphFlow:
             self._event(call, plain(loss), all(ev.retain for ev in inner_events),
                         {("G", call)} & loss, stale=stale)
             self.events[-1].sure = frozenset(sure)
+            # what it surely frees of the graphs built before the call (``self.fake_B`` that
+            # ``self.forward()`` left, back-propagated undetached by ``backward_D()``) is freed
+            # here: a later backward through it (the next critic iteration's) runs into it
+            outside = {x for x in sure if x != ("G", call) and not lo <= getattr(x[1], "lineno", -1) <= hi}
+            if outside:
+                self._free(env, outside, call)
             if self.frames and self.find_carries:
                 _mark_freed(env, _reached(plain(loss)))
         elif saves[0]:

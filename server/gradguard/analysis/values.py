@@ -478,6 +478,9 @@ class LoopFrame:
     reached: set = Factory(set)  # G tokens some backward traversed (pass 1)
     freed: set = Factory(set)  # G tokens of graphs a helper built and back-propagated inside
     hits: Dict[Tuple, BackwardEvent] = Factory(dict)  # C token → first event
+    # (pass 2 of a loop whose previous iteration freed graphs built before it) the freed
+    # graph tokens the walk may prove stale; None: no staleness proof on this pass
+    stale_from: _Opt[FrozenSet] = None
 
 
 @record(frozen=False)

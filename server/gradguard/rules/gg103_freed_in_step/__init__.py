@@ -58,11 +58,13 @@ class FreedInStep(Rule):
         # a retained backward in a loop that steps an optimizer: one backward call in the
         # text runs once per iteration (_check_stepped_loops)
         retained_loop = "retain_graph" in text and ".step(" in text and _LOOP_WORD.search(text) is not None
-        if len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text) < 2 and \
+        backwards = len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text)
+        if backwards < 2 and \
                 unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)) and \
-                not _may_read_peers(text) and not retained_loop:
+                not _may_read_peers(text) and not retained_loop and not (backwards and _LOOP_WORD.search(text)):
             return ()  # one backward cannot free a graph for another (unless a helper called twice frees one,
-            # or one backward in a loop frees every element of a list its next iteration reads)
+            # or one backward in a loop frees every element of a list its next iteration reads, or a graph
+            # built before the loop that the next iteration reads again)
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
         flow = unit_trace(unit, ctx)  # GG101's run of the unit, if it asked first
@@ -90,7 +92,7 @@ class FreedInStep(Rule):
                 for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs,
                                         kept):
                     out.append(f)
-            for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow):
+            for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow, unit=unit):
                 out.append(f)
             out.extend(_check_stepped_loops(self, unit.body, events, flow, reported, ctx))
         finally:
@@ -406,7 +408,8 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
                     yield _finding(rule, stmts, s, b1, b2, shared, ctx, where)
 
 
-def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flow=None) -> Iterator[Finding]:
+def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flow=None,
+                 unit=None) -> Iterator[Finding]:
     """The interpreter's proof beyond one statement list (``BackwardEvent.stale``): a
     value whose graph a backward surely freed on every path reaches a later one --
     the last ``fake_batch`` of an inner loop whose own backward freed it, scored
@@ -420,9 +423,65 @@ def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flo
         node, b1 = tok[1][1], tok[2]
         if kept_only and (A.is_backward_call(b1, ctx) or not _kept_in(b1, ctx)):
             continue
+        if b1 is b2 and not (_own_call(node) or _own_call(b2)):
+            continue  # a graph built before the loop and freed in it, both in this unit's text: GG102's
         reported.add(id(b2))
+        if b1 is b2 and flow is not None:
+            # freed by this same backward in the loop's previous iteration (GraphFlow._freed_for_next)
+            got = _next_iteration_finding(rule, body, node, b2, ctx, flow, unit)
+            if got is not None:
+                yield got
+                continue
         state = flow.state_built.get(id(node)) if flow is not None else None
         yield _stale_finding(rule, body, node, b1, b2, ctx, state)
+
+
+def _next_iteration_finding(rule, body, node, b, ctx, flow, unit) -> Optional[Finding]:
+    """``b`` back-propagates, in each iteration of its loop, through a graph built once
+    before the loop (``node``): the first iteration's backward frees it, the second's
+    runs into it. pix2pix/DeblurGAN-style critic iterations: ``self.forward()`` leaves
+    ``self.fake_B`` before ``for _ in range(critic_iters): self.backward_D()``."""
+    loop = next((s for s in reversed(list(A.iter_statements(body)))
+                 if isinstance(s, A.LOOPS) and _holds(s, b) and not _holds(s, node)), None)
+    if loop is None:
+        return None
+    kept = flow.sets_by_call.get(id(node), ()) if isinstance(node, ast.Call) else ()
+    holder = next((s for s in A.iter_statements(body) if isinstance(s, (ast.Assign, ast.AnnAssign))
+                   and _holds(s, node)), None)
+    name = _single_name(holder) if holder is not None else None
+    if kept:
+        what = " / ".join(f"`{k}`" for k in kept)
+    else:
+        what = f"`{name}`" if name else f"`{_short(node)}`"
+    related = [Related(ctx.range(node), M.graph_of_built_here(what))]
+    entry = flow.loop_entries.get(id(loop)) or {}
+    for k in kept:
+        site = getattr(entry.get(k), "site", None)
+        if isinstance(site, ast.stmt) and not _holds(site, node) and site.lineno != node.lineno:
+            related.append(Related(ctx.range(site), M.attr_set_here(k)))  # self.fake_B = self.netG(...) in forward()
+    related.append(Related(ctx.range(b), M.frees_it_each_iteration(A.is_backward_call(b, ctx), _callee(b))))
+    fixes: List[Fix] = []
+    advice = M.advice_recompute_each_iteration()
+    stmts = _block_of_stmt(body, loop)
+    m1 = _own_call(b)
+    if kept and m1 and stmts is not None:
+        got = _detach_in_method(stmts, None, b, b, node, kept, flow, unit, ctx, loop=loop)
+        if got is not None:
+            edits, zeroed = got
+            advice = M.advice_detach_where_method_reads(m1, what, zeroed)
+            fixes.append(Fix(M.fix_detach_in_method(m1, what, zeroed), tuple(edits), preferred=True))
+    msg = M.freed_next_iteration(_short(b), what, node.lineno, loop.lineno, advice)
+    return Finding(rule.code, ctx.range(b), msg, rule.default_severity, tuple(related), tuple(fixes),
+                   {"variable": kept[0] if kept else (name or ""), "first_backward_line": b.lineno})
+
+
+def _block_of_stmt(body, target) -> Optional[List[ast.stmt]]:
+    """The statement list (``with`` bodies inline) holding ``target`` itself."""
+    for block in _blocks(body):
+        stmts = _in_order(block)
+        if any(st is target for st in stmts):
+            return stmts
+    return None
 
 
 def _stale_finding(rule, body, node, b1, b2, ctx, state: Optional[str] = None) -> Finding:
@@ -641,7 +700,7 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
                  advice, fixes, name, ctx)
 
 
-def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx):
+def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx, loop=None):
     """A driver's first backward runs in its own method ``m1`` (pix2pix's
     ``backward_D()``), reading attributes another own method left with a graph
     (``self.fake_B``). ``self.fake_B`` → ``self.fake_B.detach()`` where ``m1`` reads it
@@ -664,7 +723,19 @@ def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx):
     if len(re.findall(r"\.\s*" + re.escape(m1) + r"\s*\(", text)) != 1:
         return None  # called elsewhere too: the detach would change what those calls learn
     zeroed = None
-    for s in _stretch(stmts, s1, b2):  # between the two backward calls
+    if loop is not None:
+        # the same call freed it in the loop's previous iteration (critic iterations over
+        # self.fake_B): no step in the loop may use the producer's gradients, and they are
+        # discarded after the loop, before any step that may
+        for st in loop.body:  # type: ignore[attr-defined]
+            for call, opt in _step_calls(st):
+                owned = _owned(opt, ctx)
+                if not owned or producers & owned:
+                    return None
+        scan = _stretch(stmts, loop, None)
+    else:
+        scan = _stretch(stmts, s1, b2)  # between the two backward calls
+    for s in scan:
         for call, opt in _step_calls(s):
             owned = _owned(opt, ctx)
             if not owned or producers & owned:

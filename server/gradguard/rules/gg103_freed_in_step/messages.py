@@ -455,6 +455,40 @@ def stale(second: str, what: Dict[str, str], first: str, line1: int, how: Dict[s
     }
 
 
+def freed_next_iteration(call: str, what: str, line0: int, loop_line: int, advice: Dict[str, str]) -> Dict[str, str]:
+    """``call`` back-propagates, in each iteration of the loop on ``loop_line``, through
+    ``what`` (back-quoted), built once before the loop on ``line0``."""
+    error = '"Trying to backward through the graph a second time"'
+    return {
+        "en": f"`{call}` back-propagates, in every iteration of the loop on line {loop_line}, through the graph "
+              f"of {what}, built once before the loop (line {line0}): the first iteration's backward frees it "
+              f"and the second runs into it ({error}); {advice['en']}.",
+        "zh": f"`{call}` 在第 {loop_line} 行循环的每一轮都要反向传播经过 {what} 的计算图，而它只在循环之前"
+              f"（第 {line0} 行）构建了一次：第一轮的反向传播释放了它，第二轮就会撞上（报错 {error}）；"
+              f"{advice['zh']}。",
+    }
+
+
+def attr_set_here(attr: str) -> Dict[str, str]:
+    return {"en": f"`{attr}` is set here", "zh": f"`{attr}` 在这里被赋值"}
+
+
+def frees_it_each_iteration(direct: bool, callee: str) -> Dict[str, str]:
+    """The related note at the backward that frees it in one iteration and reaches it in the next."""
+    if direct:
+        return {"en": "this backward frees it in the first iteration and runs into it in the next",
+                "zh": "这次反向传播在第一轮释放了它，下一轮又要经过它"}
+    return {"en": f"`{callee}` back-propagates through it here: it frees it in the first iteration and runs "
+                  f"into it in the next",
+            "zh": f"`{callee}` 在这里对它反向传播：第一轮释放了它，下一轮又要经过它"}
+
+
+def advice_recompute_each_iteration() -> Dict[str, str]:
+    return {"en": ("compute it again in each iteration, or detach it where the loss reads it if what produced it "
+                   "should not learn from that loss"),
+            "zh": "请在每一轮重新计算它；若它的来源不应从该损失学习，也可以在损失读取它的地方 detach"}
+
+
 def graph_built_here() -> Dict[str, str]:
     return {"en": "the graph is built here", "zh": "计算图在这里构建"}
 
