@@ -2345,3 +2345,65 @@ def test_no_detach_where_the_guarded_block_has_just_reset_the_state():
     assert len(found) == 1 and found[0].fixes == ()
     for reset in ("torch.zeros(())", "-0.0", "None"):
         assert gg101(text.replace("acc = 0.0", f"acc = {reset}"))[0].fixes == ()
+
+
+# -- a list of losses back-propagated by index (the forum's ensemble kept in lists) --------------
+_ENSEMBLE = src("""
+    import torch
+    import torch.nn as nn
+
+    models = []
+    for _ in range(3):
+        models.append(nn.Linear(4, 2))
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in models]
+    LOSSES_BEFORE
+    for epoch in range(2):
+        for j in range(3):
+            LOSSES_PER_BATCH
+            x = torch.randn(5, 4)
+            for i in range(3):
+                loss = models[i](x).pow(2).mean()
+                PUT
+                opts[i].zero_grad()
+                losses[i].backward()  # <bw>
+                opts[i].step()
+""")
+
+
+def _ensemble(before: str, per_batch: str, put: str) -> str:
+    return _ENSEMBLE.replace("LOSSES_BEFORE", before).replace("LOSSES_PER_BATCH", per_batch).replace("PUT", put)
+
+
+def test_a_list_of_losses_never_emptied_and_read_by_index_is_carried():
+    # models[i](x): an element of a list of modules built by append is a module; the list of
+    # losses made once keeps the first batch's loss of model 0 at index 0
+    text = _ensemble("losses = []", "pass", "losses.append(loss)  # <carry>")
+    found = gg101(text)
+    assert [(f.range.start.line, f.data["variable"]) for f in found] == [(line(text, "# <carry>"), "losses")]
+    f = found[0]
+    assert "back-propagates an element an earlier iteration put in it" in f.message_in("en")
+    assert "之前某轮放进去的元素" in f.message_in("zh")
+    assert not f.fixes  # a detached list leaves the backward nothing to run from
+
+
+@pytest.mark.parametrize("before, per_batch, put", [
+    ("pass", "losses = []", "losses.append(loss)"),  # emptied for each batch: losses[i] is this one
+    ("losses = []", "losses.clear()", "losses.append(loss)"),
+    ("losses = [None] * 3", "pass", "losses[i] = loss"),  # one slot per model, overwritten first
+])
+def test_the_element_this_iteration_put_in_is_not_carried(before, per_batch, put):
+    text = _ensemble(before, per_batch, put)
+    assert gg101(text) == []
+    r = check_source(text, "snippet.py")
+    assert not [f for f in r.findings if f.code == "GG201"]  # the list is read by the backward
+
+
+@pytest.mark.parametrize("before, per_batch, put", [
+    ("pass", "losses = []", "if i:\n                losses.append(loss)"),  # not in every iteration
+    ("losses = [None] * 3", "pass", "losses[i - 1] = loss"),  # another slot than the one read
+    ("pass", "losses = [loss0]", "losses.append(loss)"),  # not empty where the loop starts
+])
+def test_an_element_not_proven_this_iterations_is_still_carried(before, per_batch, put):
+    text = _ensemble(before, per_batch, put).replace("x = torch.randn(5, 4)",
+                                                     "x = torch.randn(5, 4)\n        loss0 = models[0](x).sum()")
+    assert "losses" in [f.data["variable"] for f in gg101(text)]

@@ -355,6 +355,11 @@ class GraphFlow:
     After :meth:`run`, ``carries`` lists GG101 candidates, ``events`` the backward
     events (outside loops too) and ``returns`` the returned values (for summaries)."""
 
+    # token kinds a subclass marks containers with that a read of one element keeps
+    # (:meth:`_own_element` gives only the element: GG201's accumulation marks say the
+    # list was read)
+    element_marks: FrozenSet[str] = EMPTY
+
     def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None,
                  track_self_state: bool = False, find_carries: bool = True, unverified: bool = False,
                  methods: _Opt[Mapping[str, ast.AST]] = None):
@@ -480,6 +485,10 @@ class GraphFlow:
         # ("O", key, loop, False) for its own element (``outputs[i]``); loops scanned
         self._peer_reads: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
         self._peer_scanned: set = set()
+        # (_own_element) id(loop) -> the environment it was last entered with; a list's name
+        # -> what its last ``append`` put in it
+        self._entered: Dict[int, Dict[str, Val]] = {}
+        self._appended: Dict[str, Val] = {}
         self._peer_tops: Dict[int, FrozenSet[int]] = {}  # per loop: its body's unconditional statements
         self._root: Sequence[ast.stmt] = ()  # the statements run() was given
         # (for j, peer in enumerate(outputs)) id(the target's ``peer``) -> its reads in the inner loop
@@ -635,6 +644,71 @@ class GraphFlow:
             return gs
         opaque = self.opaque
         return frozenset([t for t in gs if id(t[1]) not in opaque])
+
+    def _own_element(self, e: ast.Subscript, i: str) -> _Opt[Val]:
+        """``losses[i]`` in ``for i in range(n)`` whose body puts one value in ``losses``, as
+        a statement before the one reading it, in every iteration (no ``break``/``continue``,
+        nothing else edits the list or rebinds ``i``): ``losses[i] = loss`` (a slot per
+        index), or ``losses.append(loss)`` with ``losses`` known empty where the loop was
+        entered (``losses = []`` or ``losses.clear()`` before it). The element read is the
+        one this iteration put there: what it put; None otherwise."""
+        key = dotted(e.value)
+        loop = next((fr.loop for fr in reversed(self.frames) if isinstance(fr.loop, ast.For)
+                     and isinstance(fr.loop.target, ast.Name) and fr.loop.target.id == i), None)
+        if key is None or loop is None or key not in self._appended:
+            return None
+        it = loop.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and not it.keywords and (len(it.args) == 1 or (
+                    len(it.args) == 2 and isinstance(it.args[0], ast.Constant) and it.args[0].value == 0))):
+            return None
+        appends = stores = 0
+        reader = None
+        slot = None
+        for k, st in enumerate(loop.body):  # type: ignore[attr-defined]
+            if any(n is e for n in iter_nodes(st)):
+                reader = k
+                break
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Attribute) \
+                    and st.value.func.attr == "append" and dotted(st.value.func.value) == key:
+                appends += 1
+            elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
+                    and dotted(st.targets[0].value) == key and isinstance(st.targets[0].slice, ast.Name) \
+                    and st.targets[0].slice.id == i:
+                stores += 1
+                slot = st.targets[0]
+        if reader is None or appends + stores != 1:
+            return None
+        if appends:
+            held = self._entered.get(id(loop), {}).get(key)
+            if held is None or held.elems != () or held.taints:
+                return None
+        tops = {id(st.value) for st in loop.body if isinstance(st, ast.Expr)}  # type: ignore[attr-defined]
+        for n in block_nodes(loop.body):  # type: ignore[attr-defined]
+            if isinstance(n, (ast.Break, ast.Continue)):
+                return None
+            if isinstance(n, ast.Name) and n.id == i and not isinstance(n.ctx, ast.Load):
+                return None
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and dotted(n.func.value) == key \
+                    and (n.func.attr != "append" or id(n) not in tops):
+                return None  # losses.pop(), losses.insert(...), an append under an if or in an inner loop
+            if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == key and not isinstance(n.ctx, ast.Load):
+                return None  # rebound in the body
+            if isinstance(n, ast.Subscript) and dotted(n.value) == key and not isinstance(n.ctx, ast.Load) \
+                    and n is not slot:
+                return None  # another store into it
+        return self._appended[key]
+
+    def _module_obj(self, obj: _Opt[str]) -> bool:
+        """An object of a torch module class (``inst:torch.nn.Linear``) or of a module class
+        of the user's (``user:Net``)."""
+        if not obj:
+            return False
+        if obj.startswith("inst:"):
+            q = obj[5:]
+            return q.startswith("torch.nn.") and not q.startswith(("torch.nn.parameter.", "torch.nn.utils.")) \
+                and q != "torch.nn.Parameter"
+        return obj.startswith("user:") and self.r.is_module_class(obj[5:])
 
     def built_from(self, v: Val, toks: FrozenSet) -> bool:
         """Was ``v`` computed from one of the tokens ``toks`` (a backward event's
@@ -1006,6 +1080,7 @@ class GraphFlow:
                 # the statement that last put a graph in it
                 env[base] = _with(old, taints=old.taints | v.taints, elems=None,
                                   site=s if v.graph_tokens() else old.site)
+                self._appended[base] = plain(v.taints)  # (what a later losses[i] of this iteration reads)
 
     # -- loops -----------------------------------------------------------
     def _bind_loop_target(self, loop: ast.stmt, env: Dict[str, Val]) -> None:
@@ -1082,6 +1157,7 @@ class GraphFlow:
                 self._resets_modules(loop, env)
         entry = dict(env)
         self.loop_entries.setdefault(id(loop), entry)
+        self._entered[id(loop)] = entry
         once = self._runs_at_least_once(loop)
         frame = LoopFrame(loop)
         self.frames.append(frame)
@@ -1692,6 +1768,9 @@ class GraphFlow:
                 if bounds is not None:
                     # ret[1:] of `[loss] + new_mems`: the parts it takes, not the whole
                     return _with(tup(list(base.elems[slice(*bounds)])), kind=base.kind)
+            if base.obj is not None and base.obj.startswith("list:") and not base.taints \
+                    and not isinstance(e.slice, ast.Slice):
+                return Val(obj=base.obj[5:], site=base.site)  # models[i]: one of the list's modules
             if base.mixed:
                 return self._unsure(base, e, "container")
             idx = e.slice
@@ -1702,6 +1781,11 @@ class GraphFlow:
                 return self._op(e, base.taints)  # X[:, 0] of a tensor that requires grad: a graph (SliceBackward)
             if self._peer_reads and id(e) in self._peer_reads:
                 return self._peer_read(e, base)
+            if base.kind == "list" and base.taints and isinstance(idx, ast.Name) and self.frames:
+                own = self._own_element(e, idx.id)
+                if own is not None:
+                    marks = self.element_marks
+                    return plain(own.taints | {t for t in base.taints if t[0] in marks}) if marks else own
             return plain(base.taints)
         if isinstance(e, ast.Tuple):
             return tup([self.eval(x, env) for x in e.elts])
@@ -1720,6 +1804,8 @@ class GraphFlow:
                 return _with(plain(a.taints | b.taints), kind="list",
                              mixed=a.mixed or b.mixed or (bool(a.graph_tokens()) and _graph_free(b))
                              or (bool(b.graph_tokens()) and _graph_free(a)))
+            if isinstance(e.op, ast.Mult) and (isinstance(e.left, ast.List) or isinstance(e.right, ast.List)):
+                return _with(plain(a.taints | b.taints), kind="list")  # [None] * n: a list
             return self._op(e, a.taints | b.taints)
         if isinstance(e, ast.UnaryOp):
             return self._op(e, self.eval(e.operand, env).taints)
@@ -2110,11 +2196,18 @@ class GraphFlow:
             # list.append(x): the list now holds x's graph
             old = env[key]
             added = _union(pos, kws)
+            obj = old.obj
+            if m == "append" and len(pos) == 1 and not added and not old.taints and old.kind == "list" \
+                    and obj in (None, "list:" + (pos[0].obj or "")) and self._module_obj(pos[0].obj):
+                # models.append(Net()): a list of modules of that class (models[i] is one of them)
+                obj = "list:" + pos[0].obj  # type: ignore[operator]
             env[key] = _with(old, taints=old.taints | added, elems=None,
-                             site=self._stmt if added else old.site)
+                             site=self._stmt if added else old.site, obj=obj)
+            if m == "append":
+                self._appended[key] = plain(added)
             return NONE
         if m == "clear" and not call.args and key is not None and key in env and env[key].obj is None:
-            self._set_container(env, key, Val(kind="list"))  # saved_log_probs.clear(): empty now
+            self._set_container(env, key, Val(elems=(), kind="list"))  # saved_log_probs.clear(): empty now
             return NONE
         if m in ("copy_",) and key is not None and key in env:
             old = env[key]

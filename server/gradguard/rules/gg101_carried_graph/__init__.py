@@ -671,6 +671,8 @@ def _message(carry: V.Carry) -> Dict[str, str]:
     bw = _code(carry.event.call)
     if carry.missing and carry.arity == 2:
         return M.partly_detached(carry.names[0], carry.missing, bw, carry.event.retain)
+    if len(carry.names) == 1 and _backpropagates_an_element(carry.event.call, carry.names, None):
+        return M.carried_element(carry.names[0], bw, carry.event.retain)
     return M.carried(carry.names, bw, carry.event.retain)
 
 
@@ -926,6 +928,10 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
         return ()
     unit_ = _indent_step(indent, ctx.indent_of(loop.lineno))
     names = carry.names
+    if _backpropagates_an_element(bw, names, ctx):
+        # list_of_loss[i].backward(): what the backward runs from is an element of the carried
+        # list itself; detached, it has no graph to back-propagate (torch raises). No fix.
+        return ()
     shape = _structure(carry, flow, ctx, unit)
     first = loop.body[0]  # type: ignore[attr-defined]
     entry = [carry.entry.get(n) for n in names]
@@ -1026,6 +1032,18 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
             )
         )
     return tuple(fixes)
+
+
+def _backpropagates_an_element(bw: ast.AST, names: Tuple[str, ...], ctx) -> bool:
+    """``losses[i].backward()``: the backward's loss is an element of the carried list."""
+    if not isinstance(bw, ast.Call) or not A.is_backward_call(bw, ctx):
+        return False
+    tgt = A.backward_target(bw, ctx)
+    if not isinstance(tgt, ast.Subscript):
+        return False
+    while isinstance(tgt, ast.Subscript):
+        tgt = tgt.value
+    return A.dotted(tgt) in names
 
 
 def _kept_outside(names, unit) -> Set[str]:

@@ -346,6 +346,21 @@ def carried(names: Sequence[str], bw: str, retain: bool) -> Dict[str, str]:
     }
 
 
+def carried_element(name: str, bw: str, retain: bool) -> Dict[str, str]:
+    """The list ``name`` is carried into the next iteration and its ``bw`` back-propagates
+    one of its elements (``list_of_loss[i].backward()``), which may be an earlier iteration's."""
+    retain_en, retain_zh = _retain(retain)
+    return {
+        "en": f"`{name}` carries this iteration's autograd graph into the next iteration, where `{bw}` "
+        f"back-propagates an element an earlier iteration put in it, whose graph is already freed "
+        f"(\"Trying to backward through the graph a second time\"){retain_en}; back-propagate the loss "
+        f"just computed, or empty `{name}` in each iteration.",
+        "zh": f"`{name}` 把本轮迭代的计算图带进了下一轮，下一轮的 `{bw}` 反向传播的是之前某轮放进去的元素，"
+        f"它的图已经释放（报错 \"Trying to backward through the graph a second time\"）{retain_zh}；"
+        f"请对刚算出的 loss 做反向传播，或在每轮清空 `{name}`。",
+    }
+
+
 def partly_detached(var: str, missing: Sequence[int], bw: str, retain: bool) -> Dict[str, str]:
     """An LSTM state ``var`` whose elements ``missing`` are still attached."""
     retain_en, retain_zh = _retain(retain)

@@ -423,7 +423,7 @@ def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flo
         node, b1 = tok[1][1], tok[2]
         if kept_only and (A.is_backward_call(b1, ctx) or not _kept_in(b1, ctx)):
             continue
-        if b1 is b2 and not (_own_call(node) or _own_call(b2)):
+        if b1 is b2 and (flow is None or not ({_own_call(node), _own_call(b2)} & set(flow.methods))):
             continue  # a graph built before the loop and freed in it, both in this unit's text: GG102's
         reported.add(id(b2))
         if b1 is b2 and flow is not None:

@@ -80,6 +80,8 @@ class _Site:
 class HistoryFlow(interp.GraphFlow):
     """:class:`gradguard.analysis.interpreter.GraphFlow` that also marks accumulators."""
 
+    element_marks = frozenset({"H"})  # losses[i].backward(): the accumulation is read
+
     def __init__(self, resolver, self_obj=None):
         super().__init__(resolver, self_obj=self_obj, find_carries=False)
         self.sites: Dict[int, _Site] = {}
