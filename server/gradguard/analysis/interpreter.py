@@ -665,7 +665,7 @@ class GraphFlow:
         appends = stores = 0
         reader = None
         slot = None
-        for k, st in enumerate(loop.body):  # type: ignore[attr-defined]
+        for k, st in enumerate(loop.body):
             if any(n is e for n in iter_nodes(st)):
                 reader = k
                 break
@@ -683,8 +683,8 @@ class GraphFlow:
             held = self._entered.get(id(loop), {}).get(key)
             if held is None or held.elems != () or held.taints:
                 return None
-        tops = {id(st.value) for st in loop.body if isinstance(st, ast.Expr)}  # type: ignore[attr-defined]
-        for n in block_nodes(loop.body):  # type: ignore[attr-defined]
+        tops = {id(st.value) for st in loop.body if isinstance(st, ast.Expr)}
+        for n in block_nodes(loop.body):
             if isinstance(n, (ast.Break, ast.Continue)):
                 return None
             if isinstance(n, ast.Name) and n.id == i and not isinstance(n.ctx, ast.Load):
@@ -1246,13 +1246,13 @@ class GraphFlow:
                and not lo <= getattr(t[1][1], "lineno", 0) <= hi]
         if not got:
             return None
-        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in block_nodes(loop.body)):  # type: ignore[attr-defined]
+        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in block_nodes(loop.body)):
             return None
         it = getattr(loop, "iter", None)
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords \
-                and it.args and all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args) \
-                and len(range(*[a.value for a in it.args])) < 2:  # type: ignore[union-attr]
-            return None
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords:
+            bounds = [a.value for a in it.args if isinstance(a, ast.Constant) and type(a.value) is int]
+            if it.args and len(bounds) == len(it.args) and len(range(*bounds)) < 2:
+                return None
         if isinstance(it, (ast.List, ast.Tuple)) and len(it.elts) < 2:
             return None
         return plain(got)
@@ -1963,19 +1963,19 @@ class GraphFlow:
             tgt = backward_target(call, ctx)
             recv = self.eval(func.value, env) if isinstance(func, ast.Attribute) else None
             pos, kws = self._args(call, env)
-            if recv is not None and call.args:
-                facts = self.r.method_facts(recv.obj, func.attr)  # type: ignore[union-attr]
+            if recv is not None and call.args and isinstance(func, ast.Attribute):
+                facts = self.r.method_facts(recv.obj, func.attr)
                 if facts is not None and facts.calls_backward:
                     # optimizer.backward(loss1) on a wrapper of this file (a mixed-precision
                     # optimizer's own backward(loss) calling loss.backward()): its facts say
                     # which argument reaches the backward, never the receiver
                     self.wrapper_backwards.add(id(call))
-                    return self._apply_facts(call, facts, pos, kws, env, func.attr)  # type: ignore[union-attr]
+                    return self._apply_facts(call, facts, pos, kws, env, func.attr)
             if recv is not None and isinstance(func, ast.Attribute) and tgt is func.value:
                 loss = recv  # model.encode(x).sum().backward(): the receiver, run once (a call may step a state)
             else:
                 loss = self.eval(tgt, env) if tgt is not None else CLEAN
-            inputs = None
+            grad_inputs = None
             if qualify(func, ctx) in K.BACKWARD_FUNCTIONS:
                 # torch.autograd.grad(outputs, inputs): only the outputs are back-propagated;
                 # a parameter differentiated against as given (not made a leaf that requires
@@ -1984,11 +1984,11 @@ class GraphFlow:
                 if not any(t[0] == "L" for t in given.taints):
                     self.grad_params.update(t[1] for t in given.taints if t[0] == "P")
                 if len(pos) > 1 or "inputs" in kws:
-                    inputs = frozenset(t for t in given.taints if t[0] in ("G", "L"))
+                    grad_inputs = frozenset(t for t in given.taints if t[0] in ("G", "L"))
             if not has_create_graph(call):
                 self._event(call, loss, keeps_graph(call), stale=self._stale(loss.taints, env))
-                if inputs is not None:
-                    self.events[-1].inputs = inputs
+                if grad_inputs is not None:
+                    self.events[-1].inputs = grad_inputs
                 if self._peer_reads and surely_frees(call, ctx):
                     self._peer_proof(self.events[-1], loss)
                 if self.frames and self.find_carries:

@@ -668,7 +668,7 @@ class _Analysis:
             # autograd.grad(outputs, x) runs the part between the outputs and x: the candidate's
             # graph when it was built from x (its tokens hold x's), or from a source named there
             got = [(c, keep) for c, keep, t, inputs, in_toks in events.values()
-                   if toks & t and (inputs is None or flow.built_from(v, in_toks)
+                   if toks & t and (inputs is None or (v is not None and flow.built_from(v, in_toks))
                                     or not self._source_names(flow, v, entry, g).isdisjoint(inputs))]
             if got:
                 out[name] = got

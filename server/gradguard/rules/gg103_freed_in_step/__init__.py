@@ -727,7 +727,7 @@ def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx, loop=None)
         # the same call freed it in the loop's previous iteration (critic iterations over
         # self.fake_B): no step in the loop may use the producer's gradients, and they are
         # discarded after the loop, before any step that may
-        for st in loop.body:  # type: ignore[attr-defined]
+        for st in loop.body:
             for call, opt in _step_calls(st):
                 owned = _owned(opt, ctx)
                 if not owned or producers & owned:
