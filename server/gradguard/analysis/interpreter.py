@@ -451,7 +451,6 @@ class GraphFlow:
         self._stmt: _Opt[ast.stmt] = None
         # the branches last taken on each simple condition (see _recall_branches)
         self._branches: Dict[tuple, list] = {}
-        self._cond_keys: Dict[ast.expr, _Opt[tuple]] = {}  # per test node (loop bodies run more than once)
         # id(last if of an else-less chain) -> names every branch binds (see _mark_invariant_chain)
         self._no_fallthrough: Dict[int, FrozenSet[str]] = {}
         # the truth of the constants the callers pass the unit's parameters (``flag:`` facts)
@@ -465,7 +464,6 @@ class GraphFlow:
         # ids of calls of a method whose result's graph saved the weights of modules its
         # object holds (RetPos.modules): an optimizer step changes what it saved
         self.saved_weights: set = set()
-        self._loop_assigned: Dict[int, FrozenSet[str]] = {}
         # with track_self_state: what each ``self.x`` was assigned, and which were
         # rebuilt from their own last value (see cached_states)
         self._stored: Dict[str, FrozenSet] = {}
@@ -479,7 +477,6 @@ class GraphFlow:
         # pseudo-variable it leaves its graph in (``self.model.h``), for GG103's words
         self.state_built: Dict[int, str] = {}
         self._freed_keys: Dict[FrozenSet, FrozenSet] = {}  # the last freed set's graphs
-        self._jumps: Dict[int, bool] = {}  # per loop: a break or continue of its own
         # (see _scan_peers) id(subscript) -> ("E", key, loop, conditioned) for a read of
         # every element of list ``key`` in each iteration of ``loop`` (``outputs[j]``),
         # ("O", key, loop, False) for its own element (``outputs[i]``); loops scanned
@@ -762,9 +759,9 @@ class GraphFlow:
             self.eval(s.test, env)
             e1, e2 = dict(env), dict(env)
             self._narrow(s.test, e1, e2)
-            key: Any = self._cond_keys.get(s.test, _NO_KEY)
-            if key is _NO_KEY:
-                key = self._cond_keys[s.test] = _condition_key(s.test)
+            key: Any = s.test.__dict__.get("_gg_cond", _NO_KEY)
+            if key is _NO_KEY:  # (syntax: kept on the test node for every run and walk over it)
+                key = s.test._gg_cond = _condition_key(s.test)  # type: ignore[attr-defined]
             if key is not None:
                 self._recall_branches(key, env, e1, e2)
             before = env
@@ -893,7 +890,7 @@ class GraphFlow:
     def _assigned_in_loop(self, loop: ast.stmt) -> FrozenSet[str]:
         """Names (and their roots: ``x`` of ``x.y``) the loop may rebind or mutate
         in place (``lst.append``), its target included."""
-        got = self._loop_assigned.get(id(loop))
+        got = loop.__dict__.get("_gg_assigned")
         if got is None:
             names: set = set()
             nodes = block_nodes(loop.body)  # type: ignore[attr-defined]
@@ -916,7 +913,7 @@ class GraphFlow:
                         names.add(d.split(".", 1)[0])
                 elif isinstance(node, (ast.Global, ast.Nonlocal)):
                     names.update(node.names)
-            got = self._loop_assigned[id(loop)] = frozenset(names)
+            got = loop._gg_assigned = frozenset(names)  # type: ignore[attr-defined]  # (syntax: every run's)
         return got
 
     def _invariant(self, expr: ast.expr, loop: ast.stmt) -> bool:
@@ -1292,8 +1289,8 @@ class GraphFlow:
             return
         saved = (self.frames, len(self.events), len(self.carries), set(self._carried_keys), set(self.saving_calls),
                  len(self.returns), len(self.delegates), len(self.calls),
-                 {k: list(v) for k, v in self._branches.items()}, dict(self._cond_keys),
-                 dict(self._no_fallthrough), dict(self._loop_assigned), dict(self.loop_entries),
+                 {k: list(v) for k, v in self._branches.items()},
+                 dict(self._no_fallthrough), dict(self.loop_entries),
                  dict(self._stored), set(self._rebuilt), len(self.member_calls), set(self._state_keys),
                  len(self.loop_delegates), len(self.callee_loops))
         env = dict(start)
@@ -1309,7 +1306,7 @@ class GraphFlow:
             self.block(loop.body, env)  # type: ignore[attr-defined]
         finally:
             (self.frames, n_events, n_carries, self._carried_keys, self.saving_calls, n_returns, n_delegates,
-             n_calls, self._branches, self._cond_keys, self._no_fallthrough, self._loop_assigned, self.loop_entries,
+             n_calls, self._branches, self._no_fallthrough, self.loop_entries,
              self._stored, self._rebuilt, n_members, self._state_keys, n_loop_delegates, n_callee_loops) = saved
             del self.events[n_events:], self.carries[n_carries:], self.returns[n_returns:]
             del self.delegates[n_delegates:], self.calls[n_calls:], self.member_calls[n_members:]
@@ -1470,10 +1467,7 @@ class GraphFlow:
         start = entry.get(FREED)
         if end is start:
             return end  # the body freed nothing new
-        jumps = self._jumps.get(id(loop))
-        if jumps is None:
-            jumps = self._jumps[id(loop)] = _jumps(loop.body)  # type: ignore[attr-defined]
-        if jumps:
+        if _loop_jumps(loop):
             return meet_freed(start, end)
         if _literal_trips(loop) and self.r.global_obj("range") is None:
             return end
@@ -1516,7 +1510,7 @@ class GraphFlow:
                   for got in (_loop_index(inner),) if got is not None and got[0] != i]
         if not inners:
             return  # no inner loop to read the peers by (most loops): the walks below would find nothing
-        if _jumps(loop.body) or _rebinds(loop.body, i) or (own_name is not None and _rebinds(loop.body, own_name)):
+        if _loop_jumps(loop) or _rebinds(loop, i) or (own_name is not None and _rebinds(loop, own_name)):
             return
         changed = self._assigned_in_loop(loop)
         if not self._invariant_bound(loop.iter, changed):
@@ -1524,7 +1518,7 @@ class GraphFlow:
         found: Dict[int, Tuple[str, str, ast.stmt, bool]] = {}
         for inner, (j, elem, ishape) in inners:
             # the inner loop runs, in full, on every iteration
-            if _jumps(inner.body) or _rebinds(inner.body, j) or (elem is not None and _rebinds(inner.body, elem)):
+            if _loop_jumps(inner) or _rebinds(inner, j) or (elem is not None and _rebinds(inner, elem)):
                 continue
             reads = list(_peer_subscripts(inner.body, i, j, False, elem))
             for node, cond in reads:
@@ -3321,14 +3315,29 @@ def _jumps(body: Sequence[ast.stmt]) -> bool:
     return False
 
 
-def _rebinds(body: Sequence[ast.stmt], name: str) -> bool:
-    """Does ``body`` assign ``name`` (nested defs aside)?"""
-    for node in iter_nodes(list(body)):
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            return True
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return True
-    return False
+def _loop_jumps(loop: ast.stmt) -> bool:
+    """:func:`_jumps` of a loop's body, kept on the loop node: a question of syntax
+    alone, asked again by every interpreter run over the loop (a def's summary, the
+    unit's trace, the rules' own flows) and by each walk of its body."""
+    got = loop.__dict__.get("_gg_jumps")
+    if got is None:
+        got = loop._gg_jumps = _jumps(loop.body)  # type: ignore[attr-defined]
+    return got
+
+
+def _rebinds(loop: ast.stmt, name: str) -> bool:
+    """Does the loop's body assign ``name`` (nested defs aside)? The names it
+    assigns are gathered once per loop node (syntax: every run's, as :func:`_loop_jumps`)."""
+    got = loop.__dict__.get("_gg_rebound")
+    if got is None:
+        names = set()
+        for node in iter_nodes(list(loop.body)):  # type: ignore[attr-defined]
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                names.add(node.id)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names.update(node.names)
+        got = loop._gg_rebound = frozenset(names)  # type: ignore[attr-defined]
+    return name in got
 
 
 def _peer_subscripts(body: Sequence[ast.stmt], i: str, j: str, cond: bool,
