@@ -1820,8 +1820,10 @@ def _parametrized(cls: ast.ClassDef) -> List[Fact]:
     """``parametrized:<Class>`` → True when a method of the class registers a
     parametrization on the module (``parametrize.register_parametrization(self, "weight",
     ...)``, ``parametrizations.orthogonal(self.lin)``): its call computes the parametrized
-    tensor, once per ``parametrize.cached()`` block (``knowledge.PARAMETRIZE_CACHED``)."""
-    for n in A.walk_all(cls):
+    tensor, once per ``parametrize.cached()`` block (``knowledge.PARAMETRIZE_CACHED``).
+    (The class's breadth-first node list, the one :func:`_requires_grad_facts` made of
+    the same statement just before: the same nodes in the same order, walked once.)"""
+    for n in A.walk_all_list(cls):
         if isinstance(n, ast.Call):
             name = A.dotted(n.func) or ""
             last = name.rsplit(".", 1)[-1]
