@@ -175,6 +175,12 @@ _FILLS = ("append", "extend", "insert", "clear")
 _NOT_OBJECTS = frozenset(A.DEFAULT_ALIASES) | K.NON_GRAPH_LIBRARIES | K.NON_GRAPH_ALIASES | {"self", "cls"}
 
 
+# The node classes _outside_containers reads (every other class falls through its chain).
+_OUTSIDE_KINDS = frozenset({ast.Attribute, ast.Name, ast.Call, ast.Delete, ast.AugAssign, ast.Assign, ast.Global,
+                            ast.Nonlocal, ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef,
+                            ast.ClassDef, ast.arg})
+
+
 def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] = None) -> Dict[str, str]:
     """The containers a def reaches from outside, ``{dotted name in the body: path}``:
     ``X.attr`` with ``X`` a module-level name (path ``"X.attr"``) or parameter ``i``
@@ -190,8 +196,11 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
     attrs: list = []
     if me is not None and getattr(fn, "name", "") == "__init__":
         me = None  # (run once, on an object no call has filled yet)
+    kinds = _OUTSIDE_KINDS
     for node in A.body_nodes(fn):  # (the def's one walk)
         cls = node.__class__
+        if cls not in kinds:
+            continue  # (most nodes: constants, subscripts, operators; one test instead of the chain)
         if cls is ast.Attribute:
             if node.value.__class__ is ast.Name:  # type: ignore[attr-defined]
                 attrs.append(node)
