@@ -2596,7 +2596,7 @@ class GraphFlow:
         ``backward_D()``, ``optimizer_D.step()``, ``backward_G()``)? Then the own
         methods it calls are run in place (:meth:`_inline`), in order: what one
         sets on ``self`` is what the next reads."""
-        for node in iter_nodes(body):
+        for node in block_nodes(body):  # (a def's body: the stretch of its one walk)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
                     and node.func.attr in self.methods:
