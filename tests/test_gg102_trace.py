@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from gradguard.analysis import interpreter as interp
 from gradguard.engine import check_source
 from gradguard.rules import common, get_rule
 
@@ -644,3 +645,34 @@ for step in range(3):
 """, path="t.py")
     assert ("module" in runs) is walks
     assert [f.data["variable"] for f in result.findings if f.code == "GG102"] == (["feats"] if walks else [])
+
+
+def test_trace_says_which_statements_built_a_value_and_whether_they_save(monkeypatch):
+    """GraphFlow.built_by / saving_of: the statements that bound the value while it held
+    a graph (in the text's order) and whether an operation that built it saves tensors:
+    what a GG102 finding's words and fixes read from the trace."""
+    flow = _function_trace("""
+import torch
+import torch.nn as nn
+
+def fit(x):
+    lin = nn.Linear(3, 3)
+    w = nn.Parameter(torch.randn(3, 3))
+    n = 3  # 步数
+    h = lin(x)
+    y = h.relu()
+    t = w.t()
+    k = max(w + 1, w - 1)
+    v = w[0:2]
+    for _ in range(n):
+        loss = (y + t + k + v).sum()
+        loss.backward()
+""", "fit", monkeypatch)
+    (entry,) = flow.loop_entries.values()
+    built = [s.lineno for s in interp.GraphFlow.built_by(entry["y"])]
+    assert built == [9, 10]  # h = lin(x); y = h.relu()
+    assert interp.GraphFlow.saving_of(entry["y"]) == (True, None)  # the layer's call saves
+    assert interp.GraphFlow.saving_of(entry["t"]) == (False, None)  # a view saves nothing
+    assert interp.GraphFlow.saving_of(entry["k"]) == (None, "`max()`")  # cannot be told, named
+    assert interp.GraphFlow.saving_of(entry["v"]) == (False, None)  # basic indexing
+    assert [s.lineno for s in interp.GraphFlow.built_by(entry["t"])] == [11]

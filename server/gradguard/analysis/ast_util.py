@@ -27,7 +27,7 @@ from gradguard.analysis.context import dotted  # noqa: F401  (re-exported: part 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+    from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -179,6 +179,16 @@ def _walk_into(node: ast.AST, out: List[ast.AST]) -> None:
                         push(x)
             elif isinstance(v, AST):
                 push(v)
+
+
+_MODULE_ATTRS = frozenset(("parameters", "named_parameters", "zero_grad"))
+
+
+def module_names(unit) -> Set[str]:
+    """Names the unit uses as modules: ``x.parameters()``, ``x.zero_grad()`` (what a
+    call of such a name the interpreter cannot type is taken for: a module's, which saves)."""
+    return {n.value.id for n in unit_nodes(unit)
+            if n.__class__ is ast.Attribute and n.attr in _MODULE_ATTRS and n.value.__class__ is ast.Name}
 
 
 def unit_nodes(unit) -> List[ast.AST]:

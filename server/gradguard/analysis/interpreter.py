@@ -230,6 +230,19 @@ class Resolver:
             found = True
         return found
 
+    def holds_layer(self, name: str, _depth: int = 0) -> bool:
+        """Does the user's class ``name`` (or a base of the user's) keep a layer
+        (``self.fc = nn.Linear(...)``: a constructor named as a class, not a
+        parameter and not a module that saves nothing), so that calling it saves tensors?"""
+        cf = self.cls(name)
+        if cf is None or _depth > 5:
+            return False
+        for _attr, raw in cf.attrs:
+            last = raw.rsplit(".", 1)[-1]
+            if last[:1].isupper() and not last.startswith("Parameter") and last not in K.NONSAVING_MODULES:
+                return True
+        return any("." not in b and self.holds_layer(b, _depth + 1) for b in cf.bases)
+
     def _defines(self, raw: str, method: str, _depth: int = 0) -> bool:
         cf = self.cls(raw) if _depth < 4 else None
         if cf is None:
@@ -288,6 +301,8 @@ _CLEAN_BUILTINS = frozenset(
      "callable", "id", "type", "format", "open", "round", "hash", "divmod", "ord", "chr", "input", "super"}
 )
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+# an operator's symbol, for GG102's words about it (``_saves``)
+_OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
 # the legacy typed tensor constructors: torch.FloatTensor, torch.cuda.LongTensor, torch.Tensor
 _LEGACY_TENSOR_TYPE = re.compile(
     r"torch\.(?:cuda\.)?(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)?Tensor")
@@ -402,6 +417,12 @@ class GraphFlow:
         # mark ``self.x`` read before any assignment with ("A", "self.x"): a value
         # the object kept from a previous call (stateful modules)
         self.track_self_state = track_self_state
+        # record ("B", stmt) tokens: each statement that bound a value carrying a graph
+        # (what GG102's fixes move, detach or wrap; GraphFlow.built_by)
+        self.build_stmts = False
+        # (build_stmts runs) the names the unit uses as modules (``ast_util.module_names``),
+        # asked only where a call of a name it cannot type builds on a graph
+        self.module_evidence: _Opt[Any] = None
         self.no_grad = 1 if no_grad else 0
         self.self_obj = self_obj
         self.frames: List[LoopFrame] = []
@@ -630,6 +651,27 @@ class GraphFlow:
         return sorted(out, key=lambda kv: kv[0])
 
     # -- statements ------------------------------------------------------
+    @staticmethod
+    def built_by(v: Val) -> List[ast.stmt]:
+        """(``build_stmts`` runs) the statements that bound a value on the way to ``v``
+        while it held a graph, in the text's order: what GG102's fixes move, detach or
+        wrap in ``no_grad``."""
+        return sorted((t[1] for t in v.taints if t[0] == "B"), key=lambda n: (n.lineno, n.col_offset))
+
+    @staticmethod
+    def saving_of(v: Val) -> Tuple[_Opt[bool], _Opt[str]]:
+        """(``build_stmts`` runs) whether an operation that built ``v`` saves tensors for
+        backward: True if one does, None if one cannot be told (with the words naming the
+        last such operation), False if none does."""
+        taints = v.taints
+        if any(t[0] == "S" for t in taints):
+            return True, None
+        unknown = [t for t in taints if t[0] == "O"]
+        if not unknown:
+            return False, None
+        last = max(unknown, key=lambda t: (t[1].end_lineno, t[1].end_col_offset, -t[1].lineno, -t[1].col_offset))
+        return None, last[2]
+
     def tensor_graphs(self, v: Val) -> FrozenSet:
         """The graphs ``v`` holds as a tensor carrying them: its G tokens less those
         the trace only assumed (``opaque``: the result of a callable it cannot see
@@ -748,6 +790,8 @@ class GraphFlow:
             if not self.no_grad and "L" in {t[0] for t in res.taints}:
                 self.leaf_of[id(s)] = frozenset(t for t in res.taints if t[0] == "L")
                 res = plain(res.taints | {("G", s)})
+            if self.build_stmts:
+                res = self._saves(res, s, K.binop_saving(type(s.op).__name__), type(s.op).__name__)
             self.bind(s.target, res, env, s)
         elif isinstance(s, ast.Expr):
             name = inplace_cut_target(s)
@@ -1043,6 +1087,8 @@ class GraphFlow:
             return
         name = dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
         if name is not None:
+            if self.build_stmts and v.taints and any(t[0] == "G" and id(t[1]) not in self.opaque for t in v.taints):
+                v = _with(v, taints=v.taints | {("B", s)})
             env[name] = _bound(v, s)
             if self.track_self_state and name.startswith("self.") and name.count(".") == 1:
                 self._stored[name] = self._stored.get(name, EMPTY) | v.taints
@@ -1749,7 +1795,7 @@ class GraphFlow:
             return plain(base.taints) if base.taints else CLEAN
         if isinstance(e, ast.Subscript):
             base = self.eval(e.value, env)
-            self.eval(e.slice, env)
+            index = self.eval(e.slice, env)
             if base.obj is not None and base.obj.startswith("inst:") and base.obj[5:] in _CONTAINER_CLASSES:
                 # model[0] of an nn.Sequential: a layer, whose parameters are leaves that
                 # require grad (``model[0].weight``); what calling it builds is not typed here
@@ -1772,7 +1818,8 @@ class GraphFlow:
                     t[0] == "R" and t[2] == -1 for t in base.taints):
                 return _nth_of_pending(base, idx.value)
             if base.kind is None and base.elems is None and not base.obj and any(t[0] == "L" for t in base.taints):
-                return self._op(e, base.taints)  # X[:, 0] of a tensor that requires grad: a graph (SliceBackward)
+                sliced = self._op(e, base.taints)  # X[:, 0] of a tensor that requires grad: a graph (SliceBackward)
+                return self._saves(sliced, e, self._index_saving(e.slice, index), "indexing") if self.build_stmts else sliced
             if self._peer_reads and id(e) in self._peer_reads:
                 return self._peer_read(e, base)
             if base.kind == "list" and base.taints and isinstance(idx, ast.Name) and self.frames:
@@ -1780,6 +1827,8 @@ class GraphFlow:
                 if own is not None:
                     marks = self.element_marks
                     return plain(own.taints | {t for t in base.taints if t[0] in marks}) if marks else own
+            if self.build_stmts and base.kind is None and base.elems is None and not base.obj:
+                return self._saves(plain(base.taints), e, self._index_saving(e.slice, index), "indexing")
             return plain(base.taints)
         if isinstance(e, ast.Tuple):
             return tup([self.eval(x, env) for x in e.elts])
@@ -1800,6 +1849,9 @@ class GraphFlow:
                              or (bool(b.graph_tokens()) and _graph_free(a)))
             if isinstance(e.op, ast.Mult) and (isinstance(e.left, ast.List) or isinstance(e.right, ast.List)):
                 return _with(plain(a.taints | b.taints), kind="list")  # [None] * n: a list
+            if self.build_stmts:
+                op = type(e.op).__name__
+                return self._saves(self._op(e, a.taints | b.taints), e, K.binop_saving(op), f"`{_OPS.get(op, op)}`")
             return self._op(e, a.taints | b.taints)
         if isinstance(e, ast.UnaryOp):
             return self._op(e, self.eval(e.operand, env).taints)
@@ -1876,6 +1928,46 @@ class GraphFlow:
             return CLEAN
         return CLEAN  # Lambda and anything exotic
 
+    def _saves(self, v: Val, node: ast.AST, saving: _Opt[bool], label: str) -> Val:
+        """``v`` (a value ``node`` computed) with what that operation says about saving
+        tensors for backward (``build_stmts`` runs only): ``("S", node)`` when it saves,
+        ``("O", node, label)`` when that cannot be told (``label`` names it in GG102's
+        words); nothing when it saves nothing. Only a value holding a graph is marked."""
+        if saving is False or not v.taints or self.no_grad or not any(t[0] == "G" for t in v.taints):
+            return v
+        tok = ("S", node) if saving else ("O", node, label)
+        if v.elems is not None:  # z, loss = model(x): each part with a graph was built by it
+            return _with(v, taints=v.taints | {tok}, elems=tuple(self._saves(e, node, saving, label) for e in v.elems))
+        return _with(v, taints=v.taints | {tok})
+
+    def _used_as_module(self, name: str) -> bool:
+        got = self.module_evidence
+        if callable(got):
+            got = self.module_evidence = got()
+        return got is not None and name in got
+
+    def _method_saves(self, call: ast.Call, func: ast.Attribute, recv: Val, v: Val) -> Val:
+        """:meth:`_saves` for a method call: a tensor's method by the method's answer
+        (``knowledge.method_saving``), a method of anything else cannot be told."""
+        if any(t[0] in ("G", "L") for t in recv.taints):
+            return self._saves(v, call, K.method_saving(func.attr), f"`.{func.attr}()`")
+        return self._saves(v, call, None, f"`{ast.unparse(func)}()`")
+
+    def _index_saving(self, sl: ast.AST, index: Val) -> _Opt[bool]:
+        """Basic indexing (ints, slices) saves nothing; a tensor index saves (what
+        GG102 says of ``x[i]``)."""
+        parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        result: _Opt[bool] = False
+        for p in parts:
+            if isinstance(p, (ast.Slice, ast.Constant)) or (isinstance(p, ast.UnaryOp) and isinstance(p.operand, ast.Constant)):
+                continue
+            if isinstance(p, (ast.Compare, ast.List)) or (isinstance(p, ast.Call) and (self.r.qualify(p.func) or "") in K.TENSOR_FACTORIES):
+                return True
+            if any(t[0] in ("G", "L") for t in index.taints) and (len(parts) == 1 or isinstance(p, ast.Name)):
+                return True
+            result = None
+        return result
+
     def _op(self, node: ast.AST, taints: FrozenSet) -> Val:
         if self.no_grad:
             return CLEAN
@@ -1899,6 +1991,11 @@ class GraphFlow:
             if self._binds_parameters(gen, inner):
                 continue
             part = plain(it.taints)
+            if self.build_stmts and (it.obj or "").startswith(("list:inst:", "list:user:")) \
+                    and isinstance(gen.target, ast.Name):
+                # [m(x) for m in models], models a list of modules: m is one (for the
+                # saving question only; its calls stay an untyped callable's)
+                part = _with(part, kind="module")
             if it.elems is not None:
                 v = CLEAN
                 for x in it.elems:
@@ -2179,7 +2276,8 @@ class GraphFlow:
                 return self._apply_facts(call, facts, pos, kws, env, m)
         if m in K.SHAPE_ARGUMENT_METHODS:
             # y.view_as(other): `other` lends a shape, not its graph
-            return self._op(call, recv.taints) if recv.taints else CLEAN
+            got = self._op(call, recv.taints) if recv.taints else CLEAN
+            return self._method_saves(call, func, recv, got) if self.build_stmts else got
         t = recv.taints | _union(pos, kws)
         if not self.no_grad and self._threads_state(call, recv, unknown_ok=True):
             # out, h = obj.step(x, h) / h = model.cell(x, h) on an object we cannot see
@@ -2195,6 +2293,8 @@ class GraphFlow:
                     and obj in (None, "list:" + (pos[0].obj or "")) and self._module_obj(pos[0].obj):
                 # models.append(Net()): a list of modules of that class (models[i] is one of them)
                 obj = "list:" + pos[0].obj  # type: ignore[operator]
+            if self.build_stmts and any(t[0] in ("G", "L") for t in added):
+                added = added | {("B", self._stmt)}
             env[key] = _with(old, taints=old.taints | added, elems=None,
                              site=self._stmt if added else old.site, obj=obj)
             if m == "append":
@@ -2218,9 +2318,37 @@ class GraphFlow:
             self.calls.append(("@" + key, m, tuple(_param_set(v) for v in pos),
                                tuple((kw, _param_set(v)) for kw, v in kws.items() if kw != "**")))
             return plain(res.taints | {("R", k, -1)})
-        return self._op(call, t) if t else CLEAN
+        got = self._op(call, t) if t else CLEAN
+        return self._method_saves(call, func, recv, got) if self.build_stmts else got
 
     def _apply(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
+        res = self._applied(call, callee, q, pos, kws, args_taints, env)
+        if self.build_stmts and res.taints:
+            return self._call_saves(call, callee, q, res)
+        return res
+
+    def _call_saves(self, call: ast.Call, callee: Val, q: _Opt[str], res: Val) -> Val:
+        """:meth:`_saves` for a call of a callable (not a tensor's method): a module's call
+        saves; a builtin combining its arguments (``max``, ``abs``), a function of the
+        user's or a callable the trace cannot see cannot be told; ``sum``, ``list``,
+        ``zip``... save nothing; a torch function was marked by ``_torch_call``."""
+        obj = callee.obj or ""
+        if obj.startswith("user:"):
+            # a module class of the user's saves when it keeps a layer; otherwise cannot be told
+            return self._saves(res, call, True if self.r.holds_layer(obj[5:]) else None, f"`{ast.unparse(call.func)}`")
+        if id(call) in self.saving_calls or callee.kind == "module" or (
+                isinstance(call.func, ast.Name) and ("G", call) in res.taints and self._used_as_module(call.func.id)):
+            return self._saves(res, call, True, "")
+        if q is not None and (q.startswith("torch.") or q in _WRAPPERS):
+            return res
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES and callee.obj is None:
+            if func.id in ("abs", "max", "min", "pow", "divmod", "round"):
+                return self._saves(res, call, None, f"`{func.id}()`")
+            return res
+        return self._saves(res, call, None, f"`{ast.unparse(func)}()`")
+
+    def _applied(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
         obj = callee.obj
         if q is not None and obj is None:
             if q in _CLEAN_BUILTINS or ("." in q and _non_graph_library(q)):
@@ -2966,7 +3094,8 @@ class GraphFlow:
             # Categorical(logits=l): its graph is its parameters'; dist.sample() has none
             v = self._op(call, args_taints)
             return _with(v, obj="dist:" + q)
-        return self._op(call, args_taints)
+        got = self._op(call, args_taints)
+        return self._saves(got, call, K.function_saving(q), f"`{q}`") if self.build_stmts else got
 
     def _construct(self, tq: str, pos) -> Val:
         if tq in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
@@ -2979,6 +3108,10 @@ class GraphFlow:
             if tq == "?" and self.r.ctx is None:  # self.fc(x): an attribute of a module we cannot see
                 self.opaque.add(id(call))
         g = args_taints | {("G", call)} if graph else args_taints
+        if self.build_stmts and graph:
+            last = tq.rsplit(".", 1)[-1]
+            sv = K.parameterless_module_saving(last) if last in K.PARAMETERLESS_MODULES else True
+            g = self._saves(plain(g), call, sv, f"`{ast.unparse(call.func)}`").taints
         one = _with(plain(g), kind="tensor")  # a state tensor: h, or c
         if tq in K.RECURRENT_MODULES:
             state = tup([one, one]) if tq in K.LSTM_LIKE else one
@@ -3193,7 +3326,7 @@ def _method_name(call: ast.AST) -> _Opt[str]:
 def _graph_free(v: Val) -> bool:
     """Surely no graph: no token that is, or may become, one (a parameter's, a
     call's composed later, an unproven one)."""
-    return all(t[0] == "F" for t in v.taints)
+    return all(t[0] in ("F", "B") for t in v.taints)
 
 
 def _nth_of_pending(v: Val, i: int) -> Val:

@@ -46,9 +46,12 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
                 # lists another method of the object fills with graphs (PPO's self.logprobs)
                 filled = facts.sibling_filled(unit.class_node, unit.node, resolver, self_obj)
                 for key, v in filled.items():
-                    env.setdefault(key, v)
+                    # (built by a module call in that method: it saves, GraphFlow.saving_of)
+                    env.setdefault(key, V._with(v, taints=v.taints | {("S", key)}) if v.graph_tokens() else v)
                 flow.sibling_filled = filled
         flow.flags = _param_flags(unit, ctx)
+        flow.build_stmts = True
+        flow.module_evidence = lambda: A.module_names(unit)
         flow.module_level = unit.kind == "module"
         if unit.class_node is not None and unit.node is not None and unit.kind == "function":
             flow.framework_loop = framework_loop_of(unit, ctx)

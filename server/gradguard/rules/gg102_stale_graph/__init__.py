@@ -346,7 +346,15 @@ class _Analysis:
 
     # -- findings ---------------------------------------------------------------
     def _finding(self, h: _Hit) -> Optional[Finding]:
-        ctx, var, g = self.ctx, h.var, h.graph
+        ctx, var = self.ctx, h.var
+        held = self._trace_value(h)
+        if held is not None:
+            # the building statements and the saving answer are the trace's
+            # (GraphFlow.built_by / saving_of) where it holds the value at hand
+            saving, unknown = interp.GraphFlow.saving_of(held)
+            h.graph = Graph(h.graph.sources, saving, tuple(interp.GraphFlow.built_by(held)), unknown,
+                            h.graph.carried, h.graph.holder)
+        g = h.graph
         origin = next((s for s in g.stmts if var in S.stmt_binds(s)), g.stmts[0])
         traced = self._traced_sources(h)
         srcs = traced if traced is not None else sorted(g.sources, key=lambda s: s.order)
@@ -400,6 +408,21 @@ class _Analysis:
             fixes=fixes,
             data={"variable": var, "source": primary.name, "certain": certain},
         )
+
+    def _trace_value(self, h: _Hit):
+        """What the shared trace holds in ``h.var`` where the hit's loop (or the call of a
+        function whose loop back-propagates it) starts; None for a hit the trace does not
+        hold at hand (built in ``__init__`` for another method's loop, a global a called
+        function's loop reads)."""
+        flow = unit_trace(self.unit, self.ctx)
+        if flow is None or h.remote is not None:
+            return None
+        if isinstance(h.loop, _LOOPS):
+            entry = flow.loop_entries.get(id(h.loop))
+        else:
+            entry = next((cl.entry for cl in flow.callee_loops if cl.call is h.backward), None)
+        v = entry.get(h.var) if entry else None
+        return v if v is not None and v.graph_tokens() else None
 
     def _traced_sources(self, h: _Hit) -> Optional[List[Src]]:
         """Where the stale value's graph starts, from the shared trace: the leaf tokens

@@ -119,13 +119,7 @@ def stmt_binds(s: ast.stmt) -> Set[str]:
     return out
 
 
-_MODULE_ATTRS = frozenset(("parameters", "named_parameters", "zero_grad"))
-
-
-def module_names(unit) -> Set[str]:
-    """Names the unit uses as modules: ``x.parameters()``, ``x.zero_grad()``."""
-    return {n.value.id for n in A.unit_nodes(unit)
-            if n.__class__ is ast.Attribute and n.attr in _MODULE_ATTRS and n.value.__class__ is ast.Name}
+module_names = A.module_names  # (the analysis floor's: the trace asks it too)
 
 
 def grad_used_names(unit, ctx, grad_read: FrozenSet[str] = frozenset()) -> Set[str]:
