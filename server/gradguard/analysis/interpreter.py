@@ -301,6 +301,11 @@ _CLEAN_BUILTINS = frozenset(
      "callable", "id", "type", "format", "open", "round", "hash", "divmod", "ord", "chr", "input", "super"}
 )
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+# GraphFlow._saves's tokens: an operation that built the value saves tensors for backward
+# (one token for all), and the words of one that cannot be told, for a call, written out on demand
+SAVES = ("K", None)
+_CALL_WORDS = "<the call>"
+_MODULE_WORDS = "<the module>"
 # an operator's symbol, for GG102's words about it (``_saves``)
 _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
 # the legacy typed tensor constructors: torch.FloatTensor, torch.cuda.LongTensor, torch.Tensor
@@ -664,13 +669,17 @@ class GraphFlow:
         backward: True if one does, None if one cannot be told (with the words naming the
         last such operation), False if none does."""
         taints = v.taints
-        if any(t[0] == "S" for t in taints):
+        if SAVES in taints:
             return True, None
-        unknown = [t for t in taints if t[0] == "O"]
+        unknown = [t for t in taints if t[0] == "M"]
         if not unknown:
             return False, None
-        last = max(unknown, key=lambda t: (t[1].end_lineno, t[1].end_col_offset, -t[1].lineno, -t[1].col_offset))
-        return None, last[2]
+        _, node, words = max(unknown, key=lambda t: (t[1].end_lineno, t[1].end_col_offset, -t[1].lineno, -t[1].col_offset))
+        if words is _CALL_WORDS:
+            return None, f"`{ast.unparse(node.func)}()`"
+        if words is _MODULE_WORDS:
+            return None, f"`{ast.unparse(node.func)}`"
+        return None, words
 
     def tensor_graphs(self, v: Val) -> FrozenSet:
         """The graphs ``v`` holds as a tensor carrying them: its G tokens less those
@@ -1930,12 +1939,15 @@ class GraphFlow:
 
     def _saves(self, v: Val, node: ast.AST, saving: _Opt[bool], label: str) -> Val:
         """``v`` (a value ``node`` computed) with what that operation says about saving
-        tensors for backward (``build_stmts`` runs only): ``("S", node)`` when it saves,
-        ``("O", node, label)`` when that cannot be told (``label`` names it in GG102's
-        words); nothing when it saves nothing. Only a value holding a graph is marked."""
+        tensors for backward (``build_stmts`` runs only): ``SAVES`` when it saves (one
+        token for all: a value's taints do not grow with every saving operation),
+        ``("M", node, label)`` when that cannot be told (``label`` names it in GG102's
+        words, or is ``_CALL_WORDS`` / ``_MODULE_WORDS``: the call's text, written out only
+        when a finding asks); nothing when it saves nothing. Only a value holding a
+        graph is marked."""
         if saving is False or not v.taints or self.no_grad or not any(t[0] == "G" for t in v.taints):
             return v
-        tok = ("S", node) if saving else ("O", node, label)
+        tok = SAVES if saving else ("M", node, label)
         if v.elems is not None:  # z, loss = model(x): each part with a graph was built by it
             return _with(v, taints=v.taints | {tok}, elems=tuple(self._saves(e, node, saving, label) for e in v.elems))
         return _with(v, taints=v.taints | {tok})
@@ -1951,7 +1963,7 @@ class GraphFlow:
         (``knowledge.method_saving``), a method of anything else cannot be told."""
         if any(t[0] in ("G", "L") for t in recv.taints):
             return self._saves(v, call, K.method_saving(func.attr), f"`.{func.attr}()`")
-        return self._saves(v, call, None, f"`{ast.unparse(func)}()`")
+        return self._saves(v, call, None, _CALL_WORDS)
 
     def _index_saving(self, sl: ast.AST, index: Val) -> _Opt[bool]:
         """Basic indexing (ints, slices) saves nothing; a tensor index saves (what
@@ -2335,7 +2347,7 @@ class GraphFlow:
         obj = callee.obj or ""
         if obj.startswith("user:"):
             # a module class of the user's saves when it keeps a layer; otherwise cannot be told
-            return self._saves(res, call, True if self.r.holds_layer(obj[5:]) else None, f"`{ast.unparse(call.func)}`")
+            return self._saves(res, call, True if self.r.holds_layer(obj[5:]) else None, _MODULE_WORDS)
         if id(call) in self.saving_calls or callee.kind == "module" or (
                 isinstance(call.func, ast.Name) and ("G", call) in res.taints and self._used_as_module(call.func.id)):
             return self._saves(res, call, True, "")
@@ -2346,7 +2358,7 @@ class GraphFlow:
             if func.id in ("abs", "max", "min", "pow", "divmod", "round"):
                 return self._saves(res, call, None, f"`{func.id}()`")
             return res
-        return self._saves(res, call, None, f"`{ast.unparse(func)}()`")
+        return self._saves(res, call, None, _CALL_WORDS)
 
     def _applied(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
         obj = callee.obj
@@ -3111,7 +3123,7 @@ class GraphFlow:
         if self.build_stmts and graph:
             last = tq.rsplit(".", 1)[-1]
             sv = K.parameterless_module_saving(last) if last in K.PARAMETERLESS_MODULES else True
-            g = self._saves(plain(g), call, sv, f"`{ast.unparse(call.func)}`").taints
+            g = self._saves(plain(g), call, sv, _MODULE_WORDS).taints
         one = _with(plain(g), kind="tensor")  # a state tensor: h, or c
         if tq in K.RECURRENT_MODULES:
             state = tup([one, one]) if tq in K.LSTM_LIKE else one

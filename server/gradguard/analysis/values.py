@@ -46,6 +46,11 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
 #   ("N", path)                 (summaries) what a container reached from outside the def held
 #                               when it was called (FnFacts.containers)
 #   ("X", token, call)          only in the FREED entry: ``call`` surely freed ``token``'s graph
+#   ("B", stmt)                 (rules' runs, ``GraphFlow.build_stmts``) ``stmt`` bound the value
+#                               while it held a graph: the statements that built it (``built_by``)
+#   ("K", None)                 (rules' runs) an operation that built it saves tensors for backward
+#   ("M", node, words)          (rules' runs) whether the operation at ``node`` that built it saves
+#                               tensors cannot be told (``GraphFlow.saving_of``: GG102's words)
 #
 # It is linear in the unit's size except that a back-propagating loop body is
 # walked twice (once to learn what an iteration leaves behind, once with those

@@ -47,7 +47,7 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
                 filled = facts.sibling_filled(unit.class_node, unit.node, resolver, self_obj)
                 for key, v in filled.items():
                     # (built by a module call in that method: it saves, GraphFlow.saving_of)
-                    env.setdefault(key, V._with(v, taints=v.taints | {("S", key)}) if v.graph_tokens() else v)
+                    env.setdefault(key, V._with(v, taints=v.taints | {interp.SAVES}) if v.graph_tokens() else v)
                 flow.sibling_filled = filled
         flow.flags = _param_flags(unit, ctx)
         flow.build_stmts = True
