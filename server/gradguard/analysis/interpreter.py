@@ -428,6 +428,11 @@ class GraphFlow:
         # (build_stmts runs) the names the unit uses as modules (``ast_util.module_names``),
         # asked only where a call of a name it cannot type builds on a graph
         self.module_evidence: _Opt[Any] = None
+        # (build_stmts runs) the names' values at a module-level call of a function whose
+        # loop back-propagates globals it reads (FnFacts.loop_backward_globals), by id(call);
+        # and what the unit leaves when it ends (rules.common.unit_trace sets it)
+        self.call_entries: Dict[int, Dict[str, Val]] = {}
+        self.exit_env: _Opt[Dict[str, Val]] = None
         self.no_grad = 1 if no_grad else 0
         self.self_obj = self_obj
         self.frames: List[LoopFrame] = []
@@ -1096,7 +1101,8 @@ class GraphFlow:
             return
         name = dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
         if name is not None:
-            if self.build_stmts and v.taints and any(t[0] == "G" and id(t[1]) not in self.opaque for t in v.taints):
+            if self.build_stmts and v.taints and any(t[0] == "G" and id(t[1]) not in self.opaque for t in v.taints) \
+                    and not isinstance(s, LOOPS):  # (a loop's target: bound by no statement that built it)
                 v = _with(v, taints=v.taints | {("B", s)})
             env[name] = _bound(v, s)
             if self.track_self_state and name.startswith("self.") and name.count(".") == 1:
@@ -3213,6 +3219,9 @@ class GraphFlow:
             self._apply_delegates(call, node, facts, argval, {fname}, 0, env)
         if (facts.loop_backward or facts.loop_delegates) and not facts.no_grad and self.r.ctx is not None:
             self._callee_loop(call, facts, argval, env)
+        if self.build_stmts and self.module_level and env is not None and not facts.no_grad \
+                and (facts.loop_backward_globals or facts.loop_calls):
+            self.call_entries[id(call)] = dict(env)
         if graph_node is None and not self.no_grad and not facts.no_grad and _assumed_graph(facts, self.r):
             self.opaque.add(id(node))  # the graph it returns is only assumed (RetPos.assumed): so is ("G", call)
         if facts.returns is not None:

@@ -56,7 +56,7 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
         if unit.class_node is not None and unit.node is not None and unit.kind == "function":
             flow.framework_loop = framework_loop_of(unit, ctx)
         try:
-            flow.run(unit.body, env)
+            flow.exit_env = flow.run(unit.body, env)
         except RecursionError:
             unit.trace = False
             raise

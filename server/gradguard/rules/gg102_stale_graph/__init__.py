@@ -60,13 +60,12 @@ from gradguard.analysis.context import unit_text, unit_words
 from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
 from gradguard.rules.base import Rule, Trigger
-from gradguard.rules.common import unit_trace
+from gradguard.rules.common import unit_entry, unit_trace
 from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import messages as M
 from gradguard.rules.gg102_stale_graph import syntax as S
 from gradguard.rules.gg102_stale_graph.facts import (GG102_FACTS, class_attr_loops, class_backprops, grad_read_names,
-                                                     init_calls, is_module_class, mentions_backprop, mentions_bwloop,
-                                                     module_class_saves)
+                                                     init_calls, is_module_class, mentions_backprop, mentions_bwloop)
 from gradguard.rules.gg102_stale_graph.fixes import Fixes
 from gradguard.rules.gg102_stale_graph.lattice import Graph, Leaf, Mod, Src
 
@@ -172,6 +171,11 @@ class _Hit:
     via: Optional[str] = None  # the called function that runs backward(), if not a backward call itself
     remote: Optional[Range] = None  # the backward() in another method (loop is then None): self.attr hits
     remote_body: Optional[Position] = None  # start of the first statement of that method's loop body
+    # the trace's: the statements that built the value (GraphFlow.built_by), whether one of
+    # its operations saves tensors and the one it cannot tell (GraphFlow.saving_of)
+    stmts: Tuple[ast.stmt, ...] = ()
+    saving: Optional[bool] = False
+    unknown: Optional[str] = None
 
 
 class _Analysis:
@@ -300,6 +304,11 @@ class _Analysis:
         self.trained_attrs = {f"{me}.{a}" for a in trained_attrs}
         helper = self.unit.node.name != "__init__"
         self.grad_used.update(f"{me}.{a}" for a in grad_attrs)
+        if helper:
+            exit_env = self._helper_exit()
+        else:
+            flow = unit_trace(self.unit, self.ctx)
+            exit_env = flow.exit_env if flow is not None else None
         index = self.ctx.index
         for attr, method, line, col, end_line, end_col, loop_self, body_line, body_col in loops:
             if helper and attr in init_assigned:
@@ -310,11 +319,12 @@ class _Analysis:
                 continue
             for name in g.carried or (var,):
                 gv = self.env.get(name)
-                if not isinstance(gv, Graph) or not gv.stmts:
+                built = self._built(name, exit_env)
+                if not isinstance(gv, Graph) or built is None:
                     continue
-                if gv.saving is not True and name in self.grad_used:
+                if built[1] is not True and name in self.grad_used:
                     continue
-                key = (name, id(gv.stmts[0]))
+                key = (name, id(built[0][0]))
                 if key in self.reported:
                     continue
                 a, b = cls.lineno + line, cls.lineno + end_line
@@ -326,7 +336,8 @@ class _Analysis:
                 if name == var and loop_self == me and body_line >= 0 \
                         and 1 <= cls.lineno + body_line <= len(index.lines):
                     at = self.ctx.pos(cls.lineno + body_line, body_col)
-                self.hits.append(_Hit(name, gv, None, None, via=method, remote=rng, remote_body=at))
+                self.hits.append(_Hit(name, gv, None, None, via=method, remote=rng, remote_body=at,
+                                      stmts=built[0], saving=built[1], unknown=built[2]))
 
     def _seed_params(self):
         """Parameters of a module-level function that some call site passes a
@@ -346,34 +357,26 @@ class _Analysis:
 
     # -- findings ---------------------------------------------------------------
     def _finding(self, h: _Hit) -> Optional[Finding]:
-        ctx, var = self.ctx, h.var
-        held = self._trace_value(h)
-        if held is not None:
-            # the building statements and the saving answer are the trace's
-            # (GraphFlow.built_by / saving_of) where it holds the value at hand
-            saving, unknown = interp.GraphFlow.saving_of(held)
-            h.graph = Graph(h.graph.sources, saving, tuple(interp.GraphFlow.built_by(held)), unknown,
-                            h.graph.carried, h.graph.holder)
-        g = h.graph
-        origin = next((s for s in g.stmts if var in S.stmt_binds(s)), g.stmts[0])
+        ctx, var, g = self.ctx, h.var, h.graph
+        origin = next((s for s in h.stmts if var in S.stmt_binds(s)), h.stmts[0])
         traced = self._traced_sources(h)
         srcs = traced if traced is not None else sorted(g.sources, key=lambda s: s.order)
         if not srcs:
             return None
         primary = next((s for s in srcs if s.name), srcs[0])
-        if g.saving is False and all(s.kind in ("param", "module") for s in srcs) and g.stmts \
-                and all(A.assigns_a_view(s) for s in g.stmts):
+        if h.saving is False and all(s.kind in ("param", "module") for s in srcs) \
+                and all(A.assigns_a_view(s) for s in h.stmts):
             # a view of a parameter (a tied projection `emb.weight.t()`, `w.T`, `w.view(...)`,
             # `w[0]`): it shares the parameter's storage, so the optimizer's in-place updates show
             # through it and the gradient it carries is the one wanted; nothing to report
             return None
         trained = any(s.kind in ("param", "module") or (s.name in self.grad_used) for s in srcs)
-        certain = g.saving is True
+        certain = h.saving is True
         # X = torch.rand(..., requires_grad=True); X = X.reshape(...): the source is the replaced leaf
         shown = primary if primary.name != var else Src(None, primary.kind)
         before = M.built_where(h.via, self.unit.node.name if h.remote is not None else None)
-        msg = M.stale(var, before, M.describe(shown.kind, shown.name), M.into(shown.kind, shown.name), g.saving,
-                      g.unknown_op, primary.name if trained else None)
+        msg = M.stale(var, before, M.describe(shown.kind, shown.name), M.into(shown.kind, shown.name), h.saving,
+                      h.unknown, primary.name if trained else None)
         related: List[Related] = []
         for src in srcs[:3]:
             node = src.stmt or src.node
@@ -409,20 +412,43 @@ class _Analysis:
             data={"variable": var, "source": primary.name, "certain": certain},
         )
 
-    def _trace_value(self, h: _Hit):
-        """What the shared trace holds in ``h.var`` where the hit's loop (or the call of a
-        function whose loop back-propagates it) starts; None for a hit the trace does not
-        hold at hand (built in ``__init__`` for another method's loop, a global a called
-        function's loop reads)."""
-        flow = unit_trace(self.unit, self.ctx)
-        if flow is None or h.remote is not None:
+    @staticmethod
+    def _built(name: str, entry) -> Optional[Tuple[Tuple[ast.stmt, ...], Optional[bool], Optional[str]]]:
+        """What the shared trace says built ``name``'s value in ``entry`` (the names'
+        values where a loop, or the call of a function whose loop back-propagates,
+        starts; or those a method leaves): its building statements in order
+        (``GraphFlow.built_by``) and whether one of its operations saves tensors, with
+        the one it cannot tell (``GraphFlow.saving_of``). None when it holds no graph
+        there or no statement of the unit built it."""
+        v = entry.get(name) if entry else None
+        if v is None or not v.graph_tokens():
             return None
-        if isinstance(h.loop, _LOOPS):
-            entry = flow.loop_entries.get(id(h.loop))
-        else:
-            entry = next((cl.entry for cl in flow.callee_loops if cl.call is h.backward), None)
-        v = entry.get(h.var) if entry else None
-        return v if v is not None and v.graph_tokens() else None
+        stmts = tuple(interp.GraphFlow.built_by(v))
+        if not stmts:
+            return None
+        saving, unknown = interp.GraphFlow.saving_of(v)
+        return stmts, saving, unknown
+
+    def _helper_exit(self):
+        """What a method ``__init__`` calls leaves when it ends, starting from the
+        requires-grad leaves ``__init__`` made (``class_attr_loops``'s ``init_leaves``),
+        which the shared trace of the method alone does not know: a run of the
+        interpreter over the method, asked only for a finding about what it builds."""
+        me, fact = self._init_unit(), self._init_fact()
+        if me is None or fact is None:
+            return None
+        env, self_obj = unit_entry(self.unit)
+        mine = S.assigned_in(self.unit.body)
+        for attr, _kind in fact[4]:
+            if f"{me}.{attr}" not in mine:
+                env[f"{me}.{attr}"] = V.plain({("L", None)})
+        run = interp.GraphFlow(interp.Resolver(self.ctx), self_obj=self_obj, find_carries=False)
+        run.build_stmts = True
+        run.module_evidence = lambda: A.module_names(self.unit)
+        try:
+            return run.run(self.unit.body, env)
+        except RecursionError:
+            return None
 
     def _traced_sources(self, h: _Hit) -> Optional[List[Src]]:
         """Where the stale value's graph starts, from the shared trace: the leaf tokens
@@ -497,10 +523,8 @@ class _Analysis:
             key = s.target.id if isinstance(s.target, ast.Name) else S.attr_name(s.target)
             if key:
                 cur = self.env.get(key)
-                opname = type(s.op).__name__
                 if isinstance(cur, (Graph, Leaf)) or isinstance(v, (Graph, Leaf)):
-                    g = L.merge([cur, v], K.binop_saving(opname), opname)
-                    self.env[key] = L.with_stmt(g, s)
+                    self.env[key] = L.merge([cur, v])
             return
         if isinstance(s, (ast.With, ast.AsyncWith)):
             ng = A.is_no_grad_with(s, self.ctx)
@@ -553,9 +577,14 @@ class _Analysis:
         if not cands:
             return
         backs = self._trace_backs(loop, cands)
-        for cand in sorted(backs, key=lambda n: (self._first_line(cands[n]), n)):
+        flow = unit_trace(self.unit, self.ctx)
+        entry = flow.loop_entries.get(id(loop)) if flow is not None else None
+        built = {n: self._built(n, entry) for n in backs}
+        first = {n: b[0] if b is not None else () for n, b in built.items()}  # the building statements
+        for cand in sorted(backs, key=lambda n: (first[n][0].lineno if first[n] else 0, n)):
             reaching = backs[cand]
-            if _own_elements_only(loop, cand, cands[cand]) or self._independent_elements(loop, cand, cands[cand]):
+            stmts = first[cand]
+            if _own_elements_only(loop, cand, stmts) or self._independent_elements(loop, cand, cands[cand], stmts):
                 continue
             freeing = [c for c, keep in reaching if not keep]
             if not freeing:
@@ -563,26 +592,27 @@ class _Analysis:
             freeing.sort(key=lambda c: (c.lineno, c.col_offset))
             for var in cands[cand].carried or (cand,):
                 g = self.env.get(var)
-                if not isinstance(g, Graph) or not g.stmts:
+                b = built.get(var) if var in built else self._built(var, entry)
+                if not isinstance(g, Graph) or b is None:
                     continue
-                if g.saving is not True and var in self.grad_used:
+                if b[1] is not True and var in self.grad_used:
                     # differentiated against on purpose (autograd.grad(u, x), x.grad, x.retain_grad()):
                     # without a certain crash, the reuse is what the program asks for
                     continue
-                key = (var, id(g.stmts[0]))
+                key = (var, id(b[0][0]))
                 if key in self.reported:
                     continue
                 self.reported.add(key)
-                self.hits.append(_Hit(var, g, loop, freeing[0]))
+                self.hits.append(_Hit(var, g, loop, freeing[0], stmts=b[0], saving=b[1], unknown=b[2]))
 
-    def _independent_elements(self, loop: ast.stmt, name: str, g: Graph) -> bool:
+    def _independent_elements(self, loop: ast.stmt, name: str, g: Graph, stmts: Tuple[ast.stmt, ...]) -> bool:
         """``for loss in losses: loss.backward()`` over a list built before the loop, one
         element per iteration of a comprehension or of a loop that appended it, each from
         graphs that building step made itself (``[m(x).mean() for m in models]``): each
         iteration back-propagates another element, whose graph no earlier backward
         reached. Not when the elements share a graph built outside that step (two heads
         over one ``h = backbone(x)``: the second backward runs into the part the first freed)."""
-        if not (isinstance(loop, (ast.For, ast.AsyncFor)) and not loop.orelse and g.stmts):
+        if not (isinstance(loop, (ast.For, ast.AsyncFor)) and not loop.orelse and stmts):
             return False
         it = loop.iter
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("enumerate", "zip") \
@@ -604,9 +634,9 @@ class _Analysis:
                     # batches); only an optimizer of the element's own (opts[i].step()) is clear
                     return False
         if g.sources and g.sources <= self.sibling_srcs and all(
-                isinstance(st, ast.Assign) and isinstance(st.value, ast.Attribute) for st in g.stmts):
+                isinstance(st, ast.Assign) and isinstance(st.value, ast.Attribute) for st in stmts):
             return True  # log_probs = self.saved_log_probs: one element per call of the method filling it
-        made = g.stmts[0]
+        made = stmts[0]
         region: Optional[ast.AST] = None
         if isinstance(made, ast.Assign) and isinstance(made.value, (ast.ListComp, ast.GeneratorExp)):
             region = made.value
@@ -615,7 +645,7 @@ class _Analysis:
             owner = self.owner.get(id(block))
             if isinstance(owner, (ast.For, ast.AsyncFor)) and block is owner.body:
                 region = owner  # appended once per iteration of the loop that built it
-        if region is None or any(st is not made and not _inside(st, region) for st in g.stmts):
+        if region is None or any(st is not made and not _inside(st, region) for st in stmts):
             return False
         flow = unit_trace(self.unit, self.ctx)
         held = (flow.loop_entries.get(id(loop)) or {}).get(name) if flow is not None else None
@@ -709,10 +739,6 @@ class _Analysis:
         got = self.ctx.summary.get("fn:" + name)
         return got if isinstance(got, V.FnFacts) else None
 
-    @staticmethod
-    def _first_line(g: Graph) -> int:
-        return g.stmts[0].lineno if g.stmts else 0
-
     def _check_call(self, s: ast.stmt):
         """``train(model, X, Y)`` where ``train`` loops and back-propagates through
         its ``Y`` (or, called from module level, a global it reads): the stale graph
@@ -753,15 +779,27 @@ class _Analysis:
                 for var in g.carried or (cand,):
                     if var not in reached:
                         reached.append(var)
+            entry = self._call_entry(c)
             for var in reached:
                 g = self.env.get(var)
-                if not isinstance(g, Graph) or not g.stmts:
+                b = self._built(var, entry)
+                if not isinstance(g, Graph) or b is None:
                     continue
-                key = (var, id(g.stmts[0]))
+                key = (var, id(b[0][0]))
                 if key in self.reported:
                     continue
                 self.reported.add(key)
-                self.hits.append(_Hit(var, g, s, c, via=via))
+                self.hits.append(_Hit(var, g, s, c, via=via, stmts=b[0], saving=b[1], unknown=b[2]))
+
+    def _call_entry(self, c: ast.Call):
+        """The names' values at ``c``, a call of a function whose loop back-propagates
+        what it is passed (``CalleeLoop.entry``) or globals it reads
+        (``GraphFlow.call_entries``)."""
+        flow = unit_trace(self.unit, self.ctx)
+        if flow is None:
+            return None
+        entry = next((cl.entry for cl in flow.callee_loops if cl.call is c), None)
+        return entry if entry is not None else flow.call_entries.get(id(c))
 
     def _trace_call_reach(self, c: ast.Call) -> List[str]:
         """The names ``c`` reads (a call of a function whose own loop back-propagates
@@ -814,7 +852,7 @@ class _Analysis:
             vals = [self._eval(x) for x in elts]
         finally:
             self.env = saved
-        return L.merge(vals, False)
+        return L.merge(vals)
 
     def _bind_item(self, target: ast.AST, it: ast.AST):
         item = None
@@ -823,7 +861,7 @@ class _Analysis:
             owner = self._eval(it.func.value)
             if isinstance(owner, Mod) and owner.trainable:
                 label = f"{ast.unparse(it.func.value)}.{it.func.attr}()"
-                param = Mod(Src(label, "param", None, it, None, owner.src.order), True, True)
+                param = Mod(Src(label, "param", None, it, None, owner.src.order), True)
                 if it.func.attr == "parameters" and isinstance(target, ast.Name):
                     self.env[target.id] = param
                     return
@@ -848,7 +886,7 @@ class _Analysis:
         self.frozen.add(name)
         m = self.env.get(name)
         if isinstance(m, Mod):
-            self.env[name] = Mod(m.src, False, m.saving)
+            self.env[name] = Mod(m.src, False)
 
     def _expr_stmt(self, s: ast.Expr):
         call = s.value
@@ -879,13 +917,11 @@ class _Analysis:
                 for a in call.args[:-1]:
                     self._eval(a)
                 if isinstance(v, (Graph, Leaf)) and not self.nograd:
-                    self.env[name] = L.with_stmt(L.merge([cur, v], False), s)
+                    self.env[name] = L.merge([cur, v])
                 return
             if isinstance(cur, (Graph, Leaf)) and meth.endswith("_") and not meth.startswith("_"):
-                sv = K.inplace_method_saving(meth)
                 args = [self._eval(a) for a in call.args] + [self._eval(k.value) for k in call.keywords]
-                g = L.merge([cur] + args, sv, f".{meth}()")
-                self.env[name] = L.with_stmt(g, s)
+                self.env[name] = L.merge([cur] + args)
                 return
         self._eval(s.value)
 
@@ -895,9 +931,7 @@ class _Analysis:
                 v = Leaf(Src(target.id, v.src.kind, stmt, v.src.node, v.src.removal, v.src.order))
             elif isinstance(v, Mod) and v.src.name is None:
                 v = Mod(Src(target.id, "module", stmt, v.src.node, None, v.src.order),
-                        v.trainable and target.id not in self.frozen, v.saving)
-            elif isinstance(v, Graph):
-                v = L.with_stmt(v, stmt)
+                        v.trainable and target.id not in self.frozen)
             self.env[target.id] = v
         elif isinstance(target, (ast.Tuple, ast.List)):
             g = L.as_graph(v) if isinstance(v, (Graph, Leaf)) else None
@@ -907,7 +941,7 @@ class _Analysis:
             d = S.attr_name(target)
             if d:
                 if isinstance(v, Graph):
-                    self.env[d] = L.with_stmt(v, stmt)
+                    self.env[d] = v
                 elif isinstance(v, Leaf) and v.src.name is None:  # self.X = torch.rand(..., requires_grad=True)
                     self.env[d] = Leaf(Src(d, v.src.kind, stmt, v.src.node, v.src.removal, v.src.order))
                 elif isinstance(v, (Leaf, Mod)):
@@ -927,7 +961,7 @@ class _Analysis:
             base = target.value
             if isinstance(base, ast.Name) and isinstance(v, (Graph, Leaf)):
                 cur = self.env.get(base.id)
-                self.env[base.id] = L.with_stmt(L.merge([cur, v], False), stmt)
+                self.env[base.id] = L.merge([cur, v])
 
     def _src(self, name, kind, stmt, node, removal) -> Src:
         self.order += 1
@@ -945,13 +979,12 @@ class _Analysis:
             l, r = self._eval(e.left), self._eval(e.right)
             if self.nograd:
                 return None
-            opname = type(e.op).__name__
-            return L.merge([l, r], K.binop_saving(opname), f"`{_OPS.get(opname, opname)}`")
+            return L.merge([l, r])
         if isinstance(e, ast.UnaryOp):
             v = self._eval(e.operand)
             if self.nograd or isinstance(e.op, (ast.Not, ast.Invert)):
                 return None
-            return L.merge([v], False)
+            return L.merge([v])
         if isinstance(e, (ast.Compare, ast.BoolOp)):
             for x in ast.iter_child_nodes(e):
                 if isinstance(x, ast.expr):
@@ -959,10 +992,10 @@ class _Analysis:
             return None
         if isinstance(e, ast.IfExp):
             self._eval(e.test)
-            return L.merge([self._eval(e.body), self._eval(e.orelse)], False)
+            return L.merge([self._eval(e.body), self._eval(e.orelse)])
         if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
             vs = [self._eval(x) for x in e.elts]
-            return None if self.nograd else L.carrier(L.merge(vs, False), e.elts, self.env, vs, container=True)
+            return None if self.nograd else L.carrier(L.merge(vs), e.elts, self.env, vs, container=True)
         if isinstance(e, ast.Starred):
             return self._eval(e.value)
         if isinstance(e, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
@@ -985,10 +1018,10 @@ class _Analysis:
             if isinstance(v, Mod):  # model[0]
                 self._eval(e.slice)
                 return v
-            idx_saving = self._index_saving(e.slice)
+            self._eval(e.slice)
             if self.nograd or not isinstance(v, (Graph, Leaf)):
                 return None
-            return L.merge([v], idx_saving, "indexing")
+            return L.merge([v])
         if isinstance(e, ast.Call):
             return self._call(e)
         return None
@@ -1011,7 +1044,7 @@ class _Analysis:
         module = name.rsplit(".", 1)[0] if name and "." in name else name
         src = Src(module, "module", None, node, None, 0)
         self.sibling_srcs.add(src)
-        return Graph(frozenset({src}), True, ())
+        return Graph(frozenset({src}))
 
     def _self_attr(self, e: ast.Attribute):
         """``self.fc`` / ``self.gain`` in a method of a module class; in a method of
@@ -1025,17 +1058,17 @@ class _Analysis:
                 return None
             r = interp.Resolver(self.ctx)
             if r.qualify_raw(raw) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                return Mod(Src(f"{self.self_name}.{e.attr}", "param", None, e, None, 0), True, True)
+                return Mod(Src(f"{self.self_name}.{e.attr}", "param", None, e, None, 0), True)
             obj = r.ctor_obj(raw)
             if obj is None or not (
                     (obj.startswith("inst:torch.nn.") and obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES)
                     or (obj.startswith("user:") and r.is_module_class(obj[5:]))):
                 return None
-            return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True, True)
+            return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True)
         if summ.get(f"gg102:modattr:{e.attr}"):
-            return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True, True)
+            return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True)
         if summ.get(f"gg102:paramattr:{e.attr}"):
-            return Mod(Src(f"{self.self_name}.{e.attr}", "param", None, e, None, 0), True, True)
+            return Mod(Src(f"{self.self_name}.{e.attr}", "param", None, e, None, 0), True)
         return None
 
     def _attr_value(self, v, e: ast.Attribute):
@@ -1046,34 +1079,13 @@ class _Analysis:
             summ = self.ctx.summary
             name = f"{v.src.name}.{attr}" if v.src.name else attr
             if K.is_parameter_attr(attr) or summ.get(f"gg102:paramattr:{attr}"):
-                return Mod(Src(name, "param", None, e, None, v.src.order), True, True)  # a parameter
+                return Mod(Src(name, "param", None, e, None, v.src.order), True)  # a parameter
             if summ.get(f"gg102:modattr:{attr}"):
-                return Mod(Src(name, "module", None, e, None, v.src.order), True, True)  # a submodule
+                return Mod(Src(name, "module", None, e, None, v.src.order), True)  # a submodule
             return None
         if attr in ("T", "mT", "H", "mH", "real") and not self.nograd:
-            return L.merge([v], False)
+            return L.merge([v])
         return None
-
-    def _index_saving(self, sl: ast.AST) -> Optional[bool]:
-        """Basic indexing (ints, slices) saves nothing; a tensor index saves it."""
-        parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-        result: Optional[bool] = False
-        for p in parts:
-            if isinstance(p, ast.Slice):
-                for b in (p.lower, p.upper, p.step):
-                    self._eval(b)
-                continue
-            if isinstance(p, ast.Constant) or (isinstance(p, ast.UnaryOp) and isinstance(p.operand, ast.Constant)):
-                continue
-            v = self._eval(p)
-            if isinstance(p, (ast.Compare, ast.List)) or isinstance(v, (Graph, Leaf)) or (
-                    isinstance(p, ast.Call) and (self.ctx.qualify(p.func) or "") in K.TENSOR_FACTORIES):
-                result = True
-            elif isinstance(p, ast.Name) and p.id in self.env:
-                result = L.join_saving(result, None)
-            else:
-                result = L.join_saving(result, None)
-        return result
 
     def _call(self, e: ast.Call):  # noqa: C901  (one dispatch over call kinds; goes when GG102 moves onto the shared interpreter)
         func = e.func
@@ -1122,7 +1134,7 @@ class _Analysis:
                     return self._module_call(recv, args, e)
                 if meth == "requires_grad_":
                     flag = e.args[0] if e.args else None
-                    return Mod(recv.src, not (flag is not None and S.const_false(flag)) and recv.trainable, recv.saving)
+                    return Mod(recv.src, not (flag is not None and S.const_false(flag)) and recv.trainable)
                 if meth in S.MODULE_SELF_METHODS:
                     return recv
                 sub = self._attr_value(recv, func)  # model.fc(x)
@@ -1130,7 +1142,7 @@ class _Analysis:
             if isinstance(recv, (Graph, Leaf)):
                 if self.nograd:
                     return None
-                return L.merge([recv] + args, K.method_saving(meth), f"`.{meth}()`")
+                return L.merge([recv] + args)
             mod = None
         else:
             mod = self._module_of(func)
@@ -1142,22 +1154,19 @@ class _Analysis:
         if q.startswith("torch."):
             if not any(L.as_graph(a) is not None for a in args):
                 return None
-            sv = K.function_saving(q)
-            if sv is not None:
-                return L.merge(args, sv)
+            if K.function_saving(q) is not None:
+                return L.merge(args)
             if q in S.GRAPHLESS_FUNCTIONS:
                 return None
             if q.startswith("torch.utils."):  # TensorDataset(x, y), DataLoader(...): containers
-                return L.carrier(L.merge(args, None, f"`{q}`"), list(e.args) + [k.value for k in e.keywords],
+                return L.carrier(L.merge(args), list(e.args) + [k.value for k in e.keywords],
                                 self.env, args, container=True)
-            return L.merge(args, None, f"`{q}`")
+            return L.merge(args)
         if isinstance(func, ast.Name) and func.id in S.BUILTIN_NAMES and func.id not in self.env:
-            if func.id in ("sum",):
-                return L.merge(args, False)
-            if func.id in ("abs", "max", "min", "pow", "divmod", "round"):
-                return L.merge(args, None, f"`{func.id}()`")
+            if func.id in ("sum", "abs", "max", "min", "pow", "divmod", "round"):
+                return L.merge(args)
             if func.id in ("list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"):
-                return L.carrier(L.merge(args, False), list(e.args) + [k.value for k in e.keywords], self.env, args,
+                return L.carrier(L.merge(args), list(e.args) + [k.value for k in e.keywords], self.env, args,
                                 container=True)
             return None
         fname = self._summarised_function(func)
@@ -1182,10 +1191,9 @@ class _Analysis:
                         vals.append(args[len(e.args) + j])
                 if not any(L.as_graph(v) is not None for v in vals):
                     return None
-                return L.carrier(L.merge(vals, None, f"`{fname}()`"), nodes, self.env, vals)
+                return L.carrier(L.merge(vals), nodes, self.env, vals)
         if any(L.as_graph(a) is not None for a in args):
-            name = ast.unparse(func) if hasattr(ast, "unparse") else "call"
-            return L.carrier(L.merge(args, None, f"`{name}()`"), list(e.args) + [k.value for k in e.keywords],
+            return L.carrier(L.merge(args), list(e.args) + [k.value for k in e.keywords],
                             self.env, args)
         return None
 
@@ -1214,7 +1222,7 @@ class _Analysis:
             if isinstance(v, Mod):
                 return v
             if func.id in self.module_evidence and func.id not in self.env:
-                return Mod(Src(func.id, "module", None, None), func.id not in self.frozen, True)
+                return Mod(Src(func.id, "module", None, None), func.id not in self.frozen)
             return None
         if isinstance(func, ast.Call):
             # nn.Linear(5, 1)(x)
@@ -1229,9 +1237,8 @@ class _Analysis:
             src = mod.src
             if src.node is None or src.kind != "module":
                 src = Src(src.name, "module", src.stmt, src.node if src.node is not None else call, None, src.order)
-            return L.merge([Leaf(src)] + list(args), mod.saving if mod.saving is not False else None,
-                          f"`{ast.unparse(call.func)}`")
-        return L.merge(args, mod.saving, f"`{ast.unparse(call.func)}`")
+            return L.merge([Leaf(src)] + list(args))
+        return L.merge(args)
 
     def _module_ctor(self, func: ast.AST, q: str, args) -> Optional[Mod]:
         if q.startswith("torch.nn.") and not q.startswith(("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")):
@@ -1239,19 +1246,15 @@ class _Analysis:
             if not last[:1].isupper() or last in ("Parameter", "Buffer"):
                 return None
             if last in K.PARAMETERLESS_MODULES:
-                return Mod(self._src(None, "module", None, func, None), False, K.parameterless_module_saving(last))
+                return Mod(self._src(None, "module", None, func, None), False)
             if last in K.CONTAINER_MODULES:
                 mods = [a for a in args if isinstance(a, Mod)]
                 trainable = any(m.trainable for m in mods) if mods else True
-                saving = None if not mods else (True if any(m.saving is not False for m in mods) else False)
-                return Mod(self._src(None, "module", None, func, None), trainable, saving)
-            return Mod(self._src(None, "module", None, func, None), True, True)
+                return Mod(self._src(None, "module", None, func, None), trainable)
+            return Mod(self._src(None, "module", None, func, None), True)
         if isinstance(func, ast.Name) and func.id not in self.env and is_module_class(func.id, self.ctx):
-            return Mod(self._src(None, "module", None, func, None), True, module_class_saves(func.id, self.ctx))
+            return Mod(self._src(None, "module", None, func, None), True)
         return None
-
-
-_OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
 
 
 def _inside(node: object, region: ast.AST) -> bool:
@@ -1263,7 +1266,7 @@ def _inside(node: object, region: ast.AST) -> bool:
     return start <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= end  # type: ignore[attr-defined]
 
 
-def _own_elements_only(loop: ast.stmt, name: str, g: Graph) -> bool:
+def _own_elements_only(loop: ast.stmt, name: str, stmts: Tuple[ast.stmt, ...]) -> bool:
     """A list built before the loop (``outputs = [m(x) for m in models]``) that
     ``for i in range(n):`` reads only as ``outputs[i]``: each iteration reads another
     element, whose graph no earlier backward reached (deep mutual learning's peers,
@@ -1271,7 +1274,7 @@ def _own_elements_only(loop: ast.stmt, name: str, g: Graph) -> bool:
     if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Call)
             and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range" and not loop.orelse):
         return False
-    made = g.stmts[0] if g.stmts else None
+    made = stmts[0] if stmts else None
     if not (isinstance(made, ast.Assign) and len(made.targets) == 1 and isinstance(made.targets[0], ast.Name)
             and made.targets[0].id == name and isinstance(made.value, (ast.ListComp, ast.List))):
         return False

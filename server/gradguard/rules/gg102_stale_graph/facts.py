@@ -2,8 +2,7 @@
 
 Keys, each written by :func:`_gg102_facts` for one top-level statement:
 
-- ``gg102:classsaves:<C>``: class ``C`` holds a layer (``self.fc = nn.Linear(...)``);
-  ``gg102:paramattr:<a>`` / ``gg102:modattr:<a>``: some class sets ``self.a = nn.Parameter(...)``
+- ``gg102:paramattr:<a>`` / ``gg102:modattr:<a>``: some class sets ``self.a = nn.Parameter(...)``
   / ``self.a = SomeModule(...)``; (a class's bases are the shared ``class:<C>`` fact's);
 - ``gg102:gradread:<x>``: ``x.grad`` is read;
 
@@ -34,14 +33,12 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
     """Cross-unit facts, in one walk of the top-level statement (a class's
     base classes, to tell an nn.Module, are the shared ``class:<C>`` fact's, :func:`class_bases`):
 
-    - ``classsaves:<C>``: the class holds a layer;
-      ``paramattr:<a>`` / ``modattr:<a>``: ``self.a = nn.Parameter(...)`` / ``self.a = SomeModule(...)``;
+    - ``paramattr:<a>`` / ``modattr:<a>``: ``self.a = nn.Parameter(...)`` / ``self.a = SomeModule(...)``;
     - ``gradread:<x>``: ``x.grad`` is read (a data tensor whose gradient is inspected keeps requires_grad);
     """
     is_cls = isinstance(stmt, ast.ClassDef)
     out: List[Tuple[str, object]] = []
     grad_names: Set[str] = set()
-    saves_cls = False
     Attribute, Assign, Name = ast.Attribute, ast.Assign, ast.Name
     for n in A.walk_all_list(stmt):  # ast.walk's order, without ctx nodes (one walk for both sources)
         cls = n.__class__  # (a parsed tree's nodes are of these exact classes: no isinstance chain per node)
@@ -59,11 +56,6 @@ def _gg102_facts(stmt: ast.stmt, referenced: bool = True):
                             out.append((f"gg102:paramattr:{t.attr}", True))
                         elif last[:1].isupper():
                             out.append((f"gg102:modattr:{t.attr}", True))
-                            if last not in K.NONSAVING_MODULES and not last.startswith("Parameter"):
-                                saves_cls = True
-    if saves_cls:
-        # it holds a layer (self.fc = nn.Linear(...)): calling it saves tensors for backward
-        out.append((f"gg102:classsaves:{stmt.name}", True))  # type: ignore[attr-defined]
     for name in sorted(grad_names):
         out.append((f"gg102:gradread:{name}", True))
     return out
@@ -294,18 +286,6 @@ def class_bases(summary, name: str) -> Optional[Tuple[str, ...]]:
     None when no class of that name is known."""
     cf = summary.get(f"class:{name}")
     return cf.bases if isinstance(cf, V.ClassFacts) else None
-
-
-def module_class_saves(name: str, ctx, depth: int = 0) -> Optional[bool]:
-    """True if the user module class (or a user base class) holds a layer; None: cannot tell."""
-    if ctx.summary.get(f"gg102:classsaves:{name}"):
-        return True
-    if depth > 5:
-        return None
-    for b in class_bases(ctx.summary, name) or ():
-        if "." not in b and module_class_saves(b, ctx, depth + 1):
-            return True
-    return None
 
 
 def is_module_class(name: str, ctx, depth: int = 0) -> bool:

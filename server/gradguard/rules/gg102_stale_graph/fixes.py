@@ -193,9 +193,9 @@ class Fixes:
 
     def _fix_detach(self, h) -> Optional[Fix]:
         var = h.var
-        if _holds_a_container(h.graph.stmts, var):
+        if _holds_a_container(h.stmts, var):
             return None  # `outputs = outputs.detach()` on a list raises AttributeError
-        last = self._lift(h.graph.stmts[-1], self._loop_blocks(h.loop))
+        last = self._lift(h.stmts[-1], self._loop_blocks(h.loop))
         if last is None or not self._whole_lines(last):
             return None
         indent = self.ctx.indent_of(last.lineno)
@@ -217,8 +217,8 @@ class Fixes:
         if expr is None:
             return None
         blocks = self._loop_blocks(h.loop)
-        first = self._lift(h.graph.stmts[0], blocks)
-        last = self._lift(h.graph.stmts[-1], blocks)
+        first = self._lift(h.stmts[0], blocks)
+        last = self._lift(h.stmts[-1], blocks)
         if first is None or last is None or self.parent[id(first)][0] is not self.parent[id(last)][0]:
             return None
         if not (self._whole_lines(first) and self._whole_lines(last)):
@@ -248,7 +248,7 @@ class Fixes:
         whatever else reads the attribute). Only when those statements read
         nothing local to this method but ``self``."""
         node = self.unit.node
-        stmts = list(h.graph.stmts)
+        stmts = list(h.stmts)
         me = S.self_arg(node)
         local = S.assigned_in(self.unit.body) | {a.arg for a in list(node.args.posonlyargs) + list(node.args.args)
                                                 + list(node.args.kwonlyargs)}
@@ -282,12 +282,12 @@ class Fixes:
         """Move the statements that build the value to the top of the loop body (an
         ``if`` of plain assignments holding them moves whole); copy them there instead
         when code between them and the loop reads the value (``print(loss.item())``)."""
-        loop, g = h.loop, h.graph
+        loop = h.loop
         if loop is None or id(loop) not in self.parent or not loop.body or loop.body[0].lineno <= loop.lineno:
             return None
         block, li = self.parent[id(loop)]
         stmts: list = []  # ast statements (their end_lineno is known: parsed code)
-        for s in g.stmts:
+        for s in h.stmts:
             pb = self.parent.get(id(s))
             if pb is not None and pb[0] is not block:
                 s = self._lift(s, {id(block)})

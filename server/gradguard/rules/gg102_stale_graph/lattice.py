@@ -1,11 +1,10 @@
-"""GG102's values: what a local name holds in its analysis. A *leaf* that
-requires grad, a *module*, or a *graph* (a non-leaf tensor) with where its graph
-comes from (:class:`Src`: data, parameter or module), whether one of the
-operations that built it saves tensors for backward (tri-state), and which
-statements built it. (The shared interpreter's :class:`~gradguard.analysis.values.Val`
-says where a graph comes from by tokens; this lattice is what GG102 still
-needs beyond them: the origin's kind and name, the saving flag, the building
-statements its fixes move.)"""
+"""GG102's values: what a local name holds in its walk. A *leaf* that requires
+grad, a *module*, or a *graph* (a non-leaf tensor) with where its graph comes
+from (:class:`Src`: data, parameter or module) and, for a container, the named
+tensors it holds. (The shared interpreter's :class:`~gradguard.analysis.values.Val`
+says where a graph comes from by tokens, which statements built it and whether
+they save tensors; this lattice is what GG102's candidate filter still reads
+beyond them: which names hold a graph by its older reading, and containers.)"""
 
 from __future__ import annotations
 
@@ -32,15 +31,11 @@ class Leaf:
 class Mod:
     src: Src
     trainable: bool  # has parameters that require grad
-    saving: Optional[bool]  # for parameter-free modules: does its op save tensors?
 
 
 @record
 class Graph:
     sources: FrozenSet[Src]
-    saving: Optional[bool]  # True: certainly saves tensors; False: certainly not; None: unknown
-    stmts: Tuple[ast.stmt, ...] = ()  # statements that built it, in order
-    unknown_op: Optional[str] = None  # an operation whose saving is unknown (for the message)
     # A container or opaque object holding stale tensors (DataLoader(TensorDataset(feats, y)), (a, b)):
     # the names of those tensors, which are what a finding is about.
     carried: Tuple[str, ...] = ()
@@ -49,43 +44,25 @@ class Graph:
     holder: bool = False
 
 
-def join_saving(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
-    """Combine saving flags: True wins, then unknown, then False."""
-    if a is True or b is True:
-        return True
-    if a is None or b is None:
-        return None
-    return False
-
-
 def as_graph(v) -> Optional[Graph]:
     if isinstance(v, Graph):
         return v
     if isinstance(v, Leaf):
-        return Graph(frozenset({v.src}), False, ())
+        return Graph(frozenset({v.src}))
     if isinstance(v, Mod) and v.trainable and v.src.kind == "param":  # scaler.gain used as a tensor
-        return Graph(frozenset({v.src}), False, ())
+        return Graph(frozenset({v.src}))
     return None
 
 
-def merge(values: Iterable, saving: Optional[bool] = False, op: Optional[str] = None) -> Optional[Graph]:
-    """A non-leaf computed from ``values`` by an op with the given saving flag."""
+def merge(values: Iterable) -> Optional[Graph]:
+    """A non-leaf computed from ``values``."""
     gs = [g for g in (as_graph(v) for v in values) if g is not None]
     if not gs:
         return None
     sources: Set[Src] = set()
-    stmts: List[ast.stmt] = []
-    sv = saving
-    unknown = op if saving is None else None
     for g in gs:
         sources |= g.sources
-        for s in g.stmts:
-            if s not in stmts:
-                stmts.append(s)
-        sv = join_saving(sv, g.saving)
-        if unknown is None and g.unknown_op:
-            unknown = g.unknown_op
-    return Graph(frozenset(sources), sv, tuple(stmts), unknown if sv is None else None)
+    return Graph(frozenset(sources))
 
 
 def carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence = (),
@@ -96,7 +73,7 @@ def carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence 
     if g is None:
         return None
     if container and not any(isinstance(v, Graph) and not v.holder for v in values):
-        return Graph(g.sources, g.saving, g.stmts, g.unknown_op, (), True)
+        return Graph(g.sources, (), True)
     names: List[str] = []
     for v in values:
         if isinstance(v, Graph):
@@ -115,10 +92,4 @@ def carrier(g: Optional[Graph], nodes: Sequence[ast.AST], env, values: Sequence 
                         names.append(c)
     if not names:
         return g
-    return Graph(g.sources, g.saving, g.stmts, g.unknown_op, tuple(names))
-
-
-def with_stmt(g: Optional[Graph], stmt: ast.stmt) -> Optional[Graph]:
-    if g is None or stmt in g.stmts:
-        return g
-    return Graph(g.sources, g.saving, g.stmts + (stmt,), g.unknown_op, g.carried, g.holder)
+    return Graph(g.sources, tuple(names))
