@@ -182,7 +182,7 @@ for step in range(3):
     assert bool(entry["built"].graph_tokens()) is leaf
 
 
-def _function_trace(source, name, monkeypatch):
+def _function_trace(source, name, monkeypatch, build=False):
     rule = type(get_rule("GG102"))
     units = []
     check = rule.check
@@ -194,7 +194,7 @@ def _function_trace(source, name, monkeypatch):
     monkeypatch.setattr(rule, "check", spy)
     check_source(source, path="t.py")
     unit, ctx = next((u, c) for u, c in units if u.node is not None and u.node.name == name)
-    return common.unit_trace(unit, ctx)
+    return common.unit_build_trace(unit, ctx) if build else common.unit_trace(unit, ctx)
 
 
 @pytest.mark.parametrize(
@@ -650,8 +650,9 @@ for step in range(3):
 def test_trace_says_which_statements_built_a_value_and_whether_they_save(monkeypatch):
     """GraphFlow.built_by / saving_of: the statements that bound the value while it held
     a graph (in the text's order) and whether an operation that built it saves tensors:
-    what a GG102 finding's words and fixes read from the trace."""
-    flow = _function_trace("""
+    what a GG102 finding's words and fixes read from the trace (a run of its own, asked
+    for a unit GG102 reports on; the run every unit shares records none of it)."""
+    source = """
 import torch
 import torch.nn as nn
 
@@ -667,8 +668,13 @@ def fit(x):
     for _ in range(n):
         loss = (y + t + k + v).sum()
         loss.backward()
-""", "fit", monkeypatch)
+"""
+    (shared,) = _function_trace(source, "fit", monkeypatch).loop_entries.values()
+    assert interp.GraphFlow.built_by(shared["y"]) == [] and shared["y"].graph_tokens()
+    flow = _function_trace(source, "fit", monkeypatch, build=True)
     (entry,) = flow.loop_entries.values()
+    lines = lambda v: sorted(t[1].lineno for t in v.graph_tokens())  # noqa: E731  (two parses: compare by line)
+    assert lines(entry["y"]) == lines(shared["y"]) == [9]  # the same run, with more said
     built = [s.lineno for s in interp.GraphFlow.built_by(entry["y"])]
     assert built == [9, 10]  # h = lin(x); y = h.relu()
     assert interp.GraphFlow.saving_of(entry["y"]) == (True, None)  # the layer's call saves

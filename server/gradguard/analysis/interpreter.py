@@ -382,7 +382,7 @@ class GraphFlow:
 
     def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None,
                  track_self_state: bool = False, find_carries: bool = True, unverified: bool = False,
-                 methods: _Opt[Mapping[str, ast.AST]] = None):
+                 methods: _Opt[Mapping[str, ast.AST]] = None, build_stmts: bool = False):
         self.r = resolver
         # a module's top-level statements: a call of one of its functions back-propagates
         # the module-level names that function reads (``FnFacts.backward_globals``)
@@ -424,7 +424,9 @@ class GraphFlow:
         self.track_self_state = track_self_state
         # record ("B", stmt) tokens: each statement that bound a value carrying a graph
         # (what GG102's fixes move, detach or wrap; GraphFlow.built_by)
-        self.build_stmts = False
+        self.build_stmts = build_stmts
+        if build_stmts:
+            self._apply = self._apply_saves  # type: ignore[method-assign]  # (a shared run pays no wrapper)
         # (build_stmts runs) the names the unit uses as modules (``ast_util.module_names``),
         # asked only where a call of a name it cannot type builds on a graph
         self.module_evidence: _Opt[Any] = None
@@ -2339,11 +2341,11 @@ class GraphFlow:
         got = self._op(call, t) if t else CLEAN
         return self._method_saves(call, func, recv, got) if self.build_stmts else got
 
-    def _apply(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
-        res = self._applied(call, callee, q, pos, kws, args_taints, env)
-        if self.build_stmts and res.taints:
-            return self._call_saves(call, callee, q, res)
-        return res
+    def _apply_saves(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
+        """``_apply`` in a run recording how values were built (``build_stmts``; the
+        instance's ``_apply`` then): what it returns, marked by :meth:`_call_saves`."""
+        res = GraphFlow._apply(self, call, callee, q, pos, kws, args_taints, env)
+        return self._call_saves(call, callee, q, res) if res.taints else res
 
     def _call_saves(self, call: ast.Call, callee: Val, q: _Opt[str], res: Val) -> Val:
         """:meth:`_saves` for a call of a callable (not a tensor's method): a module's call
@@ -2366,7 +2368,7 @@ class GraphFlow:
             return res
         return self._saves(res, call, None, _CALL_WORDS)
 
-    def _applied(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
+    def _apply(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
         obj = callee.obj
         if q is not None and obj is None:
             if q in _CLEAN_BUILTINS or ("." in q and _non_graph_library(q)):

@@ -32,38 +32,60 @@ def unit_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
     loops that back-propagate are walked twice, and a method's ``self.x`` read
     before it is set is marked as state kept from the previous call."""
     if unit.trace is None:
-        env, self_obj = unit_entry(unit)
-        _seed_requires_grad_params(unit, ctx, env)
-        _seed_module_params(unit, ctx, env)
-        resolver = interp.Resolver(ctx)
-        _bind_from_call_sites(unit, ctx, env, resolver)
-        stateful = unit.kind == "function" and unit.node is not None
-        flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful,
-                                unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit))
-        if unit.class_node is not None and unit.node is not None:
-            _bind_from_callers(unit, resolver, env, flow)
-            if unit.kind == "function" and self_obj is not None and unit.parents == (unit.class_node,):
-                # lists another method of the object fills with graphs (PPO's self.logprobs)
-                filled = facts.sibling_filled(unit.class_node, unit.node, resolver, self_obj)
-                for key, v in filled.items():
-                    # (built by a module call in that method: it saves, GraphFlow.saving_of)
-                    env.setdefault(key, V._with(v, taints=v.taints | {interp.SAVES}) if v.graph_tokens() else v)
-                flow.sibling_filled = filled
-        flow.flags = _param_flags(unit, ctx)
-        flow.build_stmts = True
-        flow.module_evidence = lambda: A.module_names(unit)
-        flow.module_level = unit.kind == "module"
-        if unit.class_node is not None and unit.node is not None and unit.kind == "function":
-            flow.framework_loop = framework_loop_of(unit, ctx)
         try:
-            flow.exit_env = flow.run(unit.body, env)
+            unit.trace = _run_trace(unit, ctx, False)
         except RecursionError:
             unit.trace = False
             raise
-        unit.trace = flow
     if unit.trace is False:
         raise RecursionError("too deeply nested to interpret")
     return unit.trace
+
+
+def unit_build_trace(unit: Unit, ctx: ModuleContext) -> Optional[interp.GraphFlow]:
+    """A run of the interpreter over ``unit`` like :func:`unit_trace`'s that also
+    records which statements built each value and whether an operation that built
+    it saves tensors (``GraphFlow.build_stmts``: ``built_by``, ``saving_of``), the
+    names' values at a call of a function whose loop back-propagates globals
+    (``call_entries``) and what the unit leaves (``exit_env``). Asked by GG102 only
+    for a unit it reports on (few do), so the shared run every unit pays carries none
+    of it. Not cached here: the caller keeps it for the unit's check."""
+    try:
+        return _run_trace(unit, ctx, True)
+    except RecursionError:
+        return None
+
+
+def _run_trace(unit: Unit, ctx: ModuleContext, build: bool) -> interp.GraphFlow:
+    env, self_obj = unit_entry(unit)
+    _seed_requires_grad_params(unit, ctx, env)
+    _seed_module_params(unit, ctx, env)
+    resolver = interp.Resolver(ctx)
+    _bind_from_call_sites(unit, ctx, env, resolver)
+    stateful = unit.kind == "function" and unit.node is not None
+    flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful,
+                            unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit),
+                            build_stmts=build)
+    if unit.class_node is not None and unit.node is not None:
+        _bind_from_callers(unit, resolver, env, flow)
+        if unit.kind == "function" and self_obj is not None and unit.parents == (unit.class_node,):
+            # lists another method of the object fills with graphs (PPO's self.logprobs)
+            filled = facts.sibling_filled(unit.class_node, unit.node, resolver, self_obj)
+            for key, v in filled.items():
+                if build and v.graph_tokens():
+                    v = V._with(v, taints=v.taints | {interp.SAVES})  # (a module call in that method built it)
+                env.setdefault(key, v)
+            flow.sibling_filled = filled
+    flow.flags = _param_flags(unit, ctx)
+    if build:
+        flow.module_evidence = lambda: A.module_names(unit)
+    flow.module_level = unit.kind == "module"
+    if unit.class_node is not None and unit.node is not None and unit.kind == "function":
+        flow.framework_loop = framework_loop_of(unit, ctx)
+    out = flow.run(unit.body, env)
+    if build:
+        flow.exit_env = out
+    return flow
 
 
 def framework_loop_of(unit: Unit, ctx: ModuleContext) -> Optional[str]:

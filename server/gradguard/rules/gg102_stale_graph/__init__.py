@@ -60,7 +60,7 @@ from gradguard.analysis.context import unit_text, unit_words
 from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
 from gradguard.rules.base import Rule, Trigger
-from gradguard.rules.common import unit_entry, unit_trace
+from gradguard.rules.common import unit_build_trace, unit_entry, unit_trace
 from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import messages as M
 from gradguard.rules.gg102_stale_graph import syntax as S
@@ -218,6 +218,7 @@ class _Analysis:
         self._module_evidence: Optional[Set[str]] = None
         self._attr_loops: object = False  # class_attr_loops of the unit's class, once asked
         self._grad_used: Optional[Set[str]] = None
+        self._bflow: object = False  # the unit's run recording how values were built, once asked
 
     # -- unit-wide facts --------------------------------------------------
     # Syntax questions about the whole unit (:func:`.syntax.module_names`,
@@ -307,7 +308,7 @@ class _Analysis:
         if helper:
             exit_env = self._helper_exit()
         else:
-            flow = unit_trace(self.unit, self.ctx)
+            flow = self._build_flow()
             exit_env = flow.exit_env if flow is not None else None
         index = self.ctx.index
         for attr, method, line, col, end_line, end_col, loop_self, body_line, body_col in loops:
@@ -429,6 +430,14 @@ class _Analysis:
         saving, unknown = interp.GraphFlow.saving_of(v)
         return stmts, saving, unknown
 
+    def _build_flow(self):
+        """The unit's run that records which statements built each value and whether
+        they save tensors (``rules.common.unit_build_trace``), made once a hit asks."""
+        got = self._bflow
+        if got is False:
+            got = self._bflow = unit_build_trace(self.unit, self.ctx)
+        return got
+
     def _helper_exit(self):
         """What a method ``__init__`` calls leaves when it ends, starting from the
         requires-grad leaves ``__init__`` made (``class_attr_loops``'s ``init_leaves``),
@@ -442,8 +451,7 @@ class _Analysis:
         for attr, _kind in fact[4]:
             if f"{me}.{attr}" not in mine:
                 env[f"{me}.{attr}"] = V.plain({("L", None)})
-        run = interp.GraphFlow(interp.Resolver(self.ctx), self_obj=self_obj, find_carries=False)
-        run.build_stmts = True
+        run = interp.GraphFlow(interp.Resolver(self.ctx), self_obj=self_obj, find_carries=False, build_stmts=True)
         run.module_evidence = lambda: A.module_names(self.unit)
         try:
             return run.run(self.unit.body, env)
@@ -577,7 +585,9 @@ class _Analysis:
         if not cands:
             return
         backs = self._trace_backs(loop, cands)
-        flow = unit_trace(self.unit, self.ctx)
+        if not backs:
+            return
+        flow = self._build_flow()
         entry = flow.loop_entries.get(id(loop)) if flow is not None else None
         built = {n: self._built(n, entry) for n in backs}
         first = {n: b[0] if b is not None else () for n, b in built.items()}  # the building statements
@@ -794,8 +804,8 @@ class _Analysis:
     def _call_entry(self, c: ast.Call):
         """The names' values at ``c``, a call of a function whose loop back-propagates
         what it is passed (``CalleeLoop.entry``) or globals it reads
-        (``GraphFlow.call_entries``)."""
-        flow = unit_trace(self.unit, self.ctx)
+        (``GraphFlow.call_entries``), in the run that records how values were built."""
+        flow = self._build_flow()
         if flow is None:
             return None
         entry = next((cl.entry for cl in flow.callee_loops if cl.call is c), None)
