@@ -20,17 +20,26 @@ How it works (one unit at a time):
    note at a ``y.requires_grad_(False)`` that raises on the stale non-leaf is
    the trace's (``GraphFlow.not_a_leaf``); a view of a parameter (silent) is
    ``ast_util.assigns_a_view``.
-3. The rest of what the finding says and what its fixes edit still comes from a
-   walk of the unit's statements, in order, that tracks what each local name
-   holds (:mod:`.lattice`): whether one of the operations that built a value saves
-   tensors for backward (tri-state: yes / no / cannot tell; an error when a saving
-   operation makes the second iteration's crash certain, a warning otherwise),
-   which statements built it (what a fix moves, detaches or wraps in
-   ``no_grad``), the names a container holds, the sources of a graph
-   ``__init__`` leaves on ``self`` for another method's loop (and of a graph whose
-   start the trace cannot name, for the ``autograd.grad(inputs=)`` filter, which
-   otherwise compares the trace's). The interpreter's values do not carry those
-   yet; until they do, this walk stays (docs/architecture.md lists what is left).
+3. Which statements built the stale value (the finding's line; what a fix
+   moves, detaches or wraps in ``no_grad``) and whether an operation that built
+   it saves tensors for backward (tri-state: an error when a saving operation
+   makes the second iteration's crash certain, a warning otherwise, naming the
+   operation it cannot tell) are the interpreter's too: a run of its own over a
+   unit this rule reports on (``rules.common.unit_build_trace``,
+   ``GraphFlow.built_by`` / ``saving_of``), read at the loop's entry, the call
+   (``CalleeLoop.entry``, ``GraphFlow.call_entries``) or the unit's end
+   (``exit_env``: what ``__init__`` leaves on ``self``; a method ``__init__``
+   calls is run seeded with the leaves ``__init__`` made), carried on each hit.
+4. Which names are reported is still decided by a walk of the unit's
+   statements, in order, that tracks what each local name holds
+   (:mod:`.lattice`: a leaf, a module, or a graph with its sources and, for a
+   container, the named tensors it holds), and so are the names a container
+   holds and the sources of a graph ``__init__`` leaves on ``self`` (and of a
+   graph whose start the trace cannot name, for the ``autograd.grad(inputs=)``
+   filter, which otherwise compares the trace's). The trace's candidates are a
+   superset of the walk's on a few shapes (functions returning leaves, per-model
+   output lists, plain callables); until it reads them as the walk does, this
+   walk stays (docs/architecture.md lists what is left).
    Which loops freeze a module's parameters is one reading for the walk and the
    trace (``ast_util.frozen_by_loop``); the pre-filter above skips a unit whose
    only reused graph is an object a graph only may reach
