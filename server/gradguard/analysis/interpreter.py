@@ -382,7 +382,7 @@ class GraphFlow:
 
     def __init__(self, resolver: Resolver, no_grad: bool = False, self_obj: _Opt[str] = None,
                  track_self_state: bool = False, find_carries: bool = True, unverified: bool = False,
-                 methods: _Opt[Mapping[str, ast.AST]] = None, build_stmts: bool = False):
+                 methods: _Opt[Mapping[str, ast.AST]] = None):
         self.r = resolver
         # a module's top-level statements: a call of one of its functions back-propagates
         # the module-level names that function reads (``FnFacts.backward_globals``)
@@ -424,9 +424,7 @@ class GraphFlow:
         self.track_self_state = track_self_state
         # record ("B", stmt) tokens: each statement that bound a value carrying a graph
         # (what GG102's fixes move, detach or wrap; GraphFlow.built_by)
-        self.build_stmts = build_stmts
-        if build_stmts:
-            self._apply = self._apply_saves  # type: ignore[method-assign]  # (a shared run pays no wrapper)
+        self.build_stmts = False  # (BuildFlow: True)
         # (build_stmts runs) the names the unit uses as modules (``ast_util.module_names``),
         # asked only where a call of a name it cannot type builds on a graph
         self.module_evidence: _Opt[Any] = None
@@ -2341,12 +2339,6 @@ class GraphFlow:
         got = self._op(call, t) if t else CLEAN
         return self._method_saves(call, func, recv, got) if self.build_stmts else got
 
-    def _apply_saves(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
-        """``_apply`` in a run recording how values were built (``build_stmts``; the
-        instance's ``_apply`` then): what it returns, marked by :meth:`_call_saves`."""
-        res = GraphFlow._apply(self, call, callee, q, pos, kws, args_taints, env)
-        return self._call_saves(call, callee, q, res) if res.taints else res
-
     def _call_saves(self, call: ast.Call, callee: Val, q: _Opt[str], res: Val) -> Val:
         """:meth:`_saves` for a call of a callable (not a tensor's method): a module's call
         saves; a builtin combining its arguments (``max``, ``abs``), a function of the
@@ -3833,3 +3825,19 @@ def _module_source(node, entry: Mapping[str, Val]) -> _Opt[Source]:
     held = entry.get(name)
     site = held.site if held is not None else None
     return Source(name, "module", site if isinstance(site, (ast.Assign, ast.AnnAssign)) else None, node.func)
+
+
+class BuildFlow(GraphFlow):
+    """A :class:`GraphFlow` run that also records how each value was built
+    (``build_stmts``: the ``("B", stmt)``, ``("K", None)`` and ``("M", node, words)``
+    tokens read by ``GraphFlow.built_by`` / ``saving_of``, ``call_entries``). A
+    subclass, so that the run every unit shares pays nothing for it: only ``_apply``
+    differs, marking what a callable's call returns (:meth:`GraphFlow._call_saves`)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.build_stmts = True
+
+    def _apply(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
+        res = super()._apply(call, callee, q, pos, kws, args_taints, env)
+        return self._call_saves(call, callee, q, res) if res.taints else res

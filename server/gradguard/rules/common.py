@@ -63,9 +63,9 @@ def _run_trace(unit: Unit, ctx: ModuleContext, build: bool) -> interp.GraphFlow:
     resolver = interp.Resolver(ctx)
     _bind_from_call_sites(unit, ctx, env, resolver)
     stateful = unit.kind == "function" and unit.node is not None
-    flow = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=stateful,
-                            unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit),
-                            build_stmts=build)
+    flow = (interp.BuildFlow if build else interp.GraphFlow)(
+        resolver, self_obj=self_obj, track_self_state=stateful,
+        unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit))
     if unit.class_node is not None and unit.node is not None:
         _bind_from_callers(unit, resolver, env, flow)
         if unit.kind == "function" and self_obj is not None and unit.parents == (unit.class_node,):

@@ -460,7 +460,7 @@ class _Analysis:
         for attr, _kind in fact[4]:
             if f"{me}.{attr}" not in mine:
                 env[f"{me}.{attr}"] = V.plain({("L", None)})
-        run = interp.GraphFlow(interp.Resolver(self.ctx), self_obj=self_obj, find_carries=False, build_stmts=True)
+        run = interp.BuildFlow(interp.Resolver(self.ctx), self_obj=self_obj, find_carries=False)
         run.module_evidence = lambda: A.module_names(self.unit)
         try:
             return run.run(self.unit.body, env)
