@@ -2203,7 +2203,7 @@ class GraphFlow:
         out = self.eval(lam.body, inner)
         return plain(out.taints)
 
-    def _method_call(self, call: ast.Call, func: ast.Attribute, env) -> Val:
+    def _method_call(self, call: ast.Call, func: ast.Attribute, env) -> Val:  # noqa: C901  (one dispatch over method kinds)
         m = func.attr
         ctx = self.r.ctx
         q = None
