@@ -391,3 +391,62 @@ PARAMETRIZE_CACHED = "torch.nn.utils.parametrize.cached"
 PARAMETRIZE_CACHE_KEY = "<parametrize.cached>"
 PARAMETRIZING_CALLS = frozenset({"register_parametrization"})
 PARAMETRIZATIONS_MODULE = "parametrizations"
+
+
+# --------------------------------------------------------------------------
+# WHICH tensor an operation saves for backward (GG104: an in-place edit of a
+# saved tensor fails the backward with "one of the variables needed for gradient
+# computation has been modified by an inplace operation"). Checked with torch 2.13
+# by tests/test_gg104.py::test_operand_tables_match_torch. By the last name of the
+# function, method or torch.nn class.
+#
+# Saves its OUTPUT (when its input requires grad): editing the result in place fails.
+SAVES_OUTPUT_FUNCTIONS = frozenset({"sigmoid", "tanh", "exp", "relu", "softmax", "log_softmax", "sqrt", "rsqrt"})
+SAVES_OUTPUT_MODULES = frozenset({"ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"})
+# Saves its INPUT because of its weight (the weight requires grad): editing the input fails,
+# whether or not the input requires grad. torch.nn layers with parameters.
+SAVES_INPUT_WEIGHTED_MODULES = frozenset(
+    {"Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "LSTM", "GRU", "RNN", "LSTMCell",
+     "GRUCell", "RNNCell"})
+# Functions saving their first argument when their weight (second argument) requires grad.
+SAVES_INPUT_WEIGHTED_FUNCTIONS = frozenset({"linear", "conv1d", "conv2d", "conv3d", "bilinear"})
+# Save their input when it requires grad (their own derivative is computed from it).
+SAVES_INPUT_MODULES = frozenset({"LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Hardtanh", "ReLU6", "Mish",
+                                 "CELU", "SELU", "Hardswish", "MaxPool1d", "MaxPool2d", "MaxPool3d"})
+SAVES_INPUT_FUNCTIONS = frozenset({"leaky_relu", "elu", "gelu", "silu", "softplus", "log", "sin", "cos", "abs",
+                                   "pow", "hardtanh", "relu6", "mish", "log1p", "reciprocal"})
+# Binary products: each operand is saved when the OTHER requires grad (``a @ w``: ``a`` for
+# ``w``'s gradient). Division saves the divisor for the dividend's gradient, and both for
+# the divisor's.
+PRODUCT_FUNCTIONS = frozenset({"matmul", "mm", "bmm", "mul", "multiply", "mv"})
+# Save nothing of their operands: an in-place edit of the input or output never fails here.
+SAVES_NOTHING_FUNCTIONS = frozenset({"add", "sub", "cat", "stack", "sum", "mean", "neg", "clone", "flatten",
+                                     "reshape", "dropout"})
+SAVES_NOTHING_MODULES = frozenset({"Identity", "Flatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+                                   "AlphaDropout", "AvgPool1d", "AvgPool2d", "AvgPool3d"})
+# Activations with an ``inplace`` switch (constructor argument / functional keyword, and the
+# ``name_`` spellings): in place they edit their input; those listed here then save their
+# result (``relu_`` saves its output), the dropouts save nothing.
+INPLACE_SWITCH_MODULES = frozenset({"ReLU", "LeakyReLU", "ELU", "ReLU6", "Hardtanh", "SELU", "CELU", "SiLU",
+                                    "Hardswish", "Mish", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+                                    "AlphaDropout", "Threshold"})
+INPLACE_SAVES_RESULT = frozenset({"ReLU", "LeakyReLU", "ELU", "ReLU6", "Hardtanh", "SELU", "CELU", "Threshold",
+                                  "relu", "leaky_relu", "elu", "relu6", "hardtanh", "selu", "celu", "threshold",
+                                  "sigmoid", "tanh", "exp", "sqrt", "rsqrt"})
+INPLACE_SWITCH_FUNCTIONS = frozenset({"relu", "leaky_relu", "elu", "relu6", "hardtanh", "selu", "celu", "silu",
+                                      "hardswish", "mish", "dropout", "dropout1d", "dropout2d", "dropout3d",
+                                      "alpha_dropout", "threshold"})
+# Position of the ``inplace`` argument when given positionally, for the torch.nn classes
+# (``nn.ReLU(True)``, ``nn.LeakyReLU(0.2, True)``, ``nn.Dropout(0.5, True)``).
+INPLACE_POSITION = {"ReLU": 0, "SELU": 0, "SiLU": 0, "Hardswish": 0, "Mish": 0, "ReLU6": 0, "LeakyReLU": 1,
+                    "ELU": 1, "CELU": 1, "Dropout": 1, "Dropout1d": 1, "Dropout2d": 1, "Dropout3d": 1,
+                    "AlphaDropout": 1, "Hardtanh": 2, "Threshold": 2}
+# Tensor methods that edit their receiver in place (the trailing-underscore spellings
+# autograd tracks; ``requires_grad_``/``detach_``/``share_memory_`` change no values).
+INPLACE_TENSOR_METHODS = frozenset(
+    {"add_", "sub_", "mul_", "div_", "pow_", "clamp_", "clamp_min_", "clamp_max_", "clip_", "relu_", "sigmoid_",
+     "tanh_", "exp_", "log_", "sqrt_", "rsqrt_", "abs_", "neg_", "zero_", "fill_", "copy_", "normal_", "uniform_",
+     "bernoulli_", "masked_fill_", "masked_scatter_", "index_add_", "index_copy_", "index_fill_", "scatter_",
+     "scatter_add_", "addcmul_", "addcdiv_", "lerp_", "floor_", "ceil_", "round_", "sign_", "exponential_",
+     "fmod_", "remainder_", "reciprocal_", "sin_", "cos_"})

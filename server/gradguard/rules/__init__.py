@@ -21,6 +21,7 @@ _RULE_MODULES = (
     "gradguard.rules.gg101_carried_graph",
     "gradguard.rules.gg102_stale_graph",
     "gradguard.rules.gg103_freed_in_step",
+    "gradguard.rules.gg104_inplace_saved",
     "gradguard.rules.gg201_growing_history",
     "gradguard.rules.gg202_data_cut",
     "gradguard.rules.gg203_stale_epoch_state",

@@ -1,0 +1,121 @@
+"""GG104 inplace-saved: an in-place edit of a tensor that autograd saved for
+backward, before the backward that needs it ("one of the variables needed for
+gradient computation has been modified by an inplace operation").
+
+The walk (:mod:`.flow`) follows the unit's tensors by storage and marks the
+ones an operation saves (the output of ``relu``/``sigmoid``/``tanh``/
+``softmax``..., the input of a layer with weights or of a product); an edit in
+place of a marked storage before a backward is reported on the editing
+statement, with the saving operation as related information. Layers are known
+from the class's ``__init__`` (``self.relu = nn.ReLU(inplace=True)``,
+``nn.Sequential(...)``), from the unit's own assignments, and, for a module
+class of the same file, from its fact (``gg104:class:``: does its forward
+return a saved output). Reported in the methods of an nn.Module class (a model
+is meant to be trained) and elsewhere only in a file that back-propagates.
+
+Fixes (:mod:`.fixes`): the out-of-place spelling of the edit, preferred only
+where no other name of the edited storage is read afterwards.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
+from gradguard.analysis.summary import query
+from gradguard.model.findings import Finding, Related, Severity
+from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.gg104_inplace_saved import fixes as X
+from gradguard.rules.gg104_inplace_saved import flow as W
+from gradguard.rules.gg104_inplace_saved import messages as M
+from gradguard.rules.gg104_inplace_saved.facts import CLASS, CLASS_FACTS, class_layers, is_module_class
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Dict, List, Tuple
+
+
+def _user_classes(summary) -> "Tuple[Tuple[str, object], ...]":
+    return tuple(sorted((k[len(CLASS):], v) for k, v in summary.items() if k.startswith(CLASS)))
+
+
+def _own_layers(body, qualify, user) -> "Dict[str, W.Layer]":
+    """Layers the unit binds to a plain name (``relu = nn.ReLU(inplace=True)``,
+    ``model = Net()``); a name bound twice is left out."""
+    out: "Dict[str, W.Layer]" = {}
+    seen: "Dict[str, int]" = {}
+    for n in A.block_nodes(body):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                for name in A.target_names(t):
+                    seen[name] = seen.get(name, 0) + 1
+            if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                layer = W.layer_of_constructor(n.value, qualify, user)
+                if layer is not None:
+                    layer.name = n.targets[0].id
+                    out[layer.name] = layer
+    return {k: v for k, v in out.items() if seen.get(k) == 1}
+
+
+class InplaceSaved(Rule):
+    code = "GG104"
+    name = "inplace-saved"
+    default_severity = Severity.ERROR
+    names_lines = True  # the message names the line of the saving operation
+    fact_sources = (CLASS_FACTS,)
+    trigger = Trigger(torch=True)
+    title = M.TITLE
+    explanation = M.EXPLANATION
+
+    def check(self, unit, ctx):
+        in_model = unit.class_node is not None and is_module_class(unit.class_node) and unit.kind == "function"
+        if not in_model and not K.text_may_backprop("\n".join(ctx.index.lines)):
+            return ()
+        qualify = lambda e: A.qualify(e, ctx)  # noqa: E731
+        user = {name: W.Layer("user", out_saved=(shape or None)) for name, shape in query(ctx.summary, _user_classes)}
+        layers: "Dict[str, W.Layer]" = {}
+        params: "set" = set()
+        if unit.class_node is not None and unit.kind == "function":
+            layers, params = class_layers(unit.class_node, qualify, user)
+        layers.update(_own_layers(unit.body, qualify, user))
+        flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
+        try:
+            flow.run(unit.body)
+        except RecursionError:
+            return ()
+        out: "List[Finding]" = []
+        for hit in sorted(flow.hits.values(), key=lambda h: (h.node.lineno, h.node.col_offset)):
+            out.append(self._finding(hit, unit, ctx, flow))
+        return out
+
+    def _finding(self, hit: W.Hit, unit, ctx, flow: W.Flow) -> Finding:
+        node = hit.node
+        target = X.text(hit.target, ctx)
+        if hit.how == "augassign":
+            op = f"{target} {X.AUG[type(node.op).__name__]}= ..."
+            where = node
+        elif hit.how == "index":
+            op = X.text(node, ctx) + " = ..." if isinstance(node, ast.Subscript) else X.short(node, ctx)
+            where = node
+        elif hit.how == "inplace-layer":
+            op = X.text(node.func, ctx) if isinstance(node, ast.Call) else "inplace"
+            if hit.layer is not None and hit.layer.node is not None and hit.layer.kind != "user":
+                op = X.text(hit.layer.node, ctx)
+            where = node
+        else:
+            op = X.text(node.func, ctx) + "(...)" if isinstance(node, ast.Call) else X.short(node, ctx)
+            where = node
+        saver = X.short(hit.saver, ctx)
+        if hit.how == "inplace-layer" and hit.layer is not None and not hit.layer.name and isinstance(node, ast.Call):
+            # an element of a Sequential edits what the element before it saved
+            target = X.short(node.func, ctx)
+            msg = M.modified_in_sequential(op, target, saver, hit.saver.lineno, hit.saved_what)
+        else:
+            msg = M.modified_saved(hit.how, op, target, saver, hit.saver.lineno, hit.saved_what)
+        related = [Related(ctx.range(hit.saver), M.saved_here(hit.saved_what))]
+        if hit.how == "inplace-layer" and hit.layer is not None and hit.layer.node is not None:
+            related.append(Related(ctx.range(hit.layer.node), M.built_inplace_here()))
+        fixes = X.fixes_for(hit, unit, ctx)
+        return Finding(self.code, ctx.range(where), msg, self.default_severity, tuple(related), tuple(fixes),
+                       {"variable": target, "saved": hit.saved_what, "saved_line": hit.saver.lineno})

@@ -1,0 +1,650 @@
+"""GG104's walk of one function: which tensors autograd has saved for backward,
+and which statements then edit one of them in place.
+
+A small abstract interpreter of its own (the graph interpreter answers "which
+graph does this value carry", this one "which storage is this value, and has
+an operation saved it"):
+
+- a value is a set of *storages* (``out = x`` and ``x[0]``, ``x.view(...)``,
+  ``x.t()``, ``x.detach()`` share ``x``'s, as they share its version counter)
+  plus two flags: it requires grad (built from a layer with weights, a
+  parameter, or an operation on such a value), it is surely a tensor;
+- an operation marks the storage it saves (:mod:`gradguard.analysis.knowledge`:
+  the output of ``relu``/``sigmoid``/``tanh``/``softmax``..., the input of a
+  layer with weights, each operand of a product whose other operand requires
+  grad), only where a graph is recorded (not under ``torch.no_grad()``);
+- an in-place edit of a marked storage (``x += r``, ``x[i] = v``,
+  ``x.add_(...)``, ``F.relu(x, inplace=True)``, a layer built with
+  ``inplace=True``) is a *hit*;
+- a backward clears the marks (the saved tensors have been used).
+
+Precision first: a value the walk cannot follow gets a fresh storage, so that
+it can never be the one an edit reaches; branches keep only the marks every
+path sets; a loop body is walked twice (the second time sees what the first
+iteration saved) and its marks are dropped after the loop.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+
+
+class Store:
+    """One tensor storage (and its version counter)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, name: str = "") -> None:
+        self.names = name
+
+
+class Val:
+    __slots__ = ("stores", "grad", "tensor", "items", "layer")
+
+    def __init__(self, stores: "FrozenSet[Store]" = frozenset(), grad: bool = False, tensor: bool = False,
+                 items: "Optional[Tuple[Val, ...]]" = None, layer: "Optional[Layer]" = None) -> None:
+        self.stores = stores
+        self.grad = grad
+        self.tensor = tensor
+        self.items = items
+        self.layer = layer
+
+
+def fresh(grad: bool = False, tensor: bool = False) -> Val:
+    return Val(frozenset({Store()}), grad, tensor)
+
+
+class Layer:
+    """A module object the walk knows: a torch.nn class (``kind``: its class
+    name), a same-file nn.Module class (``kind`` "user", ``out_saved``: its
+    forward returns a saved output), or a Sequential of layers."""
+
+    __slots__ = ("kind", "inplace", "node", "inplace_node", "out_saved", "items", "weighted", "name")
+
+    def __init__(self, kind: str, node: "Optional[ast.Call]" = None, inplace: bool = False,
+                 inplace_node: "Optional[ast.expr]" = None, out_saved: "Optional[tuple]" = None,
+                 items: "Optional[List[Layer]]" = None, weighted: bool = False) -> None:
+        self.kind = kind
+        self.node = node
+        self.inplace = inplace
+        self.inplace_node = inplace_node
+        self.out_saved = out_saved
+        self.items = items
+        self.weighted = weighted
+        self.name = ""
+
+
+class Hit:
+    """An in-place edit of a storage an operation saved."""
+
+    __slots__ = ("stmt", "node", "target", "saver", "saved_what", "how", "layer", "aliases")
+
+    def __init__(self, stmt, node, target, saver, saved_what, how, layer=None):
+        self.stmt = stmt          # the statement that edits
+        self.node = node          # the editing expression (AugAssign, Subscript target, Call)
+        self.target = target      # the edited expression
+        self.saver = saver        # the saving expression (a Call/BinOp node)
+        self.saved_what = saved_what  # "output" | "input"
+        self.how = how            # "augassign" | "index" | "method" | "inplace-arg" | "inplace-layer"
+        self.layer = layer        # the Layer built with inplace=True (for "inplace-layer")
+        self.aliases: "Set[str]" = set()  # the other names bound to the edited storage
+
+
+def _last(name: "Optional[str]") -> str:
+    return (name or "").rsplit(".", 1)[-1]
+
+
+def _torch_name(q: "Optional[str]") -> bool:
+    return bool(q) and (q.startswith("torch.") or q.startswith("nn.") or q.startswith("F."))  # type: ignore[union-attr]
+
+
+def _const_true(e: "Optional[ast.expr]") -> bool:
+    return isinstance(e, ast.Constant) and e.value is True
+
+
+def inplace_switch(call: ast.Call, kind: str) -> "Optional[ast.expr]":
+    """The expression that turns ``inplace`` on in a torch.nn constructor call, or None."""
+    for kw in call.keywords:
+        if kw.arg == "inplace":
+            return kw.value if _const_true(kw.value) else None
+    pos = K.INPLACE_POSITION.get(kind)
+    if pos is not None and len(call.args) > pos and _const_true(call.args[pos]):
+        return call.args[pos]
+    return None
+
+
+def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Layer]") -> "Optional[Layer]":
+    """The Layer a constructor call builds (``nn.ReLU(inplace=True)``,
+    ``nn.Sequential(...)``, ``Block(...)`` of a same-file module class)."""
+    if not isinstance(call, ast.Call):
+        return None
+    q = qualify(call.func) or ""
+    kind = _last(q)
+    if isinstance(call.func, ast.Name) and call.func.id in user_layers:
+        base = user_layers[call.func.id]
+        return Layer("user", call, out_saved=base.out_saved, weighted=True)
+    if not (q.startswith("torch.nn.") or kind in K.INPLACE_SWITCH_MODULES or kind in K.SAVES_OUTPUT_MODULES
+            or kind in K.SAVES_INPUT_WEIGHTED_MODULES or kind == "Sequential"):
+        return None
+    if not q.startswith("torch.nn.") and "." in q:
+        return None  # another library's ReLU
+    if kind == "Sequential":
+        items = []
+        for a in call.args:
+            sub = layer_of_constructor(a, qualify, user_layers)
+            if sub is None:
+                sub = Layer("unknown", a if isinstance(a, ast.Call) else None, weighted=True)
+            items.append(sub)
+        return Layer("Sequential", call, items=items, weighted=any(i.weighted for i in items))
+    sw = inplace_switch(call, kind) if kind in K.INPLACE_SWITCH_MODULES else None
+    weighted = kind in K.SAVES_INPUT_WEIGHTED_MODULES or (
+        kind not in K.PARAMETERLESS_MODULES and kind not in K.SAVES_OUTPUT_MODULES
+        and kind not in K.INPLACE_SWITCH_MODULES)
+    return Layer(kind, call, inplace=sw is not None, inplace_node=sw, weighted=weighted)
+
+
+def _basic_index(e: ast.expr, ints: "Set[str]") -> bool:
+    """Basic indexing (a view of the indexed tensor): integers, slices, the
+    variables of ``for i in range(...)`` loops and arithmetic on them."""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, int) or e.value is None or e.value is Ellipsis
+    if isinstance(e, ast.Slice):
+        return all(x is None or _basic_index(x, ints) for x in (e.lower, e.upper, e.step))
+    if isinstance(e, ast.Name):
+        return e.id in ints
+    if isinstance(e, ast.UnaryOp):
+        return _basic_index(e.operand, ints)
+    if isinstance(e, ast.BinOp):
+        return _basic_index(e.left, ints) and _basic_index(e.right, ints)
+    if isinstance(e, ast.Tuple):
+        return all(_basic_index(x, ints) for x in e.elts)
+    return False
+
+
+_VIEWS = K.VIEW_METHODS - {"expand", "expand_as"} | {"detach", "view_as", "unbind"}
+_VIEW_ATTRS = frozenset({"T", "mT"})
+_TUPLE_LAYERS = frozenset({"LSTM", "GRU", "RNN", "LSTMCell"})
+
+
+def _weight_text(node: ast.expr) -> bool:
+    while True:
+        if isinstance(node, ast.Attribute) and node.attr in _VIEW_ATTRS:
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "t" \
+                and not node.args:
+            node = node.func.value
+        else:
+            break
+    if isinstance(node, ast.Subscript):
+        sl = node.slice
+        if isinstance(sl, ast.Constant) and isinstance(sl.value, str) and "weight" in sl.value.lower():
+            return True
+        if isinstance(sl, ast.JoinedStr) and any(isinstance(p, ast.Constant) and "weight" in str(p.value).lower()
+                                                 for p in sl.values):
+            return True
+        node = node.value
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return "weight" in name.lower()
+
+
+class Flow:
+    """The walk of one unit. ``layers``: module objects by name (``self.relu``
+    as "self.relu", a module-level ``model`` as "model"); ``params``: names of
+    parameters (``self.weight``) that require grad."""
+
+    def __init__(self, qualify, layers: "Dict[str, Layer]", params: "Set[str]", is_backward) -> None:
+        self.qualify = qualify
+        self.layers = layers
+        self.params = params
+        self.is_backward = is_backward
+        self.env: "Dict[str, Val]" = {}
+        self.saved: "Dict[Store, Tuple[ast.AST, str]]" = {}
+        self.no_grad = 0
+        self.ints: "Set[str]" = set()
+        self.hits: "Dict[Tuple[int, int], Hit]" = {}
+        self.returns: "List[Val]" = []
+        self.stmt: "Optional[ast.stmt]" = None
+        self.layer_calls: "List[Tuple[Layer, ast.Call, ast.stmt]]" = []
+
+    # -- marks --------------------------------------------------------------
+    def mark(self, v: Val, saver: ast.AST, what: str) -> None:
+        if self.no_grad:
+            return
+        for s in v.stores:
+            self.saved.setdefault(s, (saver, what))
+
+    def edit(self, v: Val, node: ast.AST, target: ast.expr, how: str, layer: "Optional[Layer]" = None) -> None:
+        for s in v.stores:
+            info = self.saved.get(s)
+            key = (id(node), id(layer))  # two in-place layers of one Sequential: two edits
+            if info is not None and key not in self.hits:
+                hit = self.hits[key] = Hit(self.stmt, node, target, info[0], info[1], how, layer)
+                hit.aliases = {n for n, o in self.env.items() if o.stores & v.stores}
+                if isinstance(target, ast.Name):
+                    hit.aliases.discard(target.id)
+        for s in v.stores:
+            self.saved.pop(s, None)
+
+    # -- statements ---------------------------------------------------------
+    def run(self, body: "List[ast.stmt]") -> None:
+        for s in body:
+            self.statement(s)
+
+    def statement(self, s: ast.stmt) -> None:
+        self.stmt = s
+        if isinstance(s, ast.Assign):
+            v = self.eval(s.value)
+            for t in s.targets:
+                self.bind(t, v, s)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self.bind(s.target, self.eval(s.value), s)
+        elif isinstance(s, ast.AugAssign):
+            self.augassign(s)
+        elif isinstance(s, ast.Expr):
+            self.eval(s.value)
+        elif isinstance(s, ast.Return):
+            if s.value is not None:
+                self.returns.append(self.eval(s.value))
+        elif isinstance(s, ast.If):
+            self.eval(s.test)
+            self.branches([s.body, s.orelse])
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            self.eval(s.iter)
+            it = s.iter
+            if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                    and isinstance(s.target, ast.Name)):
+                self.ints.add(s.target.id)
+            else:
+                for n in A.target_names(s.target):
+                    self.env[n] = fresh()
+            self.loop(s.body)
+            self.branches([s.orelse, []])
+        elif isinstance(s, ast.While):
+            self.eval(s.test)
+            self.loop(s.body)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            nograd = any(A.is_no_grad_context(i.context_expr) for i in s.items)
+            for i in s.items:
+                self.eval(i.context_expr)
+                if i.optional_vars is not None:
+                    for n in A.target_names(i.optional_vars):
+                        self.env[n] = fresh()
+            self.no_grad += nograd
+            self.run(s.body)
+            self.no_grad -= nograd
+        elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+            self.run(s.body)  # type: ignore[attr-defined]
+            self.branches([s.orelse, []])  # type: ignore[attr-defined]
+            self.run(s.finalbody)  # type: ignore[attr-defined]
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.env[s.name] = Val()
+        elif isinstance(s, ast.Delete):
+            for t in s.targets:
+                for n in A.target_names(t):
+                    self.env.pop(n, None)
+
+    def branches(self, blocks: "List[List[ast.stmt]]") -> None:
+        """Walk alternative blocks from the same state; keep the bindings and
+        the marks they agree on."""
+        env0, saved0 = dict(self.env), dict(self.saved)
+        outs = []
+        for b in blocks:
+            self.env, self.saved = dict(env0), dict(saved0)
+            self.run(b)
+            outs.append((self.env, self.saved))
+        env: "Dict[str, Val]" = {}
+        first = outs[0][0]
+        for name, v in first.items():
+            if all(o[0].get(name) is v for o in outs[1:]):
+                env[name] = v
+            else:
+                # ``if h is None: h = torch.zeros(...)``: a tensor on one path says what it is on the others
+                env[name] = fresh(grad=any(o[0].get(name, v).grad for o in outs),
+                                  tensor=any(o[0].get(name, v).tensor for o in outs))
+        saved = {s: info for s, info in outs[0][1].items() if all(o[1].get(s) == info for o in outs[1:])}
+        self.env, self.saved = env, saved
+
+    def loop(self, body: "List[ast.stmt]") -> None:
+        env0, saved0 = dict(self.env), dict(self.saved)
+        self.run(body)
+        self.run(body)
+        # zero iterations are possible: keep what the walk before the loop agrees with
+        after_env, after_saved = self.env, self.saved
+        self.env = {n: (v if env0.get(n) is v else fresh(grad=v.grad, tensor=v.tensor)) for n, v in after_env.items()}
+        self.saved = {s: i for s, i in after_saved.items() if saved0.get(s) == i}
+
+    def bind(self, t: ast.expr, v: Val, s: ast.stmt) -> None:
+        if isinstance(t, ast.Name):
+            self.env[t.id] = v
+            self.ints.discard(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            items = v.items if v.items is not None and len(v.items) == len(t.elts) else None
+            for i, e in enumerate(t.elts):
+                self.bind(e, items[i] if items is not None else fresh(grad=v.grad), s)
+        elif isinstance(t, ast.Subscript):
+            base = self.eval(t.value)
+            self.eval(t.slice)
+            if base.tensor or self._saved_any(base):
+                self.edit(base, t, t.value, "index")
+        elif isinstance(t, ast.Attribute):
+            key = A.dotted(t)
+            if key is not None:
+                self.env[key] = v
+        elif isinstance(t, ast.Starred):
+            self.bind(t.value, fresh(), s)
+
+    def _saved_any(self, v: Val) -> bool:
+        return any(s in self.saved for s in v.stores)
+
+    def augassign(self, s: ast.AugAssign) -> None:
+        rhs = self.eval(s.value)
+        t = s.target
+        if isinstance(t, ast.Subscript):
+            base = self.eval(t.value)
+            self.eval(t.slice)
+            self.edit(base, s, t.value, "index")
+            return
+        if not isinstance(t, ast.Name):
+            return  # ``self.total += ...``: an attribute is not followed
+        cur = self.eval(t)
+        if cur.tensor or self._saved_any(cur):
+            self.edit(cur, s, t, "augassign")
+            if type(s.op).__name__ in ("Mult", "Div") and rhs.grad:
+                self.mark(cur, s, "input")
+            self.env[t.id] = Val(cur.stores, cur.grad or rhs.grad, True)
+        else:
+            # a number rebinds (``n += 1``); a value not known to be a tensor is not followed
+            self.env[t.id] = fresh(cur.grad or rhs.grad, rhs.tensor)
+
+    # -- expressions --------------------------------------------------------
+    def eval(self, e: "Optional[ast.expr]") -> Val:
+        if e is None:
+            return Val()
+        m = getattr(self, "e_" + type(e).__name__, None)
+        if m is not None:
+            return m(e)
+        for c in ast.iter_child_nodes(e):
+            if isinstance(c, ast.expr):
+                self.eval(c)
+        return fresh()
+
+    def e_Constant(self, e):
+        return Val()
+
+    def e_Name(self, e: ast.Name) -> Val:
+        v = self.env.get(e.id)
+        if v is None:
+            if e.id in self.layers:
+                return Val(layer=self.layers[e.id])
+            v = self.env[e.id] = fresh()
+        return v
+
+    def e_Attribute(self, e: ast.Attribute) -> Val:
+        key = A.dotted(e)
+        if key is not None:
+            if key in self.layers:
+                return Val(layer=self.layers[key])
+            if key in self.env:
+                return self.env[key]
+            if key in self.params:
+                v = self.env[key] = Val(frozenset({Store(key)}), True, True)
+                return v
+        base = self.eval(e.value)
+        if e.attr in _VIEW_ATTRS:
+            return Val(base.stores, base.grad, True)
+        if e.attr in K.NON_GRAPH_ATTRS or e.attr == "data":
+            return fresh(tensor=e.attr == "data")
+        if e.attr in ("weight", "bias") and base.layer is not None:
+            return Val(frozenset({Store()}), True, True)
+        return fresh()
+
+    def e_Subscript(self, e: ast.Subscript) -> Val:
+        base = self.eval(e.value)
+        self.eval(e.slice)
+        if base.items is not None and isinstance(e.slice, ast.Constant) and isinstance(e.slice.value, int):
+            try:
+                return base.items[e.slice.value]
+            except IndexError:
+                return fresh()
+        if base.tensor and _basic_index(e.slice, self.ints):
+            return Val(base.stores, base.grad, True)
+        return fresh(base.grad, base.tensor)
+
+    def e_Tuple(self, e) -> Val:
+        items = tuple(self.eval(x) for x in e.elts)
+        return Val(items=items, grad=any(i.grad for i in items))
+
+    e_List = e_Tuple
+
+    def e_IfExp(self, e: ast.IfExp) -> Val:
+        self.eval(e.test)
+        a, b = self.eval(e.body), self.eval(e.orelse)
+        return Val(a.stores | b.stores, a.grad or b.grad, a.tensor and b.tensor)
+
+    def e_BinOp(self, e: ast.BinOp) -> Val:
+        a, b = self.eval(e.left), self.eval(e.right)
+        op = type(e.op).__name__
+        tensor = a.tensor or b.tensor
+        if op == "MatMult":
+            self.product(self.weightlike(a, e.left), self.weightlike(b, e.right), e, both_tensors=True)
+        elif op == "Mult":
+            self.product(a, b, e, both_tensors=False)
+        elif op == "Div":
+            if a.grad and b.tensor:
+                self.mark(b, e, "input")
+            if b.grad:
+                if a.tensor:
+                    self.mark(a, e, "input")
+                self.mark(b, e, "input")
+        elif op == "Pow":
+            if a.grad and a.tensor:
+                self.mark(a, e, "input")
+        return fresh(a.grad or b.grad, tensor)
+
+    def weightlike(self, v: Val, node: ast.expr) -> Val:
+        """A matrix product's operand the walk does not know, spelled as a weight
+        (``W.T``, ``params["weight_hh_l0"]``, ``weight_ih[layer]``): a parameter."""
+        if v.grad or not _weight_text(node):
+            return v
+        return Val(v.stores, True, True)
+
+    def product(self, a: Val, b: Val, node, both_tensors: bool) -> None:
+        if b.grad and (both_tensors or a.tensor):
+            self.mark(a, node, "input")
+        if a.grad and (both_tensors or b.tensor):
+            self.mark(b, node, "input")
+
+    def e_UnaryOp(self, e):
+        v = self.eval(e.operand)
+        return fresh(v.grad, v.tensor)
+
+    def e_Lambda(self, e):
+        return Val()
+
+    def e_ListComp(self, e):
+        return fresh()
+
+    e_SetComp = e_DictComp = e_GeneratorExp = e_ListComp
+
+    def e_Call(self, e: ast.Call) -> Val:
+        if self.is_backward(e):
+            for a in e.args:
+                self.eval(a)
+            self.saved.clear()
+            return Val()
+        func = e.func
+        fv = None
+        if isinstance(func, ast.Attribute):
+            key = A.dotted(func)
+            q = self.qualify(func) if key is not None else None
+            if key is not None and key in self.layers:
+                return self.call_layer(self.layers[key], e)
+            if q and _torch_name(q) and not (key and key.split(".", 1)[0] in self.env):
+                return self.call_function(q, e)
+            recv = self.eval(func.value)
+            if recv.layer is not None and func.attr == "forward":
+                return self.call_layer(recv.layer, e)
+            return self.call_method(recv, func.attr, e)
+        if isinstance(func, ast.Name):
+            if func.id in self.env and self.env[func.id].layer is not None:
+                fv = self.env[func.id]
+            elif func.id in self.layers:
+                return self.call_layer(self.layers[func.id], e)
+            q = self.qualify(func)
+            if fv is None and q and _torch_name(q) and func.id not in self.env:
+                return self.call_function(q, e)
+        if fv is None:
+            fv = self.eval(func)
+        if fv.layer is not None:
+            return self.call_layer(fv.layer, e)
+        args = [self.eval(a) for a in e.args] + [self.eval(k.value) for k in e.keywords]
+        # an unknown callable: its result may carry a graph, but nothing about it is known
+        return fresh(grad=any(a.grad for a in args))
+
+    def _args(self, e: ast.Call) -> "List[Val]":
+        return [self.eval(a) for a in e.args]
+
+    def _kw(self, e: ast.Call, name: str) -> "Optional[ast.expr]":
+        for k in e.keywords:
+            if k.arg == name:
+                return k.value
+        return None
+
+    def call_function(self, q: str, e: ast.Call) -> Val:
+        name = _last(q)
+        args = self._args(e)
+        kws = {k.arg: self.eval(k.value) for k in e.keywords if k.arg}
+        x = args[0] if args else (kws.get("input") or Val())
+        if name.endswith("_") and not name.endswith("__"):
+            base = name[:-1]
+            if base in K.INPLACE_SWITCH_FUNCTIONS or base in K.INPLACE_SAVES_RESULT:
+                self.edit(x, e, e.args[0] if e.args else e, "inplace-fn")
+                if base in K.INPLACE_SAVES_RESULT and x.grad:
+                    self.mark(x, e, "output")
+                return Val(x.stores, x.grad, True)
+            return fresh(x.grad, True)
+        if name in K.INPLACE_SWITCH_FUNCTIONS and _const_true(self._kw(e, "inplace")):
+            self.edit(x, e, e.args[0] if e.args else e, "inplace-arg")
+            if name in K.INPLACE_SAVES_RESULT and x.grad:
+                self.mark(x, e, "output")
+            return Val(x.stores, x.grad, True)
+        grad = any(a.grad for a in args) or any(v.grad for v in kws.values())
+        if name in K.SAVES_OUTPUT_FUNCTIONS:
+            out = fresh(grad, True)
+            if x.grad:
+                self.mark(out, e, "output")
+            return out
+        if name in K.SAVES_INPUT_WEIGHTED_FUNCTIONS and len(args) >= 2:
+            args[1] = self.weightlike(args[1], e.args[1])
+            if args[1].grad:
+                self.mark(x, e, "input")
+            if x.grad:
+                self.mark(args[1], e, "input")
+            return fresh(grad, True)
+        if name in K.PRODUCT_FUNCTIONS and len(args) >= 2:
+            if name not in ("mul", "multiply"):
+                args = [self.weightlike(args[0], e.args[0]), self.weightlike(args[1], e.args[1])]
+            self.product(args[0], args[1], e, both_tensors=name != "mul" and name != "multiply")
+            return fresh(grad, True)
+        if name in K.SAVES_INPUT_FUNCTIONS:
+            if x.grad and x.tensor:
+                self.mark(x, e, "input")
+            return fresh(grad, True)
+        return fresh(grad, q.startswith("torch."))
+
+    def call_method(self, recv: Val, meth: str, e: ast.Call) -> Val:
+        args = self._args(e)
+        for k in e.keywords:
+            self.eval(k.value)
+        if meth in K.INPLACE_TENSOR_METHODS:
+            if recv.tensor or self._saved_any(recv):
+                self.edit(recv, e, e.func.value, "method")  # type: ignore[attr-defined]
+                if meth[:-1] in K.INPLACE_SAVES_RESULT and recv.grad:
+                    self.mark(recv, e, "output")
+                if meth in ("mul_", "div_") and args and args[0].grad:
+                    self.mark(recv, e, "input")
+            return Val(recv.stores, recv.grad or any(a.grad for a in args), recv.tensor)
+        grad = recv.grad or any(a.grad for a in args)
+        if meth == "clone" or meth == "contiguous":
+            return fresh(recv.grad, True)
+        if meth in _VIEWS:
+            return Val(recv.stores, recv.grad and meth != "detach", True)
+        if not recv.tensor and not recv.grad:
+            return fresh(grad)
+        if meth in K.SAVES_OUTPUT_FUNCTIONS:
+            out = fresh(grad, True)
+            if recv.grad:
+                self.mark(out, e, "output")
+            return out
+        if meth in K.PRODUCT_FUNCTIONS and args:
+            self.product(recv, args[0], e, both_tensors=meth not in ("mul", "multiply"))
+            return fresh(grad, True)
+        if meth in K.SAVES_INPUT_FUNCTIONS:
+            if recv.grad:
+                self.mark(recv, e, "input")
+            return fresh(grad, True)
+        if meth in K.NON_TENSOR_METHODS:
+            return Val()
+        return fresh(grad, recv.tensor)
+
+    def call_layer(self, layer: Layer, e: ast.Call) -> Val:
+        args = self._args(e)
+        for k in e.keywords:
+            self.eval(k.value)
+        x = args[0] if args else Val()
+        self.layer_calls.append((layer, e, self.stmt))  # type: ignore[arg-type]
+        return self.apply(layer, x, e)
+
+    def apply(self, layer: Layer, x: Val, e: ast.AST, saver: "Optional[ast.AST]" = None) -> Val:
+        """``layer(x)`` called at ``e``; what it saves is marked as saved by
+        ``saver`` (the element's constructor inside a Sequential, else the call)."""
+        kind = layer.kind
+        where = saver if saver is not None else e
+        if kind == "Sequential":
+            v = x
+            for sub in layer.items or ():
+                v = self.apply(sub, v, e, sub.node if sub.node is not None else e)
+            return v
+        if kind == "user":
+            out = layer.out_saved
+            if out is None:
+                return fresh(True)
+            vals = []
+            for o in out:
+                v = fresh(True, True)
+                if o:
+                    self.mark(v, where, "output")
+                vals.append(v)
+            if len(vals) == 1:
+                return vals[0]
+            return Val(items=tuple(vals), grad=True)
+        if kind == "unknown":
+            return fresh(True)
+        if layer.inplace:
+            self.edit(x, e, e.args[0] if isinstance(e, ast.Call) and e.args else e, "inplace-layer", layer)
+            if kind in K.INPLACE_SAVES_RESULT and x.grad:
+                self.mark(x, where, "output")
+            return Val(x.stores, x.grad, True)
+        if kind in K.SAVES_INPUT_WEIGHTED_MODULES:
+            self.mark(Val(x.stores, x.grad, True), where, "input")
+            return fresh(True, kind not in _TUPLE_LAYERS)
+        if kind in K.SAVES_OUTPUT_MODULES:
+            out = fresh(x.grad, True)
+            if x.grad:
+                self.mark(out, where, "output")
+            return out
+        if kind in K.SAVES_INPUT_MODULES:
+            if x.grad:
+                self.mark(x, where, "input")
+            return fresh(x.grad, True)
+        if kind in K.SAVES_NOTHING_MODULES or kind in K.PARAMETERLESS_MODULES:
+            return fresh(x.grad, True)
+        return fresh(True, False)
