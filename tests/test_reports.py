@@ -36,7 +36,7 @@ SPECS = {p.name: th.parse_header(p.read_text(encoding="utf-8"), str(p)) for p in
 NAMES = sorted(SPECS)
 SHAPES = {
     "carried", "stale-before-loop", "freed-in-step", "retain-then-step", "gradient-penalty",
-    "unrolled", "distributions", "comprehension", "container", "helper-value", "module-state",
+    "unrolled", "distributions", "comprehension", "container", "helper-value", "module-state", "inplace-saved",
 }
 
 

@@ -26,6 +26,9 @@ Header format (comment lines at the top of the file, any order)::
     #        an autograd graph when the program ends (a tensor with a grad_fn,
     #        or a list/tuple/dict holding one) and no longer do once fixed:
     #        the runtime proof of a leak that never crashes, GG201)
+    # reference: saved-copies        (optional, crash only: the first backward fails (an
+    #        in-place edit of a saved tensor); the fix's gradients are compared with a run of
+    #        the original with every saved tensor copied when saved)
     # expect-later: GG103@40         (optional, crash only: a finding the program
     #        should get and does not yet; it must not be reported today)
     # source: https://...              (where the program comes from; required
@@ -89,6 +92,11 @@ class FixtureSpec:
     source: str = ""
     shape: str = ""
     fix_later: str = ""
+    # "saved-copies": the original fails in its first backward (an in-place edit of a tensor
+    # autograd saved, GG104), so its gradients are those of a run with every saved tensor copied
+    # when saved (torch.autograd.graph.saved_tensors_hooks): what it computes when no in-place edit
+    # can reach a saved tensor, the reference a fix must match
+    reference: str = ""
 
     @property
     def name(self) -> str:
@@ -164,7 +172,8 @@ def parse_header(source: str, path: str = "<fixture>") -> FixtureSpec:
     if "fix-later" in fields and not expect:
         raise HeaderError(f"{path}: 'fix-later:' without a finding to fix")
     return FixtureSpec(path, runtime, frozenset(expect), severity, error, holds=holds, later=frozenset(later),
-                       source=fields.get("source", ""), shape=shape, fix_later=fields.get("fix-later", ""))
+                       source=fields.get("source", ""), shape=shape, fix_later=fields.get("fix-later", ""),
+                       reference=fields.get("reference", ""))
 
 
 REPORTS = "reports"  # programs rebuilt from public bug reports, beside the others
@@ -419,7 +428,8 @@ def holds_graph(value, torch, depth: int = 0) -> bool:
     return False
 
 
-def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, ...] = ()) -> RunResult:
+def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, ...] = (),
+                copy_saved: bool = False) -> RunResult:
     """Run one program as ``__main__`` in a fresh namespace; never raises
     for the program's own exceptions. A program that runs longer than
     ``timeout`` seconds is stopped and reported as a ProgramTimeout crash."""
@@ -456,7 +466,9 @@ def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, .
     try:
         with rec.installed(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with torch.enable_grad():
+            copies = (torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t) if copy_saved
+                      else contextlib.nullcontext())
+            with torch.enable_grad(), copies:
                 namespace = runpy.run_path(path, run_name="__main__")
             held = {n: holds_graph(namespace.get(n), torch) for n in holds}
     except BaseException as e:  # noqa: BLE001 - a program may raise anything, even SystemExit
@@ -599,6 +611,11 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
         holds = tuple(job.get("holds", ()))
         orig = run_program(job["original"], seed, holds=holds)
         entry = {"name": job["name"], "original": orig.to_json()}
+        if job.get("copy_saved"):
+            # the original fails in its first backward: its gradients are those of the run with
+            # every saved tensor copied when saved (what no in-place edit can reach)
+            orig = run_program(job["original"], seed, holds=holds, copy_saved=True)
+            entry["reference"] = orig.to_json()
         if job.get("fixed"):
             fixed = run_program(job["fixed"], seed, holds=holds)
             if orig.step_grads is not None and not job.get("first_grads"):

@@ -18,6 +18,7 @@ from lsp_harness import (
     code_actions,
     codes,
     file_uri,
+    hover,
     open_doc,
     use,
     utf16_col,
@@ -402,3 +403,57 @@ async def test_unverified_notes_setting_adds_an_information_diagnostic(session, 
         assert (d.code, d.severity) == ("GG101", lsp.DiagnosticSeverity.Information)
         assert d.range.start.line == line_of(UNKNOWN_LINK, "# <note>") and "could not be verified" in d.message
         assert d.data["fixes"] == 0
+
+
+RESIDUAL_BLOCK = """\
+import torch
+import torch.nn as nn
+
+
+class 残差块(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.ReLU())  # 以 ReLU 结尾
+        self.skip = nn.Conv2d(3, 3, 1)
+
+    def forward(self, x):
+        残差 = self.skip(x)
+        特征 = self.conv(x)
+        特征 += 残差
+        return 特征
+
+
+model = 残差块()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    model(torch.randn(2, 3, 4, 4)).pow(2).mean().backward()
+    opt.step()
+"""
+
+
+async def test_gg104_in_the_editor_fix_and_hover(shared, tmp_path):
+    """GG104 over LSP: an error on the in-place `+=` (UTF-16 columns after Chinese
+    names), related information on the saving call, the out-of-place fix preferred
+    and clearing the finding, and the rule's explanation on hover."""
+    uri = file_uri(tmp_path, "residual.py")
+    lines = RESIDUAL_BLOCK.split("\n")
+    async with use(shared) as client:
+        open_doc(client, uri, RESIDUAL_BLOCK, 1)
+        d = _only(await wait_for_diagnostics(client, uri, 1), "GG104")
+        assert d.severity == lsp.DiagnosticSeverity.Error
+        assert d.range.start.line == 13 and d.range.start.character == 8
+        assert d.range.end.character == utf16_col(lines[13], len(lines[13]))
+        assert "特征" in d.message and d.code_description.href.endswith("GG104.md")
+        (rel,) = d.related_information
+        assert rel.location.range.start.line == 7  # the ReLU at the end of the Sequential saved it
+        assert lines[7][rel.location.range.start.character:].startswith("nn.ReLU()")
+        actions = await code_actions(client, uri, d.range, [d], only=[lsp.CodeActionKind.QuickFix])
+        fixes = [a for a in actions if not a.title.startswith("Suppress")]
+        assert [bool(a.is_preferred) for a in fixes] == [True], [a.title for a in actions]
+        fixed = apply_workspace_edit(RESIDUAL_BLOCK, uri, fixes[0].edit, expect_version=1)
+        assert "特征 = 特征 + 残差" in fixed
+        h = await hover(client, uri, 13, d.range.start.character + 1)
+        assert h is not None and h.contents.value.startswith("### GG104")
+        change_full(client, uri, fixed, 2)
+        assert [x.code for x in (await wait_for_diagnostics(client, uri, 2)).diagnostics] == []

@@ -86,6 +86,7 @@ class InplaceSaved(Rule):
             return ()
         out: "List[Finding]" = []
         for hit in sorted(flow.hits.values(), key=lambda h: (h.node.lineno, h.node.col_offset)):
+            hit.escaped = bool(hit.stores & flow.escaped)
             out.append(self._finding(hit, unit, ctx, flow))
         return out
 

@@ -55,7 +55,8 @@ def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "
                 if isinstance(n.value, ast.Call) and (qualify(n.value.func) or "").rsplit(".", 1)[-1] == "Parameter":
                     params.add(key)
                     continue
-                layer = W.layer_of_constructor(n.value, qualify, user)
+                layer = W.layer_of_constructor(n.value, qualify, user, layers) if isinstance(n.value, ast.Call) \
+                    else None
                 if layer is None:
                     continue
                 if key in layers or key in dropped:

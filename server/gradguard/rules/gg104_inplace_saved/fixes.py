@@ -112,6 +112,8 @@ def _enclosing_loops(body, stmt) -> "List[ast.stmt]":
 
 
 def _safe(hit, unit) -> bool:
+    if hit.escaped:
+        return False  # a list or an attribute keeps a view of the edited tensor: it would miss the edit
     return not any(_loads_after(a, hit, unit) for a in hit.aliases)
 
 

@@ -84,7 +84,7 @@ class Layer:
 class Hit:
     """An in-place edit of a storage an operation saved."""
 
-    __slots__ = ("stmt", "node", "target", "saver", "saved_what", "how", "layer", "aliases")
+    __slots__ = ("stmt", "node", "target", "saver", "saved_what", "how", "layer", "aliases", "escaped", "stores")
 
     def __init__(self, stmt, node, target, saver, saved_what, how, layer=None):
         self.stmt = stmt          # the statement that edits
@@ -95,6 +95,9 @@ class Hit:
         self.how = how            # "augassign" | "index" | "method" | "inplace-arg" | "inplace-layer"
         self.layer = layer        # the Layer built with inplace=True (for "inplace-layer")
         self.aliases: "Set[str]" = set()  # the other names bound to the edited storage
+        # the storage (a view of it) is also put in a list, a dict or an attribute in the unit (set after the walk)
+        self.escaped = False
+        self.stores: "FrozenSet[Store]" = frozenset()
 
 
 def _last(name: "Optional[str]") -> str:
@@ -120,9 +123,15 @@ def inplace_switch(call: ast.Call, kind: str) -> "Optional[ast.expr]":
     return None
 
 
-def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Layer]") -> "Optional[Layer]":
+def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Layer]",
+                         known: "Optional[Mapping[str, Layer]]" = None) -> "Optional[Layer]":
     """The Layer a constructor call builds (``nn.ReLU(inplace=True)``,
-    ``nn.Sequential(...)``, ``Block(...)`` of a same-file module class)."""
+    ``nn.Sequential(...)``, ``Block(...)`` of a same-file module class); the
+    elements of a Sequential may be layers already built (``known``:
+    ``self.conv_layer``)."""
+    if known and isinstance(call, (ast.Name, ast.Attribute)):
+        key = A.dotted(call)
+        return known.get(key) if key is not None else None
     if not isinstance(call, ast.Call):
         return None
     q = qualify(call.func) or ""
@@ -138,16 +147,23 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
     if kind == "Sequential":
         items = []
         for a in call.args:
-            sub = layer_of_constructor(a, qualify, user_layers)
+            sub = layer_of_constructor(a, qualify, user_layers, known)
             if sub is None:
                 sub = Layer("unknown", a if isinstance(a, ast.Call) else None, weighted=True)
             items.append(sub)
         return Layer("Sequential", call, items=items, weighted=any(i.weighted for i in items))
     sw = inplace_switch(call, kind) if kind in K.INPLACE_SWITCH_MODULES else None
+    if sw is not None and "Dropout" in kind and _zero_probability(call):
+        sw = None  # ``nn.Dropout(0.0, inplace=True)`` changes nothing
     weighted = kind in K.SAVES_INPUT_WEIGHTED_MODULES or (
         kind not in K.PARAMETERLESS_MODULES and kind not in K.SAVES_OUTPUT_MODULES
         and kind not in K.INPLACE_SWITCH_MODULES)
     return Layer(kind, call, inplace=sw is not None, inplace_node=sw, weighted=weighted)
+
+
+def _zero_probability(call: ast.Call) -> bool:
+    p = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "p"), None)
+    return isinstance(p, ast.Constant) and p.value == 0
 
 
 def _basic_index(e: ast.expr, ints: "Set[str]") -> bool:
@@ -170,7 +186,12 @@ def _basic_index(e: ast.expr, ints: "Set[str]") -> bool:
 
 _VIEWS = K.VIEW_METHODS - {"expand", "expand_as"} | {"detach", "view_as", "unbind"}
 _VIEW_ATTRS = frozenset({"T", "mT"})
+_CONTAINER_ADDS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "put", "put_nowait"})
 _TUPLE_LAYERS = frozenset({"LSTM", "GRU", "RNN", "LSTMCell"})
+
+
+def _shares(v: Val, stores: "FrozenSet[Store]") -> bool:
+    return bool(v.stores & stores) or any(_shares(i, stores) for i in v.items or ())
 
 
 def _weight_text(node: ast.expr) -> bool:
@@ -212,6 +233,13 @@ class Flow:
         self.returns: "List[Val]" = []
         self.stmt: "Optional[ast.stmt]" = None
         self.layer_calls: "List[Tuple[Layer, ast.Call, ast.stmt]]" = []
+        # storages also kept elsewhere than under a name (``outputs.append(h[-1])``, ``self.h = h``)
+        self.escaped: "Set[Store]" = set()
+
+    def escape(self, v: Val) -> None:
+        self.escaped |= v.stores
+        for i in v.items or ():
+            self.escape(i)
 
     # -- marks --------------------------------------------------------------
     def mark(self, v: Val, saver: ast.AST, what: str) -> None:
@@ -226,7 +254,8 @@ class Flow:
             key = (id(node), id(layer))  # two in-place layers of one Sequential: two edits
             if info is not None and key not in self.hits:
                 hit = self.hits[key] = Hit(self.stmt, node, target, info[0], info[1], how, layer)
-                hit.aliases = {n for n, o in self.env.items() if o.stores & v.stores}
+                hit.aliases = {n for n, o in self.env.items() if _shares(o, v.stores)}
+                hit.stores = v.stores
                 if isinstance(target, ast.Name):
                     hit.aliases.discard(target.id)
         for s in v.stores:
@@ -334,7 +363,10 @@ class Flow:
             self.eval(t.slice)
             if base.tensor or self._saved_any(base):
                 self.edit(base, t, t.value, "index")
+            else:
+                self.escape(v)  # ``d[k] = x``: kept in a container
         elif isinstance(t, ast.Attribute):
+            self.escape(v)
             key = A.dotted(t)
             if key is not None:
                 self.env[key] = v
@@ -537,6 +569,8 @@ class Flow:
                 self.mark(x, e, "output")
             return Val(x.stores, x.grad, True)
         grad = any(a.grad for a in args) or any(v.grad for v in kws.values())
+        if name == "Parameter" or _const_true(self._kw(e, "requires_grad")):
+            return fresh(True, True)  # a leaf that requires grad
         if name in K.SAVES_OUTPUT_FUNCTIONS:
             out = fresh(grad, True)
             if x.grad:
@@ -573,6 +607,9 @@ class Flow:
                     self.mark(recv, e, "input")
             return Val(recv.stores, recv.grad or any(a.grad for a in args), recv.tensor)
         grad = recv.grad or any(a.grad for a in args)
+        if not recv.tensor and meth in _CONTAINER_ADDS:
+            for a in args:
+                self.escape(a)
         if meth == "clone" or meth == "contiguous":
             return fresh(recv.grad, True)
         if meth in _VIEWS:

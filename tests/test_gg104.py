@@ -1,0 +1,260 @@
+"""GG104 inplace-saved: an in-place edit of a tensor that autograd saved for backward.
+
+Every shape below is also *run* under torch (``test_shapes_match_torch``): the
+reported ones must fail with "modified by an inplace operation" and the silent
+ones must train, so the expectations here are torch's, not ours.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gradguard.engine import check_source
+from gradguard.model.text import apply_text_edits
+from gradguard.rules import get_rule
+
+BLOCK = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.bn = nn.BatchNorm2d(3)
+        self.skip = nn.Conv2d(3, 3, 1)
+        self.fc = nn.Linear(3, 3)
+        self.relu = nn.ReLU(inplace=True)
+        self.act = nn.ReLU()
+        self.seq = SEQ
+
+    def forward(self, x):
+        res = self.skip(x)
+BODY
+        return x
+
+
+model = Block()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    out = model(torch.randn(2, 3, 4, 4))
+    opt.zero_grad()
+    out.pow(2).mean().backward()
+    opt.step()
+"""
+
+DEFAULT_SEQ = "nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU())"
+
+# (body of forward after `res = self.skip(x)`, Sequential, reported?)
+SHAPES = [
+    # an activation that saves its output, then an in-place edit of that output
+    ("x = torch.relu(self.conv(x))\nx += res", DEFAULT_SEQ, True),
+    ("x = torch.sigmoid(self.conv(x))\nx *= res", DEFAULT_SEQ, True),
+    ("x = self.act(self.conv(x))\nx.add_(res)", DEFAULT_SEQ, True),
+    ("x = F.softmax(self.conv(x), dim=1)\nx[:, 0] = 0.0", DEFAULT_SEQ, True),
+    ("x = self.seq(x)\nx += res", DEFAULT_SEQ, True),                       # Sequential ending in ReLU
+    ("x = torch.tanh(self.conv(x))\nx = F.relu(x, inplace=True)", DEFAULT_SEQ, True),
+    ("x = torch.exp(self.conv(x))\nx = self.relu(x)", DEFAULT_SEQ, True),
+    ("x = self.seq(x)", "nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.Sigmoid(), nn.ReLU(inplace=True))", True),
+    ("x = self.seq(x)", "nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.ReLU(True), nn.Dropout(0.5, True))", True),
+    # the input of a layer with weights, edited afterwards
+    ("y = self.conv(x)\nx.clamp_(-1, 1)\nx = y + x", DEFAULT_SEQ, True),
+    ("out = x\ny = self.conv(x)\nout *= y\nx = out", DEFAULT_SEQ, True),
+    # ---- twins that train
+    ("x = self.conv(x)\nx += res", DEFAULT_SEQ, False),                      # conv saves its input, not its output
+    ("x = self.bn(self.conv(x))\nx = self.relu(x)\nx += res", DEFAULT_SEQ, True),  # relu_ saves its result
+    ("x = self.bn(self.conv(x))\nx = self.relu(x)\nx = self.bn(self.conv(x))\nx += res", DEFAULT_SEQ, False),  # ResNet
+    ("x = self.bn(self.conv(x))\nx += res\nx = self.relu(x)", DEFAULT_SEQ, False),  # BasicBlock's ending
+    ("x = torch.relu(self.conv(x))\nx = x + res", DEFAULT_SEQ, False),
+    ("x = self.seq(x)\nx = x + res", DEFAULT_SEQ, False),
+    ("x = self.seq(x)", "nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(inplace=True))",
+     False),
+    ("x = self.seq(x)", "nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.LeakyReLU(0.2), nn.Dropout(0.5, True))",
+     False),
+    ("x = self.seq(x)", "nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.ReLU(True), nn.Dropout(0.0, inplace=True))",
+     False),                                                                   # p=0: dropout changes nothing
+    ("x = torch.relu(self.conv(x))\nx = x.clone()\nx += res", DEFAULT_SEQ, False),
+    ("x = torch.relu(self.conv(x))\nx.data.add_(res.data)", DEFAULT_SEQ, False),  # .data: not seen by autograd
+    ("y = self.conv(x)\nx = x + 1\nx.clamp_(-1, 1)\nx = y + x", DEFAULT_SEQ, False),
+    ("x = torch.relu(self.conv(x))\nwith torch.no_grad():\n    z = torch.sigmoid(res)\nz += 1\nx = x + z",
+     DEFAULT_SEQ, False),
+    ("n = 0\nn += 1\nx = self.conv(x) * n", DEFAULT_SEQ, False),
+    ("x = self.conv(x)\nx = F.relu(x, inplace=True)\nx = self.conv(x)", DEFAULT_SEQ, False),
+]
+
+
+def _program(body: str, seq: str) -> str:
+    return BLOCK.replace("BODY", textwrap.indent(body, " " * 8)).replace("SEQ", seq)
+
+
+def gg104(src: str):
+    return [f for f in check_source(src, "t.py").findings if f.code == "GG104"]
+
+
+def fixed(src: str) -> str:
+    fs = gg104(src)
+    return apply_text_edits(src, [e for f in fs if f.preferred_fix for e in f.preferred_fix.edits])
+
+
+@pytest.mark.parametrize("body, seq, reported", SHAPES)
+def test_shapes(body, seq, reported):
+    fs = gg104(_program(body, seq))
+    assert bool(fs) == reported, [f.message["en"] for f in fs]
+    for f in fs:
+        assert f.severity.value == "error"
+        assert f.message["zh"] and f.message["zh"] != f.message["en"]
+        assert f.related, "the saving operation is pointed at"
+
+
+def _run(src: str):
+    import torch
+
+    torch.manual_seed(0)
+    try:
+        exec(compile(src, "t.py", "exec"), {"__name__": "__main__"})
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("body, seq, reported", SHAPES)
+def test_shapes_match_torch(body, seq, reported):
+    pytest.importorskip("torch")
+    error = _run(_program(body, seq))
+    if reported:
+        assert error and "modified by an inplace operation" in error, error
+    else:
+        assert error is None, error
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("body, seq, reported", [s for s in SHAPES if s[2]])
+def test_offered_fixes_train_and_are_silent(body, seq, reported):
+    pytest.importorskip("torch")
+    src = _program(body, seq)
+    fs = gg104(src)
+    if not all(f.preferred_fix for f in fs):
+        pytest.skip("no preferred fix for this shape")
+    out = fixed(src)
+    assert not gg104(out), out
+    assert _run(out) is None, out
+
+
+@pytest.mark.parametrize("before, after", [
+    ("x = torch.relu(self.conv(x))\nx += res", "x = x + res"),
+    ("x = torch.relu(self.conv(x))\nx -= res * 2", "x = x - (res * 2)"),
+    ("x = self.act(self.conv(x))\nx.add_(res)", "x = x.add(res)"),
+    ("x = torch.tanh(self.conv(x))\nx = F.relu(x, inplace=True)", "x = F.relu(x, inplace=False)"),
+    ("x = torch.exp(self.conv(x))\nx = self.relu(x)", "self.relu = nn.ReLU(inplace=False)"),
+    ("x = torch.sigmoid(self.conv(x))\nx[:, 0] = 0.0", "x = x.clone()\n        x[:, 0] = 0.0"),
+])
+def test_fix_texts(before, after):
+    out = fixed(_program(before, DEFAULT_SEQ))
+    assert after in out, out
+
+
+def test_no_fix_when_another_name_of_the_storage_is_read_later():
+    body = "x = torch.relu(self.conv(x))\ny = x\ny += res\nx = x * y"
+    fs = gg104(_program(body, DEFAULT_SEQ))
+    assert fs and fs[0].preferred_fix is None
+
+
+def test_no_fix_for_a_layer_called_for_its_side_effect():
+    body = "x = torch.exp(self.conv(x))\nself.relu(x)"
+    fs = gg104(_program(body, DEFAULT_SEQ))
+    assert fs and fs[0].preferred_fix is None
+
+
+def test_chinese_identifiers_and_columns():
+    src = _program("特征 = torch.relu(self.conv(x))  # 激活\n特征 += res\nx = 特征", DEFAULT_SEQ)
+    fs = gg104(src)
+    assert len(fs) == 1
+    line = src.splitlines()[fs[0].range.start.line]
+    assert line[fs[0].range.start.character:fs[0].range.end.character] == "特征 += res"
+    assert "特征 = 特征 + res" in fixed(src)
+
+
+def test_an_edit_after_the_backward_is_silent():
+    src = textwrap.dedent("""\
+    import torch
+    lin = torch.nn.Linear(3, 3)
+    for _ in range(3):
+        h = torch.sigmoid(lin(torch.randn(2, 3)))
+        h.sum().backward()
+        h += 1
+    """)
+    assert not gg104(src)
+
+
+def test_a_training_loop_edit_before_the_backward_is_reported():
+    src = textwrap.dedent("""\
+    import torch
+    lin = torch.nn.Linear(3, 3)
+    for _ in range(3):
+        h = torch.sigmoid(lin(torch.randn(2, 3)))
+        h += 1
+        h.sum().backward()
+    """)
+    assert [f.range.start.line for f in gg104(src)] == [4]
+
+
+def test_a_file_that_never_back_propagates_is_silent_outside_modules():
+    src = textwrap.dedent("""\
+    import torch
+    lin = torch.nn.Linear(3, 3)
+    with torch.no_grad():
+        h = torch.sigmoid(lin(torch.randn(2, 3)))
+    h = torch.sigmoid(lin(torch.randn(2, 3)))
+    h += 1
+    print(h)
+    """)
+    assert not gg104(src)
+
+
+def test_list_index_writes_and_numbers_are_silent():
+    src = textwrap.dedent("""\
+    import torch
+    rnn = torch.nn.RNNCell(3, 3)
+    hs = [torch.zeros(2, 3), torch.zeros(2, 3)]
+    for t in range(3):
+        for layer in range(2):
+            hs[layer] = rnn(torch.randn(2, 3), hs[layer])
+        total = 0
+        total += hs[-1].sum()
+        total.backward()
+        hs = [h.detach() for h in hs]
+    """)
+    assert not gg104(src)
+
+
+def test_index_write_into_a_tensor_a_product_read():
+    src = textwrap.dedent("""\
+    import torch
+    w = torch.nn.Parameter(torch.randn(3, 3))
+    for _ in range(2):
+        h = torch.zeros(2, 2, 3)
+        for layer in range(2):
+            inp = torch.randn(2, 3) if layer == 0 else h[layer - 1]
+            h[layer] = torch.tanh(inp @ w.T)
+        h.sum().backward()
+    """)
+    fs = gg104(src)
+    assert [f.range.start.line for f in fs] == [6]
+    out = fixed(src)
+    assert "h = h.clone()\n        h[layer]" in out and not gg104(out)
+    assert "modified by an inplace operation" in (_run(src) or "")
+    assert _run(out) is None
+
+
+def test_explanation_and_docs_page():
+    rule = get_rule("GG104")
+    assert rule is not None and rule.name == "inplace-saved"
+    for lang in ("en", "zh"):
+        text = rule.explain(lang)
+        assert "inplace=True" in text and "x = x + res" in text
+    assert "## Fix" in rule.explain("en") and "## 修复" in rule.explain("zh")
