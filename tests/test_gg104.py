@@ -258,3 +258,43 @@ def test_explanation_and_docs_page():
         text = rule.explain(lang)
         assert "inplace=True" in text and "x = x + res" in text
     assert "## Fix" in rule.explain("en") and "## 修复" in rule.explain("zh")
+
+
+def test_an_evaluation_loop_that_never_back_propagates_is_silent():
+    src = textwrap.dedent("""\
+    import torch
+    model = torch.nn.Linear(3, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def evaluate():
+        hits = 0
+        for _ in range(2):
+            pred = torch.sigmoid(model(torch.randn(2, 3)))
+            pred[pred > 0.5] = 1.0
+            hits += pred.sum().item()
+        return hits
+
+    def train():
+        for _ in range(2):
+            pred = torch.sigmoid(model(torch.randn(2, 3)))
+            pred[pred > 0.5] = 1.0
+            opt.zero_grad()
+            pred.sum().backward()
+            opt.step()
+    """)
+    assert [f.range.start.line for f in gg104(src)] == [15]
+
+
+def test_a_helper_returning_the_edited_graph_is_reported():
+    src = textwrap.dedent("""\
+    import torch
+    model = torch.nn.Linear(3, 3)
+
+    def scores(x):
+        s = torch.softmax(model(x), dim=1)
+        s[:, 0] = 0.0
+        return s
+
+    scores(torch.randn(2, 3)).sum().backward()
+    """)
+    assert [f.range.start.line for f in gg104(src)] == [5]

@@ -29,7 +29,7 @@ from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
-from gradguard.rules.gg104_inplace_saved.facts import CLASS, CLASS_FACTS, class_layers, is_module_class
+from gradguard.rules.gg104_inplace_saved.facts import CLASS, CLASS_FACTS, GLOBAL, class_layers, is_module_class
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,6 +58,20 @@ def _own_layers(body, qualify, user) -> "Dict[str, W.Layer]":
     return {k: v for k, v in out.items() if seen.get(k) == 1}
 
 
+def _global_layer(summary, name: str, user) -> "W.Layer | None":
+    """A module-level layer a function calls (``model = Net()``): a same-file module
+    class by its fact, a torch.nn layer by its kind, else one that makes a graph."""
+    kind = summary.get(GLOBAL + name)
+    if not isinstance(kind, str):
+        return None
+    if kind.startswith("user:"):
+        cls = user.get(kind[5:])
+        return W.Layer("user", out_saved=cls.out_saved if cls is not None else None, weighted=True)
+    if kind == "Sequential":
+        return W.Layer("unknown", weighted=True)
+    return W.Layer(kind)
+
+
 class InplaceSaved(Rule):
     code = "GG104"
     name = "inplace-saved"
@@ -80,12 +94,20 @@ class InplaceSaved(Rule):
             layers, params = class_layers(unit.class_node, qualify, user)
         layers.update(_own_layers(unit.body, qualify, user))
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
+        if unit.kind == "function":
+            flow.global_layer = lambda name: _global_layer(ctx.summary, name, user)
         try:
             flow.run(unit.body)
         except RecursionError:
             return ()
+        if not in_model and not any(v.tensor or any(i.tensor for i in v.items or ()) for v in flow.returns):
+            # outside a model, an edit counts where a backward of the unit follows it (a helper
+            # returning a value with a graph hands it to a caller that may back-propagate it)
+            hits = [h for k, h in flow.hits.items() if k in flow.confirmed]
+        else:
+            hits = list(flow.hits.values())
         out: "List[Finding]" = []
-        for hit in sorted(flow.hits.values(), key=lambda h: (h.node.lineno, h.node.col_offset)):
+        for hit in sorted(hits, key=lambda h: (h.node.lineno, h.node.col_offset)):
             hit.escaped = bool(hit.stores & flow.escaped)
             out.append(self._finding(hit, unit, ctx, flow))
         return out

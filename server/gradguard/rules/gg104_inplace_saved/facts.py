@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 CLASS = "gg104:class:"
+GLOBAL = "gg104:global:"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MODULE_BASE_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in K.MODULE_BASES)
 
@@ -76,6 +77,17 @@ def forward_of(cls: ast.ClassDef) -> "Optional[ast.FunctionDef]":
 
 
 def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tuple[str, object]]":
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        # a module-level layer (``model = Net()``, ``lin = nn.Linear(3, 3)``), for the functions that call it
+        call = stmt.value
+        if isinstance(call, ast.Call):
+            q = A.qualify(call.func, None) or ""
+            if isinstance(call.func, ast.Name) and not q.startswith("torch."):
+                return [(GLOBAL + stmt.targets[0].id, "user:" + call.func.id)]
+            layer = W.layer_of_constructor(call, lambda e: A.qualify(e, None), {})
+            if layer is not None and not layer.inplace:
+                return [(GLOBAL + stmt.targets[0].id, layer.kind)]
+        return []
     if not isinstance(stmt, ast.ClassDef) or not is_module_class(stmt):
         return []
     fwd = forward_of(stmt)

@@ -225,6 +225,7 @@ class Flow:
         self.layers = layers
         self.params = params
         self.is_backward = is_backward
+        self.global_layer = lambda name: None  # a module-level layer, by name (functions only)
         self.env: "Dict[str, Val]" = {}
         self.saved: "Dict[Store, Tuple[ast.AST, str]]" = {}
         self.no_grad = 0
@@ -233,6 +234,9 @@ class Flow:
         self.returns: "List[Val]" = []
         self.stmt: "Optional[ast.stmt]" = None
         self.layer_calls: "List[Tuple[Layer, ast.Call, ast.stmt]]" = []
+        # the hits a backward of the unit follows (an edit in an evaluation loop that never
+        # back-propagates breaks nothing)
+        self.confirmed: "Set[Tuple[int, int]]" = set()
         # storages also kept elsewhere than under a name (``outputs.append(h[-1])``, ``self.h = h``)
         self.escaped: "Set[Store]" = set()
 
@@ -416,6 +420,10 @@ class Flow:
         if v is None:
             if e.id in self.layers:
                 return Val(layer=self.layers[e.id])
+            g = self.global_layer(e.id)
+            if g is not None:
+                v = self.env[e.id] = Val(layer=g)
+                return v
             v = self.env[e.id] = fresh()
         return v
 
@@ -511,6 +519,7 @@ class Flow:
             for a in e.args:
                 self.eval(a)
             self.saved.clear()
+            self.confirmed.update(self.hits)  # a backward follows these edits
             return Val()
         func = e.func
         fv = None
@@ -628,7 +637,7 @@ class Flow:
             if recv.grad:
                 self.mark(recv, e, "input")
             return fresh(grad, True)
-        if meth in K.NON_TENSOR_METHODS:
+        if meth in K.NON_TENSOR_METHODS or meth in ("item", "tolist", "numpy"):
             return Val()
         return fresh(grad, recv.tensor)
 
