@@ -71,7 +71,7 @@ def _loads_after(name: str, hit, unit) -> bool:
     for loop in _enclosing_loops(unit.body, stmt):
         first_store = None
         first_load = None
-        for n in A.block_nodes(loop.body):
+        for n in A.block_nodes(getattr(loop, "body")):
             if id(n) in inside:
                 continue
             if isinstance(n, ast.Name) and n.id == name:
@@ -134,7 +134,7 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
         new = f"{name} = {name} {AUG[type(node.op).__name__]} {value}"
         return Fix(M.fix_out_of_place(new), (TextEdit(_statement_range(node, ctx), new),), preferred=True)
     if hit.how == "index":
-        base = node.target.value if isinstance(node, ast.AugAssign) else getattr(node, "value", None)
+        base = getattr(node.target if isinstance(node, ast.AugAssign) else node, "value", None)
         if not isinstance(base, ast.Name) or not isinstance(stmt, (ast.Assign, ast.AugAssign)):
             return None
         name = base.id

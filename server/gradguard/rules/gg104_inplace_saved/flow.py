@@ -33,7 +33,7 @@ from gradguard.analysis import knowledge as K
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+    from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 
 class Store:
@@ -190,6 +190,10 @@ _CONTAINER_ADDS = frozenset({"append", "extend", "insert", "add", "update", "set
 _TUPLE_LAYERS = frozenset({"LSTM", "GRU", "RNN", "LSTMCell"})
 
 
+def _no_layer(name: str) -> "Optional[Layer]":
+    return None
+
+
 def _shares(v: Val, stores: "FrozenSet[Store]") -> bool:
     return bool(v.stores & stores) or any(_shares(i, stores) for i in v.items or ())
 
@@ -225,7 +229,8 @@ class Flow:
         self.layers = layers
         self.params = params
         self.is_backward = is_backward
-        self.global_layer = lambda name: None  # a module-level layer, by name (functions only)
+        # a module-level layer, by name (functions only)
+        self.global_layer: "Callable[[str], Optional[Layer]]" = _no_layer
         self.env: "Dict[str, Val]" = {}
         self.saved: "Dict[Store, Tuple[ast.AST, str]]" = {}
         self.no_grad = 0
@@ -252,7 +257,7 @@ class Flow:
         for s in v.stores:
             self.saved.setdefault(s, (saver, what))
 
-    def edit(self, v: Val, node: ast.AST, target: ast.expr, how: str, layer: "Optional[Layer]" = None) -> None:
+    def edit(self, v: Val, node: ast.AST, target: ast.AST, how: str, layer: "Optional[Layer]" = None) -> None:
         for s in v.stores:
             info = self.saved.get(s)
             key = (id(node), id(layer))  # two in-place layers of one Sequential: two edits
@@ -660,11 +665,11 @@ class Flow:
                 v = self.apply(sub, v, e, sub.node if sub.node is not None else e)
             return v
         if kind == "user":
-            out = layer.out_saved
-            if out is None:
+            shape = layer.out_saved
+            if shape is None:
                 return fresh(True)
             vals = []
-            for o in out:
+            for o in shape:
                 v = fresh(True, True)
                 if o:
                     self.mark(v, where, "output")
