@@ -298,3 +298,74 @@ def test_a_helper_returning_the_edited_graph_is_reported():
     scores(torch.randn(2, 3)).sum().backward()
     """)
     assert [f.range.start.line for f in gg104(src)] == [5]
+
+
+def _fails_after_edit(build, edit_output: bool) -> bool:
+    """Build a result from a leaf that requires grad, edit (in place) the result or the
+    input, back-propagate: does torch stop with the in-place error?"""
+    import torch
+
+    a = torch.rand(3, 3, requires_grad=True)
+    x = a * 1.0 + 0.5  # a non-leaf that requires grad, positive (log, sqrt, pow are defined)
+    out = build(x)
+    target = out if edit_output else x
+    with torch.no_grad():
+        target.add_(0.25)
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return True
+    return False
+
+
+@pytest.mark.needs_torch
+def test_operand_tables_match_torch():
+    """knowledge.py's tables of which operand each operation saves, checked one by one."""
+    torch = pytest.importorskip("torch")
+    from gradguard.analysis import knowledge as K
+
+    F = torch.nn.functional
+    funcs = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp, "relu": torch.relu,
+             "softmax": lambda x: torch.softmax(x, 1), "log_softmax": lambda x: torch.log_softmax(x, 1),
+             "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal}
+    assert set(funcs) == set(K.SAVES_OUTPUT_FUNCTIONS)
+    for name, f in funcs.items():
+        assert _fails_after_edit(f, edit_output=True), name
+    inputs = {"leaky_relu": F.leaky_relu, "elu": F.elu, "gelu": F.gelu, "silu": F.silu, "softplus": F.softplus,
+              "log": torch.log, "sin": torch.sin, "cos": torch.cos, "abs": torch.abs,
+              "pow": lambda x: torch.pow(x, 3), "hardtanh": F.hardtanh, "relu6": F.relu6, "mish": F.mish,
+              "log1p": torch.log1p}
+    assert set(inputs) == set(K.SAVES_INPUT_FUNCTIONS)
+    for name, f in inputs.items():
+        assert _fails_after_edit(f, edit_output=False), name
+    nothing = {"add": lambda x: x + 1, "sub": lambda x: x - 1, "cat": lambda x: torch.cat([x, x]),
+               "stack": lambda x: torch.stack([x, x]), "sum": lambda x: x.sum(0), "mean": lambda x: x.mean(0),
+               "neg": torch.neg, "clone": torch.clone, "flatten": torch.flatten,
+               "reshape": lambda x: x.reshape(9), "dropout": lambda x: F.dropout(x, 0.5)}
+    assert set(nothing) == set(K.SAVES_NOTHING_FUNCTIONS)
+    for name, f in nothing.items():
+        assert not _fails_after_edit(f, edit_output=True), name
+        if name not in ("flatten", "reshape"):  # views of the input: an edit of one is an edit of both
+            assert not _fails_after_edit(f, edit_output=False), name
+    for name in sorted(K.SAVES_OUTPUT_MODULES):
+        layer = getattr(torch.nn, name)(**({"dim": 1} if "Softmax" in name else {}))
+        assert _fails_after_edit(layer, edit_output=True), name
+    # a layer with weights keeps its input even when the input does not require grad
+    for name, layer, x in [("Linear", torch.nn.Linear(3, 3), torch.rand(2, 3)),
+                           ("Conv2d", torch.nn.Conv2d(1, 1, 2), torch.rand(1, 1, 3, 3)),
+                           ("BatchNorm1d", torch.nn.BatchNorm1d(3), torch.rand(4, 3)),
+                           ("LayerNorm", torch.nn.LayerNorm(3), torch.rand(2, 3))]:
+        assert name in K.SAVES_INPUT_WEIGHTED_MODULES
+        out = layer(x)
+        x.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+    # the in-place activations that save their result
+    for name in ("relu", "leaky_relu", "elu", "selu", "celu"):
+        assert name in K.INPLACE_SAVES_RESULT
+        f = getattr(F, name)
+        assert _fails_after_edit(lambda x, f=f: f(x * 1.0, inplace=True), edit_output=True), name
+    for name in ("sigmoid", "tanh", "exp", "sqrt", "rsqrt"):
+        assert name in K.INPLACE_SAVES_RESULT
+        assert _fails_after_edit(lambda x, name=name: getattr(x * 1.0, name + "_")(), edit_output=True), name

@@ -401,7 +401,8 @@ PARAMETRIZATIONS_MODULE = "parametrizations"
 # function, method or torch.nn class.
 #
 # Saves its OUTPUT (when its input requires grad): editing the result in place fails.
-SAVES_OUTPUT_FUNCTIONS = frozenset({"sigmoid", "tanh", "exp", "relu", "softmax", "log_softmax", "sqrt", "rsqrt"})
+SAVES_OUTPUT_FUNCTIONS = frozenset({"sigmoid", "tanh", "exp", "relu", "softmax", "log_softmax", "sqrt", "rsqrt",
+                                    "reciprocal"})
 SAVES_OUTPUT_MODULES = frozenset({"ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"})
 # Saves its INPUT because of its weight (the weight requires grad): editing the input fails,
 # whether or not the input requires grad. torch.nn layers with parameters.
@@ -415,7 +416,7 @@ SAVES_INPUT_WEIGHTED_FUNCTIONS = frozenset({"linear", "conv1d", "conv2d", "conv3
 SAVES_INPUT_MODULES = frozenset({"LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Hardtanh", "ReLU6", "Mish",
                                  "CELU", "SELU", "Hardswish", "MaxPool1d", "MaxPool2d", "MaxPool3d"})
 SAVES_INPUT_FUNCTIONS = frozenset({"leaky_relu", "elu", "gelu", "silu", "softplus", "log", "sin", "cos", "abs",
-                                   "pow", "hardtanh", "relu6", "mish", "log1p", "reciprocal"})
+                                   "pow", "hardtanh", "relu6", "mish", "log1p"})
 # Binary products: each operand is saved when the OTHER requires grad (``a @ w``: ``a`` for
 # ``w``'s gradient). Division saves the divisor for the dividend's gradient, and both for
 # the divisor's.
@@ -431,9 +432,8 @@ SAVES_NOTHING_MODULES = frozenset({"Identity", "Flatten", "Dropout", "Dropout1d"
 INPLACE_SWITCH_MODULES = frozenset({"ReLU", "LeakyReLU", "ELU", "ReLU6", "Hardtanh", "SELU", "CELU", "SiLU",
                                     "Hardswish", "Mish", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
                                     "AlphaDropout", "Threshold"})
-INPLACE_SAVES_RESULT = frozenset({"ReLU", "LeakyReLU", "ELU", "ReLU6", "Hardtanh", "SELU", "CELU", "Threshold",
-                                  "relu", "leaky_relu", "elu", "relu6", "hardtanh", "selu", "celu", "threshold",
-                                  "sigmoid", "tanh", "exp", "sqrt", "rsqrt"})
+INPLACE_SAVES_RESULT = frozenset({"ReLU", "LeakyReLU", "ELU", "SELU", "CELU", "relu", "leaky_relu", "elu", "selu",
+                                  "celu", "sigmoid", "tanh", "exp", "sqrt", "rsqrt"})
 INPLACE_SWITCH_FUNCTIONS = frozenset({"relu", "leaky_relu", "elu", "relu6", "hardtanh", "selu", "celu", "silu",
                                       "hardswish", "mish", "dropout", "dropout1d", "dropout2d", "dropout3d",
                                       "alpha_dropout", "threshold"})
