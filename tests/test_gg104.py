@@ -369,3 +369,24 @@ def test_operand_tables_match_torch():
     for name in ("sigmoid", "tanh", "exp", "sqrt", "rsqrt"):
         assert name in K.INPLACE_SAVES_RESULT
         assert _fails_after_edit(lambda x, name=name: getattr(x * 1.0, name + "_")(), edit_output=True), name
+
+
+def test_a_model_file_that_never_back_propagates_is_checked():
+    """model.py defines the network, train.py back-propagates it: the edit is reported in
+    model.py (its text shows an in-place spelling), the file being checked on its own."""
+    src = textwrap.dedent("""\
+    import torch.nn as nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.Sigmoid())
+
+        def forward(self, x):
+            y = self.body(x)
+            y += x
+            return y
+    """)
+    assert [f.range.start.line for f in gg104(src)] == [10]
+    assert not gg104(src.replace("y += x", "y = y + x"))

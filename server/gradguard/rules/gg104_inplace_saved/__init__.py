@@ -20,9 +20,11 @@ where no other name of the edited storage is read afterwards.
 from __future__ import annotations
 
 import ast
+import re
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
+from gradguard.analysis.context import unit_text
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Related, Severity
 from gradguard.rules.base import Rule, Trigger
@@ -58,6 +60,15 @@ def _own_layers(body, qualify, user) -> "Dict[str, W.Layer]":
     return {k: v for k, v in out.items() if seen.get(k) == 1}
 
 
+# the in-place spellings a unit's own text shows: augmented assignments, index writes, ``x.add_(``,
+# ``inplace=True`` (a layer built in place in ``__init__`` is seen through the class's layers)
+_EDIT_TEXT = re.compile(r"(?<![=!<>])(?:\*\*|//|>>|<<|[-+*/@%&|^])=(?!=)|\]\s*=(?!=)|\w_\s*\(|inplace")
+
+
+def _inplace_layer(layers) -> bool:
+    return any(layer.inplace or (layer.items is not None and _inplace_layer(layer.items)) for layer in layers)
+
+
 def _global_layer(summary, name: str, user) -> "W.Layer | None":
     """A module-level layer a function calls (``model = Net()``): a same-file module
     class by its fact, a torch.nn layer by its kind, else one that makes a graph."""
@@ -77,14 +88,21 @@ class InplaceSaved(Rule):
     name = "inplace-saved"
     default_severity = Severity.ERROR
     names_lines = True  # the message names the line of the saving operation
+    # a model defined in a file of its own (which never back-propagates) is checked where its text
+    # shows an in-place spelling: the edit fails the backward of whatever file trains it
+    needs_backprop = True
+    also_without_backprop = _EDIT_TEXT
     fact_sources = (CLASS_FACTS,)
+    # (no text condition: a forward that only calls ``self.main(x)`` edits in place through
+    # an ``inplace=True`` written in ``__init__``)
     trigger = Trigger(torch=True)
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
         in_model = unit.class_node is not None and is_module_class(unit.class_node) and unit.kind == "function"
-        if not in_model and not K.text_may_backprop("\n".join(ctx.index.lines)):
+        edits = _EDIT_TEXT.search(unit_text(unit, ctx.index.lines)) is not None
+        if not edits and not in_model:
             return ()
         qualify = lambda e: A.qualify(e, ctx)  # noqa: E731
         user = {name: W.Layer("user", out_saved=(shape or None)) for name, shape in query(ctx.summary, _user_classes)}
@@ -92,6 +110,8 @@ class InplaceSaved(Rule):
         params: "set" = set()
         if unit.class_node is not None and unit.kind == "function":
             layers, params = class_layers(unit.class_node, qualify, user)
+            if not edits and not _inplace_layer(layers.values()):
+                return ()  # nothing in the unit's text nor in its class's layers edits in place
         layers.update(_own_layers(unit.body, qualify, user))
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
         if unit.kind == "function":
@@ -100,12 +120,18 @@ class InplaceSaved(Rule):
             flow.run(unit.body)
         except RecursionError:
             return ()
-        if not in_model and not any(v.tensor or any(i.tensor for i in v.items or ()) for v in flow.returns):
-            # outside a model, an edit counts where a backward of the unit follows it (a helper
-            # returning a value with a graph hands it to a caller that may back-propagate it)
-            hits = [h for k, h in flow.hits.items() if k in flow.confirmed]
-        else:
+        if not flow.hits:
+            return ()
+        if in_model:
             hits = list(flow.hits.values())
+        elif (any(v.tensor or any(i.tensor for i in v.items or ()) for v in flow.returns)
+              and K.text_may_backprop("\n".join(ctx.index.lines))):
+            # a helper returning a tensor hands its graph to a caller that may back-propagate it
+            hits = list(flow.hits.values())
+        else:
+            # elsewhere an edit counts where a backward of the unit follows it (an evaluation
+            # loop that never back-propagates breaks nothing)
+            hits = [h for k, h in flow.hits.items() if k in flow.confirmed]
         out: "List[Finding]" = []
         for hit in sorted(hits, key=lambda h: (h.node.lineno, h.node.col_offset)):
             hit.escaped = bool(hit.stores & flow.escaped)
