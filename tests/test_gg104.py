@@ -390,3 +390,24 @@ def test_a_model_file_that_never_back_propagates_is_checked():
     """)
     assert [f.range.start.line for f in gg104(src)] == [10]
     assert not gg104(src.replace("y += x", "y = y + x"))
+
+
+def test_a_function_under_no_grad_saves_nothing():
+    src = textwrap.dedent("""\
+    import torch
+    model = torch.nn.Linear(3, 3)
+
+    @torch.no_grad()
+    def predict(x):
+        p = torch.sigmoid(model(x))
+        p[p > 0.5] = 1.0
+        return p
+
+    def scores(x):
+        p = torch.sigmoid(model(x))
+        p[p > 0.5] = 1.0
+        return p
+
+    scores(torch.randn(2, 3)).sum().backward()
+    """)
+    assert [f.range.start.line for f in gg104(src)] == [11]

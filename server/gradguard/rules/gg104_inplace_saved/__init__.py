@@ -116,6 +116,8 @@ class InplaceSaved(Rule):
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
         if unit.kind == "function":
             flow.global_layer = lambda name: _global_layer(ctx.summary, name, user)
+            if unit.node is not None and A.is_no_grad_function(unit.node, ctx):
+                flow.no_grad = 1  # ``@torch.no_grad()``: nothing is saved in it
         try:
             flow.run(unit.body)
         except RecursionError:
