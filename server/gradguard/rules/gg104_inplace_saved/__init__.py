@@ -62,7 +62,7 @@ def _own_layers(body, qualify, user) -> "Dict[str, W.Layer]":
 
 # the in-place spellings a unit's own text shows: augmented assignments, index writes, ``x.add_(``,
 # ``inplace=True`` (a layer built in place in ``__init__`` is seen through the class's layers)
-_EDIT_TEXT = re.compile(r"(?<![=!<>])(?:\*\*|//|>>|<<|[-+*/@%&|^])=(?!=)|\]\s*=(?!=)|\w_\s*\(|inplace")
+_EDIT_TEXT = re.compile(r"(?<![=!<>])(?:\*\*|//|>>|<<|[-+*/@%&|^])=(?!=)|\]\s*=(?!=)|\.[a-z]\w*[a-z0-9]_\s*\(|inplace")
 
 
 def _inplace_layer(layers) -> bool:
