@@ -471,8 +471,32 @@ def test_steps_find_no_gradient_and_the_fix_gives_them_one(runtime, name):
     assert entry["fixed"]["steps"] == orig["steps"] and entry["fixed"]["empty_steps"] == 0, entry["fixed"]
 
 
+GG208_NAMES = [n for n in NAMES if "GG208" in SPECS[n].codes]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", GG208_NAMES)
+def test_gradients_reach_parameters_no_optimizer_holds(runtime, name):
+    """GG208: the original ends with gradients in parameters no optimizer holds; once
+    fixed (when a fix holds), none."""
+    entry = runtime[name]
+    assert entry["original"]["unowned_grads"] > 0, f"{name}: {entry['original']}"
+    if SPECS[name].fix_later:
+        return
+    assert "fixed" in entry, f"{name}: no preferred fix could be applied"
+    assert entry["fixed"]["unowned_grads"] == 0, entry["fixed"]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", [n for n in NAMES if "gg208" in n and not SPECS[n].expect])
+def test_gg208_twins_leave_no_gradient_unowned(runtime, name):
+    """The silent twins of GG208 really are right: no parameter outside every optimizer
+    ends with a gradient (or none gets one because it is frozen)."""
+    assert runtime[name]["original"]["unowned_grads"] == 0, runtime[name]["original"]
+
+
 def test_quiet_runtime_proofs_are_exercised():
-    assert GG206_NAMES and GG207_NAMES
+    assert GG206_NAMES and GG207_NAMES and GG208_NAMES
 
 
 @pytest.mark.needs_torch

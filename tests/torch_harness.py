@@ -221,6 +221,9 @@ class RunResult:
     empty_steps: int = 0
     # per optimizer (creation order): the gradients its first two steps apply
     step_log: Dict[int, list] = field(default_factory=dict)
+    # parameters of the program's modules that hold a gradient when it ends and that no
+    # optimizer holds (GG208: gradients into parameters nothing updates)
+    unowned_grads: int = 0
 
     def to_json(self) -> dict:
         return {
@@ -234,6 +237,7 @@ class RunResult:
             "eval_backwards": self.eval_backwards,
             "steps": self.steps,
             "empty_steps": self.empty_steps,
+            "unowned_grads": self.unowned_grads,
         }
 
 
@@ -257,6 +261,23 @@ class _Recorder:
         # values of what the first two outermost backward calls differentiate
         # (recorded on entry, so the call that crashes is recorded too)
         self.roots: list = []
+
+    def unowned_grads(self) -> int:
+        """Parameters of the modules created so far that hold a gradient and that no
+        optimizer holds (only when the program built an optimizer)."""
+        if not self.optimizers:
+            return 0
+        owned = {id(p) for opt in self.optimizers for g in opt.param_groups for p in g["params"]}
+        seen: set = set()
+        n = 0
+        for mod in self.modules:
+            for p in mod.parameters(recurse=False):
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                if p.grad is not None and id(p) not in owned:
+                    n += 1
+        return n
 
     def root_value(self, args, kwargs):
         torch = self.torch
@@ -491,6 +512,7 @@ def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, .
     result.step_grads = rec.step_grads
     result.eval_backwards, result.steps, result.empty_steps = rec.eval_backwards, rec.steps, rec.empty_steps
     result.step_log = rec.step_log
+    result.unowned_grads = rec.unowned_grads()
     return result
 
 

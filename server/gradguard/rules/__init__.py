@@ -29,6 +29,7 @@ _RULE_MODULES = (
     "gradguard.rules.gg205_unzeroed_grads",
     "gradguard.rules.gg206_stuck_in_eval",
     "gradguard.rules.gg207_zeroed_before_step",
+    "gradguard.rules.gg208_unoptimized_params",
 )
 
 _REGISTRY: Optional[Dict[str, Rule]] = None

@@ -1,0 +1,538 @@
+"""GG208 unoptimized-params: gradients flow into parameters that no optimizer updates.
+
+Two shapes, both silent at run time:
+
+* **a network no optimizer owns, back-propagated through** (a DQN's TD target built
+  from ``self.target_net(next_states)`` without ``.detach()`` or ``torch.no_grad()``):
+  every ``backward()`` also runs through the target network and piles gradients
+  into its parameters, which nothing reads or zeroes. Wasted compute and memory;
+  the target is not the semi-gradient the algorithm means.
+  Found in a method of a class that builds the network as ``self.T = Net(...)``
+  (a same-file ``nn.Module`` class with parameters, or a torch layer), when the
+  value of a call ``self.T(...)`` / ``self.T.forward(...)`` made with graph
+  recording on reaches a ``backward()`` of the same method, the call's inputs carry
+  no other module's graph, and the file shows where every optimizer's parameters
+  come from and none of them is ``T``'s (``facts``); never when ``T`` is frozen,
+  updated by hand, wrapped into another module or added to a container anywhere
+  in the file. The fix detaches the call's result (the optimizer-owned
+  parameters' gradients do not change: none flowed through it).
+* **layers replaced after the optimizer was built** (``optimizer =
+  optim.SGD(model.parameters())``, then ``model.fc = nn.Linear(...)`` or a
+  same-file ``speedup(model)`` that assigns new layers to ``model``'s
+  attributes): the new layers receive gradients but the optimizer still holds the
+  old parameters, so they never train. Found in one block of a unit: the
+  optimizer built from ``X.parameters()``, a later statement of the same block
+  that replaces a layer of ``X``, and a later ``optimizer.step()``, with nothing
+  re-creating the optimizer or adding a parameter group in between. The fix
+  builds the optimizer again right after the replacement (the same statement),
+  when nothing (a scheduler) holds the old one yet.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
+from gradguard.analysis.summary import query
+from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
+from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.gg208_unoptimized_params import messages as M
+from gradguard.rules.gg208_unoptimized_params.facts import (
+    ALONE, CLASS, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS, SUBMODULES, is_optimizer_call,
+    parameter_owners,
+    layer_with_parameters)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Dict, List, Optional, Set, Tuple
+
+# methods whose result carries no gradient back into what they are called on
+_CUTS = K.GRAPH_CUT_METHODS | K.INTEGER_METHODS | frozenset({"size", "dim", "numel", "nelement"})
+
+
+class UnoptimizedParams(Rule):
+    code = "GG208"
+    name = "unoptimized-params"
+    default_severity = Severity.WARNING
+    needs_backprop = True
+    names_lines = True  # the message names the optimizer's line
+    fact_sources = (OWNER_FACTS,)
+    trigger = Trigger(torch=True, text=(("backward", "step"),))
+    title = M.TITLE
+    explanation = M.EXPLANATION
+
+    def check(self, unit, ctx):
+        out: "List[Finding]" = []
+        if unit.kind == "function" and unit.class_node is not None:
+            out.extend(_unowned_calls(self, unit, ctx))
+        out.extend(_replaced_after_optimizer(self, unit, ctx))
+        out.extend(_left_out_of_groups(self, unit, ctx))
+        return sorted(out, key=lambda f: (f.range.start.line, f.range.start.character))
+
+
+# ---------------------------------------------------------------------------
+# shape 1: a network no optimizer owns, back-propagated through
+# ---------------------------------------------------------------------------
+def _file_ownership(summary) -> "Tuple[bool, bool, bool]":
+    """(some optimizer's parameters are opaque, some optimizer owns a bare name's
+    parameters, the file builds an optimizer at all) -- a summary query."""
+    opaque = bare = any_opt = False
+    for key in summary:
+        if key == OWNED_OPAQUE:
+            opaque = True
+        elif key.startswith(OWNED_BARE):
+            bare = True
+        if key.startswith("gg208:owned"):
+            any_opt = True
+    return opaque, bare, any_opt
+
+
+def _is_module_class(cls: ast.ClassDef) -> bool:
+    return any((A.dotted(b) or "").endswith("Module") for b in cls.bases)
+
+
+def _networks(cls: ast.ClassDef, ctx) -> "Dict[str, ast.Call]":
+    """``self.<name> = <constructor>(...)`` in the class's methods: attribute -> the call,
+    for the attributes bound once, to a module with parameters the file can see."""
+    seen: "Dict[str, List[ast.AST]]" = {}
+    for n in A.walk_all(cls):
+        if n.__class__ is ast.Assign:
+            for t in n.targets:  # type: ignore[attr-defined]
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):  # type: ignore[attr-defined]
+                    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
+                        seen.setdefault(e.attr, []).append(n.value)  # type: ignore[attr-defined]
+        elif n.__class__ in (ast.AugAssign, ast.AnnAssign):
+            t = n.target  # type: ignore[attr-defined]
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                seen.setdefault(t.attr, []).append(n)
+    out: "Dict[str, ast.Call]" = {}
+    for attr, values in seen.items():
+        if len(values) != 1 or values[0].__class__ is not ast.Call:
+            continue
+        call = values[0]
+        if layer_with_parameters(call, ctx):
+            out[attr] = call  # type: ignore[assignment]
+            continue
+        if isinstance(call.func, ast.Name):  # type: ignore[attr-defined]
+            fact = ctx.summary.get(CLASS + call.func.id)  # type: ignore[attr-defined]
+            if isinstance(fact, tuple) and fact[0] and fact[1] and (not fact[2] or (
+                    not fact[3] and not ctx.summary.get(STEPPED + attr))):
+                # (an optimizer the network builds for itself counts when something steps it: a
+                # method of its class, or a ``.step()`` reached through this attribute)
+                out[attr] = call  # type: ignore[assignment]
+    return out
+
+
+def _network_of(call: ast.AST, nets: "Dict[str, ast.Call]") -> "Optional[str]":
+    """``self.T(...)`` or ``self.T.forward(...)`` -> ``T``."""
+    if call.__class__ is not ast.Call:
+        return None
+    f = call.func  # type: ignore[attr-defined]
+    if isinstance(f, ast.Attribute) and f.attr == "forward":
+        f = f.value
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in nets:
+        return f.attr
+    return None
+
+
+class _Taint:
+    """A forward walk of one method: which names hold a value computed from a call
+    of a network (``T``), or from a call of another module of the object (``*``)."""
+
+    def __init__(self, nets: "Dict[str, ast.Call]", ctx) -> None:
+        self.nets = nets
+        self.ctx = ctx
+        self.names: "Dict[str, Set[str]]" = {}
+        self.calls: "Dict[str, List[ast.Call]]" = {}  # T -> its calls with graph recording on
+        self.backwards: "List[Tuple[ast.Call, Set[str]]]" = []
+        self.dirty_inputs: "Set[str]" = set()  # networks called on another module's graph
+
+    def of(self, e: ast.AST, quiet: bool) -> "Set[str]":
+        """The networks (and ``*``) whose graph the value of ``e`` carries."""
+        cls = e.__class__
+        if cls is ast.Name:
+            return set(self.names.get(e.id, ()))  # type: ignore[attr-defined]
+        if cls is ast.Constant or cls is ast.Compare or cls in (ast.Lambda, ast.JoinedStr):
+            return set()
+        if cls is ast.Attribute:
+            if e.attr in K.GRAPH_CUT_ATTRS or e.attr in K.NON_GRAPH_ATTRS or e.attr == "grad":  # type: ignore[attr-defined]
+                return set()
+            return self.of(e.value, quiet)  # type: ignore[attr-defined]
+        if cls is ast.Subscript:
+            v = e.value  # type: ignore[attr-defined]
+            idx = e.slice  # type: ignore[attr-defined]
+            # ``x.max(1)[1]``, ``torch.max(x, 1)[1]``: the indices carry no gradient
+            if (isinstance(idx, ast.Constant) and idx.value == 1 and isinstance(v, ast.Call)
+                    and (A.dotted(v.func) or "").rsplit(".", 1)[-1] in ("max", "min", "topk", "sort")):
+                self.of(v, quiet)
+                return set()
+            self.of(idx, quiet)
+            return self.of(v, quiet)
+        if cls is ast.Call:
+            f = e.func  # type: ignore[attr-defined]
+            args = list(e.args) + [k.value for k in e.keywords]  # type: ignore[attr-defined]
+            got: "Set[str]" = set()
+            for a in args:
+                got |= self.of(a.value if isinstance(a, ast.Starred) else a, quiet)
+            if isinstance(f, ast.Attribute):
+                recv = self.of(f.value, quiet)
+                if f.attr in _CUTS:
+                    return set()
+                got |= recv
+            net = _network_of(e, self.nets)
+            if net is not None:
+                if quiet:
+                    return set()
+                if "*" in got:
+                    self.dirty_inputs.add(net)
+                self.calls.setdefault(net, []).append(e)  # type: ignore[arg-type]
+                return got | {net}
+            q = A.qualify(f, self.ctx) or ""
+            if q.startswith("torch.") and q.rsplit(".", 1)[-1] in K.INTEGER_METHODS:
+                return set()
+            if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self") \
+                    or (isinstance(f, ast.Attribute) and f.attr == "forward"):
+                got.add("*")  # another module of the object: its output carries a graph
+            return got
+        got = set()
+        for child in A.child_nodes(e):
+            if isinstance(child, ast.expr):
+                got |= self.of(child, quiet)
+        return got
+
+    def block(self, stmts: "List[ast.stmt]", quiet: bool) -> None:
+        for s in stmts:
+            cls = s.__class__
+            if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                continue
+            if cls in (ast.With, ast.AsyncWith):
+                for item in s.items:  # type: ignore[attr-defined]
+                    self.of(item.context_expr, quiet)
+                self.block(s.body, quiet or A.is_no_grad_with(s, self.ctx))  # type: ignore[attr-defined]
+                continue
+            if cls is ast.Assign:
+                val = self.of(s.value, quiet)  # type: ignore[attr-defined]
+                for t in s.targets:  # type: ignore[attr-defined]
+                    self._bind(t, val)
+                continue
+            if cls is ast.AugAssign or cls is ast.AnnAssign:
+                val = self.of(s.value, quiet) if s.value is not None else set()  # type: ignore[attr-defined]
+                t = s.target  # type: ignore[attr-defined]
+                if isinstance(t, ast.Name):
+                    self.names[t.id] = (self.names.get(t.id, set()) | val) if cls is ast.AugAssign else val
+                continue
+            if cls is ast.For or cls is ast.AsyncFor:
+                self._bind(s.target, self.of(s.iter, quiet))  # type: ignore[attr-defined]
+            elif cls is ast.Expr:
+                e = s.value  # type: ignore[attr-defined]
+                if e.__class__ is ast.Call and A.is_backward_call(e, self.ctx):
+                    target = A.backward_target(e, self.ctx)  # type: ignore[arg-type]
+                    self.backwards.append((e, self.of(target, quiet) if target is not None else set()))
+                    continue
+                self.of(e, quiet)
+                continue
+            else:
+                for child in A.child_nodes(s):
+                    if isinstance(child, ast.expr):
+                        self.of(child, quiet)
+            for block in A.child_blocks(s):
+                self.block(block, quiet)
+
+    def _bind(self, t: ast.AST, val: "Set[str]") -> None:
+        if isinstance(t, ast.Name):
+            self.names[t.id] = set(val)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                self._bind(e.value if isinstance(e, ast.Starred) else e, val)
+        elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            self.names[t.value.id] = self.names.get(t.value.id, set()) | val  # x[mask] = v: x gains v
+
+
+def _left_alone(summary, name: str) -> bool:
+    return bool(summary.get(ALONE + name)) or bool(summary.get(OWNED + name))
+
+
+def _unowned_calls(rule, unit, ctx) -> "List[Finding]":
+    if A.is_no_grad_function(unit.node, ctx):
+        return []
+    text_words = _words(unit, ctx)
+    if "backward" not in text_words:
+        return []
+    cls = unit.class_node
+    summary = ctx.summary
+    opaque, bare, any_opt = query(summary, _file_ownership)
+    if opaque or not any_opt:
+        return []  # an optimizer whose parameters cannot be read may own anything
+    module_class = _is_module_class(cls)
+    if module_class and (bare or summary.get(OWNED_CLASS + cls.name)):
+        return []  # ``optim.Adam(model.parameters())`` may own every network of the object
+    nets = {k: v for k, v in _networks(cls, ctx).items() if k in text_words and not _left_alone(summary, k)}
+    if not nets:
+        return []
+    taint = _Taint(nets, ctx)
+    taint.block(unit.body, False)
+    out: "List[Finding]" = []
+    for net, calls in sorted(taint.calls.items()):
+        if net in taint.dirty_inputs:
+            continue  # its inputs carry another module's graph: a gradient may flow through it on purpose
+        bw = next((b for b, nets_in in taint.backwards if net in nets_in), None)
+        if bw is None:
+            continue
+        for call in calls:
+            out.append(_unowned_finding(rule, net, call, bw, ctx))
+    return out
+
+
+def _words(unit, ctx) -> "frozenset":
+    from gradguard.analysis.context import unit_words
+
+    return unit_words(unit, ctx.index.lines)
+
+
+def _unowned_finding(rule, net: str, call: ast.Call, bw: ast.Call, ctx) -> Finding:
+    text = _src(call, ctx)
+    related = (Related(ctx.line_range(bw), M.backward_here(net)),)
+    edit = TextEdit(ctx.range(call), f"{text}.detach()")
+    fixes = (Fix(M.fix_detach(text), (edit,), preferred=True),)
+    return Finding(rule.code, ctx.range(call), M.unowned(net, bw.lineno), rule.default_severity, related, fixes,
+                   {"module": "self." + net, "shape": "unowned"})
+
+
+def _src(node: ast.AST, ctx) -> str:
+    r = ctx.range(node)
+    if r.start.line != r.end.line:
+        return ast.unparse(node)
+    return ctx.index.line(r.start.line)[r.start.character:r.end.character]
+
+
+# ---------------------------------------------------------------------------
+# shape 2: layers replaced after the optimizer was built
+# ---------------------------------------------------------------------------
+def _optimizer_of(s: ast.stmt, ctx) -> "Optional[Tuple[str, str]]":
+    """``opt = optim.X(M.parameters(), ...)`` -> (``opt``, ``M``)."""
+    if s.__class__ is not ast.Assign or len(s.targets) != 1:  # type: ignore[attr-defined]
+        return None
+    name = A.dotted(s.targets[0])  # type: ignore[attr-defined]
+    call = s.value  # type: ignore[attr-defined]
+    if name is None or not is_optimizer_call(call, ctx) or not call.args:
+        return None
+    a = call.args[0]
+    if (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "parameters"
+            and not a.args and not a.keywords):
+        owner = A.dotted(a.func.value)
+        if owner is not None:
+            return name, owner
+    return None
+
+
+def _replacement(s: ast.stmt, owner: str, ctx, made: "Set[str]") -> "Optional[str]":
+    """Does the statement put a new layer with parameters into ``owner``? The attribute
+    (or the function) that does it."""
+    if s.__class__ is ast.Assign:
+        pairs: "List[Tuple[ast.AST, ast.AST]]" = []
+        for t in s.targets:  # type: ignore[attr-defined]
+            v = s.value  # type: ignore[attr-defined]
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
+                pairs.extend(zip(t.elts, v.elts))
+            else:
+                pairs.append((t, v))
+        for t, v in pairs:
+            if A.dotted(t) == owner and _new_module(v, ctx):
+                return owner  # ``net = Net2()``: a new model under the old name
+            d = A.dotted(t) if isinstance(t, ast.Attribute) else None
+            if d is not None and d.startswith(owner + ".") and (
+                    layer_with_parameters(v, ctx) or (isinstance(v, ast.Name) and v.id in made)):
+                return d
+        return None
+    if s.__class__ is ast.Expr and s.value.__class__ is ast.Call:  # type: ignore[attr-defined]
+        call = s.value  # type: ignore[attr-defined]
+        if isinstance(call.func, ast.Name):
+            rep = ctx.summary.get(REPLACES + call.func.id)
+            if isinstance(rep, tuple):
+                for i in rep:
+                    if i < len(call.args) and A.dotted(call.args[i]) == owner:
+                        return call.func.id + "(...)"
+    return None
+
+
+def _new_module(v: ast.AST, ctx) -> bool:
+    """A call that builds a module with parameters: a torch layer, or a same-file
+    ``nn.Module`` class with parameters."""
+    if layer_with_parameters(v, ctx):
+        return True
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name):
+        fact = ctx.summary.get(CLASS + v.func.id)
+        return isinstance(fact, tuple) and bool(fact[0]) and bool(fact[1])
+    return False
+
+
+def _mentions(nodes, name: str) -> bool:
+    return any(A.dotted(n) == name for n in nodes if n.__class__ in (ast.Name, ast.Attribute))
+
+
+def _replaced_after_optimizer(rule, unit, ctx) -> "List[Finding]":
+    words = _words(unit, ctx)
+    if "parameters" not in words or "step" not in words:
+        return []
+    out: "List[Finding]" = []
+    for block in _blocks(unit.body):
+        made: "Set[str]" = set()
+        for i, s in enumerate(block):
+            if s.__class__ is ast.Assign and layer_with_parameters(s.value, ctx):  # type: ignore[attr-defined]
+                for t in s.targets:  # type: ignore[attr-defined]
+                    made.update(A.target_names(t))
+            got = _optimizer_of(s, ctx)
+            if got is None:
+                continue
+            opt, owner = got
+            for j in range(i + 1, len(block)):
+                r = block[j]
+                if _optimizer_of(r, ctx) is not None and _optimizer_of(r, ctx)[0] == opt:  # type: ignore[index]
+                    break  # built again
+                what = _replacement(r, owner, ctx, made)
+                if what is None:
+                    continue
+                later = [n for t in block[j + 1:] for n in A.iter_nodes(t)]
+                if not _steps_after(later, opt, owner, ctx):
+                    break
+                out.append(_replaced_finding(rule, block, i, j, opt, owner, what, ctx))
+                break
+    return out
+
+
+def _steps_after(nodes, opt: str, owner: str, ctx) -> bool:
+    """A later ``opt.step()`` and backward, nothing re-building ``opt``, adding a group
+    to it, or freezing ``owner``'s layers."""
+    step = backward = False
+    for n in nodes:
+        if n.__class__ is ast.Assign and any(A.dotted(t) == opt for t in n.targets):  # type: ignore[attr-defined]
+            return False
+        if n.__class__ is not ast.Call:
+            continue
+        f = n.func  # type: ignore[attr-defined]
+        if isinstance(f, ast.Attribute):
+            recv = A.dotted(f.value)
+            if recv == opt and f.attr == "add_param_group":
+                return False
+            if f.attr == "requires_grad_" and recv is not None and (recv == owner or recv.startswith(owner + ".")):
+                return False
+            if recv == opt and f.attr == "step":
+                step = True
+        if A.is_backward_call(n, ctx):
+            backward = True
+    return step and backward
+
+
+def _blocks(body: "List[ast.stmt]") -> "List[List[ast.stmt]]":
+    out = [body]
+    for s in A.iter_statements(body):
+        if s.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            continue
+        out.extend(A.child_blocks(s))
+    return out
+
+
+def _replaced_finding(rule, block, i: int, j: int, opt: str, owner: str, what: str, ctx) -> Finding:
+    opt_stmt, rep = block[i], block[j]
+    msg = M.replaced(what, opt, owner, opt_stmt.lineno)
+    related = (Related(ctx.line_range(opt_stmt), M.optimizer_built_here(opt)),)
+    fixes: "Tuple[Fix, ...]" = ()
+    between = [n for t in block[i + 1:j] for n in A.iter_nodes(t)]
+    loaded = {A.dotted(n) for n in A.iter_nodes(opt_stmt.value) if n.__class__ in (ast.Name, ast.Attribute)}
+    assigned = {d for t in block[i + 1:j] if t.__class__ is ast.Assign for tg in t.targets
+                for d in A.target_names(tg)}
+    if not _mentions(between, opt) and not (loaded & assigned):
+        first, last = opt_stmt.lineno, opt_stmt.end_lineno or opt_stmt.lineno
+        text = "\n".join(ctx.index.line(k - 1) for k in range(first, last + 1))
+        end_line = (rep.end_lineno or rep.lineno)
+        pos = Position(end_line, 0)
+        if end_line < len(ctx.index.lines):
+            fixes = (Fix(M.fix_rebuild(opt), (TextEdit(Range(pos, pos), text + "\n"),), preferred=True),)
+    return Finding(rule.code, ctx.line_range(rep), msg, rule.default_severity, related, fixes,
+                   {"module": owner, "optimizer": opt, "shape": "replaced"})
+
+
+# ---------------------------------------------------------------------------
+# shape 3: a layer of the model left out of every parameter group
+# ---------------------------------------------------------------------------
+def _instances(unit) -> "Dict[str, str]":
+    """``model = Net(...)`` bound once in the unit: name -> class name."""
+    seen: "Dict[str, List[str]]" = {}
+    for n in A.unit_nodes(unit):
+        if n.__class__ is ast.Assign:
+            for t in n.targets:  # type: ignore[attr-defined]
+                for name in A.target_names(t):
+                    v = n.value  # type: ignore[attr-defined]
+                    cls = v.func.id if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) else ""
+                    seen.setdefault(name, []).append(cls)
+    return {k: v[0] for k, v in seen.items() if len(v) == 1 and v[0]}
+
+
+def _fills(unit) -> "Dict[str, List[ast.AST]]":
+    out: "Dict[str, List[ast.AST]]" = {}
+    for n in A.unit_nodes(unit):
+        if n.__class__ is ast.Assign:
+            for t in n.targets:  # type: ignore[attr-defined]
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, []).append(n.value)  # type: ignore[attr-defined]
+        elif (n.__class__ is ast.Call and isinstance(n.func, ast.Attribute)  # type: ignore[attr-defined]
+              and n.func.attr in ("append", "extend") and isinstance(n.func.value, ast.Name)):  # type: ignore[attr-defined]
+            out.setdefault(n.func.value.id, []).extend(n.args)  # type: ignore[attr-defined]
+    return out
+
+
+def _covered(arg: ast.AST, instances: "Dict[str, str]", unit, ctx) -> "Optional[Tuple[str, str, Set[str]]]":
+    """(instance, its class, the attributes whose parameters the optimizer's argument takes),
+    when every parameter it takes comes from attributes of one instance of a same-file class."""
+    if (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and isinstance(arg.func.value, ast.Name)
+            and arg.func.value.id in instances):
+        inst = arg.func.value.id
+        got = ctx.summary.get(GROUPS + instances[inst] + "." + arg.func.attr)
+        if isinstance(got, tuple):
+            return inst, instances[inst], set(got)
+        return None
+    owners, opaque = parameter_owners(arg, _fills(unit))
+    parts = [o.split(".") for o in owners]
+    if opaque or not parts or any(len(p) != 2 for p in parts) or len({p[0] for p in parts}) != 1:
+        return None
+    inst = parts[0][0]
+    if inst not in instances:
+        return None
+    return inst, instances[inst], {p[1] for p in parts}
+
+
+def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
+    words = _words(unit, ctx)
+    if "step" not in words or "backward" not in words:
+        return []
+    instances = _instances(unit)
+    if not instances:
+        return []
+    nodes = A.unit_nodes(unit)
+    out: "List[Finding]" = []
+    for s in A.iter_statements(unit.body):
+        if s.__class__ is not ast.Assign or len(s.targets) != 1:  # type: ignore[attr-defined]
+            continue
+        call = s.value  # type: ignore[attr-defined]
+        opt = A.dotted(s.targets[0])  # type: ignore[attr-defined]
+        if opt is None or not is_optimizer_call(call, ctx) or not call.args:
+            continue
+        got = _covered(call.args[0], instances, unit, ctx)
+        if got is None:
+            continue
+        inst, cls, covered = got
+        subs = ctx.summary.get(SUBMODULES + cls)
+        if not isinstance(subs, tuple):
+            continue
+        left = [a for a in subs if a not in covered and not _left_alone(ctx.summary, a)]
+        if not left or not _steps_in(nodes, opt):
+            continue
+        out.append(Finding(rule.code, ctx.line_range(s), M.left_out([f"{inst}.{a}" for a in left], opt),
+                           rule.default_severity, (), (), {"module": inst, "optimizer": opt, "shape": "groups"}))
+    return out
+
+
+def _steps_in(nodes, opt: str) -> bool:
+    return any(n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr == "step"  # type: ignore[attr-defined]
+               and A.dotted(n.func.value) == opt for n in nodes)  # type: ignore[attr-defined]

@@ -1,0 +1,224 @@
+"""GG208's words, in English and Chinese: the title and explanation, the
+findings' messages, related notes and the fixes' titles. Each function returns
+``{"en": ..., "zh": ...}``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Dict, List
+
+TITLE = {
+    "en": "Gradients flow into parameters that no optimizer updates",
+    "zh": "梯度流入了没有任何优化器更新的参数",
+}
+
+EXPLANATION = {
+    "en": '''\
+## What it does
+Finds a `backward()` whose gradients land in parameters that no optimizer of the file updates. Two
+shapes:
+
+- a network that no optimizer owns is called with graph recording on, and its output reaches the
+  loss: the TD target of a DQN built from `self.target_net(next_states)` without `.detach()` or
+  `torch.no_grad()`;
+- layers put into a model after the optimizer was built from `model.parameters()`
+  (`model.fc = nn.Linear(...)`, or a same-file function that assigns new layers to the model's
+  attributes), then trained with that optimizer.
+
+## Why is this bad?
+An optimizer takes its list of parameters once, when it is built. Parameters it does not hold are
+never updated, however many gradients they receive. For a target network the backward pass runs
+through a second network for nothing (time and memory every step) and piles gradients into it that
+nothing reads or zeroes; the update is no longer the semi-gradient the algorithm describes. For
+replaced layers it is worse: the new layers get gradients and keep their initial values, while the
+optimizer keeps updating the old layers that are no longer in the model. Nothing fails: the loss
+moves, a little.
+
+## Example
+```python
+class DQN:
+    def __init__(self):
+        self.q_net = Qnet()
+        self.target_q_net = Qnet()
+        self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=1e-3)
+
+    def update(self, s, a, r, s2, done):
+        q = self.q_net(s).gather(1, a)
+        q_next = self.target_q_net(s2).max(1)[0]       # backward runs into target_q_net
+        loss = F.mse_loss(q, r + 0.99 * q_next * (1 - done))
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+```
+
+```python
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+model.fc = nn.Linear(512, 10)      # optimizer still holds the old fc: the new one never trains
+for x, y in loader:
+    ...
+    optimizer.step()
+```
+
+## Fix
+Cut the target network out of the graph, and build the optimizer after the model is complete:
+
+```python
+        q_next = self.target_q_net(s2).detach().max(1)[0]     # or under torch.no_grad()
+
+model.fc = nn.Linear(512, 10)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+```
+
+The quick fix appends `.detach()` to the network's call (the optimizer's parameters get the same
+gradients: none of them flowed through it), or builds the optimizer again, with the same
+statement, right after the replacement (offered only when nothing, such as a learning-rate
+scheduler, holds the old optimizer yet).
+
+## FAQ
+**I freeze the target network (`requires_grad_(False)`) or update it by hand.**
+Not reported: a network frozen anywhere in the file (`requires_grad_(False)`,
+`for p in net.parameters(): p.requires_grad = False`, a `freeze(net)` call), whose gradients the
+file reads (`p.grad` in a loop over its parameters), or wrapped into another module or container is
+left alone. So is a network called under `torch.no_grad()` or in a `@torch.no_grad()` method.
+
+**A second optimizer updates it.**
+Not reported: the rule reads every optimizer built in the file, and stays silent as soon as one of
+them is built from parameters it cannot follow (`optim.Adam(params)` of an unknown `params`).
+
+**I build the optimizer again after replacing the layer.**
+Not reported; neither is `optimizer.add_param_group(...)` after the replacement, nor replacing a
+layer by one without parameters (`nn.Identity()`).
+
+**My critic gets gradients from the actor's loss (DDPG, a GAN's discriminator).**
+Not reported: that network has its own optimizer, which zeroes its gradients before its own step.
+''',
+    "zh": '''\
+## 它检查什么
+找出这样的 `backward()`：它的梯度落在文件中没有任何优化器更新的参数上。两种形态：
+
+- 一个没有优化器拥有的网络在记录计算图的情况下被调用，它的输出进入了损失：例如 DQN 的 TD 目标由
+  `self.target_net(next_states)` 计算，却没有 `.detach()`，也不在 `torch.no_grad()` 中；
+- 在优化器已经用 `model.parameters()` 构建之后，又把新层放进模型（`model.fc = nn.Linear(...)`，或
+  同一文件中把新层赋给模型属性的函数），然后继续用这个优化器训练。
+
+## 为什么这是个问题
+优化器只在构建时读取一次参数列表。它没有持有的参数永远不会被更新，无论收到多少梯度。对目标网络而言，
+反向传播白白穿过了第二个网络（每一步都浪费时间和显存），并把梯度堆积在它上面，没有人读取或清零；
+更新也不再是算法所描述的半梯度。对被替换的层来说更糟：新层得到梯度却一直保持初始值，而优化器仍在更新
+已经不在模型里的旧层。程序不会报错：损失还会动一点。
+
+## 示例
+```python
+class DQN:
+    def __init__(self):
+        self.q_net = Qnet()
+        self.target_q_net = Qnet()
+        self.optimizer = torch.optim.Adam(self.q_net.parameters(), lr=1e-3)
+
+    def update(self, s, a, r, s2, done):
+        q = self.q_net(s).gather(1, a)
+        q_next = self.target_q_net(s2).max(1)[0]       # 反向传播会进入 target_q_net
+        loss = F.mse_loss(q, r + 0.99 * q_next * (1 - done))
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+```
+
+```python
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+model.fc = nn.Linear(512, 10)      # 优化器仍持有旧的 fc：新的 fc 永远不会被训练
+for x, y in loader:
+    ...
+    optimizer.step()
+```
+
+## 修复
+把目标网络从计算图中切断，并在模型完整之后再构建优化器：
+
+```python
+        q_next = self.target_q_net(s2).detach().max(1)[0]     # 或放在 torch.no_grad() 中
+
+model.fc = nn.Linear(512, 10)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+```
+
+快速修复会在网络调用后加上 `.detach()`（优化器持有的参数得到的梯度不变：没有梯度经过它），或在替换
+之后用同一条语句重新构建优化器（只在还没有任何东西——例如学习率调度器——持有旧优化器时提供）。
+
+## 常见问题
+**我冻结了目标网络（`requires_grad_(False)`），或者手动更新它。**
+不会被报告：在文件中任何地方被冻结（`requires_grad_(False)`、
+`for p in net.parameters(): p.requires_grad = False`、`freeze(net)` 调用）、其梯度被读取（遍历其参数时
+读取 `p.grad`）、或被包进其他模块或容器的网络都会被放过。在 `torch.no_grad()` 中或
+`@torch.no_grad()` 方法里调用的网络也一样。
+
+**有第二个优化器更新它。**
+不会被报告：本规则会读取文件中构建的每个优化器；只要其中一个的参数来源无法追踪（例如未知的
+`params` 构建的 `optim.Adam(params)`），就保持沉默。
+
+**我在替换层之后重新构建了优化器。**
+不会被报告；替换之后调用 `optimizer.add_param_group(...)`，或者替换成没有参数的层（`nn.Identity()`），
+也都不会。
+
+**我的 critic 从 actor 的损失中得到梯度（DDPG、GAN 的判别器）。**
+不会被报告：那个网络有自己的优化器，会在自己的更新之前把梯度清零。
+''',
+}
+
+
+def unowned(net: str, backward_line: int) -> "Dict[str, str]":
+    return {
+        "en": f"`self.{net}` is called with graph recording on and its output reaches the `backward()` on line "
+              f"{backward_line}, but no optimizer updates its parameters: every backward also runs through it and "
+              f"piles unused gradients into it; detach its output (or call it under `torch.no_grad()`).",
+        "zh": f"`self.{net}` 在记录计算图的情况下被调用，它的输出进入了第 {backward_line} 行的 `backward()`，"
+              f"但没有任何优化器更新它的参数：每次反向传播都会穿过它，并在它上面堆积无用的梯度；"
+              f"请对它的输出调用 `.detach()`（或在 `torch.no_grad()` 中调用它）。",
+    }
+
+
+def backward_here(net: str) -> "Dict[str, str]":
+    return {"en": f"this backward also computes gradients for `self.{net}`",
+            "zh": f"这次反向传播也为 `self.{net}` 计算梯度"}
+
+
+def fix_detach(text: str) -> "Dict[str, str]":
+    return {"en": f"Detach the output: `{text}.detach()`", "zh": f"切断输出的计算图：`{text}.detach()`"}
+
+
+def replaced(what: str, opt: str, owner: str, opt_line: int) -> "Dict[str, str]":
+    if what == owner:
+        how_en, how_zh = f"`{owner}` is bound to a new model", f"`{owner}` 被绑定到了一个新模型"
+    elif what.endswith("(...)"):
+        how_en, how_zh = f"`{what}` puts new layers into `{owner}`", f"`{what}` 把新层放进了 `{owner}`"
+    else:
+        how_en, how_zh = f"`{what}` is replaced by a new layer", f"`{what}` 被替换成了新层"
+    return {
+        "en": f"{how_en} after `{opt}` was built from `{owner}.parameters()` (line {opt_line}): `{opt}` still "
+              f"holds the old parameters, so the new layers receive gradients but are never updated; build the "
+              f"optimizer after the replacement.",
+        "zh": f"{how_zh}，而 `{opt}` 早已在第 {opt_line} 行由 `{owner}.parameters()` 构建：`{opt}` 仍持有旧参数，"
+              f"新层得到梯度却永远不会被更新；请在替换之后再构建优化器。",
+    }
+
+
+def optimizer_built_here(opt: str) -> "Dict[str, str]":
+    return {"en": f"`{opt}` takes its parameters here, once", "zh": f"`{opt}` 在这里一次性取得它的参数"}
+
+
+def fix_rebuild(opt: str) -> "Dict[str, str]":
+    return {"en": f"Build `{opt}` again after the replacement", "zh": f"在替换之后重新构建 `{opt}`"}
+
+
+def left_out(modules: "List[str]", opt: str) -> "Dict[str, str]":
+    names = ", ".join(f"`{m}`" for m in modules)
+    return {
+        "en": f"{names} {'is' if len(modules) == 1 else 'are'} called in `forward` but in no parameter group of "
+              f"`{opt}`: {'it receives' if len(modules) == 1 else 'they receive'} gradients and never "
+              f"{'changes' if len(modules) == 1 else 'change'}; add a group for "
+              f"{'it' if len(modules) == 1 else 'them'} (or freeze {'it' if len(modules) == 1 else 'them'} on purpose).",
+        "zh": f"{names} 在 `forward` 中被调用，却不在 `{opt}` 的任何参数组里：它们得到梯度却永远不会改变；"
+              f"请为它们添加参数组（或有意冻结它们）。",
+    }
