@@ -323,7 +323,10 @@ def runtime(tmp_path_factory):
                # the first backward's gradients are what the fix must keep
                "first_grads": name in SPECS and "GG207" in SPECS[name].codes,
                # GG104: the original fails in its first backward; compare with its run on saved copies
-               "copy_saved": name in SPECS and SPECS[name].reference == "saved-copies"}
+               "copy_saved": name in SPECS and SPECS[name].reference == "saved-copies",
+               # GG208: the fix changes which parameters the optimizers hold; compare what the fixed
+               # program's optimizers update
+               "fixed_owned": name in SPECS and "GG208" in SPECS[name].codes}
         fixed = _fixed_source(path)
         if fixed is not None:
             out = work / name.replace("/", "__")

@@ -258,16 +258,19 @@ class _Recorder:
         self.steps = 0
         self.empty_steps = 0
         self.step_log: Dict[int, list] = {}
+        self.stepped: set = set()  # ids of the optimizers whose step() ran
         # values of what the first two outermost backward calls differentiate
         # (recorded on entry, so the call that crashes is recorded too)
         self.roots: list = []
 
     def unowned_grads(self) -> int:
         """Parameters of the modules created so far that hold a gradient and that no
-        optimizer holds (only when the program built an optimizer)."""
-        if not self.optimizers:
+        optimizer that ever stepped holds (only when some optimizer stepped)."""
+        stepped = [opt for opt in self.optimizers if id(opt) in self.stepped]
+        if not stepped:
             return 0
-        owned = {id(p) for opt in self.optimizers for g in opt.param_groups for p in g["params"]}
+        # (an optimizer a network builds for itself and nobody steps updates nothing either)
+        owned = {id(p) for opt in stepped for g in opt.param_groups for p in g["params"]}
         seen: set = set()
         n = 0
         for mod in self.modules:
@@ -387,6 +390,7 @@ class _Recorder:
             return wrapper
 
         def step_pre_hook(optimizer, args, kwargs):
+            rec.stepped.add(id(optimizer))
             if rec.depth == 0:
                 rec.steps += 1
                 grads = [p.grad for g in optimizer.param_groups for p in g["params"]]
@@ -640,7 +644,13 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
             entry["reference"] = orig.to_json()
         if job.get("fixed"):
             fixed = run_program(job["fixed"], seed, holds=holds)
-            if orig.step_grads is not None and not job.get("first_grads"):
+            if job.get("fixed_owned") and orig.first_grads is not None and fixed.first_grads is not None:
+                # GG208: the fix changes which parameters the optimizers hold (or stops gradients
+                # reaching a network none holds); the first backward's gradients of what the
+                # fixed program's optimizers update must be the original's
+                owned = {e[0] for e in fixed.first_grads if e[2]}
+                ok, why = compare_grads([(k, g, k in owned) for k, g, _ in orig.first_grads], fixed.first_grads)
+            elif orig.step_grads is not None and not job.get("first_grads"):
                 # what the first optimizer step applies (the original reaches it before it crashes)
                 ok, why = compare_grads(orig.step_grads, fixed.step_grads)
             else:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Dict, List, Optional, Set, Tuple
 
 # methods whose result carries no gradient back into what they are called on
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train"})
 _CUTS = K.GRAPH_CUT_METHODS | K.INTEGER_METHODS | frozenset({"size", "dim", "numel", "nelement"})
 
 
@@ -111,6 +112,9 @@ def _networks(cls: ast.ClassDef, ctx) -> "Dict[str, ast.Call]":
         if len(values) != 1 or values[0].__class__ is not ast.Call:
             continue
         call = values[0]
+        while (isinstance(call.func, ast.Attribute) and call.func.attr in _MOVES  # type: ignore[attr-defined]
+               and isinstance(call.func.value, ast.Call)):  # type: ignore[attr-defined]
+            call = call.func.value  # type: ignore[attr-defined]  # Net(...).to(device)
         if layer_with_parameters(call, ctx):
             out[attr] = call  # type: ignore[assignment]
             continue
@@ -272,16 +276,19 @@ def _unowned_calls(rule, unit, ctx) -> "List[Finding]":
         return []
     taint = _Taint(nets, ctx)
     taint.block(unit.body, False)
-    out: "List[Finding]" = []
+    hits: "List[Tuple[str, ast.Call, ast.Call]]" = []
     for net, calls in sorted(taint.calls.items()):
         if net in taint.dirty_inputs:
             continue  # its inputs carry another module's graph: a gradient may flow through it on purpose
         bw = next((b for b, nets_in in taint.backwards if net in nets_in), None)
         if bw is None:
             continue
-        for call in calls:
-            out.append(_unowned_finding(rule, net, call, bw, ctx))
-    return out
+        hits.extend((net, call, bw) for call in calls)
+    # a call inside another reported call's arguments (``critic_target([s2, actor_target(s2)])``):
+    # detaching the outer one cuts both, one finding
+    inside = {id(n) for _, call, _ in hits for a in call.args + [k.value for k in call.keywords]
+              for n in A.walk_all(a)}
+    return [_unowned_finding(rule, net, call, bw, ctx) for net, call, bw in hits if id(call) not in inside]
 
 
 def _words(unit, ctx) -> "frozenset":
@@ -367,8 +374,13 @@ def _new_module(v: ast.AST, ctx) -> bool:
     return False
 
 
-def _mentions(nodes, name: str) -> bool:
-    return any(A.dotted(n) == name for n in nodes if n.__class__ in (ast.Name, ast.Attribute))
+def _handed_on(nodes, name: str) -> bool:
+    """Is ``name`` used otherwise than as the receiver of a method call (``opt.step()``)?
+    A scheduler built on it, a list holding it: the old optimizer lives on there."""
+    receivers = {id(n.func.value) for n in nodes  # type: ignore[attr-defined]
+                 if n.__class__ is ast.Call and isinstance(n.func, ast.Attribute)}  # type: ignore[attr-defined]
+    return any(A.dotted(n) == name and id(n) not in receivers for n in nodes
+               if n.__class__ in (ast.Name, ast.Attribute))
 
 
 def _replaced_after_optimizer(rule, unit, ctx) -> "List[Finding]":
@@ -442,7 +454,7 @@ def _replaced_finding(rule, block, i: int, j: int, opt: str, owner: str, what: s
     loaded = {A.dotted(n) for n in A.iter_nodes(opt_stmt.value) if n.__class__ in (ast.Name, ast.Attribute)}
     assigned = {d for t in block[i + 1:j] if t.__class__ is ast.Assign for tg in t.targets
                 for d in A.target_names(tg)}
-    if not _mentions(between, opt) and not (loaded & assigned):
+    if not _handed_on(between, opt) and not (loaded & assigned):
         first, last = opt_stmt.lineno, opt_stmt.end_lineno or opt_stmt.lineno
         text = "\n".join(ctx.index.line(k - 1) for k in range(first, last + 1))
         end_line = (rep.end_lineno or rep.lineno)

@@ -105,7 +105,15 @@ def parameter_owners(expr: ast.AST, local: "Dict[str, List[ast.AST]]") -> "Tuple
         e = todo.pop()
         found = False
         names: "List[str]" = []
+        funcs = {id(n.func) for n in A.walk_all(e) if n.__class__ is ast.Call}  # type: ignore[attr-defined]
+        inner = {id(n.value) for n in A.walk_all(e) if n.__class__ is ast.Attribute}  # type: ignore[attr-defined]
         for n in A.walk_all(e):
+            if n.__class__ is ast.Attribute and id(n) not in funcs and id(n) not in inner:
+                d = A.dotted(n)
+                if d is not None:  # ``[self.log_alpha]``: a tensor handed over directly
+                    owners.add(d)
+                    found = True
+                    continue
             if (n.__class__ is ast.Call and isinstance(n.func, ast.Attribute)  # type: ignore[attr-defined]
                     and n.func.attr in _PARAM_METHODS):  # type: ignore[attr-defined]
                 d = A.dotted(n.func.value)  # type: ignore[attr-defined]
