@@ -168,7 +168,7 @@ class _Taint:
             idx = e.slice  # type: ignore[attr-defined]
             # ``x.max(1)[1]``, ``torch.max(x, 1)[1]``: the indices carry no gradient
             if (isinstance(idx, ast.Constant) and idx.value == 1 and isinstance(v, ast.Call)
-                    and (A.dotted(v.func) or "").rsplit(".", 1)[-1] in ("max", "min", "topk", "sort")):
+                    and _callee_name(v) in ("max", "min", "topk", "sort")):
                 self.of(v, quiet)
                 return set()
             self.of(idx, quiet)
@@ -251,6 +251,11 @@ class _Taint:
                 self._bind(e.value if isinstance(e, ast.Starred) else e, val)
         elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
             self.names[t.value.id] = self.names.get(t.value.id, set()) | val  # x[mask] = v: x gains v
+
+
+def _callee_name(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 def _left_alone(summary, name: str) -> bool:

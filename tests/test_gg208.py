@@ -1,0 +1,207 @@
+"""GG208 unoptimized-params: gradients flow into parameters no optimizer updates."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gradguard.engine import check_source
+from gradguard.model.text import apply_text_edits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rule_pages import assert_docs_page_is_the_explanation, assert_sections  # noqa: E402
+
+
+def gg208(src: str):
+    return [f for f in check_source(textwrap.dedent(src), "t.py").findings if f.code == "GG208"]
+
+
+def fixed(src: str) -> str:
+    src = textwrap.dedent(src)
+    return apply_text_edits(src, [e for f in gg208(src) for e in f.preferred_fix.edits])
+
+
+AGENT = """\
+import torch
+import torch.nn as nn
+
+
+class Qnet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Agent:
+    def __init__(self):
+        self.q_net = Qnet()
+        self.target_net = Qnet(){init}
+        self.optimizer = torch.optim.Adam({params}, lr=1e-3)
+
+    def update(self, s, a, r, s2):
+        q = self.q_net(s).gather(1, a)
+{target}
+        loss = ((q - (r + 0.9 * q_next)) ** 2).mean()  # 目标
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+"""
+PLAIN = "        q_next = self.target_net(s2).max(1)[0].unsqueeze(1)"
+
+
+def agent(target: str = PLAIN, init: str = "", params: str = "self.q_net.parameters()") -> str:
+    return AGENT.format(target=target, init=init, params=params)
+
+
+def test_target_network_reported_at_its_call_and_detached():
+    [f] = gg208(agent())
+    assert f.range.start.line + 1 == 22 and f.severity.value == "warning"
+    assert "self.target_net" in f.message_in("en") and "line 25" in f.message_in("en")
+    assert "优化器" in f.message_in("zh")
+    out = fixed(agent())
+    assert "self.target_net(s2).detach().max(1)[0]" in out and not gg208(out)
+
+
+@pytest.mark.parametrize("target", [
+    "        q_next = self.target_net.forward(s2).max(1)[0].unsqueeze(1)",
+    "        nxt = self.target_net(s2)\n        q_next = nxt.gather(1, nxt.argmax(1, keepdim=True))",
+    "        best = self.q_net(s2).max(1)[1].unsqueeze(1)\n        q_next = self.target_net(s2).gather(1, best)",
+])
+def test_other_spellings_are_reported(target):
+    assert len(gg208(agent(target))) == 1
+
+
+@pytest.mark.parametrize("kw", [
+    # graph recording off, or the value cut
+    {"target": "        with torch.no_grad():\n            q_next = self.target_net(s2).max(1)[0].unsqueeze(1)"},
+    {"target": "        q_next = self.target_net(s2).detach().max(1)[0].unsqueeze(1)"},
+    {"target": "        q_next = self.target_net(s2).max(1)[0].unsqueeze(1).detach()"},
+    # only the indices of its output reach the loss
+    {"target": "        a2 = self.target_net(s2).max(1)[1].unsqueeze(1)\n        q_next = self.q_net(s2).gather(1, a2)"},
+    # frozen on purpose, or updated by hand
+    {"init": "\n        self.target_net.requires_grad_(False)"},
+    {"init": "\n        for p in self.target_net.parameters():\n            p.requires_grad = False"},
+    {"init": "\n        freeze(self.target_net)"},
+    # wrapped into a module an optimizer may own
+    {"init": "\n        self.both = nn.ModuleList([self.q_net, self.target_net])"},
+    # an optimizer owns it, or one whose parameters cannot be followed may
+    {"params": "list(self.q_net.parameters()) + list(self.target_net.parameters())"},
+    {"params": "params"},
+    {"params": "self.get_groups()"},
+])
+def test_right_forms_are_silent(kw):
+    assert not gg208(agent(**kw))
+
+
+def test_a_no_grad_method_and_a_network_fed_by_another_module_are_silent():
+    src = agent().replace("    def update(self", "    @torch.no_grad()\n    def update(self")
+    assert not gg208(src)
+    # its input carries the trained network's graph: a gradient may flow through it on purpose
+    assert not gg208(agent("        q_next = self.target_net(self.q_net(s2)).max(1)[0].unsqueeze(1)"))
+
+
+def test_a_module_agent_whose_optimizer_takes_everything_is_silent():
+    src = agent(params="self.parameters()").replace("class Agent:", "class Agent(nn.Module):").replace(
+        "    def __init__(self):\n        self.q_net", "    def __init__(self):\n        super().__init__()\n        self.q_net")
+    assert not gg208(src)
+
+
+def test_an_own_optimizer_counts_once_something_steps_it():
+    own = agent().replace("        self.fc = nn.Linear(4, 2)\n",
+                          "        self.fc = nn.Linear(4, 2)\n        self.opt = torch.optim.SGD(self.parameters(), lr=0.1)\n")
+    assert len(gg208(own)) == 1  # the target's own optimizer is never stepped
+    stepped = own.replace("        self.optimizer.step()\n", "        self.optimizer.step()\n        self.target_net.opt.step()\n")
+    assert not gg208(stepped)
+
+
+REPLACED = """\
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+model.fc = nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+{between}
+model.fc = {new}
+for step in range(3):
+    x = torch.randn(4, 8)
+    optimizer.zero_grad()
+    model.fc(model(x)).sum().backward()
+    optimizer.step()
+"""
+
+
+def test_layer_replaced_after_the_optimizer_is_reported_and_rebuilt():
+    src = REPLACED.format(between="", new="nn.Linear(8, 3)  # 新的分类头")
+    [f] = gg208(src)
+    assert f.range.start.line + 1 == 8 and "line 6" in f.message_in("en") and "第 6 行" in f.message_in("zh")
+    out = fixed(src)
+    assert "model.fc = nn.Linear(8, 3)  # 新的分类头\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n" in out
+    assert not gg208(out)
+
+
+@pytest.mark.parametrize("new", ["nn.Identity()", "model.fc"])
+def test_replacements_that_add_no_parameter_are_silent(new):
+    assert not gg208(REPLACED.format(between="", new=new))
+
+
+def test_only_the_replacement_after_the_last_rebuild_is_reported():
+    src = REPLACED.format(between="model.fc = nn.Linear(8, 3)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+                          new="nn.Linear(8, 4)")
+    assert [f.range.start.line + 1 for f in gg208(src)] == [9]
+
+
+def test_rebuilt_or_extended_after_the_replacement_is_silent():
+    base = REPLACED.format(between="", new="nn.Linear(8, 3)")
+    assert not gg208(base.replace("for step", "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\nfor step"))
+    assert not gg208(base.replace("for step", "optimizer.add_param_group({'params': model.fc.parameters()})\nfor step"))
+    assert not gg208(base.replace("for step", "model.fc.requires_grad_(False)\nfor step"))
+
+
+def test_no_fix_when_a_scheduler_holds_the_old_optimizer():
+    src = REPLACED.format(between="sched = torch.optim.lr_scheduler.StepLR(optimizer, 1)", new="nn.Linear(8, 3)")
+    [f] = gg208(src)
+    assert not f.fixes
+
+
+def test_left_out_of_the_groups_and_the_full_groups():
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 4)
+                self.neck = nn.Linear(4, 4)
+                self.head = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.head(self.neck(self.body(x)))
+
+
+        net = Net()
+        opt = torch.optim.SGD([{"params": net.body.parameters()}, {"params": net.head.parameters(), "lr": 0.1}], lr=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            net(torch.randn(2, 4)).sum().backward()
+            opt.step()
+        """)
+    [f] = gg208(src)
+    assert f.range.start.line + 1 == 17 and "`net.neck`" in f.message_in("en") and not f.fixes
+    assert not gg208(src.replace('{"params": net.head.parameters(), "lr": 0.1}',
+                                 '{"params": net.head.parameters(), "lr": 0.1}, {"params": net.neck.parameters()}'))
+    assert not gg208(src.replace("net = Net()\n", "net = Net()\nnet.neck.requires_grad_(False)\n"))
+
+
+def test_docs():
+    assert_sections("GG208")
+    assert_docs_page_is_the_explanation("GG208")
