@@ -17,15 +17,18 @@ TITLE = {
 EXPLANATION = {
     "en": '''\
 ## What it does
-Finds a `backward()` whose gradients land in parameters that no optimizer of the file updates. Two
+Finds a `backward()` whose gradients land in parameters that no optimizer of the file updates. Three
 shapes:
 
 - a network that no optimizer owns is called with graph recording on, and its output reaches the
   loss: the TD target of a DQN built from `self.target_net(next_states)` without `.detach()` or
   `torch.no_grad()`;
 - layers put into a model after the optimizer was built from `model.parameters()`
-  (`model.fc = nn.Linear(...)`, or a same-file function that assigns new layers to the model's
-  attributes), then trained with that optimizer.
+  (`model.fc = nn.Linear(...)`, `model = Net2()`, or a same-file function that assigns new layers
+  to the model's attributes), then trained with that optimizer;
+- a layer that `forward` calls and that no parameter group holds: the optimizer built from groups
+  of some of the model's layers (`[{"params": model.encoder.parameters()}, ...]`, or a same-file
+  `model.get_optimizer_parameters()` that returns them), and one layer left out.
 
 ## Why is this bad?
 An optimizer takes its list of parameters once, when it is built. Parameters it does not hold are
@@ -87,6 +90,10 @@ left alone. So is a network called under `torch.no_grad()` or in a `@torch.no_gr
 Not reported: the rule reads every optimizer built in the file, and stays silent as soon as one of
 them is built from parameters it cannot follow (`optim.Adam(params)` of an unknown `params`).
 
+**Is there a quick fix for a layer left out of the groups?**
+No: which group, and so which learning rate, the layer belongs to is the author's choice. Add a group
+for it, or freeze it if leaving it untrained is the intent (then it is not reported).
+
 **I build the optimizer again after replacing the layer.**
 Not reported; neither is `optimizer.add_param_group(...)` after the replacement, nor replacing a
 layer by one without parameters (`nn.Identity()`).
@@ -96,12 +103,15 @@ Not reported: that network has its own optimizer, which zeroes its gradients bef
 ''',
     "zh": '''\
 ## 它检查什么
-找出这样的 `backward()`：它的梯度落在文件中没有任何优化器更新的参数上。两种形态：
+找出这样的 `backward()`：它的梯度落在文件中没有任何优化器更新的参数上。三种形态：
 
 - 一个没有优化器拥有的网络在记录计算图的情况下被调用，它的输出进入了损失：例如 DQN 的 TD 目标由
   `self.target_net(next_states)` 计算，却没有 `.detach()`，也不在 `torch.no_grad()` 中；
-- 在优化器已经用 `model.parameters()` 构建之后，又把新层放进模型（`model.fc = nn.Linear(...)`，或
-  同一文件中把新层赋给模型属性的函数），然后继续用这个优化器训练。
+- 在优化器已经用 `model.parameters()` 构建之后，又把新层放进模型（`model.fc = nn.Linear(...)`、
+  `model = Net2()`，或同一文件中把新层赋给模型属性的函数），然后继续用这个优化器训练；
+- `forward` 调用了某一层，但没有任何参数组包含它：优化器由模型部分层的参数组构建
+  （`[{"params": model.encoder.parameters()}, ...]`，或同一文件中返回这些参数组的
+  `model.get_optimizer_parameters()`），漏掉了其中一层。
 
 ## 为什么这是个问题
 优化器只在构建时读取一次参数列表。它没有持有的参数永远不会被更新，无论收到多少梯度。对目标网络而言，
@@ -157,6 +167,10 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 **有第二个优化器更新它。**
 不会被报告：本规则会读取文件中构建的每个优化器；只要其中一个的参数来源无法追踪（例如未知的
 `params` 构建的 `optim.Adam(params)`），就保持沉默。
+
+**漏在参数组之外的层有快速修复吗？**
+没有：这一层属于哪个参数组（也就是用哪个学习率）应由作者决定。请为它添加参数组；如果本意就是不训练它，
+请冻结它（这样就不会被报告）。
 
 **我在替换层之后重新构建了优化器。**
 不会被报告；替换之后调用 `optimizer.add_param_group(...)`，或者替换成没有参数的层（`nn.Identity()`），
