@@ -176,7 +176,7 @@ class HistoryFlow(interp.GraphFlow):
         meter = (self.frames and not self.no_grad and s.__class__ in (ast.Expr, ast.Assign)
                  and s.value.__class__ is ast.Call
                  and isinstance(s.value.func, ast.Attribute) and s.value.func.attr not in _ACC_METHODS
-                 and isinstance(s.value.func.value, ast.Name))
+                 and dotted_receiver(s.value.func.value))
         outer = (self._fill_call, self._fills)
         if meter:
             self._fill_call, self._fills = s.value, []
@@ -477,6 +477,13 @@ def _escaping_marks(flow: HistoryFlow) -> Tuple[set, set]:
     for r in flow.returns:
         returned |= r.taints
     return {t for t in used if t[0] == "H"}, {t for t in returned if t[0] == "H"}
+
+
+def dotted_receiver(e: ast.expr) -> bool:
+    """``meter`` or ``xp.Train_loss``: a name, or attributes of one (a meter kept on a logger)."""
+    while isinstance(e, ast.Attribute):
+        e = e.value
+    return isinstance(e, ast.Name)
 
 
 def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:

@@ -9,9 +9,10 @@ is legal, and the flag is sometimes meant.
 
 Detection is on the unit's statements, with the AST predicates of
 :mod:`gradguard.analysis.interpreter`: a name bound to a tensor factory called with
-``requires_grad=True`` (or flagged by ``x.requires_grad_()`` / ``x.requires_grad
-= True``) whose every later use is as input of a computation inside a loop that
-back-propagates (a module call, an operation), or a read of its shape. Any other
+``requires_grad=True`` (also one element of a tuple assignment, ``inputs, labels =
+Variable(inputs, requires_grad=True), Variable(labels)``), or flagged by
+``x.requires_grad_()`` / ``x.requires_grad = True``, whose every later use is as
+input of a computation inside a loop that back-propagates (a module call, an operation), or a read of its shape. Any other
 use keeps it silent: ``x.grad`` read (adversarial examples, saliency maps, deep
 dream), ``x`` handed to an optimizer or to ``torch.autograd.grad`` (input
 optimisation, style transfer, PINNs), put in a list, returned, stored, passed to
@@ -73,13 +74,22 @@ def _flagged(body, ctx) -> List[Tuple[str, ast.stmt, Optional[TextEdit]]]:
     """(name, statement, edit dropping the flag) for each tensor given requires_grad."""
     out: List[Tuple[str, ast.stmt, Optional[TextEdit]]] = []
     for s in A.iter_statements(body):
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
-            call = s.value
-            if isinstance(call, ast.Call) and (A.qualify(call.func, ctx) in K.TENSOR_FACTORIES
-                                               or A.qualify(call.func, ctx) in K.VARIABLE_CONSTRUCTORS):
-                for kw in call.keywords:
-                    if kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
-                        out.append((s.targets[0].id, s, _drop_keyword(call, kw, ctx)))
+        if isinstance(s, ast.Assign) and len(s.targets) == 1:
+            t, v = s.targets[0], s.value
+            # ``inputs, labels = Variable(inputs, requires_grad=True), Variable(labels)``: each pair
+            pairs = list(zip(t.elts, v.elts)) if (isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple)
+                                                  and len(t.elts) == len(v.elts)) else [(t, v)]
+            for target, call in pairs:
+                if not isinstance(target, ast.Name):
+                    continue
+                if isinstance(call, ast.Call) and (A.qualify(call.func, ctx) in K.TENSOR_FACTORIES
+                                                   or A.qualify(call.func, ctx) in K.VARIABLE_CONSTRUCTORS):
+                    for kw in call.keywords:
+                        if kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
+                            out.append((target.id, s, _drop_keyword(call, kw, ctx)))
+            if (isinstance(t, ast.Attribute) and t.attr == "requires_grad" and isinstance(t.value, ast.Name)
+                    and isinstance(v, ast.Constant) and v.value is True):
+                out.append((t.value.id, s, _delete_line(s, ctx)))  # ``x.requires_grad = True``
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             c = s.value
             if (isinstance(c.func, ast.Attribute) and c.func.attr == "requires_grad_" and isinstance(c.func.value, ast.Name)
@@ -118,6 +128,9 @@ def _only_training_input(body, name: str, site: ast.stmt, ctx, function: bool = 
         if isinstance(p, ast.Attribute):
             if p.attr in _META_ATTRS:
                 continue
+            pp = parents.get(id(p))
+            if p.attr == "data" and isinstance(pp, ast.Attribute) and pp.attr in _META_ATTRS:
+                continue  # ``x.data.shape[0]``: its shape
             return False
         in_loop = any(lp.lineno <= n.lineno <= (lp.end_lineno or lp.lineno) for lp in loops)
         if not in_loop:
