@@ -98,41 +98,41 @@ def _networks(cls: ast.ClassDef, ctx) -> "Dict[str, ast.Call]":
     for the attributes bound once, to a module with parameters the file can see."""
     seen: "Dict[str, List[ast.AST]]" = {}
     for n in A.walk_all(cls):
-        if n.__class__ is ast.Assign:
-            for t in n.targets:  # type: ignore[attr-defined]
-                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):  # type: ignore[attr-defined]
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
                     if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
-                        seen.setdefault(e.attr, []).append(n.value)  # type: ignore[attr-defined]
-        elif n.__class__ in (ast.AugAssign, ast.AnnAssign):
-            t = n.target  # type: ignore[attr-defined]
+                        seen.setdefault(e.attr, []).append(n.value)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+            t = n.target
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                 seen.setdefault(t.attr, []).append(n)
     out: "Dict[str, ast.Call]" = {}
     for attr, values in seen.items():
-        if len(values) != 1 or values[0].__class__ is not ast.Call:
+        if len(values) != 1 or not isinstance(values[0], ast.Call):
             continue
         call = values[0]
-        while (isinstance(call.func, ast.Attribute) and call.func.attr in _MOVES  # type: ignore[attr-defined]
-               and isinstance(call.func.value, ast.Call)):  # type: ignore[attr-defined]
-            call = call.func.value  # type: ignore[attr-defined]  # Net(...).to(device)
+        while (isinstance(call.func, ast.Attribute) and call.func.attr in _MOVES
+               and isinstance(call.func.value, ast.Call)):
+            call = call.func.value  # Net(...).to(device)
         if layer_with_parameters(call, ctx):
-            out[attr] = call  # type: ignore[assignment]
+            out[attr] = call
             continue
-        if isinstance(call.func, ast.Name):  # type: ignore[attr-defined]
-            fact = ctx.summary.get(CLASS + call.func.id)  # type: ignore[attr-defined]
+        if isinstance(call.func, ast.Name):
+            fact = ctx.summary.get(CLASS + call.func.id)
             if isinstance(fact, tuple) and fact[0] and fact[1] and (not fact[2] or (
                     not fact[3] and not ctx.summary.get(STEPPED + attr))):
                 # (an optimizer the network builds for itself counts when something steps it: a
                 # method of its class, or a ``.step()`` reached through this attribute)
-                out[attr] = call  # type: ignore[assignment]
+                out[attr] = call
     return out
 
 
 def _network_of(call: ast.AST, nets: "Dict[str, ast.Call]") -> "Optional[str]":
     """``self.T(...)`` or ``self.T.forward(...)`` -> ``T``."""
-    if call.__class__ is not ast.Call:
+    if not isinstance(call, ast.Call):
         return None
-    f = call.func  # type: ignore[attr-defined]
+    f = call.func
     if isinstance(f, ast.Attribute) and f.attr == "forward":
         f = f.value
     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in nets:
@@ -154,18 +154,17 @@ class _Taint:
 
     def of(self, e: ast.AST, quiet: bool) -> "Set[str]":
         """The networks (and ``*``) whose graph the value of ``e`` carries."""
-        cls = e.__class__
-        if cls is ast.Name:
-            return set(self.names.get(e.id, ()))  # type: ignore[attr-defined]
-        if cls is ast.Constant or cls is ast.Compare or cls in (ast.Lambda, ast.JoinedStr):
+        if isinstance(e, ast.Name):
+            return set(self.names.get(e.id, ()))
+        if isinstance(e, (ast.Constant, ast.Compare, ast.Lambda, ast.JoinedStr)):
             return set()
-        if cls is ast.Attribute:
-            if e.attr in K.GRAPH_CUT_ATTRS or e.attr in K.NON_GRAPH_ATTRS or e.attr == "grad":  # type: ignore[attr-defined]
+        if isinstance(e, ast.Attribute):
+            if e.attr in K.GRAPH_CUT_ATTRS or e.attr in K.NON_GRAPH_ATTRS or e.attr == "grad":
                 return set()
-            return self.of(e.value, quiet)  # type: ignore[attr-defined]
-        if cls is ast.Subscript:
-            v = e.value  # type: ignore[attr-defined]
-            idx = e.slice  # type: ignore[attr-defined]
+            return self.of(e.value, quiet)
+        if isinstance(e, ast.Subscript):
+            v = e.value
+            idx = e.slice
             # ``x.max(1)[1]``, ``torch.max(x, 1)[1]``: the indices carry no gradient
             if (isinstance(idx, ast.Constant) and idx.value == 1 and isinstance(v, ast.Call)
                     and _callee_name(v) in ("max", "min", "topk", "sort")):
@@ -173,9 +172,9 @@ class _Taint:
                 return set()
             self.of(idx, quiet)
             return self.of(v, quiet)
-        if cls is ast.Call:
-            f = e.func  # type: ignore[attr-defined]
-            args = list(e.args) + [k.value for k in e.keywords]  # type: ignore[attr-defined]
+        if isinstance(e, ast.Call):
+            f = e.func
+            args = list(e.args) + [k.value for k in e.keywords]
             got: "Set[str]" = set()
             for a in args:
                 got |= self.of(a.value if isinstance(a, ast.Starred) else a, quiet)
@@ -190,7 +189,7 @@ class _Taint:
                     return set()
                 if "*" in got:
                     self.dirty_inputs.add(net)
-                self.calls.setdefault(net, []).append(e)  # type: ignore[arg-type]
+                self.calls.setdefault(net, []).append(e)
                 return got | {net}
             q = A.qualify(f, self.ctx) or ""
             if q.startswith("torch.") and q.rsplit(".", 1)[-1] in K.INTEGER_METHODS:
@@ -207,31 +206,30 @@ class _Taint:
 
     def block(self, stmts: "List[ast.stmt]", quiet: bool) -> None:
         for s in stmts:
-            cls = s.__class__
-            if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            if cls in (ast.With, ast.AsyncWith):
-                for item in s.items:  # type: ignore[attr-defined]
+            if isinstance(s, (ast.With, ast.AsyncWith)):
+                for item in s.items:
                     self.of(item.context_expr, quiet)
-                self.block(s.body, quiet or A.is_no_grad_with(s, self.ctx))  # type: ignore[attr-defined]
+                self.block(s.body, quiet or A.is_no_grad_with(s, self.ctx))
                 continue
-            if cls is ast.Assign:
-                val = self.of(s.value, quiet)  # type: ignore[attr-defined]
-                for t in s.targets:  # type: ignore[attr-defined]
+            if isinstance(s, ast.Assign):
+                val = self.of(s.value, quiet)
+                for t in s.targets:
                     self._bind(t, val)
                 continue
-            if cls is ast.AugAssign or cls is ast.AnnAssign:
-                val = self.of(s.value, quiet) if s.value is not None else set()  # type: ignore[attr-defined]
-                t = s.target  # type: ignore[attr-defined]
+            if isinstance(s, (ast.AugAssign, ast.AnnAssign)):
+                val = self.of(s.value, quiet) if s.value is not None else set()
+                t = s.target
                 if isinstance(t, ast.Name):
-                    self.names[t.id] = (self.names.get(t.id, set()) | val) if cls is ast.AugAssign else val
+                    self.names[t.id] = (self.names.get(t.id, set()) | val) if isinstance(s, ast.AugAssign) else val
                 continue
-            if cls is ast.For or cls is ast.AsyncFor:
-                self._bind(s.target, self.of(s.iter, quiet))  # type: ignore[attr-defined]
-            elif cls is ast.Expr:
-                e = s.value  # type: ignore[attr-defined]
-                if e.__class__ is ast.Call and A.is_backward_call(e, self.ctx):
-                    target = A.backward_target(e, self.ctx)  # type: ignore[arg-type]
+            if isinstance(s, (ast.For, ast.AsyncFor)):
+                self._bind(s.target, self.of(s.iter, quiet))
+            elif isinstance(s, ast.Expr):
+                e = s.value
+                if isinstance(e, ast.Call) and A.is_backward_call(e, self.ctx):
+                    target = A.backward_target(e, self.ctx)
                     self.backwards.append((e, self.of(target, quiet) if target is not None else set()))
                     continue
                 self.of(e, quiet)
@@ -323,11 +321,11 @@ def _src(node: ast.AST, ctx) -> str:
 # ---------------------------------------------------------------------------
 def _optimizer_of(s: ast.stmt, ctx) -> "Optional[Tuple[str, str]]":
     """``opt = optim.X(M.parameters(), ...)`` -> (``opt``, ``M``)."""
-    if s.__class__ is not ast.Assign or len(s.targets) != 1:  # type: ignore[attr-defined]
+    if not isinstance(s, ast.Assign) or len(s.targets) != 1:
         return None
-    name = A.dotted(s.targets[0])  # type: ignore[attr-defined]
-    call = s.value  # type: ignore[attr-defined]
-    if name is None or not is_optimizer_call(call, ctx) or not call.args:
+    name = A.dotted(s.targets[0])
+    call = s.value
+    if name is None or not isinstance(call, ast.Call) or not is_optimizer_call(call, ctx) or not call.args:
         return None
     a = call.args[0]
     if (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "parameters"
@@ -341,24 +339,24 @@ def _optimizer_of(s: ast.stmt, ctx) -> "Optional[Tuple[str, str]]":
 def _replacement(s: ast.stmt, owner: str, ctx, made: "Set[str]") -> "Optional[str]":
     """Does the statement put a new layer with parameters into ``owner``? The attribute
     (or the function) that does it."""
-    if s.__class__ is ast.Assign:
+    if isinstance(s, ast.Assign):
         pairs: "List[Tuple[ast.AST, ast.AST]]" = []
-        for t in s.targets:  # type: ignore[attr-defined]
-            v = s.value  # type: ignore[attr-defined]
+        for t in s.targets:
+            v = s.value
             if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
                 pairs.extend(zip(t.elts, v.elts))
             else:
                 pairs.append((t, v))
-        for t, v in pairs:
-            if A.dotted(t) == owner and _new_module(v, ctx):
+        for tgt, val in pairs:
+            if A.dotted(tgt) == owner and _new_module(val, ctx):
                 return owner  # ``net = Net2()``: a new model under the old name
-            d = A.dotted(t) if isinstance(t, ast.Attribute) else None
+            d = A.dotted(tgt) if isinstance(tgt, ast.Attribute) else None
             if d is not None and d.startswith(owner + ".") and (
-                    layer_with_parameters(v, ctx) or (isinstance(v, ast.Name) and v.id in made)):
+                    layer_with_parameters(val, ctx) or (isinstance(val, ast.Name) and val.id in made)):
                 return d
         return None
-    if s.__class__ is ast.Expr and s.value.__class__ is ast.Call:  # type: ignore[attr-defined]
-        call = s.value  # type: ignore[attr-defined]
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+        call = s.value
         if isinstance(call.func, ast.Name):
             rep = ctx.summary.get(REPLACES + call.func.id)
             if isinstance(rep, tuple):
@@ -382,10 +380,10 @@ def _new_module(v: ast.AST, ctx) -> bool:
 def _handed_on(nodes, name: str) -> bool:
     """Is ``name`` used otherwise than as the receiver of a method call (``opt.step()``)?
     A scheduler built on it, a list holding it: the old optimizer lives on there."""
-    receivers = {id(n.func.value) for n in nodes  # type: ignore[attr-defined]
-                 if n.__class__ is ast.Call and isinstance(n.func, ast.Attribute)}  # type: ignore[attr-defined]
+    receivers = {id(n.func.value) for n in nodes
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
     return any(A.dotted(n) == name and id(n) not in receivers for n in nodes
-               if n.__class__ in (ast.Name, ast.Attribute))
+               if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 def _replaced_after_optimizer(rule, unit, ctx) -> "List[Finding]":
@@ -396,8 +394,8 @@ def _replaced_after_optimizer(rule, unit, ctx) -> "List[Finding]":
     for block in _blocks(unit.body):
         made: "Set[str]" = set()
         for i, s in enumerate(block):
-            if s.__class__ is ast.Assign and layer_with_parameters(s.value, ctx):  # type: ignore[attr-defined]
-                for t in s.targets:  # type: ignore[attr-defined]
+            if isinstance(s, ast.Assign) and layer_with_parameters(s.value, ctx):
+                for t in s.targets:
                     made.update(A.target_names(t))
             got = _optimizer_of(s, ctx)
             if got is None:
@@ -405,7 +403,8 @@ def _replaced_after_optimizer(rule, unit, ctx) -> "List[Finding]":
             opt, owner = got
             for j in range(i + 1, len(block)):
                 r = block[j]
-                if _optimizer_of(r, ctx) is not None and _optimizer_of(r, ctx)[0] == opt:  # type: ignore[index]
+                again = _optimizer_of(r, ctx)
+                if again is not None and again[0] == opt:
                     break  # built again
                 what = _replacement(r, owner, ctx, made)
                 if what is None:
@@ -423,11 +422,11 @@ def _steps_after(nodes, opt: str, owner: str, ctx) -> bool:
     to it, or freezing ``owner``'s layers."""
     step = backward = False
     for n in nodes:
-        if n.__class__ is ast.Assign and any(A.dotted(t) == opt for t in n.targets):  # type: ignore[attr-defined]
+        if isinstance(n, ast.Assign) and any(A.dotted(t) == opt for t in n.targets):
             return False
-        if n.__class__ is not ast.Call:
+        if not isinstance(n, ast.Call):
             continue
-        f = n.func  # type: ignore[attr-defined]
+        f = n.func
         if isinstance(f, ast.Attribute):
             recv = A.dotted(f.value)
             if recv == opt and f.attr == "add_param_group":
@@ -444,7 +443,7 @@ def _steps_after(nodes, opt: str, owner: str, ctx) -> bool:
 def _blocks(body: "List[ast.stmt]") -> "List[List[ast.stmt]]":
     out = [body]
     for s in A.iter_statements(body):
-        if s.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         out.extend(A.child_blocks(s))
     return out
@@ -456,8 +455,8 @@ def _replaced_finding(rule, block, i: int, j: int, opt: str, owner: str, what: s
     related = (Related(ctx.line_range(opt_stmt), M.optimizer_built_here(opt)),)
     fixes: "Tuple[Fix, ...]" = ()
     between = [n for t in block[i + 1:j] for n in A.iter_nodes(t)]
-    loaded = {A.dotted(n) for n in A.iter_nodes(opt_stmt.value) if n.__class__ in (ast.Name, ast.Attribute)}
-    assigned = {d for t in block[i + 1:j] if t.__class__ is ast.Assign for tg in t.targets
+    loaded = {A.dotted(n) for n in A.iter_nodes(opt_stmt.value) if isinstance(n, (ast.Name, ast.Attribute))}
+    assigned = {d for t in block[i + 1:j] if isinstance(t, ast.Assign) for tg in t.targets
                 for d in A.target_names(tg)}
     if not _handed_on(between, opt) and not (loaded & assigned):
         first, last = opt_stmt.lineno, opt_stmt.end_lineno or opt_stmt.lineno
@@ -477,10 +476,10 @@ def _instances(unit) -> "Dict[str, str]":
     """``model = Net(...)`` bound once in the unit: name -> class name."""
     seen: "Dict[str, List[str]]" = {}
     for n in A.unit_nodes(unit):
-        if n.__class__ is ast.Assign:
-            for t in n.targets:  # type: ignore[attr-defined]
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
                 for name in A.target_names(t):
-                    v = n.value  # type: ignore[attr-defined]
+                    v = n.value
                     cls = v.func.id if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) else ""
                     seen.setdefault(name, []).append(cls)
     return {k: v[0] for k, v in seen.items() if len(v) == 1 and v[0]}
@@ -489,13 +488,13 @@ def _instances(unit) -> "Dict[str, str]":
 def _fills(unit) -> "Dict[str, List[ast.AST]]":
     out: "Dict[str, List[ast.AST]]" = {}
     for n in A.unit_nodes(unit):
-        if n.__class__ is ast.Assign:
-            for t in n.targets:  # type: ignore[attr-defined]
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
                 if isinstance(t, ast.Name):
-                    out.setdefault(t.id, []).append(n.value)  # type: ignore[attr-defined]
-        elif (n.__class__ is ast.Call and isinstance(n.func, ast.Attribute)  # type: ignore[attr-defined]
-              and n.func.attr in ("append", "extend") and isinstance(n.func.value, ast.Name)):  # type: ignore[attr-defined]
-            out.setdefault(n.func.value.id, []).extend(n.args)  # type: ignore[attr-defined]
+                    out.setdefault(t.id, []).append(n.value)
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in ("append", "extend") and isinstance(n.func.value, ast.Name)):
+            out.setdefault(n.func.value.id, []).extend(n.args)
     return out
 
 
@@ -529,11 +528,11 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
     nodes = A.unit_nodes(unit)
     out: "List[Finding]" = []
     for s in A.iter_statements(unit.body):
-        if s.__class__ is not ast.Assign or len(s.targets) != 1:  # type: ignore[attr-defined]
+        if not isinstance(s, ast.Assign) or len(s.targets) != 1:
             continue
-        call = s.value  # type: ignore[attr-defined]
-        opt = A.dotted(s.targets[0])  # type: ignore[attr-defined]
-        if opt is None or not is_optimizer_call(call, ctx) or not call.args:
+        call = s.value
+        opt = A.dotted(s.targets[0])
+        if opt is None or not isinstance(call, ast.Call) or not is_optimizer_call(call, ctx) or not call.args:
             continue
         got = _covered(call.args[0], instances, unit, ctx)
         if got is None:
@@ -551,5 +550,5 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
 
 
 def _steps_in(nodes, opt: str) -> bool:
-    return any(n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr == "step"  # type: ignore[attr-defined]
-               and A.dotted(n.func.value) == opt for n in nodes)  # type: ignore[attr-defined]
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+               and A.dotted(n.func.value) == opt for n in nodes)

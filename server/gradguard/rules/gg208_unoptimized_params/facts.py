@@ -68,9 +68,9 @@ _ADDERS = frozenset({"append", "extend", "add_module", "register_module", "inser
 
 def is_optimizer_call(call: ast.AST, ctx=None) -> bool:
     """``torch.optim.Adam(...)``, ``optim.SGD(...)`` (not a scheduler)."""
-    if call.__class__ is not ast.Call:
+    if not isinstance(call, ast.Call):
         return False
-    q = A.qualify(call.func, ctx) or ""  # type: ignore[attr-defined]
+    q = A.qualify(call.func, ctx) or ""
     if not q.startswith(K.OPTIMIZER_PREFIXES) or ".lr_scheduler" in q or ".swa_utils" in q:
         return False
     last = q.rsplit(".", 1)[-1]
@@ -80,16 +80,16 @@ def is_optimizer_call(call: ast.AST, ctx=None) -> bool:
 def layer_with_parameters(call: ast.AST, ctx=None) -> bool:
     """``nn.Linear(...)``, ``torch.nn.Conv2d(...)``, ``nn.Parameter(...)``: a torch module
     (or parameter) that owns parameters; ``nn.Sequential(...)`` when one of its arguments is."""
-    if call.__class__ is not ast.Call:
+    if not isinstance(call, ast.Call):
         return False
-    q = A.qualify(call.func, ctx) or ""  # type: ignore[attr-defined]
+    q = A.qualify(call.func, ctx) or ""
     if not q.startswith("torch.nn.") or q.startswith("torch.nn.functional."):
         return False
     last = q.rsplit(".", 1)[-1]
     if not last[:1].isupper() or last in K.PARAMETERLESS_MODULES or last.endswith("Loss"):
         return False
     if last in _CONTAINERS:
-        return any(layer_with_parameters(a, ctx) for a in call.args)  # type: ignore[attr-defined]
+        return any(layer_with_parameters(a, ctx) for a in call.args)
     return True
 
 
@@ -105,25 +105,25 @@ def parameter_owners(expr: ast.AST, local: "Dict[str, List[ast.AST]]") -> "Tuple
         e = todo.pop()
         found = False
         names: "List[str]" = []
-        funcs = {id(n.func) for n in A.walk_all(e) if n.__class__ is ast.Call}  # type: ignore[attr-defined]
-        inner = {id(n.value) for n in A.walk_all(e) if n.__class__ is ast.Attribute}  # type: ignore[attr-defined]
+        funcs = {id(n.func) for n in A.walk_all(e) if isinstance(n, ast.Call)}
+        inner = {id(n.value) for n in A.walk_all(e) if isinstance(n, ast.Attribute)}
         for n in A.walk_all(e):
-            if n.__class__ is ast.Attribute and id(n) not in funcs and id(n) not in inner:
+            if isinstance(n, ast.Attribute) and id(n) not in funcs and id(n) not in inner:
                 d = A.dotted(n)
                 if d is not None:  # ``[self.log_alpha]``: a tensor handed over directly
                     owners.add(d)
                     found = True
                     continue
-            if (n.__class__ is ast.Call and isinstance(n.func, ast.Attribute)  # type: ignore[attr-defined]
-                    and n.func.attr in _PARAM_METHODS):  # type: ignore[attr-defined]
-                d = A.dotted(n.func.value)  # type: ignore[attr-defined]
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr in _PARAM_METHODS):
+                d = A.dotted(n.func.value)
                 if d is None:
                     opaque = True
                 else:
                     owners.add(d)
                 found = True
-            elif n.__class__ is ast.Name and isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
-                names.append(n.id)  # type: ignore[attr-defined]
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                names.append(n.id)
         if found:
             continue
         # no .parameters() in it: a name filled elsewhere in the function, or something opaque
@@ -143,17 +143,17 @@ def _local_fills(body_owner: ast.AST) -> "Dict[str, List[ast.AST]]":
     """name -> the expressions a def (or the module) assigns, appends or adds to it."""
     out: "Dict[str, List[ast.AST]]" = {}
     for n in A.walk_all(body_owner):
-        if n.__class__ is ast.Assign:
-            for t in n.targets:  # type: ignore[attr-defined]
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
                 if isinstance(t, ast.Name):
-                    out.setdefault(t.id, []).append(n.value)  # type: ignore[attr-defined]
+                    out.setdefault(t.id, []).append(n.value)
                 elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-                    out.setdefault(t.value.id, []).append(n.value)  # type: ignore[attr-defined]
-        elif n.__class__ is ast.AugAssign and isinstance(n.target, ast.Name):  # type: ignore[attr-defined]
-            out.setdefault(n.target.id, []).append(n.value)  # type: ignore[attr-defined]
-        elif (n.__class__ is ast.Call and isinstance(n.func, ast.Attribute)  # type: ignore[attr-defined]
-              and n.func.attr in ("append", "extend", "update") and isinstance(n.func.value, ast.Name)):  # type: ignore[attr-defined]
-            out.setdefault(n.func.value.id, []).extend(n.args)  # type: ignore[attr-defined]
+                    out.setdefault(t.value.id, []).append(n.value)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            out.setdefault(n.target.id, []).append(n.value)
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in ("append", "extend", "update") and isinstance(n.func.value, ast.Name)):
+            out.setdefault(n.func.value.id, []).extend(n.args)
     return out
 
 
@@ -170,9 +170,9 @@ def _owner_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
     for scope, cls in scopes:
         local = None
         for n in A.walk_all(scope):
-            if not is_optimizer_call(n):
+            if not isinstance(n, ast.Call) or not is_optimizer_call(n):
                 continue
-            args = list(n.args[:1]) + [k.value for k in n.keywords if k.arg == "params"]  # type: ignore[attr-defined]
+            args = list(n.args[:1]) + [k.value for k in n.keywords if k.arg == "params"]
             if local is None:
                 local = _local_fills(scope)
             for a in args:
@@ -199,30 +199,29 @@ def _freezes(call: ast.Call) -> bool:
 
 def _alone_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
     for n in A.walk_all(stmt):
-        cls = n.__class__
-        if cls is ast.For:
+        if isinstance(n, ast.For):
             owner = A.frozen_by_loop(n)
             if owner is not None:
                 out[ALONE + _last(owner)] = True
                 continue
-            it = n.iter  # type: ignore[attr-defined]
+            it = n.iter
             if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _PARAM_METHODS
                     and A.dotted(it.func.value) is not None
                     and any(isinstance(m, ast.Attribute) and m.attr in ("grad", "requires_grad")
                             for m in A.walk_all(n))):
                 out[ALONE + _last(A.dotted(it.func.value) or "")] = True  # a hand-written update, or a freeze
-        elif cls is ast.Call:
-            f = n.func  # type: ignore[attr-defined]
+        elif isinstance(n, ast.Call):
+            f = n.func
             if isinstance(f, ast.Attribute) and f.attr == "requires_grad_":
                 d = A.dotted(f.value)
                 if d is not None:
                     out[ALONE + _last(d)] = True
                 continue
-            args = list(n.args) + [k.value for k in n.keywords]  # type: ignore[attr-defined]
+            args = list(n.args) + [k.value for k in n.keywords]
             flat: "List[ast.AST]" = []
             for a in args:
                 a = a.value if isinstance(a, ast.Starred) else a
-                flat.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])  # type: ignore[attr-defined]
+                flat.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
             named = [d for d in (A.dotted(a) for a in flat) if d is not None and "." in d]
             if not named:
                 continue
@@ -233,11 +232,11 @@ def _alone_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
             if wraps or _freezes(n):
                 for d in named:
                     out[ALONE + _last(d)] = True
-        elif cls is ast.Assign and isinstance(n.value, ast.Attribute):  # type: ignore[attr-defined]
+        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute):
             # ``self.encoder = model.encoder``: a module shared with another owner
-            d = A.dotted(n.value)  # type: ignore[attr-defined]
+            d = A.dotted(n.value)
             if d is not None and "." in d:
-                for t in n.targets:  # type: ignore[attr-defined]
+                for t in n.targets:
                     td = A.dotted(t)
                     if td is not None:
                         out[ALONE + _last(td)] = True
@@ -248,12 +247,12 @@ def class_facts(node: ast.ClassDef) -> "Tuple[bool, bool, bool, bool]":
     has_params = False
     own_opt = steps = False
     for n in A.walk_all(node):
-        if n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr == "step":  # type: ignore[attr-defined]
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
             steps = True
         if layer_with_parameters(n):
             has_params = True
-        if is_optimizer_call(n):
-            args = list(n.args[:1]) + [k.value for k in n.keywords if k.arg == "params"]  # type: ignore[attr-defined]
+        if isinstance(n, ast.Call) and is_optimizer_call(n):
+            args = list(n.args[:1]) + [k.value for k in n.keywords if k.arg == "params"]
             if any(owner == "self" for a in args for owner in parameter_owners(a, {})[0]):
                 own_opt = True
     return is_module, has_params, own_opt, steps
@@ -261,20 +260,20 @@ def class_facts(node: ast.ClassDef) -> "Tuple[bool, bool, bool, bool]":
 
 def _stepped_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
     for n in A.walk_all(stmt):
-        if n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr == "step":  # type: ignore[attr-defined]
-            d = A.dotted(n.func.value)  # type: ignore[attr-defined]
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
+            d = A.dotted(n.func.value)
             for part in (d or "").split(".")[:-1]:
                 if part != "self":
                     out[STEPPED + part] = True
 
 
-def _replaced_params(fn: ast.AST) -> "Tuple[int, ...]":
-    args = fn.args  # type: ignore[attr-defined]
+def _replaced_params(fn: "ast.FunctionDef | ast.AsyncFunctionDef") -> "Tuple[int, ...]":
+    args = fn.args
     params = [a.arg for a in list(args.posonlyargs) + list(args.args)]
     made: "Set[str]" = set()  # local names bound to a layer with parameters
     for n in A.walk_all(fn):
-        if n.__class__ is ast.Assign and layer_with_parameters(n.value):  # type: ignore[attr-defined]
-            for t in n.targets:  # type: ignore[attr-defined]
+        if isinstance(n, ast.Assign) and layer_with_parameters(n.value):
+            for t in n.targets:
                 made.update(A.target_names(t))
     hit: "Set[int]" = set()
 
@@ -282,23 +281,23 @@ def _replaced_params(fn: ast.AST) -> "Tuple[int, ...]":
         return layer_with_parameters(v) or (isinstance(v, ast.Name) and v.id in made)
 
     for n in A.walk_all(fn):
-        if n.__class__ is ast.Assign:
+        if isinstance(n, ast.Assign):
             pairs: "List[Tuple[ast.AST, ast.AST]]" = []
-            for t in n.targets:  # type: ignore[attr-defined]
-                v = n.value  # type: ignore[attr-defined]
+            for t in n.targets:
+                v = n.value
                 if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
                     pairs.extend(zip(t.elts, v.elts))
                 else:
                     pairs.append((t, v))
-            for t, v in pairs:
-                if isinstance(t, ast.Attribute) and layer(v):
-                    head = (A.dotted(t) or "").split(".")[0]
+            for tgt, val in pairs:
+                if isinstance(tgt, ast.Attribute) and layer(val):
+                    head = (A.dotted(tgt) or "").split(".")[0]
                     if head in params:
                         hit.add(params.index(head))
-        elif (n.__class__ is ast.Call and isinstance(n.func, ast.Name) and n.func.id == "setattr"  # type: ignore[attr-defined]
-              and len(n.args) == 3 and isinstance(n.args[0], ast.Name) and layer(n.args[2])):  # type: ignore[attr-defined]
-            if n.args[0].id in params:  # type: ignore[attr-defined]
-                hit.add(params.index(n.args[0].id))  # type: ignore[attr-defined]
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr"
+              and len(n.args) == 3 and isinstance(n.args[0], ast.Name) and layer(n.args[2])):
+            if n.args[0].id in params:
+                hit.add(params.index(n.args[0].id))
     return tuple(sorted(hit))
 
 
@@ -309,18 +308,18 @@ def _submodules(node: ast.ClassDef) -> "Tuple[str, ...]":
         return ()
     bound: "Dict[str, List[ast.AST]]" = {}
     for n in A.walk_all(node):
-        if n.__class__ is ast.Assign:
-            for t in n.targets:  # type: ignore[attr-defined]
-                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):  # type: ignore[attr-defined]
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
                     if isinstance(e, ast.Attribute):
                         d = A.dotted(e) or ""
                         # self.x = ..., and self.x.weight = ... (a tied weight: left out)
                         head = d.split(".")
                         if len(head) >= 2 and head[0] == "self":
-                            bound.setdefault(head[1], []).append(n.value if len(head) == 2 else n)  # type: ignore[attr-defined]
-    called = {A.dotted(n.func.value) for n in A.walk_all(fwd)  # type: ignore[attr-defined]
-              if n.__class__ is ast.Call and isinstance(n.func, ast.Attribute)}  # type: ignore[attr-defined]
-    called |= {A.dotted(n.func) for n in A.walk_all(fwd) if n.__class__ is ast.Call}  # type: ignore[attr-defined]
+                            bound.setdefault(head[1], []).append(n.value if len(head) == 2 else n)
+    called = {A.dotted(n.func.value) for n in A.walk_all(fwd)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+    called |= {A.dotted(n.func) for n in A.walk_all(fwd) if isinstance(n, ast.Call)}
     out = [a for a, vs in bound.items()
            if len(vs) == 1 and layer_with_parameters(vs[0]) and "self." + a in called]
     return tuple(sorted(out))
@@ -330,7 +329,7 @@ def _groups(node: ast.ClassDef, out: "Dict[str, object]") -> None:
     for m in node.body:
         if not isinstance(m, _DEFS):
             continue
-        rets = [n.value for n in A.walk_all(m) if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
+        rets = [n.value for n in A.walk_all(m) if isinstance(n, ast.Return) and n.value is not None]
         if not rets:
             continue
         local = _local_fills(m)
