@@ -84,3 +84,17 @@ def test_explanation_sections_and_docs_page():
     for text in (rule.explain("en"), rule.explain("zh")):
         assert "init_hidden" in text and "GG101" in text and "noqa: GG203" in text
     assert_docs_page_is_the_explanation("GG203")
+
+
+def test_none_before_the_epoch_loop_counts_when_the_batch_loop_tests_it():
+    """d2l's idiom: ``state = None`` above the epoch loop, ``if state is not None:``
+    before the cut; the model makes the first state and it flows into every epoch."""
+    src = SRC.replace("h = torch.zeros(1, 2, 4)\n", "h = None  # 由 GRU 创建\n").replace(
+        "        out, h = gru(x, h)\n", "        if h is not None:\n            h = h.detach()\n        out, h = gru(x, h)\n"
+    ).replace("CUT", "pass")
+    [f] = gg203(src)
+    assert f.data["init_line"] == 7
+    out = apply_text_edits(src, f.preferred_fix.edits)
+    assert "for epoch in range(2):\n    h = None\n    for x in seq:" in out and not gg203(out)
+    # reset at the top of each epoch: silent
+    assert not gg203(src.replace("for epoch in range(2):\n", "for epoch in range(2):\n    h = None\n"))

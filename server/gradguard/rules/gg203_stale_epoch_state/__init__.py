@@ -56,7 +56,9 @@ class StaleEpochState(Rule):
                 if not isinstance(inner, (ast.For, ast.AsyncFor)) or not A.loop_backprops(inner, ctx):
                     continue
                 for name, thread in _threaded_and_cut(inner):
-                    init = _init_before(unit.body, outer, name)
+                    # ``state = None`` counts when the batch loop asks ``if state is not None:``
+                    # before cutting it (d2l's idiom): the model makes the first state, then it flows on
+                    init = _init_before(unit.body, outer, name, allow_none=_tests_none(inner, name))
                     if init is None or _rebound_in(outer, inner, name):
                         continue
                     out.append(_finding(self, name, thread, init, outer, ctx))
@@ -168,23 +170,34 @@ def _threaded_and_cut(loop) -> List[Tuple[str, ast.stmt]]:
     return [(n, s) for n, s in threads.items() if n in cut]
 
 
-def _init_before(body, outer, name: str) -> Optional[ast.stmt]:
+def _tests_none(loop, name: str) -> bool:
+    """Does the loop test ``name is None`` / ``name is not None``?"""
+    for n in A.block_nodes(loop.body):
+        if (isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == name
+                and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot))
+                and isinstance(n.comparators[0], ast.Constant) and n.comparators[0].value is None):
+            return True
+    return False
+
+
+def _init_before(body, outer, name: str, allow_none: bool = False) -> Optional[ast.stmt]:
     """The last statement of the unit's top-level list before ``outer``
-    (on the way to it) that binds ``name`` to a fresh value (not ``None``)."""
+    (on the way to it) that binds ``name`` to a fresh value (not ``None``, unless
+    ``allow_none``)."""
     found = None
     for s in body:
         if s is outer:
             return found
         if _contains(s, outer):
             for block in A.child_blocks(s):
-                r = _init_before(block, outer, name)
+                r = _init_before(block, outer, name, allow_none)
                 if r is not None:
                     return r
                 if any(b is outer or _contains(b, outer) for b in block):
                     return found
         if isinstance(s, ast.Assign) and any(name in A.target_names(t) for t in s.targets):
             v = s.value
-            found = None if isinstance(v, ast.Constant) and v.value is None else s
+            found = None if isinstance(v, ast.Constant) and v.value is None and not allow_none else s
     return found
 
 
