@@ -205,3 +205,35 @@ def test_left_out_of_the_groups_and_the_full_groups():
 def test_docs():
     assert_sections("GG208")
     assert_docs_page_is_the_explanation("GG208")
+
+
+def test_one_part_per_optimizer_is_not_a_left_out_group():
+    """A GAN's generator and encoder optimizers built from one model's parts, the
+    discriminator's elsewhere: no optimizer is meant to cover the whole model."""
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = nn.Linear(8, 4)
+                self.generator = nn.Linear(4, 8)
+                self.discriminator = nn.Linear(8, 1)
+
+            def forward(self, z):
+                return self.discriminator(self.generator(z)).mean() + self.encoder(self.generator(z)).pow(2).mean()
+
+
+        model = Model()
+        g_optim = torch.optim.Adam(model.generator.parameters(), lr=1e-3)
+        e_optim = torch.optim.Adam(model.encoder.parameters(), lr=1e-3)
+        for _ in range(3):
+            g_optim.zero_grad()
+            e_optim.zero_grad()
+            model(torch.randn(2, 4)).backward()
+            g_optim.step()
+            e_optim.step()
+        """)
+    assert not gg208(src)

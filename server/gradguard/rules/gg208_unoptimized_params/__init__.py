@@ -527,17 +527,21 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
         return []
     nodes = A.unit_nodes(unit)
     out: "List[Finding]" = []
-    for s in A.iter_statements(unit.body):
-        if not isinstance(s, ast.Assign) or len(s.targets) != 1:
-            continue
+    built = [s for s in A.iter_statements(unit.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+             and isinstance(s.value, ast.Call) and is_optimizer_call(s.value, ctx)]
+    for s in built:
         call = s.value
         opt = A.dotted(s.targets[0])
-        if opt is None or not isinstance(call, ast.Call) or not is_optimizer_call(call, ctx) or not call.args:
+        if opt is None or not isinstance(call, ast.Call) or not call.args:
             continue
         got = _covered(call.args[0], instances, unit, ctx)
         if got is None:
             continue
         inst, cls, covered = got
+        if len(covered) < 2 or any(o is not s and inst in _words_of(o.value) for o in built):
+            # one part picked on purpose (a GAN's generator optimizer), or several optimizers
+            # sharing the model: only groups meant to cover the whole model are read
+            continue
         subs = ctx.summary.get(SUBMODULES + cls)
         if not isinstance(subs, tuple):
             continue
@@ -547,6 +551,10 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
         out.append(Finding(rule.code, ctx.line_range(s), M.left_out([f"{inst}.{a}" for a in left], opt),
                            rule.default_severity, (), (), {"module": inst, "optimizer": opt, "shape": "groups"}))
     return out
+
+
+def _words_of(e: ast.AST) -> "Set[str]":
+    return {n.id for n in A.walk_all(e) if isinstance(n, ast.Name)}
 
 
 def _steps_in(nodes, opt: str) -> bool:
