@@ -63,6 +63,11 @@ purpose, add `# noqa: GG203` on the reported line; it is a hint because such cod
 **I reset the state every batch (`hidden = None`, or `init_hidden` inside the batch loop).**
 Not reported: the state never crosses an epoch boundary.
 
+**My state starts as `None` before the epoch loop (the model makes the first one).**
+Reported when the batch loop tests it (`if state is not None: state = state.detach()`): after the
+first batch it is a tensor, and it flows into every later epoch the same way. The fix sets it to
+`None` at the top of each epoch.
+
 **My model keeps the state itself (`self.h = h.detach()` in `forward`) and has a `reset()`.**
 When the class is defined in the same file, sets `self.h` to a fresh tensor in `__init__`, detaches
 it in `forward` and has a method that resets it (`self.h.zero_()`, `self.h = ...`), an epoch loop
@@ -118,6 +123,10 @@ for epoch in range(epochs):
 
 **我每个 batch 都重置状态（`hidden = None`，或在 batch 循环里调用 `init_hidden`）。**
 不会报告：状态从不跨越 epoch 边界。
+
+**我的状态在 epoch 循环之前设为 `None`（第一个状态由模型创建）。**
+当 batch 循环检查它时会报告（`if state is not None: state = state.detach()`）：第一个批次之后它就是
+张量，同样会流入之后的每个 epoch。修复会在每个 epoch 开头把它设为 `None`。
 
 **我的模型自己保存状态（`forward` 里 `self.h = h.detach()`），并且有 `reset()`。**
 如果这个类定义在同一文件中，在 `__init__` 里把 `self.h` 设为新张量、在 `forward` 里 detach，

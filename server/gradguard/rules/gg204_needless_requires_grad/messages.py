@@ -19,7 +19,9 @@ EXPLANATION = {
     "en": '''\
 ## What it does
 Finds a tensor of data (inputs, features) created with `requires_grad=True`, or flagged with
-`x.requires_grad_()` (or the old `Variable(data, requires_grad=True)`), that is only ever fed into
+`x.requires_grad_()` or `x.requires_grad = True` (or the old `Variable(data, requires_grad=True)`,
+also as one element of `inputs, labels = Variable(inputs, requires_grad=True), Variable(labels)`),
+that is only ever fed into
 the model inside the training loop, or inside a training-step function that back-propagates and
 steps once per call: its `.grad` is never read, and no optimizer and no `torch.autograd.grad` call
 takes it.
@@ -67,8 +69,9 @@ The rule only sees this file; add `# noqa: GG204` on the line if the flag is nee
 ''',
     "zh": '''\
 ## 它检查什么
-找出用 `requires_grad=True` 创建（或被 `x.requires_grad_()` 标记，或旧写法
-`Variable(data, requires_grad=True)`）的数据张量（输入、特征），它只在训练循环里、或在每次调用
+找出用 `requires_grad=True` 创建（或被 `x.requires_grad_()`、`x.requires_grad = True` 标记，或旧写法
+`Variable(data, requires_grad=True)`，包括元组赋值中的一项
+`inputs, labels = Variable(inputs, requires_grad=True), Variable(labels)`）的数据张量（输入、特征），它只在训练循环里、或在每次调用
 都反向传播并 step 一次的训练步函数里被送进模型：从没读取过它的 `.grad`，也没有优化器或
 `torch.autograd.grad` 用到它。
 
