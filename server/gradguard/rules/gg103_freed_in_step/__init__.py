@@ -27,6 +27,7 @@ from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis import values as V
+from gradguard.analysis import steps as S
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
@@ -740,9 +741,9 @@ def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx, loop=None)
             owned = _owned(opt, ctx)
             if not owned or producers & owned:
                 return None  # a step that may use the producer's gradients from that loss
-        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute) \
-                and s.value.func.attr == "zero_grad":
-            who = A.dotted(s.value.func.value)
+        call = S.zeroing_statement(s)
+        if call is not None:
+            who = S.zeroed(call)
             if who and (producers <= _owned(who, ctx) or who.split(".")[-1] in producers and len(producers) == 1):
                 zeroed = f"{who}.zero_grad()"
                 break
@@ -859,9 +860,8 @@ def _stepped_in_between(stmts, s1, b2, shared, ctx) -> bool:
         for n in A.walk_all(s):
             if n is b2:
                 return _any_may_update(steppers, shared, ctx)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_step(n.func.attr):
-                name = A.dotted(n.func.value)
-                steppers.append(name or "?")
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and S.is_step_name(n.func.attr, True):
+                steppers.append(S.stepped(n, two_step=True) or "?")
     return _any_may_update(steppers, shared, ctx)
 
 
@@ -960,12 +960,6 @@ def _parameter_owners(value: str) -> Set[str]:
                     out.add(got.rsplit(".", 1)[-1])
     out |= {n.id for n in A.walk_all(tree) if isinstance(n, ast.Name) and id(n) not in skip}
     return out
-
-
-def _is_step(attr: str) -> bool:
-    """``opt.step()``, and the in-place parameter updates of two-step optimizers
-    (SAM's ``first_step()`` / ``second_step()``)."""
-    return attr == "step" or attr.endswith("_step")
 
 
 def _constructions(name: str, lines: List[str]) -> List[str]:
@@ -1183,11 +1177,10 @@ def _step_calls(stmt: ast.stmt) -> List[Tuple[ast.Call, str]]:
 
 
 def _step_call(n: ast.AST) -> Optional[Tuple[ast.Call, str]]:
-    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_step(n.func.attr):
-        name = A.dotted(n.func.value)
-        if name:
-            return n, name
-    return None
+    """A step (SAM's ``first_step()`` too) of the optimizer its receiver names: GG103
+    asks what the receiver was built from (a scaler's construction trains nothing)."""
+    name = S.stepped(n, two_step=True)
+    return (n, name) if name else None  # type: ignore[return-value]
 
 
 _OWNED_MEMO = _local()
@@ -1684,12 +1677,8 @@ def _producer_zeroed(stmts, s1, b2, shared, ctx) -> Optional[str]:
     if None in producers:
         return None
     for s in _stretch(stmts, s1, b2):  # between the two backward calls
-        if not isinstance(s, ast.Expr) or not isinstance(s.value, ast.Call):
-            continue  # an unconditional statement of its own, nothing nested
-        call = s.value
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "zero_grad"):
-            continue
-        who = A.dotted(call.func.value)
+        call = S.zeroing_statement(s)  # an unconditional statement of its own, nothing nested
+        who = S.zeroed(call) if call is not None else None
         if not who:
             continue
         if who.split(".")[-1] in producers or producers <= _owned(who, ctx):

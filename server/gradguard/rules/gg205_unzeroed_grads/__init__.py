@@ -24,6 +24,7 @@ import ast
 import re
 
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import steps as S
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
@@ -110,18 +111,11 @@ def _steps(nodes, ctx, local_opts) -> List[Tuple[ast.AST, str, Optional[str]]]:
     out: List[Tuple[ast.AST, str, Optional[str]]] = []
     for n in nodes:
         cls = n.__class__
-        if cls is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
-            recv = A.dotted(n.func.value)
-            if recv is None:
-                continue
-            last = recv.rsplit(".", 1)[-1]
-            if "scaler" in last.lower() and n.args:
-                opt = A.dotted(n.args[0])
-                if opt:
-                    out.append((n, "optimizer", opt))
-                continue
-            if _is_optimizer(recv, last, ctx, local_opts):
-                out.append((n, "optimizer", recv))
+        got = S.step_of(n, scaler=True) if cls is ast.Call else None
+        if got is not None:
+            opt, how = got
+            if how == "scaler" or _is_optimizer(opt, opt.rsplit(".", 1)[-1], ctx, local_opts):
+                out.append((n, "optimizer", opt))
         elif cls is ast.AugAssign and isinstance(n.op, (ast.Sub, ast.Add)):
             base = _param_base(n.target)
             if base and _reads_grad_of(n.value, base):
@@ -216,11 +210,9 @@ def _zeroed(nodes, ctx) -> bool:
 def _zeroed_optimizers(nodes) -> List[str]:
     out: List[str] = []
     for n in nodes:
-        if _zeroes(n) and isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                and n.func.attr == "zero_grad":
-            d = A.dotted(n.func.value)
-            if d is not None and d not in out:
-                out.append(d)
+        d = S.zeroed(n)
+        if d is not None and d not in out:
+            out.append(d)
     return out
 
 
@@ -241,9 +233,9 @@ def _unzeroed_optimizer(nodes, steps, ctx, local_opts):
                 return None
         if not _zeroes(n):
             continue
-        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad"):
+        if not S.zeroing_call(n):
             return None
-        d = A.dotted(n.func.value)
+        d = S.zeroed(n)
         if d is None or d not in known:
             return None
         zeroed.append(d)

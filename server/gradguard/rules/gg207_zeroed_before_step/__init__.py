@@ -18,6 +18,7 @@ import ast
 import builtins
 
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import steps as S
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg207_zeroed_before_step import messages as M
@@ -63,25 +64,14 @@ class ZeroedBeforeStep(Rule):
         return out
 
 
-def _call_of(st: ast.stmt, method: str) -> "Optional[ast.Call]":
-    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Attribute) \
-            and st.value.func.attr == method:
-        return st.value
-    return None
-
-
 def _zeroing(st: ast.stmt) -> "Optional[str]":
-    call = _call_of(st, "zero_grad")
-    return A.dotted(call.func.value) if call is not None else None  # type: ignore[attr-defined]
+    call = S.zeroing_statement(st)
+    return S.zeroed(call) if call is not None else None
 
 
-def _steps(call: ast.Call, opt: str) -> bool:
-    """``opt.step()`` or ``scaler.step(opt)``."""
-    recv = A.dotted(call.func.value)  # type: ignore[attr-defined]
-    if recv == opt:
-        return not call.args and not call.keywords  # step(closure) makes its own gradients
-    return recv is not None and "scaler" in recv.rsplit(".", 1)[-1].lower() and len(call.args) == 1 \
-        and A.dotted(call.args[0]) == opt
+def _steps(call: ast.AST, opt: str) -> bool:
+    """``opt.step()`` or ``scaler.step(opt)``; not ``opt.step(closure)``, which makes its own gradients."""
+    return S.stepped(call, scaler=True, closure=False) == opt
 
 
 def _backward_before(stmts: "Sequence[ast.stmt]", opt: str, ctx) -> "Optional[ast.AST]":
@@ -95,8 +85,7 @@ def _backward_before(stmts: "Sequence[ast.stmt]", opt: str, ctx) -> "Optional[as
             q = A.qualify(f, ctx) or ""
             if q != "torch.autograd.grad" and not A.has_create_graph(n):
                 found = n
-        elif isinstance(f, ast.Attribute) and found is not None and (
-                (f.attr == "step" and _steps(n, opt)) or (f.attr == "zero_grad" and A.dotted(f.value) == opt)):
+        elif found is not None and (_steps(n, opt) or S.zeroed(n) == opt):
             found = None
     return found
 
@@ -125,13 +114,11 @@ def _harmless(st: ast.stmt, ctx) -> bool:
 
 def _step_after(stmts: "Sequence[ast.stmt]", opt: str, ctx) -> "Optional[ast.stmt]":
     for st in stmts:
-        call = _call_of(st, "step")
-        if call is not None and _steps(call, opt):
+        if isinstance(st, ast.Expr) and _steps(st.value, opt):
             return st
         if not _harmless(st, ctx):
             return None
-        if any(n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
-               and _steps(n, opt) for n in A.iter_nodes(st)):
+        if any(_steps(n, opt) for n in A.iter_nodes(st)):
             return None  # a step under a branch: not the plain shape
     return None
 

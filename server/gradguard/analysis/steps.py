@@ -1,0 +1,90 @@
+"""Optimizer steps and gradient zeroing, recognised once for every rule.
+
+What counts as "a step of optimizer ``O``" depends on the question a rule asks,
+so the caller chooses its readings instead of each rule spelling its own copy:
+
+* ``scaler``: ``scaler.step(opt)`` (a ``GradScaler``) is a step of ``opt``; without it,
+  a step of the receiver ``scaler`` (GG103 reads it so: the scaler's construction
+  trains nothing, so it never proves a step updated a module);
+* ``closure``: ``opt.step(closure)`` counts; it computes its own gradients, so a
+  rule about the gradients found in ``.grad`` (GG207) leaves it out;
+* ``two_step``: the in-place parameter updates of two-step optimizers (SAM's
+  ``first_step()`` / ``second_step()``, any ``*_step()`` method) count as steps:
+  they change the weights in place as ``step()`` does (GG103).
+
+Zeroing: ``X.zero_grad()`` names ``X`` (an optimizer, or a module whose own
+parameters it zeroes: the caller decides which it accepts). The wider zeroing
+forms (``p.grad = None``, ``p.grad.zero_()``) are
+:func:`gradguard.analysis.quiet_facts.zeroes`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis import ast_util as A
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Optional, Tuple
+
+
+def is_step_name(attr: str, two_step: bool = False) -> bool:
+    """``step``, and with ``two_step`` any ``*_step`` method (SAM's ``first_step``)."""
+    return attr == "step" or two_step and attr.endswith("_step")
+
+
+def is_scaler(receiver: str) -> bool:
+    """``scaler``, ``self.grad_scaler``: a receiver named like a ``GradScaler``."""
+    return "scaler" in receiver.rsplit(".", 1)[-1].lower()
+
+
+def step_of(node: ast.AST, scaler: bool = False, closure: bool = True,
+            two_step: bool = False) -> "Optional[Tuple[str, str]]":
+    """The optimizer a call steps, as ``(its dotted name, how)``, ``how`` being
+    ``"step"`` (``opt.step()``) or ``"scaler"`` (``scaler.step(opt)``); None for
+    any other node, for a receiver that is not a dotted name, and for the readings
+    the caller left out."""
+    if node.__class__ is not ast.Call:
+        return None
+    f = node.func  # type: ignore[attr-defined]
+    if f.__class__ is not ast.Attribute or not is_step_name(f.attr, two_step):
+        return None
+    recv = A.dotted(f.value)
+    if recv is None:
+        return None
+    args, keywords = node.args, node.keywords  # type: ignore[attr-defined]
+    if scaler and f.attr == "step" and args and is_scaler(recv):
+        if not closure and (len(args) != 1 or keywords):
+            return None  # scaler.step(opt, closure)
+        opt = A.dotted(args[0])
+        return (opt, "scaler") if opt else None
+    if not closure and (args or keywords):
+        return None  # opt.step(closure): it makes its own gradients
+    return recv, "step"
+
+
+def stepped(node: ast.AST, scaler: bool = False, closure: bool = True, two_step: bool = False) -> "Optional[str]":
+    """The dotted name of the optimizer ``node`` steps (see :func:`step_of`), or None."""
+    got = step_of(node, scaler, closure, two_step)
+    return got[0] if got is not None else None
+
+
+def zeroing_call(node: ast.AST) -> bool:
+    """``X.zero_grad(...)`` (any receiver)."""
+    return node.__class__ is ast.Call and node.func.__class__ is ast.Attribute \
+        and node.func.attr == "zero_grad"  # type: ignore[attr-defined]
+
+
+def zeroed(node: ast.AST) -> "Optional[str]":
+    """``X`` of a call ``X.zero_grad(...)`` when ``X`` is a dotted name, else None."""
+    if not zeroing_call(node):
+        return None
+    return A.dotted(node.func.value)  # type: ignore[attr-defined]
+
+
+def zeroing_statement(st: ast.stmt) -> "Optional[ast.Call]":
+    """The call of a statement that is only ``X.zero_grad(...)``, or None."""
+    if st.__class__ is ast.Expr and zeroing_call(st.value):  # type: ignore[attr-defined]
+        return st.value  # type: ignore[attr-defined,no-any-return]
+    return None
