@@ -27,6 +27,7 @@ import ast
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import values as V
+from gradguard.analysis import steps as S
 from gradguard.analysis import interpreter as interp
 from gradguard.model.record import replace
 from gradguard.analysis.summary import Fact, FactSource
@@ -309,10 +310,11 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     receive those of them whose graph surely saved tensors (``ClassFacts.kept``)."""
     is_static = _decorated(fn, *_STATIC)
     names, defaults = _params(fn, method and not is_static)
+    steps = S.def_steps(fn)
     if not own_calls and not _needs_interpretation(fn.body) and not (  # type: ignore[attr-defined]
             method and getattr(fn, "name", "") != "__init__" and _empties_own_container(fn)):
         # returns nothing and back-propagates nothing: nothing to learn (most defs)
-        return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn))
+        return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn), steps=steps)
     env = {}
     for i, n in enumerate(names):
         d = defaults.get(n)
@@ -430,7 +432,29 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         makes=makes,
         returns_share=share,
         returns_share_via=() if method else share_via,
+        steps=steps,
+        retain_param=_retain_param(fn, names, defaults) if g.events else None,
     )
+
+
+def _retain_param(fn: ast.AST, names: Tuple[str, ...], defaults: Dict[str, ast.expr]) -> Optional[int]:
+    """``FnFacts.retain_param``: the parameter every ``backward()`` of the def takes its
+    ``retain_graph`` from, when that parameter's default keeps no graph."""
+    found = None
+    for n in A.body_nodes(fn):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"):
+            continue
+        kw = next((k for k in n.keywords if k.arg == "retain_graph"), None)
+        if kw is None or not isinstance(kw.value, ast.Name) or kw.value.id not in names \
+                or any(k.arg == "create_graph" or k.arg is None for k in n.keywords):
+            return None
+        if found is not None and found != kw.value.id:
+            return None
+        found = kw.value.id
+    d = defaults.get(found) if found is not None else None
+    if found is None or not (isinstance(d, ast.Constant) and d.value in (False, None)):
+        return None
+    return names.index(found)
 
 
 def _self_assigned(fn: ast.AST) -> List[str]:
@@ -2150,6 +2174,7 @@ def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
         out["fn"] = fn = replace(fn, loop_backward_globals=(), backward_globals=(), loop_calls=())
     if isinstance(fn, V.FnFacts) and fn.returns_share_via:
         out["fn"] = fn = replace(fn, returns_share_via=())  # the defining module's globals
+
     if isinstance(fn, V.FnFacts) and any(e.appends and not e.saving and e.saving_via for e in fn.containers):
         out["fn"] = replace(fn, containers=tuple(_saving_where_defined(e, lookup) for e in fn.containers))
     for prefix in ("fn", "class"):

@@ -88,3 +88,36 @@ def zeroing_statement(st: ast.stmt) -> "Optional[ast.Call]":
     if st.__class__ is ast.Expr and zeroing_call(st.value):  # type: ignore[attr-defined]
         return st.value  # type: ignore[attr-defined,no-any-return]
     return None
+
+
+def def_steps(fn: ast.AST) -> "Tuple[Tuple[str, bool], ...]":
+    """The optimizers a def steps (``step()``, ``scaler.step(opt)``; not nested defs), as
+    written, each with whether every run of the def steps it: a statement of the body
+    itself (``with`` bodies inline), before anything that may leave early
+    (``FnFacts.steps``)."""
+    body = getattr(fn, "body", None)
+    if not body or "step" not in {n.func.attr for n in A.body_nodes(fn)  # type: ignore[attr-defined]
+                                  if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute}:  # type: ignore[attr-defined]
+        return ()
+    sure = set()
+    stmts = list(body)
+    while stmts:
+        s = stmts.pop(0)
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            stmts[:0] = s.body
+            continue
+        if isinstance(s, (ast.Return, ast.Raise)) or A.child_blocks(s) and any(
+                isinstance(n, (ast.Return, ast.Raise, ast.Break)) for n in A.iter_nodes([s])):
+            break
+        if isinstance(s, ast.Expr):
+            got = stepped(s.value, scaler=True)
+            if got is not None:
+                sure.add(got)
+    out = []
+    seen = set()
+    for n in A.body_nodes(fn):
+        got = stepped(n, scaler=True)
+        if got is not None and got not in seen:
+            seen.add(got)
+            out.append((got, got in sure))
+    return tuple(out)

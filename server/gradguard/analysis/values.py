@@ -337,6 +337,15 @@ class FnFacts:
     # module-level names, which the summary cannot see (``act = actor(obs)`` with a global
     # ``actor``): shared and saving where the name is a module (looked up where it is called)
     returns_share_via: Tuple[str, ...] = ()
+    # the optimizers the def steps (``optim.step()``, ``scaler.step(optim)``, analysis/steps.py),
+    # as written (a parameter's name, ``self.optimizer``), each with whether every run of
+    # the def steps it (a statement of its own body, not under a branch or a loop)
+    steps: Tuple[Tuple[str, bool], ...] = ()
+    # every backward() it makes passes ``retain_graph=<this parameter>``, whose default
+    # keeps no graph (``def update_params(optim, net, loss, retain_graph=False)``): a call
+    # retains the graph only when it hands that parameter a value (``backward_retains``
+    # answers for every call, not knowing what each hands it)
+    retain_param: _Opt[int] = None
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,

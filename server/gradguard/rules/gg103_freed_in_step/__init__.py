@@ -59,7 +59,8 @@ class FreedInStep(Rule):
         # a retained backward in a loop that steps an optimizer: one backward call in the
         # text runs once per iteration (_check_stepped_loops)
         retained_loop = "retain_graph" in text and ".step(" in text and _LOOP_WORD.search(text) is not None
-        backwards = len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text)
+        backwards = len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text) \
+            + _helper_backward_calls(unit, ctx, text)
         if backwards < 2 and \
                 unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)) and \
                 not _may_read_peers(text) and not retained_loop and not (backwards and _LOOP_WORD.search(text)):
@@ -91,7 +92,7 @@ class FreedInStep(Rule):
             for block in _blocks(unit.body):
                 kept = (flow.modules_by_attr, _deep_modules(unit.class_node)) if flow.modules_by_attr else None
                 for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs,
-                                        kept):
+                                        kept, unit):
                     out.append(f)
             for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow, unit=unit):
                 out.append(f)
@@ -207,6 +208,22 @@ def _own_backward_calls(unit, ctx, text: str) -> int:
             calls *= max(1, min(2, len(_BACKWARD_SPELLING.findall(inner))))
         n += calls
     return n
+
+
+def _backward_helpers(summary) -> FrozenSet[str]:
+    """Module-level functions of the file that back-propagate (``update_params(optim,
+    network, loss)``): a call of one is a backward. A summary query."""
+    return frozenset(k[3:] for k, v in summary.items()
+                     if k.startswith("fn:") and "." not in k and isinstance(v, V.FnFacts) and v.calls_backward)
+
+
+def _helper_backward_calls(unit, ctx, text: str) -> int:
+    """How many calls of the file's back-propagating module-level functions the unit makes."""
+    names = query(ctx.summary, _backward_helpers)
+    if not names:
+        return 0
+    words = unit_words(unit, ctx.index.lines)
+    return sum(len(re.findall(r"(?<![\w.])" + re.escape(n) + r"\s*\(", text)) for n in names if n in words)
 
 
 # ---------------------------------------------------------------------------
@@ -1271,22 +1288,33 @@ def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
     return best
 
 
-def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=None) -> Iterator[Finding]:
+def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=None, unit=None) -> Iterator[Finding]:
     stmts = _in_order(block)
     if not stmts:
         return
     start = _pos(block[0])
     steps: List[Tuple[int, ast.stmt, ast.Call, str]] = []
+    helper_steps: List[Tuple[int, ast.stmt, ast.Call, str]] = []  # in a helper: update_params(opt, ...)
     for i, s in enumerate(stmts):
         for call, opt in _step_calls(s):
             steps.append((i, s, call, opt))
-    if not steps:
+        for call, opt in _helper_step_calls(s, unit, ctx):
+            helper_steps.append((i, s, call, opt))
+    if not steps and not helper_steps:
         return
     for j, s in enumerate(stmts):
         for b2, ev2 in _unreported(s, ctx, events, reported):
             if not A.is_backward_call(b2, ctx):
                 if kept and ev2.sure is not None:  # an own method run in place (GraphFlow._inline)
                     f = _kept_stepped(rule, stmts, j, b2, ev2, steps, start, kept, ctx)
+                    if f is not None:
+                        reported.add(id(b2))
+                        yield f
+                        continue
+                if ev2.sure is None and _helper_facts(b2, unit, ctx) is not None:
+                    # a helper that back-propagates (update_params(optim, net, loss))
+                    f = _helper_stepped(rule, stmts, j, b2, ev2, steps + helper_steps, saving, start, events,
+                                        unit, ctx)
                     if f is not None:
                         reported.add(id(b2))
                         yield f
@@ -1318,6 +1346,193 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                 reported.add(id(b2))
                 yield _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx)
                 break
+            else:
+                if steps or helper_steps:
+                    f = _helper_stepped(rule, stmts, j, b2, ev2, steps + helper_steps, saving, start, events,
+                                        unit, ctx)
+                    if f is not None:
+                        reported.add(id(b2))
+                        yield f
+
+
+def _helper_facts(call: ast.AST, unit, ctx) -> Optional[V.FnFacts]:
+    """The facts of the same-file function (``update_params(...)``) or own method
+    (``self.calc_policy_loss(...)``, ``unit`` being a method of that class) a call runs."""
+    if not isinstance(call, ast.Call):
+        return None
+    f = call.func
+    if isinstance(f, ast.Name):
+        got = ctx.summary.get("fn:" + f.id)
+        return got if isinstance(got, V.FnFacts) else None
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" \
+            and unit is not None and unit.class_node is not None:
+        cf = ctx.summary.get("class:" + unit.class_node.name)
+        if isinstance(cf, V.ClassFacts):
+            return next((m for name, m in cf.methods if name == f.attr), None)
+    return None
+
+
+def _helper_step_calls(stmt: ast.stmt, unit, ctx) -> List[Tuple[ast.Call, str]]:
+    """Calls in ``stmt`` of same-file functions or own methods that surely step an
+    optimizer (``FnFacts.steps``): (the call, the optimizer as the caller names it:
+    the argument handed for the stepped parameter, or ``self.<attr>`` of an own method)."""
+    out: List[Tuple[ast.Call, str]] = []
+    for n in A.walk_all(stmt):
+        if not isinstance(n, ast.Call):
+            continue
+        facts = _helper_facts(n, unit, ctx)
+        if facts is None or not facts.steps:
+            continue
+        for name, sure in facts.steps:
+            if not sure:
+                continue
+            if name in facts.params:
+                arg = facts.argument(facts.params.index(name), n.args, {k.arg: k.value for k in n.keywords if k.arg})
+                got = A.dotted(arg) if arg is not None else None
+            else:
+                got = name if name.startswith("self.") and isinstance(n.func, ast.Attribute) else None
+            if got:
+                out.append((n, got))
+    return out
+
+
+def _reached_modules(node: ast.Call, holder: ast.stmt, need: Set[str], unit, ctx) -> Optional[Tuple[Set[str], str]]:
+    """What the value a same-file function or own method returned (``node``) was built
+    through, reading the returned positions the second loss uses (``q1_loss, q2_loss =
+    self.calc_critic_loss(batch)``: only ``q2_loss``'s): the modules held on ``self``
+    (``RetPos.modules``) or the module-level modules (``FnFacts.returns_modules_via``)
+    whose calls saved their weights, or the module-level callables it called
+    (``RetPos.assumed_via``: ``netD`` of ``d_fake_g = netD(pred)``). (names, "self." or ""),
+    or None."""
+    facts = _helper_facts(node, unit, ctx)
+    if facts is None or facts.no_grad:
+        return None
+    method = isinstance(node.func, ast.Attribute)
+    positions: Optional[List[int]] = None
+    if facts.returns is not None and isinstance(holder, ast.Assign) and holder.value is node \
+            and len(holder.targets) == 1 and isinstance(holder.targets[0], (ast.Tuple, ast.List)):
+        elts = holder.targets[0].elts
+        if len(elts) == len(facts.returns) and all(isinstance(e, ast.Name) for e in elts):
+            positions = [p for p, e in enumerate(elts) if e.id in need]  # type: ignore[attr-defined]
+    out: Set[str] = set()
+    if method:
+        poss = facts.returns if facts.returns is not None else (facts.ret,)
+        for p, rp in enumerate(poss):
+            if positions is None or p in positions:
+                out |= rp.modules
+        return (out, "self.") if out else None
+    # a module-level function: the module-level callables its graph came from (which the
+    # summary cannot see into: RetPos.assumed_via), the modules among them named by the
+    # optimizers' constructions (the caller compares)
+    poss = facts.returns if facts.returns is not None else (facts.ret,)
+    for p, rp in enumerate(poss):
+        if positions is None or p in positions:
+            out |= rp.assumed_via
+    return (out, "") if out else None
+
+
+def _owner_paths(opt: str, ctx, depth: int = 2) -> Optional[Set[str]]:
+    """The modules an optimizer trains, as paths (``Adam(self.critic.Q1.parameters())``
+    → ``critic.Q1``; ``self.`` dropped), through an alias (``g_optim = self.optim_g``);
+    None when a construction hands it anything else (a list built elsewhere) or none is
+    found: no proof."""
+    made = _constructions(opt, ctx.index.lines)
+    if not made:
+        return None
+    out: Set[str] = set()
+    for value in made:
+        try:
+            tree = ast.parse(value, mode="eval").body
+        except SyntaxError:
+            return None
+        if re.fullmatch(r"[\w.]+", value) and depth > 0:
+            more = _owner_paths(value, ctx, depth - 1)
+            if more is None:
+                return None
+            out |= more
+            continue
+        if not isinstance(tree, ast.Call) or not tree.args:
+            return None
+        found = False
+        for n in A.walk_all(tree.args[0]):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                    and n.func.attr in ("parameters", "named_parameters"):
+                got = A.dotted(n.func.value)
+                if got is None or got == "self":
+                    return None
+                out.add(got[5:] if got.startswith("self.") else got)
+                found = True
+        if not found:
+            return None
+    return out
+
+
+def _already_through(node: ast.AST, k: int, b2: ast.Call, ev2, events, stmts, unit, ctx) -> bool:
+    """Did a backward that keeps no graph, between the statement building ``node`` and
+    ``b2``, run through ``node``'s graph already (``update_params(self.q1_optim, ...,
+    q1_loss)`` before ``q2_loss``'s, both from ``self.calc_critic_loss(batch)``)? The
+    program went on: what that backward freed is not what ``b2`` needs, and an
+    optimizer trained only on a part of the module (``critic.Q1``) updated what it
+    reached, not the rest."""
+    lo = _pos(stmts[k])
+    for ev in events.values():
+        if ev is ev2 or not (lo < _pos(ev.call) < _pos(b2)) or ev.retain and _retained_by_call(ev.call, unit, ctx):
+            continue
+        if any(t[1] is node for t in ev.loss.graph_tokens()):
+            return True
+    return False
+
+
+def _retained_by_call(call: ast.AST, unit, ctx) -> bool:
+    """Does a retaining backward event keep its graph as called? A helper whose backward
+    takes ``retain_graph`` from a parameter defaulting to no (``FnFacts.retain_param``)
+    keeps it only when the call hands that parameter something not false."""
+    facts = _helper_facts(call, unit, ctx) if not A.is_backward_call(call, ctx) else None
+    if facts is None or facts.retain_param is None:
+        return True
+    arg = facts.argument(facts.retain_param, call.args, {k.arg: k.value for k in call.keywords if k.arg})  # type: ignore[attr-defined]
+    return arg is not None and not (isinstance(arg, ast.Constant) and arg.value in (False, None))
+
+
+def _helper_stepped(rule, stmts, j, b2, ev2, steps, saving, start, events, unit, ctx) -> Optional[Finding]:
+    """The step-then-backward shape where a same-file function or method stands between:
+    the second loss (or its backward: ``update_params(optim, net, loss)``) holds what a
+    helper returned (``policy_loss = self.calc_policy_loss(batch)``), built through a module
+    (``self.critic``) an optimizer step between them updates (``optim.step()`` inside the
+    helper that updated the critic). The module is read off the helper's facts, for the
+    returned positions the loss uses; a step of an optimizer trained on only a part of that
+    module (``critic.Q1``) counts unless a backward keeping no graph already ran through
+    the value (then that part was its own)."""
+    before = [st for st in steps if st[0] < j or (st[0] == j and _pos(st[2]) < _pos(b2))]
+    if not before:
+        return None
+    need = _inputs_of(stmts, b2)
+    for t in sorted(ev2.loss.graph_tokens(), key=lambda t: _pos(t[1])):
+        node = t[1]
+        if not isinstance(node, ast.Call) or _pos(node) < start:
+            continue
+        k = _index_holding(stmts, node)
+        if k is None:
+            continue
+        got = _reached_modules(node, stmts[k], need, unit, ctx)
+        if got is None:
+            continue
+        reach, prefix = got
+        for i, s_step, step, opt in reversed(before):  # the last step: a recompute goes after it
+            if i <= k:
+                continue
+            paths = _owner_paths(opt, ctx)
+            if not paths:
+                continue
+            full = sorted(m for m in reach for p in paths if p == m or m.startswith(p + "."))
+            part = sorted(m for m in reach for p in paths if p.startswith(m + "."))
+            if not full and not (part and not _already_through(node, k, b2, ev2, events, stmts, unit, ctx)):
+                continue
+            if _rebound_after_step(stmts[:i], s_step, step, [node]):
+                continue
+            module = prefix + (full or part)[0]
+            return _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, [node], ctx, module=module)
+    return None
 
 
 def _kept_stepped(rule, stmts, j, b2, ev2, steps, start, kept, ctx) -> Optional[Finding]:
@@ -1507,9 +1722,10 @@ def _simple(s: ast.stmt) -> bool:
                         for n in A.walk_all(s)))
 
 
-def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx) -> Finding:
+def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx, module=None) -> Finding:
     node = min(hit, key=_pos)
-    module = A.dotted(node.func) or _short(node.func)
+    if module is None:
+        module = A.dotted(node.func) or _short(node.func)
     second = _short(b2)
     fix = _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx)
     how = M.nothing()
