@@ -434,7 +434,99 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         returns_share_via=() if method else share_via,
         steps=steps,
         retain_param=_retain_param(fn, names, defaults) if g.events else None,
+        returns_sites=_returns_sites(fn, tuples, returns) if returns is not None and not no_grad else (),
     )
+
+
+_GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "__setitem__"})
+
+
+def _returns_sites(fn: ast.AST, tuples: List[V.Val], returns: Tuple[V.RetPos, ...]):
+    """``FnFacts.returns_sites``: per returned position, the nodes inside the def that may
+    build part of its graph, read off the source (not the interpreter's tokens, which
+    stand for a whole call of another class's method): the operations and calls of the
+    returned expression and, through every name it reads that the def binds, of each
+    statement binding or changing that name (``out.append(v)``, ``out[i] = v``,
+    ``h += v``). Parameters and attributes read add nothing: their graphs are not built
+    by this call. An over-approximation: two positions with no site in common surely
+    hold separate graphs. Empty when a return is not a tuple of that length."""
+    rets = [n for n in A.body_nodes(fn) if isinstance(n, ast.Return)]
+    if not rets or any(not isinstance(r.value, (ast.Tuple, ast.List)) or len(r.value.elts) != len(returns)
+                       or any(isinstance(e, ast.Starred) for e in r.value.elts) for r in rets):
+        return ()
+    binders: Dict[str, List[ast.AST]] = {}
+    for n in A.body_nodes(fn):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return ()  # a nested scope: not followed
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            value = n.value
+            for t in targets:
+                for m in A.walk_all(t):
+                    key = m.id if isinstance(m, ast.Name) else _self_attr(m) if isinstance(m, ast.Attribute) else None
+                    if key is not None:
+                        key = key if isinstance(m, ast.Name) else "self." + key
+                        binders.setdefault(key, []).append(value if value is not None else t)
+                        if isinstance(n, ast.AugAssign):
+                            binders[key].append(n)
+        elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
+            for m in A.walk_all(n.target):
+                if isinstance(m, ast.Name):
+                    binders.setdefault(m.id, []).append(n.iter)
+        elif isinstance(n, ast.withitem) and n.optional_vars is not None:
+            for m in A.walk_all(n.optional_vars):
+                if isinstance(m, ast.Name):
+                    binders.setdefault(m.id, []).append(n.context_expr)
+        elif isinstance(n, ast.NamedExpr):
+            binders.setdefault(n.target.id, []).append(n.value)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                and (n.func.attr in _GROWING or n.func.attr.endswith("_") and not n.func.attr.startswith("_")) \
+                and n.func.value.id not in ("self", "cls"):
+            binders.setdefault(n.func.value.id, []).append(n)  # out.append(v), h.add_(v): changes it
+    memo: Dict[str, frozenset] = {}
+
+    def sites(e: ast.AST, seen: Set[str]) -> Set[Tuple[int, int, str]]:
+        out: Set[Tuple[int, int, str]] = set()
+        stack = [e]
+        while stack:
+            m = stack.pop()
+            if isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute) and m.func.attr == "detach" \
+                    and not m.args:
+                continue  # x.detach(): no graph
+            if isinstance(m, ast.Attribute) and m.attr == "data":
+                continue
+            key = None
+            if isinstance(m, ast.Call):
+                out.add((m.lineno, m.col_offset, A.dotted(m.func) or ""))
+                if _self_attr(m.func) is not None:
+                    stack.extend(m.args)  # self.q(x): a module of self, not an attribute read
+                    stack.extend(k.value for k in m.keywords)
+                    continue
+            elif isinstance(m, (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.AugAssign)):
+                out.add((m.lineno, m.col_offset, ""))
+            elif isinstance(m, ast.Name):
+                key = m.id
+            elif isinstance(m, ast.Attribute) and _self_attr(m) is not None:
+                key = "self." + m.attr
+                out.add((0, 0, key))  # an attribute read: shared by every position reading it
+            if key is not None and key in binders and key not in seen:
+                if key not in memo:
+                    seen.add(key)
+                    got: Set[Tuple[int, int, str]] = set()
+                    for b in binders[key]:
+                        got |= sites(b, seen)
+                    memo[key] = frozenset(got)
+                out |= memo[key]
+            stack.extend(ast.iter_child_nodes(m))
+        return out
+
+    out = []
+    for i in range(len(returns)):
+        got: Set[Tuple[int, int, str]] = set()
+        for r in rets:
+            got |= sites(r.value.elts[i], set())  # type: ignore[union-attr]
+        out.append(tuple(sorted(got)))
+    return tuple(out)
 
 
 def _retain_param(fn: ast.AST, names: Tuple[str, ...], defaults: Dict[str, ast.expr]) -> Optional[int]:

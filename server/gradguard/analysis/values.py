@@ -346,6 +346,12 @@ class FnFacts:
     # retains the graph only when it hands that parameter a value (``backward_retains``
     # answers for every call, not knowing what each hands it)
     retain_param: _Opt[int] = None
+    # for each position of ``returns``: where the graph built inside it was made, as
+    # ``(line, column, callee)`` of each graph-building node (callee: the dotted name
+    # called, ``self.q``, or ""). Two positions with no site in common hold separate
+    # graphs (``forward`` returning ``q = self.q(cat(x, a))`` and ``q_pi = self.q(cat(x,
+    # pi))``): a backward through one frees nothing the other needs
+    returns_sites: Tuple[Tuple[Tuple[int, int, str], ...], ...] = ()
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,

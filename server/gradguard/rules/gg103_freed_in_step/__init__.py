@@ -85,7 +85,7 @@ class FreedInStep(Rule):
             out.extend(_check_peers(self, events, reported, ctx))
             # a helper's backward through a container kept outside it first: the block check
             # below would read it as a helper back-propagating its arguments
-            out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True, flow=flow))
+            out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True, flow=flow, unit=unit))
             for block in _blocks(unit.body):
                 for f in _check_block(self, block, events, flow.saving_calls, reported, ctx, (flow, unit)):
                     out.append(f)
@@ -422,8 +422,111 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
             for b2, ev2 in _unreported(later, ctx, events, reported):
                 shared = freed & ev2.loss.graph_tokens()
                 if shared:
+                    shared = {t for t in shared if not _separate_positions(t[1], stmts, b1, b2, where, ctx)}
+                if shared:
                     reported.add(id(b2))
                     yield _finding(rule, stmts, s, b1, b2, shared, ctx, where)
+
+
+def _returned_sites(call: ast.AST, unit, ctx):
+    """``FnFacts.returns_sites`` of what a call runs: a same-file function or own method,
+    or the ``forward`` of the user module it calls (``actor_critic(obs, acts)``, with
+    ``actor_critic = ActorCritic()`` in the file). () when unknown."""
+    if not isinstance(call, ast.Call):
+        return ()
+    facts = _helper_facts(call, unit, ctx)
+    if facts is None:
+        name = A.dotted(call.func)
+        if name is None:
+            return ()
+        if name.endswith(".forward"):
+            name = name[:-8]
+        for value in _constructions(name, ctx.index.lines):
+            try:
+                made = ast.parse(value, mode="eval").body
+            except SyntaxError:
+                return ()
+            cls = (A.dotted(made.func) or "").rsplit(".", 1)[-1] if isinstance(made, ast.Call) else ""
+            cf = ctx.summary.get("class:" + cls) if cls else None
+            got = next((m for n, m in cf.methods if n == "forward"), None) if isinstance(cf, V.ClassFacts) else None
+            if got is None or (facts is not None and got.returns_sites != facts.returns_sites):
+                return ()  # not one class's module, or two of them
+            facts = got
+    return facts.returns_sites if facts is not None else ()
+
+
+def _positions(holder: Optional[ast.stmt], call: ast.AST, names: Set[str], arity: int) -> Optional[Set[int]]:
+    """The positions of ``a, b, c = call(...)`` (the holder) whose names are in ``names``;
+    None when the holder does not unpack the call's result into plain names."""
+    if not (isinstance(holder, ast.Assign) and holder.value is call and len(holder.targets) == 1
+            and isinstance(holder.targets[0], (ast.Tuple, ast.List))):
+        return None
+    elts = holder.targets[0].elts
+    if len(elts) != arity or not all(isinstance(e, ast.Name) for e in elts):
+        return None
+    return {p for p, e in enumerate(elts) if e.id in names}  # type: ignore[attr-defined]
+
+
+def _other_positions_stepped(node: ast.AST, stmts, b2, opt: str, unit, ctx) -> bool:
+    """Does the step train only sub-modules of the called module (``Adam(actor_critic.
+    policy.parameters())``) that the positions of its result the second loss reads were
+    not built through (``q = self.q(cat(x, a))`` in ``ActorCritic.forward``)? Read off
+    ``FnFacts.returns_sites``: every call there building those positions is torch's or
+    a module of ``self``; any other keeps the answer no."""
+    sites = _returned_sites(node, unit, ctx)
+    k = _index_holding(stmts, node) if sites else None
+    if k is None:
+        return False
+    read = _positions(stmts[k], node, _inputs_of(stmts, b2), len(sites))
+    if not read:
+        return False
+    base = A.dotted(node.func) or ""  # type: ignore[attr-defined]
+    base = base[:-8] if base.endswith(".forward") else base
+    base = base[5:] if base.startswith("self.") else base
+    reached: Set[str] = set()
+    for p in read:
+        for _, _, callee in sites[p]:
+            head = callee.split(".", 1)[0]
+            if callee.startswith("self.") and callee.count(".") >= 1:
+                reached.add(base + "." + callee.split(".")[1])
+            elif callee and head != "torch" and not (ctx.imports.get(head) or "").startswith("torch"):
+                return False  # a call we cannot place (a helper, a layer from a loop)
+    paths = _owner_paths(opt, ctx)
+    if not paths or not base or not all(p.startswith(base + ".") for p in paths):
+        return False
+    return not any(p == r or r.startswith(p + ".") or p.startswith(r + ".") for p in paths for r in reached)
+
+
+def _separate_in_body(body, node, b1, b2, unit, ctx) -> bool:
+    """:func:`_separate_positions` in the statement list of ``body`` holding the call,
+    the first backward and the second."""
+    if not isinstance(node, ast.Call) or not isinstance(b1, ast.Call):
+        return False
+    inner = None
+    for block in _blocks(body):  # the innermost list holding all three
+        stmts = _in_order(block)
+        if all(_index_holding(stmts, n) is not None for n in (node, b1, b2)):
+            inner = stmts
+    return inner is not None and _separate_positions(node, inner, b1, b2, (None, unit), ctx)
+
+
+def _separate_positions(node: ast.AST, stmts, b1, b2, where, ctx) -> bool:
+    """Do the two losses read positions of one call's result (``_, q, q_pi =
+    actor_critic(obs, acts)``: ``pi_loss`` from ``q_pi``, ``q_loss`` from ``q``) whose
+    graphs, built inside it, share nothing (``FnFacts.returns_sites``)? Then the first
+    backward frees nothing the second needs."""
+    unit = where[1] if where else None
+    sites = _returned_sites(node, unit, ctx)
+    k = _index_holding(stmts, node) if sites else None
+    if k is None:
+        return False
+    first = _positions(stmts[k], node, _inputs_of(stmts, b1), len(sites))
+    second = _positions(stmts[k], node, _inputs_of(stmts, b2), len(sites))
+    if not first or not second:
+        return False
+    a = set().union(*(sites[p] for p in first))
+    b = set().union(*(sites[p] for p in second))
+    return not a & b  # (a position with no site holds nothing built in the call: a detached output)
 
 
 def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flow=None,
@@ -437,7 +540,10 @@ def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flo
         if not ev.stale or id(ev.call) in reported:
             continue
         b2 = ev.call
-        tok = min(ev.stale, key=lambda t: _pos(t[1][1]))
+        stale = [t for t in ev.stale if not _separate_in_body(body, t[1][1], t[2], b2, unit, ctx)]
+        if not stale:
+            continue
+        tok = min(stale, key=lambda t: _pos(t[1][1]))
         node, b1 = tok[1][1], tok[2]
         if kept_only and (A.is_backward_call(b1, ctx) or not _kept_in(b1, ctx)):
             continue
@@ -1340,7 +1446,8 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                         reported.add(id(b2))
                         yield _passed_finding(rule, step, opt, b2, passed[0], owned, ctx)
                         break
-                hit = [n for n in built if _module_name(n) in owned and _holder_of(stmts[:i], n) is not None]
+                hit = [n for n in built if _module_name(n) in owned and _holder_of(stmts[:i], n) is not None
+                       and not _other_positions_stepped(n, stmts, b2, opt, unit, ctx)]
                 if not hit or _rebound_after_step(stmts[:i], s_step, step, hit):
                     continue
                 reported.add(id(b2))
