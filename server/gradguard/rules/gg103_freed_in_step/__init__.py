@@ -1523,10 +1523,15 @@ def _reached_modules(node: ast.Call, holder: ast.stmt, need: Set[str], unit, ctx
             positions = [p for p, e in enumerate(elts) if e.id in need]  # type: ignore[attr-defined]
     out: Set[str] = set()
     if method:
+        cf = ctx.summary.get("class:" + unit.class_node.name) if unit is not None and unit.class_node else None
+        attrs = cf.attrs if isinstance(cf, V.ClassFacts) else ()
         poss = facts.returns if facts.returns is not None else (facts.ret,)
         for p, rp in enumerate(poss):
             if positions is None or p in positions:
                 out |= rp.modules
+                for k, _ in rp.via:  # a call of a module of a class of this file: the attributes made by it
+                    cls = facts.calls[k][0].rsplit(".", 1)[-1] if k < len(facts.calls) else None
+                    out |= {a for a, ctor in attrs if cls and ctor.rsplit(".", 1)[-1] == cls}
         return (out, "self.") if out else None
     # a module-level function: the module-level callables its graph came from (which the
     # summary cannot see into: RetPos.assumed_via), the modules among them named by the
