@@ -170,3 +170,56 @@ def test_distributed_autograd_and_other_frameworks_are_silent():
     assert not gg205(rpc)
     paddle = "import paddle\n" + LOOP.replace("import torch\nimport torch.nn as nn\n", "").replace("torch.", "paddle.")
     assert not gg205(paddle)
+
+
+TRAINER = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Trainer:
+        def __init__(self):
+            self.model = nn.Linear(4, 1)
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+        def backward(self, x, y):
+            loss = (self.model(x) - y).pow(2).mean()
+            loss.backward()
+
+        def train_step(self, x, y):
+            self.backward(x, y)
+            self.optimizer.step()
+    {extra}
+
+    trainer = Trainer()
+    for x, y in [(torch.randn(2, 4), torch.randn(2, 1)) for _ in range(3)]:
+    {loop}
+""")
+
+
+def trainer_findings(loop: str, extra: str = ""):
+    return gg205(TRAINER.format(loop=textwrap.indent(loop, "    "), extra=textwrap.indent(extra, "    ")))
+
+
+def test_a_step_method_called_in_a_loop_that_never_zeroes():
+    found = trainer_findings("trainer.train_step(x, y)")
+    assert [f.range.start.line + 1 for f in found] == [16]
+    assert "train_step()" in found[0].message["en"] and "self.optimizer.zero_grad()" in found[0].message["en"]
+    fixed = apply_text_edits(TRAINER.format(loop="    trainer.train_step(x, y)", extra=""), list(found[0].fixes[0].edits))
+    assert "    def train_step(self, x, y):\n        self.optimizer.zero_grad()\n        self.backward(x, y)" in fixed
+    assert gg205(fixed) == []
+
+
+def test_a_step_method_stays_silent_when_the_loop_zeroes():
+    assert trainer_findings("trainer.optimizer.zero_grad()\ntrainer.train_step(x, y)") == []
+
+
+def test_a_step_method_stays_silent_when_a_method_zeroes():
+    # the loop may call it: a def that zeroes anywhere in the file is no proof of the opposite
+    extra = "\ndef reset(self):\n    self.optimizer.zero_grad()\n"
+    assert trainer_findings("trainer.train_step(x, y)", extra) == []
+
+
+def test_a_step_method_not_called_in_a_loop_is_silent():
+    src = TRAINER.format(loop="    pass", extra="").replace("    pass\n", "    pass\ntrainer.train_step(x, y)\n")
+    assert gg205(src) == []

@@ -10,7 +10,10 @@ statement; a plain assignment or call at module level cannot), giving:
   (``zero_grad()``, ``p.grad = None``, ``p.grad.zero_()``) (GG205);
 * ``gg2:keep:<name>``   — a name whose gradient a def or class asks for: ``x.grad``
   read, ``x.register_hook``, ``x`` in the arguments of an optimizer or of
-  ``autograd.grad`` (GG204).
+  ``autograd.grad`` (GG204);
+* ``gg2:loopcall:<name>`` — a function or method called (by its last name) in the body
+  of a loop or comprehension that zeroes no gradient itself: a trainer's
+  ``train_step()`` that back-propagates and steps runs once per iteration of it (GG205).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 NOGRAD = "gg2:nograd:"
 ZEROES = "gg2:zeroes:"
 KEEP = "gg2:keep:"
+LOOPCALL = "gg2:loopcall:"
 
 _HOLDERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith, ast.If, ast.For,
             ast.AsyncFor, ast.While, ast.Try)
@@ -109,7 +113,35 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]]) -> bool:
         elif cls is Assign or cls is Delete:
             if not zeroing and zeroes(n):
                 zeroing = True
+        if cls in _LOOPS:
+            _loop_calls(n, facts)
     return zeroing
+
+
+_LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp})
+
+
+def _loop_calls(loop: ast.AST, facts: Set[str]) -> None:
+    """``LOOPCALL`` facts for the calls of a loop's body (a comprehension's element) when
+    nothing in it zeroes gradients."""
+    if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        nodes = A.block_nodes(loop.body)  # type: ignore[attr-defined]
+    else:
+        parts = [loop.key, loop.value] if isinstance(loop, ast.DictComp) else [loop.elt]  # type: ignore[attr-defined]
+        nodes = list(A.iter_nodes(parts))
+    if any(zeroes(n) for n in nodes):
+        return
+    facts.update(LOOPCALL + name for name in _called_names_of(nodes))
+
+
+def _called_names_of(nodes) -> Iterable[str]:
+    for n in nodes:
+        if n.__class__ is ast.Call:
+            f = n.func
+            if f.__class__ is ast.Name:
+                yield f.id
+            elif f.__class__ is ast.Attribute:
+                yield f.attr
 
 
 def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple[str, bool]]:

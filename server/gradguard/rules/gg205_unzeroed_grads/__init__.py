@@ -28,7 +28,7 @@ from gradguard.analysis import steps as S
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis.quiet_facts import QUIET_FACTS, ZEROES, zeroes as _zeroes
+from gradguard.analysis.quiet_facts import LOOPCALL, QUIET_FACTS, ZEROES, zeroes as _zeroes
 from gradguard.analysis.summary import query
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg205_unzeroed_grads import messages as M
@@ -66,7 +66,84 @@ class UnzeroedGrads(Rule):
             hint = _undivided_accumulation(self, loop, steps, ctx, text)
             if hint is not None:
                 out.append(hint)
+        if not out and unit.kind == "function" and isinstance(unit.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found = _stepped_per_call(self, unit, ctx, local_opts)
+            if found is not None:
+                out.append(found)
         return out
+
+
+def _zeroing_defs(summary) -> bool:
+    """Does some def of the file zero gradients (``QUIET_FACTS``'s ``gg2:zeroes:``)? A summary query."""
+    return any(k.startswith(ZEROES) for k in summary)
+
+
+def _own_callees(unit, fn, depth: int = 2) -> List[ast.AST]:
+    """The methods of ``fn``'s class it calls on ``self`` (``self.forward_backward(...)``),
+    and theirs, ``depth`` deep."""
+    cls = unit.class_node
+    if cls is None or depth <= 0:
+        return []
+    defs = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out: List[ast.AST] = []
+    for n in A.body_nodes(fn):
+        if n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                and n.func.value.id == "self" and n.func.attr in defs and defs[n.func.attr] is not fn:
+            d = defs[n.func.attr]
+            if d not in out:
+                out.append(d)
+                out.extend(m for m in _own_callees(unit, d, depth - 1) if m not in out and m is not fn)
+    return out
+
+
+def _stepped_per_call(rule, unit, ctx, local_opts) -> Optional[Finding]:
+    """A trainer's method (or a function) that back-propagates and steps an optimizer each
+    time it runs -- itself or through the methods it calls on ``self`` -- and is called in
+    the body of a loop or comprehension that zeroes nothing (``QUIET_FACTS``'s
+    ``gg2:loopcall:``), in a file where no def zeroes gradients: the loop's iterations
+    step with the sum of every earlier gradient. Reported at the step, with the zeroing
+    put at the top of the method."""
+    fn = unit.node
+    summary = ctx.summary
+    if (LOOPCALL + fn.name) not in summary or query(summary, _zeroing_defs) or A.is_no_grad_function(fn, ctx):
+        return None
+    own = A.body_nodes(fn)
+    called = _own_callees(unit, fn)
+    everything = list(own) + [n for d in called for n in A.body_nodes(d)]
+    if any(_zeroes(n) for n in everything):
+        return None
+    if not any(n.__class__ is ast.Call and _real_backward(n, ctx) for n in everything):
+        return None
+    steps = [st for st in _steps(own, ctx, local_opts) if st[1] == "optimizer"]
+    if not steps:
+        return None
+    node, _, what = steps[0]
+    zero = f"{what}.zero_grad()"
+    stmt = next((s for s in A.iter_statements(fn.body) if s.lineno == node.lineno
+                 and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try))), None)
+    fixes = []
+    edit = _insert_in_def(fn, zero, ctx)
+    if edit is not None:
+        fixes.append(Fix(M.fix_zero_per_call(fn.name, zero), (edit,), preferred=True))
+    related = (Related(ctx.line_range(fn), M.called_in_a_loop(fn.name)),)
+    return Finding(rule.code, ctx.line_range(stmt if stmt is not None else node),
+                   M.never_zeroed_per_call(fn.name, what, zero), rule.default_severity, related, tuple(fixes),
+                   {"zero": zero})
+
+
+def _insert_in_def(fn, line: str, ctx) -> Optional[TextEdit]:
+    """``line`` as the first statement of ``fn``'s body (after its docstring)."""
+    body = fn.body
+    first = body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        if len(body) < 2 or body[1].lineno == (first.end_lineno or 0):
+            return None  # a statement sharing the docstring's line
+        first = body[1]
+    if first.lineno == fn.lineno:
+        return None  # `def f(): step()` on one line
+    indent = ctx.indent_of(first.lineno)
+    pos = Position(first.lineno - 1, 0)
+    return TextEdit(Range(pos, pos), f"{indent}{line}\n")
 
 
 def _real_backward(call: ast.Call, ctx) -> bool:

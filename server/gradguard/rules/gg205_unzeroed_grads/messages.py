@@ -175,6 +175,27 @@ def never_reset(bases: Sequence[str]) -> Dict[str, str]:
     }
 
 
+def never_zeroed_per_call(fn: str, what: str, zero: str) -> Dict[str, str]:
+    """``fn()`` back-propagates and steps ``what`` each time; a loop calls it and nothing zeroes."""
+    return {
+        "en": f"`{fn}()` back-propagates and steps `{what}` each time it runs, and a loop calls it without ever "
+              f"zeroing the gradients: each step uses the sum of all earlier ones. Zero them once per call "
+              f"(`{zero}`)",
+        "zh": f"`{fn}()` 每次运行都会反向传播并调用 `{what}` 的 step，而循环调用它时从不清零梯度："
+              f"每次 step 用的是之前所有梯度之和。请在每次调用时清零一次（`{zero}`）",
+    }
+
+
+def called_in_a_loop(fn: str) -> Dict[str, str]:
+    return {"en": f"`{fn}()` is called once per iteration of a loop that never zeroes the gradients",
+            "zh": f"`{fn}()` 在一个从不清零梯度的循环中每轮调用一次"}
+
+
+def fix_zero_per_call(fn: str, zero: str) -> Dict[str, str]:
+    return {"en": f"Zero the gradients at the start of `{fn}()`: `{zero}`",
+            "zh": f"在 `{fn}()` 开头清零梯度：`{zero}`"}
+
+
 def fix_zero_at_top(lines: Sequence[str]) -> Dict[str, str]:
     """``lines``: the statements the fix puts at the top of the iteration."""
     return {"en": f"Zero the gradients at the top of the iteration: `{'; '.join(lines)}`",
