@@ -223,3 +223,31 @@ def test_a_step_method_stays_silent_when_a_method_zeroes():
 def test_a_step_method_not_called_in_a_loop_is_silent():
     src = TRAINER.format(loop="    pass", extra="").replace("    pass\n", "    pass\ntrainer.train_step(x, y)\n")
     assert gg205(src) == []
+
+
+COUNTED = HEAD + textwrap.dedent("""\
+    accum, n = 3, 0
+    for x, y in data:
+        loss = (model(x) - y).pow(2).mean(){div}
+        loss.backward()
+        n += 1
+        if n >= accum:
+            opt.step()
+            opt.zero_grad()
+            n = 0
+""")
+
+
+def test_counter_gated_accumulation_without_division_is_a_hint():
+    found = gg205(COUNTED.format(div=""))
+    assert [(f.range.start.line + 1, f.severity.name) for f in found] == [(12, "HINT")]
+    assert found[0].data["accumulation"] == "accum"
+
+
+def test_counter_gated_accumulation_divided_is_silent():
+    assert gg205(COUNTED.format(div=" / accum")) == []
+
+
+def test_a_counter_never_reset_is_not_accumulation():
+    # steps on every iteration once n reaches 3: a warm-up, not accumulation
+    assert gg205(COUNTED.format(div="").replace("        n = 0\n", "")) == []

@@ -358,6 +358,25 @@ def _modulo_divisor(test: ast.expr) -> Optional[ast.expr]:
     return None
 
 
+def _counter_divisor(guard: ast.If, loop) -> Optional[ast.expr]:
+    """``K`` of the counter-gated form: ``n += 1`` in the loop, ``if n >= K:`` (or
+    ``n == K``) steps and sets ``n = 0`` again (neural_sp's ``accum_n_steps``)."""
+    t = guard.test
+    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.left, ast.Name)):
+        return None
+    if not isinstance(t.ops[0], (ast.GtE, ast.Eq)):
+        return None
+    counter, k = t.left.id, t.comparators[0]
+    if isinstance(k, ast.Constant) and not isinstance(k.value, int):
+        return None
+    counts = any(isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name)
+                 and n.target.id == counter and isinstance(n.value, ast.Constant) and n.value.value == 1
+                 for n in A.block_nodes(loop.body))
+    resets = any(isinstance(n, ast.Assign) and any(isinstance(x, ast.Name) and x.id == counter for x in n.targets)
+                 and isinstance(n.value, ast.Constant) and n.value.value == 0 for n in A.block_nodes(guard.body))
+    return k if counts and resets else None
+
+
 def _same(a: ast.expr, b: ast.expr) -> bool:
     if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
         return a.value == b.value
@@ -375,9 +394,10 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
     step_ids = {id(n) for n, k, _ in steps if k == "optimizer"}
     divisor = guard = None
     for s in A.iter_statements(list(loop.body)):
-        if isinstance(s, ast.If) and _modulo_divisor(s.test) is not None and any(
-                id(n) in step_ids for n in A.block_nodes(s.body)):
+        if isinstance(s, ast.If) and any(id(n) in step_ids for n in A.block_nodes(s.body)):
             divisor = _modulo_divisor(s.test)
+            if divisor is None:
+                divisor = _counter_divisor(s, loop)
             if divisor is not None:
                 guard = s
                 break

@@ -57,11 +57,18 @@ gradients are unchanged; every later one no longer includes the earlier ones.
 No, as long as the loop zeroes them somewhere: every `k` steps under an `if`, or only after the loop
 (then the loop only back-propagates and the step is outside it). When you accumulate on purpose,
 divide each loss by the number of accumulated batches so that the step sees their mean: where the
-step sits under `if (i + 1) % k == 0:` and no loss is divided by `k`, a hint (without a quick fix,
+step sits under `if (i + 1) % k == 0:` (or under `if n >= k:` with a counter `n += 1` set back to
+0 there) and no loss is divided by `k`, a hint (without a quick fix,
 since dividing changes the scale of every gradient) says so. The same hint is given for the
 nanoGPT form, `for micro_step in range(gradient_accumulation_steps): ... loss.backward()` with the
 step after the inner loop, when the inner loop's count or variable is named for accumulation
 (`accum`, `micro`): an inner loop over tasks or augmentations often sums on purpose.
+
+**My training step is a method of a trainer class.**
+A method (or function) that back-propagates and steps an optimizer -- itself or through the
+methods it calls on `self` -- runs once per iteration of the loop that calls it. When that loop
+zeroes nothing and no def of the file zeroes gradients, the step in the method is reported and
+the quick fix zeroes at the start of the method.
 
 **My GAN zeroes one optimizer and steps two.**
 Each optimizer that steps needs its own gradients zeroed: a loop that calls
@@ -116,10 +123,15 @@ for x, y in loader:
 **我是有意在几个 batch 上累积梯度，会被报告吗？**
 不会，只要循环在某处清零：在 `if` 里每 `k` 步清零一次，或者只在循环之后清零（这时循环里只做
 反向传播，step 在循环外）。有意累积时，请把每个损失除以累积的 batch 数，让 step 看到的是平均值：
-如果 step 在 `if (i + 1) % k == 0:` 之下，而没有任何损失除以 `k`，会给出一个提示（没有快速修复，
+如果 step 在 `if (i + 1) % k == 0:` 之下（或在 `if n >= k:` 之下，计数器 `n += 1` 并在那里重置为 0），而没有任何损失除以 `k`，会给出一个提示（没有快速修复，
 因为除法会改变所有梯度的大小）。nanoGPT 的写法也会得到同样的提示：
 `for micro_step in range(gradient_accumulation_steps): ... loss.backward()`，step 在内层循环之后，
 且内层循环的次数或变量名表明是在累积（`accum`、`micro`）；遍历任务或数据增强的内层循环常常是有意求和。
+
+**我的训练步骤是某个 trainer 类的方法。**
+一个方法（或函数）自己或通过它在 `self` 上调用的方法进行反向传播并调用优化器的 step，那么调用它的
+循环每轮都会运行它一次。如果该循环什么都不清零，文件中也没有任何函数清零梯度，就会在该方法中的 step
+处报告，快速修复会在方法开头清零。
 
 **我的 GAN 只清零了一个优化器，却对两个都执行 step。**
 每个执行 step 的优化器都需要清零自己的梯度：循环调用了 `optimizer_D.zero_grad()`，却从不调用
