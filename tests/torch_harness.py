@@ -219,6 +219,9 @@ class RunResult:
     # optimizer steps that found every gradient of their parameters None or zero (GG207)
     steps: int = 0
     empty_steps: int = 0
+    # optimizer.zero_grad() calls that erased gradients a backward gave its parameters
+    # since its last step, unused by any step (GG207: zeroing inside an accumulation loop)
+    discarded: int = 0
     # per optimizer (creation order): the gradients its first two steps apply
     step_log: Dict[int, list] = field(default_factory=dict)
     # parameters of the program's modules that hold a gradient when it ends and that no
@@ -238,6 +241,7 @@ class RunResult:
             "steps": self.steps,
             "empty_steps": self.empty_steps,
             "unowned_grads": self.unowned_grads,
+            "discarded": self.discarded,
         }
 
 
@@ -257,6 +261,8 @@ class _Recorder:
         self.eval_backwards = 0
         self.steps = 0
         self.empty_steps = 0
+        self.discarded = 0
+        self.unstepped: set = set()  # ids of optimizers a backward gave gradients since their last step
         self.step_log: Dict[int, list] = {}
         self.stepped: set = set()  # ids of the optimizers whose step() ran
         # values of what the first two outermost backward calls differentiate
@@ -347,6 +353,7 @@ class _Recorder:
         orig_autograd_grad = torch.autograd.grad
 
         orig_opt_init = torch.optim.Optimizer.__init__
+        orig_zero_grad = torch.optim.Optimizer.zero_grad
 
         def module_init(self, *args, **kwargs):
             rec.modules.append(self)
@@ -374,6 +381,8 @@ class _Recorder:
                     rec.depth -= 1
                 if rec.depth == 0:
                     rec.calls += 1
+                    if not returns_grads:
+                        rec.unstepped.update(id(o) for o in rec.optimizers)
                     if rec.first_grads is not None and rec.second_grads is None and not returns_grads:
                         rec.second_grads = rec.snapshot()
                     if rec.first_grads is None:
@@ -389,8 +398,16 @@ class _Recorder:
             wrapper.__wrapped__ = fn
             return wrapper
 
+        def zero_grad(self, *args, **kwargs):
+            if id(self) in rec.unstepped and any(
+                    p.grad is not None and bool(p.grad.any()) for g in self.param_groups for p in g["params"]):
+                rec.discarded += 1
+            rec.unstepped.discard(id(self))
+            return orig_zero_grad(self, *args, **kwargs)
+
         def step_pre_hook(optimizer, args, kwargs):
             rec.stepped.add(id(optimizer))
+            rec.unstepped.discard(id(optimizer))
             if rec.depth == 0:
                 rec.steps += 1
                 grads = [p.grad for g in optimizer.param_groups for p in g["params"]]
@@ -419,6 +436,7 @@ class _Recorder:
         hook = register_optimizer_step_pre_hook(step_pre_hook)
         nn.Module.__init__ = module_init
         torch.optim.Optimizer.__init__ = optimizer_init
+        torch.optim.Optimizer.zero_grad = zero_grad
         torch.Tensor.backward = wrap(orig_tensor_backward)
         torch.autograd.backward = wrap(orig_autograd_backward)
         torch.autograd.grad = wrap(orig_autograd_grad, returns_grads=True)
@@ -428,6 +446,7 @@ class _Recorder:
             hook.remove()
             nn.Module.__init__ = orig_init
             torch.optim.Optimizer.__init__ = orig_opt_init
+            torch.optim.Optimizer.zero_grad = orig_zero_grad
             torch.Tensor.backward = orig_tensor_backward
             torch.autograd.backward = orig_autograd_backward
             torch.autograd.grad = orig_autograd_grad
@@ -515,6 +534,7 @@ def run_program(path: str, seed: int = 0, timeout: int = 60, holds: Tuple[str, .
                        rec.second_grads)
     result.step_grads = rec.step_grads
     result.eval_backwards, result.steps, result.empty_steps = rec.eval_backwards, rec.steps, rec.empty_steps
+    result.discarded = rec.discarded
     result.step_log = rec.step_log
     result.unowned_grads = rec.unowned_grads()
     return result

@@ -1595,6 +1595,22 @@ def _already_through(node: ast.AST, k: int, b2: ast.Call, ev2, events, stmts, un
     return False
 
 
+def _module_call_in_method(call: ast.Call, attr: str, unit) -> Optional[ast.Call]:
+    """In the own method ``call`` runs (``self.calc_policy_loss(batch)``), its first call of
+    ``self.<attr>`` (``self.critic(states, actions)``): where the graph through that module
+    is built, shown beside the call."""
+    cls = unit.class_node if unit is not None else None
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else None
+    fn = next((d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name),
+              None) if cls is not None and name else None
+    if fn is None:
+        return None
+    for n in A.body_nodes(fn):
+        if isinstance(n, ast.Call) and A.dotted(n.func) in ("self." + attr, "self." + attr + ".forward"):
+            return n
+    return None
+
+
 def _retained_by_call(call: ast.AST, unit, ctx) -> bool:
     """Does a retaining backward event keep its graph as called? A helper whose backward
     takes ``retain_graph`` from a parameter defaulting to no (``FnFacts.retain_param``)
@@ -1642,8 +1658,10 @@ def _helper_stepped(rule, stmts, j, b2, ev2, steps, saving, start, events, unit,
                 continue
             if _rebound_after_step(stmts[:i], s_step, step, [node]):
                 continue
-            module = prefix + (full or part)[0]
-            return _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, [node], ctx, module=module)
+            attr = (full or part)[0]
+            module = prefix + attr
+            return _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, [node], ctx, module=module,
+                                    built_at=_module_call_in_method(node, attr, unit) if prefix else None)
     return None
 
 
@@ -1834,7 +1852,7 @@ def _simple(s: ast.stmt) -> bool:
                         for n in A.walk_all(s)))
 
 
-def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx, module=None) -> Finding:
+def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx, module=None, built_at=None) -> Finding:
     node = min(hit, key=_pos)
     if module is None:
         module = A.dotted(node.func) or _short(node.func)
@@ -1854,7 +1872,7 @@ def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx, module=
         fixes.append(Fix(title, tuple(edits), preferred=True))
     msg = M.stepped(second, _short(node), node.lineno, module, opt, step.lineno, how)
     related = (
-        Related(ctx.range(node), M.graph_through_built_here(module)),
+        Related(ctx.range(built_at if built_at is not None else node), M.graph_through_built_here(module)),
         Related(ctx.range(step), M.step_updates(module)),
     )
     return Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, tuple(fixes),

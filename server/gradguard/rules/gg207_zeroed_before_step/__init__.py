@@ -61,7 +61,63 @@ class ZeroedBeforeStep(Rule):
                 step = _step_after(block[j + 1:], opt, ctx)
                 if step is not None:
                     out.append(_finding(self, st, back, step, opt, ctx))
+            for j, st in enumerate(block):
+                if isinstance(st, (ast.For, ast.While)):
+                    found = _zeroed_per_micro_batch(self, st, block[j + 1:], ctx)
+                    if found is not None:
+                        out.append(found)
         return out
+
+
+def _zeroed_per_micro_batch(rule, loop, after, ctx) -> "Optional[Finding]":
+    """Gradient accumulation undone: a loop whose every iteration zeroes ``O`` and then
+    back-propagates, with no step of ``O`` in it, followed (in the same block, past
+    statements that give ``O`` no gradient) by ``O.step()``: each iteration erases what
+    the earlier ones accumulated, and the step applies the last one's gradient only
+    (RAE's ``optimizer.zero_grad()`` inside the micro-batch loop). The fix moves the
+    zeroing to just before the loop."""
+    if loop.orelse or _runs_once(loop):
+        return None
+    body = loop.body
+    for k, st in enumerate(body):
+        opt = _zeroing(st)
+        if opt is None:
+            continue
+        rest = body[k + 1:]
+        if any(_steps(n, opt) for n in A.iter_nodes(list(body))):
+            return None
+        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in A.iter_nodes(list(body[:k]))):
+            return None  # an iteration may skip the zeroing
+        back = _backward_before(rest, opt, ctx)
+        if back is None:
+            return None
+        step = _step_after(after, opt, ctx)
+        if step is None:
+            return None
+        return _micro_finding(rule, loop, st, back, step, opt, ctx)
+    return None
+
+
+def _runs_once(loop) -> bool:
+    """``for _ in range(1)``: a loop of one iteration."""
+    it = getattr(loop, "iter", None)
+    return isinstance(it, ast.Call) and A.dotted(it.func) == "range" and len(it.args) == 1 \
+        and isinstance(it.args[0], ast.Constant) and it.args[0].value in (0, 1)
+
+
+def _micro_finding(rule, loop, zero: ast.stmt, back: ast.AST, step: ast.stmt, opt: str, ctx) -> Finding:
+    msg = M.zeroed_per_iteration(opt, loop.lineno, back.lineno, ast.unparse(step.value), step.lineno)  # type: ignore[attr-defined]
+    related = (Related(ctx.line_range(back), M.accumulated_here()), Related(ctx.line_range(step), M.stepped_after_loop()))
+    fixes = []
+    if _own_lines(zero, ctx) and zero.end_lineno == zero.lineno and loop.col_offset < zero.col_offset:
+        z0 = zero.lineno - 1
+        text = ctx.index.line(z0)
+        indent = ctx.indent_of(loop.lineno)
+        moved = indent + text.lstrip() + "\n"
+        at = Position(loop.lineno - 1, 0)
+        edits = (TextEdit(Range(at, at), moved), TextEdit(Range(Position(z0, 0), Position(z0 + 1, 0)), ""))
+        fixes.append(Fix(M.fix_move_before_loop(opt), edits, preferred=True))
+    return Finding(rule.code, ctx.line_range(zero), msg, rule.default_severity, related, tuple(fixes), {"optimizer": opt})
 
 
 def _zeroing(st: ast.stmt) -> "Optional[str]":

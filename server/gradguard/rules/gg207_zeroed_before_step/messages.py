@@ -57,6 +57,12 @@ Not reported: a backward between the zeroing and the step gives the step gradien
 Not reported: anything that touches `.grad`, or calls code the file cannot see, between the
 zeroing and the step keeps the rule silent.
 
+**I accumulate over micro-batches and zero inside their loop.**
+Reported too: `for micro in range(k): optimizer.zero_grad(); ...; loss.backward()` followed by
+`optimizer.step()` after the loop erases, at each micro-batch, what the earlier ones accumulated;
+the step applies the last micro-batch's gradient only. The quick fix moves the zeroing to just
+before the micro-batch loop.
+
 **The zeroing is for another optimizer (`opt_g.zero_grad()` before `opt_d.step()`).**
 Not reported: only the zeroing of the optimizer that steps counts.
 ''',
@@ -99,6 +105,11 @@ for x, y in loader:
 **我先算出梯度、清零，再把自己的梯度写进 `.grad` 后 step（梯度手术）。**
 不会被报告：在清零与 step 之间，任何触及 `.grad` 或调用文件外代码的语句都会让本规则保持沉默。
 
+**我在多个 micro-batch 上累积梯度，并在它们的循环里清零。**
+同样会被报告：`for micro in range(k): optimizer.zero_grad(); ...; loss.backward()`，循环之后才
+`optimizer.step()`，每个 micro-batch 都会抹掉前面累积的梯度，step 只应用最后一个 micro-batch 的梯度。
+快速修复会把清零移到 micro-batch 循环之前。
+
 **清零的是另一个优化器（在 `opt_d.step()` 之前调用 `opt_g.zero_grad()`）。**
 不会被报告：只有执行 step 的那个优化器的清零才算数。
 ''',
@@ -127,3 +138,27 @@ def stepped_here() -> "Dict[str, str]":
 def fix_move_after_step(opt: str) -> "Dict[str, str]":
     return {"en": f"Move `{opt}.zero_grad()` after `{opt}.step()`",
             "zh": f"把 `{opt}.zero_grad()` 移到 `{opt}.step()` 之后"}
+
+
+def zeroed_per_iteration(opt: str, loop_line: int, backward_line: int, step: str, step_line: int) -> "Dict[str, str]":
+    """``opt.zero_grad()`` at the start of every iteration of an accumulating loop."""
+    return {
+        "en": f"`{opt}.zero_grad()` runs in every iteration of the loop on line {loop_line}, erasing what the "
+              f"earlier iterations' `backward()` (line {backward_line}) accumulated: `{step}` on line {step_line}, "
+              f"after the loop, applies the last iteration's gradient only; zero the gradients once, before the loop.",
+        "zh": f"`{opt}.zero_grad()` 在第 {loop_line} 行循环的每一轮都会运行，抹掉了前几轮 `backward()`（第 "
+              f"{backward_line} 行）累积的梯度：循环之后第 {step_line} 行的 `{step}` 只应用了最后一轮的梯度；"
+              f"请在循环之前只清零一次。",
+    }
+
+
+def accumulated_here() -> "Dict[str, str]":
+    return {"en": "the gradients each iteration accumulates", "zh": "每一轮在这里累积梯度"}
+
+
+def stepped_after_loop() -> "Dict[str, str]":
+    return {"en": "the step after the loop, which sees only the last iteration's", "zh": "循环之后的 step，只看到最后一轮的梯度"}
+
+
+def fix_move_before_loop(opt: str) -> "Dict[str, str]":
+    return {"en": f"Move `{opt}.zero_grad()` before the loop", "zh": f"把 `{opt}.zero_grad()` 移到循环之前"}
