@@ -96,3 +96,33 @@ def test_right_forms_are_silent(body):
 def test_docs():
     assert_sections("GG207")
     assert_docs_page_is_the_explanation("GG207")
+
+
+MICRO = HEAD + """\
+for x, y in data:
+    for micro in range({k}):
+        opt.zero_grad()
+        loss = (model(x) - y).pow(2).mean() / 2
+        loss.backward()
+{inner}    opt.step()
+"""
+
+
+def test_zeroing_inside_the_accumulation_loop():
+    src = MICRO.format(k=2, inner="")
+    found = gg207(src)
+    assert [f.range.start.line + 1 for f in found] == [10]
+    assert "last iteration" in found[0].message["en"]
+    fixed = apply_text_edits(src, list(found[0].fixes[0].edits))
+    assert "for x, y in data:\n    opt.zero_grad()\n    for micro in range(2):\n        loss =" in fixed
+    assert gg207(fixed) == []
+
+
+@pytest.mark.parametrize("k, inner", [
+    (1, ""),  # one micro-batch: nothing to erase
+    (2, "        opt.step()\n"),  # a step per micro-batch
+    (2, "        if loss.item() > 9:\n            break\n"),  # (still zeroes first: reported)
+])
+def test_accumulation_loop_variants(k, inner):
+    found = gg207(MICRO.format(k=k, inner=inner))
+    assert len(found) == (1 if "break" in inner else 0)
