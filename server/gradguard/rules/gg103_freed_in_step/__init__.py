@@ -1333,7 +1333,15 @@ def _owned(opt: str, ctx, depth: int = 2) -> Set[str]:
 
 def _owned_uncached(opt: str, ctx, depth: int) -> Set[str]:
     out: Set[str] = set()
-    for value in _constructions(opt, ctx.index.lines):
+    made = _constructions(opt, ctx.index.lines)
+    if not made and "." in opt:
+        # an optimizer kept by the module it trains (``agent.actor.optimizer``, made in
+        # ActorNetwork.__init__ as ``self.optimizer = Adam(self.parameters())``): that module
+        holder, attr = opt.rsplit(".", 1)
+        own = _constructions("self." + attr, ctx.index.lines)
+        if own and all(_of_own_parameters(v) for v in own):
+            return {holder.rsplit(".", 1)[-1]}
+    for value in made:
         try:
             tree = ast.parse(value, mode="eval")
         except SyntaxError:
@@ -1353,6 +1361,16 @@ def _owned_uncached(opt: str, ctx, depth: int) -> Set[str]:
     return out
 
 
+def _of_own_parameters(value: str) -> bool:
+    """``Adam(self.parameters(), lr=...)``: an optimizer of the object's own parameters."""
+    try:
+        tree = ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return False
+    return isinstance(tree, ast.Call) and bool(tree.args) and isinstance(tree.args[0], ast.Call) \
+        and A.dotted(tree.args[0].func) == "self.parameters"
+
+
 def _receivers(root: ast.AST) -> Set[int]:
     """``D`` in ``D.parameters()`` (ids): read as an object, not as a list of parameters."""
     out: Set[int] = set()
@@ -1368,6 +1386,8 @@ def _module_name(node: ast.AST) -> Optional[str]:
     """``D(x)`` → D, ``self.netD(x)`` → netD: the module a graph token calls."""
     if isinstance(node, ast.Call):
         name = A.dotted(node.func)
+        if name and name.endswith(".forward") and name.count(".") >= 1:
+            name = name[:-8]  # agent.actor.forward(state): the module agent.actor
         if name:
             return name.split(".")[-1]
     return None
@@ -1787,6 +1807,8 @@ def _saves_own_weights(node: ast.AST, flow, ctx) -> bool:
     name = A.dotted(node.func)
     if name is None:
         return False
+    if name.endswith(".forward") and _forward_saves_weights(name[:-8], ctx):
+        return True
     for value in _constructions(name, ctx.index.lines):
         try:
             made = ast.parse(value, mode="eval").body
@@ -1799,6 +1821,29 @@ def _saves_own_weights(node: ast.AST, flow, ctx) -> bool:
         if len(layers) >= 2:
             return True
     return False
+
+
+def _forward_saves_weights(name: str, ctx) -> bool:
+    """Is ``name`` (``agent.actor``, called as ``agent.actor.forward(x)``) made, as
+    ``self.actor = ActorNetwork()`` somewhere in the file, by one class of the file whose
+    ``forward`` runs two or more of its own layers on the way to its result (the later
+    ones save their weights)?"""
+    made = _constructions(name, ctx.index.lines) or _constructions("self." + name.rsplit(".", 1)[-1],
+                                                                   ctx.index.lines)
+    classes = set()
+    for value in made:
+        try:
+            tree = ast.parse(value, mode="eval").body
+        except SyntaxError:
+            return False
+        if not isinstance(tree, ast.Call):
+            return False
+        classes.add((A.dotted(tree.func) or "").rsplit(".", 1)[-1])
+    if len(classes) != 1:
+        return False
+    cf = ctx.summary.get("class:" + classes.pop())
+    fwd = next((m for n, m in cf.methods if n == "forward"), None) if isinstance(cf, V.ClassFacts) else None
+    return fwd is not None and len(fwd.ret.modules) >= 2
 
 
 def _jumps_out(stmts) -> bool:
