@@ -1785,6 +1785,7 @@ def _check_stepped_loops(rule, body, events, flow, reported, ctx) -> Iterator[Fi
                 continue
             step, opt, node = hit
             module = A.dotted(node.func) or _short(node.func)
+            module = module[:-8] if module.endswith(".forward") else module
             reported.add(id(b2))
             msg = M.stepped_loop(_short(b2), _short(node), node.lineno, module, opt, step.lineno)
             related = (Related(ctx.range(node), M.built_before_loop(module)),
