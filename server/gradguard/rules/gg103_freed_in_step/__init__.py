@@ -1615,6 +1615,41 @@ def _already_through(node: ast.AST, k: int, b2: ast.Call, ev2, events, stmts, un
     return False
 
 
+def _own_method(call: ast.AST, unit):
+    """The def of the own method a call ``self.m(...)`` runs (``unit`` a method of its class)."""
+    cls = unit.class_node if unit is not None else None
+    f = call.func if isinstance(call, ast.Call) else None
+    if cls is None or not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"):
+        return None
+    return next((d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == f.attr),
+                None)
+
+
+def _returned_before_own_step(call: ast.AST, unit) -> bool:
+    """Does the own method (``self.train_critic_sequential(...)``) return, by name, values
+    bound before the optimizer step it makes as a statement of its body (``advantages =
+    target - v`` ... ``self.critic_optimiser.step()`` ... ``return advantages``)? Then what
+    it returns holds a graph whose saved weights its own step changed."""
+    fn = _own_method(call, unit)
+    if fn is None:
+        return False
+    step_line = next((s.lineno for s in fn.body if isinstance(s, ast.Expr) and S.stepped(s.value, scaler=True)), None)
+    rets = [n for n in A.body_nodes(fn) if isinstance(n, ast.Return)]
+    if step_line is None or not rets:
+        return False
+    for r in rets:
+        names = r.value.elts if isinstance(r.value, (ast.Tuple, ast.List)) else [r.value]
+        for v in names:
+            if not isinstance(v, ast.Name) or r.lineno < step_line:
+                return False
+            bound = [s.lineno for s in A.iter_statements(fn.body) if isinstance(s, (ast.Assign, ast.AugAssign))
+                     and any(isinstance(t, ast.Name) and t.id == v.id for t in
+                             (s.targets if isinstance(s, ast.Assign) else [s.target]))]
+            if not bound or max(bound) > step_line:
+                return False
+    return True
+
+
 def _module_call_in_method(call: ast.Call, attr: str, unit) -> Optional[ast.Call]:
     """In the own method ``call`` runs (``self.calc_policy_loss(batch)``), its first call of
     ``self.<attr>`` (``self.critic(states, actions)``): where the graph through that module
@@ -1667,7 +1702,8 @@ def _helper_stepped(rule, stmts, j, b2, ev2, steps, saving, start, events, unit,
             continue
         reach, prefix = got
         for i, s_step, step, opt in reversed(before):  # the last step: a recompute goes after it
-            if i <= k:
+            inside = step is node and _returned_before_own_step(node, unit)  # the helper steps after building it
+            if i <= k and not inside:
                 continue
             paths = _owner_paths(opt, ctx)
             if not paths:
@@ -1680,8 +1716,13 @@ def _helper_stepped(rule, stmts, j, b2, ev2, steps, saving, start, events, unit,
                 continue
             attr = (full or part)[0]
             module = prefix + attr
+            if inside:  # name the step inside the method, where it runs
+                fn = _own_method(node, unit)
+                step = next((st.value for st in fn.body if isinstance(st, ast.Expr)  # type: ignore[union-attr]
+                             and S.stepped(st.value, scaler=True)), step)
             return _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, [node], ctx, module=module,
-                                    built_at=_module_call_in_method(node, attr, unit) if prefix else None)
+                                    built_at=_module_call_in_method(node, attr, unit) if prefix else None,
+                                    fixable=not inside)
     return None
 
 
@@ -1898,12 +1939,13 @@ def _simple(s: ast.stmt) -> bool:
                         for n in A.walk_all(s)))
 
 
-def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx, module=None, built_at=None) -> Finding:
+def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx, module=None, built_at=None,
+                     fixable=True) -> Finding:
     node = min(hit, key=_pos)
     if module is None:
         module = A.dotted(node.func) or _short(node.func)
     second = _short(b2)
-    fix = _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx)
+    fix = _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx) if fixable else None
     how = M.nothing()
     fixes: List[Fix] = []
     if fix is not None:
