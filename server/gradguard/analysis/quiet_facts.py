@@ -125,7 +125,7 @@ def _loop_calls(loop: ast.AST, facts: Set[str]) -> None:
     """``LOOPCALL`` facts for the calls of a loop's body (a comprehension's element) when
     nothing in it zeroes gradients."""
     if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
-        nodes = A.block_nodes(loop.body)  # type: ignore[attr-defined]
+        nodes = A.block_nodes(loop.body)
     else:
         parts = [loop.key, loop.value] if isinstance(loop, ast.DictComp) else [loop.elt]  # type: ignore[attr-defined]
         nodes = list(A.iter_nodes(parts))

@@ -47,13 +47,13 @@ def step_of(node: ast.AST, scaler: bool = False, closure: bool = True,
     the caller left out."""
     if node.__class__ is not ast.Call:
         return None
-    f = node.func  # type: ignore[attr-defined]
+    f = node.func
     if f.__class__ is not ast.Attribute or not is_step_name(f.attr, two_step):
         return None
     recv = A.dotted(f.value)
     if recv is None:
         return None
-    args, keywords = node.args, node.keywords  # type: ignore[attr-defined]
+    args, keywords = node.args, node.keywords
     if scaler and f.attr == "step" and args and is_scaler(recv):
         if not closure and (len(args) != 1 or keywords):
             return None  # scaler.step(opt, closure)
@@ -72,22 +72,20 @@ def stepped(node: ast.AST, scaler: bool = False, closure: bool = True, two_step:
 
 def zeroing_call(node: ast.AST) -> bool:
     """``X.zero_grad(...)`` (any receiver)."""
-    return node.__class__ is ast.Call and node.func.__class__ is ast.Attribute \
-        and node.func.attr == "zero_grad"  # type: ignore[attr-defined]
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad"
 
 
 def zeroed(node: ast.AST) -> "Optional[str]":
     """``X`` of a call ``X.zero_grad(...)`` when ``X`` is a dotted name, else None."""
-    if not zeroing_call(node):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad"):
         return None
-    return A.dotted(node.func.value)  # type: ignore[attr-defined]
+    return A.dotted(node.func.value)
 
 
 def zeroing_statement(st: ast.stmt) -> "Optional[ast.Call]":
     """The call of a statement that is only ``X.zero_grad(...)``, or None."""
-    if st.__class__ is ast.Expr and zeroing_call(st.value):  # type: ignore[attr-defined]
-        return st.value  # type: ignore[attr-defined,no-any-return]
-    return None
+    value = st.value if isinstance(st, ast.Expr) else None
+    return value if isinstance(value, ast.Call) and zeroing_call(value) else None
 
 
 def def_steps(fn: ast.AST) -> "Tuple[Tuple[str, bool], ...]":
@@ -96,8 +94,8 @@ def def_steps(fn: ast.AST) -> "Tuple[Tuple[str, bool], ...]":
     itself (``with`` bodies inline), before anything that may leave early
     (``FnFacts.steps``)."""
     body = getattr(fn, "body", None)
-    if not body or "step" not in {n.func.attr for n in A.body_nodes(fn)  # type: ignore[attr-defined]
-                                  if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute}:  # type: ignore[attr-defined]
+    if not body or "step" not in {n.func.attr for n in A.body_nodes(fn)
+                                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}:
         return ()
     sure = set()
     stmts = list(body)

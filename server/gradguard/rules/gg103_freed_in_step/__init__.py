@@ -864,9 +864,9 @@ def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx, loop=None)
             owned = _owned(opt, ctx)
             if not owned or producers & owned:
                 return None  # a step that may use the producer's gradients from that loss
-        call = S.zeroing_statement(s)
-        if call is not None:
-            who = S.zeroed(call)
+        zeroing = S.zeroing_statement(s)
+        if zeroing is not None:
+            who = S.zeroed(zeroing)
             if who and (producers <= _owned(who, ctx) or who.split(".")[-1] in producers and len(producers) == 1):
                 zeroed = f"{who}.zero_grad()"
                 break
@@ -1718,7 +1718,7 @@ def _helper_stepped(rule, stmts, j, b2, ev2, steps, saving, start, events, unit,
             module = prefix + attr
             if inside:  # name the step inside the method, where it runs
                 fn = _own_method(node, unit)
-                step = next((st.value for st in fn.body if isinstance(st, ast.Expr)  # type: ignore[union-attr]
+                step = next((st.value for st in getattr(fn, "body", ()) if isinstance(st, ast.Expr)
                              and S.stepped(st.value, scaler=True)), step)
             return _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, [node], ctx, module=module,
                                     built_at=_module_call_in_method(node, attr, unit) if prefix else None,

@@ -118,8 +118,11 @@ def _stepped_per_call(rule, unit, ctx, local_opts) -> Optional[Finding]:
     if not steps:
         return None
     node, _, what = steps[0]
+    if what is None:
+        return None
     zero = f"{what}.zero_grad()"
-    stmt = next((s for s in A.iter_statements(fn.body) if s.lineno == node.lineno
+    line = getattr(node, "lineno", 0)
+    stmt = next((s for s in A.iter_statements(fn.body) if s.lineno == line
                  and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try))), None)
     fixes = []
     edit = _insert_in_def(fn, zero, ctx)
