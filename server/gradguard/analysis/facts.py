@@ -441,6 +441,45 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "__setitem__"})
 
 
+def _sites(e: ast.AST, seen: Set[str], binders: Dict[str, List[ast.AST]],
+           memo: Dict[str, frozenset]) -> Set[Tuple[int, int, str]]:
+    """:func:`_returns_sites` for one expression (a function of its own: a closure calling
+    itself would be a reference cycle keeping the tree alive)."""
+    out: Set[Tuple[int, int, str]] = set()
+    stack = [e]
+    while stack:
+        m = stack.pop()
+        if isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute) and m.func.attr == "detach" \
+                and not m.args:
+            continue  # x.detach(): no graph
+        if isinstance(m, ast.Attribute) and m.attr == "data":
+            continue
+        key = None
+        if isinstance(m, ast.Call):
+            out.add((m.lineno, m.col_offset, A.dotted(m.func) or ""))
+            if _self_attr(m.func) is not None:
+                stack.extend(m.args)  # self.q(x): a module of self, not an attribute read
+                stack.extend(k.value for k in m.keywords)
+                continue
+        elif isinstance(m, (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.AugAssign)):
+            out.add((m.lineno, m.col_offset, ""))
+        elif isinstance(m, ast.Name):
+            key = m.id
+        elif isinstance(m, ast.Attribute) and _self_attr(m) is not None:
+            key = "self." + m.attr
+            out.add((0, 0, key))  # an attribute read: shared by every position reading it
+        if key is not None and key in binders and key not in seen:
+            if key not in memo:
+                seen.add(key)
+                got: Set[Tuple[int, int, str]] = set()
+                for b in binders[key]:
+                    got |= _sites(b, seen, binders, memo)
+                memo[key] = frozenset(got)
+            out |= memo[key]
+        stack.extend(ast.iter_child_nodes(m))
+    return out
+
+
 def _returns_sites(fn: ast.AST, tuples: List[V.Val], returns: Tuple[V.RetPos, ...]):
     """``FnFacts.returns_sites``: per returned position, the nodes inside the def that may
     build part of its graph, read off the source (not the interpreter's tokens, which
@@ -485,46 +524,11 @@ def _returns_sites(fn: ast.AST, tuples: List[V.Val], returns: Tuple[V.RetPos, ..
             binders.setdefault(n.func.value.id, []).append(n)  # out.append(v), h.add_(v): changes it
     memo: Dict[str, frozenset] = {}
 
-    def sites(e: ast.AST, seen: Set[str]) -> Set[Tuple[int, int, str]]:
-        out: Set[Tuple[int, int, str]] = set()
-        stack = [e]
-        while stack:
-            m = stack.pop()
-            if isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute) and m.func.attr == "detach" \
-                    and not m.args:
-                continue  # x.detach(): no graph
-            if isinstance(m, ast.Attribute) and m.attr == "data":
-                continue
-            key = None
-            if isinstance(m, ast.Call):
-                out.add((m.lineno, m.col_offset, A.dotted(m.func) or ""))
-                if _self_attr(m.func) is not None:
-                    stack.extend(m.args)  # self.q(x): a module of self, not an attribute read
-                    stack.extend(k.value for k in m.keywords)
-                    continue
-            elif isinstance(m, (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.AugAssign)):
-                out.add((m.lineno, m.col_offset, ""))
-            elif isinstance(m, ast.Name):
-                key = m.id
-            elif isinstance(m, ast.Attribute) and _self_attr(m) is not None:
-                key = "self." + m.attr
-                out.add((0, 0, key))  # an attribute read: shared by every position reading it
-            if key is not None and key in binders and key not in seen:
-                if key not in memo:
-                    seen.add(key)
-                    got: Set[Tuple[int, int, str]] = set()
-                    for b in binders[key]:
-                        got |= sites(b, seen)
-                    memo[key] = frozenset(got)
-                out |= memo[key]
-            stack.extend(ast.iter_child_nodes(m))
-        return out
-
     out = []
     for i in range(len(returns)):
         got: Set[Tuple[int, int, str]] = set()
         for r in rets:
-            got |= sites(r.value.elts[i], set())  # type: ignore[union-attr]
+            got |= _sites(r.value.elts[i], set(), binders, memo)  # type: ignore[union-attr]
         out.append(tuple(sorted(got)))
     return tuple(out)
 
