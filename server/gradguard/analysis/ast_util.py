@@ -732,3 +732,16 @@ def frozen_by_loop(loop: ast.AST) -> Optional[str]:
                     and c.func.value.id == p and c.args and _false_constant(c.args[0])):
                 return owner
     return None
+
+
+def assigned_pairs(s: ast.Assign) -> "List[Tuple[ast.AST, ast.AST]]":
+    """(target, value) of each name an assignment binds, pairing the elements of
+    ``a, b = x, y`` one by one (same length); any other target gets the whole value."""
+    pairs: "List[Tuple[ast.AST, ast.AST]]" = []
+    v = s.value
+    for t in s.targets:
+        if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
+            pairs.extend(zip(t.elts, v.elts))
+        else:
+            pairs.append((t, v))
+    return pairs

@@ -80,13 +80,7 @@ def asks_gradient_of(node: ast.AST, out: Set[str]) -> None:
 
 
 def _called_names(body) -> Iterable[str]:
-    for n in A.iter_nodes(list(body)):
-        if n.__class__ is ast.Call:
-            f = n.func
-            if f.__class__ is ast.Name:
-                yield f.id
-            elif f.__class__ is ast.Attribute:
-                yield f.attr
+    return _called_names_of(A.iter_nodes(list(body)))
 
 
 def _scan(nodes, facts: Set[str], keep: Optional[Set[str]]) -> bool:

@@ -340,14 +340,7 @@ def _replacement(s: ast.stmt, owner: str, ctx, made: "Set[str]") -> "Optional[st
     """Does the statement put a new layer with parameters into ``owner``? The attribute
     (or the function) that does it."""
     if isinstance(s, ast.Assign):
-        pairs: "List[Tuple[ast.AST, ast.AST]]" = []
-        for t in s.targets:
-            v = s.value
-            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
-                pairs.extend(zip(t.elts, v.elts))
-            else:
-                pairs.append((t, v))
-        for tgt, val in pairs:
+        for tgt, val in A.assigned_pairs(s):
             if A.dotted(tgt) == owner and _new_module(val, ctx):
                 return owner  # ``net = Net2()``: a new model under the old name
             d = A.dotted(tgt) if isinstance(tgt, ast.Attribute) else None

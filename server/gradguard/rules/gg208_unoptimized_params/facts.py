@@ -282,14 +282,7 @@ def _replaced_params(fn: "ast.FunctionDef | ast.AsyncFunctionDef") -> "Tuple[int
 
     for n in A.walk_all(fn):
         if isinstance(n, ast.Assign):
-            pairs: "List[Tuple[ast.AST, ast.AST]]" = []
-            for t in n.targets:
-                v = n.value
-                if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
-                    pairs.extend(zip(t.elts, v.elts))
-                else:
-                    pairs.append((t, v))
-            for tgt, val in pairs:
+            for tgt, val in A.assigned_pairs(n):
                 if isinstance(tgt, ast.Attribute) and layer(val):
                     head = (A.dotted(tgt) or "").split(".")[0]
                     if head in params:
