@@ -70,7 +70,10 @@ def is_optimizer_call(call: ast.AST, ctx=None) -> bool:
     """``torch.optim.Adam(...)``, ``optim.SGD(...)`` (not a scheduler)."""
     if not isinstance(call, ast.Call):
         return False
-    q = A.qualify(call.func, ctx) or ""
+    f = call.func
+    if f.__class__ is ast.Attribute and not f.attr[:1].isupper():
+        return False  # (the qualified name ends with the attribute: not a class; cheap, most calls)
+    q = A.qualify(f, ctx) or ""
     if not q.startswith(K.OPTIMIZER_PREFIXES) or ".lr_scheduler" in q or ".swa_utils" in q:
         return False
     last = q.rsplit(".", 1)[-1]
@@ -82,7 +85,10 @@ def layer_with_parameters(call: ast.AST, ctx=None) -> bool:
     (or parameter) that owns parameters; ``nn.Sequential(...)`` when one of its arguments is."""
     if not isinstance(call, ast.Call):
         return False
-    q = A.qualify(call.func, ctx) or ""
+    f = call.func
+    if f.__class__ is ast.Attribute and not f.attr[:1].isupper():
+        return False  # (as in is_optimizer_call)
+    q = A.qualify(f, ctx) or ""
     if not q.startswith("torch.nn.") or q.startswith("torch.nn.functional."):
         return False
     last = q.rsplit(".", 1)[-1]
@@ -169,7 +175,7 @@ def _owner_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
         scopes = [(stmt, None)]
     for scope, cls in scopes:
         local = None
-        for n in A.walk_all(scope):
+        for n in (A.walk_all_list(scope) if cls is None else A.walk_all(scope)):
             if not isinstance(n, ast.Call) or not is_optimizer_call(n):
                 continue
             args = list(n.args[:1]) + [k.value for k in n.keywords if k.arg == "params"]
@@ -198,7 +204,7 @@ def _freezes(call: ast.Call) -> bool:
 
 
 def _alone_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
-    for n in A.walk_all(stmt):
+    for n in A.walk_all_list(stmt):
         if isinstance(n, ast.For):
             owner = A.frozen_by_loop(n)
             if owner is not None:
@@ -246,7 +252,7 @@ def class_facts(node: ast.ClassDef) -> "Tuple[bool, bool, bool, bool]":
     is_module = any((A.dotted(b) or "").endswith("Module") for b in node.bases)
     has_params = False
     own_opt = steps = False
-    for n in A.walk_all(node):
+    for n in A.walk_all_list(node):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
             steps = True
         if layer_with_parameters(n):
@@ -259,7 +265,7 @@ def class_facts(node: ast.ClassDef) -> "Tuple[bool, bool, bool, bool]":
 
 
 def _stepped_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
-    for n in A.walk_all(stmt):
+    for n in A.walk_all_list(stmt):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
             d = A.dotted(n.func.value)
             for part in (d or "").split(".")[:-1]:
@@ -271,7 +277,7 @@ def _replaced_params(fn: "ast.FunctionDef | ast.AsyncFunctionDef") -> "Tuple[int
     args = fn.args
     params = [a.arg for a in list(args.posonlyargs) + list(args.args)]
     made: "Set[str]" = set()  # local names bound to a layer with parameters
-    for n in A.walk_all(fn):
+    for n in A.walk_all_list(fn):
         if isinstance(n, ast.Assign) and layer_with_parameters(n.value):
             for t in n.targets:
                 made.update(A.target_names(t))
@@ -280,7 +286,7 @@ def _replaced_params(fn: "ast.FunctionDef | ast.AsyncFunctionDef") -> "Tuple[int
     def layer(v: ast.AST) -> bool:
         return layer_with_parameters(v) or (isinstance(v, ast.Name) and v.id in made)
 
-    for n in A.walk_all(fn):
+    for n in A.walk_all_list(fn):
         if isinstance(n, ast.Assign):
             for tgt, val in A.assigned_pairs(n):
                 if isinstance(tgt, ast.Attribute) and layer(val):
