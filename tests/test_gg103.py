@@ -1375,3 +1375,79 @@ def test_parameter_binding_follows_an_edit_of_a_call_site():
                            "    train(data, net, nn.MSELoss(), opt)\n    train(data, other, nn.MSELoss(), opt)")
     assert [f for f in doc.update(other).findings if f.code == "GG103"] == []
     assert lines_of([f for f in doc.update(PASSED).findings if f.code == "GG103"]) == [9]
+
+
+# A plain (non-module) object holding the model computes both losses; the optimizer stepped
+# between the two backwards trains a part of that model (``critic.parameters()`` of ``net``).
+# Written after a report (github.com/ZYB0726/MKDNet/issues/4): retain_graph=True there is no
+# fix, because the step changes weights the second loss's graph saved.
+HELD_PART = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 4)
+            self.head = nn.Linear(4, 1)
+            self.critic = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 1))
+
+        def forward(self, x):
+            f = self.body(x)
+            return self.head(f), self.critic(f), f
+
+
+    class Losses:
+        def __init__(self, net):
+            self.net = net
+
+        def __call__(self, x, y):
+            pred, judged, f = self.net(x)
+            loss = F.mse_loss(pred, y) + 0.1 * judged.mean()
+            loss_c = (self.net.critic(f.detach()) - 1).pow(2).mean()
+            return loss, loss_c
+
+
+    net = Net()
+    losses = Losses(net)
+    opt = torch.optim.SGD(list(net.body.parameters()) + list(net.head.parameters()), lr=0.1)
+    opt_c = torch.optim.SGD(net.critic.parameters(), lr=0.1)
+    for it in range(3):
+        x, y = torch.randn(5, 4), torch.randn(5, 1)
+        loss, loss_c = losses(x, y)
+        opt_c.zero_grad()
+        loss_c.backward()
+        opt_c.step()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+def test_no_retain_fix_when_the_step_between_trains_a_part_of_what_the_object_holds():
+    [f] = gg103(HELD_PART)
+    assert f.range.start.line + 1 == 42  # loss.backward()
+    assert all("retain_graph" not in "".join(e.new_text for e in fix.edits) for fix in f.fixes)
+    assert "retain_graph=True" not in f.message_in("en")
+
+
+@pytest.mark.needs_torch
+def test_the_fix_for_a_step_into_a_held_part_trains(tmp_path):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+
+    original = tmp_path / "held_part.py"
+    original.write_text(HELD_PART, encoding="utf-8")
+    assert th.run_program(str(original)).status == "crash"  # modified by an inplace operation
+    [f] = gg103(HELD_PART)
+    [fix] = [x for x in f.fixes if x.preferred]
+    fixed = tmp_path / "held_part_fixed.py"
+    fixed.write_text(apply_text_edits(HELD_PART, fix.edits), encoding="utf-8")
+    assert th.run_program(str(fixed)).status == "train"
+    assert gg103(fixed.read_text(encoding="utf-8")) == []

@@ -1025,7 +1025,28 @@ def _any_may_update(steppers: List[str], shared, ctx) -> bool:
             if held:
                 if held & _parameter_owners(value):
                     return True
+                if held & _parameter_paths(value):
+                    # ``Adam(net.feat_D2.parameters())`` trains a part of ``net``, which the
+                    # shared object holds (``actor = Actor(net)``)
+                    return True
     return False
+
+
+def _parameter_paths(value: str) -> Set[str]:
+    """Every part of the dotted receivers of ``.parameters()`` / ``.named_parameters()``
+    calls in an optimizer's construction: ``Adam(net.feat_D2.parameters())`` → {net, feat_D2}."""
+    try:
+        tree = ast.parse(value, mode="eval")
+    except SyntaxError:
+        return set()
+    out: Set[str] = set()
+    for n in A.walk_all(tree):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("parameters", "named_parameters")):
+            got = A.dotted(n.func.value)
+            if got is not None:
+                out.update(b for b in got.split(".") if b != "self")
+    return out
 
 
 def _held_modules(name: str, lines: List[str], depth: int = 2) -> Set[str]:
