@@ -118,6 +118,58 @@ def test_a_fix_that_does_not_remove_its_finding_is_dropped_not_repeated():
     assert run.state == "a\nh = h.detach()\nb\nc\n" and run.rounds == 1
 
 
+def test_a_fix_asked_for_again_at_its_own_insertion_point_is_dropped():
+    """The other side of the same rule bug: the finding stays below the line its
+    fix inserted and asks for the same line at the same point, above the copy it
+    wrote (GG103's "compute `v` again after the step" where the loss was built
+    from the old `v` before the step). One copy is one too many: nothing applies."""
+    def analyse(text: str) -> CheckResult:
+        lines = text.split("\n")
+        at = next(i for i, line in enumerate(lines) if line.startswith("loss.backward()"))
+        first = next((i for i, line in enumerate(lines) if line == "v = f(e.detach())"), at)
+        return CheckResult((_finding(at, _fix(_insert(first, "v = f(e.detach())\n"))),))
+
+    text = "v = f(e)\nloss = g(v)\nopt.step()\nloss.backward()\n"
+    run = fix_until_stable(text, analyse(text), apply_text_edits, analyse)
+    assert run.state == text and run.rounds == 0
+    assert [f.range.start.line for f in run.result.findings] == [3]
+
+
+RECOMPUTE_NOT_ENOUGH = """\
+import torch
+import torch.nn as nn
+
+G = nn.Linear(4, 4)
+V = nn.Linear(4, 1)
+og = torch.optim.SGD(G.parameters(), 0.1)
+ov = torch.optim.SGD(V.parameters(), 0.1)
+for _ in range(3):
+    z = torch.randn(8, 4)
+    e = torch.softmax(G(z), -1)
+    v = torch.sigmoid(V(e))
+    loss_g = -v.mean()
+    loss_v = ((v - 1) ** 2).mean()
+    og.zero_grad()
+    ov.zero_grad()
+    loss_g.backward(retain_graph=True)
+    og.step()
+    loss_v.backward()
+    ov.step()
+"""
+
+
+def test_cli_fix_never_writes_the_same_line_twice(tmp_path):
+    """Whatever GG103 offers on this program, `--fix` must not leave a line its
+    fixes wrote repeated (a round that did not settle its finding is dropped)."""
+    path = tmp_path / "prog.py"
+    path.write_text(RECOMPUTE_NOT_ENOUGH, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "gradguard", "check", str(path), "--fix", "--no-cache", "-q",
+                    "--exit-zero"], check=True, capture_output=True)
+    lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    repeated = sorted({line for line in lines if lines.count(line) > 1})
+    assert repeated == []
+
+
 def test_edits_that_cannot_be_applied_leave_the_last_good_state():
     def refuse(state, edits):
         raise ValueError("overlapping edits")

@@ -92,7 +92,7 @@ def _stuck(applied: List[Tuple[Finding, Tuple[str, Tuple[str, ...]]]], edits: Li
     """The fixes of ``applied`` that ``after`` (the analysis of the round's text)
     asks for again: the same rule, the same texts at the places the round's
     ``edits`` moved the applied ones to (a line inserted and asked for again
-    right below itself)."""
+    right below itself, or again at the point where it was inserted)."""
     asked = set()
     for f in after:
         fix = _preferred(f)
@@ -102,8 +102,12 @@ def _stuck(applied: List[Tuple[Finding, Tuple[str, Tuple[str, ...]]]], edits: Li
     for f, sig in applied:
         fix = _preferred(f)
         assert fix is not None
-        moved = tuple((_moved(e.range.start, edits), e.new_text) for e in fix.edits)
-        if (f.code, moved) in asked:
+        below = tuple((_moved(e.range.start, edits), e.new_text) for e in fix.edits)
+        # the same place seen from the other side: where the inserted text starts (the
+        # finding asks for the same lines again above the copy it already wrote)
+        above = tuple((_moved(e.range.start, [x for x in edits if x is not e]), e.new_text)
+                      for e in fix.edits)
+        if (f.code, below) in asked or (f.code, above) in asked:
             out.add(sig)
     return frozenset(out)
 
