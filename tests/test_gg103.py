@@ -1451,3 +1451,62 @@ def test_the_fix_for_a_step_into_a_held_part_trains(tmp_path):
     fixed.write_text(apply_text_edits(HELD_PART, fix.edits), encoding="utf-8")
     assert th.run_program(str(fixed)).status == "train"
     assert gg103(fixed.read_text(encoding="utf-8")) == []
+
+
+# A critic's input cut from a generator that a step between the two backwards updated; the
+# critic's loss was built from the critic's output BEFORE the step, so computing the critic's
+# output again after the step is not enough: the loss must be built again from it too (the
+# fix used to write only `v = ...`, which left `loss_v` on the old graph, and the fix loop
+# wrote it again every round). G has two layers: its second saves its weight for the backward.
+CUT_AND_REBUILD = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+    V = nn.Linear(4, 1)
+    og = torch.optim.SGD(G.parameters(), 0.1)
+    ov = torch.optim.SGD(V.parameters(), 0.1)
+    for _ in range(3):
+        z = torch.randn(8, 4)
+        e = torch.softmax(G(z), -1)
+        v = torch.sigmoid(V(e))
+        loss_g = -v.mean()
+        loss_v = ((v - 1) ** 2).mean()
+        og.zero_grad()
+        ov.zero_grad()
+        loss_g.backward(retain_graph=True)
+        og.step()
+        loss_v.backward()
+        ov.step()
+""")
+
+
+def test_the_cut_fix_builds_the_second_loss_again():
+    [f] = gg103(CUT_AND_REBUILD)
+    [fix] = [x for x in f.fixes if x.preferred]
+    written = "".join(e.new_text for e in fix.edits)
+    assert "v = torch.sigmoid(V(e.detach()))" in written
+    assert "loss_v = ((v - 1) ** 2).mean()" in written
+    assert written.index("v = torch.sigmoid") < written.index("loss_v =")
+
+
+@pytest.mark.needs_torch
+def test_the_cut_fix_that_builds_the_second_loss_again_trains(tmp_path):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+
+    original = tmp_path / "cut.py"
+    original.write_text(CUT_AND_REBUILD, encoding="utf-8")
+    before = th.run_program(str(original))
+    assert before.status == "crash"  # modified by an inplace operation
+    [f] = gg103(CUT_AND_REBUILD)
+    [fix] = [x for x in f.fixes if x.preferred]
+    fixed = tmp_path / "cut_fixed.py"
+    fixed.write_text(apply_text_edits(CUT_AND_REBUILD, fix.edits), encoding="utf-8")
+    after = th.run_program(str(fixed))
+    assert after.status == "train"
+    assert th.compare_grads(before.first_grads, after.first_grads)[0]
+    assert gg103(fixed.read_text(encoding="utf-8")) == []

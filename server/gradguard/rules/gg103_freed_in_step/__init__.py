@@ -2024,12 +2024,16 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
             derived |= _assigned(s)
     redo: List[ast.stmt] = []
     if downstream:
-        # cut: the statements that read the stepped output, again, from its detached value
+        # cut: the statements that read the stepped output, again, from its detached value,
+        # and those that build the second loss from what they bind (the loss itself was
+        # built before the step: recomputing only its input would leave it on the old graph)
+        made: Set[str] = set()
         for s in before[first:]:
             if s in holders:
                 continue
-            if _names_read(s) & bound and _assigned(s) & second_names:
+            if _names_read(s) & (bound | made) and _assigned(s) & second_names:
                 redo.append(s)
+                made |= _assigned(s)
         kind = "detach"
     else:
         have: Set[str] = set()
