@@ -1660,6 +1660,13 @@ def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
     was made by calling (``fMRI_LSTM(...)``), which only the facts of an imported
     class can tell apart from a function."""
     if isinstance(stmt, ast.Assign):
+        if len(stmt.targets) == 1 and stmt.targets[0].__class__ in (ast.Tuple, ast.List) \
+                and stmt.value.__class__ in (ast.Tuple, ast.List) \
+                and len(stmt.targets[0].elts) == len(stmt.value.elts):  # type: ignore[attr-defined]
+            # actor_local, critic_local = Actor(), Critic(): each name its own element
+            for t, v in zip(stmt.targets[0].elts, stmt.value.elts):  # type: ignore[attr-defined]
+                yield from _var_facts(ast.Assign(targets=[t], value=v))
+            return
         wrapped = _wrapped_name(stmt.value)
         if wrapped is not None:
             # para_model = nn.DataParallel(model): the wrapper runs the wrapped model

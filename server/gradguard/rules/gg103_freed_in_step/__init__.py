@@ -441,18 +441,41 @@ def _returned_sites(call: ast.AST, unit, ctx):
             return ()
         if name.endswith(".forward"):
             name = name[:-8]
-        for value in _constructions(name, ctx.index.lines):
-            try:
-                made = ast.parse(value, mode="eval").body
-            except SyntaxError:
-                return ()
+        for made in _instances(name, ctx):
             cls = (A.dotted(made.func) or "").rsplit(".", 1)[-1] if isinstance(made, ast.Call) else ""
             cf = ctx.summary.get("class:" + cls) if cls else None
-            got = next((m for n, m in cf.methods if n == "forward"), None) if isinstance(cf, V.ClassFacts) else None
+            got = _called_method(cf) if isinstance(cf, V.ClassFacts) else None
             if got is None or (facts is not None and got.returns_sites != facts.returns_sites):
                 return ()  # not one class's module, or two of them
             facts = got
     return facts.returns_sites if facts is not None else ()
+
+
+def _instances(name: str, ctx, depth: int = 2) -> List[Optional[ast.expr]]:
+    """The expressions each assignment to ``name`` makes it from (``actor = DiMPActor(net)``),
+    through a name it is handed (``self.actor = actor`` in a trainer's ``__init__``, then
+    the module-level ``actor``), ``depth`` deep; None for one that cannot be read."""
+    out: List[Optional[ast.expr]] = []
+    for value in _constructions(name, ctx.index.lines):
+        try:
+            made: Optional[ast.expr] = ast.parse(value, mode="eval").body
+        except SyntaxError:
+            made = None
+        alias = A.dotted(made) if isinstance(made, (ast.Name, ast.Attribute)) else None
+        if alias and alias != name and depth > 0:
+            out.extend(_instances(alias, ctx, depth - 1) or [None])
+        else:
+            out.append(made)
+    return out
+
+
+def _called_method(cf: V.ClassFacts) -> Optional[V.FnFacts]:
+    """What a call of an instance runs: its ``forward`` (a module), else the ``__call__``
+    of a plain class (a tracker's ``actor(data)`` returning the tracking loss and the
+    discriminator's). None when the class defines neither (or both: which one a call
+    runs depends on a base we do not see)."""
+    got = [m for n, m in cf.methods if n in ("forward", "__call__")]
+    return got[0] if len(got) == 1 else None
 
 
 def _positions(holder: Optional[ast.stmt], call: ast.AST, names: Set[str], arity: int) -> Optional[Set[int]]:
@@ -495,6 +518,103 @@ def _other_positions_stepped(node: ast.AST, stmts, b2, opt: str, unit, ctx) -> b
     if not paths or not base or not all(p.startswith(base + ".") for p in paths):
         return False
     return not any(p == r or r.startswith(p + ".") or p.startswith(r + ".") for p in paths for r in reached)
+
+
+def _object_stepped(node: ast.AST, stmts, b2, opt: str, events, ev2, unit, ctx) -> Optional[str]:
+    """Did the positions of an object's call (``loss, loss_D, stats = actor(data)``, with
+    ``actor = DiMPActor(net)`` and ``self.net = net`` in its ``__init__``) that the second
+    loss reads go through a module the object was handed, of which the step trains all
+    or a part (``Adam(net.feat_D2.parameters())``, ``feat_D2`` called by ``net``'s
+    ``forward``)? Read off ``FnFacts.returns_sites`` of the class's ``__call__`` /
+    ``forward``, its ``__init__``'s parameters and the construction's arguments. A part
+    counts unless a backward keeping no graph already ran through the same positions
+    (then the program went on, and that part was not on their graph). The module the
+    step trains (``net.feat_D2``), or None."""
+    sites = _returned_sites(node, unit, ctx)
+    k = _index_holding(stmts, node) if sites else None
+    if k is None or _helper_facts(node, unit, ctx) is not None:
+        return None
+    read = _positions(stmts[k], node, _inputs_of(stmts, b2), len(sites))
+    paths = _owner_paths(opt, ctx) if read else None
+    name = A.dotted(node.func) if read and paths else None  # type: ignore[attr-defined]
+    made = _instances(name, ctx) if name else []
+    if len(made) != 1:
+        return None
+    ctor = made[0]
+    cf = ctx.summary.get("class:" + (A.dotted(ctor.func) or "").rsplit(".", 1)[-1]) \
+        if isinstance(ctor, ast.Call) else None
+    init = next((m for n, m in cf.methods if n == "__init__"), None) if isinstance(cf, V.ClassFacts) else None
+    if init is None:
+        return None
+    kw = {x.arg: x.value for x in ctor.keywords if x.arg}  # type: ignore[union-attr]
+    reached: Set[str] = set()
+    for p in read:  # type: ignore[union-attr]
+        for line, _, callee in sites[p]:
+            bits = callee.split(".")
+            if not line or len(bits) < 2 or bits[0] != "self":  # (line 0: an attribute read, not a call)
+                continue
+            held = _constructions("self." + bits[1], ctx.index.lines)
+            if len(held) != 1 or held[0] not in init.params:
+                continue  # not (only) what __init__ was handed
+            arg = init.argument(init.params.index(held[0]), ctor.args, kw)  # type: ignore[union-attr]
+            got = A.dotted(arg) if isinstance(arg, ast.AST) else None
+            if got:
+                rest = [b for b in bits[2:] if b != "forward"]
+                reached.add(".".join([got[5:] if got.startswith("self.") else got] + rest))
+    for r in sorted(reached):
+        for path in sorted(paths):  # type: ignore[arg-type]
+            if path == r or r.startswith(path + "."):
+                return path
+            if path.startswith(r + ".") and _calls_part(r, path[len(r) + 1:].split(".")[0], ctx) \
+                    and not _positions_through(node, k, read, sites, b2, ev2, events, stmts, unit, ctx):
+                return path
+    return None
+
+
+def _held_stepped(node, stmts, b2, opt, events, ev2, unit, ctx, held: Dict[int, str]) -> bool:
+    """:func:`_object_stepped`, the module kept in ``held`` by the call's id (the message names it)."""
+    got = _object_stepped(node, stmts, b2, opt, events, ev2, unit, ctx)
+    if got is not None:
+        held[id(node)] = got
+    return got is not None
+
+
+def _calls_part(module: str, part: str, ctx) -> bool:
+    """Does ``module`` (made once in the file by a class of it) call its ``self.<part>``
+    in its ``forward``, on the way to something it returns?"""
+    made = _constructions(module, ctx.index.lines)
+    if len(made) != 1:
+        return False
+    try:
+        ctor = ast.parse(made[0], mode="eval").body
+    except SyntaxError:
+        return False
+    cf = ctx.summary.get("class:" + (A.dotted(ctor.func) or "").rsplit(".", 1)[-1]) \
+        if isinstance(ctor, ast.Call) else None
+    fwd = next((m for n, m in cf.methods if n == "forward"), None) if isinstance(cf, V.ClassFacts) else None
+    if fwd is None:
+        return False
+    own = "self." + part
+    if fwd.returns_sites:
+        return any(c == own or c.startswith(own + ".") for pos in fwd.returns_sites for _, _, c in pos)
+    return part in fwd.ret.modules
+
+
+def _positions_through(node, k, read, sites, b2, ev2, events, stmts, unit, ctx) -> bool:
+    """:func:`_already_through` for the positions ``read`` of the call's result: a backward
+    keeping no graph, after the call and before ``b2``, whose loss read a position sharing
+    a site with them."""
+    lo = _pos(stmts[k])
+    mine = set().union(*(sites[p] for p in read))
+    for ev in events.values():
+        if ev is ev2 or not (lo < _pos(ev.call) < _pos(b2)) or ev.retain and _retained_by_call(ev.call, unit, ctx):
+            continue
+        if not any(t[1] is node for t in ev.loss.graph_tokens()):
+            continue
+        theirs = _positions(stmts[k], node, _inputs_of(stmts, ev.call), len(sites))
+        if theirs is None or any(mine.intersection(sites[p]) for p in theirs):
+            return True
+    return False
 
 
 def _separate_in_body(body, node, b1, b2, unit, ctx) -> bool:
@@ -1487,12 +1607,15 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                         reported.add(id(b2))
                         yield _passed_finding(rule, step, opt, b2, passed[0], owned, ctx)
                         break
-                hit = [n for n in built if _module_name(n) in owned and _holder_of(stmts[:i], n) is not None
-                       and not _other_positions_stepped(n, stmts, b2, opt, unit, ctx)]
+                held: Dict[int, str] = {}  # an object's call: the module it was handed that the step trains
+                hit = [n for n in built if _holder_of(stmts[:i], n) is not None and (
+                    _module_name(n) in owned and not _other_positions_stepped(n, stmts, b2, opt, unit, ctx)
+                    or _held_stepped(n, stmts, b2, opt, events, ev2, unit, ctx, held))]
                 if not hit or _rebound_after_step(stmts[:i], s_step, step, hit):
                     continue
                 reported.add(id(b2))
-                yield _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx)
+                yield _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx,
+                                       module=held.get(id(min(hit, key=_pos))))
                 break
             else:
                 if steps or helper_steps:
