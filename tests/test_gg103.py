@@ -1698,3 +1698,61 @@ def test_the_fix_for_ddpg_made_in_a_tuple_assignment_trains(tmp_path):
     fixed = tmp_path / "ddpg_tuple_fixed.py"
     fixed.write_text(apply_text_edits(DDPG_TUPLE, fix.edits), encoding="utf-8")
     assert th.run_program(str(fixed)).status == "train"
+
+
+# Issue 12, "fixes that hold": never retain_graph=True where the weights change in between,
+# here through a helper of the file that edits the parameters in place under no_grad.
+PERTURBED = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    def perturb(model, eps=0.01):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(eps * torch.randn_like(p))
+
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    for it in range(3):
+        out = model(torch.randn(5, 4))
+        loss_a = out.pow(2).mean()
+        loss_b = out.abs().mean()
+        loss_a.backward()
+        perturb(model)
+        loss_b.backward()
+""")
+
+
+def test_no_retain_graph_where_a_helper_edits_parameters_in_place():
+    [f] = gg103(PERTURBED)
+    assert f.range.start.line + 1 == 19
+    assert not any("retain_graph" in e.new_text for x in f.fixes for e in x.edits)
+    assert "perturb(model)" in f.message_in("en") and "perturb(model)" in f.message_in("zh")
+    assert "retain_graph=True`" not in f.message_in("en")
+
+
+@pytest.mark.parametrize("edit", [
+    "p.requires_grad_(True)",  # not a weight
+    "p.grad.zero_() if p.grad is not None else None",  # the gradient, not the weight
+    "print(p.norm())",
+])
+def test_a_helper_that_leaves_the_weights_alone_keeps_the_retain_fix(edit):
+    src = PERTURBED.replace("p.add_(eps * torch.randn_like(p))", edit)
+    [f] = gg103(src)
+    assert any("retain_graph=True" in e.new_text for x in f.fixes if x.preferred for e in x.edits)
+
+
+@pytest.mark.needs_torch
+def test_retain_graph_around_a_parameter_edit_still_crashes(tmp_path):
+    """Why the fix is withheld: with the graph kept, the second backward trips on the edit."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+
+    kept = tmp_path / "perturbed_retained.py"
+    kept.write_text(PERTURBED.replace("loss_a.backward()", "loss_a.backward(retain_graph=True)"), encoding="utf-8")
+    got = th.run_program(str(kept))
+    assert got.status == "crash" and "modified by an inplace operation" in got.error

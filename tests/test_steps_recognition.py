@@ -50,3 +50,19 @@ def test_zeroing():
     st = ast.parse("opt.zero_grad()\nx = opt.zero_grad()").body
     assert S.zeroing_statement(st[0]) is st[0].value
     assert S.zeroing_statement(st[1]) is None
+
+
+@pytest.mark.parametrize("body, want", [
+    ("for p in model.parameters():\n        p.add_(e)", ("model",)),
+    ("for p in self.net.parameters():\n        p.data.mul_(0.5)", ("self.net",)),
+    ("for name, p in model.named_parameters():\n        if 'bias' in name:\n            p.zero_()", ("model",)),
+    # not the weights: their gradients, the flag, or a read
+    ("for p in model.parameters():\n        p.grad.zero_()", ()),
+    ("for p in model.parameters():\n        p.requires_grad_(False)", ()),
+    ("for p in model.parameters():\n        print(p.norm())", ()),
+    ("for p in model.parameters():\n        q = p.clone()\n        q.add_(1)", ()),
+])
+def test_parameter_edits(body, want):
+    fn = ast.parse(f"def f(model):\n    {body}\n").body[0]
+    assert S.def_parameter_edits(fn) == want
+    assert S.def_step_facts(fn)[1] == want

@@ -310,11 +310,11 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     receive those of them whose graph surely saved tensors (``ClassFacts.kept``)."""
     is_static = _decorated(fn, *_STATIC)
     names, defaults = _params(fn, method and not is_static)
-    steps = S.def_steps(fn)
+    steps, edits = S.def_step_facts(fn)
     if not own_calls and not _needs_interpretation(fn.body) and not (  # type: ignore[attr-defined]
             method and getattr(fn, "name", "") != "__init__" and _empties_own_container(fn)):
         # returns nothing and back-propagates nothing: nothing to learn (most defs)
-        return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn), steps=steps)
+        return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn), steps=steps, param_edits=edits)
     env = {}
     for i, n in enumerate(names):
         d = defaults.get(n)
@@ -433,6 +433,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         returns_share=share,
         returns_share_via=() if method else share_via,
         steps=steps,
+        param_edits=edits,
         retain_param=_retain_param(fn, names, defaults) if g.events else None,
         returns_sites=_returns_sites(fn, tuples, returns) if returns is not None and not no_grad else (),
     )

@@ -88,6 +88,53 @@ def zeroing_statement(st: ast.stmt) -> "Optional[ast.Call]":
     return value if isinstance(value, ast.Call) and zeroing_call(value) else None
 
 
+def def_step_facts(fn: ast.AST) -> "Tuple[Tuple[Tuple[str, bool], ...], Tuple[str, ...]]":
+    """(:func:`def_steps`, :func:`def_parameter_edits`) of a def, its calls' method names
+    read once."""
+    body = getattr(fn, "body", None)
+    if not body:
+        return (), ()
+    attrs = {n.func.attr for n in A.body_nodes(fn) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute}
+    steps = def_steps(fn) if "step" in attrs else ()
+    edits = def_parameter_edits(fn) if "parameters" in attrs or "named_parameters" in attrs else ()
+    return steps, edits
+
+
+_NOT_WEIGHT_EDITS = frozenset({"requires_grad_", "retain_grad", "share_memory_"})
+
+
+def def_parameter_edits(fn: ast.AST) -> "Tuple[str, ...]":
+    """The modules whose parameters a def edits in place, outside any optimizer (SAM's
+    ``first_step()``, a weight perturbation: ``for p in model.parameters(): p.add_(e)``,
+    ``p.data.mul_(...)``), as written (a parameter's name, ``self.net``): a call of it
+    between two backward calls changes weights a kept graph saved, as a step does
+    (``FnFacts.param_edits``). Not nested defs; not ``p.grad``'s edits."""
+    out: list = []
+    for loop in A.body_nodes(fn):
+        if loop.__class__ not in (ast.For, ast.AsyncFor):
+            continue
+        it = loop.iter  # type: ignore[attr-defined]
+        if not (it.__class__ is ast.Call and it.func.__class__ is ast.Attribute
+                and it.func.attr in ("parameters", "named_parameters")):
+            continue
+        owner = A.dotted(it.func.value)
+        target = loop.target  # type: ignore[attr-defined]
+        if it.func.attr == "named_parameters" and target.__class__ is ast.Tuple and len(target.elts) == 2:
+            target = target.elts[1]
+        if owner is None or target.__class__ is not ast.Name or owner in out:
+            continue
+        p = target.id
+        for n in A.iter_nodes(loop.body):  # type: ignore[attr-defined]
+            f = n.func if n.__class__ is ast.Call else None
+            if f is None or f.__class__ is not ast.Attribute or not f.attr.endswith("_") \
+                    or f.attr.startswith("_") or f.attr in _NOT_WEIGHT_EDITS:
+                continue
+            if A.dotted(f.value) in (p, p + ".data"):
+                out.append(owner)
+                break
+    return tuple(out)
+
+
 def def_steps(fn: ast.AST) -> "Tuple[Tuple[str, bool], ...]":
     """The optimizers a def steps (``step()``, ``scaler.step(opt)``; not nested defs), as
     written, each with whether every run of the def steps it: a statement of the body

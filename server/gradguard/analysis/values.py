@@ -341,6 +341,9 @@ class FnFacts:
     # as written (a parameter's name, ``self.optimizer``), each with whether every run of
     # the def steps it (a statement of its own body, not under a branch or a loop)
     steps: Tuple[Tuple[str, bool], ...] = ()
+    # the modules whose parameters the def edits in place outside an optimizer (``for p in
+    # model.parameters(): p.add_(e)`` under no_grad, SAM's ``first_step()``), as written
+    param_edits: Tuple[str, ...] = ()
     # every backward() it makes passes ``retain_graph=<this parameter>``, whose default
     # keeps no graph (``def update_params(optim, net, loss, retain_graph=False)``): a call
     # retains the graph only when it hands that parameter a value (``backward_retains``

@@ -917,6 +917,10 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         # no fix then: a detach changes what the shared part learns, so it cannot be
         # the fix `--fix` and Fix All apply; the message says what to do
         advice = M.advice_may_update(what)
+    elif _edited_in_between(stmts, s1, b2, unit, ctx) is not None:
+        # a helper of the file edits parameters in place in between (a weight perturbation,
+        # SAM's first step written as a function): keeping the graph is no fix either
+        advice = M.advice_edited_in_between(what, _short(_edited_in_between(stmts, s1, b2, unit, ctx)))
     else:
         keep = _retain_edit(b1, ctx)
         advice = M.advice_retain()
@@ -1106,6 +1110,21 @@ def _stepped_in_between(stmts, s1, b2, shared, ctx) -> bool:
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and S.is_step_name(n.func.attr, True):
                 steppers.append(S.stepped(n, two_step=True) or "?")
     return _any_may_update(steppers, shared, ctx)
+
+
+def _edited_in_between(stmts, s1, b2, unit, ctx) -> Optional[ast.Call]:
+    """A call, between the two backward calls, of a same-file function or own method that
+    edits parameters in place outside an optimizer (``FnFacts.param_edits``: ``perturb(model)``
+    running ``p.add_(e)`` over ``model.parameters()``), or None."""
+    for s in _stretch(stmts, s1, b2, with_stop=True):
+        for n in A.walk_all(s):
+            if n is b2:
+                return None
+            if n.__class__ is ast.Call:
+                facts = _helper_facts(n, unit, ctx)
+                if facts is not None and facts.param_edits:
+                    return n  # type: ignore[return-value]
+    return None
 
 
 def _any_may_update(steppers: List[str], shared, ctx) -> bool:

@@ -334,6 +334,13 @@ def advice_may_update(what: str) -> Dict[str, str]:
             "zh": f"两次之间的优化器 step 可能原地更新了它的权重，请为第二个损失重新计算 {what}"}
 
 
+def advice_edited_in_between(what: str, call: str) -> Dict[str, str]:
+    return {"en": (f"`{call}` in between edits parameters in place, so keeping the graph is no fix (the second "
+                   f"backward would find weights it saved changed): compute {what} again for the second loss"),
+            "zh": (f"两次之间的 `{call}` 原地修改了参数，保留计算图不能解决问题（第二次 backward 会发现它保存的权重已被修改）："
+                   f"请为第二个损失重新计算 {what}")}
+
+
 def advice_retain() -> Dict[str, str]:
     return {"en": "pass `retain_graph=True` to that first backward",
             "zh": "请给第一次 backward 加上 `retain_graph=True`"}
