@@ -1756,3 +1756,37 @@ def test_retain_graph_around_a_parameter_edit_still_crashes(tmp_path):
     kept.write_text(PERTURBED.replace("loss_a.backward()", "loss_a.backward(retain_graph=True)"), encoding="utf-8")
     got = th.run_program(str(kept))
     assert got.status == "crash" and "modified by an inplace operation" in got.error
+
+
+def test_no_retain_graph_through_an_optimizer_kept_on_its_module():
+    """``model.optimizer.step()``, made in the module as ``Adam(self.parameters())``: it
+    trains the module whose output both losses share, so the fix is the forward again."""
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+                self.optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+
+            def forward(self, x):
+                return self.body(x)
+
+        model = Net()
+        for it in range(3):
+            x = torch.randn(5, 4)
+            out = model(x)
+            loss_a = out.pow(2).mean()
+            loss_b = out.abs().mean()
+            model.optimizer.zero_grad()
+            loss_a.backward()
+            model.optimizer.step()
+            loss_b.backward()
+    """)
+    [f] = gg103(src)
+    assert not any("retain_graph" in e.new_text for x in f.fixes for e in x.edits)
+    fixed = apply_text_edits(src, f.preferred_fix.edits)
+    assert "    model.optimizer.step()\n    out = model(x)\n    loss_b = out.abs().mean()\n" in fixed
+    assert gg103(fixed) == []
