@@ -1663,9 +1663,9 @@ def _var_facts(stmt: ast.stmt) -> Iterable[Fact]:
     if isinstance(stmt, ast.Assign):
         if len(stmt.targets) == 1 and stmt.targets[0].__class__ in (ast.Tuple, ast.List) \
                 and stmt.value.__class__ in (ast.Tuple, ast.List) \
-                and len(stmt.targets[0].elts) == len(stmt.value.elts):  # type: ignore[attr-defined]
+                and len(stmt.targets[0].elts) == len(stmt.value.elts):
             # actor_local, critic_local = Actor(), Critic(): each name its own element
-            for t, v in zip(stmt.targets[0].elts, stmt.value.elts):  # type: ignore[attr-defined]
+            for t, v in zip(stmt.targets[0].elts, stmt.value.elts):
                 yield from _var_facts(ast.Assign(targets=[t], value=v))
             return
         wrapped = _wrapped_name(stmt.value)

@@ -113,18 +113,18 @@ def def_parameter_edits(fn: ast.AST) -> "Tuple[str, ...]":
     for loop in A.body_nodes(fn):
         if loop.__class__ not in (ast.For, ast.AsyncFor):
             continue
-        it = loop.iter  # type: ignore[attr-defined]
+        it = loop.iter
         if not (it.__class__ is ast.Call and it.func.__class__ is ast.Attribute
                 and it.func.attr in ("parameters", "named_parameters")):
             continue
         owner = A.dotted(it.func.value)
-        target = loop.target  # type: ignore[attr-defined]
+        target = loop.target
         if it.func.attr == "named_parameters" and target.__class__ is ast.Tuple and len(target.elts) == 2:
             target = target.elts[1]
         if owner is None or target.__class__ is not ast.Name or owner in out:
             continue
         p = target.id
-        for n in A.iter_nodes(loop.body):  # type: ignore[attr-defined]
+        for n in A.iter_nodes(loop.body):
             f = n.func if n.__class__ is ast.Call else None
             if f is None or f.__class__ is not ast.Attribute or not f.attr.endswith("_") \
                     or f.attr.startswith("_") or f.attr in _NOT_WEIGHT_EDITS:

@@ -875,6 +875,7 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
     direct = A.is_backward_call(b1, ctx) and (flow is None or id(b1) not in flow.wrapper_backwards)
     keep: Optional[TextEdit] = None
     cut: List[TextEdit] = []
+    edited = _edited_in_between(stmts, s1, b2, unit, ctx) if direct else None
     if not direct and _own_call(b1) and kept:
         # a driver's own methods (pix2pix's backward_D() then backward_G()): the edit
         # belongs in the method that builds the first loss, which the message names
@@ -917,10 +918,10 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         # no fix then: a detach changes what the shared part learns, so it cannot be
         # the fix `--fix` and Fix All apply; the message says what to do
         advice = M.advice_may_update(what)
-    elif _edited_in_between(stmts, s1, b2, unit, ctx) is not None:
+    elif edited is not None:
         # a helper of the file edits parameters in place in between (a weight perturbation,
         # SAM's first step written as a function): keeping the graph is no fix either
-        advice = M.advice_edited_in_between(what, _short(_edited_in_between(stmts, s1, b2, unit, ctx)))
+        advice = M.advice_edited_in_between(what, _short(edited))
     else:
         keep = _retain_edit(b1, ctx)
         advice = M.advice_retain()
@@ -1123,7 +1124,7 @@ def _edited_in_between(stmts, s1, b2, unit, ctx) -> Optional[ast.Call]:
             if n.__class__ is ast.Call:
                 facts = _helper_facts(n, unit, ctx)
                 if facts is not None and facts.param_edits:
-                    return n  # type: ignore[return-value]
+                    return n
     return None
 
 
