@@ -119,6 +119,7 @@ class InplaceSaved(Rule):
             if unit.node is not None and A.is_no_grad_function(unit.node, ctx):
                 flow.no_grad = 1  # ``@torch.no_grad()``: nothing is saved in it
         try:
+            flow.enter(unit.node)
             flow.run(unit.body)
         except RecursionError:
             return ()
@@ -158,7 +159,13 @@ class InplaceSaved(Rule):
             op = X.text(node.func, ctx) + "(...)" if isinstance(node, ast.Call) else X.short(node, ctx)
             where = node
         saver = X.short(hit.saver, ctx)
-        if hit.how == "inplace-layer" and hit.layer is not None and not hit.layer.name and isinstance(node, ast.Call):
+        via = hit.via if hit.how == "inplace-layer" and isinstance(node, ast.Call) and isinstance(hit.via, ast.Call) \
+            and hit.via.lineno != node.lineno else None
+        if via is not None:
+            # an element of one Sequential edits what an element of another, called before, saved
+            target = X.short(hit.target, ctx)
+            msg = M.modified_saved(hit.how, op, target, X.short(via, ctx), via.lineno, hit.saved_what)
+        elif hit.how == "inplace-layer" and hit.layer is not None and not hit.layer.name and isinstance(node, ast.Call):
             # an element of a Sequential edits what the element before it saved
             target = X.short(node.func, ctx)
             msg = M.modified_in_sequential(op, target, saver, hit.saver.lineno, hit.saved_what)

@@ -97,6 +97,7 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
     layers, params = class_layers(stmt, qualify, {})
     flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, None))
     try:
+        flow.enter(fwd)
         flow.run(fwd.body)
     except RecursionError:
         return [(CLASS + stmt.name, ())]

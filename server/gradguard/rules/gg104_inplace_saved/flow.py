@@ -84,7 +84,8 @@ class Layer:
 class Hit:
     """An in-place edit of a storage an operation saved."""
 
-    __slots__ = ("stmt", "node", "target", "saver", "saved_what", "how", "layer", "aliases", "escaped", "stores")
+    __slots__ = ("stmt", "node", "target", "saver", "saved_what", "how", "layer", "aliases", "escaped", "stores",
+                 "via")
 
     def __init__(self, stmt, node, target, saver, saved_what, how, layer=None):
         self.stmt = stmt          # the statement that edits
@@ -98,6 +99,7 @@ class Hit:
         # the storage (a view of it) is also put in a list, a dict or an attribute in the unit (set after the walk)
         self.escaped = False
         self.stores: "FrozenSet[Store]" = frozenset()
+        self.via: "Optional[ast.AST]" = None  # the Sequential call whose element saved it
 
 
 def _last(name: "Optional[str]") -> str:
@@ -244,6 +246,12 @@ class Flow:
         self.confirmed: "Set[Tuple[int, int]]" = set()
         # storages also kept elsewhere than under a name (``outputs.append(h[-1])``, ``self.h = h``)
         self.escaped: "Set[Store]" = set()
+        # a name bound on alternative paths to different values: the storages it may be
+        # (``sc = self.shortcut(x)`` / ``sc = x``), for the names an edit may also change
+        self.may_alias: "Dict[str, FrozenSet[Store]]" = {}
+        # the call of a Sequential whose element saved a storage (the element's constructor is the saver)
+        self.via: "Optional[ast.AST]" = None
+        self.saved_via: "Dict[Store, ast.AST]" = {}
 
     def escape(self, v: Val) -> None:
         self.escaped |= v.stores
@@ -255,6 +263,8 @@ class Flow:
         if self.no_grad:
             return
         for s in v.stores:
+            if s not in self.saved and self.via is not None:
+                self.saved_via[s] = self.via
             self.saved.setdefault(s, (saver, what))
 
     def edit(self, v: Val, node: ast.AST, target: ast.AST, how: str, layer: "Optional[Layer]" = None) -> None:
@@ -264,13 +274,23 @@ class Flow:
             if info is not None and key not in self.hits:
                 hit = self.hits[key] = Hit(self.stmt, node, target, info[0], info[1], how, layer)
                 hit.aliases = {n for n, o in self.env.items() if _shares(o, v.stores)}
+                hit.aliases.update(n for n, st in self.may_alias.items() if st & v.stores)
                 hit.stores = v.stores
+                hit.via = self.saved_via.get(s)
                 if isinstance(target, ast.Name):
                     hit.aliases.discard(target.id)
         for s in v.stores:
             self.saved.pop(s, None)
 
     # -- statements ---------------------------------------------------------
+    def enter(self, fn: "Optional[ast.AST]") -> None:
+        """Bind the parameters of the function walked, before its first branch
+        (a parameter read first on two paths is one value, not one per path)."""
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = fn.args
+            for p in a.posonlyargs + a.args + a.kwonlyargs:
+                self.e_Name(ast.Name(p.arg, ast.Load()))
+
     def run(self, body: "List[ast.stmt]") -> None:
         for s in body:
             self.statement(s)
@@ -347,7 +367,17 @@ class Flow:
                 # ``if h is None: h = torch.zeros(...)``: a tensor on one path says what it is on the others
                 env[name] = fresh(grad=any(o[0].get(name, v).grad for o in outs),
                                   tensor=any(o[0].get(name, v).tensor for o in outs))
-        saved = {s: info for s, info in outs[0][1].items() if all(o[1].get(s) == info for o in outs[1:])}
+                may = frozenset().union(*(o[0][name].stores for o in outs if name in o[0]))
+                if may:
+                    self.may_alias[name] = may
+        # a mark set on one path only counts too (``if downsample: sc = self.shortcut(x)`` saves
+        # ``x`` on the path that runs it; a later edit of ``x`` fails there), unless another
+        # path edited that storage (its mark was used up there)
+        saved: "Dict[Store, Tuple[ast.AST, str]]" = {}
+        for o in outs:
+            for s, info in o[1].items():
+                if s not in saved and all(s in p[1] or s not in saved0 for p in outs):
+                    saved[s] = info
         self.env, self.saved = env, saved
 
     def loop(self, body: "List[ast.stmt]") -> None:
@@ -363,6 +393,8 @@ class Flow:
         if isinstance(t, ast.Name):
             self.env[t.id] = v
             self.ints.discard(t.id)
+            if self.may_alias:
+                self.may_alias.pop(t.id, None)
         elif isinstance(t, (ast.Tuple, ast.List)):
             items = v.items if v.items is not None and len(v.items) == len(t.elts) else None
             for i, e in enumerate(t.elts):
@@ -661,8 +693,12 @@ class Flow:
         where = saver if saver is not None else e
         if kind == "Sequential":
             v = x
+            outer = self.via
+            if outer is None:
+                self.via = e
             for sub in layer.items or ():
                 v = self.apply(sub, v, e, sub.node if sub.node is not None else e)
+            self.via = outer
             return v
         if kind == "user":
             shape = layer.out_saved

@@ -164,8 +164,8 @@ _OPS = {
 
 def modified_saved(how: str, op: str, target: str, saver: str, line: int, saved_what: str) -> "Dict[str, str]":
     en_op, zh_op = _OPS.get(how, _OPS["method"])
-    what_en = "its output" if saved_what == "output" else "it as its input"
-    what_zh = "它的输出" if saved_what == "output" else "它（作为输入）"
+    what_en = "its output" if saved_what == "output" else "its input"
+    what_zh = "它的输出" if saved_what == "output" else "它的输入"
     return {
         "en": (f"{en_op.format(op=op)} changes `{target}` in place, but `{saver}` on line {line} saved "
                f"{what_en} for backward: backward() will fail with \"one of the variables needed for gradient "
@@ -177,8 +177,8 @@ def modified_saved(how: str, op: str, target: str, saver: str, line: int, saved_
 
 
 def modified_in_sequential(layer: str, seq: str, saver: str, line: int, saved_what: str) -> "Dict[str, str]":
-    what_en = "its output" if saved_what == "output" else "it as its input"
-    what_zh = "它的输出" if saved_what == "output" else "它（作为输入）"
+    what_en = "its output" if saved_what == "output" else "its input"
+    what_zh = "它的输出" if saved_what == "output" else "它的输入"
     return {
         "en": (f"inside `{seq}`, `{layer}` changes in place the tensor that `{saver}` (line {line}) saved as "
                f"{what_en} for backward: backward() will fail with \"one of the variables needed for gradient "
