@@ -411,3 +411,132 @@ def test_a_function_under_no_grad_saves_nothing():
     scores(torch.randn(2, 3)).sum().backward()
     """)
     assert [f.range.start.line for f in gg104(src)] == [11]
+
+
+FUNCTION = """\
+import torch
+
+lin = torch.nn.Linear(3, 3)
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(SAVED)
+        out = x * w
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors[0], ctx.saved_tensors[-1]
+        return g * 2.0, (g * 2.0).sum(0)
+
+
+scale = Scale.apply
+
+
+def scaled(a, b):
+    return Scale.apply(a, b)
+
+
+for _ in range(2):
+    h = lin(torch.randn(2, 3))
+    w = torch.ones(3, requires_grad=True)
+    y = CALL
+    EDIT
+    (y.sum() + h.sum()).backward()
+"""
+
+# (what forward saves, the call, the edit after it, reported?)
+FUNCTION_SHAPES = [
+    ("x, w", "Scale.apply(h, w)", "h += 1", True),                   # its input, edited by the caller
+    ("x, w", "scale(h, w)", "h.mul_(2)", True),                      # ``scale = Scale.apply``
+    ("x, w", "scaled(h, w)", "h[0] = 0.0", True),                    # a function calling apply
+    ("x, w", "scaled(b=w, a=h)", "h += 1", True),                    # by keywords
+    ("x.clone(), w", "Scale.apply(h, w)", "h += 1", False),          # the reporter's fix: a copy
+    ("x, w", "Scale.apply(h, w)", "h = h + 1", False),               # out of place
+    ("x, w", "Scale.apply(h.clone(), w)", "h += 1", False),
+    ("w, out", "Scale.apply(h, w)", "y += 1", True),                 # its output
+    ("w", "Scale.apply(h, w)", "h += 1", False),                     # keeps only w
+]
+
+
+@pytest.mark.parametrize("saved, call, edit, reported", FUNCTION_SHAPES)
+def test_custom_autograd_function_saves(saved, call, edit, reported):
+    src = FUNCTION.replace("SAVED", saved).replace("CALL", call).replace("EDIT", edit)
+    if saved.endswith("out"):
+        # the output is saved: save_for_backward after it is computed
+        src = src.replace("        ctx.save_for_backward(w, out)\n        out = x * w\n",
+                          "        out = x * w\n        ctx.save_for_backward(w, out)\n")
+    fs = gg104(src)
+    assert bool(fs) == reported, [f.message["en"] for f in fs]
+    for f in fs:
+        assert f.range.start.line == src.splitlines().index("    " + edit)
+    error = _run(src) if _torch_available() else None
+    if _torch_available():
+        if reported:
+            assert error and "modified by an inplace operation" in error, error
+            out = fixed(src)
+            assert not gg104(out) and _run(out) is None, out
+        else:
+            assert error is None, error
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:  # pragma: no cover
+        return False
+    return True
+
+
+BRANCH = """\
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.cin, self.cout = cin, cout
+        self.residual = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(cin, cout, 3, padding=1))
+        self.shortcut = nn.Conv2d(cin, cout, 1)
+
+    def forward(self, x):
+BODY
+        return resd + sc
+
+
+net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), Block(4, 8), Block(8, 8))
+for _ in range(2):
+    net(torch.randn(2, 3, 5, 5)).sum().backward()
+"""
+
+BRANCH_SHAPES = [
+    # the shortcut on one path keeps x, then the in-place ReLU rectifies x: fails when that path runs
+    ("if self.cin != self.cout:\n    sc = self.shortcut(x)\nelse:\n    sc = x\nresd = self.residual(x)", True),
+    # the residual branch first (pytorch#15428's working order)
+    ("resd = self.residual(x)\nif self.cin != self.cout:\n    sc = self.shortcut(x)\nelse:\n    sc = x", False),
+    # the path that keeps x is also the path that copies it before the edit
+    ("if self.cin != self.cout:\n    sc = self.shortcut(x)\n    x = x.clone()\nelse:\n    sc = x\n"
+     "resd = self.residual(x)", False),
+    # no path keeps x
+    ("if self.cin != self.cout:\n    sc = self.shortcut(x.clone())\nelse:\n    sc = x.clone()\n"
+     "resd = self.residual(x)", False),
+]
+
+
+@pytest.mark.parametrize("body, reported", BRANCH_SHAPES)
+def test_a_mark_of_one_path(body, reported):
+    src = BRANCH.replace("BODY", textwrap.indent(body, " " * 8))
+    fs = gg104(src)
+    assert bool(fs) == reported, [f.message["en"] for f in fs]
+    if reported:
+        # the message names the shortcut call; no fix: `sc = x` on the other path is the same tensor
+        assert "self.shortcut(x)" in fs[0].message["en"] and fs[0].preferred_fix is None
+    if _torch_available():
+        error = _run(src)
+        if reported:
+            assert error and "modified by an inplace operation" in error, error
+        else:
+            assert error is None, error

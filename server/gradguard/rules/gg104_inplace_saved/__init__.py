@@ -31,7 +31,7 @@ from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
-from gradguard.rules.gg104_inplace_saved.facts import CLASS, CLASS_FACTS, GLOBAL, class_layers, is_module_class
+from gradguard.rules.gg104_inplace_saved.facts import CLASS, CLASS_FACTS, FN, GLOBAL, class_layers, is_module_class
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +40,31 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _user_classes(summary) -> "Tuple[Tuple[str, object], ...]":
     return tuple(sorted((k[len(CLASS):], v) for k, v in summary.items() if k.startswith(CLASS)))
+
+
+def _saving_functions(summary) -> "Dict[str, W.Saves]":
+    """What a call saves, by the name called: ``_Fn.apply`` for a custom autograd.Function
+    ``_Fn`` of the file, and the module-level names calling it (``softsplat = _Fn.apply``,
+    ``def softsplat(tenIn, tenFlow): ... _Fn.apply(tenIn, tenFlow)``)."""
+    facts = {k[len(FN):]: v for k, v in summary.items() if k.startswith(FN)}
+    classes = {name: (v[1], v[2], ()) for name, v in facts.items()
+               if isinstance(v, tuple) and len(v) == 3 and v[0] == "fn"}
+    out: "Dict[str, W.Saves]" = {name + ".apply": v for name, v in classes.items()}
+    for name, v in facts.items():
+        if not isinstance(v, tuple) or len(v) < 2:
+            continue
+        if v[0] == "alias" and v[1] in classes:
+            out[name] = classes[v[1]]
+        elif v[0] == "wrap" and len(v) == 3:
+            # the wrapper's parameters handed as a saved argument of some ``apply``
+            saved = set()
+            for cls, pos in v[1]:
+                fn = classes.get(cls)
+                if fn is not None:
+                    saved.update(pos[i] for i in fn[0] if i < len(pos) and pos[i] >= 0)
+            if saved:
+                out[name] = (tuple(sorted(saved)), False, v[2])
+    return out
 
 
 def _own_layers(body, qualify, user) -> "Dict[str, W.Layer]":
@@ -114,6 +139,7 @@ class InplaceSaved(Rule):
                 return ()  # nothing in the unit's text nor in its class's layers edits in place
         layers.update(_own_layers(unit.body, qualify, user))
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
+        flow.functions = query(ctx.summary, _saving_functions)
         if unit.kind == "function":
             flow.global_layer = lambda name: _global_layer(ctx.summary, name, user)
             if unit.node is not None and A.is_no_grad_function(unit.node, ctx):

@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CLASS = "gg104:class:"
 GLOBAL = "gg104:global:"
+# a custom autograd.Function (``gg104:fn:<Class>``) or a module-level name calling its ``apply``
+# (``def softsplat(a, b): return _Fn.apply(a, b)``, ``softsplat = _Fn.apply``): see :func:`_function_fact`
+FN = "gg104:fn:"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MODULE_BASE_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in K.MODULE_BASES)
 
@@ -87,9 +90,16 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
             layer = W.layer_of_constructor(call, lambda e: A.qualify(e, None), {})
             if layer is not None and not layer.inplace:
                 return [(GLOBAL + stmt.targets[0].id, layer.kind)]
+            return []
+        if isinstance(call, ast.Attribute) and call.attr == "apply" and isinstance(call.value, ast.Name):
+            return [(FN + stmt.targets[0].id, ("alias", call.value.id))]  # ``softsplat = _FunctionSoftsplat.apply``
         return []
-    if not isinstance(stmt, ast.ClassDef) or not is_module_class(stmt):
+    if isinstance(stmt, ast.FunctionDef):
+        return _apply_wrapper(stmt)
+    if not isinstance(stmt, ast.ClassDef):
         return []
+    if not is_module_class(stmt):
+        return _function_fact(stmt)
     fwd = forward_of(stmt)
     if fwd is None:
         return [(CLASS + stmt.name, ())]
@@ -119,3 +129,70 @@ def _shape(v: W.Val, flow: W.Flow) -> "Optional[Tuple[bool, ...]]":
 
 
 CLASS_FACTS = FactSource("gg104", summarize_class_facts)
+
+
+def _is_autograd_function(cls: ast.ClassDef) -> bool:
+    for b in cls.bases:
+        name = A.dotted(b) or ""
+        if name in ("Function", "autograd.Function", "torch.autograd.Function", "InplaceFunction"):
+            return True
+    return False
+
+
+def _function_fact(cls: ast.ClassDef) -> "List[Tuple[str, object]]":
+    """``gg104:fn:<Class>`` of a custom ``torch.autograd.Function``: ``(indices, out)``, the
+    positions (after ``ctx``) of the ``forward`` parameters it hands to ``ctx.save_for_backward``
+    unchanged, and whether it saves the tensor it returns; nothing when it saves neither (a
+    ``save_for_backward(x.clone())`` keeps a copy no caller can edit)."""
+    if not _is_autograd_function(cls):
+        return []
+    fwd = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "forward"), None)
+    if fwd is None or len(fwd.args.args) < 2 or fwd.args.vararg is not None:
+        return []
+    ctx_name = fwd.args.args[0].arg
+    params = [a.arg for a in fwd.args.args[1:]]
+    stored: "Set[str]" = set()
+    saved: "List[str]" = []
+    returned: "Set[str]" = set()
+    for n in A.body_nodes(fwd):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                stored.update(A.target_names(t))
+        elif isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
+            returned.add(n.value.id)
+        elif (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+              and n.value.func.attr == "save_for_backward" and isinstance(n.value.func.value, ast.Name)
+              and n.value.func.value.id == ctx_name):
+            saved.extend(a.id for a in n.value.args if isinstance(a, ast.Name))
+    indices = tuple(i for i, p in enumerate(params) if p in saved and p not in stored)
+    out = any(r in saved and r not in params for r in returned)
+    if not indices and not out:
+        return []
+    return [(FN + cls.name, ("fn", indices, out))]
+
+
+def _apply_wrapper(fn: ast.FunctionDef) -> "List[Tuple[str, object]]":
+    """A module-level function calling a custom Function's ``apply`` with some of its own
+    parameters unchanged (``def softsplat(tenIn, tenFlow, ...): ... return _Fn.apply(tenIn,
+    tenFlow)``): ``gg104:fn:softsplat`` -> ``("wrap", ((cls, positions), ...), params)``, for each
+    call the wrapper's parameter handed as each argument (-1: something else), and the names of
+    the wrapper's parameters (for a call by keywords)."""
+    if not fn.args.args:
+        return []
+    params = [a.arg for a in fn.args.args]
+    calls = []
+    stored: "Set[str]" = set()
+    for n in A.body_nodes(fn):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                stored.update(A.target_names(t))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "apply" \
+                and isinstance(n.func.value, ast.Name):
+            calls.append(n)
+    out = []
+    for call in calls:
+        pos = tuple(params.index(a.id) if isinstance(a, ast.Name) and a.id in params and a.id not in stored else -1
+                    for a in call.args)
+        if any(p >= 0 for p in pos):
+            out.append((call.func.value.id, pos))  # type: ignore[attr-defined]
+    return [(FN + fn.name, ("wrap", tuple(out), tuple(params)))] if out else []

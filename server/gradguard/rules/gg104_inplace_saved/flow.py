@@ -192,6 +192,11 @@ _CONTAINER_ADDS = frozenset({"append", "extend", "insert", "add", "update", "set
 _TUPLE_LAYERS = frozenset({"LSTM", "GRU", "RNN", "LSTMCell"})
 
 
+# what a call of a custom autograd.Function saves: the positions of the arguments it keeps, whether
+# it keeps its result, and the names of the called function's parameters (for keywords)
+Saves = "Tuple[Tuple[int, ...], bool, Tuple[str, ...]]"
+
+
 def _no_layer(name: str) -> "Optional[Layer]":
     return None
 
@@ -233,6 +238,9 @@ class Flow:
         self.is_backward = is_backward
         # a module-level layer, by name (functions only)
         self.global_layer: "Callable[[str], Optional[Layer]]" = _no_layer
+        # custom autograd.Functions and the names calling their ``apply``: what each call saves,
+        # ``(positions of the arguments saved, output saved)`` (:func:`.facts._function_fact`)
+        self.functions: "Mapping[str, Saves]" = {}
         self.env: "Dict[str, Val]" = {}
         self.saved: "Dict[Store, Tuple[ast.AST, str]]" = {}
         self.no_grad = 0
@@ -560,6 +568,10 @@ class Flow:
             return Val()
         func = e.func
         fv = None
+        if self.functions:
+            saves = self.functions.get(A.dotted(func) or "")
+            if saves is not None:
+                return self.call_saving_function(saves, e)
         if isinstance(func, ast.Attribute):
             key = A.dotted(func)
             q = self.qualify(func) if key is not None else None
@@ -639,6 +651,34 @@ class Flow:
                 self.mark(x, e, "input")
             return fresh(grad, True)
         return fresh(grad, q.startswith("torch."))
+
+    def call_saving_function(self, saves: "Saves", e: ast.Call) -> Val:
+        """A custom autograd.Function's ``apply`` (or a function calling it): its
+        ``ctx.save_for_backward`` keeps the arguments at ``saves[0]`` (and the result when
+        ``saves[1]``), checked in its backward, which runs when some argument requires grad."""
+        if any(isinstance(a, ast.Starred) for a in e.args):
+            return self.eval_args_fresh(e)
+        args = self._args(e)
+        names = saves[2]
+        for k in e.keywords:
+            v = self.eval(k.value)
+            if k.arg in names:
+                i = names.index(k.arg)
+                args.extend(Val() for _ in range(i + 1 - len(args)))
+                args[i] = v
+        grad = any(a.grad for a in args)
+        if grad:
+            for i in saves[0]:
+                if i < len(args):
+                    self.mark(args[i], e, "input")
+        out = fresh(grad, True)
+        if grad and saves[1]:
+            self.mark(out, e, "output")
+        return out
+
+    def eval_args_fresh(self, e: ast.Call) -> Val:
+        args = [self.eval(a) for a in e.args] + [self.eval(k.value) for k in e.keywords]
+        return fresh(grad=any(a.grad for a in args))
 
     def call_method(self, recv: Val, meth: str, e: ast.Call) -> Val:
         args = self._args(e)
