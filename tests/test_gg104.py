@@ -540,3 +540,80 @@ def test_a_mark_of_one_path(body, reported):
             assert error and "modified by an inplace operation" in error, error
         else:
             assert error is None, error
+
+
+BLOCKS = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ConvBN(nn.Module):
+    def __init__(self, cin, cout, act="relu"):
+        super().__init__()
+        self.act = act
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+        self.bn = nn.BatchNorm2d(cout)
+
+    def forward(self, x):
+        x = self.bn(self.conv(x))
+        if self.act == "relu":
+            return F.relu(x)
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.bn = nn.BatchNorm2d(3)
+        self.relu_block = ConvBN(3, 3)
+        self.plain_block = ConvBN(3, 3, act="none")
+        self.named_block = ConvBN(3, 3, act=kind)
+        self.blocks = nn.ModuleList([ConvBN(3, 3) for _ in range(2)])
+        self.plain_blocks = nn.ModuleList([ConvBN(3, 3, "linear") for _ in range(2)])
+
+    def _block(self, x):
+        return F.relu(self.bn(self.conv(x)))
+
+    def _plain(self, x):
+        return self.bn(self.conv(x))
+
+    def forward(self, x):
+        res = x
+BODY
+        return x
+
+
+net = Net("relu")
+for _ in range(2):
+    net(torch.randn(2, 3, 4, 4)).pow(2).mean().backward()
+"""
+
+BLOCK_SHAPES = [
+    ("x = self._block(x)\nx += res", True),             # a helper method returning a relu output
+    ("x = self._plain(x)\nx += res", False),            # ... a BatchNorm output (not saved)
+    ("x = self._block(x)\nx = x + res", False),
+    ("x = self.relu_block(x)\nx += res", True),         # a block built with its default act="relu"
+    ("x = self.plain_block(x)\nx += res", False),       # ... built with act="none"
+    ("x = self.named_block(x)\nx += res", False),       # ... with a setting not written in the call: unknown
+    ("for i in range(2):\n    s = x\n    x = self.blocks[i](x)\n    x += s", True),  # a ModuleList element
+    ("for blk in self.blocks:\n    x = blk(x)\n    x += res", True),
+    ("for blk in self.plain_blocks:\n    x = blk(x)\n    x += res", False),
+    ("for blk in self.blocks:\n    x = blk(x) + res", False),
+]
+
+
+@pytest.mark.parametrize("body, reported", BLOCK_SHAPES)
+def test_blocks_helpers_and_module_lists(body, reported):
+    src = BLOCKS.replace("BODY", textwrap.indent(body, " " * 8))
+    fs = gg104(src)
+    assert bool(fs) == reported, [f.message["en"] for f in fs]
+    if _torch_available():
+        error = _run(src)
+        if reported:
+            assert error and "modified by an inplace operation" in error, error
+            out = fixed(src)
+            assert not gg104(out) and _run(out) is None, out
+        elif "named_block" not in body:
+            assert error is None, error

@@ -31,7 +31,8 @@ from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
-from gradguard.rules.gg104_inplace_saved.facts import CLASS, CLASS_FACTS, FN, GLOBAL, class_layers, is_module_class
+from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, FN, GLOBAL, class_layers, is_module_class,
+                                                       method_shapes)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,7 +103,10 @@ def _global_layer(summary, name: str, user) -> "W.Layer | None":
         return None
     if kind.startswith("user:"):
         cls = user.get(kind[5:])
-        return W.Layer("user", out_saved=cls.out_saved if cls is not None else None, weighted=True)
+        shape = cls.out_saved if cls is not None else None
+        if shape and shape[0] == "if":
+            shape = None  # a forward that depends on how the module was built
+        return W.Layer("user", out_saved=shape, weighted=True)
     if kind == "Sequential":
         return W.Layer("unknown", weighted=True)
     return W.Layer(kind)
@@ -140,6 +144,10 @@ class InplaceSaved(Rule):
         layers.update(_own_layers(unit.body, qualify, user))
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
         flow.functions = query(ctx.summary, _saving_functions)
+        if in_model and unit.node is not None and unit.node.args.args:
+            flow.self_name = unit.node.args.args[0].arg
+            flow.method_shape = method_shapes(unit.class_node, qualify, layers, params, flow.functions,
+                                              lambda c: A.is_backward_call(c, ctx))
         if unit.kind == "function":
             flow.global_layer = lambda name: _global_layer(ctx.summary, name, user)
             if unit.node is not None and A.is_no_grad_function(unit.node, ctx):

@@ -105,19 +105,138 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
         return [(CLASS + stmt.name, ())]
     qualify = lambda e: A.qualify(e, None)  # noqa: E731
     layers, params = class_layers(stmt, qualify, {})
-    flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, None))
+    backward = lambda c: A.is_backward_call(c, None)  # noqa: E731
+    flow = W.Flow(qualify, layers, params, backward)
+    flow.self_name = fwd.args.args[0].arg
+    flow.method_shape = method_shapes(stmt, qualify, layers, params, {}, backward)
     try:
         flow.enter(fwd)
         flow.run(fwd.body)
     except RecursionError:
         return [(CLASS + stmt.name, ())]
+    shape = return_shape(flow)
+    if shape is None and len(flow.returns) > 1:
+        shape = _configured_shape(stmt, fwd, lambda: W.Flow(qualify, layers, params, backward))
+    return [(CLASS + stmt.name, shape or ())]
+
+
+def _configured_shape(cls: ast.ClassDef, fwd: ast.FunctionDef, new_flow) -> "Optional[tuple]":
+    """A forward whose return depends on a setting of the constructor::
+
+        def __init__(self, ..., activation="relu"):
+            self.activation = activation
+        def forward(self, x):
+            ...
+            if self.activation == "relu":
+                return F.relu(x)
+            return x
+
+    gives ``("if", param, position, default, op, value, shape_then, shape_else)``: the
+    ``__init__`` parameter (its name, its position after ``self``, its literal default or
+    None), the test on it (``op`` "==", "!=" or "truth", ``value`` the literal compared) and
+    the shape returned either way (:func:`.flow.configured`). None when the forward is not so."""
+    me = fwd.args.args[0].arg
+    body = fwd.body
+    k = next((i for i, st in enumerate(body) if isinstance(st, ast.If)
+              and st.body and isinstance(st.body[-1], ast.Return)), None)
+    if k is None:
+        return None
+    test = body[k].test  # type: ignore[attr-defined]
+    op, value, attr_node = "truth", None, test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)) \
+            and isinstance(test.comparators[0], ast.Constant):
+        op = "==" if isinstance(test.ops[0], ast.Eq) else "!="
+        value, attr_node = test.comparators[0].value, test.left
+    if not (isinstance(attr_node, ast.Attribute) and isinstance(attr_node.value, ast.Name)
+            and attr_node.value.id == me):
+        return None
+    param = _init_param(cls, attr_node.attr)
+    if param is None:
+        return None
+    shapes = []
+    for part in (body[:k] + body[k].body, body[:k] + body[k].orelse + body[k + 1:]):  # type: ignore[attr-defined]
+        flow = new_flow()
+        flow.enter(fwd)
+        flow.run(part)
+        shapes.append(return_shape(flow))
+    if shapes[0] is None or shapes[1] is None or shapes[0] == shapes[1]:
+        return None
+    return ("if",) + param + (op, value, shapes[0], shapes[1])
+
+
+def _init_param(cls: ast.ClassDef, attr: str) -> "Optional[Tuple[str, int, object]]":
+    """``self.<attr> = <param>`` in ``__init__``, the attribute assigned nowhere else: the
+    parameter's name, position after ``self`` and literal default (None without one)."""
+    init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
+    if init is None or not init.args.args:
+        return None
+    me = init.args.args[0].arg
+    found = None
+    for d in cls.body:
+        if not isinstance(d, _DEFS):
+            continue
+        for n in A.body_nodes(d):
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name):
+                        if found is not None or d is not init or t.value.id != me \
+                                or not isinstance(n, ast.Assign) or not isinstance(n.value, ast.Name):
+                            return None
+                        found = n.value.id
+    if found is None:
+        return None
+    args = init.args.args[1:]
+    names = [a.arg for a in args]
+    if found not in names:
+        return None
+    i = names.index(found)
+    defaults = init.args.defaults
+    j = i - (len(args) - len(defaults))
+    default = defaults[j].value if j >= 0 and isinstance(defaults[j], ast.Constant) else None
+    return (found, i, default)
+
+
+
+
+def method_shapes(cls: ast.ClassDef, qualify, layers, params, functions, is_backward):
+    """What each method of the class hands back (``self._block(x)``): one bool per returned
+    tensor, True for an output its operation saved; None when unknown. Walked on demand, once."""
+    methods = {d.name: d for d in cls.body if isinstance(d, ast.FunctionDef) and d.args.args and d.name != "forward"
+               and not d.decorator_list}
+    shapes: "Dict[str, Optional[Tuple[bool, ...]]]" = {}
+
+    def shape(name: str) -> "Optional[Tuple[bool, ...]]":
+        if name in shapes:
+            return shapes[name]
+        d = methods.get(name)
+        shapes[name] = None  # (a method calling itself)
+        if d is None:
+            return None
+        flow = W.Flow(qualify, layers, params, is_backward)
+        flow.functions = functions
+        flow.self_name = d.args.args[0].arg
+        flow.method_shape = shape
+        try:
+            flow.enter(d)
+            flow.run(d.body)
+        except RecursionError:
+            return None
+        shapes[name] = return_shape(flow)
+        return shapes[name]
+
+    return shape
+
+
+def return_shape(flow: W.Flow) -> "Optional[Tuple[bool, ...]]":
+    """One bool per tensor the walked function returns (True: an output its operation saved),
+    when every ``return`` agrees; else None."""
     outs = flow.returns
     if not outs:
-        return [(CLASS + stmt.name, ())]
+        return None
     shape = _shape(outs[0], flow)
     if shape is None or any(_shape(o, flow) != shape for o in outs[1:]):
-        return [(CLASS + stmt.name, ())]
-    return [(CLASS + stmt.name, shape)]
+        return None
+    return shape
 
 
 def _shape(v: W.Val, flow: W.Flow) -> "Optional[Tuple[bool, ...]]":

@@ -140,7 +140,10 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
     kind = _last(q)
     if isinstance(call.func, ast.Name) and call.func.id in user_layers:
         base = user_layers[call.func.id]
-        return Layer("user", call, out_saved=base.out_saved, weighted=True)
+        out_saved = base.out_saved
+        if out_saved and out_saved[0] == "if":
+            out_saved = configured(out_saved, call)  # ``Conv2d_batchnorm(..., activation="None")``
+        return Layer("user", call, out_saved=out_saved, weighted=True)
     if not (q.startswith("torch.nn.") or kind in K.INPLACE_SWITCH_MODULES or kind in K.SAVES_OUTPUT_MODULES
             or kind in K.SAVES_INPUT_WEIGHTED_MODULES or kind == "Sequential"):
         return None
@@ -154,6 +157,13 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
                 sub = Layer("unknown", a if isinstance(a, ast.Call) else None, weighted=True)
             items.append(sub)
         return Layer("Sequential", call, items=items, weighted=any(i.weighted for i in items))
+    if kind == "ModuleList" and len(call.args) == 1:
+        # ``nn.ModuleList([Block(...) for i in range(n)])``: elements of one kind, known by that kind
+        a = call.args[0]
+        elts = [a.elt] if isinstance(a, ast.ListComp) else a.elts if isinstance(a, (ast.List, ast.Tuple)) else []
+        subs = [layer_of_constructor(x, qualify, user_layers, known) for x in elts]
+        if subs and all(x is not None and _same_layer(x, subs[0]) for x in subs):
+            return Layer("ModuleList", call, items=[subs[0]], weighted=True)  # type: ignore[list-item]
     sw = inplace_switch(call, kind) if kind in K.INPLACE_SWITCH_MODULES else None
     if sw is not None and "Dropout" in kind and _zero_probability(call):
         sw = None  # ``nn.Dropout(0.0, inplace=True)`` changes nothing
@@ -161,6 +171,30 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
         kind not in K.PARAMETERLESS_MODULES and kind not in K.SAVES_OUTPUT_MODULES
         and kind not in K.INPLACE_SWITCH_MODULES)
     return Layer(kind, call, inplace=sw is not None, inplace_node=sw, weighted=weighted)
+
+
+def configured(shape: tuple, call: ast.Call) -> "Optional[Tuple[bool, ...]]":
+    """The shape a class with a configured forward (:func:`.facts._configured_shape`) returns when
+    built by ``call``: the setting read from the call's literal argument or the default."""
+    _, name, pos, default, op, value, then, other = shape
+    arg = next((k.value for k in call.keywords if k.arg == name), None)
+    if arg is None and pos < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
+        arg = call.args[pos]
+    if arg is None and (pos < len(call.args) or call.keywords and any(k.arg is None for k in call.keywords)):
+        return None
+    setting = arg.value if isinstance(arg, ast.Constant) else default if arg is None else _UNKNOWN
+    if setting is _UNKNOWN or (arg is None and default is None and op != "truth"):
+        return None
+    hit = setting == value if op == "==" else setting != value if op == "!=" else bool(setting)
+    return then if hit else other
+
+
+_UNKNOWN = object()
+
+
+def _same_layer(a: Layer, b: Layer) -> bool:
+    return a.kind == b.kind and a.out_saved == b.out_saved and a.inplace == b.inplace and a.items is None \
+        and b.items is None
 
 
 def _zero_probability(call: ast.Call) -> bool:
@@ -238,6 +272,10 @@ class Flow:
         self.is_backward = is_backward
         # a module-level layer, by name (functions only)
         self.global_layer: "Callable[[str], Optional[Layer]]" = _no_layer
+        # the return value of a method of the walked class (``self._block(x)``), by the method's
+        # name: one bool per returned tensor, True for an output its operation saved (None: unknown)
+        self.self_name = ""
+        self.method_shape: "Callable[[str], Optional[tuple]]" = _no_layer  # type: ignore[assignment]
         # custom autograd.Functions and the names calling their ``apply``: what each call saves,
         # ``(positions of the arguments saved, output saved)`` (:func:`.facts._function_fact`)
         self.functions: "Mapping[str, Saves]" = {}
@@ -323,7 +361,7 @@ class Flow:
             self.eval(s.test)
             self.branches([s.body, s.orelse])
         elif isinstance(s, (ast.For, ast.AsyncFor)):
-            self.eval(s.iter)
+            it_layer = self.eval(s.iter).layer
             it = s.iter
             if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                     and isinstance(s.target, ast.Name)):
@@ -331,6 +369,9 @@ class Flow:
             else:
                 for n in A.target_names(s.target):
                     self.env[n] = fresh()
+                if it_layer is not None and it_layer.kind == "ModuleList" and it_layer.items \
+                        and isinstance(s.target, ast.Name):
+                    self.env[s.target.id] = Val(layer=it_layer.items[0])  # ``for conv in self.convs:``
             self.loop(s.body)
             self.branches([s.orelse, []])
         elif isinstance(s, ast.While):
@@ -494,6 +535,8 @@ class Flow:
     def e_Subscript(self, e: ast.Subscript) -> Val:
         base = self.eval(e.value)
         self.eval(e.slice)
+        if base.layer is not None and base.layer.kind == "ModuleList" and base.layer.items:
+            return Val(layer=base.layer.items[0])  # ``self.convs[i]``
         if base.items is not None and isinstance(e.slice, ast.Constant) and isinstance(e.slice.value, int):
             try:
                 return base.items[e.slice.value]
@@ -577,6 +620,14 @@ class Flow:
             q = self.qualify(func) if key is not None else None
             if key is not None and key in self.layers:
                 return self.call_layer(self.layers[key], e)
+            if self.self_name and isinstance(func.value, ast.Name) and func.value.id == self.self_name \
+                    and key not in self.env:
+                shape = self.method_shape(func.attr)
+                if shape and any(shape):
+                    args = self._args(e)
+                    for k in e.keywords:
+                        self.eval(k.value)
+                    return self.apply(Layer("user", out_saved=shape), args[0] if args else Val(), e)
             if q and _torch_name(q) and not (key and key.split(".", 1)[0] in self.env):
                 return self.call_function(q, e)
             recv = self.eval(func.value)
@@ -742,7 +793,7 @@ class Flow:
             return v
         if kind == "user":
             shape = layer.out_saved
-            if shape is None:
+            if shape is None or (shape and shape[0] == "if"):
                 return fresh(True)
             vals = []
             for o in shape:
