@@ -9,7 +9,15 @@ Key written, one per top-level class deriving from an nn.Module base:
   (``x = self.conv2(x); x += res``) fails the backward; ``()`` when nothing is
   known of the return value. Computed with the walk of :mod:`.flow` over
   ``forward``, its parameters taken as not requiring grad (only a layer with
-  weights inside makes the output saved).
+  weights inside makes the output saved). A forward whose return depends on a
+  constructor setting (``if self.activation == "relu": return F.relu(x)``)
+  gives ``("if", ...)`` instead (:func:`_configured_shape`), resolved where
+  the block is built.
+* ``gg104:fn:<name>`` -- a custom ``torch.autograd.Function`` (``("fn",
+  positions, output)``: the ``forward`` parameters it saves unchanged, and
+  whether it saves its result), a module-level alias of its ``apply``
+  (``("alias", Class)``) or a function handing its own parameters to some
+  ``apply`` (``("wrap", ((Class, positions), ...), params)``).
 """
 
 from __future__ import annotations

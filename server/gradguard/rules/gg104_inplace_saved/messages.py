@@ -21,7 +21,12 @@ Finds an in-place edit of a tensor that an earlier operation of the same forward
 backward: `x += residual` right after `x = torch.relu(x)`, `nn.ReLU(inplace=True)` or
 `nn.Dropout(inplace=True)` right after a layer that saved its output, `out = x` then `out *= att`
 after `x` went into a convolution, `h[layer] = ...` into a tensor whose slice a matrix product
-read, `x.clamp_(...)` on the input of a `Linear`.
+read, `x.clamp_(...)` on the input of a `Linear`. The saving operation may be a block of the same
+file (`x = self.block(x)` whose `forward` returns `F.relu(...)`, also when that depends on how the
+block was built: `activation="relu"`), a helper method (`self._block(x)`), an element of an
+`nn.ModuleList`, an `nn.Sequential` called earlier on one path of an `if` (`sc = self.shortcut(x)`
+when the block downsamples), or a custom `torch.autograd.Function` whose `forward` hands its input
+to `ctx.save_for_backward`.
 
 ## Why is this bad?
 To compute gradients, many operations keep one of their tensors: `relu`, `sigmoid`, `tanh`, `exp`,
@@ -90,7 +95,11 @@ guess.
 找出对前向传播中某个张量的原地修改，而这个张量已被之前的运算保存下来供反向传播使用：在
 `x = torch.relu(x)` 之后写 `x += residual`；在一个保存了输出的层后面紧跟 `nn.ReLU(inplace=True)`
 或 `nn.Dropout(inplace=True)`；`x` 送入卷积之后又 `out = x`、`out *= att`；一个矩阵乘法读过某个
-切片后又对该张量写 `h[layer] = ...`；对 `Linear` 的输入做 `x.clamp_(...)`。
+切片后又对该张量写 `h[layer] = ...`；对 `Linear` 的输入做 `x.clamp_(...)`。保存张量的运算也可以是
+同一文件中的模块（`x = self.block(x)`，其 `forward` 返回 `F.relu(...)`，包括取决于构造参数的情况，
+如 `activation="relu"`）、辅助方法（`self._block(x)`）、`nn.ModuleList` 的元素、在 `if` 的某一分支
+中先调用的 `nn.Sequential`（下采样时的 `sc = self.shortcut(x)`），或者在 `forward` 中把输入交给
+`ctx.save_for_backward` 的自定义 `torch.autograd.Function`。
 
 ## 为什么这是个问题
 为了计算梯度，很多运算会保存自己的某个张量：`relu`、`sigmoid`、`tanh`、`exp`、`softmax` 保存
