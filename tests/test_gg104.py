@@ -617,3 +617,47 @@ def test_blocks_helpers_and_module_lists(body, reported):
             assert not gg104(out) and _run(out) is None, out
         elif "named_block" not in body:
             assert error is None, error
+
+
+def test_a_module_held_by_a_plain_object():
+    """A plain class keeps the actor it was built with (``self.actor = actor``): the actor's
+    forward ends in softmax, so the object's in-place edit of its output fails; with two
+    module-level constructions handing different modules, nothing is known."""
+    src = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Actor(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, s):
+            return torch.softmax(self.fc(s), dim=-1), None
+
+
+    class Policy:
+        def __init__(self, actor, noise=0.1):
+            self.actor = actor
+            self.noise = noise
+
+        def act(self, obs):
+            logits, _ = self.actor(obs)
+            logits += self.noise
+            return logits
+
+
+    actor = Actor()
+    policy = Policy(actor)
+    policy.act(torch.randn(3, 4)).sum().backward()
+    """)
+    fs = gg104(src)
+    assert [f.range.start.line for f in fs] == [20]
+    assert "modified by an inplace operation" in (_run(src) or "")
+    out = fixed(src)
+    assert "logits = logits + self.noise" in out and not gg104(out) and _run(out) is None
+    for other in ("other = Policy(nn.Linear(4, 2))\n", "lin = nn.Linear(4, 2)\nother = Policy(actor=lin)\n"):
+        assert not gg104(src.replace("policy = Policy(actor)\n", "policy = Policy(actor)\n" + other))
+    two = src.replace("policy = Policy(actor)\n", "policy = Policy(actor)\nlin = nn.Linear(4, 2)\nother = Policy(lin)\n")
+    assert not gg104(two)

@@ -31,7 +31,7 @@ from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
-from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, FN, GLOBAL, class_layers, is_module_class,
+from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, FN, GLOBAL, class_layers, is_module_class,
                                                        method_shapes)
 
 TYPE_CHECKING = False
@@ -58,13 +58,53 @@ def _saving_functions(summary) -> "Dict[str, W.Saves]":
             out[name] = classes[v[1]]
         elif v[0] == "wrap" and len(v) == 3:
             # the wrapper's parameters handed as a saved argument of some ``apply``
-            saved = set()
+            saved: "set" = set()
             for cls, pos in v[1]:
                 fn = classes.get(cls)
                 if fn is not None:
                     saved.update(pos[i] for i in fn[0] if i < len(pos) and pos[i] >= 0)
             if saved:
                 out[name] = (tuple(sorted(saved)), False, v[2])
+    return out
+
+
+def _constructions(summary, cls: str) -> "Tuple[object, ...]":
+    prefix = CTOR + cls + ":"
+    return tuple(v for k, v in sorted(summary.items()) if k.startswith(prefix))
+
+
+def _held_layers(cls: ast.ClassDef, summary, user) -> "Dict[str, W.Layer]":
+    """The modules an object of a plain class (not an nn.Module) keeps from its constructor
+    (``self.actor = actor`` in ``__init__``), where every module-level construction of the
+    class hands the same module-level layer (``policy = DDPGPolicy(actor, ...)`` with
+    ``actor = Actor()``)."""
+    init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
+    if init is None or len(init.args.args) < 2:
+        return {}
+    ctors = query(summary, _constructions, cls.name)
+    if not ctors:
+        return {}
+    me = init.args.args[0].arg
+    params = [a.arg for a in init.args.args[1:]]
+    out: "Dict[str, W.Layer]" = {}
+    for n in A.body_nodes(init):
+        if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+            continue
+        t, v = n.targets[0], n.value
+        # ``self.actor = actor``, ``self.actor, self.actor_optim = actor, actor_optim``
+        pairs = list(zip(t.elts, v.elts)) if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) \
+            and len(t.elts) == len(v.elts) else [(t, v)]
+        for tt, vv in pairs:
+            if not (isinstance(tt, ast.Attribute) and isinstance(tt.value, ast.Name) and tt.value.id == me
+                    and isinstance(vv, ast.Name) and vv.id in params):
+                continue
+            pos = params.index(vv.id)
+            names = {args[pos] if pos < len(args) else dict(kws).get(vv.id) for args, kws in ctors}
+            if len(names) != 1 or None in names:
+                continue
+            layer = _global_layer(summary, names.pop(), user)  # type: ignore[arg-type]
+            if layer is not None and layer.kind == "user" and layer.out_saved:
+                out["self." + tt.attr] = layer
     return out
 
 
@@ -141,6 +181,8 @@ class InplaceSaved(Rule):
             layers, params = class_layers(unit.class_node, qualify, user)
             if not edits and not _inplace_layer(layers.values()):
                 return ()  # nothing in the unit's text nor in its class's layers edits in place
+            if not in_model:
+                layers.update(_held_layers(unit.class_node, ctx.summary, user))
         layers.update(_own_layers(unit.body, qualify, user))
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
         flow.functions = query(ctx.summary, _saving_functions)

@@ -38,6 +38,9 @@ GLOBAL = "gg104:global:"
 # a custom autograd.Function (``gg104:fn:<Class>``) or a module-level name calling its ``apply``
 # (``def softsplat(a, b): return _Fn.apply(a, b)``, ``softsplat = _Fn.apply``): see :func:`_function_fact`
 FN = "gg104:fn:"
+# ``gg104:ctor:<Class>:<line>`` -- the module-level names a module-level construction of a class
+# hands to it, ``((positional name or None, ...), ((keyword, name), ...))``
+CTOR = "gg104:ctor:"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MODULE_BASE_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in K.MODULE_BASES)
 
@@ -88,13 +91,28 @@ def forward_of(cls: ast.ClassDef) -> "Optional[ast.FunctionDef]":
 
 
 def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tuple[str, object]]":
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple) \
+            and isinstance(stmt.value, ast.Tuple) and len(stmt.targets[0].elts) == len(stmt.value.elts):
+        # ``actor, critic = Actor(), Critic()``: each pair as its own assignment
+        out: "List[Tuple[str, object]]" = []
+        for t, v in zip(stmt.targets[0].elts, stmt.value.elts):
+            if isinstance(t, ast.Name) and isinstance(v, ast.Call):
+                out.extend(summarize_class_facts(ast.Assign([t], v, lineno=stmt.lineno)))
+        return out
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
         # a module-level layer (``model = Net()``, ``lin = nn.Linear(3, 3)``), for the functions that call it
         call = stmt.value
         if isinstance(call, ast.Call):
             q = A.qualify(call.func, None) or ""
             if isinstance(call.func, ast.Name) and not q.startswith("torch."):
-                return [(GLOBAL + stmt.targets[0].id, "user:" + call.func.id)]
+                facts: "List[Tuple[str, object]]" = [(GLOBAL + stmt.targets[0].id, "user:" + call.func.id)]
+                args = tuple(a.id if isinstance(a, ast.Name) else None for a in call.args)
+                kws = tuple((k.arg, k.value.id if isinstance(k.value, ast.Name) else None)
+                            for k in call.keywords if k.arg)
+                if call.args or call.keywords:
+                    # what an object of a plain class is built with (``policy = DDPGPolicy(actor, ...)``)
+                    facts.append((f"{CTOR}{call.func.id}:{stmt.lineno}", (args, kws)))
+                return facts
             layer = W.layer_of_constructor(call, lambda e: A.qualify(e, None), {})
             if layer is not None and not layer.inplace:
                 return [(GLOBAL + stmt.targets[0].id, layer.kind)]
@@ -200,7 +218,8 @@ def _init_param(cls: ast.ClassDef, attr: str) -> "Optional[Tuple[str, int, objec
     i = names.index(found)
     defaults = init.args.defaults
     j = i - (len(args) - len(defaults))
-    default = defaults[j].value if j >= 0 and isinstance(defaults[j], ast.Constant) else None
+    dflt = defaults[j] if j >= 0 else None
+    default = dflt.value if isinstance(dflt, ast.Constant) else None
     return (found, i, default)
 
 

@@ -35,6 +35,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
+    # what a call of a custom autograd.Function saves: the positions of the arguments it keeps,
+    # whether it keeps its result, and the names of the called function's parameters (for keywords)
+    Saves = Tuple[Tuple[int, ...], bool, Tuple[str, ...]]
+
 
 class Store:
     """One tensor storage (and its version counter)."""
@@ -162,8 +166,9 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
         a = call.args[0]
         elts = [a.elt] if isinstance(a, ast.ListComp) else a.elts if isinstance(a, (ast.List, ast.Tuple)) else []
         subs = [layer_of_constructor(x, qualify, user_layers, known) for x in elts]
-        if subs and all(x is not None and _same_layer(x, subs[0]) for x in subs):
-            return Layer("ModuleList", call, items=[subs[0]], weighted=True)  # type: ignore[list-item]
+        first = subs[0] if subs else None
+        if first is not None and all(x is not None and _same_layer(x, first) for x in subs):
+            return Layer("ModuleList", call, items=[first], weighted=True)
     sw = inplace_switch(call, kind) if kind in K.INPLACE_SWITCH_MODULES else None
     if sw is not None and "Dropout" in kind and _zero_probability(call):
         sw = None  # ``nn.Dropout(0.0, inplace=True)`` changes nothing
@@ -224,11 +229,6 @@ _VIEWS = K.VIEW_METHODS - {"expand", "expand_as"} | {"detach", "view_as", "unbin
 _VIEW_ATTRS = frozenset({"T", "mT"})
 _CONTAINER_ADDS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "put", "put_nowait"})
 _TUPLE_LAYERS = frozenset({"LSTM", "GRU", "RNN", "LSTMCell"})
-
-
-# what a call of a custom autograd.Function saves: the positions of the arguments it keeps, whether
-# it keeps its result, and the names of the called function's parameters (for keywords)
-Saves = "Tuple[Tuple[int, ...], bool, Tuple[str, ...]]"
 
 
 def _no_layer(name: str) -> "Optional[Layer]":
