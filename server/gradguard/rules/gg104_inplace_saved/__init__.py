@@ -32,7 +32,7 @@ from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
 from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, FN, GLOBAL, class_layers, is_module_class,
-                                                       method_shapes)
+                                                       MethodShapes)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -188,7 +188,7 @@ class InplaceSaved(Rule):
         flow.functions = query(ctx.summary, _saving_functions)
         if in_model and unit.node is not None and unit.node.args.args:
             flow.self_name = unit.node.args.args[0].arg
-            flow.method_shape = method_shapes(unit.class_node, qualify, layers, params, flow.functions,
+            flow.method_shape = MethodShapes(unit.class_node, qualify, layers, params, flow.functions,
                                               lambda c: A.is_backward_call(c, ctx))
         if unit.kind == "function":
             flow.global_layer = lambda name: _global_layer(ctx.summary, name, user)

@@ -134,7 +134,7 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
     backward = lambda c: A.is_backward_call(c, None)  # noqa: E731
     flow = W.Flow(qualify, layers, params, backward)
     flow.self_name = fwd.args.args[0].arg
-    flow.method_shape = method_shapes(stmt, qualify, layers, params, {}, backward)
+    flow.method_shape = MethodShapes(stmt, qualify, layers, params, {}, backward)
     try:
         flow.enter(fwd)
         flow.run(fwd.body)
@@ -225,24 +225,30 @@ def _init_param(cls: ast.ClassDef, attr: str) -> "Optional[Tuple[str, int, objec
 
 
 
-def method_shapes(cls: ast.ClassDef, qualify, layers, params, functions, is_backward):
+class MethodShapes:
     """What each method of the class hands back (``self._block(x)``): one bool per returned
-    tensor, True for an output its operation saved; None when unknown. Walked on demand, once."""
-    methods = {d.name: d for d in cls.body if isinstance(d, ast.FunctionDef) and d.args.args and d.name != "forward"
-               and not d.decorator_list}
-    shapes: "Dict[str, Optional[Tuple[bool, ...]]]" = {}
+    tensor, True for an output its operation saved; None when unknown. Walked on demand, once.
+    (A class, not a closure calling itself: that would be a reference cycle keeping the tree.)"""
 
-    def shape(name: str) -> "Optional[Tuple[bool, ...]]":
+    def __init__(self, cls: ast.ClassDef, qualify, layers, params, functions, is_backward) -> None:
+        self.methods = {d.name: d for d in cls.body if isinstance(d, ast.FunctionDef) and d.args.args
+                        and d.name != "forward" and not d.decorator_list}
+        self.args = (qualify, layers, params, is_backward)
+        self.functions = functions
+        self.shapes: "Dict[str, Optional[Tuple[bool, ...]]]" = {}
+
+    def __call__(self, name: str) -> "Optional[Tuple[bool, ...]]":
+        shapes = self.shapes
         if name in shapes:
             return shapes[name]
-        d = methods.get(name)
+        d = self.methods.get(name)
         shapes[name] = None  # (a method calling itself)
         if d is None:
             return None
-        flow = W.Flow(qualify, layers, params, is_backward)
-        flow.functions = functions
+        flow = W.Flow(*self.args)
+        flow.functions = self.functions
         flow.self_name = d.args.args[0].arg
-        flow.method_shape = shape
+        flow.method_shape = self
         try:
             flow.enter(d)
             flow.run(d.body)
@@ -250,8 +256,6 @@ def method_shapes(cls: ast.ClassDef, qualify, layers, params, functions, is_back
             return None
         shapes[name] = return_shape(flow)
         return shapes[name]
-
-    return shape
 
 
 def return_shape(flow: W.Flow) -> "Optional[Tuple[bool, ...]]":
