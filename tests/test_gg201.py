@@ -309,3 +309,44 @@ def test_an_evaluation_loop_that_keeps_nothing_gets_a_hint_and_no_grad():
     assert not gg201(src.replace("model.eval()\n", ""))
     wrapped = "class TestModel:\n    def test_forward(self):\n" + textwrap.indent(src, "        ")
     assert not gg201(wrapped)
+
+
+ENV_LOOP = """\
+import torch
+import torch.nn as nn
+
+actor = nn.Linear(3, 2)
+opt = torch.optim.SGD(actor.parameters(), lr=0.1)
+{make}
+rewards = []
+for episode in range(3):
+    state = torch.zeros(3)
+    action = actor(state)
+    next_state, reward, done, _ = {recv}.step(action)
+    opt.zero_grad()
+    action.sum().backward()
+    opt.step()
+    rewards.append(reward)
+"""
+
+
+@pytest.mark.parametrize("make, recv", [
+    ("env = REGISTRY['toy']()", "env"),
+    ("envs = REGISTRY['toy']()", "envs"),
+    ("eval_env = REGISTRY['toy']()", "eval_env"),
+    ("class Wrap(gym.Wrapper):\n    pass\nenv = Wrap(REGISTRY['toy']())", "env"),
+])
+def test_what_an_environment_step_returns_carries_no_graph_of_the_action(make, recv):
+    # the reward of env.step(action) is the environment's number, not the action's graph
+    assert not gg201(ENV_LOOP.format(make="import gym\n" + make, recv=recv))
+
+
+@pytest.mark.parametrize("make, recv", [
+    # not named as an environment: an unknown object's step may hand back what it is given
+    ("sim = REGISTRY['toy']()", "sim"),
+    # an environment class of the file whose step returns the action's graph: its facts decide
+    ("class Env:\n    def step(self, a):\n        return a, a * 2, False, {}\nenv = Env()", "env"),
+])
+def test_a_step_that_may_return_the_actions_graph_is_still_read_as_keeping_it(make, recv):
+    [f] = gg201(ENV_LOOP.format(make=make, recv=recv))
+    assert f.range.start.line + 1 == ENV_LOOP.format(make=make, recv=recv).splitlines().index("    rewards.append(reward)") + 1

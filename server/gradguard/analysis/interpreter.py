@@ -2226,6 +2226,14 @@ class GraphFlow:
             self._args(call, env)
             return CLEAN  # np.roll(img, 1, -1), scipy.ndimage.zoom(x, 2): arrays, no graph
         recv = self.eval(func.value, env)
+        if m in _ENVIRONMENT_METHODS and _environment_name(key) and (
+                recv.obj is None or (recv.obj.startswith("user:") and not self.r._defines(recv.obj[5:], m))):
+            # next_state, reward, done, _ = env.step(action): an environment whose step the
+            # trace cannot see (gym.make(...), a registry's class, a wrapper of gym's) hands
+            # back observations and rewards of its own -- numbers and arrays, not the graph
+            # of the action it is given
+            self._args(call, env)
+            return CLEAN
         if m in K.GRAPH_CUT_METHODS or m in K.FACTORY_METHODS or m in K.INTEGER_METHODS or (
             m in ("to", "type") and any(qualify(a, ctx) in K.INTEGER_DTYPES
                                         for a in list(call.args) + [k.value for k in call.keywords])
@@ -3240,6 +3248,18 @@ def _assumed_graph(facts: FnFacts, r: Resolver, depth: int = 0) -> bool:
             if callee is not None and (depth >= 4 or not _assumed_graph(callee, r, depth + 1)):
                 return False
     return True
+
+
+_ENVIRONMENT_METHODS = frozenset({"step", "reset"})
+
+
+def _environment_name(key: _Opt[str]) -> bool:
+    """Is ``key`` (``env``, ``self.train_env``, ``envs``) named as a reinforcement-learning
+    environment: its last part ``env``/``envs``/``environment``, or ending in ``_env``/``_envs``."""
+    if not key:
+        return False
+    last = key.rsplit(".", 1)[-1].lower()
+    return last in ("env", "envs", "environment", "environments") or last.endswith(("_env", "_envs"))
 
 
 def _global_receiver(key: str, r: Resolver) -> bool:
