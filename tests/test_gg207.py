@@ -126,3 +126,57 @@ def test_zeroing_inside_the_accumulation_loop():
 def test_accumulation_loop_variants(k, inner):
     found = gg207(MICRO.format(k=k, inner=inner))
     assert len(found) == (1 if "break" in inner else 0)
+
+
+EVERY_K = HEAD + """\
+k = 2
+for i, (x, y) in enumerate(data):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, line", [
+    # zero at the top, step every k batches (accelerate's demo)
+    ("    opt.zero_grad()\n    loss = model(x).sum() / k\n    loss.backward()\n"
+     "    if (i + 1) % k == 0:\n        opt.step()", 10),
+    # zero between the forward and the backward, a virtual step otherwise (Opacus)
+    ("    loss = model(x).sum()\n    opt.zero_grad()\n    loss.backward()\n"
+     "    if (i + 1) % k == 0 or i + 1 == len(data):\n        opt.step()\n    else:\n        pass", 11),
+    # zero at the bottom, inside a with block
+    ("    with torch.autocast('cpu', enabled=False):\n        loss = model(x).sum()\n"
+     "        loss.backward()\n    if i % k == 0:\n        scaler.step(opt)\n    opt.zero_grad()", 15),
+    # a sample counter the step resets (openWakeWord)
+    ("    opt.zero_grad()\n    model(x).sum().backward()\n    seen += x.shape[0]\n"
+     "    if seen >= 4:\n        opt.step()\n        seen = 0", 10),
+])
+def test_zeroing_every_iteration_while_stepping_every_k_is_reported(body, line):
+    src = EVERY_K.format(body=body).replace("k = 2\n", "k = 2\nseen = 0\n")
+    [f] = gg207(src)
+    assert f.range.start.line + 1 == line + 1
+    assert "every iteration" in f.message_in("en") and "每一轮" in f.message_in("zh")
+    out = fixed(src)
+    assert not gg207(out)
+    if "scaler" not in body:
+        assert "opt.step()\n        opt.zero_grad()\n" in out
+
+
+@pytest.mark.parametrize("body", [
+    # the zeroing follows the step inside the branch (the fix)
+    "    model(x).sum().backward()\n    if (i + 1) % k == 0:\n        opt.step()\n        opt.zero_grad()",
+    # a step every iteration; the scheduler every k
+    "    opt.zero_grad()\n    model(x).sum().backward()\n    opt.step()\n    if (i + 1) % k == 0:\n        sched.step()",
+    # a step skipped on a non-finite loss: the gradient is dropped on purpose
+    "    opt.zero_grad()\n    loss = model(x).sum()\n    loss.backward()\n    if torch.isfinite(loss):\n        opt.step()",
+    # a warm-up counter the step never resets: no accumulation
+    "    opt.zero_grad()\n    model(x).sum().backward()\n    seen += 1\n    if seen >= 2:\n        opt.step()",
+    # the backward under the same condition as the step
+    "    opt.zero_grad()\n    if (i + 1) % k == 0:\n        model(x).sum().backward()\n        opt.step()",
+    # another optimizer's step every k
+    "    opt.zero_grad()\n    model(x).sum().backward()\n    opt.step()\n    other.zero_grad()\n"
+    "    if (i + 1) % k == 0:\n        other.step()",
+])
+def test_zeroing_every_iteration_twins_stay_silent(body):
+    src = EVERY_K.format(body=body).replace(
+        "k = 2\n", "k = 2\nseen = 0\nsched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+                   "other = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)\n")
+    assert not gg207(src)

@@ -64,9 +64,84 @@ class ZeroedBeforeStep(Rule):
             for j, st in enumerate(block):
                 if isinstance(st, (ast.For, ast.While)):
                     found = _zeroed_per_micro_batch(self, st, block[j + 1:], ctx)
+                    if found is None:
+                        found = _zeroed_every_iteration_stepped_every_k(self, st, ctx)
                     if found is not None:
                         out.append(found)
         return out
+
+
+def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Finding]":
+    """Gradient accumulation undone the other way round: a loop whose every iteration zeroes
+    ``O`` and back-propagates, while ``O.step()`` runs only under an accumulation condition
+    (``if (i + 1) % k == 0:``, or a counter the loop adds to and the step resets): the
+    zeroing of the next iteration erases what the iterations that did not step accumulated,
+    so each step applies one batch's gradient (accelerate's demo, Opacus' virtual steps,
+    openWakeWord's sample count). The fix moves the zeroing to just after the step."""
+    if isinstance(loop, ast.While) and loop.orelse:
+        return None
+    body = _inline_with(loop.body)
+    zero = back = cond = None
+    for st in body:
+        opt = _zeroing(st)
+        if opt is not None and zero is None:
+            zero = (st, opt)
+    if zero is None:
+        return None
+    zst, opt = zero
+    for st in body:
+        if isinstance(st, ast.If) and any(_steps(n, opt) for n in A.iter_nodes(st)):
+            if cond is not None:
+                return None
+            cond = st
+        elif any(_steps(n, opt) for n in A.iter_nodes(st)):
+            return None  # a step in every iteration (or under some other statement)
+        elif back is None and isinstance(st, (ast.Expr, ast.Assign)):
+            back = next((n for n in A.iter_nodes(st) if n.__class__ is ast.Call and A.is_backward_call(n, ctx)
+                         and not A.has_create_graph(n)
+                         and (A.qualify(n.func, ctx) or "") != "torch.autograd.grad"), None)
+    if cond is None or back is None or not _accumulation_test(cond, body):
+        return None
+    step = next((st for st in cond.body if isinstance(st, ast.Expr) and _steps(st.value, opt)), None)
+    if step is None:
+        return None
+    msg = M.zeroed_every_iteration(opt, back.lineno, ast.unparse(step.value), step.lineno,  # type: ignore[attr-defined]
+                                   ast.unparse(cond.test))
+    related = (Related(ctx.line_range(back), M.accumulated_here()), Related(ctx.line_range(step), M.stepped_every_k()))
+    fixes = []
+    if _own_lines(zst, ctx) and zst.end_lineno == zst.lineno and _own_lines(step, ctx):
+        z0 = zst.lineno - 1
+        moved = ctx.indent_of(step.lineno) + ctx.index.line(z0).lstrip() + "\n"
+        after = step.end_lineno or step.lineno
+        if after < len(ctx.index.lines):
+            at = Position(after, 0)
+            edits = (TextEdit(Range(Position(z0, 0), Position(z0 + 1, 0)), ""), TextEdit(Range(at, at), moved))
+            fixes.append(Fix(M.fix_move_after_step(opt), edits, preferred=True))
+    return Finding(rule.code, ctx.line_range(zst), msg, rule.default_severity, related, tuple(fixes), {"optimizer": opt})
+
+
+def _inline_with(body):
+    """The statements every iteration runs: the body, ``with`` blocks inlined."""
+    out = []
+    for st in body:
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            out.extend(_inline_with(st.body))
+        else:
+            out.append(st)
+    return out
+
+
+def _accumulation_test(cond: ast.If, body) -> bool:
+    """Does ``if cond:`` read as "enough has accumulated": a modulo (``(i + 1) % k == 0``,
+    maybe ``or`` the last batch), or a comparison of a counter the loop adds to (``+=``) and
+    the step's branch resets (``accumulated = 0``)?"""
+    if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(cond.test)):
+        return True
+    names = {A.dotted(n) for n in ast.walk(cond.test) if isinstance(n, (ast.Name, ast.Attribute))} - {None}
+    added = {A.dotted(st.target) for st in body if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)}
+    reset = {A.dotted(t) for st in cond.body if isinstance(st, ast.Assign)
+             and isinstance(st.value, ast.Constant) and st.value.value == 0 for t in st.targets}
+    return bool(names & added & reset)
 
 
 def _zeroed_per_micro_batch(rule, loop, after, ctx) -> "Optional[Finding]":

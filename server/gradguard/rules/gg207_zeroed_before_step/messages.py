@@ -63,6 +63,13 @@ Reported too: `for micro in range(k): optimizer.zero_grad(); ...; loss.backward(
 the step applies the last micro-batch's gradient only. The quick fix moves the zeroing to just
 before the micro-batch loop.
 
+**I zero every batch and step every `k` batches (`if (i + 1) % k == 0: optimizer.step()`).**
+Reported: the zeroing of each iteration erases what the iterations that did not step accumulated,
+so every step applies one batch's gradient. The same holds for a counter of samples the step resets
+(`seen += len(x)` ... `if seen >= n: optimizer.step(); seen = 0`). The quick fix moves the zeroing to
+just after the step, inside its branch. A step skipped on another condition (a non-finite loss, a
+warm-up counter the step never resets) is not accumulation and is not reported.
+
 **The zeroing is for another optimizer (`opt_g.zero_grad()` before `opt_d.step()`).**
 Not reported: only the zeroing of the optimizer that steps counts.
 ''',
@@ -109,6 +116,12 @@ for x, y in loader:
 同样会被报告：`for micro in range(k): optimizer.zero_grad(); ...; loss.backward()`，循环之后才
 `optimizer.step()`，每个 micro-batch 都会抹掉前面累积的梯度，step 只应用最后一个 micro-batch 的梯度。
 快速修复会把清零移到 micro-batch 循环之前。
+
+**我每个批次都清零，却每 `k` 个批次才 step 一次（`if (i + 1) % k == 0: optimizer.step()`）。**
+会被报告：每一轮的清零都会抹掉那些没有 step 的轮次累积的梯度，于是每次 step 只应用一个批次的梯度。
+用样本计数器并在 step 时重置（`seen += len(x)` ... `if seen >= n: optimizer.step(); seen = 0`）也一样。
+快速修复把清零移到 step 之后、同一个分支里。因其他条件跳过的 step（损失非有限值、step 从不重置的预热计数器）
+不是梯度累积，不会被报告。
 
 **清零的是另一个优化器（在 `opt_d.step()` 之前调用 `opt_g.zero_grad()`）。**
 不会被报告：只有执行 step 的那个优化器的清零才算数。
@@ -162,3 +175,20 @@ def stepped_after_loop() -> "Dict[str, str]":
 
 def fix_move_before_loop(opt: str) -> "Dict[str, str]":
     return {"en": f"Move `{opt}.zero_grad()` before the loop", "zh": f"把 `{opt}.zero_grad()` 移到循环之前"}
+
+
+def zeroed_every_iteration(opt: str, backward_line: int, step: str, step_line: int, test: str) -> "Dict[str, str]":
+    """``opt.zero_grad()`` in every iteration while ``step`` runs only under ``if test:``."""
+    return {
+        "en": f"`{opt}.zero_grad()` runs in every iteration, but `{step}` (line {step_line}) only when `{test}`: "
+              f"the gradients `backward()` (line {backward_line}) accumulates in the iterations that do not "
+              f"step are erased by the next zeroing, so each step applies one batch's gradient; zero the "
+              f"gradients after the step instead.",
+        "zh": f"`{opt}.zero_grad()` 每一轮都会运行，但 `{step}`（第 {step_line} 行）只在 `{test}` 时运行："
+              f"不执行 step 的那些轮里 `backward()`（第 {backward_line} 行）累积的梯度被下一次清零抹掉，"
+              f"每次 step 只应用一个批次的梯度；请改为在 step 之后清零。",
+    }
+
+
+def stepped_every_k() -> "Dict[str, str]":
+    return {"en": "the step, which sees only its own iteration's gradient", "zh": "此处的 step 只看到本轮的梯度"}
