@@ -240,3 +240,44 @@ for 轮 in range(2):
 def test_docs():
     assert_sections("GG206")
     assert_docs_page_is_the_explanation("GG206")
+
+
+TRAINER = """\
+import torch
+import torch.nn as nn
+from lib import Base
+
+
+class Trainer(Base):
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def fit(self, batches):
+        self.model.train()
+        for i, x in enumerate(batches):
+            loss = self.model(x).sum()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            if i % 2 == 0:
+                {call}
+
+    def evaluate(self):
+        self.model.eval()
+"""
+
+
+def test_a_trainer_method_that_leaves_its_model_in_eval_is_seen_through_the_models_own_call():
+    # self.model(x) runs the trainer's own module: it switches no mode (it used to hide the method's eval())
+    [f] = gg206(TRAINER.format(call="self.evaluate()"))
+    assert f.range.start.line + 1 == 19 and "self.model" in f.message_in("en")
+
+
+@pytest.mark.parametrize("call", [
+    "self.evaluate(); self.model.train()",
+    # a method the class inherits from a library: it may switch the modes back
+    "self.evaluate(); self.on_validation_end()",
+])
+def test_a_trainer_method_followed_by_a_restore_or_unknown_code_stays_silent(call):
+    assert not gg206(TRAINER.format(call=call))

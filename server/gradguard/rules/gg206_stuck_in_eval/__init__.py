@@ -84,8 +84,9 @@ class StuckInEval(Rule):
             return []
         hits: "Dict[int, Tuple[ast.stmt, _Event, _Event, str]]" = {}
         own_modes = defines_mode_methods(unit.class_node)
+        own_calls = _own_callables(unit.class_node)
         for loop in loops:
-            events = _events(loop, ctx, own_modes)
+            events = _events(loop, ctx, own_modes, own_calls)
             for target, last_e, first_t in _stuck(events):
                 if _left_in_eval_before(unit, loop, target, ctx) or _leaves_the_loop_after(loop, last_e.node):
                     continue
@@ -118,7 +119,25 @@ class _Event:
         self.helper = helper
 
 
-def _events(loop: ast.stmt, ctx, own_modes: bool = False) -> "List[_Event]":
+def _own_callables(cls: "Optional[ast.ClassDef]") -> "frozenset":
+    """The names ``self.<name>(...)`` calls in a method of ``cls`` that are the class's own: its
+    methods (their mode switches are read from their facts) and the attributes its methods assign
+    (``self.model = nn.Sequential(...)``: calling it runs the module, it switches no mode)."""
+    if cls is None:
+        return frozenset()
+    out = set()
+    for s in cls.body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.add(s.name)
+            for n in ast.walk(s):
+                if isinstance(n, (ast.Assign, ast.AnnAssign)):
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                            out.add(t.attr)
+    return frozenset(out)
+
+
+def _events(loop: ast.stmt, ctx, own_modes: bool = False, own_calls: "frozenset" = frozenset()) -> "List[_Event]":
     nodes = A.block_nodes(loop.body)  # type: ignore[attr-defined]
     quiet: "Set[int]" = set()
     for n in nodes:
@@ -153,7 +172,9 @@ def _events(loop: ast.stmt, ctx, own_modes: bool = False) -> "List[_Event]":
             continue
         if isinstance(func, ast.Attribute) and func.attr not in _MODULE_METHODS:
             owner = A.dotted(func.value)
-            if owner is not None:  # a method the file does not define may switch its object's modules
+            if owner == "self" and func.attr in own_calls:
+                pass  # self.model(x), self.helper(x): the class's own module or method
+            elif owner is not None:  # a method the file does not define may switch its object's modules
                 out.append(_Event("P", owner, n))
         for a in list(n.args) + [k.value for k in n.keywords]:  # type: ignore[attr-defined]
             d = A.dotted(a.value if isinstance(a, ast.Starred) else a)
