@@ -111,3 +111,36 @@ def test_explanation_sections_and_docs_page():
     for text in (rule.explain("en"), rule.explain("zh")):
         assert "hidden = hidden.data" in text and ".detach()" in text and "p.data.add_" in text
     assert_docs_page_is_the_explanation("GG202")
+
+
+def test_a_helper_returning_the_data_of_each_state_of_its_parameter_is_reported():
+    # the truncated-BPTT detach helper of the language-model tutorial: one .data per element
+    src = textwrap.dedent("""\
+    import torch
+    from torch.autograd import Variable
+
+    def detach(states):
+        return [Variable(state.data) for state in states]
+
+    def detach_all(states):
+        return tuple(s.data for s in states)
+
+    def detached(states):
+        return [state.detach() for state in states]
+
+    def weights(layers):
+        return [layer.weight.data for layer in layers]
+
+    def grads(model):
+        return [p.data for p in model.parameters()]
+
+    def two(states, other):
+        return [s.data for s in states]
+
+    loss = torch.zeros(1, requires_grad=True).sum()
+    loss.backward()
+    """)
+    fs = gg202(src)
+    assert [f.range.start.line + 1 for f in fs] == [5, 8]
+    out = apply_text_edits(src, [e for f in fs for e in f.preferred_fix.edits])
+    assert "[Variable(state.detach()) for state in states]" in out and not gg202(out)

@@ -90,9 +90,20 @@ class _DataFlow(interp.GraphFlow):
                 v = self.eval(base, dict(env))
                 if v.graph_tokens():
                     self.hits[id(node)] = (node, s, "graph")
-                elif isinstance(s, ast.Return) and isinstance(base, ast.Name) and v.param:
+                elif isinstance(s, ast.Return) and isinstance(base, ast.Name) and (
+                        v.param or self._over_a_parameter(value, base.id, env)):
                     self.hits[id(node)] = (node, s, "param")
         return super().stmt(s, env)
+
+    def _over_a_parameter(self, value: ast.expr, name: str, env) -> bool:
+        """``return [Variable(state.data) for state in states]``: is ``name`` the variable of a
+        comprehension of ``value`` that runs over a parameter of the unit?"""
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and len(value.args) == 1:
+            value = value.args[0]  # tuple(... for s in states)
+        if not isinstance(value, (ast.GeneratorExp, ast.ListComp)):
+            return False
+        return any(isinstance(g.target, ast.Name) and g.target.id == name and isinstance(g.iter, ast.Name)
+                   and self.eval(g.iter, dict(env)).param for g in value.generators)
 
 
 class DataCut(Rule):
