@@ -125,8 +125,9 @@ def _needs_interpretation(body) -> bool:
                 return True
             if isinstance(f, ast.Name) and name not in _BUILTINS:
                 return True
-            if name in _FILLS and isinstance(f.value, ast.Attribute):  # type: ignore[attr-defined]
-                return True  # policy.saved_log_probs.append(...): a container kept outside
+            if name in _FILLS and (isinstance(f.value, ast.Attribute) or (  # type: ignore[attr-defined]
+                    isinstance(f.value, ast.Subscript) and isinstance(f.value.value, ast.Attribute))):  # type: ignore[attr-defined]
+                return True  # policy.saved_log_probs.append(...), self.scalars[tag].append(...): a container kept outside
             if name in _FILLS and isinstance(f.value, ast.Name) and isinstance(s, ast.Expr):  # type: ignore[attr-defined]
                 filled.append(f.value.id)  # type: ignore[attr-defined]
         if isinstance(s, ast.Delete):
@@ -213,6 +214,8 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
             if isinstance(f, ast.Attribute):
                 if f.attr in _FILLS:
                     changed.add(id(f.value))
+                    if f.value.__class__ is ast.Subscript:
+                        changed.add(id(f.value.value))  # self.scalars[tag].append(v): a dict of lists filled
                     if f.value.__class__ is ast.Name and f.attr != "clear":
                         filled.append(f.value.id)  # fmaps.append(output): a module-level list, maybe
                 elif f.attr in K.BACKWARD_METHODS or f.attr == "grad":

@@ -2310,6 +2310,15 @@ class GraphFlow:
             if self.r.ctx is None:  # (summarising: see opaque)
                 self.opaque.add(id(call))
             return plain(t | {("G", call)})
+        if m in ("append", "extend", "insert", "add", "update") and key is None and func.value.__class__ is ast.Subscript:
+            # self.scalars[tag].append(v): a dict (or list) of lists now holds v's graph
+            base = dotted(func.value.value)  # type: ignore[attr-defined]
+            if base is not None and base in env:
+                added = _union(pos, kws)
+                if added:
+                    old = env[base]
+                    env[base] = _with(old, taints=old.taints | added, elems=None, site=self._stmt)
+                return NONE
         if m in ("append", "extend", "insert", "add", "update") and key is not None and key in env:
             # list.append(x): the list now holds x's graph
             old = env[key]

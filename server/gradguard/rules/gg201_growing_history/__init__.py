@@ -201,9 +201,11 @@ class HistoryFlow(interp.GraphFlow):
                 site.carried = True  # the last iteration's accumulation flows on into this one's
             frame = self.frames[-1]
             fresh = new.graph_tokens() - old.graph_tokens()
-            if s.__class__ is ast.AugAssign and s.target.__class__ is ast.Subscript:
+            if (s.__class__ is ast.AugAssign and s.target.__class__ is ast.Subscript) or kind == "meter":
                 # epoch_loss[key] += loss[key] in a loop over the keys: the totals grow across the
-                # loop that builds the graph (the innermost one around a fresh graph)
+                # loop that builds the graph (the innermost one around a fresh graph); so does a
+                # meter handed each value of a dict of losses (``for k, v in losses.items():
+                # writer.add_scalar(k, v, it)``) across the loop that builds them
                 frame = next((fr for fr in reversed(self.frames) if any(
                     _inside(t[1], fr.loop) for t in fresh if hasattr(t[1], "lineno"))), frame)
             if not any(_inside(t[1], frame.loop) for t in fresh if hasattr(t[1], "lineno")):
