@@ -251,3 +251,60 @@ def test_counter_gated_accumulation_divided_is_silent():
 def test_a_counter_never_reset_is_not_accumulation():
     # steps on every iteration once n reaches 3: a warm-up, not accumulation
     assert gg205(COUNTED.format(div="").replace("        n = 0\n", "")) == []
+
+
+GAN_CLASS = """\
+import torch
+import torch.nn as nn
+
+
+class GAN:
+    def __init__(self):
+        self.generator = nn.Linear(3, 5)
+        self.discriminator = nn.Linear(5, 1)
+        self.optimizerG = torch.optim.Adam(self.generator.parameters())
+        self.optimizerD = torch.optim.Adam(self.discriminator.parameters())
+
+    def step(self, real):
+        fake = self.generator(torch.randn(4, 3))
+{zero_d}        loss_d = self.discriminator(real).mean() - self.discriminator(fake.detach()).mean()
+        loss_d.backward()
+        self.optimizerD.step()
+{zero_g}        loss_g = self.discriminator(fake).mean()
+        loss_g.backward()
+        self.optimizerG.step()
+
+
+gan = GAN()
+for i in range(3):
+    gan.step(torch.randn(4, 5))
+"""
+
+
+def test_a_gan_class_step_zeroing_one_network_only_is_reported_at_the_others_step():
+    # code-soup#69: the generator zeroed through the module, the discriminator never
+    src = GAN_CLASS.format(zero_d="", zero_g="        self.generator.zero_grad()\n")
+    [f] = gg205(src)
+    assert f.range.start.line + 1 == 16 and "self.optimizerD" in f.message_in("en") \
+        and "self.generator" in f.message_in("en") and "清零了" in f.message_in("zh")
+    out = apply_text_edits(src, list(f.preferred_fix.edits))
+    assert "        self.optimizerD.zero_grad()\n        fake = " in out and not gg205(out)
+
+
+@pytest.mark.parametrize("zero_d, zero_g", [
+    ("        self.discriminator.zero_grad()\n", "        self.generator.zero_grad()\n"),
+    ("        self.optimizerD.zero_grad()\n", "        self.optimizerG.zero_grad()\n"),
+    # a zeroing that may reach any parameter (every gradient of the object set to None)
+    ("", "        for p in self.generator.parameters():\n            p.grad = None\n"),
+])
+def test_a_gan_class_step_zeroing_both_or_anything_is_silent(zero_d, zero_g):
+    assert not gg205(GAN_CLASS.format(zero_d=zero_d, zero_g=zero_g))
+
+
+def test_a_zeroed_module_holding_the_other_network_is_silent():
+    # the generator holds the discriminator: zeroing it zeroes both
+    src = GAN_CLASS.format(zero_d="", zero_g="        self.generator.zero_grad()\n").replace(
+        "self.generator = nn.Linear(3, 5)\n", "self.generator = nn.Linear(3, 5)\n        self.generator.d = None\n").replace(
+        "self.optimizerD = torch.optim.Adam(self.discriminator.parameters())",
+        "self.optimizerD = torch.optim.Adam(self.generator.d.parameters())")
+    assert not gg205(src)

@@ -78,6 +78,11 @@ def _zeroing_defs(summary) -> bool:
     return any(k.startswith(ZEROES) for k in summary)
 
 
+def _zeroing_def_names(summary) -> frozenset:
+    """The names of the defs of the file that zero gradients (a summary query)."""
+    return frozenset(k[len(ZEROES):] for k in summary if k.startswith(ZEROES))
+
+
 def _own_callees(unit, fn, depth: int = 2) -> List[ast.AST]:
     """The methods of ``fn``'s class it calls on ``self`` (``self.forward_backward(...)``),
     and theirs, ``depth`` deep."""
@@ -105,16 +110,21 @@ def _stepped_per_call(rule, unit, ctx, local_opts) -> Optional[Finding]:
     put at the top of the method."""
     fn = unit.node
     summary = ctx.summary
-    if (LOOPCALL + fn.name) not in summary or query(summary, _zeroing_defs) or A.is_no_grad_function(fn, ctx):
+    if (LOOPCALL + fn.name) not in summary or A.is_no_grad_function(fn, ctx):
         return None
     own = A.body_nodes(fn)
     called = _own_callees(unit, fn)
     everything = list(own) + [n for d in called for n in A.body_nodes(d)]
-    if any(_zeroes(n) for n in everything):
-        return None
+    zeroings = [n for n in everything if _zeroes(n)]
+    if query(summary, _zeroing_defs) and not (
+            zeroings and query(summary, _zeroing_def_names) <= {fn.name} | {d.name for d in called}):
+        return None  # some def zeroes gradients (maybe for this one); unless only this one and its own
     if not any(n.__class__ is ast.Call and _real_backward(n, ctx) for n in everything):
         return None
     steps = [st for st in _steps(own, ctx, local_opts) if st[1] == "optimizer"]
+    if zeroings:
+        # a GAN class's step() that zeroes the generator and never the discriminator
+        steps = _steps_zeroed_by_none(zeroings, steps, unit.class_node)
     if not steps:
         return None
     node, _, what = steps[0]
@@ -129,9 +139,60 @@ def _stepped_per_call(rule, unit, ctx, local_opts) -> Optional[Finding]:
     if edit is not None:
         fixes.append(Fix(M.fix_zero_per_call(fn.name, zero), (edit,), preferred=True))
     related = (Related(ctx.line_range(fn), M.called_in_a_loop(fn.name)),)
+    zeroed = _zeroed_optimizers(zeroings)
+    msg = M.only_others_zeroed_per_call(fn.name, what, zeroed, zero) if zeroed else M.never_zeroed_per_call(fn.name, what, zero)
     return Finding(rule.code, ctx.line_range(stmt if stmt is not None else node),
-                   M.never_zeroed_per_call(fn.name, what, zero), rule.default_severity, related, tuple(fixes),
+                   msg, rule.default_severity, related, tuple(fixes),
                    {"zero": zero})
+
+
+def _optimizer_modules(cls) -> dict:
+    """``{"self.optimizerD": "self.discriminator"}``: the optimizers a class's methods build on
+    its object over the parameters of one of its modules (``torch.optim.Adam(self.D.parameters())``)."""
+    out: dict = {}
+    if cls is None:
+        return out
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call) and n.value.args:
+            target = A.dotted(n.targets[0])
+            f = n.value.func
+            first = n.value.args[0]
+            if target is None or not target.startswith("self.") or not (
+                    isinstance(f, ast.Attribute) and A.dotted(f.value) in ("torch.optim", "optim")):
+                continue
+            if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) \
+                    and first.func.attr == "parameters" and not first.args:
+                owner = A.dotted(first.func.value)
+                if owner is not None and owner.startswith("self."):
+                    out[target] = owner
+    return out
+
+
+def _steps_zeroed_by_none(zeroings, steps, cls) -> list:
+    """The optimizer steps of a method no zeroing of it reaches, when every zeroing is
+    ``opt.zero_grad()`` or ``module.zero_grad()`` of a class's optimizer or the module it
+    was built over (``self.generator.zero_grad()`` reaches ``self.optimizerG``'s
+    parameters, not ``self.optimizerD``'s); none when a zeroing could reach anything
+    (``p.grad = None``, a helper, a module no optimizer of the class is built over, or a
+    module holding another's)."""
+    owners = _optimizer_modules(cls)
+    modules = set(owners.values())
+    if len(modules) != len(owners):
+        return []  # two optimizers over one module
+    reached = set()
+    for n in zeroings:
+        d = S.zeroed(n) if S.zeroing_call(n) else None
+        if d is None:
+            return []
+        if d in owners:
+            reached.add(d)
+        elif d in modules:
+            reached.update(o for o, m in owners.items() if m == d)
+        else:
+            return []
+    if any(a != b and (a.startswith(b + ".") or b.startswith(a + ".")) for a in modules for b in modules):
+        return []
+    return [st for st in steps if st[2] in owners and st[2] not in reached]
 
 
 def _insert_in_def(fn, line: str, ctx) -> Optional[TextEdit]:

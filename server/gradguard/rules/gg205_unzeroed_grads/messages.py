@@ -198,6 +198,19 @@ def never_zeroed_per_call(fn: str, what: str, zero: str) -> Dict[str, str]:
     }
 
 
+def only_others_zeroed_per_call(fn: str, what: str, zeroed: Sequence[str], zero: str) -> Dict[str, str]:
+    """``fn()`` zeroes the gradients of ``zeroed`` only, and steps ``what`` each time a loop calls it."""
+    names = ", ".join(f"`{z}`" for z in zeroed)
+    return {
+        "en": f"`{fn}()` zeroes the gradients of {names} but never those of `{what}`, which it steps each time "
+              f"it runs, and a loop calls it: `backward()` adds into `.grad`, so each `{what}` step uses the sum "
+              f"of all earlier gradients. Zero them once per call (`{zero}`)",
+        "zh": f"`{fn}()` 清零了 {names} 的梯度，却从不清零它每次运行都执行 step 的 `{what}`，而循环会反复调用它："
+              f"`backward()` 会累加进 `.grad`，于是 `{what}` 每次 step 用的是之前所有梯度之和。"
+              f"请在每次调用时清零一次（`{zero}`）",
+    }
+
+
 def called_in_a_loop(fn: str) -> Dict[str, str]:
     return {"en": f"`{fn}()` is called once per iteration of a loop that never zeroes the gradients",
             "zh": f"`{fn}()` 在一个从不清零梯度的循环中每轮调用一次"}
