@@ -350,3 +350,53 @@ def test_what_an_environment_step_returns_carries_no_graph_of_the_action(make, r
 def test_a_step_that_may_return_the_actions_graph_is_still_read_as_keeping_it(make, recv):
     [f] = gg201(ENV_LOOP.format(make=make, recv=recv))
     assert f.range.start.line + 1 == ENV_LOOP.format(make=make, recv=recv).splitlines().index("    rewards.append(reward)") + 1
+
+
+EVAL_ONCE = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 4), torch.randint(0, 2, (8,))
+
+
+{fn}
+
+
+for epoch in range(3):
+    model.train()
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(evaluate(model, x, y))
+"""
+
+
+def test_a_loopless_evaluation_function_without_no_grad_gets_a_hint_and_a_decorator():
+    src = EVAL_ONCE.format(fn="def evaluate(model, x, y):\n    model.eval()\n    logits = model(x)\n"
+                              "    return (logits.argmax(1) == y).float().mean().item()")
+    [f] = gg201(src)
+    assert f.severity.value == "hint" and f.range.start.line + 1 == 11
+    assert "evaluate()" in f.message_in("en") and "torch.no_grad()" in f.message_in("zh")
+    out = fixed(src)
+    assert "@torch.no_grad()\ndef evaluate(" in out and not gg201(out)
+
+
+@pytest.mark.parametrize("fn", [
+    # under no_grad already
+    "def evaluate(model, x, y):\n    model.eval()\n    with torch.no_grad():\n        logits = model(x)\n"
+    "    return (logits.argmax(1) == y).float().mean().item()",
+    # the logits are returned: the caller decides
+    "def evaluate(model, x, y):\n    model.eval()\n    return model(x)",
+    # test-time adaptation: it back-propagates
+    "def evaluate(model, x, y):\n    model.eval()\n    model(x).sum().backward()\n    return 0.0",
+    # no eval() said
+    "def evaluate(model, x, y):\n    logits = model(x)\n    return (logits.argmax(1) == y).float().mean().item()",
+    # not named for evaluation
+    "def accuracy(model, x, y):\n    model.eval()\n    logits = model(x)\n"
+    "    return (logits.argmax(1) == y).float().mean().item()\nevaluate = accuracy",
+])
+def test_a_loopless_evaluation_that_records_nothing_or_hands_its_graph_on_is_silent(fn):
+    assert not gg201(EVAL_ONCE.format(fn=fn))

@@ -290,15 +290,16 @@ class GrowingHistory(Rule):
     # an inference script (nothing back-propagates) that says it evaluates: ``model.eval()``
     also_without_backprop = re.compile(r"\.eval\(\s*\)")
     fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
-    # no loop, nothing accumulates across iterations (cheap: the unit's words)
-    trigger = Trigger(torch=True, words=(("for", "while"),))
+    # no loop, nothing accumulates across iterations (cheap: the unit's words); or a loop-less evaluation
+    trigger = Trigger(torch=True, words=(("for", "while", "eval"),))
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
         accumulates = _worth_running(unit, ctx)
         evaluates = _may_evaluate(unit, ctx) and _some_evaluation_loop(unit, ctx)
-        if not accumulates and not evaluates:
+        once = not evaluates and _loopless_evaluation(unit, ctx)
+        if not accumulates and not evaluates and not once:
             return ()
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
@@ -328,7 +329,62 @@ class GrowingHistory(Rule):
             out.extend(_findings(self, leaks, flow, unit, ctx))
         if evaluates:
             out.extend(_evaluation_hints(self, flow, unit, ctx, out))
+        if once and not out:
+            out.extend(_evaluation_call_hint(self, flow, unit, ctx))
         return out
+
+
+def _loopless_evaluation(unit, ctx) -> bool:
+    """A function named for evaluation (``evaluate``, ``validate``) whose own statements, no
+    loop among them, call ``<module>.eval()`` and spell no backward: a full-batch evaluation
+    (a graph network's ``evaluate(model, features, labels, mask)``) that may run the model
+    with graph recording on (cheap: the def's statements)."""
+    node = unit.node
+    if unit.kind != "function" or node is None or not _EVAL_FUNCTION.match(node.name) or node.name.startswith("test_"):
+        return False
+    said = False
+    for n in A.body_nodes(node):
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.GeneratorExp, ast.Lambda,
+                          ast.FunctionDef, ast.AsyncFunctionDef, ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(n, ast.Call):
+            if A.is_backward_call(n):
+                return False
+            if isinstance(n.func, ast.Attribute) and n.func.attr == "eval" and not n.args and not n.keywords:
+                said = True
+    return said and not _in_tests(unit, ctx) and _file_backprops(ctx)
+
+
+def _evaluation_call_hint(rule, flow, unit, ctx) -> List[Finding]:
+    """A hint at the first module call, with graph recording on, of a loop-less evaluation
+    function (:func:`_loopless_evaluation`) that back-propagates and returns nothing of what it
+    builds: the one forward builds an autograd graph and keeps the activations of the whole
+    batch for nothing. The fix decorates the function with ``@torch.no_grad()``."""
+    if flow.events or _reached(flow):
+        return []
+    node = unit.node
+    eval_call = next((n for n in A.body_nodes(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                      and n.func.attr == "eval" and not n.args and not n.keywords), None)
+    quiet = set(flow.quiet_call_lines) | set(flow.graph_free_lines)
+    lines = sorted(ln for ln in flow.model_call_lines if ln not in quiet and ln >= eval_call.lineno)  # type: ignore[union-attr]
+    if not lines:
+        return []
+    stmt = next((s for s in A.iter_statements(node.body) if s.lineno <= lines[0] <= (s.end_lineno or s.lineno)
+                 and not A.child_blocks(s)), None)
+    if stmt is None:
+        return []
+    torch_name = _torch_alias(ctx)
+    fixes: Tuple[Fix, ...] = ()
+    if torch_name:
+        at = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        from gradguard.model.findings import Position, Range
+
+        pos = Position(at - 1, 0)
+        edit = TextEdit(Range(pos, pos), f"{ctx.indent_of(at)}@{torch_name}.no_grad()\n")
+        fixes = (Fix(M.fix_no_grad_decorator(node.name), (edit,), preferred=True),)
+    msg = M.evaluation_call(node.name, _src(eval_call.func, ctx))  # type: ignore[union-attr]
+    return [Finding(rule.code, ctx.line_range(stmt), msg, Severity.HINT, (), fixes,
+                    {"variable": "", "evaluation": True})]
 
 
 def _may_evaluate(unit, ctx) -> bool:

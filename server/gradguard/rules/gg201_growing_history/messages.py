@@ -262,3 +262,18 @@ def fix_accumulate(method: str) -> Dict[str, str]:
     """``method``: ``.item()`` or ``.detach()``, as the fix writes it."""
     return {"en": f"Accumulate `{method}` of the value (no graph)",
             "zh": f"累积数值的 `{method}`（不带计算图）"}
+
+
+def evaluation_call(fn: str, eval_func: str) -> Dict[str, str]:
+    """A loop-less evaluation function runs the model with graph recording on and keeps nothing."""
+    return {
+        "en": f"`{fn}()` evaluates (after `{eval_func}()`) with graph recording on and back-propagates nothing: "
+              f"this forward builds an autograd graph and keeps the activations of the whole batch for nothing; "
+              f"run it under `torch.no_grad()`.",
+        "zh": f"`{fn}()` 在 `{eval_func}()` 之后做评估，却在记录计算图的状态下运行，且不做任何反向传播：这次前向传播"
+              f"白白构建计算图并保存整个批次的激活值；请在 `torch.no_grad()` 下运行它。",
+    }
+
+
+def fix_no_grad_decorator(fn: str) -> Dict[str, str]:
+    return {"en": f"Decorate `{fn}()` with `@torch.no_grad()`", "zh": f"给 `{fn}()` 加上 `@torch.no_grad()` 装饰器"}
