@@ -281,3 +281,57 @@ def test_a_trainer_method_that_leaves_its_model_in_eval_is_seen_through_the_mode
 ])
 def test_a_trainer_method_followed_by_a_restore_or_unknown_code_stays_silent(call):
     assert not gg206(TRAINER.format(call=call))
+
+
+WRAPPER = """\
+import torch
+import torch.nn as nn
+
+
+class Wrapper:
+    def __init__(self):
+        self.enc = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+        self.opt = torch.optim.SGD(self.enc.parameters(), lr=0.1)
+
+    def val_start(self):
+        self.enc.eval()
+
+    def train_start(self):
+        self.enc.train()
+
+    def step(self, x):
+        self.opt.zero_grad()
+        self.enc(x).sum().backward()
+        self.opt.step()
+
+
+def validate(model):
+    model.{method}()
+    with torch.no_grad():
+        return model.enc(torch.randn(2, 4)).sum().item()
+
+
+model = Wrapper()
+model.train_start()
+for i in range(4):
+    model.step(torch.randn(2, 4))
+    if i % 2 == 0:
+        validate(model){after}
+"""
+
+
+def test_a_helper_calling_a_wrappers_evaluation_method_on_its_argument_is_reported():
+    src = WRAPPER.format(method="val_start", after="")
+    [f] = gg206(src)
+    assert f.range.start.line + 1 == 33 and "`validate(...)`" in f.message_in("en") and "`model.enc`" in f.message_in("en")
+    out = apply_text_edits(src, list(f.preferred_fix.edits))
+    assert "    model.enc.train()\n    model.step(" in out and not gg206(out)
+
+
+@pytest.mark.parametrize("method, after", [
+    ("train_start", ""),  # the helper restores
+    ("sync", ""),  # a method the file does not define: it may switch anything
+    ("val_start", "\n        model.train_start()"),  # restored after the helper
+])
+def test_a_helper_calling_a_restoring_or_unknown_method_is_silent(method, after):
+    assert not gg206(WRAPPER.format(method=method, after=after))

@@ -237,3 +237,54 @@ def test_one_part_per_optimizer_is_not_a_left_out_group():
             e_optim.step()
         """)
     assert not gg208(src)
+
+
+GROUPS_FILLED = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.neck = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.neck(self.body(x)))
+
+
+net = Net()
+{groups}
+opt = torch.optim.SGD(groups, lr=0.01)
+for _ in range(3):
+    opt.zero_grad()
+    net(torch.randn(2, 4)).sum().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("groups", [
+    # one table of what fills a name (facts.fills_of) for the rule as for the facts: += of lists ...
+    'groups = []\ngroups += [{"params": filter(lambda p: p.requires_grad, net.body.parameters())}]\n'
+    'groups += [{"params": net.head.parameters(), "lr": 0.1}]',
+    # ... items assigned ...
+    'groups = [None, None]\ngroups[0] = {"params": net.body.parameters()}\ngroups[1] = {"params": net.head.parameters()}',
+    # ... and appends to an empty list (which hands over nothing itself)
+    'groups = []\ngroups.append({"params": net.body.parameters()})\ngroups.extend([{"params": net.head.parameters()}])',
+])
+def test_groups_filled_piece_by_piece_that_leave_a_layer_out_are_reported(groups):
+    src = GROUPS_FILLED.format(groups=groups)
+    [f] = gg208(src)
+    assert "`net.neck`" in f.message_in("en") and f.range.start.line + 1 == src.splitlines().index(
+        "opt = torch.optim.SGD(groups, lr=0.01)") + 1
+    whole = groups + '\ngroups += [{"params": net.neck.parameters()}]'
+    assert not gg208(GROUPS_FILLED.format(groups=whole))
+
+
+def test_groups_filled_from_something_unreadable_stay_silent():
+    # groups[0] filled from a call whose parameters cannot be told: nothing is known to be left out
+    src = GROUPS_FILLED.format(groups='groups = [{"params": net.body.parameters()}, {"params": net.head.parameters()}]\n'
+                                      'groups[0] = make_group(net)')
+    assert not gg208(src)

@@ -82,7 +82,7 @@ class StuckInEval(Rule):
         loops = [s for s in A.iter_statements(unit.body) if isinstance(s, A.LOOPS)]
         if not loops:
             return []
-        hits: "Dict[int, Tuple[ast.stmt, _Event, _Event, str]]" = {}
+        hits: "Dict[int, Tuple[ast.stmt, _Event, _Event, str, Tuple[str, ...]]]" = {}
         own_modes = defines_mode_methods(unit.class_node)
         own_calls = _own_callables(unit.class_node)
         for loop in loops:
@@ -92,18 +92,28 @@ class StuckInEval(Rule):
                     continue
                 key = id(last_e.node)
                 old = hits.get(key)
-                if old is None or old[0].lineno <= loop.lineno:  # the innermost loop
-                    hits[key] = (loop, last_e, first_t, target)
-        return [_finding(self, loop, e, t, target, ctx) for loop, e, t, target in
+                if old is not None and old[0] is loop and last_e.helper is not None and target not in old[4]:
+                    # validate(model) leaving both model.img_enc and model.txt_enc in eval: one finding
+                    hits[key] = old[:4] + (old[4] + (target,),)
+                elif old is None or old[0].lineno <= loop.lineno:  # the innermost loop
+                    hits[key] = (loop, last_e, first_t, target, ())
+        return [_finding(self, loop, e, t, target, ctx, others) for loop, e, t, target, others in
                 sorted(hits.values(), key=lambda h: getattr(h[1].node, "lineno", 0))]
 
 
 def _evaluating_helpers(summary) -> frozenset:
     """Names of same-file defs that switch something to evaluation mode (a summary query)."""
     out = set()
+    calling = []
     for key, value in summary.items():
-        if key.startswith(MODE) and isinstance(value, tuple) and any(e[0] == "E" for e in value[1]):
-            out.add(key[len(MODE):])
+        if key.startswith(MODE) and isinstance(value, tuple):
+            if any(e[0] == "E" for e in value[1]):
+                out.add(key[len(MODE):])
+            elif any(e[0] == "M" for e in value[1]):
+                calling.append((key[len(MODE):], value[1]))
+    for name, events in calling:  # validate(model) calling model.val_start(), which calls .eval()
+        if any(e[0] == "M" and e[1].rpartition("#")[2] in out for e in events):
+            out.add(name)
     return frozenset(out)
 
 
@@ -165,7 +175,7 @@ def _events(loop: ast.stmt, ctx, own_modes: bool = False, own_calls: "frozenset"
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
         fact = summary.get(MODE + name) if name else None
         if name and isinstance(fact, tuple) and fact[0] == isinstance(func, ast.Attribute):
-            _expand(n, name, fact[1], out)  # type: ignore[arg-type]
+            _expand(n, name, fact[1], out, summary)  # type: ignore[arg-type]
             continue
         q = A.qualify(func, ctx) or ""
         if q.startswith("torch.") or (isinstance(func, ast.Name) and func.id in _BUILTINS):
@@ -183,10 +193,14 @@ def _events(loop: ast.stmt, ctx, own_modes: bool = False, own_calls: "frozenset"
     return out
 
 
-def _expand(call: ast.Call, name: str, events, out: "List[_Event]") -> None:
+def _expand(call: ast.Call, name: str, events, out: "List[_Event]", summary=None, recv: "Optional[str]" = None,
+            depth: int = 0) -> None:
     """The events of a same-file function's body, at its call, on the call's names
-    (with the modules it calls, ``C``, when it back-propagates)."""
-    recv = A.dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    (with the modules it calls, ``C``, when it back-propagates). ``M`` (a method called on
+    a parameter: ``model.val_start()``) expands into that method's events on the argument
+    (``recv``: the object a nested method's ``self`` stands for; its parameters are unknown)."""
+    if recv is None and depth == 0:
+        recv = A.dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
     trains = any(k == "T" for k, _ in events)
     for kind, rc in events:
         if kind == "C" and not trains:
@@ -194,7 +208,25 @@ def _expand(call: ast.Call, name: str, events, out: "List[_Event]") -> None:
         if kind == "T":
             out.append(_Event("T", "", call, name))
             continue
+        if kind == "M":
+            on, _, meth = rc.rpartition("#")
+            fact = summary.get(MODE + meth) if summary is not None and depth < 2 else None
+            where, _, rest = on.partition(":")
+            obj = None
+            if where == "p" and depth == 0:
+                idx, _, suffix = rest.partition(":")
+                i = int(idx)
+                if i < len(call.args) and not isinstance(call.args[i], ast.Starred):
+                    base = A.dotted(call.args[i])
+                    obj = base + suffix if base is not None else None
+            if isinstance(fact, tuple) and fact[0] and obj is not None:
+                _expand(call, name, fact[1], out, summary, obj, depth + 1)
+            elif obj is not None:
+                out.append(_Event("U", obj, call, name))  # an unknown method of the object: it may restore
+            continue
         where, _, rest = rc.partition(":")
+        if depth > 0 and where == "p":
+            continue  # a nested method's parameter: not the call's
         target: "Optional[str]" = None
         if where == "p":
             idx, _, suffix = rest.partition(":")
@@ -287,9 +319,9 @@ def _statement_at(loop: ast.stmt, node: ast.AST) -> ast.AST:
     return best
 
 
-def _finding(rule, loop, e: "_Event", t: "_Event", target: str, ctx) -> Finding:
+def _finding(rule, loop, e: "_Event", t: "_Event", target: str, ctx, others: "Tuple[str, ...]" = ()) -> Finding:
     train_line = t.node.lineno  # type: ignore[attr-defined]
-    msg = M.left_in_eval(target, e.helper, train_line)
+    msg = M.left_in_eval(target, e.helper, train_line, others)
     stmt = _statement_at(loop, e.node)
     related = (Related(ctx.line_range(_statement_at(loop, t.node)), M.trained_here()),
                Related(ctx.line_range(loop), M.the_loop()))
@@ -298,7 +330,7 @@ def _finding(rule, loop, e: "_Event", t: "_Event", target: str, ctx) -> Finding:
     if first.lineno != loop.lineno:
         indent = ctx.indent_of(first.lineno)
         pos = Position(first.lineno - 1, 0)
-        edit = TextEdit(Range(pos, pos), f"{indent}{target}.train()\n")
-        fixes.append(Fix(M.fix_train_at_top(target), (edit,), preferred=True))
+        edit = TextEdit(Range(pos, pos), "".join(f"{indent}{m}.train()\n" for m in (target, *others)))
+        fixes.append(Fix(M.fix_train_at_top(target, others), (edit,), preferred=True))
     return Finding(rule.code, ctx.line_range(stmt), msg, rule.default_severity, related, tuple(fixes),
                    {"module": target})

@@ -63,6 +63,11 @@ def def_events(d: ast.AST, is_method: bool, own_modes: bool = False) -> "Tuple[T
             callee = A.dotted(n.func) if cls is ast.Call else None  # type: ignore[attr-defined]
             if callee is not None and callee not in called:
                 called.append(callee)
+            handed = _method_of_parameter(n, params) if cls is ast.Call else None
+            if handed is not None:
+                # model.val_start() on a parameter: a method of some class of the file, maybe,
+                # that switches the modes of its object (``M``: read where the def is called)
+                out.append(("M", _receiver(handed[0], params, selfname) + "#" + handed[1]))
             continue
         if ev[0] == "T":
             if not out or out[-1] != ev:
@@ -73,6 +78,29 @@ def def_events(d: ast.AST, is_method: bool, own_modes: bool = False) -> "Tuple[T
         # what a training function calls (``model(x)`` on a module-level model): it trains those
         out.extend(("C", _receiver(c, params, selfname)) for c in called)
     return tuple(out)
+
+
+# zero-argument methods of tensors and modules that switch no mode (not looked up as ``M``)
+_PLAIN_METHODS = frozenset({
+    "zero_grad", "parameters", "named_parameters", "state_dict", "to", "cuda", "cpu", "modules", "children",
+    "named_modules", "buffers", "float", "half", "double", "item", "backward", "detach", "size", "mean", "sum",
+    "numpy", "tolist", "argmax", "max", "min", "squeeze", "contiguous", "clone", "long", "step", "keys", "values",
+    "items", "copy", "clear", "pop", "t", "abs", "exp", "log", "sqrt", "sigmoid", "tanh", "relu", "softmax", "int",
+    "bool", "dim", "numel", "flatten", "close", "flush", "reset", "reset_parameters", "get", "any", "all",
+})
+
+
+def _method_of_parameter(call: ast.AST, params: "List[str]") -> "Optional[Tuple[str, str]]":
+    """(receiver, method) of a call ``p.meth()`` / ``p.attr.meth()`` with no argument, on a
+    parameter ``p`` of the def, of a method that may be one of the file's (not a tensor's or
+    a module's own)."""
+    f = call.func  # type: ignore[attr-defined]
+    if f.__class__ is not ast.Attribute or call.args or call.keywords or f.attr in _PLAIN_METHODS:  # type: ignore[attr-defined]
+        return None
+    recv = A.dotted(f.value)
+    if recv is None or recv.partition(".")[0] not in params:
+        return None
+    return recv, f.attr
 
 
 def summarize_mode_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tuple[str, object]]":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, Optional
+    from typing import Dict, Optional, Sequence
 
 TITLE = {
     "en": "A loop switches the model to evaluation mode and trains it again without model.train()",
@@ -64,7 +64,9 @@ every later one now runs as the first did.
 **My helper `train_one_epoch(model, ...)` starts with `model.train()`. Is that reported?**
 No. A function defined in the same file is read: a `model.train()` in it counts where it is called.
 A function imported from another file is not read; when the model is handed to one, the rule assumes
-it may switch the mode and stays silent.
+it may switch the mode and stays silent. The same holds for methods: a trainer's own
+`self.evaluate()` calling `self.model.eval()`, or a helper `validate(model)` calling a wrapper's
+`model.val_start()` that switches its encoders, counts where it is called.
 
 **I freeze batch norm on purpose (`model.eval()` before training, or `model.backbone.eval()`).**
 Not reported: the rule needs the first iteration to train in training mode and a later one to train
@@ -123,7 +125,9 @@ for epoch in range(epochs):
 ## 常见问题
 **我的辅助函数 `train_one_epoch(model, ...)` 一开始就调用了 `model.train()`，会被报告吗？**
 不会。同一文件中定义的函数会被读取：其中的 `model.train()` 在调用处同样算数。从其他文件导入的函数
-不会被读取；当模型被传给这样的函数时，本规则假定它可能切换模式，保持沉默。
+不会被读取；当模型被传给这样的函数时，本规则假定它可能切换模式，保持沉默。方法也是如此：训练器自己的
+`self.evaluate()` 调用 `self.model.eval()`，或辅助函数 `validate(model)` 调用包装对象的
+`model.val_start()` 去切换它的编码器，都在调用处算数。
 
 **我是有意冻结 batch norm（训练前 `model.eval()`，或 `model.backbone.eval()`）。**
 不会被报告：本规则要求第一轮在训练模式下训练，而之后某一轮因为循环自己的 `eval()` 在评估模式下训练。
@@ -139,21 +143,27 @@ for epoch in range(epochs):
 }
 
 
-def left_in_eval(module: str, helper: "Optional[str]", train_line: int) -> "Dict[str, str]":
-    """``module`` switched to evaluation mode (directly, or by the same-file function ``helper``),
-    trained again on ``train_line`` in the next iteration."""
+def left_in_eval(module: str, helper: "Optional[str]", train_line: int, others: "Sequence[str]" = ()) -> "Dict[str, str]":
+    """``module`` (and ``others``) switched to evaluation mode (directly, or by the same-file function
+    ``helper``), trained again on ``train_line`` in the next iteration."""
+    names = [module, *others]
+    what = " and ".join(f"`{m}`" for m in names)
+    what_zh = "、".join(f"`{m}`" for m in names)
+    calls = " and ".join(f"`{m}.train()`" for m in names)
+    calls_zh = "、".join(f"`{m}.train()`" for m in names)
+    it, it_zh = ("them", "它们") if others else ("it", "它")
     if helper:
-        how_en = f"`{helper}(...)` switches `{module}` to evaluation mode (it calls `.eval()`)"
-        how_zh = f"`{helper}(...)` 把 `{module}` 切换到评估模式（它调用了 `.eval()`）"
+        how_en = f"`{helper}(...)` switches {what} to evaluation mode (it calls `.eval()`)"
+        how_zh = f"`{helper}(...)` 把 {what_zh} 切换到评估模式（它调用了 `.eval()`）"
     else:
-        how_en = f"this switches `{module}` to evaluation mode"
-        how_zh = f"这里把 `{module}` 切换到评估模式"
+        how_en = f"this switches {what} to evaluation mode"
+        how_zh = f"这里把 {what_zh} 切换到评估模式"
     return {
-        "en": f"{how_en}, and nothing in the loop switches it back before the next iteration trains it "
+        "en": f"{how_en}, and nothing in the loop switches {it} back before the next iteration trains {it} "
               f"(line {train_line}): from the second iteration on, dropout is off and batch norm uses frozen "
-              f"running statistics while training; call `{module}.train()` at the top of the iteration.",
-        "zh": f"{how_zh}，而循环在下一轮训练它（第 {train_line} 行）之前没有把它切换回来：从第二轮起，训练时"
-              f" dropout 被关闭，batch norm 使用冻结的滑动统计量；请在每轮迭代开头调用 `{module}.train()`。",
+              f"running statistics while training; call {calls} at the top of the iteration.",
+        "zh": f"{how_zh}，而循环在下一轮训练{it_zh}（第 {train_line} 行）之前没有把{it_zh}切换回来：从第二轮起，训练时"
+              f" dropout 被关闭，batch norm 使用冻结的滑动统计量；请在每轮迭代开头调用 {calls_zh}。",
     }
 
 
@@ -166,6 +176,7 @@ def the_loop() -> "Dict[str, str]":
     return {"en": "the loop that never switches it back", "zh": "从不切换回训练模式的循环"}
 
 
-def fix_train_at_top(module: str) -> "Dict[str, str]":
-    return {"en": f"Switch back to training mode at the top of the iteration: `{module}.train()`",
-            "zh": f"在每轮迭代开头切换回训练模式：`{module}.train()`"}
+def fix_train_at_top(module: str, others: "Sequence[str]" = ()) -> "Dict[str, str]":
+    calls = ", ".join(f"`{m}.train()`" for m in [module, *others])
+    return {"en": f"Switch back to training mode at the top of the iteration: {calls}",
+            "zh": f"在每轮迭代开头切换回训练模式：{calls}"}

@@ -39,8 +39,8 @@ from gradguard.model.findings import Finding, Fix, Position, Range, Related, Sev
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg208_unoptimized_params import messages as M
 from gradguard.rules.gg208_unoptimized_params.facts import (
-    ALONE, CLASS, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS, SUBMODULES, is_optimizer_call,
-    parameter_owners,
+    ALONE, CLASS, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS, SUBMODULES, fills_of,
+    is_optimizer_call, parameter_owners,
     layer_with_parameters)
 
 TYPE_CHECKING = False
@@ -479,16 +479,8 @@ def _instances(unit) -> "Dict[str, str]":
 
 
 def _fills(unit) -> "Dict[str, List[ast.AST]]":
-    out: "Dict[str, List[ast.AST]]" = {}
-    for n in A.unit_nodes(unit):
-        if isinstance(n, ast.Assign):
-            for t in n.targets:
-                if isinstance(t, ast.Name):
-                    out.setdefault(t.id, []).append(n.value)
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-              and n.func.attr in ("append", "extend") and isinstance(n.func.value, ast.Name)):
-            out.setdefault(n.func.value.id, []).extend(n.args)
-    return out
+    """What fills each name in the unit (the facts' own table, over the unit's nodes)."""
+    return fills_of(A.unit_nodes(unit))
 
 
 def _covered(arg: ast.AST, instances: "Dict[str, str]", unit, ctx) -> "Optional[Tuple[str, str, Set[str]]]":

@@ -47,7 +47,7 @@ from gradguard.analysis.summary import FactSource
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, List, Optional, Set, Tuple
+    from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 OWNED = "gg208:owned:"
 OWNED_BARE = "gg208:owned-bare:"
@@ -109,10 +109,18 @@ def parameter_owners(expr: ast.AST, local: "Dict[str, List[ast.AST]]") -> "Tuple
     todo = [expr]
     while todo:
         e = todo.pop()
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(x, ast.Constant) for x in e.elts) \
+                or (isinstance(e, ast.Dict) and not e.keys):
+            continue  # groups = [] or [None] * k: filled below (what fills it is followed too)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult) and isinstance(e.left, ast.List) \
+                and all(isinstance(x, ast.Constant) for x in e.left.elts):
+            continue
         found = False
         names: "List[str]" = []
         funcs = {id(n.func) for n in A.walk_all(e) if isinstance(n, ast.Call)}
         inner = {id(n.value) for n in A.walk_all(e) if isinstance(n, ast.Attribute)}
+        # filter(lambda p: p.requires_grad, m.parameters()): the predicate hands over nothing
+        inner.update(id(n) for lam in A.walk_all(e) if isinstance(lam, ast.Lambda) for n in A.walk_all(lam.body))
         for n in A.walk_all(e):
             if isinstance(n, ast.Attribute) and id(n) not in funcs and id(n) not in inner:
                 d = A.dotted(n)
@@ -147,8 +155,15 @@ def parameter_owners(expr: ast.AST, local: "Dict[str, List[ast.AST]]") -> "Tuple
 
 def _local_fills(body_owner: ast.AST) -> "Dict[str, List[ast.AST]]":
     """name -> the expressions a def (or the module) assigns, appends or adds to it."""
+    return fills_of(A.walk_all(body_owner))
+
+
+def fills_of(nodes: "Iterable[ast.AST]") -> "Dict[str, List[ast.AST]]":
+    """name -> the expressions the nodes (a def's, a statement's, a unit's) assign to it, to an
+    item of it (``groups[i] = ...``), add to it (``groups += [...]``) or append, extend or
+    update it with: GG208's one table of what fills a name, for the facts and the rule."""
     out: "Dict[str, List[ast.AST]]" = {}
-    for n in A.walk_all(body_owner):
+    for n in nodes:
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Name):
