@@ -84,19 +84,25 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
     zero = back = cond = None
     for st in body:
         opt = _zeroing(st)
-        if opt is not None and zero is None:
+        if opt is not None:
             zero = (st, opt)
+            break
     if zero is None:
+        return None
+    # (cheap first: most loops that zero every iteration also step every iteration)
+    if not any(st.__class__ is ast.If and _accumulation_test(st, body) for st in body):
         return None
     zst, opt = zero
     for st in body:
-        if isinstance(st, ast.If) and any(_steps(n, opt) for n in A.iter_nodes(st)):
-            if cond is not None:
-                return None
+        cls = st.__class__
+        simple = cls is ast.Expr or cls is ast.Assign
+        if simple and _steps(st.value, opt):  # type: ignore[attr-defined]
+            return None  # a step in every iteration
+        if not simple and any(_steps(n, opt) for n in A.iter_nodes(st)):
+            if cls is not ast.If or cond is not None:
+                return None  # a step under some other statement, or under two conditions
             cond = st
-        elif any(_steps(n, opt) for n in A.iter_nodes(st)):
-            return None  # a step in every iteration (or under some other statement)
-        elif back is None and isinstance(st, (ast.Expr, ast.Assign)):
+        elif back is None and simple:
             back = next((n for n in A.iter_nodes(st) if n.__class__ is ast.Call and A.is_backward_call(n, ctx)
                          and not A.has_create_graph(n)
                          and (A.qualify(n.func, ctx) or "") != "torch.autograd.grad"), None)
