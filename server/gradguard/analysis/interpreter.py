@@ -2312,7 +2312,7 @@ class GraphFlow:
             return plain(t | {("G", call)})
         if m in ("append", "extend", "insert", "add", "update") and key is None and func.value.__class__ is ast.Subscript:
             # self.scalars[tag].append(v): a dict (or list) of lists now holds v's graph
-            base = dotted(func.value.value)  # type: ignore[attr-defined]
+            base = dotted(func.value.value)
             if base is not None and base in env:
                 added = _union(pos, kws)
                 if added:

@@ -117,7 +117,7 @@ def _stepped_per_call(rule, unit, ctx, local_opts) -> Optional[Finding]:
     everything = list(own) + [n for d in called for n in A.body_nodes(d)]
     zeroings = [n for n in everything if _zeroes(n)]
     if query(summary, _zeroing_defs) and not (
-            zeroings and query(summary, _zeroing_def_names) <= {fn.name} | {d.name for d in called}):
+            zeroings and query(summary, _zeroing_def_names) <= {fn.name} | {getattr(d, "name", "") for d in called}):
         return None  # some def zeroes gradients (maybe for this one); unless only this one and its own
     if not any(n.__class__ is ast.Call and _real_backward(n, ctx) for n in everything):
         return None

@@ -96,7 +96,7 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
     for st in body:
         cls = st.__class__
         simple = cls is ast.Expr or cls is ast.Assign
-        if simple and _steps(st.value, opt):  # type: ignore[attr-defined]
+        if simple and _steps(st.value, opt):
             return None  # a step in every iteration
         if not simple and any(_steps(n, opt) for n in A.iter_nodes(st)):
             if cls is not ast.If or cond is not None:
@@ -111,7 +111,7 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
     step = next((st for st in cond.body if isinstance(st, ast.Expr) and _steps(st.value, opt)), None)
     if step is None:
         return None
-    msg = M.zeroed_every_iteration(opt, back.lineno, ast.unparse(step.value), step.lineno,  # type: ignore[attr-defined]
+    msg = M.zeroed_every_iteration(opt, back.lineno, ast.unparse(step.value), step.lineno,
                                    ast.unparse(cond.test))
     related = (Related(ctx.line_range(back), M.accumulated_here()), Related(ctx.line_range(step), M.stepped_every_k()))
     fixes = []
