@@ -270,7 +270,10 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
     return out
 
 
-def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphFlow] = None) -> V.RetPos:
+def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphFlow] = None,
+            dist: bool = False) -> V.RetPos:
+    """``dist``: every return hands back a torch distribution at this position (``return
+    Normal(mu, std), value``): where it is called, ``dist.sample()`` is drawn without a graph."""
     graph = any(t[0] == "G" or t[0] == "L" for t in v.taints)
     opaque = g.opaque if g is not None else None
     assumed = graph and bool(opaque) and all(t[0] != "L" and (t[0] != "G" or id(t[1]) in opaque)  # type: ignore[operator]
@@ -283,7 +286,8 @@ def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphF
     via = frozenset((t[1], t[2]) for t in v.taints if t[0] == "R")
     reads = frozenset(t[1] for t in v.taints if t[0] == "N")
     return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via,
-                    "tensor" if v.kind == "tensor" and arity is None else None, _saved_modules(v, saving), reads,
+                    "tensor" if v.kind == "tensor" and arity is None else ("dist" if dist and arity is None else None),
+                    _saved_modules(v, saving), reads,
                     assumed, via_names)
 
 
@@ -395,9 +399,10 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         # return loss, mems / return logits, mems / return logits): a caller that
         # unpacks the result unpacks one of those, position by position
         arity = len(tuples[0].elems)  # type: ignore[arg-type]
-        returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples]), saving, g)  # type: ignore[index]
+        returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples]), saving, g,  # type: ignore[index]
+                                _distributions([r.elems[i] for r in tuples]))  # type: ignore[index]
                         for i in range(arity))
-    ret = _retpos(whole, saving, g)
+    ret = _retpos(whole, saving, g, _distributions(rets))
     share, share_via = _returns_share(tuples, returns, g) if returns is not None and not no_grad else (False, ())
     bparams: set = set()
     for ev in g.events:
@@ -788,6 +793,12 @@ def _loop_backward(fn: ast.AST, names: Tuple[str, ...], g: interp.GraphFlow):
         name, argsets, kwsets = g.delegates[k]
         delegates.append((name, tuple(ps & kept for ps in argsets), tuple((kw, ps & kept) for kw, ps in kwsets)))
     return frozenset(found), tuple(delegates)
+
+
+def _distributions(vals: List[V.Val]) -> bool:
+    """Is every one of ``vals`` a torch distribution (``Normal(mu, std)``, the interpreter's
+    ``dist:`` object)?"""
+    return bool(vals) and all(v.obj is not None and v.obj.startswith("dist:") for v in vals)
 
 
 def _join_all(vals: List[V.Val]) -> V.Val:

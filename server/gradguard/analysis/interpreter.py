@@ -3192,6 +3192,8 @@ class GraphFlow:
                 v = _with(v, kind="list", mixed=True)
             elif rp.kind == "tensor":
                 v = _with(v, kind="tensor")  # the state a recurrent module of the callee handed back
+            elif rp.kind == "dist":
+                v = _with(v, obj="dist:")  # dist, value = model(state): dist.sample() has no graph
             return v
 
         effects = self._container_keys(call, facts, recv_key) if facts.containers and not facts.no_grad else ()

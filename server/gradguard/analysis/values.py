@@ -221,7 +221,7 @@ class RetPos:
     # what it holds of a call of another class's method (FnFacts.calls): (k, element
     # or -1), composed where the function is called, from the facts seen there
     via: FrozenSet[Tuple[int, int]] = EMPTY
-    kind: _Opt[str] = None  # "tensor": one torch recurrent module's state tensor (Val.kind)
+    kind: _Opt[str] = None  # "tensor": one torch recurrent module's state tensor (Val.kind); "dist": a distribution
     # (methods) the modules held on ``self`` whose calls built part of its graph and
     # saved their weights for the backward (``self.discriminator``): ``discriminator``
     modules: FrozenSet[str] = EMPTY
