@@ -1607,7 +1607,7 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                         yield f
                 continue
             for i, s_step, step, opt in steps:
-                if not (i < j or (i == j and _pos(step) < _pos(b2))):
+                if not (i < j or (i == j and _pos(step) < _pos(b2) and not _exclusive(s, step, b2))):
                     continue
                 # the graphs the second loss holds that could make a finding, before
                 # the optimizer is read (reading it parses its construction)
@@ -1630,6 +1630,7 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                 held: Dict[int, str] = {}  # an object's call: the module it was handed that the step trains
                 hit = [n for n in built if _holder_of(stmts[:i], n) is not None and (
                     _module_name(n) in owned and not _other_positions_stepped(n, stmts, b2, opt, unit, ctx)
+                    and not _named_subset(opt, _module_name(n), ctx)
                     or _held_stepped(n, stmts, b2, opt, events, ev2, unit, ctx, held))]
                 if not hit or _rebound_after_step(stmts[:i], s_step, step, hit):
                     continue
@@ -1644,6 +1645,60 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                     if f is not None:
                         reported.add(id(b2))
                         yield f
+
+
+_WHOLE = frozenset({"parameters", "named_parameters"})
+
+
+def _named_subset(opt: str, module: Optional[str], ctx) -> bool:
+    """Does every construction of ``opt`` hand it only a named part of ``module``'s
+    parameters (``Adam(self.network.actor_params)``, ``Adam(list(net.actor_body.parameters())
+    + list(net.fc_action.parameters()))``), never ``module.parameters()`` itself? Its step
+    then changes only that part: which of those weights another loss's graph through
+    ``module`` saved is not known (an actor's and a critic's parameter lists share none)."""
+    made = _constructions(opt, ctx.index.lines)
+    if not made or module is None:
+        return False
+    for value in made:
+        try:
+            tree = ast.parse(value, mode="eval")
+        except SyntaxError:
+            return False
+        parts = 0
+        for n in A.walk_all(tree):
+            if not isinstance(n, ast.Attribute):
+                continue
+            v = n.value
+            if (isinstance(v, ast.Name) and v.id == module) or (isinstance(v, ast.Attribute) and v.attr == module):
+                if n.attr in _WHOLE:
+                    return False
+                parts += 1
+        mentions = sum(1 for n in A.walk_all(tree) if (isinstance(n, ast.Name) and n.id == module)
+                       or (isinstance(n, ast.Attribute) and n.attr == module))
+        if not parts or parts != mentions:
+            return False  # the module itself handed over (get_params(net)), or not named here
+    return True
+
+
+def _exclusive(stmt: ast.stmt, a: ast.AST, b: ast.AST) -> bool:
+    """Do ``a`` and ``b`` (inside ``stmt``) sit on the two branches of one ``if`` that
+    no loop inside ``stmt`` runs again (``if shared: opt.step() else: loss.backward()``)?
+    One run of ``stmt`` then runs at most one of them."""
+    node: ast.AST = stmt
+    while True:
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            return False  # both branches may run, one iteration each
+        if isinstance(node, ast.If):
+            in_body = [any(n is x for s in node.body for n in A.walk_all(s)) for x in (a, b)]
+            in_else = [any(n is x for s in node.orelse for n in A.walk_all(s)) for x in (a, b)]
+            if (in_body[0] and in_else[1]) or (in_body[1] and in_else[0]):
+                return True
+        inner = next((c for block in A.child_blocks(node) for c in block
+                      if any(n is a for n in A.walk_all(c)) and any(n is b for n in A.walk_all(c))), None) \
+            if isinstance(node, ast.stmt) else None
+        if inner is None:
+            return False
+        node = inner
 
 
 def _helper_facts(call: ast.AST, unit, ctx) -> Optional[V.FnFacts]:
