@@ -495,6 +495,9 @@ class GraphFlow:
         # ids of calls of a method whose result's graph saved the weights of modules its
         # object holds (RetPos.modules): an optimizer step changes what it saved
         self.saved_weights: set = set()
+        # ids of calls of one torch ``nn.Linear`` -> whether every walk of the call gave it
+        # graph-free input (no taint at all): it then saves its input, not its weight
+        self.data_layers: Dict[int, bool] = {}
         # with track_self_state: what each ``self.x`` was assigned, and which were
         # rebuilt from their own last value (see cached_states)
         self._stored: Dict[str, FrozenSet] = {}
@@ -3134,6 +3137,8 @@ class GraphFlow:
     def _module_result(self, call: ast.Call, tq: str, args_taints, graph: bool = True) -> Val:
         if graph:
             self.saving_calls.add(id(call))
+            if tq in K.ONE_INPUT_SAVING_LAYERS:
+                self.data_layers[id(call)] = self.data_layers.get(id(call), True) and not args_taints
             if tq == "?" and self.r.ctx is None:  # self.fc(x): an attribute of a module we cannot see
                 self.opaque.add(id(call))
         g = args_taints | {("G", call)} if graph else args_taints

@@ -230,6 +230,10 @@ PARAMETERLESS_MODULES = frozenset(
 # ...of which these save nothing for backward (a stale graph through them does not crash), and these
 # depend on their configuration (AdaptiveAvgPool2d(1) is a mean and saves nothing; other output sizes
 # save the input). Checked with torch 2.x by tests/test_gg102.py::test_knowledge_tables_match_torch.
+# one layer whose weight's gradient needs only its input: applied to input without a
+# graph, its backward saves that input and not the weight (an optimizer step then
+# changes nothing its graph saved)
+ONE_INPUT_SAVING_LAYERS = frozenset({"torch.nn.Linear", "torch.nn.modules.linear.Linear"})
 NONSAVING_MODULES = frozenset({"Identity", "Flatten", "Unflatten", "Upsample", "PixelShuffle"})
 CONFIG_DEPENDENT_MODULES = frozenset({"AdaptiveAvgPool1d", "AdaptiveAvgPool2d"})
 # Containers: trainable iff one of their children is.

@@ -92,7 +92,7 @@ class FreedInStep(Rule):
             for block in _blocks(unit.body):
                 kept = (flow.modules_by_attr, _deep_modules(unit.class_node)) if flow.modules_by_attr else None
                 for f in _check_stepped(self, block, events, flow.saving_calls, reported, ctx, flow.entry_graphs,
-                                        kept, unit):
+                                        kept, unit, flow.data_layers):
                     out.append(f)
             for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow, unit=unit):
                 out.append(f)
@@ -1575,7 +1575,8 @@ def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
     return best
 
 
-def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=None, unit=None) -> Iterator[Finding]:
+def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=None, unit=None,
+                   data_layers=None) -> Iterator[Finding]:
     stmts = _in_order(block)
     if not stmts:
         return
@@ -1631,6 +1632,8 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                 hit = [n for n in built if _holder_of(stmts[:i], n) is not None and (
                     _module_name(n) in owned and not _other_positions_stepped(n, stmts, b2, opt, unit, ctx)
                     and not _named_subset(opt, _module_name(n), ctx)
+                    # one nn.Linear on graph-free input saved that input, not its weight
+                    and not (data_layers and data_layers.get(id(n)))
                     or _held_stepped(n, stmts, b2, opt, events, ev2, unit, ctx, held))]
                 if not hit or _rebound_after_step(stmts[:i], s_step, step, hit):
                     continue
