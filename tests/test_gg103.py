@@ -1790,3 +1790,33 @@ def test_no_retain_graph_through_an_optimizer_kept_on_its_module():
     fixed = apply_text_edits(src, f.preferred_fix.edits)
     assert "    model.optimizer.step()\n    out = model(x)\n    loss_b = out.abs().mean()\n" in fixed
     assert gg103(fixed) == []
+_BRANCHES = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        out = model(torch.randn(8, 4))
+        loss_a = out.mean()
+        loss_b = (out ** 2).mean()
+        opt.zero_grad()
+        loss_a.backward(retain_graph=True)
+    BRANCHES
+""")
+
+
+def test_a_step_on_the_other_branch_of_an_if_is_not_between():
+    # DeepRL's PPOAgent: one run of the if runs the step or the backward, never both
+    src = _BRANCHES.replace("BRANCHES", "    if loss_a.item() > 0:\n        opt.step()\n"
+                                        "    else:\n        loss_b.backward()")
+    assert gg103(src) == []
+
+
+def test_a_loop_inside_the_statement_runs_both_branches():
+    # the first iteration steps, the second back-propagates through what the step changed
+    src = _BRANCHES.replace("BRANCHES", "    for k in range(2):\n        if k == 0:\n            opt.step()\n"
+                                        "        else:\n            loss_b.backward()")
+    [f] = gg103(src)
+    assert f.range.start.line == 16  # loss_b.backward() (0-based)
