@@ -1631,7 +1631,7 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                 held: Dict[int, str] = {}  # an object's call: the module it was handed that the step trains
                 hit = [n for n in built if _holder_of(stmts[:i], n) is not None and (
                     _module_name(n) in owned and not _other_positions_stepped(n, stmts, b2, opt, unit, ctx)
-                    and not _named_subset(opt, _module_name(n), ctx)
+                    and not _named_subset(opt, _module_name(n), ctx, steps)
                     # one nn.Linear on graph-free input saved that input, not its weight
                     and not (data_layers and data_layers.get(id(n)))
                     or _held_stepped(n, stmts, b2, opt, events, ev2, unit, ctx, held))]
@@ -1653,20 +1653,40 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
 _WHOLE = frozenset({"parameters", "named_parameters"})
 
 
-def _named_subset(opt: str, module: Optional[str], ctx) -> bool:
-    """Does every construction of ``opt`` hand it only a named part of ``module``'s
+def _named_subset(opt: str, module: Optional[str], ctx, steps) -> bool:
+    """Does every construction of ``opt`` hand it only named parts of ``module``'s
     parameters (``Adam(self.network.actor_params)``, ``Adam(list(net.actor_body.parameters())
-    + list(net.fc_action.parameters()))``), never ``module.parameters()`` itself? Its step
-    then changes only that part: which of those weights another loss's graph through
-    ``module`` saved is not known (an actor's and a critic's parameter lists share none)."""
+    + list(net.fc_action.parameters()))``), never ``module.parameters()`` itself, and
+    no part that another optimizer stepped in the block names too (``actor_params +
+    phi_params`` beside ``critic_params + phi_params``: a body both losses may go
+    through)? Its step then changes only its own part: which of those weights another
+    loss's graph through ``module`` saved is not known (an actor's and a critic's
+    parameter lists share none)."""
+    parts = _named_parts(opt, module, ctx)
+    if not parts:
+        return False
+    for _, _, _, other in steps:
+        if other != opt and (_named_parts(other, module, ctx) or set()) & parts:
+            return False
+    return True
+
+
+_WHOLE = frozenset({"parameters", "named_parameters"})
+
+
+def _named_parts(opt: str, module: Optional[str], ctx) -> Optional[Set[str]]:
+    """The attributes of ``module`` (``actor_params``, ``actor_body``) the constructions of
+    ``opt`` read its parameters through; None when one hands it ``module.parameters()``,
+    the module itself, or does not name it."""
     made = _constructions(opt, ctx.index.lines)
     if not made or module is None:
-        return False
+        return None
+    out: Set[str] = set()
     for value in made:
         try:
             tree = ast.parse(value, mode="eval")
         except SyntaxError:
-            return False
+            return None
         parts = 0
         for n in A.walk_all(tree):
             if not isinstance(n, ast.Attribute):
@@ -1674,13 +1694,14 @@ def _named_subset(opt: str, module: Optional[str], ctx) -> bool:
             v = n.value
             if (isinstance(v, ast.Name) and v.id == module) or (isinstance(v, ast.Attribute) and v.attr == module):
                 if n.attr in _WHOLE:
-                    return False
+                    return None
                 parts += 1
+                out.add(n.attr)
         mentions = sum(1 for n in A.walk_all(tree) if (isinstance(n, ast.Name) and n.id == module)
                        or (isinstance(n, ast.Attribute) and n.attr == module))
         if not parts or parts != mentions:
-            return False  # the module itself handed over (get_params(net)), or not named here
-    return True
+            return None  # the module itself handed over (get_params(net)), or not named here
+    return out
 
 
 def _exclusive(stmt: ast.stmt, a: ast.AST, b: ast.AST) -> bool:
