@@ -1654,9 +1654,9 @@ _WHOLE = frozenset({"parameters", "named_parameters"})
 
 
 def _named_subset(opt: str, module: Optional[str], ctx, steps) -> bool:
-    """Does every construction of ``opt`` hand it only named parts of ``module``'s
-    parameters (``Adam(self.network.actor_params)``, ``Adam(list(net.actor_body.parameters())
-    + list(net.fc_action.parameters()))``), never ``module.parameters()`` itself, and
+    """Does every construction of ``opt`` hand it only named lists of ``module``'s
+    parameters (``Adam(self.network.actor_params)``), never ``module.parameters()``
+    itself nor a sub-module's ``.parameters()``, and
     no part that another optimizer stepped in the block names too (``actor_params +
     phi_params`` beside ``critic_params + phi_params``: a body both losses may go
     through)? Its step then changes only its own part: which of those weights another
@@ -1675,7 +1675,7 @@ _WHOLE = frozenset({"parameters", "named_parameters"})
 
 
 def _named_parts(opt: str, module: Optional[str], ctx) -> Optional[Set[str]]:
-    """The attributes of ``module`` (``actor_params``, ``actor_body``) the constructions of
+    """The attributes of ``module`` (``actor_params``) the constructions of
     ``opt`` read its parameters through; None when one hands it ``module.parameters()``,
     the module itself, or does not name it."""
     made = _constructions(opt, ctx.index.lines)
@@ -1688,12 +1688,15 @@ def _named_parts(opt: str, module: Optional[str], ctx) -> Optional[Set[str]]:
         except SyntaxError:
             return None
         parts = 0
+        # net.q.parameters(): a sub-module, which the other loss may well go through
+        # (q_pi = Q(x, pi(x))): only a named list of parameters is a part
+        modules = {id(n.value) for n in A.walk_all(tree) if isinstance(n, ast.Attribute) and n.attr in _WHOLE}
         for n in A.walk_all(tree):
             if not isinstance(n, ast.Attribute):
                 continue
             v = n.value
             if (isinstance(v, ast.Name) and v.id == module) or (isinstance(v, ast.Attribute) and v.attr == module):
-                if n.attr in _WHOLE:
+                if n.attr in _WHOLE or id(n) in modules:
                     return None
                 parts += 1
                 out.add(n.attr)
