@@ -1790,6 +1790,8 @@ def test_no_retain_graph_through_an_optimizer_kept_on_its_module():
     fixed = apply_text_edits(src, f.preferred_fix.edits)
     assert "    model.optimizer.step()\n    out = model(x)\n    loss_b = out.abs().mean()\n" in fixed
     assert gg103(fixed) == []
+
+
 _BRANCHES = textwrap.dedent("""\
     import torch
     import torch.nn as nn
