@@ -554,7 +554,8 @@ class GraphFlow:
         if not rets:
             return
         loss = plain(frozenset().union(*(r.taints for r in rets)))
-        self._event(call, loss, False)
+        # (a training_step that back-propagated its loss itself: the framework's runs into it)
+        self._event(call, loss, False, stale=self._stale(loss.taints, env))
         if self.frames and self.find_carries:
             _mark_freed(env, _reached(loss))
 
@@ -2115,6 +2116,12 @@ class GraphFlow:
                 self._event(call, loss, False)
                 if self.frames and self.find_carries:
                     _mark_freed(env, _reached(loss))
+            else:
+                # MAML's loss.backward() then autograd.grad(loss, w, create_graph=True): the
+                # call keeps the graph, but runs into one a backward before it surely freed
+                stale = self._stale(loss.taints, env)
+                if stale:
+                    self._event(call, loss, True, stale=stale)
             if qualify(func, ctx) in K.BACKWARD_FUNCTIONS and not self.no_grad:
                 # autograd.grad(outputs, inputs, create_graph=True): the gradients are built
                 # from the graph of outputs and inputs (a gradient penalty carries it on)

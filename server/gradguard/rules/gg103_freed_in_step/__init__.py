@@ -32,7 +32,7 @@ from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule, Trigger
-from gradguard.rules.common import unit_trace
+from gradguard.rules.common import framework_loop_of, unit_trace
 from gradguard.rules.gg103_freed_in_step import messages as M
 
 TYPE_CHECKING = False
@@ -61,6 +61,8 @@ class FreedInStep(Rule):
         retained_loop = "retain_graph" in text and ".step(" in text and _LOOP_WORD.search(text) is not None
         backwards = len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text) \
             + _helper_backward_calls(unit, ctx, text)
+        if backwards == 1 and framework_loop_of(unit, ctx) == "auto":
+            backwards = 2  # Lightning's training_step: the framework back-propagates what it returns
         if backwards < 2 and \
                 unit_words(unit, ctx.index.lines).isdisjoint(query(ctx.summary, _container_freers)) and \
                 not _may_read_peers(text) and not retained_loop and not (backwards and _LOOP_WORD.search(text)):
@@ -670,6 +672,9 @@ def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flo
         if b1 is b2 and (flow is None or not ({_own_call(node), _own_call(b2)} & set(flow.methods))):
             continue  # a graph built before the loop and freed in it, both in this unit's text: GG102's
         reported.add(id(b2))
+        if flow is not None and b2 is flow.framework_call:
+            yield _framework_finding(rule, body, node, b1, b2, ctx)
+            continue
         if b1 is b2 and flow is not None:
             # freed by this same backward in the loop's previous iteration (GraphFlow._freed_for_next)
             got = _next_iteration_finding(rule, body, node, b2, ctx, flow, unit)
@@ -726,6 +731,34 @@ def _block_of_stmt(body, target) -> Optional[List[ast.stmt]]:
         if any(st is target for st in stmts):
             return stmts
     return None
+
+
+def _framework_finding(rule, body, node, b1, b2, ctx) -> Finding:
+    """A Lightning ``training_step`` that back-propagates its own loss (``b1``) and returns
+    it: the framework's backward of what it returns (``b2``, a call of no file, placed on
+    the returned value) runs into the freed graph. Preferred fix, the maintainers' answer:
+    ``retain_graph=True`` on the method's own backward, where no step runs between it and
+    the return (the framework steps only after its own backward)."""
+    holder = next((s for s in A.iter_statements(body) if isinstance(s, (ast.Assign, ast.AnnAssign))
+                   and _holds(s, node)), None)
+    name = _single_name(holder) if holder is not None else None
+    shown = f"`{name}`" if name else f"`{_short(node)}`"
+    direct = A.is_backward_call(b1, ctx)
+    keep = _retain_edit(b1, ctx) if direct and not _steps_in(body, ctx) else None
+    fixes = (Fix(M.fix_retain(b1.lineno), (keep,), preferred=True),) if keep is not None else ()
+    msg = M.framework_backward(shown, node.lineno, _short(b1), b1.lineno, keep is not None)
+    related = (
+        Related(ctx.range(node), M.graph_built_here()),
+        Related(ctx.range(b1), M.frees_it(direct, _callee(b1))),
+    )
+    return Finding(rule.code, ctx.range(b2.func.value), msg, rule.default_severity, related, fixes,
+                   {"variable": name or "", "first_backward_line": b1.lineno})
+
+
+def _steps_in(body, ctx) -> bool:
+    """Does any statement of ``body`` step an optimizer (``opt.step()``)?"""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+               for s in body for n in ast.walk(s))
 
 
 def _stale_finding(rule, body, node, b1, b2, ctx, state: Optional[str] = None) -> Finding:

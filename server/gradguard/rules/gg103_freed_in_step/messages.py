@@ -440,6 +440,24 @@ def stale_advice_clear(shown: str, first_kept: str) -> Dict[str, str]:
             "zh": f"请在每次对它反向传播之后清空 {shown}（`del {first_kept}[:]`），让下一次调用只反向传播之后新建的计算图"}
 
 
+def framework_backward(what: str, line0: int, first: str, line1: int, retain: bool) -> Dict[str, str]:
+    """A Lightning ``training_step`` back-propagates its own loss and returns it: the
+    framework back-propagates the returned loss again."""
+    error = '"Trying to backward through the graph a second time"'
+    if retain:
+        en = f"pass `retain_graph=True` to `{first}` (the framework steps only after its own backward)"
+        zh = f"请给 `{first}` 加上 `retain_graph=True`（框架在它自己的 backward 之后才 step）"
+    else:
+        en = f"keep the graph in `{first}` (`retain_graph=True`), or leave the backward to the framework"
+        zh = f"请在 `{first}` 中保留计算图（`retain_graph=True`），或把 backward 交给框架"
+    return {
+        "en": f"the framework back-propagates the loss `training_step` returns, through the graph of {what} "
+              f"(line {line0}), which `{first}` on line {line1} already freed ({error}); {en}.",
+        "zh": f"框架会对 `training_step` 返回的损失做反向传播，要经过 {what}（第 {line0} 行）的计算图，"
+              f"而它已被第 {line1} 行的 `{first}` 释放（报错 {error}）；{zh}。",
+    }
+
+
 def stale_advice_recompute() -> Dict[str, str]:
     return {"en": "compute it again before the second loss, or detach it where that loss reads it",
             "zh": "请在第二个损失之前重新计算它，或在该损失读取它的地方 detach"}
