@@ -97,6 +97,10 @@ class FixtureSpec:
     # when saved (torch.autograd.graph.saved_tensors_hooks): what it computes when no in-place edit
     # can reach a saved tensor, the reference a fix must match
     reference: str = ""
+    # "resets: <why>": a GG101 fix that empties a kept container (REINFORCE's log-probs emptied
+    # after each update, as the example does) instead of detaching it: the next loss no longer
+    # reads what the original kept, so its value differs by design
+    resets: str = ""
 
     @property
     def name(self) -> str:
@@ -173,7 +177,7 @@ def parse_header(source: str, path: str = "<fixture>") -> FixtureSpec:
         raise HeaderError(f"{path}: 'fix-later:' without a finding to fix")
     return FixtureSpec(path, runtime, frozenset(expect), severity, error, holds=holds, later=frozenset(later),
                        source=fields.get("source", ""), shape=shape, fix_later=fields.get("fix-later", ""),
-                       reference=fields.get("reference", ""))
+                       reference=fields.get("reference", ""), resets=fields.get("resets", ""))
 
 
 REPORTS = "reports"  # programs rebuilt from public bug reports, beside the others

@@ -667,12 +667,14 @@ def _code(node: ast.AST, limit: int = 48) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def _message(carry: V.Carry) -> Dict[str, str]:
+def _message(carry: V.Carry, ctx=None) -> Dict[str, str]:
     bw = _code(carry.event.call)
     if carry.missing and carry.arity == 2:
         return M.partly_detached(carry.names[0], carry.missing, bw, carry.event.retain)
     if len(carry.names) == 1 and _backpropagates_an_element(carry.event.call, carry.names, None):
         return M.carried_element(carry.names[0], bw, carry.event.retain)
+    if ctx is not None and _list_freed_by_helper(carry, ctx):
+        return M.carried_list_kept(carry.names[0], bw, carry.event.retain)
     return M.carried(carry.names, bw, carry.event.retain)
 
 
@@ -928,6 +930,9 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
         return ()
     unit_ = _indent_step(indent, ctx.indent_of(loop.lineno))
     names = carry.names
+    kept = _kept_list_freed_by(carry, ctx)
+    if kept is not None:
+        return kept
     if _backpropagates_an_element(bw, names, ctx):
         # list_of_loss[i].backward(): what the backward runs from is an element of the carried
         # list itself; detached, it has no graph to back-propagate (torch raises). No fix.
@@ -1032,6 +1037,63 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
             )
         )
     return tuple(fixes)
+
+
+def _list_freed_by_helper(carry: V.Carry, ctx) -> bool:
+    """REINFORCE's ``policy.saved_log_probs``: a list kept on an object, filled with
+    graphs in each iteration (by ``select_action()``), whose backward is a same-file
+    helper that back-propagates the whole list and frees it (``finish_episode()``,
+    ``FnFacts.containers``) but never empties it. The next call back-propagates the
+    old log-probs again. Where the helper empties the object's other lists (``del
+    policy.rewards[:]``), detaching the log-probs would keep entries it pairs with
+    this episode's rewards (torch then raises: nothing in the loss requires grad), so
+    the fix is to empty the list after each such call."""
+    if len(carry.names) != 1 or "." not in carry.names[0]:
+        return False
+    call = carry.event.call
+    if not isinstance(call, ast.Call) or A.is_backward_call(call, ctx):
+        return False
+    name = A.dotted(call.func)
+    facts = ctx.summary.get("fn:" + name) if name else None
+    if not isinstance(facts, V.FnFacts):
+        return False
+    path = carry.names[0]
+    owner = path.rsplit(".", 1)[0] + "."
+    freed = sibling_cleared = False
+    for eff in facts.containers:
+        p = eff.path
+        if p.startswith("#"):
+            i, _, rest = p[1:].partition(".")
+            arg = call.args[int(i)] if i.isdigit() and int(i) < len(call.args) else None
+            p = f"{A.dotted(arg)}.{rest}" if arg is not None and A.dotted(arg) and rest else ""
+        if p == path:
+            if eff.clears or not eff.frees:
+                return False
+            freed = True
+        elif eff.clears and p.startswith(owner) and "." not in p[len(owner):]:
+            sibling_cleared = True  # del policy.rewards[:]: the helper empties the lists it pairs
+    return freed and sibling_cleared
+
+
+def _kept_list_freed_by(carry: V.Carry, ctx) -> Optional[Tuple[Fix, ...]]:
+    """The fix for :func:`_list_freed_by_helper`: ``del policy.saved_log_probs[:]``
+    right after the statement that calls the helper (what pytorch/examples' REINFORCE
+    does at the end of ``finish_episode()``); the first update is unchanged. None when
+    the shape is another one."""
+    if not _list_freed_by_helper(carry, ctx):
+        return None
+    call = carry.event.call
+    stmt = next((s for s in A.iter_statements(carry.loop.body)  # type: ignore[attr-defined]
+                 if isinstance(s, ast.Expr) and s.value is call), None)
+    if stmt is None:
+        return ()
+    indent = ctx.indent_of(stmt.lineno)
+    if len(indent) != ctx.index.char_col(stmt.lineno, stmt.col_offset):
+        return ()
+    at = Position(getattr(stmt, "end_lineno", None) or stmt.lineno, 0)
+    name = carry.names[0]
+    return (Fix(M.fix_clear_after(name, _code(call.func, 32)),
+                (TextEdit(Range(at, at), f"{indent}del {name}[:]\n"),), preferred=True),)
 
 
 def _backpropagates_an_element(bw: ast.AST, names: Tuple[str, ...], ctx) -> bool:
@@ -1551,7 +1613,7 @@ def _finding(rule: Rule, carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None)
     return Finding(
         code=rule.code,
         range=ctx.line_range(site),
-        message=_message(carry),
+        message=_message(carry, ctx),
         severity=rule.default_severity,
         related=_related(carry, ctx),
         fixes=_fixes(carry, flow, ctx, unit),

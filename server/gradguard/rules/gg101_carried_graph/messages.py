@@ -361,6 +361,26 @@ def carried_element(name: str, bw: str, retain: bool) -> Dict[str, str]:
     }
 
 
+def carried_list_kept(name: str, bw: str, retain: bool) -> Dict[str, str]:
+    """The list ``name``, kept on an object and filled each iteration, is back-propagated
+    whole by the helper ``bw``, which never empties it."""
+    retain_en, retain_zh = _retain(retain)
+    return {
+        "en": f"`{name}` keeps every iteration's autograd graph, and `{bw}` back-propagates the whole list each "
+        f"time, including what earlier calls already freed (\"Trying to backward through the graph a second "
+        f"time\"){retain_en}; empty `{name}` after each call.",
+        "zh": f"`{name}` 保存了每轮迭代的计算图，而 `{bw}` 每次都对整个列表做反向传播，包括之前调用已经释放的图"
+        f"（报错 \"Trying to backward through the graph a second time\"）{retain_zh}；请在每次调用之后清空 `{name}`。",
+    }
+
+
+def fix_clear_after(name: str, call: str) -> Dict[str, str]:
+    return {
+        "en": f"Empty `{name}` after each `{call}(...)` (`del {name}[:]`)",
+        "zh": f"每次 `{call}(...)` 之后清空 `{name}`（`del {name}[:]`）",
+    }
+
+
 def partly_detached(var: str, missing: Sequence[int], bw: str, retain: bool) -> Dict[str, str]:
     """An LSTM state ``var`` whose elements ``missing`` are still attached."""
     retain_en, retain_zh = _retain(retain)
