@@ -682,3 +682,88 @@ def fit(x):
     assert interp.GraphFlow.saving_of(entry["k"]) == (None, "`max()`")  # cannot be told, named
     assert interp.GraphFlow.saving_of(entry["v"]) == (False, None)  # basic indexing
     assert [s.lineno for s in interp.GraphFlow.built_by(entry["t"])] == [11]
+
+
+@pytest.mark.parametrize(
+    "append, stack, sees",
+    [
+        ("memory.logprobs.append(dist.log_prob(action))", "torch.cat(memory.logprobs)", True),
+        ("memory.logprobs.append(dist.log_prob(action).detach())", "torch.cat(memory.logprobs)", False),
+        ("memory.logprobs.append(dist.log_prob(action))", "torch.cat(memory.logprobs).detach()", False),
+    ],
+)
+def test_a_list_of_an_argument_filled_by_one_object_and_stacked_by_another_loop(append, stack, sees, monkeypatch):
+    """PPO-PyTorch's Memory: the old policy's act(state, memory) keeps log-probs in
+    memory.logprobs; update(memory) stacks them before its epochs. The call of update
+    is a callee loop whose loss holds what act() appended (FnFacts.containers)."""
+    flow = _module_trace(f"""
+import torch
+import torch.nn as nn
+from torch.distributions import Normal
+
+class Memory:
+    def __init__(self):
+        self.logprobs = []
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.actor = nn.Linear(3, 2)
+
+    def act(self, state, memory):
+        dist = Normal(self.actor(state), 1.0)
+        action = dist.sample()
+        {append}  # 保存
+
+class Agent:
+    def __init__(self):
+        self.policy = Policy()
+        self.opt = torch.optim.Adam(self.policy.parameters())
+
+    def update(self, memory):
+        old = {stack}
+        for _ in range(3):
+            loss = (self.policy.actor(torch.ones(1, 3)).sum() - old).pow(2).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+memory = Memory()
+agent = Agent()
+for t in range(4):
+    agent.policy.act(torch.randn(1, 3), memory)
+agent.update(memory)
+""", monkeypatch)
+    seen = [cl for cl in flow.callee_loops if cl.entry["memory.logprobs"].graph_tokens() & cl.loss.taints]
+    assert bool(seen) is sees
+
+
+@pytest.mark.parametrize("kept, sees", [("prob", True), ("prob.detach()", False)])
+def test_a_list_inside_a_dict_filled_by_append_holds_the_graph(kept, sees, monkeypatch):
+    """MARL's episode["prob"].append(prob): the dict holds the graph at the entry of the
+    loop that hands it to learn() twice, and that loop's backward reaches it."""
+    flow = _module_trace(f"""
+import torch
+import torch.nn as nn
+
+net = nn.Linear(4, 2)
+
+def learn(batch):
+    loss = -torch.log(torch.stack(batch["prob"])).sum()
+    loss.backward()
+
+for epoch in range(2):
+    episode = {{"o": [], "prob": []}}
+    for t in range(3):
+        prob = torch.softmax(net(torch.randn(4)), -1)[0]
+        episode["prob"].append({kept})
+    for train_step in range(2):
+        learn(episode)
+""", monkeypatch)
+    held = set()
+    for key in flow.loop_entries:
+        v = flow.loop_entries[key].get("episode")
+        if v is not None:
+            held |= v.graph_tokens()
+    reached = set().union(*(ev.loss.graph_tokens() for ev in flow.events)) if flow.events else set()
+    assert bool(held & reached) is sees

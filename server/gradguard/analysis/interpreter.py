@@ -2345,6 +2345,13 @@ class GraphFlow:
             if m == "append":
                 self._appended[key] = plain(added)
             return NONE
+        if m in ("append", "extend", "insert") and key is None and isinstance(func.value, ast.Subscript):
+            # episode["prob"].append(prob): the dict (or list of lists) now holds prob's graph
+            base = dotted(func.value.value)
+            added = _union(pos, kws)
+            if base is not None and base in env and added:
+                env[base] = _with(env[base], taints=env[base].taints | added, elems=None)
+            return NONE
         if m == "clear" and not call.args and key is not None and key in env and env[key].obj is None:
             self._set_container(env, key, Val(elems=(), kind="list"))  # saved_log_probs.clear(): empty now
             return NONE
@@ -3068,6 +3075,13 @@ class GraphFlow:
         taints: FrozenSet = EMPTY
         for i in params:
             taints = taints | argval(i).taints
+        if env is not None and facts.loop_backward:
+            # update(memory) stacking memory.logprobs before its epochs: what the lists it
+            # back-propagates of an argument hold here (filled by act(state, memory))
+            for key, eff in self._container_keys(call, facts):
+                if eff.backprops and eff.path.startswith("#") and eff.path[1:].partition(".")[0].isdigit() \
+                        and int(eff.path[1:].partition(".")[0]) in facts.loop_backward and key in env:
+                    taints = taints | env[key].taints
         if any(t[0] == "G" for t in taints):
             self.callee_loops.append(CalleeLoop(call, plain(taints), dict(env) if env is not None else {}))
 
