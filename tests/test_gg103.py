@@ -1822,3 +1822,68 @@ def test_a_loop_inside_the_statement_runs_both_branches():
                                         "        else:\n            loss_b.backward()")
     [f] = gg103(src)
     assert f.range.start.line == 16  # loss_b.backward() (0-based)
+LIGHTNING_STEP = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import pytorch_lightning as pl
+
+
+    class Model(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(4, 1)
+    {manual}
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = F.mse_loss(self.net(x), y)  # 损失
+            {backward}
+    {between}
+            return loss
+""")
+
+
+@pytest.mark.parametrize(
+    "backward, between, manual, found, fixed",
+    [
+        ("loss.backward()", "", "", True, True),
+        # an optimizer step between: retain_graph=True would meet the updated weights
+        ("loss.backward()", "        self.optimizers().step()", "", True, False),
+        ("loss.backward(retain_graph=True)", "", "", False, False),
+        ("", "", "", False, False),  # the backward left to the framework
+        # manual optimisation: the framework back-propagates nothing it is handed
+        ("self.manual_backward(loss)", "", "        self.automatic_optimization = False\n", False, False),
+    ],
+)
+def test_a_training_step_that_back_propagates_what_it_returns(backward, between, manual, found, fixed):
+    src = LIGHTNING_STEP.format(backward=backward or "pass", between=between,
+                                manual=("    def setup(self, stage):\n    " + manual) if manual else "")
+    got = gg103(src)
+    assert bool(got) is found, got
+    if found:
+        f = got[0]
+        assert f.range.start.line + 1 == src.splitlines().index("        return loss") + 1
+        assert "framework" in f.message["en"] and "training_step" in f.message["zh"]
+        assert [r.range.start.line + 1 for r in f.related][1] == next(
+            i + 1 for i, ln in enumerate(src.splitlines()) if ln.strip() == backward)
+        assert bool(f.fixes) is fixed
+        if fixed:
+            out = apply_text_edits(src, list(f.fixes[0].edits))
+            assert "loss.backward(retain_graph=True)" in out
+
+
+def test_autograd_grad_with_create_graph_after_a_backward_that_freed_its_graph():
+    body = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(4, 1)
+        for it in range(2):
+            loss = model(torch.randn(3, 4)).pow(2).mean()
+            loss.backward({kw})
+            grads = torch.autograd.grad(loss, model.parameters(), create_graph=True)
+    """)
+    got = gg103(body.format(kw=""))
+    assert len(got) == 1 and got[0].range.start.line == 7
+    assert not gg103(body.format(kw="retain_graph=True"))
+    assert not gg103(body.format(kw="create_graph=True"))  # keeps its graph: the grad after it trains
