@@ -767,3 +767,95 @@ for epoch in range(2):
             held |= v.graph_tokens()
     reached = set().union(*(ev.loss.graph_tokens() for ev in flow.events)) if flow.events else set()
     assert bool(held & reached) is sees
+def test_a_helper_returning_leaves_only_hands_back_leaves_not_a_graph(monkeypatch):
+    """``RetPos.leaves``: a function whose returned value holds leaves only (tensors
+    made to require grad, ``nn.Parameter``s) hands its caller leaves, a leaf token at
+    the call, not a graph: reusing them in every iteration is no reuse of a graph
+    (GG102's walk read them so too). A helper returning a graph an op built from its
+    leaves still hands back a graph, and so does one mixing leaves and a graph."""
+    flow = _module_trace("""
+import torch
+import torch.nn as nn
+
+def make_weights():
+    w_in = nn.Parameter(torch.randn(3, 5) * 0.1)
+    w_out = torch.randn(5, 2, requires_grad=True)  # 权重
+    return [w_in, w_out]
+
+def make_scaled():
+    w = nn.Parameter(torch.randn(3, 5))
+    return w * 2.0
+
+def make_both():
+    w = nn.Parameter(torch.randn(3, 5))
+    return [w, w * 2.0]
+
+weights = make_weights()
+scaled = make_scaled()
+both = make_both()
+x = torch.randn(4, 3)
+for step in range(3):
+    loss = (x @ weights[0] @ weights[1]).sum() + (x @ scaled).sum() + (x @ both[0]).sum()
+    loss.backward()
+""", monkeypatch)
+    entry = next(e for e in flow.loop_entries.values() if "weights" in e)
+    assert not entry["weights"].graph_tokens() and any(t[0] == "L" for t in entry["weights"].taints)
+    assert flow.tensor_graphs(entry["scaled"])
+    assert flow.tensor_graphs(entry["both"])
+
+
+def _gg102_analysis(source, monkeypatch):
+    """GG102's analysis of the module unit of ``source``, after its run."""
+    import gradguard.rules.gg102_stale_graph as gg102
+
+    got = []
+    run = gg102._Analysis.run
+
+    def spy(self):
+        got.append(self)
+        return run(self)
+
+    monkeypatch.setattr(gg102._Analysis, "run", spy)
+    monkeypatch.setattr(gg102, "_trace_may_report", lambda unit, ctx: True)
+    result = check_source(source, path="t.py")
+    return next(a for a in got if a.unit.kind == "module"), result
+
+
+@pytest.mark.parametrize(
+    "fill, read, apart",
+    [
+        # one model's output per iteration of the loop appending them, read by index / enumerate
+        ("outputs.append(m(x))", "loss = outputs[i].pow(2).mean() + len(outputs)", True),
+        ("outputs.append(m(x))", "loss = sum(p.mean() for j, p in enumerate(outputs) if j != i)", True),
+        # read whole: every iteration back-propagates every element (GG102's reuse)
+        ("outputs.append(m(x))", "loss = torch.stack(outputs).pow(2).mean()", False),
+        # the elements share a graph made outside the appending loop (one backbone's features)
+        ("outputs.append(m(h))", "loss = outputs[i].pow(2).mean()", False),
+    ],
+)
+def test_a_list_appended_one_graph_per_iteration_and_read_by_element(fill, read, apart, monkeypatch):
+    """``_elements_apart``: ``outputs`` filled by ``append`` in a loop over models, each
+    element a graph of its own iteration, read by the back-propagating loop one element
+    at a time (``outputs[i]``, ``enumerate(outputs)``, ``len(outputs)``): a later
+    iteration reaching an element a backward freed is GG103's (deep mutual learning's
+    peers), not one graph built before the loop that GG102 reports."""
+    analysis, _ = _gg102_analysis(f"""
+import torch
+import torch.nn as nn
+
+backbone = nn.Linear(3, 3)
+models = [nn.Linear(3, 3) for _ in range(2)]
+x = torch.randn(4, 3)
+h = backbone(x)
+outputs = []
+for m in models:
+    {fill}
+for i in range(2):
+    {read}
+    loss.backward(retain_graph=True)
+""", monkeypatch)
+    loop = analysis.unit.body[-1]
+    flow = analysis._build_flow()
+    built = analysis._built("outputs", flow.loop_entries.get(id(loop)))
+    assert built is not None
+    assert analysis._elements_apart(loop, "outputs", built[0]) is apart

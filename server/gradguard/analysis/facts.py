@@ -288,7 +288,7 @@ def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphF
     return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via,
                     "tensor" if v.kind == "tensor" and arity is None else ("dist" if dist and arity is None else None),
                     _saved_modules(v, saving), reads,
-                    assumed, via_names)
+                    assumed, via_names, graph and not any(t[0] == "G" for t in v.taints))
 
 
 def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:

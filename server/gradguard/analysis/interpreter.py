@@ -3194,7 +3194,9 @@ class GraphFlow:
 
         def posval(rp: RetPos) -> Val:
             t: set = set()
-            if rp.graph and not facts.no_grad and not self.no_grad:
+            if rp.graph and rp.leaves and not facts.no_grad and not self.no_grad:
+                t.add(("L", node))  # params = get_params(): leaves made in the callee
+            elif rp.graph and not facts.no_grad and not self.no_grad:
                 t.add(("G", node))
                 if rp.modules:
                     self.saved_weights.add(id(node))

@@ -236,6 +236,10 @@ class RetPos:
     # the module-level functions (called by name) whose own result decides whether
     # that graph is real: they are composed where the function is called
     assumed_via: FrozenSet[str] = EMPTY
+    # it holds leaves only, made inside or reached (``return [w, b]`` of tensors made to
+    # require grad, ``nn.Parameter(...)``, ``model.parameters()``): the call hands back
+    # leaves, not a graph (a leaf token at the call), so reusing them is no reuse of a graph
+    leaves: bool = False
 
 
 @record

@@ -603,7 +603,8 @@ class _Analysis:
         for cand in sorted(backs, key=lambda n: (first[n][0].lineno if first[n] else 0, n)):
             reaching = backs[cand]
             stmts = first[cand]
-            if _own_elements_only(loop, cand, stmts) or self._independent_elements(loop, cand, cands[cand], stmts):
+            if _own_elements_only(loop, cand, stmts) or self._independent_elements(loop, cand, cands[cand], stmts) \
+                    or self._elements_apart(loop, cand, stmts):
                 continue
             freeing = [c for c, keep in reaching if not keep]
             if not freeing:
@@ -671,6 +672,33 @@ class _Analysis:
         if held is None:
             return False
         return all(_inside(t[1], region) for t in held.graph_tokens() if t[0] == "G")
+
+    def _elements_apart(self, loop: ast.stmt, name: str, stmts: Tuple[ast.stmt, ...]) -> bool:
+        """``outputs = []; for m in models: outputs.append(m(x))`` before the loop, which
+        reads it only element by element (``outputs[i]``, ``for j, peer in
+        enumerate(outputs)``): every element is a graph of its own, built by its own
+        iteration of the loop that appended it (no graph made outside that iteration is
+        shared). A backward then frees the elements its loss read; whether a later
+        iteration reaches one of those again is GG103's question (a freed graph reached),
+        not one graph built before the loop and back-propagated by every iteration."""
+        if not stmts:
+            return False
+        made = stmts[0]
+        if not (isinstance(made, ast.Expr) and isinstance(made.value, ast.Call)
+                and isinstance(made.value.func, ast.Attribute) and made.value.func.attr == "append"
+                and isinstance(made.value.func.value, ast.Name) and made.value.func.value.id == name
+                and id(made) in self.parent):
+            return False
+        block = self.parent[id(made)][0]
+        owner = self.owner.get(id(block))
+        if not (isinstance(owner, (ast.For, ast.AsyncFor)) and block is owner.body) \
+                or any(not _inside(st, owner) for st in stmts):
+            return False
+        flow = unit_trace(self.unit, self.ctx)
+        held = (flow.loop_entries.get(id(loop)) or {}).get(name) if flow is not None else None
+        if held is None or not all(_inside(t[1], owner) for t in held.graph_tokens()):
+            return False
+        return _read_by_element(loop, name)
 
     def _trace_backs(self, loop: ast.stmt, cands: Dict[str, Graph]) -> Dict[str, List[Tuple[ast.Call, bool]]]:
         """Which backward calls of ``loop`` reach each candidate (a graph alive at loop
@@ -1283,6 +1311,41 @@ def _inside(node: object, region: ast.AST) -> bool:
     start = (region.lineno, region.col_offset)  # type: ignore[attr-defined]
     end = (region.end_lineno, region.end_col_offset)  # type: ignore[attr-defined]
     return start <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= end  # type: ignore[attr-defined]
+
+
+def _read_by_element(loop: ast.stmt, name: str) -> bool:
+    """Does ``loop`` read ``name`` only one element at a time: ``name[k]``, or as what
+    a ``for`` or a comprehension of its body iterates (``for j, peer in enumerate(name)``,
+    ``zip(name, ...)``),
+    or its size (``len(name)``)?"""
+    element: Set[int] = set()
+    reads: List[ast.Name] = []
+    for node in A.block_nodes(loop.body):  # type: ignore[attr-defined]
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
+            element.add(id(node.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" \
+                and len(node.args) == 1 and not node.keywords:
+            element.add(id(node.args[0]))  # range(len(outputs)): its size, no graph
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            it = node.iter
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("enumerate", "zip") \
+                    and not it.keywords:
+                element.update(id(a) for a in it.args if isinstance(a, ast.Name) and a.id == name)
+            elif isinstance(it, ast.Name) and it.id == name:
+                element.add(id(it))
+        elif isinstance(node, ast.Name) and node.id == name:
+            reads.append(node)
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        it = loop.iter
+        for node in A.iter_nodes(it):
+            if isinstance(node, ast.Name) and node.id == name:
+                reads.append(node)
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("enumerate", "zip") \
+                and not it.keywords:
+            element.update(id(a) for a in it.args if isinstance(a, ast.Name) and a.id == name)
+        elif isinstance(it, ast.Name) and it.id == name:
+            element.add(id(it))
+    return bool(reads) and all(id(n) in element for n in reads)
 
 
 def _own_elements_only(loop: ast.stmt, name: str, stmts: Tuple[ast.stmt, ...]) -> bool:
