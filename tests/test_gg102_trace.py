@@ -859,3 +859,69 @@ for i in range(2):
     built = analysis._built("outputs", flow.loop_entries.get(id(loop)))
     assert built is not None
     assert analysis._elements_apart(loop, "outputs", built[0]) is apart
+
+
+@pytest.mark.parametrize(
+    "extra, arg, tensor",
+    [
+        ("", "x", False),  # any callable may be passed: only may hold a graph
+        ("norm.zero_grad()", "x", True),  # used as a module: its output is a tensor with a graph
+        ("print(list(norm.parameters()))", "x", True),
+        ("", "w", True),  # called on a leaf requiring grad: surely a graph
+    ],
+)
+def test_a_parameter_called_but_never_used_as_a_module_only_may_make_a_graph(extra, arg, tensor, monkeypatch):
+    """The shared trace assumes a module for a call of a parameter it cannot type
+    (``norm(x)``); where the unit never uses that parameter as a module
+    (``ast_util.module_names``: no ``norm.parameters()``, ``norm.zero_grad()``) a plain
+    callable may be passed (a normaliser object), so ``tensor_graphs`` holds no graph
+    for its result (GG102's walk read such a call as a carrier of its arguments)."""
+    flow = _function_trace(f"""
+import torch
+
+def fit(model, norm, x, opt):
+    w = torch.randn(3, requires_grad=True)  # 叶子
+    {extra or "pass"}
+    xn = norm({arg})
+    for _ in range(2):
+        opt.zero_grad()
+        loss = (model(xn) - 1).pow(2).mean()
+        loss.backward()
+        opt.step()
+""", "fit", monkeypatch)
+    (entry,) = flow.loop_entries.values()
+    assert entry["xn"].graph_tokens()
+    assert bool(flow.tensor_graphs(entry["xn"])) is tensor
+
+
+@pytest.mark.parametrize("steps, apart", [(True, True), (False, False)])
+def test_a_graph_a_call_handed_back_after_its_own_backward(steps, apart, monkeypatch):
+    """``_handed_back_after_backward``: ``advantages = self.train_critic(obs)`` where the
+    method back-propagated (and stepped) the graph it returns: the loop's first
+    backward already runs through a graph a backward ran through (GG103's question);
+    a helper that only built the graph hands back one GG102 reads as built before the
+    loop."""
+    body = """
+    loss = (adv ** 2).mean()
+    loss.backward(retain_graph=True)
+    opt.step()""" if steps else ""
+    analysis, _ = _gg102_analysis(f"""
+import torch
+import torch.nn as nn
+
+critic = nn.Linear(3, 1)
+policy = nn.Linear(3, 1)
+opt = torch.optim.SGD(critic.parameters(), lr=0.1)
+
+def train_critic(obs):
+    adv = 1.0 - critic(obs)  # 优势{body}
+    return adv
+
+obs = torch.randn(4, 3)
+advantages = train_critic(obs)
+for k in range(3):
+    loss = (policy(obs) * advantages).mean()
+    loss.backward()
+""", monkeypatch)
+    loop = analysis.unit.body[-1]
+    assert analysis._handed_back_after_backward(loop, "advantages") is apart

@@ -2484,6 +2484,13 @@ class GraphFlow:
             # summarising a def, a module-level name we cannot see): assume a module
             if summarising:
                 self.opaque.add(id(call))
+            elif callee.param and not self.build_stmts and not any(t[0] == "L" for t in args_taints) \
+                    and not self._used_as_module(name):
+                # norm(x) of a parameter the unit never uses as a module (no norm.parameters(),
+                # norm.zero_grad(): ast_util.module_names): any callable may be passed (a plain
+                # normaliser object), so its result only may hold a graph (the shared run's mark,
+                # read by tensor_graphs; on leaves it is an op that surely builds one)
+                self.opaque.add(id(call))
             if name not in env and self.r.ctx is None:
                 # a module-level function, maybe: its facts are composed where this def is called
                 # (and whether its graph is only assumed is that function's answer: RetPos.assumed_via)

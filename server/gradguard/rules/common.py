@@ -77,12 +77,13 @@ def _run_trace(unit: Unit, ctx: ModuleContext, build: bool) -> interp.GraphFlow:
                 env.setdefault(key, v)
             flow.sibling_filled = filled
     flow.flags = _param_flags(unit, ctx)
-    if build:
-        flow.module_evidence = lambda: A.module_names(unit)
+    flow.module_evidence = lambda: A.module_names(unit)  # (asked lazily; dropped after the run: no cycle)
     flow.module_level = unit.kind == "module"
     if unit.class_node is not None and unit.node is not None and unit.kind == "function":
         flow.framework_loop = framework_loop_of(unit, ctx)
     out = flow.run(unit.body, env)
+    if callable(flow.module_evidence):
+        flow.module_evidence = None  # (a closure over the unit, which keeps this run)
     if build:
         flow.exit_env = out
     return flow

@@ -604,7 +604,7 @@ class _Analysis:
             reaching = backs[cand]
             stmts = first[cand]
             if _own_elements_only(loop, cand, stmts) or self._independent_elements(loop, cand, cands[cand], stmts) \
-                    or self._elements_apart(loop, cand, stmts):
+                    or self._elements_apart(loop, cand, stmts) or self._handed_back_after_backward(loop, cand):
                 continue
             freeing = [c for c, keep in reaching if not keep]
             if not freeing:
@@ -699,6 +699,21 @@ class _Analysis:
         if held is None or not all(_inside(t[1], owner) for t in held.graph_tokens()):
             return False
         return _read_by_element(loop, name)
+
+    def _handed_back_after_backward(self, loop: ast.stmt, name: str) -> bool:
+        """``advantages = self.train_critic(obs)`` before the loop, where the called
+        function back-propagated (and stepped) what it hands back: every graph the name
+        holds was made by a call at which the trace records a backward (the callee's own).
+        The loop's first backward already runs through a graph a backward ran through
+        (after a step changed its weights: GG103's question), not one built before the
+        loop that only the loop's iterations reuse."""
+        flow = unit_trace(self.unit, self.ctx)
+        held = (flow.loop_entries.get(id(loop)) or {}).get(name) if flow is not None else None
+        toks = held.graph_tokens() if held is not None else ()
+        if not toks:
+            return False
+        ran = {id(ev.call) for ev in flow.events if not _inside(ev.call, loop)}
+        return all(id(t[1]) in ran for t in toks)
 
     def _trace_backs(self, loop: ast.stmt, cands: Dict[str, Graph]) -> Dict[str, List[Tuple[ast.Call, bool]]]:
         """Which backward calls of ``loop`` reach each candidate (a graph alive at loop
