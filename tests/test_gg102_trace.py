@@ -531,8 +531,9 @@ def test_a_tensor_carrying_a_graph_is_told_from_an_object_a_graph_only_may_reach
     returns that callables it cannot see into made (``get_schedule()`` handing back
     ``Schedule(0.5)``), which may be a module's output or any object (GG102's walk
     holds none for those). An operation on such a value alone makes no tensor graph;
-    one on a real graph keeps that graph. A unit's own untyped callable (``model(x)``
-    of a parameter) is not marked: the trace cannot tell it from a module yet."""
+    one on a real graph keeps that graph. A parameter the unit calls but never uses as
+    a module (``model(x)`` alone) is marked too: any callable may be passed there (its
+    twin, a parameter used as a module, is in a test below)."""
     flow = _function_trace("""
 import torch
 import torch.nn as nn
@@ -559,7 +560,7 @@ def fit(model, x):
     assert not flow.tensor_graphs(entry["clip"])
     assert not flow.tensor_graphs(entry["scaled"])
     assert flow.tensor_graphs(entry["mixed"]) == entry["feats"].graph_tokens()
-    assert flow.tensor_graphs(entry["out"]) == entry["out"].graph_tokens()
+    assert not flow.tensor_graphs(entry["out"])
 
 
 def test_a_helpers_result_is_a_tensor_carrying_a_graph_only_where_it_builds_one_the_trace_sees(monkeypatch):
@@ -925,3 +926,34 @@ for k in range(3):
 """, monkeypatch)
     loop = analysis.unit.body[-1]
     assert analysis._handed_back_after_backward(loop, "advantages") is apart
+
+
+@pytest.mark.parametrize(
+    "inner, leaves",
+    [
+        ("return nn.Parameter(torch.randn(shape) * 0.1)", True),  # a leaf per call: leaves only
+        ("return nn.Parameter(torch.randn(shape)) * 0.1", False),  # an op on the leaf: a graph
+    ],
+)
+def test_a_call_of_a_nested_def_is_read_by_its_summary(inner, leaves, monkeypatch):
+    """A def nested in the body (d2l's ``get_params`` calling its own ``p(*shape)``) is
+    no module the interpreter cannot type: a call of it hands back what its summary
+    says (here leaves, or a graph an op built from one), so ``get_params()`` returns
+    leaves only where ``p`` does."""
+    flow = _module_trace(f"""
+import torch
+import torch.nn as nn
+
+def get_params():
+    def p(*shape):
+        {inner}
+    return [p(3, 5), p(5, 2), nn.Parameter(torch.zeros(2))]  # 参数
+
+params = get_params()
+x = torch.randn(4, 3)
+for step in range(3):
+    loss = (x @ params[0] @ params[1] + params[2]).sum()
+    loss.backward()
+""", monkeypatch)
+    entry = next(e for e in flow.loop_entries.values() if "params" in e)
+    assert bool(entry["params"].graph_tokens()) is not leaves

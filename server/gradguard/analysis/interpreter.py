@@ -446,6 +446,10 @@ class GraphFlow:
         # id(loop) -> what each name held when the loop was first entered: the graphs
         # built before it (GG102's question: which of them does a backward in it free?)
         self.loop_entries: Dict[int, Dict[str, Val]] = {}
+        # a def nested in the body run, by name (a call of it is read by its summary), and
+        # its summary once asked
+        self.local_defs: Dict[str, ast.AST] = {}
+        self._local_facts: Dict[int, FnFacts] = {}
         # ids of the calls whose graph node surely saves tensors for backward: module
         # forwards and the torch functions that save (GG103 needs certainty, not "may")
         self.saving_calls: set = set()
@@ -876,6 +880,8 @@ class GraphFlow:
             self._delete(s, env)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             env[s.name] = Val(obj="local")
+            if not isinstance(s, ast.ClassDef):
+                self.local_defs[s.name] = s
         elif type(s).__name__ == "Match":
             self.eval(s.subject, env)  # type: ignore[attr-defined]
             out = None
@@ -2477,6 +2483,18 @@ class GraphFlow:
         ):
             # h = repackage(h) with a helper we cannot see: a state-cutting helper by shape.
             return CLEAN
+        fn = self.local_defs.get(name) if callee.obj == "local" and name is not None else None
+        if fn is not None:
+            # def p(*shape): return nn.Parameter(...) in the body: what a call of it hands
+            # back is its summary's answer (leaves, a graph, what its arguments bring)
+            facts = self._local_facts.get(id(fn))
+            if facts is None:
+                from gradguard.analysis.facts import function_facts  # (facts imports this module)
+                facts = self._local_facts[id(fn)] = function_facts(fn, self.r)
+            made = self.r.ctor_obj(facts.makes) if facts.makes else None
+            if made is not None and made.startswith("user:"):
+                return Val(obj=made)  # net = build(): what a constructor of the user's made
+            return self._apply_facts(call, facts, pos, kws, env, name)
         if name is not None and (name in env or (self.r.ctx is None and name not in _BUILTIN_NAMES)) and (
             callee.obj in (None, "local") or callee.param
         ) and name not in ("tuple", "list"):
