@@ -869,18 +869,20 @@ for i in range(2):
         ("norm.zero_grad()", "x", True),  # used as a module: its output is a tensor with a graph
         ("print(list(norm.parameters()))", "x", True),
         ("", "w", True),  # called on a leaf requiring grad: surely a graph
+        ("norm = registry[0]", "x", False),  # a local the trace cannot type, only called
+        ("norm = registry[0]; norm.zero_grad()", "x", True),  # ... used as a module
     ],
 )
 def test_a_parameter_called_but_never_used_as_a_module_only_may_make_a_graph(extra, arg, tensor, monkeypatch):
-    """The shared trace assumes a module for a call of a parameter it cannot type
-    (``norm(x)``); where the unit never uses that parameter as a module
+    """The shared trace assumes a module for a call of a parameter or local it cannot
+    type (``norm(x)``); where the unit never uses that name as a module
     (``ast_util.module_names``: no ``norm.parameters()``, ``norm.zero_grad()``) a plain
-    callable may be passed (a normaliser object), so ``tensor_graphs`` holds no graph
+    callable may be there (a normaliser object), so ``tensor_graphs`` holds no graph
     for its result (GG102's walk read such a call as a carrier of its arguments)."""
     flow = _function_trace(f"""
 import torch
 
-def fit(model, norm, x, opt):
+def fit(model, norm, x, opt, registry):
     w = torch.randn(3, requires_grad=True)  # 叶子
     {extra or "pass"}
     xn = norm({arg})
@@ -957,3 +959,34 @@ for step in range(3):
 """, monkeypatch)
     entry = next(e for e in flow.loop_entries.values() if "params" in e)
     assert bool(entry["params"].graph_tokens()) is not leaves
+
+
+@pytest.mark.parametrize("base, tensor", [("", False), ("nn.Module", True)])
+def test_an_attribute_of_a_plain_object_called_only_may_make_a_graph(base, tensor, monkeypatch):
+    """``self.clip_range(progress)`` in a method of a class that is no module (a PPO
+    agent keeping a schedule): what the attribute holds is not typed by the class's
+    facts, so its result only may hold a graph (``tensor_graphs`` holds none; GG102's
+    walk reads it as no module's output). In a module class an attribute the trace
+    cannot see is still taken for a submodule."""
+    source = f"""
+import torch
+import torch.nn as nn
+
+class Agent({base}):
+    def __init__(self, schedule):
+        super().__init__()
+        self.policy = nn.Linear(3, 1)
+        self.clip_range = schedule  # 调度
+
+    def train(self, obs, progress, opt):
+        clip_range = self.clip_range(progress)
+        for epoch in range(3):
+            loss = (self.policy(obs) * clip_range).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+    flow = _function_trace(source, "train", monkeypatch)
+    (entry,) = flow.loop_entries.values()
+    assert entry["clip_range"].graph_tokens()
+    assert bool(flow.tensor_graphs(entry["clip_range"])) is tensor

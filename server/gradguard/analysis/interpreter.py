@@ -2306,6 +2306,11 @@ class GraphFlow:
             sub = self.r.attr_obj(recv.obj, m)
             if sub is None and recv.obj.startswith("user:") and m not in _MODULE_METHODS:
                 sub = "inst:?"  # self.fc(x): an attribute we cannot see is a submodule
+                if not self.build_stmts and self.r.ctx is not None and not self.r.is_module_class(recv.obj[5:]):
+                    # self.clip_range(p) of a class that is no module (a PPO agent): what the
+                    # attribute holds (a schedule, any callable) is not typed by the class's
+                    # facts, so its result only may hold a graph (the shared run's mark)
+                    self.opaque.add(id(call))
             if sub is not None:
                 return self._apply(call, Val(obj=sub), None, pos, kws, _union(pos, kws), env)
             return CLEAN if m in _MODULE_METHODS else plain(_union(pos, kws))
@@ -2502,12 +2507,14 @@ class GraphFlow:
             # summarising a def, a module-level name we cannot see): assume a module
             if summarising:
                 self.opaque.add(id(call))
-            elif callee.param and not self.build_stmts and not any(t[0] == "L" for t in args_taints) \
+            elif not self.build_stmts and not any(t[0] == "L" for t in args_taints) \
                     and not self._used_as_module(name):
-                # norm(x) of a parameter the unit never uses as a module (no norm.parameters(),
-                # norm.zero_grad(): ast_util.module_names): any callable may be passed (a plain
-                # normaliser object), so its result only may hold a graph (the shared run's mark,
-                # read by tensor_graphs; on leaves it is an op that surely builds one)
+                # norm(x) of a parameter or a local the unit never uses as a module (no
+                # norm.parameters(), norm.zero_grad(): ast_util.module_names): it may be any
+                # callable (a plain normaliser object), so its result only may hold a graph
+                # (the shared run's mark, read by tensor_graphs; on leaves it is an op that
+                # surely builds one). A name used as a module (``m`` of ``[m(x) for m in
+                # models]`` beside ``m.parameters()``) stays a module's output.
                 self.opaque.add(id(call))
             if name not in env and self.r.ctx is None:
                 # a module-level function, maybe: its facts are composed where this def is called

@@ -36,10 +36,13 @@ How it works (one unit at a time):
    container, the named tensors it holds), and so are the names a container
    holds and the sources of a graph ``__init__`` leaves on ``self`` (and of a
    graph whose start the trace cannot name, for the ``autograd.grad(inputs=)``
-   filter, which otherwise compares the trace's). The trace's candidates are a
-   superset of the walk's on a few shapes (functions returning leaves, per-model
-   output lists, plain callables); until it reads them as the walk does, this
-   walk stays (docs/architecture.md lists what is left).
+   filter, which otherwise compares the trace's). On the fixtures the trace's
+   candidates are the walk's in every loop (functions returning leaves, nested
+   defs, callables never used as modules, per-model output lists read by element
+   and graphs a call handed back after its own backward now read alike); on real
+   checkouts the trace still takes objects the unit's untyped calls made for
+   module outputs, and it names no container's tensors, so this walk stays
+   (docs/architecture.md lists what is left).
    Which loops freeze a module's parameters is one reading for the walk and the
    trace (``ast_util.frozen_by_loop``); the pre-filter above skips a unit whose
    only reused graph is an object a graph only may reach
