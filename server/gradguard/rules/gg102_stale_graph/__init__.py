@@ -711,7 +711,9 @@ class _Analysis:
         (after a step changed its weights: GG103's question), not one built before the
         loop that only the loop's iterations reuse."""
         flow = unit_trace(self.unit, self.ctx)
-        held = (flow.loop_entries.get(id(loop)) or {}).get(name) if flow is not None else None
+        if flow is None:
+            return False
+        held = (flow.loop_entries.get(id(loop)) or {}).get(name)
         toks = held.graph_tokens() if held is not None else ()
         if not toks:
             return False
