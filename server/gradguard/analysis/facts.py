@@ -449,6 +449,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
 
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "__setitem__"})
 
+interp.SUMMARISE_DEF = function_facts  # (a def nested in a body: GraphFlow.local_defs)
+
 
 def _sites(e: ast.AST, seen: Set[str], binders: Dict[str, List[ast.AST]],
            memo: Dict[str, frozenset]) -> Set[Tuple[int, int, str]]:

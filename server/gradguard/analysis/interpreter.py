@@ -19,7 +19,7 @@ from gradguard.model.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Iterator, List, Mapping, Sequence, Any, Dict, FrozenSet, Iterable, Tuple, Optional as _Opt
+    from typing import Callable, Iterator, List, Mapping, Sequence, Any, Dict, FrozenSet, Iterable, Tuple, Optional as _Opt
 
 
 _RECURRENT_SHORT = {q.rsplit(".", 1)[-1] for q in K.RECURRENT_MODULES | K.RECURRENT_CELLS}
@@ -2489,13 +2489,14 @@ class GraphFlow:
             # h = repackage(h) with a helper we cannot see: a state-cutting helper by shape.
             return CLEAN
         fn = self.local_defs.get(name) if callee.obj == "local" and name is not None else None
+        facts = None
         if fn is not None:
             # def p(*shape): return nn.Parameter(...) in the body: what a call of it hands
             # back is its summary's answer (leaves, a graph, what its arguments bring)
             facts = self._local_facts.get(id(fn))
-            if facts is None:
-                from gradguard.analysis.facts import function_facts  # (facts imports this module)
-                facts = self._local_facts[id(fn)] = function_facts(fn, self.r)
+            if facts is None and SUMMARISE_DEF is not None:
+                facts = self._local_facts[id(fn)] = SUMMARISE_DEF(fn, self.r)
+        if fn is not None and facts is not None:
             made = self.r.ctor_obj(facts.makes) if facts.makes else None
             if made is not None and made.startswith("user:"):
                 return Val(obj=made)  # net = build(): what a constructor of the user's made
@@ -3303,6 +3304,12 @@ class GraphFlow:
                 self.saving_calls.add(id(node))  # the positions share a part that saved tensors
             return tup([posval(rp) for rp in facts.returns])
         return posval(facts.ret) if facts.returns_value else CLEAN
+
+
+# How a def is summarised (``facts.function_facts``, which runs this interpreter): set by
+# the facts module when it loads (it imports this one, so this one does not import it);
+# asked for a def nested in the body being run (``GraphFlow.local_defs``)
+SUMMARISE_DEF: _Opt[Callable[[ast.AST, Resolver], FnFacts]] = None
 
 
 def _assumed_graph(facts: FnFacts, r: Resolver, depth: int = 0) -> bool:
