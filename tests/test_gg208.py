@@ -288,3 +288,26 @@ def test_groups_filled_from_something_unreadable_stay_silent():
     src = GROUPS_FILLED.format(groups='groups = [{"params": net.body.parameters()}, {"params": net.head.parameters()}]\n'
                                       'groups[0] = make_group(net)')
     assert not gg208(src)
+
+
+def test_a_bare_name_never_qualifies_to_a_torch_class_without_imports():
+    """The fact source asks is_optimizer_call / layer_with_parameters without the file's
+    imports and answers a call of a bare name False before qualifying it: sound only
+    while every default alias names a module, never a class of torch.optim or torch.nn."""
+    import ast
+
+    from gradguard.analysis import ast_util as A
+    from gradguard.rules.gg208_unoptimized_params.facts import is_optimizer_call, layer_with_parameters
+
+    for alias in A.DEFAULT_ALIASES:
+        q = A.qualify(ast.Name(id=alias)) or ""
+        last = q.rsplit(".", 1)[-1]
+        assert not (q.startswith(("torch.optim.", "torch.nn.")) and last[:1].isupper()), q
+        call = ast.parse(f"{alias}(x)").body[0].value  # type: ignore[attr-defined]
+        assert not is_optimizer_call(call) and not layer_with_parameters(call)
+    # with the imports, a bare name is qualified as before
+    from gradguard.analysis.context import ModuleContext
+
+    ctx = ModuleContext(None, None, {}, {"Adam": "torch.optim.Adam", "Linear": "torch.nn.Linear"})
+    assert is_optimizer_call(ast.parse("Adam(p)").body[0].value, ctx)  # type: ignore[attr-defined]
+    assert layer_with_parameters(ast.parse("Linear(2, 3)").body[0].value, ctx)  # type: ignore[attr-defined]

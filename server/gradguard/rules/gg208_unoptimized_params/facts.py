@@ -66,13 +66,23 @@ _PARAM_METHODS = frozenset({"parameters", "named_parameters"})
 _ADDERS = frozenset({"append", "extend", "add_module", "register_module", "insert", "update", "__setitem__"})
 
 
+# Without a ctx (the summarizer's case) a name is qualified through A.DEFAULT_ALIASES
+# alone, which map a name to a module (``optim`` -> ``torch.optim``): a call of a bare
+# name then never qualifies to ``torch.optim.<Class>`` nor ``torch.nn.<Class>``, so
+# only ``<...>.<Upper>(...)`` is qualified (tests/test_gg208.py
+# asserts it of every alias).
+
+
 def is_optimizer_call(call: ast.AST, ctx=None) -> bool:
     """``torch.optim.Adam(...)``, ``optim.SGD(...)`` (not a scheduler)."""
     if not isinstance(call, ast.Call):
         return False
     f = call.func
-    if f.__class__ is ast.Attribute and not f.attr[:1].isupper():
-        return False  # (the qualified name ends with the attribute: not a class; cheap, most calls)
+    if f.__class__ is ast.Attribute:
+        if not f.attr[:1].isupper():
+            return False  # (the qualified name ends with the attribute: not a class; cheap, most calls)
+    elif ctx is None:
+        return False  # (a bare name qualifies to itself or to a module: see above)
     q = A.qualify(f, ctx) or ""
     if not q.startswith(K.OPTIMIZER_PREFIXES) or ".lr_scheduler" in q or ".swa_utils" in q:
         return False
@@ -86,7 +96,10 @@ def layer_with_parameters(call: ast.AST, ctx=None) -> bool:
     if not isinstance(call, ast.Call):
         return False
     f = call.func
-    if f.__class__ is ast.Attribute and not f.attr[:1].isupper():
+    if f.__class__ is ast.Attribute:
+        if not f.attr[:1].isupper():
+            return False  # (as in is_optimizer_call)
+    elif ctx is None:
         return False  # (as in is_optimizer_call)
     q = A.qualify(f, ctx) or ""
     if not q.startswith("torch.nn.") or q.startswith("torch.nn.functional."):
@@ -117,11 +130,12 @@ def parameter_owners(expr: ast.AST, local: "Dict[str, List[ast.AST]]") -> "Tuple
             continue
         found = False
         names: "List[str]" = []
-        funcs = {id(n.func) for n in A.walk_all(e) if isinstance(n, ast.Call)}
-        inner = {id(n.value) for n in A.walk_all(e) if isinstance(n, ast.Attribute)}
+        nodes = list(A.walk_all(e))
+        funcs = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         # filter(lambda p: p.requires_grad, m.parameters()): the predicate hands over nothing
-        inner.update(id(n) for lam in A.walk_all(e) if isinstance(lam, ast.Lambda) for n in A.walk_all(lam.body))
-        for n in A.walk_all(e):
+        inner.update(id(n) for lam in nodes if isinstance(lam, ast.Lambda) for n in A.walk_all(lam.body))
+        for n in nodes:
             if isinstance(n, ast.Attribute) and id(n) not in funcs and id(n) not in inner:
                 d = A.dotted(n)
                 if d is not None:  # ``[self.log_alpha]``: a tensor handed over directly
@@ -182,22 +196,34 @@ def _last(d: str) -> str:
     return d.rsplit(".", 1)[-1]
 
 
-def _owner_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
-    scopes: "List[Tuple[ast.AST, Optional[str]]]" = []  # (def or statement, class name)
+def _inside(node: ast.AST, scope: ast.AST) -> bool:
+    """Is ``node`` within ``scope`` (its decorators included) in the source? (Nodes of
+    one parsed tree nest by position, so this answers without walking ``scope``.)"""
+    decorators = getattr(scope, "decorator_list", None)
+    first = decorators[0] if decorators else scope
+    at = getattr
+    return ((at(first, "lineno"), at(first, "col_offset")) <= (at(node, "lineno"), at(node, "col_offset"))
+            and (at(node, "end_lineno"), at(node, "end_col_offset")) <= (at(scope, "end_lineno"), at(scope, "end_col_offset")))
+
+
+def _owner_facts(stmt: ast.stmt, optimizers: "List[ast.Call]", out: "Dict[str, object]") -> None:
+    """The owners of the optimizers built in ``stmt`` (``optimizers``: those calls,
+    found by the statement's one scan): in a class, those its methods build."""
+    scopes: "List[Tuple[ast.AST, Optional[str], List[ast.Call]]]" = []  # (def or statement, class name, its optimizers)
     if isinstance(stmt, ast.ClassDef):
-        scopes = [(s, stmt.name) for s in stmt.body if isinstance(s, _DEFS)]
+        for s in stmt.body:
+            if isinstance(s, _DEFS):
+                mine = [c for c in optimizers if _inside(c, s)]
+                if mine:
+                    scopes.append((s, stmt.name, mine))
     else:
-        scopes = [(stmt, None)]
-    for scope, cls in scopes:
-        local = None
-        for n in (A.walk_all_list(scope) if cls is None else A.walk_all(scope)):
-            if not isinstance(n, ast.Call) or not is_optimizer_call(n):
-                continue
+        scopes = [(stmt, None, optimizers)]
+    for scope, cls, calls in scopes:
+        local = _LazyFills(scope)
+        for n in calls:
             args = list(n.args[:1]) + [k.value for k in n.keywords if k.arg == "params"]
-            if local is None:
-                local = _local_fills(scope)
             for a in args:
-                owners, opaque = parameter_owners(a, local)
+                owners, opaque = parameter_owners(a, local)  # type: ignore[arg-type]
                 if opaque:
                     out[OWNED_OPAQUE] = True
                 for d in owners:
@@ -218,125 +244,191 @@ def _freezes(call: ast.Call) -> bool:
     return "freeze" in low or "requires_grad" in low or "frozen" in low
 
 
-def _alone_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
-    for n in A.walk_all_list(stmt):
-        if isinstance(n, ast.For):
-            owner = A.frozen_by_loop(n)
-            if owner is not None:
-                out[ALONE + _last(owner)] = True
-                continue
-            it = n.iter
-            if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _PARAM_METHODS
-                    and A.dotted(it.func.value) is not None
-                    and any(isinstance(m, ast.Attribute) and m.attr in ("grad", "requires_grad")
-                            for m in A.walk_all(n))):
-                out[ALONE + _last(A.dotted(it.func.value) or "")] = True  # a hand-written update, or a freeze
-        elif isinstance(n, ast.Call):
-            f = n.func
-            if isinstance(f, ast.Attribute) and f.attr == "requires_grad_":
-                d = A.dotted(f.value)
-                if d is not None:
-                    out[ALONE + _last(d)] = True
-                continue
-            args = list(n.args) + [k.value for k in n.keywords]
-            flat: "List[ast.AST]" = []
-            for a in args:
-                a = a.value if isinstance(a, ast.Starred) else a
-                flat.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
-            named = [d for d in (A.dotted(a) for a in flat) if d is not None and "." in d]
-            if not named:
-                continue
-            callee = A.dotted(f) or ""
-            last = _last(callee)
-            wraps = (last[:1].isupper() and not is_optimizer_call(n)) or (
-                isinstance(f, ast.Attribute) and f.attr in _ADDERS)
-            if wraps or _freezes(n):
-                for d in named:
-                    out[ALONE + _last(d)] = True
-        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute):
+class _Scan:
+    """The nodes of one top-level statement that the facts below read, sorted by
+    class from one pass over its breadth-first node list (``A.walk_all_list``, the
+    list the graph facts made of the same statement just before): each fact reads
+    its own short list instead of testing every node again. ``optimizers``: the
+    calls that build an optimizer (:func:`is_optimizer_call`, each call asked once)."""
+
+    __slots__ = ("calls", "fors", "assigns", "optimizers")
+
+    def __init__(self, stmt: ast.stmt) -> None:
+        calls: "List[ast.Call]" = []
+        fors: "List[ast.For]" = []
+        assigns: "List[ast.Assign]" = []
+        Call, For, Assign = ast.Call, ast.For, ast.Assign
+        for n in A.walk_all_list(stmt):
+            cls = n.__class__  # (a parsed tree's nodes are of these exact classes)
+            if cls is Call:
+                calls.append(n)  # type: ignore[arg-type]
+            elif cls is Assign:
+                assigns.append(n)  # type: ignore[arg-type]
+            elif cls is For:
+                fors.append(n)  # type: ignore[arg-type]
+        self.calls, self.fors, self.assigns = calls, fors, assigns
+        self.optimizers = [c for c in calls if is_optimizer_call(c)]
+
+
+def _alone_facts(scan: _Scan, out: "Dict[str, object]") -> None:
+    for loop in scan.fors:
+        owner = A.frozen_by_loop(loop)
+        if owner is not None:
+            out[ALONE + _last(owner)] = True
+            continue
+        it = loop.iter
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _PARAM_METHODS
+                and A.dotted(it.func.value) is not None
+                and any(isinstance(m, ast.Attribute) and m.attr in ("grad", "requires_grad")
+                        for m in A.walk_all(loop))):
+            out[ALONE + _last(A.dotted(it.func.value) or "")] = True  # a hand-written update, or a freeze
+    optimizers = {id(c) for c in scan.optimizers}
+    for n in scan.calls:
+        f = n.func
+        if isinstance(f, ast.Attribute) and f.attr == "requires_grad_":
+            d = A.dotted(f.value)
+            if d is not None:
+                out[ALONE + _last(d)] = True
+            continue
+        if not n.args and not n.keywords:
+            continue  # (nothing named below)
+        args = list(n.args) + [k.value for k in n.keywords]
+        flat: "List[ast.AST]" = []
+        for a in args:
+            a = a.value if isinstance(a, ast.Starred) else a
+            flat.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
+        named = [d for d in (A.dotted(a) for a in flat if a.__class__ is ast.Attribute) if d is not None]
+        if not named:
+            continue
+        callee = A.dotted(f) or ""
+        last = _last(callee)
+        wraps = (last[:1].isupper() and id(n) not in optimizers) or (
+            isinstance(f, ast.Attribute) and f.attr in _ADDERS)
+        if wraps or _freezes(n):
+            for d in named:
+                out[ALONE + _last(d)] = True
+    for asg in scan.assigns:
+        if isinstance(asg.value, ast.Attribute):
             # ``self.encoder = model.encoder``: a module shared with another owner
-            d = A.dotted(n.value)
+            d = A.dotted(asg.value)
             if d is not None and "." in d:
-                for t in n.targets:
+                for t in asg.targets:
                     td = A.dotted(t)
                     if td is not None:
                         out[ALONE + _last(td)] = True
 
 
-def class_facts(node: ast.ClassDef) -> "Tuple[bool, bool, bool, bool]":
+def _class_facts(node: ast.ClassDef, scan: _Scan) -> "Tuple[bool, bool, bool, bool]":
     is_module = any((A.dotted(b) or "").endswith("Module") for b in node.bases)
-    has_params = False
-    own_opt = steps = False
-    for n in A.walk_all_list(node):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
-            steps = True
-        if layer_with_parameters(n):
-            has_params = True
-        if isinstance(n, ast.Call) and is_optimizer_call(n):
-            args = list(n.args[:1]) + [k.value for k in n.keywords if k.arg == "params"]
-            if any(owner == "self" for a in args for owner in parameter_owners(a, {})[0]):
-                own_opt = True
+    steps = any(isinstance(n.func, ast.Attribute) and n.func.attr == "step" for n in scan.calls)
+    has_params = any(layer_with_parameters(n) for n in scan.calls)
+    own_opt = False
+    for n in scan.optimizers:
+        args = list(n.args[:1]) + [k.value for k in n.keywords if k.arg == "params"]
+        if any(owner == "self" for a in args for owner in parameter_owners(a, {})[0]):
+            own_opt = True
     return is_module, has_params, own_opt, steps
 
 
-def _stepped_facts(stmt: ast.stmt, out: "Dict[str, object]") -> None:
-    for n in A.walk_all_list(stmt):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step":
+def class_facts(node: ast.ClassDef) -> "Tuple[bool, bool, bool, bool]":
+    """``(is_module, has_parameters, own_optimizer, steps)`` of a class (the
+    ``gg208:class:`` fact)."""
+    return _class_facts(node, _Scan(node))
+
+
+def _stepped_facts(scan: _Scan, out: "Dict[str, object]") -> None:
+    for n in scan.calls:
+        if isinstance(n.func, ast.Attribute) and n.func.attr == "step":
             d = A.dotted(n.func.value)
             for part in (d or "").split(".")[:-1]:
                 if part != "self":
                     out[STEPPED + part] = True
 
 
-def _replaced_params(fn: "ast.FunctionDef | ast.AsyncFunctionDef") -> "Tuple[int, ...]":
+def _replaced_params(fn: "ast.FunctionDef | ast.AsyncFunctionDef", scan: _Scan) -> "Tuple[int, ...]":
     args = fn.args
     params = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    if not params:
+        return ()
+    # (cheap first: an assignment to an attribute, or a setattr() call, must be there)
+    Attribute = ast.Attribute
+    if not any(t.__class__ is Attribute or (t.__class__ is ast.Tuple and any(e.__class__ is Attribute for e in t.elts))
+               for n in scan.assigns for t in n.targets) and not any(
+            n.func.__class__ is ast.Name and n.func.id == "setattr" for n in scan.calls):
+        return ()
     made: "Set[str]" = set()  # local names bound to a layer with parameters
-    for n in A.walk_all_list(fn):
-        if isinstance(n, ast.Assign) and layer_with_parameters(n.value):
-            for t in n.targets:
+    for asg in scan.assigns:
+        if layer_with_parameters(asg.value):
+            for t in asg.targets:
                 made.update(A.target_names(t))
     hit: "Set[int]" = set()
 
     def layer(v: ast.AST) -> bool:
         return layer_with_parameters(v) or (isinstance(v, ast.Name) and v.id in made)
 
-    for n in A.walk_all_list(fn):
-        if isinstance(n, ast.Assign):
-            for tgt, val in A.assigned_pairs(n):
-                if isinstance(tgt, ast.Attribute) and layer(val):
-                    head = (A.dotted(tgt) or "").split(".")[0]
-                    if head in params:
-                        hit.add(params.index(head))
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr"
-              and len(n.args) == 3 and isinstance(n.args[0], ast.Name) and layer(n.args[2])):
+    for asg in scan.assigns:
+        for tgt, val in A.assigned_pairs(asg):
+            if isinstance(tgt, ast.Attribute) and layer(val):
+                head = (A.dotted(tgt) or "").split(".")[0]
+                if head in params:
+                    hit.add(params.index(head))
+    for n in scan.calls:
+        if (isinstance(n.func, ast.Name) and n.func.id == "setattr"
+                and len(n.args) == 3 and isinstance(n.args[0], ast.Name) and layer(n.args[2])):
             if n.args[0].id in params:
                 hit.add(params.index(n.args[0].id))
     return tuple(sorted(hit))
 
 
-def _submodules(node: ast.ClassDef) -> "Tuple[str, ...]":
+def _submodules(node: ast.ClassDef, scan: _Scan) -> "Tuple[str, ...]":
     methods = {s.name: s for s in node.body if isinstance(s, _DEFS)}
     init, fwd = methods.get("__init__"), methods.get("forward")
     if init is None or fwd is None:
         return ()
     bound: "Dict[str, List[ast.AST]]" = {}
-    for n in A.walk_all(node):
-        if isinstance(n, ast.Assign):
-            for t in n.targets:
-                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
-                    if isinstance(e, ast.Attribute):
-                        d = A.dotted(e) or ""
-                        # self.x = ..., and self.x.weight = ... (a tied weight: left out)
-                        head = d.split(".")
-                        if len(head) >= 2 and head[0] == "self":
-                            bound.setdefault(head[1], []).append(n.value if len(head) == 2 else n)
-    called = {A.dotted(n.func.value) for n in A.walk_all(fwd)
-              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
-    called |= {A.dotted(n.func) for n in A.walk_all(fwd) if isinstance(n, ast.Call)}
+    for n in scan.assigns:
+        for t in n.targets:
+            for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                if isinstance(e, ast.Attribute):
+                    d = A.dotted(e) or ""
+                    # self.x = ..., and self.x.weight = ... (a tied weight: left out)
+                    head = d.split(".")
+                    if len(head) >= 2 and head[0] == "self":
+                        bound.setdefault(head[1], []).append(n.value if len(head) == 2 else n)
+    if not bound:
+        return ()
+    called: "Set[Optional[str]]" = set()
+    for x in A.walk_all(fwd):
+        if x.__class__ is ast.Call:
+            f = x.func
+            if f.__class__ is ast.Attribute:
+                called.add(A.dotted(f.value))
+            called.add(A.dotted(f))
     out = [a for a, vs in bound.items()
            if len(vs) == 1 and layer_with_parameters(vs[0]) and "self." + a in called]
     return tuple(sorted(out))
+
+
+class _LazyFills:
+    """:func:`_local_fills` of a def, made on the first name looked up (most
+    returned values name their parameters at once and look nothing up)."""
+
+    __slots__ = ("_owner", "_fills")
+
+    def __init__(self, owner: ast.AST) -> None:
+        self._owner = owner
+        self._fills: "Optional[Dict[str, List[ast.AST]]]" = None
+
+    def _get(self) -> "Dict[str, List[ast.AST]]":
+        if self._fills is None:
+            self._fills = _local_fills(self._owner)
+        return self._fills
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._get()
+
+    def __getitem__(self, name: str) -> "List[ast.AST]":
+        return self._get()[name]
 
 
 def _groups(node: ast.ClassDef, out: "Dict[str, object]") -> None:
@@ -346,11 +438,11 @@ def _groups(node: ast.ClassDef, out: "Dict[str, object]") -> None:
         rets = [n.value for n in A.walk_all(m) if isinstance(n, ast.Return) and n.value is not None]
         if not rets:
             continue
-        local = _local_fills(m)
+        local = _LazyFills(m)
         attrs: "Set[str]" = set()
         ok = True
         for r in rets:
-            owners, opaque = parameter_owners(r, local)
+            owners, opaque = parameter_owners(r, local)  # type: ignore[arg-type]
             parts = [o.split(".") for o in owners]
             if opaque or not owners or any(len(p) != 2 or p[0] != "self" for p in parts):
                 ok = False
@@ -362,17 +454,19 @@ def _groups(node: ast.ClassDef, out: "Dict[str, object]") -> None:
 
 def summarize_owner_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tuple[str, object]]":
     out: "Dict[str, object]" = {}
-    _owner_facts(stmt, out)
-    _alone_facts(stmt, out)
-    _stepped_facts(stmt, out)
+    scan = _Scan(stmt)
+    if scan.optimizers:  # (the owners are read from the optimizers' constructions alone)
+        _owner_facts(stmt, scan.optimizers, out)
+    _alone_facts(scan, out)
+    _stepped_facts(scan, out)
     if isinstance(stmt, ast.ClassDef):
-        out[CLASS + stmt.name] = class_facts(stmt)
-        subs = _submodules(stmt)
+        out[CLASS + stmt.name] = _class_facts(stmt, scan)
+        subs = _submodules(stmt, scan)
         if subs:
             out[SUBMODULES + stmt.name] = subs
             _groups(stmt, out)
     elif isinstance(stmt, _DEFS):
-        rep = _replaced_params(stmt)
+        rep = _replaced_params(stmt, scan)
         if rep:
             out[REPLACES + stmt.name] = rep
     return sorted(out.items())
