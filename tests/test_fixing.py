@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from gradguard.engine import check_source
@@ -135,39 +136,20 @@ def test_a_fix_asked_for_again_at_its_own_insertion_point_is_dropped():
     assert [f.range.start.line for f in run.result.findings] == [3]
 
 
-RECOMPUTE_NOT_ENOUGH = """\
-import torch
-import torch.nn as nn
-
-G = nn.Linear(4, 4)
-V = nn.Linear(4, 1)
-og = torch.optim.SGD(G.parameters(), 0.1)
-ov = torch.optim.SGD(V.parameters(), 0.1)
-for _ in range(3):
-    z = torch.randn(8, 4)
-    e = torch.softmax(G(z), -1)
-    v = torch.sigmoid(V(e))
-    loss_g = -v.mean()
-    loss_v = ((v - 1) ** 2).mean()
-    og.zero_grad()
-    ov.zero_grad()
-    loss_g.backward(retain_graph=True)
-    og.step()
-    loss_v.backward()
-    ov.step()
-"""
-
-
 def test_cli_fix_never_writes_the_same_line_twice(tmp_path):
-    """Whatever GG103 offers on this program, `--fix` must not leave a line its
-    fixes wrote repeated (a round that did not settle its finding is dropped)."""
+    """GG103's "compute again after the step" on a GAN-style program whose critic loss was
+    built from the old value before the step: `--fix` writes the recomputation once (the
+    value and the loss made from it) and the fixed program has no finding left."""
+    src = (FIXTURES / "gg103_one_linear_after_an_encoder_stepped_between.py").read_text(encoding="utf-8")
     path = tmp_path / "prog.py"
-    path.write_text(RECOMPUTE_NOT_ENOUGH, encoding="utf-8")
+    path.write_text(src, encoding="utf-8")
     subprocess.run([sys.executable, "-m", "gradguard", "check", str(path), "--fix", "--no-cache", "-q",
                     "--exit-zero"], check=True, capture_output=True)
-    lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
-    repeated = sorted({line for line in lines if lines.count(line) > 1})
-    assert repeated == []
+    fixed = path.read_text(encoding="utf-8")
+    assert fixed != src
+    added = Counter(fixed.split("\n")) - Counter(src.split("\n"))
+    assert added and set(added.values()) == {1}  # each line the fix writes, written once
+    assert check_source(fixed).findings == ()
 
 
 def test_edits_that_cannot_be_applied_leave_the_last_good_state():
