@@ -304,6 +304,18 @@ _SIMPLE_STATEMENTS = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Ex
                                 ast.Delete, ast.Raise, ast.Assert})
 
 
+def with_bodies_inline(block: Sequence[ast.stmt]) -> List[ast.stmt]:
+    """The statements that run, in order, whenever ``block`` runs: the bodies of its
+    ``with`` statements (nested ones too) in place of the ``with`` itself."""
+    out: List[ast.stmt] = []
+    for s in block:
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            out.extend(with_bodies_inline(s.body))
+        else:
+            out.append(s)
+    return out
+
+
 def iter_statements(stmts: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     """Statements of a block and of the compound statements inside it, in
     source order, not entering nested defs/classes (the def itself is yielded)."""

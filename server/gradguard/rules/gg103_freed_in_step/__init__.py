@@ -161,7 +161,7 @@ def _steps_own_model(loop: ast.For, b: ast.Call) -> bool:
     what the loss sends into the other elements' models is zeroed before any step uses
     it, and detaching them changes no update."""
     i = _loop_index_name(loop)
-    stmts = _in_order(loop.body)
+    stmts = A.with_bodies_inline(loop.body)
     at = next((k for k, s in enumerate(stmts) if _holds(s, b)), None)
     if i is None or at is None:
         return False
@@ -235,17 +235,6 @@ def _blocks(body: Sequence[ast.stmt]) -> Iterator[Sequence[ast.stmt]]:
     for s in A.iter_statements(body):
         for block in A.child_blocks(s):
             yield block
-
-
-def _in_order(block: Sequence[ast.stmt]) -> List[ast.stmt]:
-    """The statements that run, in order, whenever the list runs: ``with`` bodies inline."""
-    out: List[ast.stmt] = []
-    for s in block:
-        if isinstance(s, (ast.With, ast.AsyncWith)):
-            out.extend(_in_order(s.body))
-        else:
-            out.append(s)
-    return out
 
 
 # Runs of one statement list. The fixes and proofs below read the statements
@@ -405,7 +394,7 @@ def _legacy_retain(call: ast.Call) -> bool:
 
 
 def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iterator[Finding]:
-    stmts = _in_order(block)
+    stmts = A.with_bodies_inline(block)
     start = _pos(block[0])
     for i, s in enumerate(stmts):
         b1 = _direct_backward(s, ctx, events)
@@ -626,7 +615,7 @@ def _separate_in_body(body, node, b1, b2, unit, ctx) -> bool:
         return False
     inner = None
     for block in _blocks(body):  # the innermost list holding all three
-        stmts = _in_order(block)
+        stmts = A.with_bodies_inline(block)
         if all(_index_holding(stmts, n) is not None for n in (node, b1, b2)):
             inner = stmts
     return inner is not None and _separate_positions(node, inner, b1, b2, (None, unit), ctx)
@@ -727,7 +716,7 @@ def _next_iteration_finding(rule, body, node, b, ctx, flow, unit) -> Optional[Fi
 def _block_of_stmt(body, target) -> Optional[List[ast.stmt]]:
     """The statement list (``with`` bodies inline) holding ``target`` itself."""
     for block in _blocks(body):
-        stmts = _in_order(block)
+        stmts = A.with_bodies_inline(block)
         if any(st is target for st in stmts):
             return stmts
     return None
@@ -840,7 +829,7 @@ def _holds(s: ast.stmt, node: ast.AST) -> bool:
 def _innermost(body, node) -> Optional[Tuple[List[ast.stmt], int]]:
     """The innermost statement list holding ``node`` (``with`` bodies inline) and the
     index there of the statement that holds it."""
-    stmts = _in_order(body)
+    stmts = A.with_bodies_inline(body)
     while True:
         j = next((k for k, s in enumerate(stmts) if _holds(s, node)), None)
         if j is None:
@@ -848,7 +837,7 @@ def _innermost(body, node) -> Optional[Tuple[List[ast.stmt], int]]:
         inner = next((b for b in A.child_blocks(stmts[j]) if any(_holds(t, node) for t in b)), None)
         if inner is None:
             return stmts, j
-        stmts = _in_order(inner)
+        stmts = A.with_bodies_inline(inner)
 
 
 def _enclosing_loop(body, b1, b2) -> Optional[ast.stmt]:
@@ -1610,7 +1599,7 @@ def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
 
 def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=None, unit=None,
                    data_layers=None) -> Iterator[Finding]:
-    stmts = _in_order(block)
+    stmts = A.with_bodies_inline(block)
     if not stmts:
         return
     start = _pos(block[0])
