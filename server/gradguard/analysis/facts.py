@@ -166,11 +166,20 @@ def _empties_own_container(fn: ast.AST) -> bool:
     args = fn.args.args  # type: ignore[attr-defined]
     me = args[0].arg if args else None
     for s in A.iter_statements(fn.body):  # type: ignore[attr-defined]
-        if isinstance(s, ast.Assign) and isinstance(s.value, (ast.List, ast.Dict)) and any(
-                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
+        if not isinstance(s, ast.Assign):
+            continue
+        if isinstance(s.value, (ast.List, ast.Dict)) and any(_own_attr(t, me) for t in s.targets):
+            return True
+        if isinstance(s.value, ast.Tuple) and any(  # self.values, self.log_probs = [], []
+                isinstance(t, ast.Tuple) and len(t.elts) == len(s.value.elts) and any(
+                    isinstance(v, (ast.List, ast.Dict)) and _own_attr(e, me) for e, v in zip(t.elts, s.value.elts))
                 for t in s.targets):
             return True
     return False
+
+
+def _own_attr(t: ast.expr, me: Optional[str]) -> bool:
+    return isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
 
 
 _FILLS = ("append", "extend", "insert", "clear")
@@ -228,6 +237,12 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
             changed.add(id(t))  # self.sum += val * n: a running total kept on the object
         elif cls is ast.Assign and me is not None and node.value.__class__ in (ast.List, ast.Dict):  # type: ignore[attr-defined]
             emptied.update(id(t) for t in node.targets)  # type: ignore[attr-defined]  # self.memory = []
+        elif cls is ast.Assign and me is not None and node.value.__class__ is ast.Tuple:  # type: ignore[attr-defined]
+            # self.values, self.log_probs = [], []: each target emptied by its own display
+            for t in node.targets:  # type: ignore[attr-defined]
+                if t.__class__ is ast.Tuple and len(t.elts) == len(node.value.elts):  # type: ignore[attr-defined]
+                    emptied.update(id(e) for e, v in zip(t.elts, node.value.elts)  # type: ignore[attr-defined]
+                                   if v.__class__ in (ast.List, ast.Dict))
         elif cls in (ast.Global, ast.Nonlocal):
             declared.update(node.names)  # type: ignore[attr-defined]
         elif cls in (ast.Import, ast.ImportFrom):

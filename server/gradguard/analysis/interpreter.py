@@ -640,6 +640,11 @@ class GraphFlow:
         returned: set = set()
         for r in self.returns:
             returned |= r.taints
+        for key, a in self._appended.items():
+            if key.startswith("self."):
+                # an A3C player's ``self.log_probs.append(...)``: handed to the caller
+                # through the object's own list, as a return would
+                returned |= a.taints
         for key, v in (getattr(self, "final", None) or {}).items():
             if not key.startswith("self.") or ("A", key) not in v.taints:
                 continue
@@ -2272,6 +2277,10 @@ class GraphFlow:
             if key is not None:
                 env[key] = _with(env.get(key, CLEAN), taints=env.get(key, CLEAN).taints | {("L", call)})
             return plain(recv.taints | {("L", call)})
+        if m == "append" and self.track_self_state and key is not None and key.startswith("self.") and key.count(".") == 1:
+            # self.log_probs.append(x): handed to the caller through the object's own list,
+            # as a return would (self_states reads it)
+            self._appended[key] = plain(_union(pos, kws))
         if key == "self" and self.self_obj is not None and recv.obj == self.self_obj:
             self.member_calls.append((m, _union(pos, kws)))  # self.lif1(cur): for ClassFacts.members
         if recv.obj and recv.obj.startswith("pending:"):

@@ -347,7 +347,12 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
         # reached through a module holding this one (``model.recurrent``): how often the
         # loop calls it per backward is not known, and a detach at each call would cut
         # the graph between calls of one iteration (changing its gradients): no fix
-        fixes = () if held else _method_top_fix(unit, key, shape, ctx)
+        # the step method of an object that is no module (an A3C player's ``action_train()``,
+        # its state handed back through ``self.log_probs``): a rollout calls it several
+        # times per backward, and a detach at its top would cut the rollout's own graph
+        # (changing the update's gradients): no fix
+        agent = unit.node.name != "forward" and isinstance(cf, V.ClassFacts) and cf.bases in ((), ("object",))
+        fixes = () if held or agent else _method_top_fix(unit, key, shape, ctx)
         out.append(Finding(rule.code, ctx.line_range(v.site), msg, rule.default_severity, tuple(related), fixes,
                            {"variable": key, "variables": [key], "stateful": True}))
     return out

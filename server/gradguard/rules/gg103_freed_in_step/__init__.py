@@ -916,6 +916,14 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone changes what the input learns; the message says what to do
         advice = M.advice_retain_in_helper(_callee(b1), what)
+    elif _stepped_in_between(stmts, s1, b2, shared, ctx) and _only_through_shared(flow, b2, shared, ctx):
+        # DCGAN's errG from the D step's ``output = netD(fake.detach())``: the second loss
+        # reaches no graph but the shared one, so its detach leaves nothing to back-propagate
+        # and computing the same statements again keeps the detach; the forward the second
+        # loss needs (``netD(fake)``) is the user's to write: no fix (nor a detach in the
+        # first loss, which would leave that one nothing to back-propagate either)
+        return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                     M.advice_may_update(what), [], name, ctx)
     elif _stepped_in_between(stmts, s1, b2, shared, ctx):
         second_cut = _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx) if name and holder is not None else None
         if second_cut:
@@ -2328,6 +2336,28 @@ class _DetachNames(ast.NodeTransformer):
         if isinstance(node.ctx, ast.Load) and node.id in self.names:
             return ast.Call(ast.Attribute(ast.Name(node.id, ast.Load()), "detach", ast.Load()), [], [])
         return node
+
+
+def _only_through_shared(flow, b2, shared, ctx) -> bool:
+    """Does the second backward's loss reach no graph (nor leaf requiring grad) but the
+    shared one (as the interpreter's run saw it)? False when that is not known."""
+    if flow is None:
+        return False
+    ev = next((e for e in flow.events if e.call is b2), None)
+    if ev is None:
+        return False
+    own = set(shared)
+    graph = [t for t in ev.loss.taints if t[0] in ("G", "L", "U", "P") and t not in own]
+    return bool(own & ev.loss.taints) and all(_parameterless_call(t[1], ctx) for t in graph)
+
+
+def _parameterless_call(node, ctx) -> bool:
+    """``criterion(output, label)`` with ``criterion = nn.BCELoss()``: a call of a torch
+    module that has no parameters (its graph token brings nothing to train)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return False
+    raw = ctx.summary.get("var:" + node.func.id)
+    return isinstance(raw, str) and raw.rsplit(".", 1)[-1] in K.PARAMETERLESS_MODULES
 
 
 def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
