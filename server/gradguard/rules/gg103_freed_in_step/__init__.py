@@ -413,7 +413,8 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
             for b2, ev2 in _unreported(later, ctx, events, reported):
                 shared = freed & ev2.loss.graph_tokens()
                 if shared:
-                    shared = {t for t in shared if not _separate_positions(t[1], stmts, b1, b2, where, ctx)}
+                    shared = {t for t in shared if not _separate_positions(t[1], stmts, b1, b2, where, ctx)
+                              and not _separate_keys(t[1], stmts, b1, b2, ctx)}
                 if shared:
                     reported.add(id(b2))
                     yield _finding(rule, stmts, s, b1, b2, shared, ctx, where)
@@ -618,7 +619,8 @@ def _separate_in_body(body, node, b1, b2, unit, ctx) -> bool:
         stmts = A.with_bodies_inline(block)
         if all(_index_holding(stmts, n) is not None for n in (node, b1, b2)):
             inner = stmts
-    return inner is not None and _separate_positions(node, inner, b1, b2, (None, unit), ctx)
+    return inner is not None and (_separate_positions(node, inner, b1, b2, (None, unit), ctx)
+                                  or _separate_keys(node, inner, b1, b2, ctx))
 
 
 def _separate_positions(node: ast.AST, stmts, b1, b2, where, ctx) -> bool:
@@ -638,6 +640,229 @@ def _separate_positions(node: ast.AST, stmts, b1, b2, where, ctx) -> bool:
     a = set().union(*(sites[p] for p in first))
     b = set().union(*(sites[p] for p in second))
     return not a & b  # (a position with no site holds nothing built in the call: a detached output)
+
+
+def _separate_keys(node: ast.AST, stmts, b1, b2, ctx) -> bool:
+    """``losses, out = trainer(x, ...)`` whose module's ``forward`` fills a dict by constant
+    keys (``losses = {}``, ``losses["wgan_d"] = ...`` from ``x2.detach()``, ``losses["wgan_g"]
+    = ...`` from ``x2``) and returns it, the two losses reading keys of it (``losses["g"] =
+    losses["l1"] + losses["wgan_g"]``, ``losses["d"] = losses["wgan_d"]``) built inside from
+    no operation in common, and no step between the two backward calls training a module
+    the second loss's keys were computed with: the first backward frees nothing the second
+    needs (generative-inpainting's trainer, G updated first). False when any of it cannot
+    be read."""
+    if not isinstance(node, ast.Call):
+        return False
+    k = _index_holding(stmts, node)
+    holder = stmts[k] if k is not None else None
+    if not (isinstance(holder, ast.Assign) and holder.value is node and len(holder.targets) == 1):
+        return False
+    target = holder.targets[0]
+    elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+    if not all(isinstance(e, ast.Name) for e in elts):
+        return False
+    j1, j2 = _index_holding(stmts, b1), _index_holding(stmts, b2)
+    if j1 is None or j2 is None:
+        return False
+    for p, e in enumerate(elts):
+        name = e.id  # type: ignore[attr-defined]
+        keys1 = _dict_keys_read(stmts, k, j1, b1, name, ctx)
+        keys2 = _dict_keys_read(stmts, k, j2, b2, name, ctx)
+        if keys1 is None or keys2 is None:
+            return False
+        if not keys1 and not keys2:
+            continue  # another position
+        if not keys1 or not keys2 or keys1 & keys2:
+            return False
+        got = _forward_dict_sites(node, p if len(elts) > 1 else None, ctx)
+        if got is None:
+            return False
+        sites, modules = got
+        if any(key not in sites for key in keys1 | keys2):
+            return False
+        a = set().union(*(sites[key] for key in keys1))
+        b = set().union(*(sites[key] for key in keys2))
+        if a & b:
+            return False
+        reached = set().union(*(modules[key] for key in keys2))
+        for s in stmts[j1:j2 + 1]:
+            for call, opt in _step_calls(s):
+                if not _pos(b1) < _pos(call) < _pos(b2):
+                    continue
+                paths = _owner_paths(opt, ctx)
+                if paths is None and "." in opt:
+                    paths = _owner_paths("self." + opt.split(".", 1)[1], ctx)  # trainer.optimizer_g
+                if paths is None or {p_.split(".")[0] for p_ in paths} & reached:
+                    return False
+        return True
+    return False
+
+
+def _dict_keys_read(stmts, k: int, j: int, b, name: str, ctx) -> Optional[Set[str]]:
+    """The constant keys of the dict ``name`` (bound by statement ``k``) the loss of the
+    backward ``b`` (in statement ``j``) reads, through the statements between that assign
+    names or keys of it (``losses["g"] = losses["l1"] * 1.2``); None when it reads the
+    dict otherwise (``sum(losses.values())``)."""
+    tgt = A.backward_target(b, ctx) if isinstance(b, ast.Call) else None
+    if tgt is None:
+        return None
+    between = stmts[k + 1:j]
+    out: Set[str] = set()
+    todo = [(tgt, len(between))]
+    seen: Set[Tuple[str, int]] = set()
+    while todo:
+        e, upto = todo.pop()
+        for n in A.walk_all(e):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+                sl = n.slice
+                if not (isinstance(sl, ast.Constant) and isinstance(sl.value, str)):
+                    return None
+                got = _last_binding(between[:upto], lambda t: isinstance(t, ast.Subscript) and isinstance(
+                    t.value, ast.Name) and t.value.id == name and isinstance(t.slice, ast.Constant)
+                    and t.slice.value == sl.value)
+                if got is None:
+                    out.add(sl.value)
+                elif (sl.value, got[0]) not in seen:
+                    seen.add((sl.value, got[0]))
+                    todo.append((got[1], got[0]))
+            elif isinstance(n, ast.Name) and n.id == name:
+                if not any(n is sub.value for sub in A.walk_all(e) if isinstance(sub, ast.Subscript)):
+                    return None  # the dict itself: every key
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                got = _last_binding(between[:upto], lambda t, i=n.id: isinstance(t, ast.Name) and t.id == i)
+                if got is not None and (n.id, got[0]) not in seen:
+                    seen.add((n.id, got[0]))
+                    todo.append((got[1], got[0]))
+    return out
+
+
+def _last_binding(stmts, is_target) -> Optional[Tuple[int, ast.AST]]:
+    """(index, value) of the last plain assignment of ``stmts`` one of whose targets
+    ``is_target`` accepts; a binding in any other statement: (index, the statement)."""
+    for i in range(len(stmts) - 1, -1, -1):
+        s = stmts[i]
+        if isinstance(s, ast.Assign) and any(is_target(t) for t in s.targets):
+            return i, s.value
+        if not isinstance(s, ast.Assign) and any(is_target(t) for t in A.walk_all(s)
+                                                 if isinstance(getattr(t, "ctx", None), (ast.Store, ast.Del))):
+            return i, s
+    return None
+
+
+def _forward_dict_sites(node: ast.Call, p: Optional[int], ctx):
+    """For the module call ``node`` (an instance of a class of the file whose ``forward``
+    returns, at position ``p``, a dict it makes empty and fills by constant keys): per key,
+    the operations inside that build its value (followed through the names it reads, in
+    order, ``x.detach()`` cutting) and the attributes of ``self`` they call or hand on
+    (``self.localD``). None when the forward is written otherwise."""
+    name = A.dotted(node.func)
+    if name is None:
+        return None
+    classes = set()
+    for made in _instances(name, ctx):
+        if not isinstance(made, ast.Call):
+            return None
+        classes.add((A.dotted(made.func) or "").rsplit(".", 1)[-1])
+    if len(classes) != 1:
+        return None
+    cls_name = classes.pop()
+    if not isinstance(ctx.summary.get("class:" + cls_name), V.ClassFacts):
+        return None
+    try:
+        tree = ast.parse("\n".join(ctx.index.lines))
+    except SyntaxError:
+        return None
+    cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == cls_name), None)
+    fwd = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "forward"), None) if cls else None
+    if fwd is None:
+        return None
+    rets = [n for n in ast.walk(fwd) if isinstance(n, ast.Return)]
+    if not rets:
+        return None
+    holder = None
+    for r in rets:
+        v = r.value
+        e = v if p is None else (v.elts[p] if isinstance(v, ast.Tuple) and p < len(v.elts) else None)
+        if not isinstance(e, ast.Name) or (holder is not None and e.id != holder):
+            return None
+        holder = e.id
+    sites: Dict[str, Set] = {}
+    modules: Dict[str, Set[str]] = {}
+    env: Dict[str, Tuple[frozenset, frozenset]] = {}
+    made = [False]
+
+    def read(e: ast.AST) -> Tuple[Set, Set[str]]:
+        out: Set = set()
+        mods: Set[str] = set()
+        stack = [e]
+        while stack:
+            m = stack.pop()
+            if isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute) and m.func.attr == "detach" and not m.args:
+                continue
+            if isinstance(m, ast.Attribute) and m.attr == "data":
+                continue
+            if isinstance(m, ast.Attribute) and isinstance(m.value, ast.Name) and m.value.id == "self":
+                mods.add(m.attr)
+                continue
+            if isinstance(m, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Compare)):
+                out.add((m.lineno, m.col_offset))
+            if isinstance(m, ast.Name):
+                if m.id == holder:
+                    return {("?",)}, mods  # the dict read inside: not followed
+                got = env.get(m.id)
+                if got is not None:
+                    out |= got[0]
+                    mods |= got[1]
+            stack.extend(ast.iter_child_nodes(m))
+        return out, mods
+
+    def run(body) -> bool:
+        for s in body:
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+                continue
+            if isinstance(s, (ast.Return, ast.Pass)):
+                continue
+            if isinstance(s, ast.If):
+                before = dict(env)
+                if not run(s.body):
+                    return False
+                after = dict(env)
+                env.clear()
+                env.update(before)
+                if not run(s.orelse):
+                    return False
+                for key, v in after.items():
+                    old = env.get(key, (frozenset(), frozenset()))
+                    env[key] = (old[0] | v[0], old[1] | v[1])
+                continue
+            if not isinstance(s, ast.Assign) or len(s.targets) != 1:
+                return False
+            t = s.targets[0]
+            if isinstance(t, ast.Name) and t.id == holder:
+                if made[0] or not (isinstance(s.value, ast.Dict) and not s.value.keys):
+                    return False
+                made[0] = True
+                continue
+            got, mods = read(s.value)
+            if ("?",) in got:
+                return False
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == holder:
+                if not (isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str)) or t.slice.value in sites:
+                    return False
+                sites[t.slice.value] = got
+                modules[t.slice.value] = mods
+                continue
+            names = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+            for n in names:
+                if isinstance(n, ast.Name):
+                    env[n.id] = (frozenset(got), frozenset(mods))
+                elif not (isinstance(n, ast.Attribute) or isinstance(n, ast.Starred)):
+                    return False
+        return True
+
+    if not run(fwd.body) or not made[0]:
+        return None
+    return sites, modules
 
 
 def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flow=None,
