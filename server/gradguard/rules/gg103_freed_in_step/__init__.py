@@ -1141,16 +1141,13 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone changes what the input learns; the message says what to do
         advice = M.advice_retain_in_helper(_callee(b1), what)
-    elif _stepped_in_between(stmts, s1, b2, shared, ctx) and _only_through_shared(flow, b2, shared, ctx):
-        # DCGAN's errG from the D step's ``output = netD(fake.detach())``: the second loss
-        # reaches no graph but the shared one, so its detach leaves nothing to back-propagate
-        # and computing the same statements again keeps the detach; the forward the second
-        # loss needs (``netD(fake)``) is the user's to write: no fix (nor a detach in the
-        # first loss, which would leave that one nothing to back-propagate either)
-        return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
-                     M.advice_may_update(what), [], name, ctx)
     elif _stepped_in_between(stmts, s1, b2, shared, ctx):
-        second_cut = _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx) if name and holder is not None else None
+        # DCGAN's errG from the D step's ``output = netD(fake.detach())``: the second loss
+        # reaches no graph but the shared one, so its detach would leave nothing to
+        # back-propagate, and computing the same statements again keeps a detach they hold
+        alone = _only_through_shared(flow, b2, shared, ctx)
+        second_cut = _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx) \
+            if name and holder is not None and not alone else None
         if second_cut:
             # the optimizer stepped after the second backward does not train what produced the
             # shared value: cutting it out of the second loss changes none of its gradients
@@ -1161,6 +1158,11 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
             return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
                          advice, [fix2], name, ctx)
         redo = _recompute_after_step(stmts, s1, b2, shared, ctx)
+        if redo is not None and alone and any(".detach()" in e.new_text for e in redo[0]):
+            # the forward the second loss needs (``netD(fake)``) is the user's to write; a
+            # detach in the first loss would leave that one nothing either: no fix
+            return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                         M.advice_may_update(what), [], name, ctx)
         if redo is not None:
             # the forward again after the step that updated it (the second loss then sees the
             # updated weights, as a second step of SAM or a GAN trained in turn does)
