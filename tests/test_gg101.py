@@ -2407,3 +2407,67 @@ def test_an_element_not_proven_this_iterations_is_still_carried(before, per_batc
     text = _ensemble(before, per_batch, put).replace("x = torch.randn(5, 4)",
                                                      "x = torch.randn(5, 4)\n        loss0 = models[0](x).sum()")
     assert "losses" in [f.data["variable"] for f in gg101(text)]
+
+
+A3C_PLAYER = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.LSTMCell(3, 4)
+            self.head = nn.Linear(4, 1)
+
+        def forward(self, x, hx, cx):
+            hx, cx = self.cell(x, (hx, cx))
+            return self.head(hx), (hx, cx)
+
+
+    class Agent(object):
+        def __init__(self, model):
+            self.model = model
+            self.hx = torch.zeros(1, 4)
+            self.cx = torch.zeros(1, 4)
+            self.values, self.rewards = [], []
+
+        def action_train(self):
+    {rewrap}
+            value, (self.hx, self.cx) = self.model(torch.randn(1, 3), self.hx, self.cx)
+            self.values.append(value)
+            self.rewards.append(1.0)
+
+        def clear_actions(self):
+            self.values, self.rewards = [], []
+
+
+    model = Net()
+    optimizer = torch.optim.Adam(model.parameters())
+    player = Agent(model)
+    for update in range(3):
+        for step in range(4):
+            player.action_train()
+        loss = sum(v.pow(2).sum() for v in player.values)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        player.clear_actions()
+""")
+
+
+def test_an_agent_emptying_its_lists_in_one_tuple_assignment_keeps_no_graph():
+    # the player's state re-wrapped from .data each step, the lists emptied by a tuple display
+    src = A3C_PLAYER.format(rewrap="        self.hx, self.cx = self.hx.data, self.cx.data")
+    assert not [f for f in check_source(src).findings if f.code == "GG101"]
+
+
+def test_an_agent_keeping_its_lstm_state_across_updates_is_reported_without_a_fix():
+    src = A3C_PLAYER.format(rewrap="        pass")
+    got = [f for f in check_source(src).findings if f.code == "GG101"]
+    assert len(got) == 1
+    f = got[0]
+    assert src.splitlines()[f.range.start.line].strip().startswith("value, (self.hx, self.cx) = self.model(")
+    assert f.data["variable"] in ("self.hx", "self.cx")
+    # four calls per backward: a detach at the top of action_train would change the update
+    assert not f.fixes

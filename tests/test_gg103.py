@@ -960,7 +960,8 @@ TRAINER = textwrap.dedent("""\
 def test_driver_runs_its_own_methods_in_order():
     [f] = gg103(TRAINER)
     assert lines_of([f]) == [37]  # self.backward_G()
-    assert [r.range.start.line + 1 for r in f.related] == [32, 34]  # self.forward(), self.backward_D()
+    # self.forward(), self.backward_D(); inside them: where fake_B is set, freed, reached again
+    assert [r.range.start.line + 1 for r in f.related] == [32, 34, 21, 25, 29]
     en, zh = f.message_in("en"), f.message_in("zh")
     assert "`self.fake_B`" in en and "`backward_D`" in en and "`self.fake_B`" in zh and "`backward_D`" in zh
     # optimizer_G.zero_grad() discards what loss_D gives netG before any step: the detach in
@@ -1887,3 +1888,153 @@ def test_autograd_grad_with_create_graph_after_a_backward_that_freed_its_graph()
     assert len(got) == 1 and got[0].range.start.line == 7
     assert not gg103(body.format(kw="retain_graph=True"))
     assert not gg103(body.format(kw="create_graph=True"))  # keeps its graph: the grad after it trains
+
+
+INPAINT = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Trainer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.netG = nn.Linear(4, 4)
+            self.netD = nn.Linear(4, 1)
+            self.optimizer_g = torch.optim.Adam(self.netG.parameters())
+            self.optimizer_d = torch.optim.Adam(self.netD.parameters())
+
+        def forward(self, x, gt):
+            losses = {{}}
+            out = self.netG(x)
+            fake = self.netD({d_input})
+            losses["wgan_d"] = fake.mean() - self.netD(gt).mean()
+            losses["l1"] = (out - gt).abs().mean()
+            fake = self.netD(out)
+            losses["wgan_g"] = -fake.mean()
+            return losses, out
+
+
+    trainer = Trainer()
+    for it in range(3):
+        losses, out = trainer(torch.randn(2, 4), torch.randn(2, 4))
+        trainer.optimizer_{first}.zero_grad()
+        {first_loss}.backward()
+        trainer.optimizer_{first}.step()
+        trainer.optimizer_{second}.zero_grad()
+        {second_loss}.backward()
+        trainer.optimizer_{second}.step()
+""")
+G_LOSS = '(losses["l1"] + losses["wgan_g"])'
+
+
+@pytest.mark.parametrize("d_input, first, first_loss, second, second_loss, found", [
+    # G first; D's losses are scored on out.detach(): nothing of G's graph, netD not stepped between
+    ("out.detach()", "g", G_LOSS, "d", 'losses["wgan_d"]', False),
+    # D's term built on out itself: G's backward freed what it needs
+    ("out", "g", G_LOSS, "d", 'losses["wgan_d"]', True),
+    # D first and stepped: the G loss's graph saved netD's weights (an in-place error under torch)
+    ("out.detach()", "d", 'losses["wgan_d"]', "g", G_LOSS, True),
+    # one key read by both losses
+    ("out.detach()", "g", G_LOSS, "d", '(losses["wgan_d"] + losses["l1"])', True),
+])
+def test_losses_of_one_call_kept_in_a_dict_by_key(d_input, first, first_loss, second, second_loss, found):
+    src = INPAINT.format(d_input=d_input, first=first, first_loss=first_loss, second=second,
+                         second_loss=second_loss)
+    assert bool(gg103(src)) is found, gg103(src)
+
+
+def test_a_dict_the_loss_reads_whole_is_not_told_apart():
+    src = INPAINT.format(d_input="out.detach()", first="g", first_loss=G_LOSS, second="d",
+                         second_loss='sum(losses.values())')
+    assert gg103(src)
+
+
+def test_a_drivers_own_methods_show_where_the_attribute_is_set_freed_and_reached():
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Model:
+            def __init__(self):
+                self.netG = nn.Linear(4, 4)
+                self.netD = nn.Linear(4, 1)
+                self.optimizer_G = torch.optim.Adam(self.netG.parameters())
+                self.optimizer_D = torch.optim.Adam(self.netD.parameters())
+
+            def forward(self):
+                self.fake = self.netG(self.实数)  # 生成
+
+            def backward_D_basic(self, netD, real, fake):
+                loss = netD(fake).mean() - netD(real).mean()
+                loss.backward()
+
+            def backward_D(self):
+                self.backward_D_basic(self.netD, self.实数, self.fake)
+
+            def backward_G(self):
+                loss = -self.netD(self.fake).mean()
+                loss.backward()
+
+            def optimize_parameters(self):
+                self.forward()
+                self.optimizer_G.zero_grad()
+                self.backward_G()
+                self.optimizer_G.step()
+                self.optimizer_D.zero_grad()
+                self.backward_D()
+                self.optimizer_D.step()
+
+
+        m = Model()
+        for it in range(3):
+            m.实数 = torch.randn(2, 4)
+            m.optimize_parameters()
+    """)
+    lines = src.splitlines()
+    (f,) = gg103(src)
+    assert lines[f.range.start.line].strip() == "self.backward_D()"
+    related = [(lines[r.range.start.line].strip(), r.message["en"]) for r in f.related]
+    assert related[:2] == [("self.forward()", "the graph of `self.fake` is built here"),
+                           ("self.backward_G()", "`self.backward_G` back-propagates through it here and frees it")]
+    assert related[2:] == [
+        ("self.fake = self.netG(self.实数)  # 生成", "`self.fake` is set here"),
+        ("loss.backward()", "the backward inside `backward_G` that frees it"),
+        ("loss.backward()", "the backward inside `backward_D` that runs into it again"),
+    ]
+    assert [r.range.start.line + 1 for r in f.related][3:] == [24, 17]
+    # a non-ASCII attribute: the set statement's range ends in UTF-16 units, not UTF-8 bytes
+    set_here = f.related[2].range
+    assert set_here.end.character == lines[set_here.start.line].index("  #")
+    assert all(r.message["zh"] for r in f.related)
+
+
+DCGAN_REUSE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    netG = nn.Linear(3, 5)
+    netD = nn.Sequential(nn.Linear(5, 1), nn.Sigmoid())
+    criterion = nn.BCELoss()
+    optimizerD = torch.optim.Adam(netD.parameters())
+    optimizerG = torch.optim.Adam(netG.parameters())
+    for i in range(3):
+        netD.zero_grad()
+        fake = netG(torch.randn(2, 3))
+        output = netD({d_input})
+        errD_fake = criterion(output, torch.zeros(2, 1))
+        errD_fake.backward()
+        optimizerD.step()
+        netG.zero_grad()
+        errG = criterion(output, torch.ones(2, 1))
+        errG.backward()
+        optimizerG.step()
+""")
+
+
+def test_a_second_loss_through_a_detached_forward_gets_no_fix():
+    # errG reaches only netD(fake.detach())'s graph: its detach would leave nothing to
+    # back-propagate, and the same forward again keeps the detach
+    (f,) = gg103(DCGAN_REUSE.format(d_input="fake.detach()"))
+    assert not f.fixes
+    assert "compute `output` again" in f.message["en"] and "detach" not in f.message["en"].split(";")[-1]

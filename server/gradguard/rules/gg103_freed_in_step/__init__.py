@@ -31,6 +31,7 @@ from gradguard.analysis import steps as S
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
+from gradguard.model.record import replace
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.common import framework_loop_of, unit_trace
 from gradguard.rules.gg103_freed_in_step import messages as M
@@ -1107,6 +1108,60 @@ def _own_call(call: ast.AST) -> Optional[str]:
 
 
 def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
+    f = _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where)
+    flow, unit = where if where is not None else (None, None)
+    node = min((t[1] for t in shared), key=_pos)
+    kept = flow.sets_by_call.get(id(node), ()) if flow is not None else ()
+    cls = unit.class_node if unit is not None else None
+    if not kept or cls is None:
+        return f
+    # a driver's own methods (pix2pix-style ``self.forward()``, ``self.backward_G()``,
+    # ``self.backward_D_basic(...)``): where inside them the attribute is set, freed and
+    # reached again, beside the driver's calls
+    extra = list(_inside_methods(cls, node, b1, b2, kept, ctx))
+    if not extra:
+        return f
+    return replace(f, related=tuple(f.related) + tuple(extra))
+
+
+def _inside_methods(cls: ast.ClassDef, node, b1, b2, kept, ctx) -> Iterator[Related]:
+    defs = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    fn = defs.get(_own_call(node) or "")
+    if fn is not None:
+        for n in A.body_nodes(fn):
+            if isinstance(n, ast.Assign) and any(A.dotted(t) in kept for t in n.targets):
+                yield Related(ctx.range(n), M.attr_set_here(next(A.dotted(t) for t in n.targets if A.dotted(t) in kept)))
+                break
+    for b, first in ((b1, True), (b2, False)):
+        m = _own_call(b)
+        fn = defs.get(m or "")
+        if fn is None:
+            continue
+        inner = _backward_in(fn, defs, ctx)
+        if inner is not None:
+            yield Related(ctx.range(inner), M.backward_inside(m, first))
+
+
+def _backward_in(fn, defs, ctx, depth: int = 2) -> Optional[ast.Call]:
+    """The first backward call inside an own method, or inside an own method it calls
+    (``backward_D_A()`` calling ``self.backward_D_basic(...)``), ``depth`` deep."""
+    calls = []
+    for n in A.body_nodes(fn):
+        if isinstance(n, ast.Call):
+            if A.is_backward_call(n, ctx):
+                return n
+            calls.append(n)
+    if depth > 1:
+        for n in calls:
+            sub = defs.get(_own_call(n) or "")
+            if sub is not None and sub is not fn:
+                got = _backward_in(sub, defs, ctx, depth - 1)
+                if got is not None:
+                    return got
+    return None
+
+
+def _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
     node = min((t[1] for t in shared), key=_pos)
     holder = _holder(stmts, s1, node)
     name = _single_name(holder) if holder is not None else None
@@ -1144,7 +1199,8 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
     elif _stepped_in_between(stmts, s1, b2, shared, ctx):
         # DCGAN's errG from the D step's ``output = netD(fake.detach())``: the second loss
         # reaches no graph but the shared one, so its detach would leave nothing to
-        # back-propagate, and computing the same statements again keeps a detach they hold
+        # back-propagate, and computing the same statements again keeps the detach its
+        # statement holds
         alone = _only_through_shared(flow, b2, shared, ctx)
         second_cut = _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx) \
             if name and holder is not None and not alone else None
@@ -1158,7 +1214,9 @@ def _finding(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
             return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
                          advice, [fix2], name, ctx)
         redo = _recompute_after_step(stmts, s1, b2, shared, ctx)
-        if redo is not None and alone and any(".detach()" in e.new_text for e in redo[0]):
+        if redo is not None and alone and holder is not None and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "detach"
+                for n in A.walk_all(holder)):
             # the forward the second loss needs (``netD(fake)``) is the user's to write; a
             # detach in the first loss would leave that one nothing either: no fix
             return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,

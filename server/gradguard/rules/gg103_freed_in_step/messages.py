@@ -498,6 +498,15 @@ def attr_set_here(attr: str) -> Dict[str, str]:
     return {"en": f"`{attr}` is set here", "zh": f"`{attr}` 在这里被赋值"}
 
 
+def backward_inside(method: Optional[str], first: bool) -> Dict[str, str]:
+    """The related note at the backward inside a driver's own method (``backward_G``)."""
+    if first:
+        return {"en": f"the backward inside `{method}` that frees it",
+                "zh": f"`{method}` 内部释放它的反向传播"}
+    return {"en": f"the backward inside `{method}` that runs into it again",
+            "zh": f"`{method}` 内部再次经过它的反向传播"}
+
+
 def frees_it_each_iteration(direct: bool, callee: str) -> Dict[str, str]:
     """The related note at the backward that frees it in one iteration and reaches it in the next."""
     if direct:
