@@ -655,7 +655,9 @@ def _separate_keys(node: ast.AST, stmts, b1, b2, ctx) -> bool:
     if not isinstance(node, ast.Call):
         return False
     k = _index_holding(stmts, node)
-    holder = stmts[k] if k is not None else None
+    if k is None:
+        return False
+    holder = stmts[k]
     if not (isinstance(holder, ast.Assign) and holder.value is node and len(holder.targets) == 1):
         return False
     target = holder.targets[0]
@@ -709,7 +711,7 @@ def _dict_keys_read(stmts, k: int, j: int, b, name: str, ctx) -> Optional[Set[st
         return None
     between = stmts[k + 1:j]
     out: Set[str] = set()
-    todo = [(tgt, len(between))]
+    todo: List[Tuple[ast.AST, int]] = [(tgt, len(between))]
     seen: Set[Tuple[str, int]] = set()
     while todo:
         e, upto = todo.pop()
@@ -718,9 +720,9 @@ def _dict_keys_read(stmts, k: int, j: int, b, name: str, ctx) -> Optional[Set[st
                 sl = n.slice
                 if not (isinstance(sl, ast.Constant) and isinstance(sl.value, str)):
                     return None
-                got = _last_binding(between[:upto], lambda t: isinstance(t, ast.Subscript) and isinstance(
+                got = _last_binding(between[:upto], lambda t, key=sl.value: isinstance(t, ast.Subscript) and isinstance(
                     t.value, ast.Name) and t.value.id == name and isinstance(t.slice, ast.Constant)
-                    and t.slice.value == sl.value)
+                    and t.slice.value == key)
                 if got is None:
                     out.add(sl.value)
                 elif (sl.value, got[0]) not in seen:
@@ -790,7 +792,7 @@ def _forward_dict_sites(node: ast.Call, p: Optional[int], ctx):
     sites: Dict[str, Set] = {}
     modules: Dict[str, Set[str]] = {}
     env: Dict[str, Tuple[frozenset, frozenset]] = {}
-    made = [False]
+    made_it = [False]
 
     def read(e: ast.AST) -> Tuple[Set, Set[str]]:
         out: Set = set()
@@ -840,9 +842,9 @@ def _forward_dict_sites(node: ast.Call, p: Optional[int], ctx):
                 return False
             t = s.targets[0]
             if isinstance(t, ast.Name) and t.id == holder:
-                if made[0] or not (isinstance(s.value, ast.Dict) and not s.value.keys):
+                if made_it[0] or not (isinstance(s.value, ast.Dict) and not s.value.keys):
                     return False
-                made[0] = True
+                made_it[0] = True
                 continue
             got, mods = read(s.value)
             if ("?",) in got:
@@ -861,7 +863,7 @@ def _forward_dict_sites(node: ast.Call, p: Optional[int], ctx):
                     return False
         return True
 
-    if not run(fwd.body) or not made[0]:
+    if not run(fwd.body) or not made_it[0]:
         return None
     return sites, modules
 
@@ -1129,8 +1131,9 @@ def _inside_methods(cls: ast.ClassDef, node, b1, b2, kept, ctx) -> Iterator[Rela
     fn = defs.get(_own_call(node) or "")
     if fn is not None:
         for n in A.body_nodes(fn):
-            if isinstance(n, ast.Assign) and any(A.dotted(t) in kept for t in n.targets):
-                yield Related(ctx.range(n), M.attr_set_here(next(A.dotted(t) for t in n.targets if A.dotted(t) in kept)))
+            hit = next((d for d in map(A.dotted, n.targets) if d in kept), None) if isinstance(n, ast.Assign) else None
+            if hit is not None:
+                yield Related(ctx.range(n), M.attr_set_here(hit))
                 break
     for b, first in ((b1, True), (b2, False)):
         m = _own_call(b)
