@@ -2587,12 +2587,13 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
         kind = "recompute"
     if not redo or not all(_simple(s) for s in redo):
         return None
-    # nothing they read is rebound between them and the step
-    written_after: Set[str] = set()
-    for s in stmts[stmts.index(redo[0]):i]:
-        if s not in redo:
-            written_after |= _assigned(s)
+    # nothing each reads is rebound between it and the step (MolGAN's ``reward_r``, bound
+    # between the first statement run again and ``loss_V``, which read it then as it will)
     for s in redo:
+        written_after: Set[str] = set()
+        for t in stmts[stmts.index(s) + 1:i]:
+            if t not in redo:
+                written_after |= _assigned(t)
         if _names_read(s) & written_after:
             return None
     texts = []
