@@ -2587,6 +2587,10 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
         kind = "recompute"
     if not redo or not all(_simple(s) for s in redo):
         return None
+    # another step between this one and the second backward (a SAC agent's second critic
+    # stepped after the first): what is run again here may hold what that one updates
+    if any(_pos(c) < _pos(b2) for t in stmts[i + 1:j + 1] for c, _ in _step_calls(t)):
+        return None
     # nothing each reads is rebound between it and the step (MolGAN's ``reward_r``, bound
     # between the first statement run again and ``loss_V``, which read it then as it will)
     for s in redo:
