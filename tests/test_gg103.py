@@ -2038,3 +2038,41 @@ def test_a_second_loss_through_a_detached_forward_gets_no_fix():
     (f,) = gg103(DCGAN_REUSE.format(d_input="fake.detach()"))
     assert not f.fixes
     assert "compute `output` again" in f.message["en"] and "detach" not in f.message["en"].split(";")[-1]
+
+
+VALUE_NET = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    G = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 6))
+    V = nn.Linear(6, 1)
+    W = nn.Linear(6, 1)
+    g_opt = torch.optim.Adam(G.parameters())
+    v_opt = torch.optim.Adam(V.parameters())
+    w_opt = torch.optim.Adam(W.parameters())
+    for it in range(3):
+        edges_hat = torch.softmax(G(torch.randn(2, 4)), -1)
+        value_fake = V(edges_hat)
+        reward = torch.rand(2, 1)
+        loss_G = -value_fake.mean() - W(edges_hat).mean()
+        loss_V = ((value_fake - reward) ** 2).mean()
+        loss_G.backward(retain_graph=True)
+        g_opt.step()
+    {between}
+        loss_V.backward()
+        v_opt.step()
+""")
+
+
+def test_a_value_loss_after_the_generator_step_is_computed_again_from_the_detached_output():
+    # reward is bound between the first statement run again and loss_V, which read it
+    # then as it will after the step: the fix holds (MolGAN)
+    (f,) = gg103(VALUE_NET.format(between=""))
+    (fix,) = f.fixes
+    out = apply_text_edits(VALUE_NET.format(between=""), list(fix.edits))
+    assert "    g_opt.step()\n    value_fake = V(edges_hat.detach())\n    loss_V = ((value_fake - reward) ** 2).mean()\n" in out
+
+
+def test_no_recompute_when_another_optimizer_steps_before_the_second_backward():
+    (f,) = gg103(VALUE_NET.format(between="    w_opt.step()"))
+    assert not f.fixes

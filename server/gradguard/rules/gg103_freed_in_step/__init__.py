@@ -2587,12 +2587,9 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
         kind = "recompute"
     if not redo or not all(_simple(s) for s in redo):
         return None
-    # another step between this one and the second backward (a SAC agent's second critic
-    # stepped after the first): what is run again here may hold what that one updates
-    if any(_pos(c) < _pos(b2) for t in stmts[i + 1:j + 1] for c, _ in _step_calls(t)):
-        return None
     # nothing each reads is rebound between it and the step (MolGAN's ``reward_r``, bound
     # between the first statement run again and ``loss_V``, which read it then as it will)
+    kept_between: Set[str] = set()  # names the statements run again read as they were
     for s in redo:
         written_after: Set[str] = set()
         for t in stmts[stmts.index(s) + 1:i]:
@@ -2600,6 +2597,13 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
                 written_after |= _assigned(t)
         if _names_read(s) & written_after:
             return None
+        for t in stmts[stmts.index(redo[0]) + 1:stmts.index(s)]:
+            if t not in redo:
+                kept_between |= _assigned(t) & _names_read(s)
+    # ... unless another step follows before the second backward (a SAC agent's second
+    # critic: ``current_q_sa_b``, read as it was, holds the graph that step changes)
+    if kept_between and any(_pos(c) < _pos(b2) for t in stmts[i + 1:j + 1] for c, _ in _step_calls(t)):
+        return None
     texts = []
     for s in redo:
         if kind == "detach":
