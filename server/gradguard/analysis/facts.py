@@ -303,7 +303,9 @@ def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphF
     return V.RetPos(graph, params, arity, derived, v.mixed and arity is None, via,
                     "tensor" if v.kind == "tensor" and arity is None else ("dist" if dist and arity is None else None),
                     _saved_modules(v, saving), reads,
-                    assumed, via_names, graph and not any(t[0] == "G" for t in v.taints))
+                    assumed, via_names, graph and not any(t[0] == "G" for t in v.taints),
+                    frozenset(g.param_calls[id(t[1])] for t in v.taints if t[0] == "G" and id(t[1]) in g.param_calls)
+                    if g is not None and g.param_calls else V.EMPTY)
 
 
 def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:

@@ -465,6 +465,10 @@ class GraphFlow:
         # for one, and the trace does not know that yet.)
         self.opaque: set = set()
         self.opaque_via: Dict[int, str] = {}  # (summarising) id(call) of those that call a module-level name -> it
+        # (summarising) id(call) of a call of a parameter on a graph built inside (``d(gz)``
+        # with ``gz = g(z)``) -> that parameter's index: a module handed in there saved its
+        # weights for the backward (RetPos.called)
+        self.param_calls: Dict[int, int] = {}
         # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
@@ -2517,6 +2521,10 @@ class GraphFlow:
             # summarising a def, a module-level name we cannot see): assume a module
             if summarising:
                 self.opaque.add(id(call))
+                if callee.param and any(t[0] in ("G", "L") for t in args_taints):
+                    got = [t[1] for t in callee.taints if t[0] == "P"]
+                    if len(got) == 1:
+                        self.param_calls[id(call)] = got[0]
             elif not self.build_stmts and not any(t[0] == "L" for t in args_taints) \
                     and not self._used_as_module(name):
                 # norm(x) of a parameter or a local the unit never uses as a module (no

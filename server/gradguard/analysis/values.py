@@ -240,6 +240,10 @@ class RetPos:
     # require grad, ``nn.Parameter(...)``, ``model.parameters()``): the call hands back
     # leaves, not a graph (a leaf token at the call), so reusing them is no reuse of a graph
     leaves: bool = False
+    # the parameters called as modules on a graph built inside whose calls built part of
+    # its graph (``dgz = d(g(z))`` of ``def losses(d, g, x)``): the module a caller hands
+    # there saved its weights for this position's backward (GraphFlow.param_calls)
+    called: FrozenSet[int] = EMPTY
 
 
 @record

@@ -2121,9 +2121,15 @@ def _reached_modules(node: ast.Call, holder: ast.stmt, need: Set[str], unit, ctx
     # summary cannot see into: RetPos.assumed_via), the modules among them named by the
     # optimizers' constructions (the caller compares)
     poss = facts.returns if facts.returns is not None else (facts.ret,)
+    kws = {k.arg: k.value for k in node.keywords if k.arg}
     for p, rp in enumerate(poss):
         if positions is None or p in positions:
             out |= rp.assumed_via
+            for i in rp.called:  # losses(d, g, x): the module handed for a parameter called on a graph
+                arg = facts.argument(i, node.args, kws)
+                got = A.dotted(arg) if isinstance(arg, ast.expr) else None
+                if got and not got.startswith("self."):
+                    out.add(got)
     return (out, "") if out else None
 
 
