@@ -461,7 +461,19 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         param_edits=edits,
         retain_param=_retain_param(fn, names, defaults) if g.events else None,
         returns_sites=_returns_sites(fn, tuples, returns) if returns is not None and not no_grad else (),
+        frees_returned=bool(g.events) and not no_grad and _frees_returned(fn, g, whole),
     )
+
+
+def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val) -> bool:
+    """``FnFacts.frees_returned``: does a backward the def makes whenever it runs, keeping
+    no graph, reach a graph built inside that the def returns?"""
+    returned = whole.graph_tokens()
+    if not returned:
+        return False
+    sure = interp._unconditional_calls(fn.body)  # type: ignore[attr-defined]
+    return any(not ev.retain and id(ev.call) in sure and A.is_backward_call(ev.call)
+               and not returned.isdisjoint(ev.loss.graph_tokens()) for ev in g.events)
 
 
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "__setitem__"})
@@ -2267,6 +2279,16 @@ def _call_index(summary) -> Dict[str, list]:
     if memo is not None:
         memo[_call_index] = index
     return index
+
+
+def forwards_freeing_returned(summary) -> bool:
+    """Does a class of the file have a ``forward`` that back-propagates the loss it returns
+    (``FnFacts.frees_returned``)? Then one backward beside a call of it is a second one
+    (GG103), and a method's parameter its own class hands such a model is bound to it
+    (``rules.common._bind_from_own_calls``). A summary query."""
+    return any(k.startswith("class:") and isinstance(v, V.ClassFacts)
+               and any(name == "forward" and m.frees_returned for name, m in v.methods)
+               for k, v in summary.items())
 
 
 def agreed_call_arguments(summary, fn: str, names: Tuple[str, ...]) -> Tuple[Tuple[str, tuple], ...]:

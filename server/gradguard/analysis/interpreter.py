@@ -3300,6 +3300,8 @@ class GraphFlow:
                         loss_t |= got.taints
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
+            if facts.frees_returned and not self.no_grad:
+                loss_t.add(("G", node))  # (loss, logits) = model(x) of a forward calling loss.backward()
             self._event(call, plain(loss_t), facts.backward_retains, freed, stale=self._stale(surely, env, whole=True))
             if self.frames and self.find_carries:
                 _mark_freed(env, _reached(plain(loss_t)))

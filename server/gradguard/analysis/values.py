@@ -363,6 +363,10 @@ class FnFacts:
     # graphs (``forward`` returning ``q = self.q(cat(x, a))`` and ``q_pi = self.q(cat(x,
     # pi))``): a backward through one frees nothing the other needs
     returns_sites: Tuple[Tuple[Tuple[int, int, str], ...], ...] = ()
+    # a backward it makes whenever it runs (a statement of its own body, keeping no graph)
+    # reaches part of a graph built inside that it returns (a ``forward`` that calls
+    # ``loss.backward()`` and returns ``(loss, logits)``): the caller's value is freed
+    frees_returned: bool = False
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,

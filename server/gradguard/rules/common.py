@@ -68,6 +68,8 @@ def _run_trace(unit: Unit, ctx: ModuleContext, build: bool) -> interp.GraphFlow:
         unverified=bool(getattr(ctx, "unverified", False)), methods=own_methods(unit))
     if unit.class_node is not None and unit.node is not None:
         _bind_from_callers(unit, resolver, env, flow)
+        if query(ctx.summary, facts.forwards_freeing_returned):
+            _bind_from_own_calls(unit, ctx, env, resolver)
         if unit.kind == "function" and self_obj is not None and unit.parents == (unit.class_node,):
             # lists another method of the object fills with graphs (PPO's self.logprobs)
             filled = facts.sibling_filled(unit.class_node, unit.node, resolver, self_obj)
@@ -250,6 +252,86 @@ def _bind_from_callers(unit: Unit, resolver, env: Dict[str, V.Val], flow: interp
             continue
         env[arg.arg] = V._with(env[arg.arg], taints=env[arg.arg].taints | {("G", arg)})
         flow.entry_graphs[id(arg)] = (arg.arg, got[0], got[1])
+
+
+def _bind_from_own_calls(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val], resolver: interp.Resolver) -> None:
+    """A method's parameter that every call of it on ``self`` in its class hands the same
+    attribute (``self._training_step(self.model, inputs)``) holding a module of a class of
+    the file (made in ``__init__``, or handed to the constructor: ``Trainer(model, opt)``
+    with ``model = Net()`` at module level) is that module here. Asked only in a file with
+    a ``forward`` that back-propagates the loss it returns, whose second backward hides
+    behind such a parameter (a Trainer's ``_training_step``)."""
+    cls, fn = unit.class_node, unit.node
+    name = getattr(fn, "name", None)
+    if cls is None or name is None:
+        return
+    named, _ = A.parameters(fn, True)  # type: ignore[arg-type]
+    passed: Dict[str, set] = {}
+    for m in cls.body:
+        if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        aliases: Dict[str, Optional[str]] = {}  # model = self.model in the calling method
+        calls = []
+        for n in ast.walk(m):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name \
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
+                calls.append(n)
+            elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+                targets = n.targets if isinstance(n, ast.Assign) else [getattr(n, "target", None)]
+                if isinstance(n, ast.With):
+                    targets = [w.optional_vars for w in n.items]
+                for t in targets:
+                    for x in (A.walk_all(t) if t is not None else ()):
+                        if isinstance(x, ast.Name):
+                            one = isinstance(n, ast.Assign) and len(n.targets) == 1 and t is x
+                            got = A.dotted(n.value) if one else None  # type: ignore[union-attr]
+                            aliases[x.id] = got if x.id not in aliases else None
+        for n in calls:
+            kws = {k.arg: k.value for k in n.keywords}
+            for i, a in enumerate(named):
+                arg = n.args[i] if i < len(n.args) and not any(isinstance(x, ast.Starred) for x in n.args[:i + 1]) \
+                    else kws.get(a.arg)
+                text = A.dotted(arg) if arg is not None else None
+                if isinstance(arg, ast.Name):
+                    text = aliases.get(arg.id, text) if arg.id in aliases else text
+                passed.setdefault(a.arg, set()).add(text)
+    for pname, got in passed.items():
+        if len(got) != 1 or pname not in env or env[pname].obj is not None:
+            continue
+        (text,) = got
+        if not text or not text.startswith("self.") or text.count(".") != 1:
+            continue
+        obj = _own_attribute_obj(cls, text[5:], ctx, resolver)
+        if obj is not None and obj.startswith("user:") and resolver.is_module_class(obj[5:]):
+            env[pname] = V.Val(obj=obj, param=True)
+
+
+def _own_attribute_obj(cls: ast.ClassDef, attr: str, ctx: ModuleContext, resolver: interp.Resolver) -> Optional[str]:
+    """What ``self.<attr>`` of class ``cls`` holds: the object its ``__init__`` makes there,
+    or the one every construction of the class in the file hands the ``__init__``
+    parameter it is assigned from."""
+    cf = resolver.cls(cls.name)
+    raw = cf.attr(attr) if cf is not None else None
+    if raw:
+        made = resolver.ctor_obj(raw)
+        if made is not None:
+            return made
+    init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    if init is None:
+        return None
+    params = tuple(a.arg for a in A.parameters(init, True)[0])
+    source = None
+    for s in init.body:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and A.dotted(s.targets[0]) == "self." + attr:
+            if source is not None or not isinstance(s.value, ast.Name) or s.value.id not in params:
+                return None
+            source = s.value.id
+    if source is None:
+        return None
+    for pname, (kind, text) in query(ctx.summary, facts.agreed_call_arguments, cls.name, params):
+        if pname == source and kind == "n":
+            return resolver.global_obj(text)
+    return None
 
 
 def own_methods(unit) -> Dict[str, ast.AST]:

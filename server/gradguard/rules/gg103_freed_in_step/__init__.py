@@ -25,7 +25,7 @@ from _thread import _local  # threading.local itself, without importing threadin
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.facts import GRAPH_FACTS
+from gradguard.analysis.facts import GRAPH_FACTS, forwards_freeing_returned
 from gradguard.analysis import values as V
 from gradguard.analysis import steps as S
 from gradguard.analysis.context import unit_text, unit_words
@@ -62,6 +62,8 @@ class FreedInStep(Rule):
         retained_loop = "retain_graph" in text and ".step(" in text and _LOOP_WORD.search(text) is not None
         backwards = len(_BACKWARD_SPELLING.findall(text)) + _own_backward_calls(unit, ctx, text) \
             + _helper_backward_calls(unit, ctx, text)
+        if backwards == 1 and query(ctx.summary, forwards_freeing_returned):
+            backwards = 2  # a model of the file whose forward back-propagates the loss it returns
         if backwards == 1 and framework_loop_of(unit, ctx) == "auto":
             backwards = 2  # Lightning's training_step: the framework back-propagates what it returns
         if backwards < 2 and \
@@ -407,7 +409,8 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
         end = _pos(s)
         # what this backward frees: saving parts of the graph built in this list, before it
         frees = ev1.loss.graph_tokens() if ev1.sure is None else ev1.sure  # an own method run in place: what it surely frees
-        freed = {t for t in frees if start <= _pos(t[1]) < end and id(t[1]) in saving}
+        # (or by the call itself: a module whose forward back-propagates the loss it returns)
+        freed = {t for t in frees if start <= _pos(t[1]) and (_pos(t[1]) < end or t[1] is b1) and id(t[1]) in saving}
         if not freed:
             continue
         for later in stmts[i + 1:]:
@@ -1195,6 +1198,11 @@ def _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
                       tuple(edits), preferred=True)
             return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
                          advice, [fix], name, ctx)
+    elif not direct and flow is not None and any(
+            ev.call is b1 and ("G", b1) in ev.loss.taints for ev in flow.events):
+        # a model whose forward back-propagates the loss it returns (FnFacts.frees_returned):
+        # the second backward of that loss is one too many; no edit here is sure to be the fix
+        advice = M.advice_backward_once(_callee(b1))
     elif not direct:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone changes what the input learns; the message says what to do

@@ -306,6 +306,14 @@ def advice_retain_in_helper(callee: str, what: str) -> Dict[str, str]:
                    f"不应从中学习，就把 {what[:-1]}.detach()` 传给它")}
 
 
+def advice_backward_once(callee: str) -> Dict[str, str]:
+    return {"en": (f"`{callee}` already back-propagates the loss it returns (a `backward()` inside it, "
+                   f"as a custom `forward` may do): back-propagate that loss once, inside it or here, "
+                   f"not in both"),
+            "zh": (f"`{callee}` 内部已经对它返回的损失调用了 `backward()`（自定义的 `forward` 可能这样写）："
+                   f"这个损失只反向传播一次，在它内部或在这里，不要两处都做")}
+
+
 def advice_detach_in_second(what: str, opt2: str) -> Dict[str, str]:
     return {"en": (f"an optimizer step in between updates what produced {what}, and `{opt2}` does not "
                    f"train it: detach {what} where it feeds the second loss"),
