@@ -286,7 +286,7 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
 
 
 def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphFlow] = None,
-            dist: bool = False) -> V.RetPos:
+            dist: bool = False, step_lines: Tuple[Tuple[int, str], ...] = ()) -> V.RetPos:
     """``dist``: every return hands back a torch distribution at this position (``return
     Normal(mu, std), value``): where it is called, ``dist.sample()`` is drawn without a graph."""
     graph = any(t[0] == "G" or t[0] == "L" for t in v.taints)
@@ -305,7 +305,24 @@ def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphF
                     _saved_modules(v, saving), reads,
                     assumed, via_names, graph and not any(t[0] == "G" for t in v.taints),
                     frozenset(g.param_calls[id(t[1])] for t in v.taints if t[0] == "G" and id(t[1]) in g.param_calls)
-                    if g is not None and g.param_calls else V.EMPTY)
+                    if g is not None and g.param_calls else V.EMPTY,
+                    _stepped_after(v, saving, step_lines, g) if step_lines and g is not None else V.EMPTY)
+
+
+def _stepped_after(v: V.Val, saving: frozenset, step_lines: Tuple[Tuple[int, str], ...],
+                   g: interp.GraphFlow) -> frozenset:
+    """``RetPos.stepped_after``: the ``self.<module>`` calls of ``v``'s graph that saved
+    tensors (or that call a module of another class of the file, ``self.discriminator(x)``,
+    whose own facts say, where they are read, whether it saves), each with the optimizers
+    stepped after it by a statement of the def's body."""
+    out = set()
+    for t in v.taints:
+        node = t[1] if t[0] == "G" else g.pending_nodes.get(t[1]) if t[0] == "R" else None
+        if isinstance(node, ast.Call) and (id(node) in saving or t[0] == "R"):
+            name = A.dotted(node.func)
+            if name and name.startswith("self.") and name.count(".") == 1:
+                out.update((name[5:], opt, node.lineno, line) for line, opt in step_lines if node.lineno < line)
+    return frozenset(out)
 
 
 def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:
@@ -402,6 +419,11 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         loop_attrs = _loop_backward_attrs(fn, resolver, self_obj, env)
     rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
     saving = frozenset(g.saving_calls) if method else frozenset()
+    step_lines: Tuple[Tuple[int, str], ...] = ()
+    if method and saving and any(sure for _, sure in steps):
+        # the optimizer steps a statement of the body makes (RetPos.stepped_after)
+        step_lines = tuple((s.lineno, got) for s in fn.body  # type: ignore[attr-defined]
+                           if isinstance(s, ast.Expr) and (got := S.stepped(s.value, scaler=True)))
     whole = V.CLEAN
     for r in rets:
         whole = V.join(whole, r)
@@ -417,9 +439,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         # unpacks the result unpacks one of those, position by position
         arity = len(tuples[0].elems)  # type: ignore[arg-type]
         returns = tuple(_retpos(_join_all([r.elems[i] for r in tuples]), saving, g,  # type: ignore[index]
-                                _distributions([r.elems[i] for r in tuples]))  # type: ignore[index]
+                                _distributions([r.elems[i] for r in tuples]), step_lines)  # type: ignore[index]
                         for i in range(arity))
-    ret = _retpos(whole, saving, g, _distributions(rets))
+    ret = _retpos(whole, saving, g, _distributions(rets), step_lines)
     share, share_via = _returns_share(tuples, returns, g) if returns is not None and not no_grad else (False, ())
     bparams: set = set()
     for ev in g.events:

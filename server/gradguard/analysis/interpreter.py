@@ -469,6 +469,9 @@ class GraphFlow:
         # with ``gz = g(z)``) -> that parameter's index: a module handed in there saved its
         # weights for the backward (RetPos.called)
         self.param_calls: Dict[int, int] = {}
+        # (summarising) k -> the call of a module of another class's (``self.discriminator(x)``)
+        # whose result is ("R", k, ...): FnFacts.calls[k]
+        self.pending_nodes: Dict[int, ast.Call] = {}
         # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
@@ -2455,6 +2458,7 @@ class GraphFlow:
             if obj.startswith("pending:"):
                 if self.no_grad:
                     return CLEAN
+                self.pending_nodes[len(self.calls)] = call  # (RetPos.stepped_after)
                 return self._pending_call(obj[8:], "forward", pos, kws)
             if obj.startswith("user:"):
                 key = dotted(call.func)

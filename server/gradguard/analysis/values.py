@@ -244,6 +244,12 @@ class RetPos:
     # its graph (``dgz = d(g(z))`` of ``def losses(d, g, x)``): the module a caller hands
     # there saved its weights for this position's backward (GraphFlow.param_calls)
     called: FrozenSet[int] = EMPTY
+    # (methods) ``(module, optimizer, call line, step line)``: a ``self.<module>`` call that
+    # built part of its graph and saved its weights ran before ``<optimizer>.step()``, a
+    # statement of the def's body (as written: ``self.D_optimizer``): what it hands back is
+    # stale when that optimizer trains the module (a loss module stepping its discriminator
+    # inside ``forward``)
+    stepped_after: FrozenSet[Tuple[str, str, int, int]] = EMPTY
 
 
 @record

@@ -102,6 +102,7 @@ class FreedInStep(Rule):
             for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow, unit=unit):
                 out.append(f)
             out.extend(_check_stepped_loops(self, unit.body, events, flow, reported, ctx))
+            out.extend(_check_stepped_inside(self, events, reported, ctx))
         finally:
             _WALKS.memo = None
         return out
@@ -2302,6 +2303,78 @@ def _helper_stepped(rule, stmts, j, b2, ev2, steps, saving, start, events, unit,
                                     built_at=_module_call_in_method(node, attr, unit) if prefix else None,
                                     fixable=not inside)
     return None
+
+
+def _check_stepped_inside(rule, events, reported, ctx) -> Iterator[Finding]:
+    """A backward through what a module of the file returned (``G_loss = criterion(imgs,
+    masks, fake, gt)``) whose ``forward`` built it through ``self.<module>`` and then
+    stepped an optimizer that trains that module (``RetPos.stepped_after``: EraseNet's loss
+    module stepping its discriminator inside ``forward``): the graph handed back saved
+    weights that step changed, so any backward through it fails. No fix: where the
+    discriminator should step is the user's choice."""
+    for ev in list(events.values()):
+        b2 = ev.call
+        if id(b2) in reported or not A.is_backward_call(b2, ctx):
+            continue
+        for t in sorted(ev.loss.graph_tokens(), key=lambda t: _pos(t[1])):
+            node = t[1]
+            got = _stale_from_module(node, ctx)
+            if got is None:
+                continue
+            module, opt, built, stepped_at = got
+            reported.add(id(b2))
+            step = _line_node(ctx, stepped_at, opt + ".step")
+            made = _line_node(ctx, built, "self." + module)
+            if step is None or made is None:
+                break
+            msg = M.stepped(_short(b2), _short(node), node.lineno, "self." + module, opt, stepped_at,
+                            M.stepped_inside(_short(node.func)))
+            related = (Related(ctx.range(made), M.graph_through_built_here("self." + module)),
+                       Related(ctx.range(step), M.step_updates("self." + module)))
+            yield Finding(rule.code, ctx.range(b2), msg, rule.default_severity, related, (),
+                          {"variable": "self." + module, "step_line": stepped_at})
+            break
+
+
+def _stale_from_module(node: ast.AST, ctx) -> Optional[Tuple[str, str, int, int]]:
+    """(module, optimizer, line of its call, line of the step) when ``node`` calls a
+    module-level instance of a class of the file whose ``forward`` returns a graph through
+    ``self.<module>`` built before a step of an optimizer made on that module's parameters."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return None
+    raw = ctx.summary.get("var:" + node.func.id)
+    cf = ctx.summary.get("class:" + raw) if isinstance(raw, str) else None
+    if not isinstance(cf, V.ClassFacts):
+        return None
+    fwd = cf.method("forward")
+    if fwd is None or fwd.no_grad or fwd.returns is not None or not fwd.ret.stepped_after:
+        return None
+    for module, opt, built, stepped_at in sorted(fwd.ret.stepped_after):
+        paths = _owner_paths(opt, ctx)
+        if not paths or not any(p == module or module.startswith(p + ".") for p in paths):
+            continue
+        ctor = cf.attr(module)
+        held = ctx.summary.get("class:" + ctor) if ctor else None
+        if isinstance(held, V.ClassFacts):
+            inner = held.method("forward")
+            if inner is None or not (inner.ret.modules or inner.returns_share):
+                continue  # a module of the file whose forward is not known to save its weights
+        return module, opt, built, stepped_at
+    return None
+
+
+def _line_node(ctx, line: int, text: str) -> Optional[ast.AST]:
+    """A node standing for ``text`` where it is written on ``line`` (a fact carries lines)."""
+    if line < 1 or line > len(ctx.index.lines):
+        return None
+    src = ctx.index.line(line - 1)
+    col = src.find(text)
+    if col < 0:
+        return None
+    start = len(src[:col].encode("utf-8"))
+    n = ast.Name(text, ast.Load())
+    n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, start, line, start + len(text.encode("utf-8"))
+    return n
 
 
 def _kept_stepped(rule, stmts, j, b2, ev2, steps, start, kept, ctx) -> Optional[Finding]:

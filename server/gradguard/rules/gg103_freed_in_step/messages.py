@@ -306,6 +306,14 @@ def advice_retain_in_helper(callee: str, what: str) -> Dict[str, str]:
                    f"不应从中学习，就把 {what[:-1]}.detach()` 传给它")}
 
 
+def stepped_inside(callee: str) -> Dict[str, str]:
+    """The ``how`` of :func:`stepped` when the step runs inside the module that returned the value."""
+    return {"en": (f"; the step runs inside `{callee}` after it built the value it returns: compute the "
+                   f"returned loss from a forward after that step, or step there after the caller's backward"),
+            "zh": (f"；这次 step 发生在 `{callee}` 内部、它构建返回值之后：请在该 step 之后重新前向计算返回的损失，"
+                   f"或者把 step 放到调用方的 backward 之后")}
+
+
 def advice_backward_once(callee: str) -> Dict[str, str]:
     return {"en": (f"`{callee}` already back-propagates the loss it returns (a `backward()` inside it, "
                    f"as a custom `forward` may do): back-propagate that loss once, inside it or here, "
