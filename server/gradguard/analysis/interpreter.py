@@ -253,7 +253,22 @@ class Resolver:
         if obj and obj.startswith("user:"):
             cf = self.cls(obj[5:])
             if cf is not None:
-                return cf.method(name)
+                got = cf.method(name)
+                if got is None and cf.bases and name != "forward":
+                    # a method a base class of the file defines (edge-connect's EdgeModel
+                    # running BaseModel.backward()); forward keeps its own, older reading
+                    got = self._inherited(cf, name, 0)
+                return got
+        return None
+
+    def _inherited(self, cf: ClassFacts, name: str, depth: int) -> _Opt[FnFacts]:
+        for b in cf.bases:
+            base = self.cls(b) if "." not in b and depth < 4 else None
+            if base is None:
+                continue
+            got = base.method(name) or (self._inherited(base, name, depth + 1) if base.bases else None)
+            if got is not None:
+                return got
         return None
 
 
@@ -506,6 +521,9 @@ class GraphFlow:
         # ids of calls of a method whose result's graph saved the weights of modules its
         # object holds (RetPos.modules): an optimizer step changes what it saved
         self.saved_weights: set = set()
+        # id(call) of those -> per returned position, the modules whose saved weights it holds
+        # (RetPos.modules): which positions of one call share a module's saved tensors (GG103)
+        self.returned_modules: Dict[int, Tuple[FrozenSet[str], ...]] = {}
         # ids of calls of one torch ``nn.Linear`` -> whether every walk of the call gave it
         # graph-free input (no taint at all): it then saves its input, not its weight
         self.data_layers: Dict[int, bool] = {}
@@ -3254,6 +3272,8 @@ class GraphFlow:
                 t.add(("G", node))
                 if rp.modules:
                     self.saved_weights.add(id(node))
+                    if id(node) not in self.returned_modules:
+                        self.returned_modules[id(node)] = tuple(p.modules for p in (facts.returns or (facts.ret,)))
             elif rp.derived and not facts.no_grad and not self.no_grad and any(
                     tok[0] in ("G", "L") for i in rp.derived for tok in argval(i).taints):
                 t.add(("G", node))  # h = cell(x, h, params) written out by hand: W @ h builds a graph

@@ -411,18 +411,47 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
         # what this backward frees: saving parts of the graph built in this list, before it
         frees = ev1.loss.graph_tokens() if ev1.sure is None else ev1.sure  # an own method run in place: what it surely frees
         # (or by the call itself: a module whose forward back-propagates the loss it returns)
-        freed = {t for t in frees if start <= _pos(t[1]) and (_pos(t[1]) < end or t[1] is b1) and id(t[1]) in saving}
+        # (a method's call whose returned graph went through modules of its object saved their weights:
+        # edge_model.process(...) handing back the edge generator's output, GraphFlow.saved_weights)
+        flow0 = where[0] if where is not None else None
+        weights = flow0.saved_weights if flow0 is not None else ()
+        freed = {t for t in frees if start <= _pos(t[1]) and (_pos(t[1]) < end or t[1] is b1)
+                 and (id(t[1]) in saving or id(t[1]) in weights)}
         if not freed:
             continue
         for later in stmts[i + 1:]:
             for b2, ev2 in _unreported(later, ctx, events, reported):
                 shared = freed & ev2.loss.graph_tokens()
+                if shared and flow0 is not None:
+                    shared = {t for t in shared if id(t[1]) in saving
+                              or _module_shared(t[1], stmts, b1, b2, flow0.returned_modules)}
                 if shared:
                     shared = {t for t in shared if not _separate_positions(t[1], stmts, b1, b2, where, ctx)
                               and not _separate_keys(t[1], stmts, b1, b2, ctx)}
                 if shared:
                     reported.add(id(b2))
                     yield _finding(rule, stmts, s, b1, b2, shared, ctx, where)
+
+
+def _module_shared(node: ast.AST, stmts, b1, b2, returned_modules) -> bool:
+    """A method's call whose returned positions saved the weights of modules of its object
+    (``GraphFlow.returned_modules``): do the positions the two losses read hold a module in
+    common (``e_outputs`` and ``e_gen_loss`` of edge-connect's ``process()`` both through its
+    generator, not ``q1`` and ``q2`` of two critics)?"""
+    mods = returned_modules.get(id(node))
+    if not mods:
+        return False
+    if len(mods) == 1:
+        return bool(mods[0])
+    k = _index_holding(stmts, node)
+    if k is None:
+        return False
+    first = _positions(stmts[k], node, _inputs_of(stmts, b1), len(mods))
+    second = _positions(stmts[k], node, _inputs_of(stmts, b2), len(mods))
+    if not first or not second:
+        return False
+    a: Set[str] = set().union(*(mods[p] for p in first))
+    return not a.isdisjoint(set().union(*(mods[p] for p in second)))
 
 
 def _returned_sites(call: ast.AST, unit, ctx):
