@@ -2472,7 +2472,11 @@ class GraphFlow:
                 tq = obj[5:]
                 if self.no_grad:
                     return CLEAN
-                return self._module_result(call, tq, args_taints, graph=not callee.frozen)
+                res = self._module_result(call, tq, args_taints, graph=not callee.frozen)
+                if tq == "torch.nn.Sequential" and isinstance(callee.site, ast.Assign) and not callee.frozen \
+                        and isinstance(call.func, ast.Name):
+                    res = self._sequence_state(call, callee.site, res, env)
+                return res
             if obj.startswith("pending:"):
                 if self.no_grad:
                     return CLEAN
@@ -2739,6 +2743,43 @@ class GraphFlow:
             self._dotted_bases.add(key)
             if new:
                 res = _tainted(res, frozenset(new))
+        return res
+
+    def _sequence_state(self, call: ast.Call, site: ast.Assign, res: Val, env: Dict[str, Val]) -> Val:
+        """``model = nn.Sequential(nn.Linear(4, 6), IFNode(), ...)`` bound in this unit, holding
+        a neuron of the file that rebuilds state on itself from its input and its last value
+        (``ClassFacts.keeps_input``) behind a layer with parameters: each call leaves its graph
+        in the pseudo-variable ``model.<i>.<attr>`` and hands back what the last call left on
+        top of its own, so two forwards before one reset share a graph (spikingjelly's
+        ``out = model(x); out_2 = model(x2)``). A reset (``reset_net(model)``) empties it. Not
+        a loop's carry: a loop calling the model without a reset is reported by GG101's own
+        reading of the container."""
+        made = site.value
+        if not isinstance(made, ast.Call) or len(site.targets) != 1 or not isinstance(site.targets[0], ast.Name) \
+                or site.targets[0].id != call.func.id:  # type: ignore[attr-defined]
+            return res
+        layer = False
+        for i, it in enumerate(made.args):
+            if not isinstance(it, ast.Call):
+                continue
+            name = dotted(it.func)
+            cf = self.r.cls(name) if name else None
+            if cf is None or not cf.keeps_input or cf.carried:
+                q = self.r.qualify(it.func) or ""
+                layer = layer or (q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] not in K.PARAMETERLESS_MODULES)
+                continue
+            if not layer:
+                continue
+            for attr in cf.keeps_input:
+                k = f"{call.func.id}.{i}{attr[4:]}"  # type: ignore[attr-defined]
+                old = env.get(k)
+                new = {("G", call)} | (old.taints if old is not None else EMPTY)
+                env[k] = Val(frozenset(new), site=self._stmt)
+                self._state_keys.add(k)
+                self._method_state_keys.add(k)
+                self._dotted_bases.add(call.func.id)  # type: ignore[attr-defined]
+                if old is not None and old.taints:
+                    res = _tainted(res, old.taints)
         return res
 
     def _neurons(self, call: ast.Call, callee: Val, key: str, cf: ClassFacts, fwd: _Opt[FnFacts], res: Val,
