@@ -334,7 +334,7 @@ def runtime(tmp_path_factory):
             job["fixed"] = str(out)
         jobs.append(job)
     for name, i, text in _other_fixes():  # the other quick fixes must make a program that trains too
-        out = work / f"other{i}__{name}"
+        out = work / f"other{i}__{name.replace('/', '__')}"
         out.write_text(text, encoding="utf-8")
         jobs.append({"name": f"other{i}/{name}", "original": str(out), "fixed": None, "seed": 0})
     manifest = work / "jobs.json"

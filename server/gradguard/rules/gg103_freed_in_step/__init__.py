@@ -1769,7 +1769,57 @@ def _detach_uses(stmts, holder, s1, b2, name, ctx) -> List[TextEdit]:
             rewritten |= _assigned(s)
     if rewritten and _differentiated_inputs(stmts, holder, s1) & rewritten:
         return []  # a gradient penalty differentiates with respect to it: it must keep its graph
+    if edits and not _other_graph_source(run, s1, name, ctx):
+        return []  # loss = mse(out, y): with out detached the first loss holds no graph at all
     return edits
+
+
+def _other_graph_source(run, s1, name: str, ctx) -> bool:
+    """Does the first loss, built in ``run`` and back-propagated by ``s1``, call something
+    besides ``name`` that may hold parameters (a module of the file or of torch that is not
+    parameterless, an attribute of ``self``, a callable it cannot tell)? Torch functions and
+    tensor methods are not: a loss computed from ``name`` alone by them has no graph once
+    ``name`` is detached."""
+    need = {n.id for n in A.walk_all(s1) if isinstance(n, ast.Name)} - {name}
+    for s in reversed(list(run) + [s1]):
+        if s is not s1 and not (_assigned(s) & need):
+            continue
+        need |= _names_read(s) - {name}
+        for n in A.walk_all(s):
+            if not isinstance(n, ast.Call):
+                continue
+            f = n.func
+            if A.is_backward_call(n, ctx):
+                continue
+            if isinstance(f, ast.Attribute):
+                recv = A.dotted(f.value)
+                if recv is None or "." in recv and not recv.startswith("self."):
+                    continue
+                if recv.startswith("self."):
+                    return True
+                raw = ctx.summary.get("var:" + recv)
+                if isinstance(raw, str) and _may_hold_parameters(raw, ctx):
+                    return True
+                continue  # a tensor's method (out.mean())
+            q = ctx.qualify(f) or ""
+            if q.startswith("torch.") and not q.startswith("torch.nn.") or q.startswith("torch.nn.functional."):
+                continue
+            if isinstance(f, ast.Name):
+                if f.id in ("sum", "abs", "max", "min", "float", "len"):
+                    continue
+                raw = ctx.summary.get("var:" + f.id)
+                if isinstance(raw, str) and not _may_hold_parameters(raw, ctx):
+                    continue
+            return True
+    return False
+
+
+def _may_hold_parameters(raw: str, ctx) -> bool:
+    """Is the (raw dotted) constructor ``raw`` anything but a parameterless torch module
+    (``nn.MSELoss()``, ``nn.ReLU()``)?"""
+    q = ctx.qualify(ast.parse(raw, mode="eval").body) if raw.replace(".", "").replace("_", "").isalnum() else None
+    last = (q or raw).rsplit(".", 1)[-1]
+    return not ((q or "").startswith("torch.nn.") and (last in K.PARAMETERLESS_MODULES or last.endswith("Loss")))
 
 
 def _assigned(stmt: ast.stmt) -> Set[str]:
