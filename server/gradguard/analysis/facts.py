@@ -420,7 +420,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     rets = [r for r in g.returns if not (r.none and not r.taints and r.elems is None)]
     saving = frozenset(g.saving_calls) if method else frozenset()
     step_lines: Tuple[Tuple[int, str], ...] = ()
-    if method and saving and any(sure for _, sure in steps):
+    if method and any(sure for _, sure in steps):
         # the optimizer steps a statement of the body makes (RetPos.stepped_after)
         step_lines = tuple((s.lineno, got) for s in fn.body  # type: ignore[attr-defined]
                            if isinstance(s, ast.Expr) and (got := S.stepped(s.value, scaler=True)))

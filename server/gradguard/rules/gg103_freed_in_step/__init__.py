@@ -306,6 +306,8 @@ def _direct_backward(stmt: ast.stmt, ctx, events) -> Optional[ast.Call]:
     train_discriminator(real, fake)`` (a helper of the user's that back-propagates)
     as the statement itself."""
     value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Call) and id(value.value) in events:
+        value = value.value  # loss = model(x, y)[0] of a forward that back-propagates what it returns
     if isinstance(value, ast.Call) and (A.is_backward_call(value, ctx) or id(value) in events):
         return value
     return None
