@@ -315,7 +315,7 @@ def _stepped_after(v: V.Val, saving: frozenset, step_lines: Tuple[Tuple[int, str
     tensors (or that call a module of another class of the file, ``self.discriminator(x)``,
     whose own facts say, where they are read, whether it saves), each with the optimizers
     stepped after it by a statement of the def's body."""
-    out = set()
+    out: Set[Tuple[str, str, int, int]] = set()
     for t in v.taints:
         node = t[1] if t[0] == "G" else g.pending_nodes.get(t[1]) if t[0] == "R" else None
         if isinstance(node, ast.Call) and (id(node) in saving or t[0] == "R"):

@@ -2473,10 +2473,7 @@ class GraphFlow:
                 if self.no_grad:
                     return CLEAN
                 res = self._module_result(call, tq, args_taints, graph=not callee.frozen)
-                if tq == "torch.nn.Sequential" and isinstance(callee.site, ast.Assign) and not callee.frozen \
-                        and isinstance(call.func, ast.Name):
-                    res = self._sequence_state(call, callee.site, res, env)
-                return res
+                return self._sequence_state(call, callee, res, env) if tq == "torch.nn.Sequential" else res
             if obj.startswith("pending:"):
                 if self.no_grad:
                     return CLEAN
@@ -2547,10 +2544,7 @@ class GraphFlow:
             # summarising a def, a module-level name we cannot see): assume a module
             if summarising:
                 self.opaque.add(id(call))
-                if callee.param and any(t[0] in ("G", "L") for t in args_taints):
-                    got = [t[1] for t in callee.taints if t[0] == "P"]
-                    if len(got) == 1:
-                        self.param_calls[id(call)] = got[0]
+                self._note_param_call(call, callee, args_taints)
             elif not self.build_stmts and not any(t[0] == "L" for t in args_taints) \
                     and not self._used_as_module(name):
                 # norm(x) of a parameter or a local the unit never uses as a module (no
@@ -2745,7 +2739,14 @@ class GraphFlow:
                 res = _tainted(res, frozenset(new))
         return res
 
-    def _sequence_state(self, call: ast.Call, site: ast.Assign, res: Val, env: Dict[str, Val]) -> Val:
+    def _note_param_call(self, call: ast.Call, callee: Val, args_taints: FrozenSet) -> None:
+        """(summarising) ``d(gz)``: a call of a parameter on a graph built inside (GraphFlow.param_calls)."""
+        if callee.param and any(t[0] in ("G", "L") for t in args_taints):
+            got = [t[1] for t in callee.taints if t[0] == "P"]
+            if len(got) == 1:
+                self.param_calls[id(call)] = got[0]
+
+    def _sequence_state(self, call: ast.Call, callee: Val, res: Val, env: Dict[str, Val]) -> Val:
         """``model = nn.Sequential(nn.Linear(4, 6), IFNode(), ...)`` bound in this unit, holding
         a neuron of the file that rebuilds state on itself from its input and its last value
         (``ClassFacts.keeps_input``) behind a layer with parameters: each call leaves its graph
@@ -2754,9 +2755,12 @@ class GraphFlow:
         ``out = model(x); out_2 = model(x2)``). A reset (``reset_net(model)``) empties it. Not
         a loop's carry: a loop calling the model without a reset is reported by GG101's own
         reading of the container."""
+        site = callee.site
+        if not isinstance(site, ast.Assign) or callee.frozen or not isinstance(call.func, ast.Name):
+            return res
         made = site.value
         if not isinstance(made, ast.Call) or len(site.targets) != 1 or not isinstance(site.targets[0], ast.Name) \
-                or site.targets[0].id != call.func.id:  # type: ignore[attr-defined]
+                or site.targets[0].id != call.func.id:
             return res
         layer = False
         for i, it in enumerate(made.args):
@@ -2771,13 +2775,13 @@ class GraphFlow:
             if not layer:
                 continue
             for attr in cf.keeps_input:
-                k = f"{call.func.id}.{i}{attr[4:]}"  # type: ignore[attr-defined]
+                k = f"{call.func.id}.{i}{attr[4:]}"
                 old = env.get(k)
                 new = {("G", call)} | (old.taints if old is not None else EMPTY)
                 env[k] = Val(frozenset(new), site=self._stmt)
                 self._state_keys.add(k)
                 self._method_state_keys.add(k)
-                self._dotted_bases.add(call.func.id)  # type: ignore[attr-defined]
+                self._dotted_bases.add(call.func.id)
                 if old is not None and old.taints:
                     res = _tainted(res, old.taints)
         return res

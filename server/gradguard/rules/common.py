@@ -283,9 +283,9 @@ def _bind_from_own_calls(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val], 
                 for t in targets:
                     for x in (A.walk_all(t) if t is not None else ()):
                         if isinstance(x, ast.Name):
-                            one = isinstance(n, ast.Assign) and len(n.targets) == 1 and t is x
-                            got = A.dotted(n.value) if one else None  # type: ignore[union-attr]
-                            aliases[x.id] = got if x.id not in aliases else None
+                            value = n.value if isinstance(n, ast.Assign) and len(n.targets) == 1 and t is x else None
+                            alias = A.dotted(value) if value is not None else None
+                            aliases[x.id] = alias if x.id not in aliases else None
         for n in calls:
             kws = {k.arg: k.value for k in n.keywords}
             for i, a in enumerate(named):
@@ -295,10 +295,10 @@ def _bind_from_own_calls(unit: Unit, ctx: ModuleContext, env: Dict[str, V.Val], 
                 if isinstance(arg, ast.Name):
                     text = aliases.get(arg.id, text) if arg.id in aliases else text
                 passed.setdefault(a.arg, set()).add(text)
-    for pname, got in passed.items():
-        if len(got) != 1 or pname not in env or env[pname].obj is not None:
+    for pname, texts in passed.items():
+        if len(texts) != 1 or pname not in env or env[pname].obj is not None:
             continue
-        (text,) = got
+        text = next(iter(texts))
         if not text or not text.startswith("self.") or text.count(".") != 1:
             continue
         obj = _own_attribute_obj(cls, text[5:], ctx, resolver)
