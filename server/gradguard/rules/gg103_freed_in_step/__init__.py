@@ -417,7 +417,7 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
         # edge_model.process(...) handing back the edge generator's output, GraphFlow.saved_weights)
         flow0 = where[0] if where is not None else None
         weights = flow0.saved_weights if flow0 is not None else ()
-        freed = {t for t in frees if start <= _pos(t[1]) and (_pos(t[1]) < end or t[1] is b1)
+        freed = {t for t in frees if start <= _pos(t[1]) and (_pos(t[1]) < end or (t[1] is b1 and ev1.sure is None))
                  and (id(t[1]) in saving or id(t[1]) in weights)}
         if not freed:
             continue
