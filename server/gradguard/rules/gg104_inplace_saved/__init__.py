@@ -24,15 +24,15 @@ import re
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.context import unit_text
+from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Related, Severity
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
-from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, FN, GLOBAL, class_layers, is_module_class,
-                                                       MethodShapes)
+from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, EDITS, FN, GLOBAL, class_layers,
+                                                       is_module_class, MethodShapes)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,6 +41,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _user_classes(summary) -> "Tuple[Tuple[str, object], ...]":
     return tuple(sorted((k[len(CLASS):], v) for k, v in summary.items() if k.startswith(CLASS)))
+
+
+def _editing_callees(summary) -> "Tuple[Tuple[str, tuple], ...]":
+    """The functions and module classes that edit in place what they are handed (or what they
+    save of it), by name: ``gg104:edits:`` (:func:`.facts.callee_edits`)."""
+    return tuple(sorted((k[len(EDITS):], v) for k, v in summary.items() if k.startswith(EDITS)))
+
+
+def _editing_globals(summary, classes: "Tuple[str, ...]") -> "frozenset":
+    """The module-level objects of those classes (``criterion = ResampleLoss()``), by name."""
+    return frozenset(k[len(GLOBAL):] for k, v in summary.items()
+                     if k.startswith(GLOBAL) and isinstance(v, str) and v.startswith("user:") and v[5:] in classes)
 
 
 def _saving_functions(summary) -> "Dict[str, W.Saves]":
@@ -132,7 +144,8 @@ _EDIT_TEXT = re.compile(r"(?<![=!<>])(?:\*\*|//|>>|<<|[-+*/@%&|^])=(?!=)|\]\s*=(
 
 
 def _inplace_layer(layers) -> bool:
-    return any(layer.inplace or (layer.items is not None and _inplace_layer(layer.items)) for layer in layers)
+    return any(layer.inplace or layer.edits is not None or (layer.items is not None and _inplace_layer(layer.items))
+               for layer in layers)
 
 
 def _global_layer(summary, name: str, user) -> "W.Layer | None":
@@ -146,7 +159,9 @@ def _global_layer(summary, name: str, user) -> "W.Layer | None":
         shape = cls.out_saved if cls is not None else None
         if shape and shape[0] == "if":
             shape = None  # a forward that depends on how the module was built
-        return W.Layer("user", out_saved=shape, weighted=True)
+        layer = W.Layer("user", out_saved=shape, weighted=True)
+        layer.edits = cls.edits if cls is not None else None
+        return layer
     if kind == "Sequential":
         return W.Layer("unknown", weighted=True)
     return W.Layer(kind)
@@ -171,21 +186,32 @@ class InplaceSaved(Rule):
     def check(self, unit, ctx):
         in_model = unit.class_node is not None and is_module_class(unit.class_node) and unit.kind == "function"
         edits = _EDIT_TEXT.search(unit_text(unit, ctx.index.lines)) is not None
-        if not edits and not in_model:
+        # functions and module classes of the file that edit in place what a call hands them
+        callees = {name: v for name, v in query(ctx.summary, _editing_callees) if name not in ctx.imports}
+        calls_editing = False
+        if callees:
+            words = unit_words(unit, ctx.index.lines)
+            calls_editing = not words.isdisjoint(callees) or not words.isdisjoint(
+                query(ctx.summary, _editing_globals, tuple(sorted(callees))))
+        if not edits and not in_model and not calls_editing:
             return ()
         qualify = lambda e: A.qualify(e, ctx)  # noqa: E731
         user = {name: W.Layer("user", out_saved=(shape or None)) for name, shape in query(ctx.summary, _user_classes)}
+        for name, layer in user.items():
+            layer.edits = callees.get(name)
         layers: "Dict[str, W.Layer]" = {}
         params: "set" = set()
         if unit.class_node is not None and unit.kind == "function":
             layers, params = class_layers(unit.class_node, qualify, user)
-            if not edits and not _inplace_layer(layers.values()):
+            if not edits and not calls_editing and not _inplace_layer(layers.values()):
                 return ()  # nothing in the unit's text nor in its class's layers edits in place
             if not in_model:
                 layers.update(_held_layers(unit.class_node, ctx.summary, user))
         layers.update(_own_layers(unit.body, qualify, user))
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
         flow.functions = query(ctx.summary, _saving_functions)
+        if calls_editing:
+            flow.callees = {name: v for name, v in callees.items() if name not in user}
         if in_model and unit.node is not None and unit.node.args.args:
             flow.self_name = unit.node.args.args[0].arg
             flow.method_shape = MethodShapes(unit.class_node, qualify, layers, params, flow.functions,
@@ -237,7 +263,17 @@ class InplaceSaved(Rule):
         saver = X.short(hit.saver, ctx)
         via = hit.via if hit.how == "inplace-layer" and isinstance(node, ast.Call) and isinstance(hit.via, ast.Call) \
             and hit.via.lineno != node.lineno else None
-        if via is not None:
+        if hit.how in ("callee", "callee-inner") and hit.inside is not None:
+            # the edit is inside a function (or module) of the file the unit calls
+            call = X.short(node.func, ctx) + "(...)" if isinstance(node, ast.Call) else X.short(node, ctx)
+            inside = X.short(hit.inside, ctx)  # type: ignore[arg-type]
+            if hit.how == "callee":
+                msg = M.callee_edits_argument(call, target, inside, hit.inside.lineno, X.short(hit.saver, ctx),
+                                              hit.saver.lineno, hit.saved_what)
+            else:
+                msg = M.callee_edits_own(call, inside, hit.inside.lineno, X.short(hit.saver, ctx), hit.saver.lineno,
+                                         hit.saved_what)
+        elif via is not None:
             # an element of one Sequential edits what an element of another, called before, saved
             target = X.short(hit.target, ctx)
             msg = M.modified_saved(hit.how, op, target, X.short(via, ctx), via.lineno, hit.saved_what)
@@ -250,6 +286,8 @@ class InplaceSaved(Rule):
         related = [Related(ctx.range(hit.saver), M.saved_here(hit.saved_what))]
         if hit.how == "inplace-layer" and hit.layer is not None and hit.layer.node is not None:
             related.append(Related(ctx.range(hit.layer.node), M.built_inplace_here()))
+        if hit.inside is not None:
+            related.append(Related(ctx.range(hit.inside), M.edited_inside_here()))  # type: ignore[arg-type]
         fixes = X.fixes_for(hit, unit, ctx)
         return Finding(self.code, ctx.range(where), msg, self.default_severity, tuple(related), tuple(fixes),
                        {"variable": target, "saved": hit.saved_what, "saved_line": hit.saver.lineno})

@@ -41,6 +41,9 @@ FN = "gg104:fn:"
 # ``gg104:ctor:<Class>:<line>`` -- the module-level names a module-level construction of a class
 # hands to it, ``((positional name or None, ...), ((keyword, name), ...))``
 CTOR = "gg104:ctor:"
+# ``gg104:edits:<name>`` -- what calling a module-level function (or a module class of the file)
+# edits in place: ``(edits, inner)`` (:func:`callee_edits`)
+EDITS = "gg104:edits:"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MODULE_BASE_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in K.MODULE_BASES)
 
@@ -121,7 +124,12 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
             return [(FN + stmt.targets[0].id, ("alias", call.value.id))]  # ``softsplat = _FunctionSoftsplat.apply``
         return []
     if isinstance(stmt, ast.FunctionDef):
-        return _apply_wrapper(stmt)
+        out = _apply_wrapper(stmt)
+        if referenced and _edits_in_place(stmt):
+            edits = callee_edits(stmt, 0, lambda e: A.qualify(e, None), {}, set(), None, None)
+            if edits is not None:
+                out.append((EDITS + stmt.name, edits))
+        return out
     if not isinstance(stmt, ast.ClassDef):
         return []
     if not is_module_class(stmt):
@@ -143,7 +151,80 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
     shape = return_shape(flow)
     if shape is None and len(flow.returns) > 1:
         shape = _configured_shape(stmt, fwd, lambda: W.Flow(qualify, layers, params, backward))
-    return [(CLASS + stmt.name, shape or ())]
+    out = [(CLASS + stmt.name, shape or ())]
+    if _edits_in_place(fwd) or any(layer.inplace for layer in layers.values()):
+        edits = callee_edits(fwd, 1, qualify, layers, params, flow.method_shape,
+                             {(h.node.lineno, h.node.col_offset) for h in flow.hits.values()})
+        if edits is not None:
+            out.append((EDITS + stmt.name, edits))
+    return out
+
+
+def _edits_in_place(fn: ast.FunctionDef) -> bool:
+    """Does the function's text spell an in-place edit (``x -= m``, ``x[i] = v``, ``x.add_(...)``,
+    ``inplace=True``)? A cheap test before :func:`callee_edits` walks it."""
+    inplace = K.INPLACE_TENSOR_METHODS
+    for n in A.body_nodes(fn):
+        if n.__class__ is ast.AugAssign:
+            return True
+        if n.__class__ is ast.Assign and any(t.__class__ is ast.Subscript for t in n.targets):  # type: ignore[attr-defined]
+            return True
+        if n.__class__ is ast.Call:
+            f = n.func  # type: ignore[attr-defined]
+            if (f.__class__ is ast.Attribute and f.attr in inplace) or any(k.arg == "inplace" for k in n.keywords):  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method_shape,
+                 own: "Optional[Set[Tuple[int, int]]]") -> "Optional[tuple]":
+    """What a call of ``fn`` edits in place, found by walking it with each positional parameter
+    (after the first ``skip``: ``self``) a tensor of its own that requires grad:
+
+    * ``edits``: ``((position, where), ...)``, the parameters it edits in place (``batch -=
+      mean`` in ``def subtract_mean(batch)``): an argument an operation of the caller saved
+      fails the caller's backward;
+    * ``inner``: ``((where, saver, saved_what), ...)``, a tensor an operation of ``fn`` saves and
+      ``fn`` then edits, only because its input requires grad (``pred = score.sigmoid();
+      pred[neg] = ...``): a call with an argument that requires grad fails. ``own``: the hits of
+      the walk with parameters that do not require grad (reported in ``fn`` itself), left out;
+      None for a function, whose own walk is the rule's.
+
+    Positions are ``(line, col, end_line, end_col)``; None when it edits nothing of these."""
+    args = fn.args
+    if args.vararg is not None or len(args.args) <= skip:
+        return None
+    flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, None))
+    if skip:
+        flow.self_name = args.args[0].arg
+        flow.method_shape = method_shape
+    for i, a in enumerate(args.args[skip:]):
+        st = W.Store(a.arg)
+        flow.param_stores[st] = i
+        flow.env[a.arg] = W.Val(frozenset({st}), True, True)
+    try:
+        flow.enter(fn)
+        flow.run(fn.body)
+    except RecursionError:
+        return None
+    edits = tuple(sorted((i, W.spot(n)) for i, n in flow.param_edits.items()))
+    if own is None:
+        # a function: the hits its parameters being tensors that do not require grad gives
+        base = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, None))
+        for a in args.args[skip:]:
+            base.env[a.arg] = W.Val(frozenset({W.Store(a.arg)}), False, True)
+        try:
+            base.enter(fn)
+            base.run(fn.body)
+        except RecursionError:
+            return None
+        own = {(h.node.lineno, h.node.col_offset) for h in base.hits.values()}
+    inner = tuple((W.spot(W.where_edited(h.stmt, h.node)), W.spot(h.saver), h.saved_what)
+                  for h in sorted(flow.hits.values(), key=lambda h: (h.node.lineno, h.node.col_offset))
+                  if (h.node.lineno, h.node.col_offset) not in own)
+    if not edits and not inner:
+        return None
+    return (edits, inner)
 
 
 def _configured_shape(cls: ast.ClassDef, fwd: ast.FunctionDef, new_flow) -> "Optional[tuple]":

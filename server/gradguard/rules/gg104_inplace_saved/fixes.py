@@ -44,6 +44,8 @@ def text(node: ast.AST, ctx) -> str:
     r = ctx.range(node)
     if r.start.line == r.end.line:
         return ctx.index.line(r.start.line)[r.start.character:r.end.character]
+    if not isinstance(node, ast.AST):  # a Spot (known by its position): its first line
+        return ctx.index.line(r.start.line)[r.start.character:].rstrip()
     return ast.unparse(node)
 
 
@@ -138,6 +140,14 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
         if not isinstance(base, ast.Name) or not isinstance(stmt, (ast.Assign, ast.AugAssign)):
             return None
         name = base.id
+        read = _read_in_saver(hit, stmt, name)
+        if read is not None:
+            # ``x[s] = x[s] * w``: the product saved the slice the write then changes; a copy made
+            # first would be read (and saved) instead, so the copy goes on the read
+            end = ctx.range(read).end
+            return Fix(M.fix_clone_read(text(read, ctx)), (TextEdit(Range(end, end), ".clone()"),), preferred=True)
+        if _inside(hit.saver, stmt) and any(_reads(n, name, name) for n in ast.walk(hit.saver)):
+            return None  # the copy would be the tensor read, saved and written
         start = ctx.pos(stmt.lineno, stmt.col_offset)
         indent = ctx.index.line(stmt.lineno - 1)[: start.character]
         if indent.strip():
@@ -166,6 +176,30 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
             return None
         return Fix(M.fix_inplace_false(), (TextEdit(ctx.range(hit.layer.inplace_node), "False"),), preferred=True)
     return None
+
+
+def _inside(node: ast.AST, stmt: ast.stmt) -> bool:
+    return any(n is node for n in ast.walk(stmt))
+
+
+def _read_in_saver(hit, stmt: ast.stmt, name: str) -> "Optional[ast.expr]":
+    """The operand of the saving operation, inside the editing assignment's value, that
+    reads the written tensor (``x[s]`` in ``x[s] = x[s] * w``), when it is the only one."""
+    saver = hit.saver
+    if not isinstance(stmt, ast.Assign) or not _inside(saver, stmt.value):
+        return None
+    if isinstance(saver, ast.BinOp):
+        operands = [saver.left, saver.right]
+    elif isinstance(saver, ast.Call):
+        operands = list(saver.args)
+        if isinstance(saver.func, ast.Attribute):
+            operands.append(saver.func.value)
+    else:
+        return None
+    reads = [o for o in operands if isinstance(o, (ast.Subscript, ast.Name))
+             and isinstance(o.value if isinstance(o, ast.Subscript) else o, ast.Name)
+             and (o.value if isinstance(o, ast.Subscript) else o).id == name]  # type: ignore[union-attr]
+    return reads[0] if len(reads) == 1 else None
 
 
 def _bound_back(call: ast.Call, stmt: ast.stmt) -> bool:

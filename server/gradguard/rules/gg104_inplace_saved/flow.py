@@ -70,7 +70,7 @@ class Layer:
     name), a same-file nn.Module class (``kind`` "user", ``out_saved``: its
     forward returns a saved output), or a Sequential of layers."""
 
-    __slots__ = ("kind", "inplace", "node", "inplace_node", "out_saved", "items", "weighted", "name")
+    __slots__ = ("kind", "inplace", "node", "inplace_node", "out_saved", "items", "weighted", "name", "edits")
 
     def __init__(self, kind: str, node: "Optional[ast.Call]" = None, inplace: bool = False,
                  inplace_node: "Optional[ast.expr]" = None, out_saved: "Optional[tuple]" = None,
@@ -83,13 +83,15 @@ class Layer:
         self.items = items
         self.weighted = weighted
         self.name = ""
+        # what calling it edits in place (``gg104:edits:`` of a same-file class, :func:`.facts.callee_edits`)
+        self.edits: "Optional[tuple]" = None
 
 
 class Hit:
     """An in-place edit of a storage an operation saved."""
 
     __slots__ = ("stmt", "node", "target", "saver", "saved_what", "how", "layer", "aliases", "escaped", "stores",
-                 "via")
+                 "via", "inside")
 
     def __init__(self, stmt, node, target, saver, saved_what, how, layer=None):
         self.stmt = stmt          # the statement that edits
@@ -104,6 +106,32 @@ class Hit:
         self.escaped = False
         self.stores: "FrozenSet[Store]" = frozenset()
         self.via: "Optional[ast.AST]" = None  # the Sequential call whose element saved it
+        # for an edit made by a called function or module ("callee", "callee-inner"): the editing
+        # expression inside it, as a Spot
+        self.inside: "Optional[Spot]" = None
+
+
+class Spot:
+    """A place in the file known by its position only (a fact holds no AST node): the
+    edit and the saving operation inside a called function, for the finding's words and
+    related locations."""
+
+    __slots__ = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+    def __init__(self, pos: "Tuple[int, int, int, int]") -> None:
+        self.lineno, self.col_offset, self.end_lineno, self.end_col_offset = pos
+
+
+def where_edited(stmt: "Optional[ast.stmt]", node: ast.AST) -> ast.AST:
+    """What an edit's finding quotes: its simple statement (``pred[neg] = pred[neg] / s``), else
+    the editing expression."""
+    return stmt if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)) else node
+
+
+def spot(node) -> "Tuple[int, int, int, int]":
+    """The position of ``node`` (a statement, expression or Spot), for a fact."""
+    return (node.lineno, node.col_offset, getattr(node, "end_lineno", None) or node.lineno,
+            getattr(node, "end_col_offset", None) or node.col_offset)
 
 
 def _last(name: "Optional[str]") -> str:
@@ -147,7 +175,9 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
         out_saved = base.out_saved
         if out_saved and out_saved[0] == "if":
             out_saved = configured(out_saved, call)  # ``Conv2d_batchnorm(..., activation="None")``
-        return Layer("user", call, out_saved=out_saved, weighted=True)
+        layer = Layer("user", call, out_saved=out_saved, weighted=True)
+        layer.edits = base.edits
+        return layer
     if not (q.startswith("torch.nn.") or kind in K.INPLACE_SWITCH_MODULES or kind in K.SAVES_OUTPUT_MODULES
             or kind in K.SAVES_INPUT_WEIGHTED_MODULES or kind == "Sequential"):
         return None
@@ -209,11 +239,13 @@ def _zero_probability(call: ast.Call) -> bool:
 
 def _basic_index(e: ast.expr, ints: "Set[str]") -> bool:
     """Basic indexing (a view of the indexed tensor): integers, slices, the
-    variables of ``for i in range(...)`` loops and arithmetic on them."""
+    variables of ``for i in range(...)`` loops and arithmetic on them. A slice is
+    a view whatever its bounds are (``x[:, :int(w / 2)]``: a bound is an index,
+    never a mask)."""
     if isinstance(e, ast.Constant):
         return isinstance(e.value, int) or e.value is None or e.value is Ellipsis
     if isinstance(e, ast.Slice):
-        return all(x is None or _basic_index(x, ints) for x in (e.lower, e.upper, e.step))
+        return True
     if isinstance(e, ast.Name):
         return e.id in ints
     if isinstance(e, ast.UnaryOp):
@@ -298,6 +330,12 @@ class Flow:
         # the call of a Sequential whose element saved a storage (the element's constructor is the saver)
         self.via: "Optional[ast.AST]" = None
         self.saved_via: "Dict[Store, ast.AST]" = {}
+        # same-file functions that edit in place, by name (``gg104:edits:``, :func:`.facts.callee_edits`)
+        self.callees: "Mapping[str, tuple]" = {}
+        # while a callee's own fact is computed: its parameters' storages (-> position), and the
+        # first in-place edit of each position
+        self.param_stores: "Dict[Store, int]" = {}
+        self.param_edits: "Dict[int, ast.AST]" = {}
 
     def escape(self, v: Val) -> None:
         self.escaped |= v.stores
@@ -314,6 +352,11 @@ class Flow:
             self.saved.setdefault(s, (saver, what))
 
     def edit(self, v: Val, node: ast.AST, target: ast.AST, how: str, layer: "Optional[Layer]" = None) -> None:
+        if self.param_stores:
+            for s in v.stores:
+                i = self.param_stores.get(s)
+                if i is not None:
+                    self.param_edits.setdefault(i, where_edited(self.stmt, node))
         for s in v.stores:
             info = self.saved.get(s)
             key = (id(node), id(layer))  # two in-place layers of one Sequential: two edits
@@ -635,6 +678,12 @@ class Flow:
                 return self.call_layer(recv.layer, e)
             return self.call_method(recv, func.attr, e)
         if isinstance(func, ast.Name):
+            if self.callees and func.id in self.callees and func.id not in self.env:
+                args = self._args(e)
+                for k in e.keywords:
+                    self.eval(k.value)
+                self.call_editing(self.callees[func.id], args, e)
+                return fresh(any(a.grad for a in args), True)
             if func.id in self.env and self.env[func.id].layer is not None:
                 fv = self.env[func.id]
             elif func.id in self.layers:
@@ -775,7 +824,26 @@ class Flow:
             self.eval(k.value)
         x = args[0] if args else Val()
         self.layer_calls.append((layer, e, self.stmt))  # type: ignore[arg-type]
+        if layer.edits is not None:
+            self.call_editing(layer.edits, args, e)
         return self.apply(layer, x, e)
+
+    def call_editing(self, fact: tuple, args: "List[Val]", e: ast.Call) -> None:
+        """A call of a function (or module) of the file that edits in place (``fact``:
+        :func:`.facts.callee_edits`): an argument it edits that an operation here saved, or,
+        with an argument that requires grad, a saved tensor of its own it then edits."""
+        edits, inner = fact
+        key = (id(e), id(None))
+        for pos, where in edits:
+            if pos < len(args) and pos < len(e.args) and not isinstance(e.args[pos], ast.Starred):
+                self.edit(args[pos], e, e.args[pos], "callee")
+                hit = self.hits.get(key)
+                if hit is not None and hit.inside is None:
+                    hit.inside = Spot(where)
+        if inner and not self.no_grad and key not in self.hits and any(a.grad for a in args):
+            where, saver, what = inner[0]
+            hit = self.hits[key] = Hit(self.stmt, e, e, Spot(saver), what, "callee-inner")
+            hit.inside = Spot(where)
 
     def apply(self, layer: Layer, x: Val, e: ast.AST, saver: "Optional[ast.AST]" = None) -> Val:
         """``layer(x)`` called at ``e``; what it saves is marked as saved by

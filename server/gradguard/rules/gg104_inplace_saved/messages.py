@@ -198,6 +198,41 @@ def modified_in_sequential(layer: str, seq: str, saver: str, line: int, saved_wh
     }
 
 
+_FAILS_EN = ("backward() will fail with \"one of the variables needed for gradient computation has been modified "
+             "by an inplace operation\"")
+_FAILS_ZH = ("backward() 会报错 \"one of the variables needed for gradient computation has been modified by an "
+             "inplace operation\"")
+
+
+def callee_edits_argument(call: str, target: str, inside: str, inside_line: int, saver: str, line: int,
+                          saved_what: str) -> "Dict[str, str]":
+    what_en = "its output" if saved_what == "output" else "its input"
+    what_zh = "它的输出" if saved_what == "output" else "它的输入"
+    return {
+        "en": (f"`{call}` changes `{target}` in place (`{inside}` on line {inside_line}), but `{saver}` on line "
+               f"{line} saved {what_en} for backward: {_FAILS_EN}"),
+        "zh": (f"`{call}` 原地修改了 `{target}`（第 {inside_line} 行的 `{inside}`），但第 {line} 行的 `{saver}` "
+               f"已把{what_zh}保存下来供反向传播使用：{_FAILS_ZH}"),
+    }
+
+
+def callee_edits_own(call: str, inside: str, inside_line: int, saver: str, line: int,
+                     saved_what: str) -> "Dict[str, str]":
+    what_en = "the output" if saved_what == "output" else "the input"
+    what_zh = "输出" if saved_what == "output" else "输入"
+    return {
+        "en": (f"`{call}` is called with an input that requires grad, and inside it `{inside}` (line "
+               f"{inside_line}) changes in place {what_en} that `{saver}` on line {line} saved for backward: "
+               f"{_FAILS_EN}"),
+        "zh": (f"调用 `{call}` 时传入了需要梯度的张量，而它内部第 {inside_line} 行的 `{inside}` 原地修改了第 {line} 行"
+               f"的 `{saver}` 为反向传播保存的{what_zh}：{_FAILS_ZH}"),
+    }
+
+
+def edited_inside_here() -> "Dict[str, str]":
+    return {"en": "the in-place edit, inside the called function", "zh": "被调用函数内部的原地修改"}
+
+
 def saved_here(saved_what: str) -> "Dict[str, str]":
     if saved_what == "output":
         return {"en": "this operation saves its output for backward", "zh": "这个运算为反向传播保存了它的输出"}
@@ -218,6 +253,11 @@ def fix_inplace_false() -> "Dict[str, str]":
 
 def fix_inplace_arg_false() -> "Dict[str, str]":
     return {"en": "Pass `inplace=False`", "zh": "改为传入 `inplace=False`"}
+
+
+def fix_clone_read(read: str) -> "Dict[str, str]":
+    return {"en": f"Let the product keep a copy: `{read}.clone()`",
+            "zh": f"让乘积保存一个副本：`{read}.clone()`"}
 
 
 def fix_clone_before(name: str) -> "Dict[str, str]":
