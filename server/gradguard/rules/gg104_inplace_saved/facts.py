@@ -219,12 +219,28 @@ def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method
         except RecursionError:
             return None
         own = {(h.node.lineno, h.node.col_offset) for h in base.hits.values()}
-    inner = tuple((W.spot(W.where_edited(h.stmt, h.node)), W.spot(h.saver), h.saved_what)
+    inner = tuple((W.spot(W.where_edited(h.stmt, h.node)), W.spot(h.saver), h.saved_what, _copied_local(h, flow))
                   for h in sorted(flow.hits.values(), key=lambda h: (h.node.lineno, h.node.col_offset))
                   if (h.node.lineno, h.node.col_offset) not in own)
     if not edits and not inner:
         return None
     return (edits, inner)
+
+
+def _copied_local(hit: W.Hit, flow: W.Flow) -> str:
+    """The local name an index write inside a callee writes into (``pred`` of ``pred[neg] =
+    ...``), when a copy of it made on the line before is the fix: no parameter, no other name of
+    that storage, kept nowhere else, saved on an earlier line. "" otherwise."""
+    stmt, node = hit.stmt, hit.node
+    if isinstance(node, ast.AugAssign):
+        node = node.target  # ``pred[neg] /= s``
+    if hit.how != "index" or not isinstance(stmt, (ast.Assign, ast.AugAssign)) or not isinstance(node, ast.Subscript):
+        return ""
+    base = node.value
+    if not isinstance(base, ast.Name) or hit.aliases or hit.stores & flow.escaped \
+            or any(s in flow.param_stores for s in hit.stores) or hit.saver.lineno >= stmt.lineno:
+        return ""
+    return base.id
 
 
 def _configured_shape(cls: ast.ClassDef, fwd: ast.FunctionDef, new_flow) -> "Optional[tuple]":

@@ -125,6 +125,18 @@ def fixes_for(hit, unit, ctx) -> "List[Fix]":
 
 
 def _fix(hit, unit, ctx) -> "Optional[Fix]":
+    if hit.how == "callee-inner":
+        # the index write inside the called function or module: a copy of its local first
+        # (the callee's own tensors, so no caller sees a difference)
+        name, at = hit.inside_copy, hit.inside
+        if not name or at is None:
+            return None
+        start = ctx.pos(at.lineno, at.col_offset)
+        indent = ctx.index.line(at.lineno - 1)[: start.character]
+        if indent.strip():
+            return None
+        return Fix(M.fix_clone_before(name), (TextEdit(Range(start, start), f"{name} = {name}.clone()\n{indent}"),),
+                   preferred=True)
     if not _safe(hit, unit):
         return None
     node, stmt = hit.node, hit.stmt

@@ -91,7 +91,7 @@ class Hit:
     """An in-place edit of a storage an operation saved."""
 
     __slots__ = ("stmt", "node", "target", "saver", "saved_what", "how", "layer", "aliases", "escaped", "stores",
-                 "via", "inside")
+                 "via", "inside", "inside_copy")
 
     def __init__(self, stmt, node, target, saver, saved_what, how, layer=None):
         self.stmt = stmt          # the statement that edits
@@ -109,6 +109,8 @@ class Hit:
         # for an edit made by a called function or module ("callee", "callee-inner"): the editing
         # expression inside it, as a Spot
         self.inside: "Optional[Spot]" = None
+        # the callee's local name a copy of which, made before that edit, is the fix ("" for none)
+        self.inside_copy = ""
 
 
 class Spot:
@@ -841,9 +843,10 @@ class Flow:
                 if hit is not None and hit.inside is None:
                     hit.inside = Spot(where)
         if inner and not self.no_grad and key not in self.hits and any(a.grad for a in args):
-            where, saver, what = inner[0]
+            where, saver, what, local = inner[0]
             hit = self.hits[key] = Hit(self.stmt, e, e, Spot(saver), what, "callee-inner")
             hit.inside = Spot(where)
+            hit.inside_copy = local
 
     def apply(self, layer: Layer, x: Val, e: ast.AST, saver: "Optional[ast.AST]" = None) -> Val:
         """``layer(x)`` called at ``e``; what it saves is marked as saved by

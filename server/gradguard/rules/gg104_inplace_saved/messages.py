@@ -256,8 +256,8 @@ def fix_inplace_arg_false() -> "Dict[str, str]":
 
 
 def fix_clone_read(read: str) -> "Dict[str, str]":
-    return {"en": f"Let the product keep a copy: `{read}.clone()`",
-            "zh": f"让乘积保存一个副本：`{read}.clone()`"}
+    return {"en": f"Let the operation that saves it read a copy: `{read}.clone()`",
+            "zh": f"让保存它的运算读取一个副本：`{read}.clone()`"}
 
 
 def fix_clone_before(name: str) -> "Dict[str, str]":
