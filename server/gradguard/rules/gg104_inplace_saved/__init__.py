@@ -160,7 +160,7 @@ def _global_layer(summary, name: str, user) -> "W.Layer | None":
         if shape and shape[0] == "if":
             shape = None  # a forward that depends on how the module was built
         layer = W.Layer("user", out_saved=shape, weighted=True)
-        layer.edits = cls.edits if cls is not None else None
+        layer.edits = cls.edits if cls is not None else None  # (an edit a setting chooses is left out)
         return layer
     if kind == "Sequential":
         return W.Layer("unknown", weighted=True)

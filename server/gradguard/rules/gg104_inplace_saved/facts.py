@@ -59,6 +59,7 @@ def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "
     layers: "Dict[str, W.Layer]" = {}
     params: "Set[str]" = set()
     dropped: "Set[str]" = set()
+    defaults = _init_defaults(cls)
     for d in cls.body:
         if not isinstance(d, _DEFS) or not d.args.args:
             continue
@@ -73,8 +74,8 @@ def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "
                 if isinstance(n.value, ast.Call) and (qualify(n.value.func) or "").rsplit(".", 1)[-1] == "Parameter":
                     params.add(key)
                     continue
-                layer = W.layer_of_constructor(n.value, qualify, user, layers) if isinstance(n.value, ast.Call) \
-                    else None
+                layer = W.layer_of_constructor(n.value, qualify, user, layers, defaults) \
+                    if isinstance(n.value, ast.Call) else None
                 if layer is None:
                     continue
                 if key in layers or key in dropped:
@@ -83,7 +84,51 @@ def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "
                     continue
                 layer.name = key
                 layers[key] = layer
+    _added_modules(cls, qualify, user, layers, defaults)
     return layers, params
+
+
+def _init_defaults(cls: ast.ClassDef) -> "Dict[str, object]":
+    """The literal defaults of the class's ``__init__`` parameters, by name."""
+    init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
+    if init is None:
+        return {}
+    a = init.args
+    pos = a.posonlyargs + a.args
+    out: "Dict[str, object]" = {}
+    for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults):
+        if isinstance(d, ast.Constant):
+            out[p.arg] = d.value
+    for p, d in zip(a.kwonlyargs, a.kw_defaults):
+        if isinstance(d, ast.Constant):
+            out[p.arg] = d.value
+    return out
+
+
+def _added_modules(cls: ast.ClassDef, qualify, user, layers: "Dict[str, W.Layer]", defaults) -> None:
+    """``self.body = nn.Sequential()`` then ``self.body.add_module("block1", Block(...))`` (in a
+    loop, or one by one): the elements, in the order the constructor adds them."""
+    seqs = {k for k, v in layers.items() if v.kind == "Sequential"}
+    if not seqs:
+        return
+    init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
+    if init is None or not init.args.args:
+        return
+    for n in A.body_nodes(init):
+        if n.__class__ is not ast.Call:
+            continue
+        f = n.func  # type: ignore[attr-defined]
+        if f.__class__ is ast.Attribute and f.attr == "add_module" and len(n.args) == 2:  # type: ignore[attr-defined]
+            key = "self." + (A.dotted(f.value) or "").partition(".")[2] if isinstance(f.value, ast.Attribute) \
+                and isinstance(f.value.value, ast.Name) and f.value.value.id == init.args.args[0].arg else None
+            if key in seqs:
+                item = n.args[1]  # type: ignore[attr-defined]
+                sub = W.layer_of_constructor(item, qualify, user, layers, defaults)
+                if sub is None:
+                    sub = W.Layer("unknown", item if isinstance(item, ast.Call) else None, weighted=True)
+                seq = layers[key]
+                seq.items = (seq.items or []) + [sub]
+                seq.weighted = seq.weighted or sub.weighted
 
 
 def forward_of(cls: ast.ClassDef) -> "Optional[ast.FunctionDef]":
@@ -154,7 +199,7 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
     out = [(CLASS + stmt.name, shape or ())]
     if _edits_in_place(fwd) or any(layer.inplace for layer in layers.values()):
         edits = callee_edits(fwd, 1, qualify, layers, params, flow.method_shape,
-                             {(h.node.lineno, h.node.col_offset) for h in flow.hits.values()})
+                             {(h.node.lineno, h.node.col_offset) for h in flow.hits.values()}, stmt)
         if edits is not None:
             out.append((EDITS + stmt.name, edits))
     return out
@@ -177,13 +222,15 @@ def _edits_in_place(fn: ast.FunctionDef) -> bool:
 
 
 def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method_shape,
-                 own: "Optional[Set[Tuple[int, int]]]") -> "Optional[tuple]":
+                 own: "Optional[Set[Tuple[int, int]]]", cls: "Optional[ast.ClassDef]" = None) -> "Optional[tuple]":
     """What a call of ``fn`` edits in place, found by walking it with each positional parameter
     (after the first ``skip``: ``self``) a tensor of its own that requires grad:
 
-    * ``edits``: ``((position, where), ...)``, the parameters it edits in place (``batch -=
-      mean`` in ``def subtract_mean(batch)``): an argument an operation of the caller saved
-      fails the caller's backward;
+    * ``edits``: ``((position, where, conditions), ...)``, the parameters it edits in place
+      (``batch -= mean`` in ``def subtract_mean(batch)``): an argument an operation of the caller
+      saved fails the caller's backward; ``conditions``: for a module's ``forward``, the
+      constructor settings the edit's path needs (``if self.activate: x = self.activ(x)``),
+      ``((param, position, default, wanted truth), ...)`` (:func:`_conditions`);
     * ``inner``: ``((where, saver, saved_what), ...)``, a tensor an operation of ``fn`` saves and
       ``fn`` then edits, only because its input requires grad (``pred = score.sigmoid();
       pred[neg] = ...``): a call with an argument that requires grad fails. ``own``: the hits of
@@ -207,7 +254,8 @@ def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method
         flow.run(fn.body)
     except RecursionError:
         return None
-    edits = tuple(sorted((i, W.spot(n)) for i, n in flow.param_edits.items()))
+    edits = tuple(sorted((i, W.spot(n), _conditions(cls, fn, st) if cls is not None and st is not None else ())
+                         for i, (n, st) in flow.param_edits.items()))
     if own is None:
         # a function: the hits its parameters being tensors that do not require grad gives
         base = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, None))
@@ -225,6 +273,40 @@ def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method
     if not edits and not inner:
         return None
     return (edits, inner)
+
+
+def _conditions(cls: ast.ClassDef, fn: ast.FunctionDef, stmt: ast.stmt) -> tuple:
+    """The constructor settings on the path to ``stmt`` in ``fn``: each enclosing ``if
+    self.<attr>:`` (or ``if not self.<attr>:``) whose attribute is an ``__init__`` parameter,
+    as ``(param, position, default, wanted truth)``; other tests are not conditions (an edit on
+    one path counts, as in the walk)."""
+    me = fn.args.args[0].arg
+    out = []
+
+    def find(body, path) -> bool:
+        for s in body:
+            if s is stmt:
+                out.extend(path)
+                return True
+            if isinstance(s, ast.If):
+                if find(s.body, path + [(s.test, True)]) or find(s.orelse, path + [(s.test, False)]):
+                    return True
+            else:
+                for block in A.child_blocks(s):
+                    if find(block, path):
+                        return True
+        return False
+
+    find(fn.body, [])
+    conds = []
+    for test, want in out:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, want = test.operand, not want
+        if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == me:
+            param = _init_param(cls, test.attr)
+            if param is not None:
+                conds.append(param + (want,))
+    return tuple(conds)
 
 
 def _copied_local(hit: W.Hit, flow: W.Flow) -> str:

@@ -159,8 +159,46 @@ def inplace_switch(call: ast.Call, kind: str) -> "Optional[ast.expr]":
     return None
 
 
+def resolve_edits(fact: tuple, call: ast.Call, defaults: "Optional[Mapping[str, object]]") -> "Optional[tuple]":
+    """The edits of ``fact`` (:func:`.facts.callee_edits`) an object built by ``call`` makes: an
+    edit on the path of ``if self.<setting>:`` is kept when the call sets it true (a literal, or
+    the default), else dropped; a setting spelled with a name of the enclosing constructor
+    (``activate=(start_with_relu if i == 0 else True)``) is read from that name's default
+    (``defaults``), as the enclosing block is built by default."""
+    edits, inner = fact
+    kept = []
+    for pos, where, conds in edits:
+        ok = True
+        for name, ppos, default, want in conds:
+            arg = next((k.value for k in call.keywords if k.arg == name), None)
+            if arg is None and ppos < len(call.args):
+                arg = call.args[ppos]
+            value = default if arg is None else _setting(arg, defaults or {})
+            if value is _UNKNOWN or bool(value) != want:
+                ok = False
+                break
+        if ok:
+            kept.append((pos, where, ()))
+    if not kept and not inner:
+        return None
+    return (tuple(kept), inner)
+
+
+def _setting(e: ast.expr, defaults: "Mapping[str, object]") -> object:
+    if isinstance(e, ast.Constant):
+        return e.value
+    if isinstance(e, ast.Name) and e.id in defaults:
+        return defaults[e.id]
+    if isinstance(e, ast.IfExp):
+        a, b = _setting(e.body, defaults), _setting(e.orelse, defaults)
+        if a is not _UNKNOWN and b is not _UNKNOWN and bool(a) == bool(b):
+            return a
+    return _UNKNOWN
+
+
 def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Layer]",
-                         known: "Optional[Mapping[str, Layer]]" = None) -> "Optional[Layer]":
+                         known: "Optional[Mapping[str, Layer]]" = None,
+                         defaults: "Optional[Mapping[str, object]]" = None) -> "Optional[Layer]":
     """The Layer a constructor call builds (``nn.ReLU(inplace=True)``,
     ``nn.Sequential(...)``, ``Block(...)`` of a same-file module class); the
     elements of a Sequential may be layers already built (``known``:
@@ -178,7 +216,7 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
         if out_saved and out_saved[0] == "if":
             out_saved = configured(out_saved, call)  # ``Conv2d_batchnorm(..., activation="None")``
         layer = Layer("user", call, out_saved=out_saved, weighted=True)
-        layer.edits = base.edits
+        layer.edits = resolve_edits(base.edits, call, defaults) if base.edits is not None else None
         return layer
     if not (q.startswith("torch.nn.") or kind in K.INPLACE_SWITCH_MODULES or kind in K.SAVES_OUTPUT_MODULES
             or kind in K.SAVES_INPUT_WEIGHTED_MODULES or kind == "Sequential"):
@@ -337,7 +375,7 @@ class Flow:
         # while a callee's own fact is computed: its parameters' storages (-> position), and the
         # first in-place edit of each position
         self.param_stores: "Dict[Store, int]" = {}
-        self.param_edits: "Dict[int, ast.AST]" = {}
+        self.param_edits: "Dict[int, Tuple[ast.AST, Optional[ast.stmt]]]" = {}
 
     def escape(self, v: Val) -> None:
         self.escaped |= v.stores
@@ -358,7 +396,7 @@ class Flow:
             for s in v.stores:
                 i = self.param_stores.get(s)
                 if i is not None:
-                    self.param_edits.setdefault(i, where_edited(self.stmt, node))
+                    self.param_edits.setdefault(i, (where_edited(self.stmt, node), self.stmt))
         for s in v.stores:
             info = self.saved.get(s)
             key = (id(node), id(layer))  # two in-place layers of one Sequential: two edits
@@ -830,15 +868,21 @@ class Flow:
             self.call_editing(layer.edits, args, e)
         return self.apply(layer, x, e)
 
-    def call_editing(self, fact: tuple, args: "List[Val]", e: ast.Call) -> None:
+    def call_editing(self, fact: tuple, args: "List[Val]", e: ast.Call, targets: "Optional[list]" = None) -> None:
         """A call of a function (or module) of the file that edits in place (``fact``:
         :func:`.facts.callee_edits`): an argument it edits that an operation here saved, or,
-        with an argument that requires grad, a saved tensor of its own it then edits."""
+        with an argument that requires grad, a saved tensor of its own it then edits.
+        ``targets``: the expressions handed, when not ``e``'s arguments (an element of a
+        Sequential gets what the element before it returned)."""
         edits, inner = fact
         key = (id(e), id(None))
-        for pos, where in edits:
-            if pos < len(args) and pos < len(e.args) and not isinstance(e.args[pos], ast.Starred):
-                self.edit(args[pos], e, e.args[pos], "callee")
+        if targets is None:
+            targets = e.args
+        for pos, where, conds in edits:
+            if conds:
+                continue  # on a path a constructor setting chooses, not resolved for this object
+            if pos < len(args) and pos < len(targets) and not isinstance(targets[pos], ast.Starred):
+                self.edit(args[pos], e, targets[pos], "callee")
                 hit = self.hits.get(key)
                 if hit is not None and hit.inside is None:
                     hit.inside = Spot(where)
@@ -858,7 +902,11 @@ class Flow:
             outer = self.via
             if outer is None:
                 self.via = e
-            for sub in layer.items or ():
+            for i, sub in enumerate(layer.items or ()):
+                if sub.edits is not None and isinstance(e, ast.Call):
+                    # an element that edits its input in place (a block whose forward starts with an
+                    # in-place ReLU on it): the Sequential's argument for the first
+                    self.call_editing(sub.edits, [v], e, e.args[:1] if i == 0 else [e])
                 v = self.apply(sub, v, e, sub.node if sub.node is not None else e)
             self.via = outer
             return v
