@@ -84,6 +84,16 @@ SHAPES = [
      DEFAULT_SEQ, False),
     ("n = 0\nn += 1\nx = self.conv(x) * n", DEFAULT_SEQ, False),
     ("x = self.conv(x)\nx = F.relu(x, inplace=True)\nx = self.conv(x)", DEFAULT_SEQ, False),
+    # a slice of a conv output written back from a product that kept that slice (pytorch#1321);
+    # a slice is a view whatever its bounds are
+    ("x = self.conv(x)\nx[:, :, 0:int(4 / 2), :2] = x[:, :, 0:int(4 / 2), :2] * res[:, :, :2, :2]", DEFAULT_SEQ,
+     True),
+    ("x = self.conv(x)\nn = x.size(2) // 2\nx[:, :, :n] = x[:, :, :n] * res[:, :, :n]", DEFAULT_SEQ, True),
+    ("x = self.conv(x)\nx[:, :, 0:int(4 / 2), :2] = x[:, :, 0:int(4 / 2), :2] * 0.5", DEFAULT_SEQ, False),
+    ("x = self.conv(x)\nx[:, :, 0:int(4 / 2), :2] = x[:, :, 0:int(4 / 2), :2].clone() * res[:, :, :2, :2]",
+     DEFAULT_SEQ, False),
+    ("x = self.conv(x)\nout = x.clone()\nout[:, :, :2, :2] = x[:, :, :2, :2] * res[:, :, :2, :2]\nx = out",
+     DEFAULT_SEQ, False),
 ]
 
 
@@ -152,6 +162,8 @@ def test_offered_fixes_train_and_are_silent(body, seq, reported):
     ("x = torch.tanh(self.conv(x))\nx = F.relu(x, inplace=True)", "x = F.relu(x, inplace=False)"),
     ("x = torch.exp(self.conv(x))\nx = self.relu(x)", "self.relu = nn.ReLU(inplace=False)"),
     ("x = torch.sigmoid(self.conv(x))\nx[:, 0] = 0.0", "x = x.clone()\n        x[:, 0] = 0.0"),
+    # the copy goes on the read: a copy made before would be the tensor read, saved and written
+    ("x = self.conv(x)\nx[:, :, :2] = x[:, :, :2] * res[:, :, :2]", "x[:, :, :2] = x[:, :, :2].clone() * res[:, :, :2]"),
 ])
 def test_fix_texts(before, after):
     out = fixed(_program(before, DEFAULT_SEQ))
@@ -661,3 +673,161 @@ def test_a_module_held_by_a_plain_object():
         assert not gg104(src.replace("policy = Policy(actor)\n", "policy = Policy(actor)\n" + other))
     two = src.replace("policy = Policy(actor)\n", "policy = Policy(actor)\nlin = nn.Linear(4, 2)\nother = Policy(lin)\n")
     assert not gg104(two)
+
+
+CALLEE = """\
+import torch
+import torch.nn as nn
+
+
+def sub_mean(batch):
+    mean = torch.zeros_like(batch)
+    mean[:, 0] = 0.5
+    batch -= mean
+    return batch
+
+
+def sub_mean_copy(batch):
+    batch = batch - 0.5
+    return batch
+
+
+def masked(score, label):
+    p = score.sigmoid()
+    p[label == 0] = p[label == 0] / 2
+    return p.mean()
+
+
+class Rescale(nn.Module):
+    def __init__(self, s=2.0):
+        super().__init__()
+        self.s = s
+
+    def forward(self, score, label):
+        p = score.sigmoid()
+        p[label == 0] /= self.s
+        return -(label * torch.log(p + 1e-6)).mean()
+
+
+class Block(nn.Module):
+    def __init__(self, c, activate=True):
+        super().__init__()
+        self.activate = activate
+        if self.activate:
+            self.act = nn.ReLU(inplace=True)
+        self.conv = nn.Conv2d(c, c, 1)
+
+    def forward(self, x):
+        if self.activate:
+            x = self.act(x)
+        return self.conv(x)
+
+
+class Unit(nn.Module):
+    def __init__(self, c, start_with_relu=True):
+        super().__init__()
+        self.skip = nn.Conv2d(c, c, 1)
+        self.body = nn.Sequential()
+        for i in range(2):
+            self.body.add_module("block{}".format(i), Block(c, activate=SETTING))
+
+    def forward(self, x):
+        identity = self.skip(x)
+        return self.body(x) + identity
+
+
+lin = nn.Linear(3, 3)
+net = nn.Sequential(nn.Conv2d(3, 3, 1), nn.BatchNorm2d(3), Unit(3))
+crit = Rescale()
+opt = torch.optim.SGD(list(lin.parameters()) + list(net.parameters()), lr=0.1)
+for _ in range(2):
+    x = torch.randn(2, 3)
+    label = (torch.rand(2, 3) > 0.5).float()
+    opt.zero_grad()
+BODY
+    loss.backward()
+    opt.step()
+"""
+
+# (the loop's body before the backward, the first block's ``activate`` (False: no block of the
+# unit edits), reported?)
+CALLEE_SHAPES = [
+    # a helper edits its parameter in place; the caller handed it a tanh output (tanh keeps it)
+    ("y = torch.tanh(lin(x))\ny = sub_mean(y)\nloss = y.pow(2).mean()", "False", True),
+    ("y = torch.tanh(lin(x))\ny = sub_mean(y.clone())\nloss = y.pow(2).mean()", "False", False),
+    ("y = torch.tanh(lin(x))\ny = sub_mean_copy(y)\nloss = y.pow(2).mean()", "False", False),
+    ("y = lin(x)\ny = sub_mean(y)\nloss = y.pow(2).mean()", "False", False),          # a Linear keeps its input
+    ("y = torch.tanh(lin(x))\nloss = y.pow(2).mean()\nz = sub_mean(x.clone())", "False", False),
+    # a function or loss module keeps its own sigmoid output and edits it: only with an input that requires grad
+    ("loss = masked(lin(x), label)", "False", True),
+    ("loss = crit(lin(x), label)", "False", True),
+    ("loss = lin(x).pow(2).mean()\nwith torch.no_grad():\n    m = crit(lin(x), label)", "False", False),
+    ("loss = lin(x).pow(2).mean() + masked(x, label)", "False", False),
+    # add_module's elements: the first block's in-place ReLU rewrites what the skip conv kept
+    ("loss = net(torch.randn(2, 3, 4, 4)).pow(2).mean()", "(start_with_relu if i == 0 else True)", True),
+    ("loss = net(torch.randn(2, 3, 4, 4)).pow(2).mean()", "True", True),
+    ("loss = net(torch.randn(2, 3, 4, 4)).pow(2).mean()", "(False if i == 0 else True)", False),
+    ("loss = net(torch.randn(2, 3, 4, 4)).pow(2).mean()", "i > 0", False),
+]
+
+
+@pytest.mark.parametrize("body, setting, reported", CALLEE_SHAPES)
+def test_edits_inside_a_called_function_or_module(body, setting, reported):
+    src = CALLEE.replace("BODY", textwrap.indent(body, " " * 4)).replace("SETTING", setting)
+    fs = gg104(src)
+    assert bool(fs) == reported, [f.message["en"] for f in fs]
+    lines = src.splitlines()
+    for f in fs:
+        assert f.message["zh"] and f.message["zh"] != f.message["en"]
+        # the saving operation and the edit inside the callee are both pointed at
+        inside = [r for r in f.related if "inside" in r.message["en"]]
+        assert inside, f.related
+        at = inside[0].range
+        assert any(w in lines[at.start.line] for w in ("-=", "/=", "] =", "self.act(x)")), lines[at.start.line]
+    if _torch_available():
+        error = _run(src)
+        if reported:
+            assert error and "modified by an inplace operation" in error, error
+        else:
+            assert error is None, error
+
+
+def test_the_copy_inside_a_loss_module_trains():
+    src = CALLEE.replace("BODY", "    loss = crit(lin(x), label)").replace("SETTING", "False")
+    fs = gg104(src)
+    assert len(fs) == 1 and fs[0].preferred_fix is not None
+    out = fixed(src)
+    assert "        p = p.clone()\n        p[label == 0] /= self.s" in out, out
+    assert not gg104(out)
+    if _torch_available():
+        assert _run(out) is None
+
+
+def test_a_helper_with_chinese_names():
+    src = textwrap.dedent("""\
+    import torch
+
+    lin = torch.nn.Linear(3, 3)
+
+
+    def 减均值(批):  # 原地减去均值
+        批 -= 0.5
+        return 批
+
+
+    for _ in range(2):
+        输出 = torch.sigmoid(lin(torch.randn(2, 3)))
+        输出 = 减均值(输出)
+        输出.sum().backward()
+    """)
+    fs = gg104(src)
+    assert len(fs) == 1
+    f = fs[0]
+    lines = src.splitlines()
+    line = lines[f.range.start.line]
+    assert line[f.range.start.character:f.range.end.character] == "减均值(输出)"
+    inside = [r for r in f.related if "inside" in r.message["en"]][0].range
+    assert lines[inside.start.line][inside.start.character:inside.end.character] == "批 -= 0.5"
+    assert "减均值(...)" in f.message["en"] and "批 -= 0.5" in f.message["zh"]
+    if _torch_available():
+        assert "modified by an inplace operation" in (_run(src) or "")
