@@ -85,9 +85,15 @@ No. Once the backward has run, the saved tensors have been used; editing them is
 `.data` has its own version counter, so autograd cannot see the edit (and does not stop). GG202
 explains why that is worse.
 
+**Is an edit inside a helper I call reported?**
+Yes, for a function or module class of the same file: a helper that edits the tensor it is handed
+(`batch -= mean` in `subtract_mean(batch)`) is reported where it is called with a tensor an
+operation saved (the output of a `Tanh`), and a loss module that saves a tensor of its own and then
+edits it (`p = score.sigmoid(); p[neg] /= s`) where it is called with an input that requires grad.
+The edit inside is given as related information.
+
 **What does the rule not see?**
-Edits in another function than the one that saved the tensor (except through a layer of the same
-file whose output is known to be saved), and values it cannot follow: it stays silent rather than
+Edits in a function of another file, and values it cannot follow: it stays silent rather than
 guess.
 ''',
     "zh": '''\
@@ -155,9 +161,14 @@ class Block(nn.Module):
 **为什么 `x.data.add_(...)` 没有被报告？**
 `.data` 有自己的版本计数器，autograd 看不到这个修改（也不会报错）。GG202 解释了为什么这样更糟。
 
+**在我调用的辅助函数内部的原地修改会被报告吗？**
+会，只要该函数或模块类在同一文件中：原地修改传入张量的辅助函数（`subtract_mean(batch)` 中的
+`batch -= mean`），在传入一个已被某个运算保存的张量（例如 `Tanh` 的输出）的调用处报告；先保存自己
+的张量再原地修改它的损失模块（`p = score.sigmoid(); p[neg] /= s`），在传入需要梯度的输入的调用处
+报告。函数内部的那次修改作为相关信息给出。
+
 **这条规则看不到什么？**
-在保存张量的函数之外进行的修改（除非经过同一文件中已知输出会被保存的层），以及它无法跟踪的值：
-不确定时它保持沉默，而不是猜测。
+在其他文件的函数中进行的修改，以及它无法跟踪的值：不确定时它保持沉默，而不是猜测。
 ''',
 }
 
