@@ -687,6 +687,13 @@ def sub_mean(batch):
     return batch
 
 
+def weigh(r, lam):
+    v = r * 1.0
+    out = lam * v
+    v[0] = 0.0
+    return out + v
+
+
 def sub_mean_copy(batch):
     batch = batch - 0.5
     return batch
@@ -763,6 +770,9 @@ CALLEE_SHAPES = [
     ("loss = crit(lin(x), label)", "False", True),
     ("loss = lin(x).pow(2).mean()\nwith torch.no_grad():\n    m = crit(lin(x), label)", "False", False),
     ("loss = lin(x).pow(2).mean() + masked(x, label)", "False", False),
+    # a product by a parameter keeps the other operand only when that parameter requires grad
+    ("loss = weigh(lin(x), 0.9).sum()", "False", False),
+    ("loss = weigh(lin(x), torch.tensor(0.9, requires_grad=True)).sum()", "False", True),
     # add_module's elements: the first block's in-place ReLU rewrites what the skip conv kept
     ("loss = net(torch.randn(2, 3, 4, 4)).pow(2).mean()", "(start_with_relu if i == 0 else True)", True),
     ("loss = net(torch.randn(2, 3, 4, 4)).pow(2).mean()", "True", True),

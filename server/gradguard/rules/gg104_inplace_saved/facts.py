@@ -198,8 +198,8 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
         shape = _configured_shape(stmt, fwd, lambda: W.Flow(qualify, layers, params, backward))
     out = [(CLASS + stmt.name, shape or ())]
     if _edits_in_place(fwd) or any(layer.inplace for layer in layers.values()):
-        edits = callee_edits(fwd, 1, qualify, layers, params, flow.method_shape,
-                             {(h.node.lineno, h.node.col_offset) for h in flow.hits.values()}, stmt)
+        edits = callee_edits(fwd, 1, qualify, layers, params, flow.method_shape, {_at(h) for h in flow.hits.values()},
+                             stmt)
         if edits is not None:
             out.append((EDITS + stmt.name, edits))
     return out
@@ -224,55 +224,73 @@ def _edits_in_place(fn: ast.FunctionDef) -> bool:
 def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method_shape,
                  own: "Optional[Set[Tuple[int, int]]]", cls: "Optional[ast.ClassDef]" = None) -> "Optional[tuple]":
     """What a call of ``fn`` edits in place, found by walking it with each positional parameter
-    (after the first ``skip``: ``self``) a tensor of its own that requires grad:
+    (after the first ``skip``: ``self``) a tensor of its own, once per parameter with that one
+    requiring grad:
 
     * ``edits``: ``((position, where, conditions), ...)``, the parameters it edits in place
       (``batch -= mean`` in ``def subtract_mean(batch)``): an argument an operation of the caller
       saved fails the caller's backward; ``conditions``: for a module's ``forward``, the
       constructor settings the edit's path needs (``if self.activate: x = self.activ(x)``),
       ``((param, position, default, wanted truth), ...)`` (:func:`_conditions`);
-    * ``inner``: ``((where, saver, saved_what), ...)``, a tensor an operation of ``fn`` saves and
-      ``fn`` then edits, only because its input requires grad (``pred = score.sigmoid();
-      pred[neg] = ...``): a call with an argument that requires grad fails. ``own``: the hits of
-      the walk with parameters that do not require grad (reported in ``fn`` itself), left out;
-      None for a function, whose own walk is the rule's.
+    * ``inner``: ``((where, saver, saved_what, local, positions), ...)``, a tensor an operation of
+      ``fn`` saves and ``fn`` then edits, only because the parameters at ``positions`` require
+      grad (``pred = score.sigmoid(); pred[neg] = ...``): a call with such an argument that
+      requires grad fails (``local``: :func:`_copied_local`).
 
-    Positions are ``(line, col, end_line, end_col)``; None when it edits nothing of these."""
+    ``own``: the edits of the walk with parameters that do not require grad, reported in ``fn``
+    itself (its position), left out of both; None for a function (walked here). Positions are
+    ``(line, col, end_line, end_col)``; None when it edits nothing of these."""
     args = fn.args
-    if args.vararg is not None or len(args.args) <= skip:
+    names = [a.arg for a in args.args[skip:]]
+    if args.vararg is not None or not names:
         return None
-    flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, None))
-    if skip:
-        flow.self_name = args.args[0].arg
-        flow.method_shape = method_shape
-    for i, a in enumerate(args.args[skip:]):
-        st = W.Store(a.arg)
-        flow.param_stores[st] = i
-        flow.env[a.arg] = W.Val(frozenset({st}), True, True)
-    try:
-        flow.enter(fn)
-        flow.run(fn.body)
-    except RecursionError:
-        return None
-    edits = tuple(sorted((i, W.spot(n), _conditions(cls, fn, st) if cls is not None and st is not None else ())
-                         for i, (n, st) in flow.param_edits.items()))
-    if own is None:
-        # a function: the hits its parameters being tensors that do not require grad gives
-        base = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, None))
-        for a in args.args[skip:]:
-            base.env[a.arg] = W.Val(frozenset({W.Store(a.arg)}), False, True)
+
+    def walk(grad: int) -> "Optional[W.Flow]":
+        flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, None))
+        if skip:
+            flow.self_name = args.args[0].arg
+            flow.method_shape = method_shape
+        for i, name in enumerate(names):
+            st = W.Store(name)
+            flow.param_stores[st] = i
+            flow.env[name] = W.Val(frozenset({st}), i == grad, True)
         try:
-            base.enter(fn)
-            base.run(fn.body)
+            flow.enter(fn)
+            flow.run(fn.body)
         except RecursionError:
             return None
-        own = {(h.node.lineno, h.node.col_offset) for h in base.hits.values()}
-    inner = tuple((W.spot(W.where_edited(h.stmt, h.node)), W.spot(h.saver), h.saved_what, _copied_local(h, flow))
-                  for h in sorted(flow.hits.values(), key=lambda h: (h.node.lineno, h.node.col_offset))
-                  if (h.node.lineno, h.node.col_offset) not in own)
+        return flow
+
+    if own is None:
+        base = walk(-1)  # no parameter requires grad: the edits the function's own walk finds
+        if base is None:
+            return None
+        own = {_at(h) for h in base.hits.values()}
+    edits: "list" = []
+    inner: "Dict[Tuple[int, int], list]" = {}
+    for i in range(len(names)):
+        flow = walk(i)
+        if flow is None:
+            return None
+        if i == 0:
+            edits = sorted((j, W.spot(n), _conditions(cls, fn, st) if cls is not None and st is not None else ())
+                           for j, (n, st) in flow.param_edits.items() if (n.lineno, n.col_offset) not in own)
+        for h in flow.hits.values():
+            at = _at(h)
+            if at in own:
+                continue
+            if at not in inner:
+                inner[at] = [W.spot(W.where_edited(h.stmt, h.node)), W.spot(h.saver), h.saved_what,
+                             _copied_local(h, flow), ()]
+            inner[at][4] += (i,)
     if not edits and not inner:
         return None
-    return (edits, inner)
+    return (tuple(edits), tuple(tuple(v) for _, v in sorted(inner.items())))
+
+
+def _at(hit: W.Hit) -> "Tuple[int, int]":
+    n = W.where_edited(hit.stmt, hit.node)
+    return (n.lineno, n.col_offset)  # type: ignore[attr-defined]
 
 
 def _conditions(cls: ast.ClassDef, fn: ast.FunctionDef, stmt: ast.stmt) -> tuple:

@@ -886,11 +886,13 @@ class Flow:
                 hit = self.hits.get(key)
                 if hit is not None and hit.inside is None:
                     hit.inside = Spot(where)
-        if inner and not self.no_grad and key not in self.hits and any(a.grad for a in args):
-            where, saver, what, local = inner[0]
-            hit = self.hits[key] = Hit(self.stmt, e, e, Spot(saver), what, "callee-inner")
-            hit.inside = Spot(where)
-            hit.inside_copy = local
+        if inner and not self.no_grad and key not in self.hits:
+            for where, saver, what, local, needs in inner:
+                if any(i < len(args) and args[i].grad for i in needs):
+                    hit = self.hits[key] = Hit(self.stmt, e, e, Spot(saver), what, "callee-inner")
+                    hit.inside = Spot(where)
+                    hit.inside_copy = local
+                    break
 
     def apply(self, layer: Layer, x: Val, e: ast.AST, saver: "Optional[ast.AST]" = None) -> Val:
         """``layer(x)`` called at ``e``; what it saves is marked as saved by
