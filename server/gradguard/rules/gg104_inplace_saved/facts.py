@@ -253,7 +253,7 @@ def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method
         for i, name in enumerate(names):
             st = W.Store(name)
             flow.param_stores[st] = i
-            flow.env[name] = W.Val(frozenset({st}), i == grad, True)
+            flow.env[name] = W.Val(frozenset({st}), grad == -2 or i == grad, True)
         try:
             flow.enter(fn)
             flow.run(fn.body)
@@ -261,20 +261,21 @@ def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method
             return None
         return flow
 
+    every = walk(-2)  # every parameter requires grad: all it may edit (one walk in the common case)
+    if every is None or (not every.hits and not every.param_edits):
+        return None
     if own is None:
         base = walk(-1)  # no parameter requires grad: the edits the function's own walk finds
         if base is None:
             return None
         own = {_at(h) for h in base.hits.values()}
-    edits: "list" = []
+    edits = sorted((j, W.spot(n), _conditions(cls, fn, st) if cls is not None and st is not None else ())
+                   for j, (n, st) in every.param_edits.items() if (n.lineno, n.col_offset) not in own)
     inner: "Dict[Tuple[int, int], list]" = {}
-    for i in range(len(names)):
+    for i in range(len(names)) if any(_at(h) not in own for h in every.hits.values()) else ():
         flow = walk(i)
         if flow is None:
             return None
-        if i == 0:
-            edits = sorted((j, W.spot(n), _conditions(cls, fn, st) if cls is not None and st is not None else ())
-                           for j, (n, st) in flow.param_edits.items() if (n.lineno, n.col_offset) not in own)
         for h in flow.hits.values():
             at = _at(h)
             if at in own:
