@@ -287,7 +287,7 @@ class InplaceSaved(Rule):
         if hit.how == "inplace-layer" and hit.layer is not None and hit.layer.node is not None:
             related.append(Related(ctx.range(hit.layer.node), M.built_inplace_here()))
         if hit.inside is not None:
-            related.append(Related(ctx.range(hit.inside), M.edited_inside_here()))  # type: ignore[arg-type]
+            related.append(Related(ctx.range(hit.inside), M.edited_inside_here()))
         fixes = X.fixes_for(hit, unit, ctx)
         return Finding(self.code, ctx.range(where), msg, self.default_severity, tuple(related), tuple(fixes),
                        {"variable": target, "saved": hit.saved_what, "saved_line": hit.saver.lineno})

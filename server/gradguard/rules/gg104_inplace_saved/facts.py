@@ -99,9 +99,9 @@ def _init_defaults(cls: ast.ClassDef) -> "Dict[str, object]":
     for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults):
         if isinstance(d, ast.Constant):
             out[p.arg] = d.value
-    for p, d in zip(a.kwonlyargs, a.kw_defaults):
-        if isinstance(d, ast.Constant):
-            out[p.arg] = d.value
+    for p, kd in zip(a.kwonlyargs, a.kw_defaults):
+        if isinstance(kd, ast.Constant):
+            out[p.arg] = kd.value
     return out
 
 
@@ -114,15 +114,17 @@ def _added_modules(cls: ast.ClassDef, qualify, user, layers: "Dict[str, W.Layer]
     init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
     if init is None or not init.args.args:
         return
+    me = init.args.args[0].arg
     for n in A.body_nodes(init):
-        if n.__class__ is not ast.Call:
+        if not isinstance(n, ast.Call):
             continue
-        f = n.func  # type: ignore[attr-defined]
-        if f.__class__ is ast.Attribute and f.attr == "add_module" and len(n.args) == 2:  # type: ignore[attr-defined]
-            key = "self." + (A.dotted(f.value) or "").partition(".")[2] if isinstance(f.value, ast.Attribute) \
-                and isinstance(f.value.value, ast.Name) and f.value.value.id == init.args.args[0].arg else None
+        f = n.func
+        if isinstance(f, ast.Attribute) and f.attr == "add_module" and len(n.args) == 2:
+            owner = f.value
+            key = "self." + owner.attr if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) \
+                and owner.value.id == me else None
             if key in seqs:
-                item = n.args[1]  # type: ignore[attr-defined]
+                item = n.args[1]
                 sub = W.layer_of_constructor(item, qualify, user, layers, defaults)
                 if sub is None:
                     sub = W.Layer("unknown", item if isinstance(item, ast.Call) else None, weighted=True)
@@ -210,13 +212,13 @@ def _edits_in_place(fn: ast.FunctionDef) -> bool:
     ``inplace=True``)? A cheap test before :func:`callee_edits` walks it."""
     inplace = K.INPLACE_TENSOR_METHODS
     for n in A.body_nodes(fn):
-        if n.__class__ is ast.AugAssign:
+        if isinstance(n, ast.AugAssign):
             return True
-        if n.__class__ is ast.Assign and any(t.__class__ is ast.Subscript for t in n.targets):  # type: ignore[attr-defined]
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Subscript) for t in n.targets):
             return True
-        if n.__class__ is ast.Call:
-            f = n.func  # type: ignore[attr-defined]
-            if (f.__class__ is ast.Attribute and f.attr in inplace) or any(k.arg == "inplace" for k in n.keywords):  # type: ignore[attr-defined]
+        if isinstance(n, ast.Call):
+            f = n.func
+            if (isinstance(f, ast.Attribute) and f.attr in inplace) or any(k.arg == "inplace" for k in n.keywords):
                 return True
     return False
 
@@ -270,7 +272,8 @@ def callee_edits(fn: ast.FunctionDef, skip: int, qualify, layers, params, method
             return None
         own = {_at(h) for h in base.hits.values()}
     edits = sorted((j, W.spot(n), _conditions(cls, fn, st) if cls is not None and st is not None else ())
-                   for j, (n, st) in every.param_edits.items() if (n.lineno, n.col_offset) not in own)
+                   for j, (n, st) in every.param_edits.items()
+                   if (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)) not in own)
     inner: "Dict[Tuple[int, int], list]" = {}
     for i in range(len(names)) if any(_at(h) not in own for h in every.hits.values()) else ():
         flow = walk(i)

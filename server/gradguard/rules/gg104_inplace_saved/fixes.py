@@ -190,7 +190,7 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
     return None
 
 
-def _inside(node: ast.AST, stmt: ast.stmt) -> bool:
+def _inside(node: ast.AST, stmt: ast.AST) -> bool:
     return any(n is node for n in ast.walk(stmt))
 
 
@@ -208,9 +208,11 @@ def _read_in_saver(hit, stmt: ast.stmt, name: str) -> "Optional[ast.expr]":
             operands.append(saver.func.value)
     else:
         return None
-    reads = [o for o in operands if isinstance(o, (ast.Subscript, ast.Name))
-             and isinstance(o.value if isinstance(o, ast.Subscript) else o, ast.Name)
-             and (o.value if isinstance(o, ast.Subscript) else o).id == name]  # type: ignore[union-attr]
+    reads = []
+    for o in operands:
+        base = o.value if isinstance(o, ast.Subscript) else o
+        if isinstance(o, (ast.Subscript, ast.Name)) and isinstance(base, ast.Name) and base.id == name:
+            reads.append(o)
     return reads[0] if len(reads) == 1 else None
 
 
