@@ -2076,3 +2076,141 @@ def test_a_value_built_under_a_switch_is_rebuilt_under_it_in_the_loop():
     # an `if` that also does something else (prints) does not move
     noisy = source.replace("    table = pos(ids)", "    table = pos(ids)\n    print(table.shape)")
     assert not any("Recompute" in fx.title_in("en") for fx in only(noisy).fixes)
+
+
+# -- graphs only the shared trace holds (issue 11: the trace is the source of candidates) --
+
+_ROLLOUT = """
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical
+{imports}
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 3)
+
+    def act(self, obs):  # 动作
+        dist = Categorical(logits=self.body(obs))
+        action = dist.sample()
+        return action, {logp}
+
+
+class Storage:
+    def __init__(self):
+        self.logp = []
+
+    def add(self, logp):
+        self.logp.append(logp)
+
+
+policy = Policy()
+opt = torch.optim.SGD(policy.parameters(), lr=0.1)
+storage = Storage()
+for t in range(4):
+    {act}
+    storage.add(logp)
+logps = {stack}
+for epoch in range(3):
+    loss = -logps.mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "imports, logp, act, stack, reported",
+    [
+        # a method of the user's model builds the graph; the storage keeps it; every epoch reuses it
+        ("", "dist.log_prob(action)", "action, logp = policy.act(torch.randn(4))", "torch.stack(storage.logp)", True),
+        # twins: detached where it is made, where it is stacked, or sampled without a graph
+        ("", "dist.log_prob(action).detach()", "action, logp = policy.act(torch.randn(4))",
+         "torch.stack(storage.logp)", False),
+        ("", "dist.log_prob(action)", "action, logp = policy.act(torch.randn(4))",
+         "torch.stack(storage.logp).detach()", False),
+        ("", "dist.log_prob(action)", "with torch.no_grad():\n        action, logp = policy.act(torch.randn(4))",
+         "torch.stack(storage.logp)", False),
+        # an imported helper the trace cannot see made the value: it only may hold a graph
+        ("from helpers import rollout_logp", "dist.log_prob(action)", "logp = rollout_logp(policy)",
+         "torch.stack(storage.logp)", False),
+    ],
+)
+def test_a_graph_a_method_of_the_users_built_and_an_object_kept(imports, logp, act, stack, reported):
+    source = _ROLLOUT.format(imports=imports, logp=logp, act=act, stack=stack)
+    found = gg102(source)
+    assert bool(found) is reported, [f.message_in("en") for f in found]
+    if reported:
+        (f,) = found
+        assert f.range.start.line == line_of(source, "logps = ")
+        assert f.severity == Severity.ERROR  # a Linear's call built it: it saves its input
+        assert "`logps`" in f.message_in("en") and "`logps`" in f.message_in("zh")
+        assert not f.fixes  # a method's result kept in an object: no text edit re-evaluates the policy
+
+
+_HANDED = """
+import torch
+import torch.nn as nn
+
+
+class Batch(dict):
+    __getattr__ = dict.__getitem__
+    __setattr__ = dict.__setitem__
+
+
+class Agent:
+    def __init__(self):
+        self.model = nn.Linear(4, 2)
+        self.optim = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def collect(self, memory):
+        obs = torch.randn(3, 4)
+        memory.obs.append(obs)
+        memory.logp.append(torch.log_softmax(self.model(obs), -1)[:, 0])
+        return Batch(obs=obs, logp=torch.log_softmax(self.model(obs), -1)[:, 0], ret=torch.randn(3))
+
+    def learn(self, memory, batch):
+        old = torch.cat({stacked})
+        for _ in range(2):
+            loss = -(old * {read}).mean() + self.model(batch.obs).pow(2).mean()
+            self.optim.zero_grad()
+            loss.backward()
+            self.optim.step()
+
+
+class Memory:
+    def __init__(self):
+        self.obs, self.logp = [], []
+
+
+agent = Agent()
+memory = Memory()
+batch = agent.collect(memory)
+agent.learn(memory, batch)
+"""
+
+
+@pytest.mark.parametrize(
+    "stacked, read, reported",
+    [
+        ("memory.logp", "batch.ret", True),  # the loop back-propagates the kept log-probs (PPO-PyTorch#3)
+        ("memory.logp).detach(", "batch.ret", False),
+        # the loop reads the list without a graph; the batch holds a graph in .logp, but the
+        # loop reads only its .obs and .ret (tianshou#397's answer)
+        ("memory.obs", "batch.ret", False),
+    ],
+)
+def test_an_argument_whose_attributes_the_callees_loop_back_propagates(stacked, read, reported):
+    """``learn(memory, batch)`` whose loop back-propagates ``memory.logp``: the trace
+    alone holds the graph ``collect()`` appended there, and the callee's summary says
+    the loop reads that attribute of the argument (``FnFacts.containers``). A batch the
+    callee reads by attribute is never taken whole (its ``logp`` is not read)."""
+    source = _HANDED.format(stacked=stacked, read=read)
+    found = gg102(source)
+    assert [f.data["variable"] for f in found] == (["memory.logp"] if reported else []), \
+        [f.message_in("en") for f in found]
+    if reported:
+        assert found[0].range.start.line == line_of(source, "batch = agent.collect(memory)")
+        assert found[0].severity == Severity.ERROR  # a log-softmax over a Linear's output, kept
+        assert not found[0].fixes

@@ -487,6 +487,11 @@ class GraphFlow:
         # (summarising) k -> the call of a module of another class's (``self.discriminator(x)``)
         # whose result is ("R", k, ...): FnFacts.calls[k]
         self.pending_nodes: Dict[int, ast.Call] = {}
+        # ids of the calls whose ("G", call) a summary of the file's own code computed (a
+        # method or function of the user's whose returned graph its body builds, not one it
+        # only assumes): ``act()`` handing back ``dist.log_prob(action)``. GG102 takes a name
+        # holding only such graphs (or ones its own walk holds) for a candidate.
+        self.computed: set = set()
         # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
@@ -3386,6 +3391,8 @@ class GraphFlow:
             self.call_entries[id(call)] = dict(env)
         if graph_node is None and not self.no_grad and not facts.no_grad and _assumed_graph(facts, self.r):
             self.opaque.add(id(node))  # the graph it returns is only assumed (RetPos.assumed): so is ("G", call)
+        else:
+            self.computed.add(id(node))
         if facts.returns is not None:
             if (facts.returns_share or any((self.r.global_obj(n) or "").startswith(("user:", "inst:"))
                                            for n in facts.returns_share_via)) and not facts.no_grad and not self.no_grad:

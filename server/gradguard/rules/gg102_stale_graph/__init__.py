@@ -86,6 +86,7 @@ if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up p
     from typing import Dict, List, Optional, Set, Tuple
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
 
 
 # ---------------------------------------------------------------------------
@@ -188,6 +189,7 @@ class _Hit:
     stmts: Tuple[ast.stmt, ...] = ()
     saving: Optional[bool] = False
     unknown: Optional[str] = None
+    traced: bool = False  # a graph the trace alone holds (_trace_graph): no fix is offered
 
 
 class _Analysis:
@@ -231,6 +233,8 @@ class _Analysis:
         self._attr_loops: object = False  # class_attr_loops of the unit's class, once asked
         self._grad_used: Optional[Set[str]] = None
         self._bflow: object = False  # the unit's run recording how values were built, once asked
+        self.traced: Set[str] = set()  # the names whose candidate graph is the trace's alone (_trace_graph)
+        self.call_traced: Dict[str, Graph] = {}  # ... at a call of a function whose loop back-propagates
 
     # -- unit-wide facts --------------------------------------------------
     # Syntax questions about the whole unit (:func:`.syntax.module_names`,
@@ -408,8 +412,8 @@ class _Analysis:
             # else requiring grad): removing requires_grad would leave it nothing to
             # back-propagate; computing the value again in the loop keeps every gradient
             trained = True
-        fixes = Fixes(ctx, self.unit, self.parent, self.owner).choose(h, srcs, trained, self.grad_used,
-                                                                       self.trained_attrs)
+        fixes = () if h.traced else Fixes(ctx, self.unit, self.parent, self.owner).choose(
+            h, srcs, trained, self.grad_used, self.trained_attrs)
         if not h.graph.sources.isdisjoint(self.sibling_srcs):
             # the graph came in a list another method fills (PPO's self.logprobs): computing
             # the value again here reads the same list; the cut belongs where that method
@@ -586,14 +590,23 @@ class _Analysis:
 
     # -- loops ------------------------------------------------------------------
     def _check_loop(self, loop: ast.stmt):
-        if not any(isinstance(v, Graph) for v in self.env.values()):
-            return
         if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):  # type: ignore[attr-defined]
             return  # the body runs at most once: nothing is back-propagated a second time
         assigned = S.assigned_in(loop.body)  # type: ignore[attr-defined]
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             assigned |= set(S.bound_names(loop.target))
         cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and not v.holder and n not in assigned}
+        flow = unit_trace(self.unit, self.ctx)
+        entry0 = flow.loop_entries.get(id(loop)) if flow is not None else None
+        if entry0:
+            # the names the trace holds a graph for that the file's own code computed
+            # (a method's result: ``act()``'s log-probs kept in a storage object), where
+            # this walk holds nothing
+            for n, v in entry0.items():
+                if n not in cands and n not in assigned and self.env.get(n) is None:
+                    g = self._trace_graph(flow, n, v, entry0)
+                    if g is not None:
+                        cands[n] = g
         if not cands:
             return
         backs = self._trace_backs(loop, cands)
@@ -615,6 +628,8 @@ class _Analysis:
             freeing.sort(key=lambda c: (c.lineno, c.col_offset))
             for var in cands[cand].carried or (cand,):
                 g = self.env.get(var)
+                if g is None and var in self.traced:
+                    g = cands.get(var)
                 b = built.get(var) if var in built else self._built(var, entry)
                 if not isinstance(g, Graph) or b is None:
                     continue
@@ -626,7 +641,69 @@ class _Analysis:
                 if key in self.reported:
                     continue
                 self.reported.add(key)
+                if var in self.traced and self.env.get(var) is None:
+                    self.hits.append(self._traced_hit(var, g, loop, freeing[0], b, entry0))
+                    continue
                 self.hits.append(_Hit(var, g, loop, freeing[0], stmts=b[0], saving=b[1], unknown=b[2]))
+
+    def _traced_hit(self, var: str, g: Graph, at: ast.stmt, backward: ast.Call, built, entry, via=None) -> _Hit:
+        """A hit on a graph the trace alone holds (:meth:`_trace_graph`): whether it saves
+        is what the summaries say of the calls that made it (a method whose graph module
+        calls on ``self`` built saves, ``GraphFlow.saved_weights``; another cannot be
+        told), where the building run's own marks say nothing more. No fix: the value is
+        a method's result, often an object holding it (a storage, a dict), and what to cut
+        is that method's text or the program's design (re-evaluating the policy)."""
+        saving, unknown = built[1], built[2]
+        if saving is False:
+            flow = unit_trace(self.unit, self.ctx)
+            v = entry.get(var) if entry else None
+            toks = sorted(v.graph_tokens() if v is not None else (),
+                          key=lambda t: (t[1].lineno, t[1].col_offset))
+            weights = flow.saved_weights if flow is not None else ()
+            kept = flow.saving_calls if flow is not None else ()
+            if any(id(t[1]) in weights or id(t[1]) in kept for t in toks):
+                saving = True
+            elif toks and isinstance(toks[0][1], ast.Call):
+                saving, unknown = None, f"`{ast.unparse(toks[0][1].func)}()`"
+        return _Hit(var, g, at, backward, via=via, stmts=built[0], saving=saving, unknown=unknown, traced=True)
+
+    def _made_at(self, var: str, entry):
+        """For a graph the trace alone holds whose building run bound no statement of the
+        unit on its way (a list a method of another object filled: ``act(state, memory)``
+        appending to ``memory.logprobs``): the unit's statement whose call made its first
+        graph, as :meth:`_built` words it."""
+        v = entry.get(var) if entry else None
+        toks = sorted(v.graph_tokens() if v is not None else (), key=lambda t: (t[1].lineno, t[1].col_offset))
+        if not toks:
+            return None
+        node = toks[0][1]
+        for st in A.iter_statements(self.unit.body):
+            if st.__class__ in _SIMPLE and _inside(node, st):
+                return (st,), False, None
+        return None
+
+    def _trace_graph(self, flow, name: str, v, entry, container_ok: bool = False) -> Optional[Graph]:
+        """``name``'s graph by the shared trace alone, where every graph it holds is one a
+        summary of the file's own code computed (``GraphFlow.computed``: a method or
+        function of the user's whose body builds what it returns, ``act()``'s
+        ``dist.log_prob(action)``) and the trace can say where it starts
+        (``interpreter.graph_sources``). A graph the trace only assumes (an object an
+        unseen or imported callable made: a loader, a helper's artifacts) is no candidate."""
+        toks = v.graph_tokens()
+        if not toks or name in self.module_evidence:
+            return None
+        if not container_ok and (v.kind in ("list", "dict") or v.elems is not None):
+            # a list or dict the file fills (``episode["prob"].append(prob)``): which of its
+            # elements the loop's backward reads the trace does not say
+            return None
+        computed, opaque = flow.computed, flow.opaque
+        if any(t[0] != "G" or id(t[1]) not in computed or id(t[1]) in opaque for t in toks):
+            return None
+        srcs = interp.graph_sources(flow, v, entry, self.unit.body, self.ctx.qualify)
+        if not srcs:
+            return None
+        self.traced.add(name)
+        return Graph(frozenset(srcs))
 
     def _independent_elements(self, loop: ast.stmt, name: str, g: Graph, stmts: Tuple[ast.stmt, ...]) -> bool:
         """``for loss in losses: loss.backward()`` over a list built before the loop, one
@@ -840,7 +917,9 @@ class _Analysis:
                 cands.update(n for n in V.loop_globals_of(self._fn_facts, facts) if isinstance(self.env.get(n), Graph))
             reached: List[str] = []
             for cand in sorted(cands):
-                g = self.env[cand]
+                g = self.env[cand] if cand in self.env else None
+                if g is None:
+                    g = self.call_traced.get(cand)
                 if not isinstance(g, Graph) or g.holder:
                     continue
                 for var in g.carried or (cand,):
@@ -849,13 +928,21 @@ class _Analysis:
             entry = self._call_entry(c)
             for var in reached:
                 g = self.env.get(var)
+                traced = g is None and var in self.call_traced
+                if traced:
+                    g = self.call_traced[var]
                 b = self._built(var, entry)
+                if b is None and traced:
+                    b = self._made_at(var, entry)
                 if not isinstance(g, Graph) or b is None:
                     continue
                 key = (var, id(b[0][0]))
                 if key in self.reported:
                     continue
                 self.reported.add(key)
+                if traced:
+                    self.hits.append(self._traced_hit(var, g, s, c, b, entry, via=via))
+                    continue
                 self.hits.append(_Hit(var, g, s, c, via=via, stmts=b[0], saving=b[1], unknown=b[2]))
 
     def _call_entry(self, c: ast.Call):
@@ -872,7 +959,12 @@ class _Analysis:
         """The names ``c`` reads (a call of a function whose own loop back-propagates
         what it is passed) that hold, by the lattice, a graph and, by the shared
         interpreter's trace (``GraphFlow.callee_loops``), a graph its arguments bring
-        into that loop's backward."""
+        into that loop's backward. Where the lattice holds nothing, a graph the trace
+        alone holds (:meth:`_trace_graph`) counts only as precisely as the callee's
+        summary says it is read: an argument whose attributes the callee's loop
+        back-propagates (``FnFacts.containers``: ``update(memory)`` stacking
+        ``memory.logprobs``) by those attributes, never as the whole object (a batch
+        whose ``logp`` the loop does not read)."""
         flow = unit_trace(self.unit, self.ctx)
         loss: frozenset = frozenset()
         entry = None
@@ -884,16 +976,61 @@ class _Analysis:
         if entry is None:
             return []
         out = []
+        names: List[str] = []
+        exact: Set[str] = set()  # attributes of an argument the callee's loop back-propagates
+        read_by_attr: Set[str] = set()  # arguments the callee reads by attribute
+        paths = None
         for n in S.walk_no_scopes(c):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                name = n.id
+                names.append(n.id)
+                if self.env.get(n.id) is None and n in c.args:
+                    if paths is None:
+                        paths = self._callee_paths(c, entry)
+                    mine = paths.get(c.args.index(n), ())
+                    if mine:
+                        read_by_attr.add(n.id)
+                    for attr in mine:
+                        key = f"{n.id}.{attr}"
+                        if key in entry:
+                            names.append(key)
+                            exact.add(key)
             elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
-                name = f"{n.value.id}.{n.attr}"
-            else:
-                continue
+                names.append(f"{n.value.id}.{n.attr}")
+        for name in names:
             v = entry.get(name)
-            if v is not None and isinstance(self.env.get(name), Graph) and v.graph_tokens() & loss and name not in out:
+            if v is None or name in out or not v.graph_tokens() & loss:
+                continue
+            held = self.env.get(name)
+            if isinstance(held, Graph):
                 out.append(name)
+            elif held is None and flow is not None and name not in read_by_attr:
+                g = self._trace_graph(flow, name, v, entry, container_ok=name in exact)
+                if g is not None:
+                    self.call_traced[name] = g
+                    out.append(name)
+        return out
+
+    def _callee_paths(self, c: ast.Call, entry) -> Dict[int, Tuple[str, ...]]:
+        """Argument position -> the attributes of it that the called function's loop
+        back-propagates (``FnFacts.containers``, ``#<i>.<attr>``), for a function of the
+        file or a method of an object the trace typed."""
+        func = c.func
+        facts = None
+        if isinstance(func, ast.Name):
+            facts = self._fn_facts(func.id)
+        elif isinstance(func, ast.Attribute):
+            base = A.dotted(func.value)
+            recv = entry.get(base) if base else None
+            obj = recv.obj if recv is not None else None
+            if obj is None and base and "." not in base:
+                obj = interp.Resolver(self.ctx).global_obj(base)
+            if obj:
+                facts = interp.Resolver(self.ctx).method_facts(obj, func.attr)
+        out: Dict[int, Tuple[str, ...]] = {}
+        for eff in (facts.containers if facts is not None else ()):
+            head, _, rest = eff.path[1:].partition(".")
+            if eff.backprops and head.isdigit() and rest and "." not in rest:
+                out[int(head)] = out.get(int(head), ()) + (rest,)
         return out
 
     def _frozen_params_loop(self, s) -> None:
