@@ -201,9 +201,7 @@ class _Analysis:
         self.order = 0
         self.hits: List[_Hit] = []
         self.reported: Set[Tuple[str, int]] = set()
-        self.parent: Dict[int, Tuple[list, int]] = {}  # id(stmt) → (block, index)
         self.frozen: Set[str] = set()
-        self.owner: Dict[int, ast.stmt] = {}  # id(block) → compound statement owning it
         self.self_name = None
         # a method of a class that is no module (a PPO agent, a trainer, an environment): its
         # ``self.<a>`` is a module only where the class's facts type the constructor
@@ -233,6 +231,7 @@ class _Analysis:
         self._attr_loops: object = False  # class_attr_loops of the unit's class, once asked
         self._grad_used: Optional[Set[str]] = None
         self._bflow: object = False  # the unit's run recording how values were built, once asked
+        self._maps: Optional[Tuple[Dict[int, Tuple[list, int]], Dict[int, ast.stmt]]] = None
         self.traced: Set[str] = set()  # the names whose candidate graph is the trace's alone (_trace_graph)
         self.call_traced: Dict[str, Graph] = {}  # ... at a call of a function whose loop back-propagates
 
@@ -255,6 +254,21 @@ class _Analysis:
         if got is None:
             got = self._grad_used = S.grad_used_names(self.unit, self.ctx, self.grad_read)
         return got
+
+    @property
+    def parent(self) -> Dict[int, Tuple[list, int]]:
+        """id(stmt) -> (block, index) over the unit's statements (:func:`.syntax.statement_maps`,
+        what the fixes edit), made when a finding or an element filter asks."""
+        if self._maps is None:
+            self._maps = S.statement_maps(self.unit.body)
+        return self._maps[0]
+
+    @property
+    def owner(self) -> Dict[int, ast.stmt]:
+        """id(block) -> the compound statement owning it (:func:`.syntax.statement_maps`)."""
+        if self._maps is None:
+            self._maps = S.statement_maps(self.unit.body)
+        return self._maps[1]
 
     # -- driver -------------------------------------------------------------
     def run(self) -> List[Finding]:
@@ -369,7 +383,6 @@ class _Analysis:
 
     def _block(self, stmts: list):
         for i, s in enumerate(stmts):
-            self.parent[id(s)] = (stmts, i)
             self._stmt(s)
 
     # -- findings ---------------------------------------------------------------
@@ -513,8 +526,6 @@ class _Analysis:
 
     # -- statements -----------------------------------------------------------
     def _stmt(self, s: ast.stmt):
-        for block in A.child_blocks(s):
-            self.owner[id(block)] = s
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.env[s.name] = None
             return
@@ -604,9 +615,9 @@ class _Analysis:
             # this walk holds nothing
             for n, v in entry0.items():
                 if n not in cands and n not in assigned and self.env.get(n) is None:
-                    g = self._trace_graph(flow, n, v, entry0)
-                    if g is not None:
-                        cands[n] = g
+                    tg = self._trace_graph(flow, n, v, entry0)
+                    if tg is not None:
+                        cands[n] = tg
         if not cands:
             return
         backs = self._trace_backs(loop, cands)

@@ -12,7 +12,7 @@ from gradguard.analysis import knowledge as K
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import FrozenSet, List, Optional, Sequence, Set
+    from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # what GG102 treats as no tensor, or as cutting the graph (beside knowledge's tables)
@@ -162,3 +162,20 @@ def grad_used_names(unit, ctx, grad_read: FrozenSet[str] = frozenset()) -> Set[s
     if unit.kind == "module":
         grad_used |= grad_read
     return grad_used
+
+
+def statement_maps(body: list) -> Tuple[Dict[int, Tuple[list, int]], Dict[int, ast.stmt]]:
+    """The block structure of a unit's statements, nested defs' bodies excluded: ``parent``
+    maps ``id(stmt)`` to ``(block, index)`` and ``owner`` maps ``id(block)`` to the
+    compound statement holding it (what GG102's fixes move, wrap and detach in)."""
+    parent: Dict[int, Tuple[list, int]] = {}
+    owner: Dict[int, ast.stmt] = {}
+    stack = [body]
+    while stack:
+        block = stack.pop()
+        for i, s in enumerate(block):
+            parent[id(s)] = (block, i)
+            for inner in A.child_blocks(s):
+                owner[id(inner)] = s
+                stack.append(inner)
+    return parent, owner
