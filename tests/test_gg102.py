@@ -2214,3 +2214,45 @@ def test_an_argument_whose_attributes_the_callees_loop_back_propagates(stacked, 
         assert found[0].range.start.line == line_of(source, "batch = agent.collect(memory)")
         assert found[0].severity == Severity.ERROR  # a log-softmax over a Linear's output, kept
         assert not found[0].fixes
+
+
+def test_a_loader_a_helper_of_the_file_returns_is_no_candidate():
+    """``train_loader = get_data_loader(train_data, ...)`` (pytorch-sentiment-analysis):
+    the helper's summary gives its result a graph (the collate function a nested def
+    makes), which no module of an object of the user's built. Only a method's graph
+    built by its object's modules is taken from the trace alone (the 51 checkouts' false
+    alarms when any graph a summary computed was)."""
+    source = src("""
+        import torch
+        import torch.nn as nn
+        import datasets
+
+
+        def get_collate_fn(pad_index):
+            def collate_fn(batch):
+                batch_ids = [i["ids"] for i in batch]
+                batch_ids = nn.utils.rnn.pad_sequence(batch_ids, padding_value=pad_index, batch_first=True)
+                return {"ids": batch_ids}
+
+            return collate_fn
+
+
+        def get_data_loader(dataset, batch_size, pad_index, shuffle=False):
+            collate_fn = get_collate_fn(pad_index)
+            data_loader = torch.utils.data.DataLoader(
+                dataset=dataset, batch_size=batch_size, collate_fn=collate_fn, shuffle=shuffle)
+            return data_loader
+
+
+        train_data = datasets.load_dataset("imdb", split="train").map(lambda x: x)
+        train_data_loader = get_data_loader(train_data, 8, 0, shuffle=True)
+        model = nn.Linear(4, 2)
+        opt = torch.optim.Adam(model.parameters())
+        for epoch in range(3):
+            for batch in train_data_loader:  # 批次
+                loss = model(batch["ids"]).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """)
+    assert gg102(source) == []

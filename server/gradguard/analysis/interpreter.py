@@ -487,11 +487,12 @@ class GraphFlow:
         # (summarising) k -> the call of a module of another class's (``self.discriminator(x)``)
         # whose result is ("R", k, ...): FnFacts.calls[k]
         self.pending_nodes: Dict[int, ast.Call] = {}
-        # ids of the calls whose ("G", call) a summary of the file's own code computed (a
-        # method or function of the user's whose returned graph its body builds, not one it
-        # only assumes): ``act()`` handing back ``dist.log_prob(action)``. GG102 takes a name
-        # holding only such graphs (or ones its own walk holds) for a candidate.
-        self.computed: set = set()
+        # ids of the calls of a method of the user's whose graph, by its summary, the modules
+        # its object holds built (``RetPos.modules``: ``act()`` handing back
+        # ``dist.log_prob(action)`` of its actor's output), or that left such a graph in a
+        # container it reaches (``ContainerEffect.saving``: ``act(state, memory)``). GG102
+        # takes a name holding only such graphs for a candidate where its walk holds nothing.
+        self.kept_by_method: set = set()
         # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
@@ -3173,6 +3174,7 @@ class GraphFlow:
             if eff.saving or any((self.r.global_obj(n) or "").startswith(("user:", "inst:")) for n in eff.saving_via):
                 added.add(("G", node))
                 self.saving_calls.add(id(node))  # log_prob of a Categorical over a module's output
+                self.kept_by_method.add(id(node))
             else:  # built by callables the summary could only guess were modules: unproven
                 added.add(("U", node))
         for i in eff.appends_params:
@@ -3324,6 +3326,7 @@ class GraphFlow:
                     self.saved_weights.add(id(node))
                     if id(node) not in self.returned_modules:
                         self.returned_modules[id(node)] = tuple(p.modules for p in (facts.returns or (facts.ret,)))
+                    self.kept_by_method.add(id(node))
             elif rp.derived and not facts.no_grad and not self.no_grad and any(
                     tok[0] in ("G", "L") for i in rp.derived for tok in argval(i).taints):
                 t.add(("G", node))  # h = cell(x, h, params) written out by hand: W @ h builds a graph
@@ -3391,8 +3394,6 @@ class GraphFlow:
             self.call_entries[id(call)] = dict(env)
         if graph_node is None and not self.no_grad and not facts.no_grad and _assumed_graph(facts, self.r):
             self.opaque.add(id(node))  # the graph it returns is only assumed (RetPos.assumed): so is ("G", call)
-        else:
-            self.computed.add(id(node))
         if facts.returns is not None:
             if (facts.returns_share or any((self.r.global_obj(n) or "").startswith(("user:", "inst:"))
                                            for n in facts.returns_share_via)) and not facts.no_grad and not self.no_grad:

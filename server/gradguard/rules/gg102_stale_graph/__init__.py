@@ -42,7 +42,14 @@ How it works (one unit at a time):
    and graphs a call handed back after its own backward now read alike); on real
    checkouts the trace still takes objects the unit's untyped calls made for
    module outputs, and it names no container's tensors, so this walk stays
-   (docs/architecture.md lists what is left).
+   (docs/architecture.md lists what is left). Where the walk holds nothing for a
+   name, the trace's candidate is taken when a method of the user's made every
+   graph it holds through the modules its object holds (``GraphFlow.kept_by_method``:
+   ``policy.act(obs)``'s log-probs kept in a storage object;
+   :meth:`_Analysis._trace_graph`), and at a
+   call, by the attributes of an argument the callee's loop back-propagates
+   (``memory.logprobs``); such a hit offers no fix. The statement maps the fixes
+   edit are syntax's (:func:`.syntax.statement_maps`), not the walk's.
    Which loops freeze a module's parameters is one reading for the walk and the
    trace (``ast_util.frozen_by_loop``); the pre-filter above skips a unit whose
    only reused graph is an object a graph only may reach
@@ -610,8 +617,8 @@ class _Analysis:
         flow = unit_trace(self.unit, self.ctx)
         entry0 = flow.loop_entries.get(id(loop)) if flow is not None else None
         if entry0:
-            # the names the trace holds a graph for that the file's own code computed
-            # (a method's result: ``act()``'s log-probs kept in a storage object), where
+            # the names the trace holds a graph for that a method of the user's made through
+            # its object's modules (``act()``'s log-probs kept in a storage object), where
             # this walk holds nothing
             for n, v in entry0.items():
                 if n not in cands and n not in assigned and self.env.get(n) is None:
@@ -695,11 +702,12 @@ class _Analysis:
 
     def _trace_graph(self, flow, name: str, v, entry, container_ok: bool = False) -> Optional[Graph]:
         """``name``'s graph by the shared trace alone, where every graph it holds is one a
-        summary of the file's own code computed (``GraphFlow.computed``: a method or
-        function of the user's whose body builds what it returns, ``act()``'s
-        ``dist.log_prob(action)``) and the trace can say where it starts
-        (``interpreter.graph_sources``). A graph the trace only assumes (an object an
-        unseen or imported callable made: a loader, a helper's artifacts) is no candidate."""
+        method of the user's made through the modules its object holds, by its summary
+        (``GraphFlow.kept_by_method``: ``act()``'s ``dist.log_prob(action)`` of its actor's
+        output, or what ``act(state, memory)`` appended) and the trace can say where it
+        starts (``interpreter.graph_sources``). A graph the trace only assumes, or one a
+        function derives from its arguments (a loader, a model, an image a helper returns:
+        their graphs are the trace's assumptions about its arguments), is no candidate."""
         toks = v.graph_tokens()
         if not toks or name in self.module_evidence:
             return None
@@ -707,8 +715,8 @@ class _Analysis:
             # a list or dict the file fills (``episode["prob"].append(prob)``): which of its
             # elements the loop's backward reads the trace does not say
             return None
-        computed, opaque = flow.computed, flow.opaque
-        if any(t[0] != "G" or id(t[1]) not in computed or id(t[1]) in opaque for t in toks):
+        kept, opaque = flow.kept_by_method, flow.opaque
+        if any(id(t[1]) not in kept or id(t[1]) in opaque for t in toks):
             return None
         srcs = interp.graph_sources(flow, v, entry, self.unit.body, self.ctx.qualify)
         if not srcs:
