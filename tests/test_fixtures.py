@@ -431,7 +431,8 @@ def test_leak_is_real_and_the_fix_ends_it(runtime, name):
     assert not any(entry["fixed"]["holds"].values()), f"{name}: still holds a graph once fixed: {entry['fixed']['holds']}"
 
 
-GG205_NAMES = [n for n in NAMES if "GG205" in SPECS[n].codes]
+# (an accumulation's hint, fix-later: the loss not divided by the count has no fix to run)
+GG205_NAMES = [n for n in NAMES if "GG205" in SPECS[n].codes and not SPECS[n].fix_later]
 
 
 @pytest.mark.needs_torch

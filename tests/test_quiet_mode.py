@@ -95,6 +95,41 @@ def test_divided_or_not_accumulation_is_silent(old, new):
     assert not gg205(NANOGPT.replace(old, new))
 
 
+ITER_SIZE = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+iter_size = 2
+lr = 0.1 / batch_size
+for it in range(3):
+    optimizer.zero_grad()
+    for inner_iter in range(iter_size):
+        loss = model(torch.randn(2, 4)).pow(2).mean()
+        loss.backward()
+    optimizer.step()
+"""
+
+
+def test_iter_size_accumulation_without_dividing_is_a_hint_at_the_backward():
+    # Caffe's and Detectron's name for the accumulation count (wetectron#70)
+    [f] = gg205(ITER_SIZE)
+    assert f.range.start.line + 1 == 12 and f.severity.value == "hint" and not f.fixes
+    assert "`iter_size`" in f.message_in("en")
+
+
+@pytest.mark.parametrize("old,new", [
+    ("        loss.backward()\n", "        (loss / iter_size).backward()\n"),
+    # the learning rate scaled down by the count instead (pcl.pytorch#48): the same SGD update
+    ("lr = 0.1 / batch_size\n", "lr = 0.1 / (batch_size * iter_size)\n"),
+    ("for inner_iter in range(iter_size)", "for inner_iter in range(n_views)"),
+])
+def test_iter_size_accumulation_divided_or_rescaled_is_silent(old, new):
+    assert old in ITER_SIZE
+    assert not gg205(ITER_SIZE.replace(old, new))
+
+
 STEP_FUNCTION = """\
 import numpy as np
 import torch

@@ -63,7 +63,7 @@ class UnzeroedGrads(Rule):
             if other is not None:
                 out.append(_finding(self, loop, [other], ctx, zeroed=_zeroed_optimizers(nodes)))
                 continue
-            hint = _undivided_accumulation(self, loop, steps, ctx, text)
+            hint = _undivided_accumulation(self, loop, steps, ctx, text, unit)
             if hint is not None:
                 out.append(hint)
         if not out and unit.kind == "function" and isinstance(unit.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -448,7 +448,7 @@ def _same(a: ast.expr, b: ast.expr) -> bool:
     return da is not None and da == db
 
 
-def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Finding]:
+def _undivided_accumulation(rule, loop, steps, ctx, text: str, unit=None) -> Optional[Finding]:
     """Accumulation on purpose (the step under ``if (i + 1) % k == 0:``) while the
     loss is never divided by ``k``: the step sees the sum of ``k`` gradients.
     A hint without a fix (dividing changes the gradients' scale, and with it the
@@ -466,7 +466,7 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str) -> Optional[Findi
                 guard = s
                 break
     if guard is None or divisor is None:
-        return _undivided_micro_steps(rule, loop, steps, ctx)
+        return _undivided_micro_steps(rule, loop, steps, ctx, unit)
     if isinstance(divisor, ast.Constant) and divisor.value in (0, 1):
         return None
     guarded = {id(n) for n in A.iter_nodes(guard)}
@@ -507,7 +507,8 @@ def _divides(nodes, k: ast.expr) -> bool:
     return False
 
 
-_ACCUM_NAME = re.compile(r"accum|micro", re.IGNORECASE)
+# (``iter_size``: Caffe's name for it, kept by Detectron-style trainers: ``for inner_iter in range(iter_size)``)
+_ACCUM_NAME = re.compile(r"accum|micro|iter_size", re.IGNORECASE)
 
 
 def _range_count(loop: ast.stmt) -> Optional[ast.expr]:
@@ -522,11 +523,14 @@ def _range_count(loop: ast.stmt) -> Optional[ast.expr]:
     return None
 
 
-def _undivided_micro_steps(rule, loop, steps, ctx) -> Optional[Finding]:
+def _undivided_micro_steps(rule, loop, steps, ctx, unit=None) -> Optional[Finding]:
     """The nanoGPT shape: ``for micro_step in range(k): ... loss.backward()`` inside the
     training loop, one step after it, the loss never divided by ``k``. Reported only when
-    the inner loop says it accumulates (its count or its variable named ``accum``/``micro``):
-    summing over other inner loops (tasks, augmentations) is often meant."""
+    the inner loop says it accumulates (its count or its variable named ``accum``/``micro``/
+    ``iter_size``): summing over other inner loops (tasks, augmentations) is often meant.
+    Silent too when the unit scales something else by ``k`` (the learning rate made ``k``
+    times smaller, ``BASE_LR *= batch_size / (original_batch_size * iter_size)``: the same
+    update as dividing the loss, for plain SGD)."""
     step_ids = {id(n) for n, k, _ in steps if k == "optimizer"}
     for inner in A.iter_statements(list(loop.body)):
         if not isinstance(inner, ast.For):
@@ -545,6 +549,8 @@ def _undivided_micro_steps(rule, loop, steps, ctx) -> Optional[Finding]:
             continue
         inner_ids = {id(n) for n in nodes}
         if not any(sid not in inner_ids for sid in step_ids):
+            continue
+        if unit is not None and _divides(A.unit_nodes(unit), k):
             continue
         count = A.dotted(k) or ast.unparse(k)
         stmt = _statement_of(inner, backward.lineno)
