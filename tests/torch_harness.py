@@ -466,13 +466,15 @@ def _alarm(signum, frame):  # pragma: no cover - only on a hanging program
 
 def holds_graph(value, torch, depth: int = 0) -> bool:
     """Does ``value`` keep an autograd graph alive: a tensor with a ``grad_fn``,
-    or a list/tuple/dict (a few levels deep) holding one?"""
+    or a list/tuple/dict or a plain object's attributes (a few levels deep) holding one?"""
     if isinstance(value, torch.Tensor):
         return value.grad_fn is not None
     if depth < 3 and isinstance(value, (list, tuple)):
         return any(holds_graph(v, torch, depth + 1) for v in value)
     if depth < 3 and isinstance(value, dict):
         return any(holds_graph(v, torch, depth + 1) for v in value.values())
+    if depth < 3 and hasattr(value, "__dict__") and not isinstance(value, (type, torch.nn.Module)):
+        return any(holds_graph(v, torch, depth + 1) for v in vars(value).values())  # a replay buffer's lists
     return False
 
 

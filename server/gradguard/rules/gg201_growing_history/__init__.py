@@ -104,6 +104,12 @@ class HistoryFlow(interp.GraphFlow):
         # (the attribute's dotted name, its value before, the arguments kept)
         self._fill_call: Optional[ast.Call] = None
         self._fills: Optional[list] = None
+        # the attributes (``replay.buffer``) a plain store's method appends its arguments to: an
+        # object of a same-file class that is no module and never back-propagates (a replay
+        # buffer's ``push(x, logp, reward)``): what it keeps is history, whatever the loop reads
+        self.store_keys: set = set()
+        # calls of a function of the project that back-propagates what it returns (_apply_facts)
+        self.backprop_calls: set = set()
 
     def eval(self, e, env):
         if isinstance(e, ast.Attribute) and e.attr in _METADATA:
@@ -143,6 +149,13 @@ class HistoryFlow(interp.GraphFlow):
         return not any(t[0] in ("G", "L", "U", "C") for t in args_taints)
 
     def _apply_facts(self, call, facts, pos, kws, env, fname, graph_node=None, recv_key=None):
+        if facts.calls_backward and not facts.backward_retains and not self.no_grad and facts.ret.graph:
+            # a training step of the project that back-propagates and returns (its loss,
+            # ``tr_loss += training_step(model, inputs)``): what it returns is a module's graph the
+            # step's own backward already went through -- a record of numbers, kept as a graph
+            node = graph_node or call
+            self.model_calls.add(id(node))
+            self.backprop_calls.add(id(node))
         for v in list(pos) + list(kws.values()):
             self.handed.update(t for t in v.taints if t[0] == "H")
         fills = self._fills
@@ -163,7 +176,21 @@ class HistoryFlow(interp.GraphFlow):
                 # to detach here, the fix belongs in the method)
                 if args or eff.appends:
                     fills.append((key, env.get(key) or V.CLEAN, args))
+                    if args and eff.appends_params and self._plain_store(call, env):
+                        self.store_keys.add(key)
         return super()._apply_facts(call, facts, pos, kws, env, fname, graph_node, recv_key)
+
+    def _plain_store(self, call, env) -> bool:
+        """Is the receiver of ``call`` an object of a same-file class that is not a module
+        (no base but ``object``, no ``forward``) and none of whose methods back-propagates?"""
+        recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+        v = env.get(recv.id) if isinstance(recv, ast.Name) else None
+        obj = getattr(v, "obj", None) or ""
+        if not obj.startswith("user:"):
+            return False
+        cf = self.r.cls(obj[5:])
+        return (cf is not None and not cf.has_forward and set(cf.bases) <= {"object"}
+                and not V.describes_backward(cf))
 
     def stmt(self, s, env):
         cand = self._candidates(s) if self.frames and not self.no_grad else ()
@@ -319,7 +346,12 @@ class GrowingHistory(Rule):
                 continue
             s.returned = mark in returned
             kept_on_object = s.kind == "append" and "." in s.name  # self.history.append(loss)
-            if (s.untargeted or s.returned or kept_on_object) and (not _backpropagated(s, flow) or _in_tests(unit, ctx)):
+            # a replay buffer's push() from a loop whose data come from nothing it iterates over
+            # (an environment, a sampler): kept whether or not what it adds was back-propagated
+            stored = s.kind == "meter" and s.untargeted and not s.returned and s.name in flow.store_keys
+            if stored and not _in_tests(unit, ctx):
+                pass
+            elif (s.untargeted or s.returned or kept_on_object) and (not _backpropagated(s, flow) or _in_tests(unit, ctx)):
                 # (a unit test's chunks, kept to compare with a whole pass: gone with the test)
                 if not (s.returned and not s.untargeted and not kept_on_object and mark in returned_only
                         and _evaluation_total(s, flow, unit, ctx)):
@@ -553,6 +585,8 @@ def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:
     iteration."""
     if not site.fresh:
         return False
+    if any(id(t[1]) in flow.backprop_calls for t in site.fresh):
+        return True  # the loss a training-step function returned after its own backward
     loop = site.frame.loop
     for ev in flow.events:
         if ev.retain or not _inside(ev.call, loop):
