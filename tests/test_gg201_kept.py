@@ -507,3 +507,90 @@ def test_dict_of_totals_of_back_propagated_losses_is_reported():
 def test_dict_of_numbers_or_of_losses_not_yet_back_propagated_is_silent(change):
     src = DICT.replace(*change)
     assert src != DICT and not gg201(src)
+
+
+# ---------------------------------------------------------------------------
+# the fourth quiet corpus's shapes: a training step's returned loss summed, a replay buffer's push()
+# ---------------------------------------------------------------------------
+STEP_RETURNS = HEAD + """\
+def train_step(batch):
+    x, y = batch
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    return loss
+
+
+total = torch.zeros(())
+for it in range(3):
+    total += train_step((torch.randn(2, 4), torch.randn(2, 1)))
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_a_loss_returned_by_a_backpropagating_step_and_summed_is_kept():
+    [f] = gg201(STEP_RETURNS)
+    assert f.range.start.line + 1 == 17 and f.data["variable"] == "total"
+    assert "train_step(...).detach()" in fixed(STEP_RETURNS).replace("((torch.randn(2, 4), torch.randn(2, 1)))", "(...)")
+
+
+@pytest.mark.parametrize("old,new", [
+    ("    return loss\n", "    return loss.detach()\n"),
+    ("    return loss\n", "    return loss.item()\n"),
+    # the step keeps its graph for another backward: the caller's may be that one
+    ("    loss.backward()\n", "    loss.backward(retain_graph=True)\n"),
+    # no backward in the step: the caller's total is its loss (and is back-propagated below)
+    ("    loss.backward()\n", ""),
+])
+def test_a_step_returning_numbers_or_a_loss_still_to_backpropagate_is_silent(old, new):
+    assert old in STEP_RETURNS
+    src = STEP_RETURNS.replace(old, new)
+    if not new:
+        src += "    total.backward()\n"
+    assert not gg201(src)
+
+
+BUFFER = HEAD + """\
+class Buffer:
+    def __init__(self):
+        self.items = []
+
+    def push(self, x, logp):
+        self.items.append((x, logp))
+
+    def sample(self):
+        return self.items[-2:]
+
+
+buffer = Buffer()
+for it in range(3):
+    x = torch.randn(2, 4)
+    buffer.push(x, model(x).sum())
+    xs = torch.cat([e[0] for e in buffer.sample()])
+    loss = model(xs).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_replay_buffer_push_of_a_graph_is_kept():
+    [f] = gg201(BUFFER)
+    assert f.range.start.line + 1 == 22 and f.data["variable"] == "buffer.items"
+    assert "buffer.push(x, model(x).sum().detach())" in fixed(BUFFER)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("    buffer.push(x, model(x).sum())\n", "    buffer.push(x, model(x).sum().detach())\n"),
+    # a module, or an agent whose own method back-propagates what it stored (REINFORCE)
+    ("class Buffer:\n", "class Buffer(nn.Module):\n"),
+    ("        self.items.append((x, logp))\n",
+     "        self.items.append((x, logp))\n\n    def update(self):\n        torch.stack([l for _, l in self.items]).sum().backward()\n"),
+])
+def test_a_buffer_push_detached_or_a_buffer_that_backpropagates_is_silent(old, new):
+    assert old in BUFFER
+    assert not gg201(BUFFER.replace(old, new))
+
+
+def test_a_buffer_push_in_a_test_file_is_silent():
+    assert not gg201(BUFFER, "test_buffer.py")
