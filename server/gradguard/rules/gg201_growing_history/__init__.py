@@ -33,7 +33,7 @@ from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis.quiet_facts import NOGRAD, QUIET_FACTS
+from gradguard.analysis.quiet_facts import LOOPCALL, NOGRAD, QUIET_FACTS
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.common import loaded_names, run_own_flow
 from gradguard.rules.gg201_growing_history import messages as M
@@ -82,8 +82,13 @@ class HistoryFlow(interp.GraphFlow):
 
     element_marks = frozenset({"H"})  # losses[i].backward(): the accumulation is read
 
-    def __init__(self, resolver, self_obj=None):
+    def __init__(self, resolver, self_obj=None, step_appends=()):
         super().__init__(resolver, self_obj=self_obj, find_carries=False)
+        # (a step method called once per loop iteration) its appends to an attribute of its
+        # object, by statement id -> the appended expression; and what each appended
+        # (the statement, the expression, its graph tokens)
+        self.step_appends: Dict[int, ast.expr] = dict(step_appends)
+        self.step_kept: List[Tuple[ast.stmt, ast.expr, frozenset]] = []
         self.sites: Dict[int, _Site] = {}
         # calls of a module (or of a model handed in as a parameter): what an
         # accumulation must hold a graph of (not a helper's unknown return value)
@@ -174,6 +179,8 @@ class HistoryFlow(interp.GraphFlow):
                 # (eff.appends: a graph the method builds, kept on its object -- a model's
                 # training_step appending its log to self.training_step_outputs: no argument
                 # to detach here, the fix belongs in the method)
+                if not args and eff.appends and facts.calls_backward and not facts.backward_retains:
+                    continue  # a step method keeping what its own backward went through: reported in it
                 if args or eff.appends:
                     fills.append((key, env.get(key) or V.CLEAN, args))
                     if args and eff.appends_params and self._plain_store(call, env):
@@ -193,6 +200,11 @@ class HistoryFlow(interp.GraphFlow):
                 and not V.describes_backward(cf))
 
     def stmt(self, s, env):
+        if self.step_appends and id(s) in self.step_appends and not self.no_grad:
+            arg = self.step_appends[id(s)]
+            tokens = frozenset(super().eval(arg, env).graph_tokens())
+            if tokens:
+                self.step_kept.append((s, arg, tokens))
         cand = self._candidates(s) if self.frames and not self.no_grad else ()
         # (an attribute not yet read holds nothing yet: ``self.history`` before its first append)
         before = {n: env.get(n) or (V.CLEAN if "." in n else None) for n, _, _ in cand}
@@ -318,25 +330,37 @@ class GrowingHistory(Rule):
     also_without_backprop = re.compile(r"\.eval\(\s*\)")
     fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
     # no loop, nothing accumulates across iterations (cheap: the unit's words); or a loop-less evaluation
-    trigger = Trigger(torch=True, words=(("for", "while", "eval"),))
+    # (or a method that back-propagates, called once per iteration of a loop: _step_method_appends)
+    trigger = Trigger(torch=True, words=(("for", "while", "eval", "backward"),))
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
-        accumulates = _worth_running(unit, ctx)
-        evaluates = _may_evaluate(unit, ctx) and _some_evaluation_loop(unit, ctx)
-        once = not evaluates and _loopless_evaluation(unit, ctx)
-        if not accumulates and not evaluates and not once:
+        words = unit_words(unit, ctx.index.lines)
+        if "for" in words or "while" in words or "eval" in words:
+            accumulates = _worth_running(unit, ctx)
+            evaluates = _may_evaluate(unit, ctx) and _some_evaluation_loop(unit, ctx)
+            once = not evaluates and _loopless_evaluation(unit, ctx)
+        else:
+            accumulates = evaluates = once = False
+        step_appends = _step_method_appends(unit, ctx) if not accumulates else ()
+        if not accumulates and not evaluates and not once and not step_appends:
             return ()
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
         if unit.kind == "function" and unit.node is not None and (NOGRAD + unit.node.name) in ctx.summary:
             return ()  # called with graph recording off
-        flow = run_own_flow(HistoryFlow, unit, ctx, bound=True)
+        if step_appends:
+            flow = run_own_flow(lambda r, self_obj=None: HistoryFlow(r, self_obj=self_obj, step_appends=step_appends),
+                                unit, ctx, bound=True)
+        else:
+            flow = run_own_flow(HistoryFlow, unit, ctx, bound=True)
         if flow is None:
             return ()
         kept = [s for s in flow.sites.values() if s.kept and s.carried]
         out: List[Finding] = []
+        if flow.step_kept:
+            out.extend(_step_findings(self, flow, unit, ctx))
         used, returned = _escaping_marks(flow)
         returned_only = {t for r in flow.returns for t in r.taints if t[0] == "H"}  # (not handed on)
         leaks = []
@@ -364,6 +388,77 @@ class GrowingHistory(Rule):
         if once and not out:
             out.extend(_evaluation_call_hint(self, flow, unit, ctx))
         return out
+
+
+def _step_method_appends(unit, ctx) -> Tuple[Tuple[int, ast.expr], ...]:
+    """A trainer's step method (stylegan2_pytorch's ``Trainer.step()``), called once per
+    iteration of a loop of the file (``gg2:loopcall:``), that spells a backward and appends a
+    name to a list kept on its object, outside any loop of its own (``self.stats["G_loss"]
+    .append(g_loss)``): (statement id, appended name) of each such append (cheap: the def's
+    statements; the flow then asks whether the name was back-propagated)."""
+    node = unit.node
+    if unit.kind != "function" or unit.class_node is None or node is None or node.name.startswith("test_"):
+        return ()
+    if LOOPCALL + node.name not in ctx.summary or "append" not in unit_words(unit, ctx.index.lines):
+        return ()
+    out: List[Tuple[int, ast.expr]] = []
+    backward = False
+    todo = list(node.body)
+    while todo:
+        t = todo.pop()
+        if isinstance(t, A.LOOPS) or isinstance(t, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(t, ast.Expr) and isinstance(t.value, ast.Call):
+            call = t.value
+            if A.is_backward_call(call):
+                backward = True
+            f = call.func
+            if (isinstance(f, ast.Attribute) and f.attr == "append" and len(call.args) == 1 and not call.keywords
+                    and _plain_reference(call.args[0]) and _self_attribute(f.value)):
+                out.append((id(t), call.args[0]))
+        for block in A.child_blocks(t):
+            todo.extend(block)
+    if not backward or _in_tests(unit, ctx):
+        return ()
+    return tuple(out)
+
+
+def _plain_reference(e: ast.expr) -> bool:
+    """``loss``, ``out[mask]``, ``outs.logits``: names, attributes and subscripts, no call (the
+    flow evaluates it once more before the statement)."""
+    while isinstance(e, (ast.Attribute, ast.Subscript)):
+        if isinstance(e, ast.Subscript) and any(isinstance(n, ast.Call) for n in ast.walk(e.slice)):
+            return False
+        e = e.value
+    return isinstance(e, ast.Name)
+
+
+def _self_attribute(e: ast.expr) -> bool:
+    """``self.x`` or ``self.x[key]``."""
+    if isinstance(e, ast.Subscript):
+        e = e.value
+    return isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self"
+
+
+def _step_findings(rule, flow: HistoryFlow, unit, ctx) -> List[Finding]:
+    """Each append of :func:`_step_method_appends` whose value a backward of the method, not
+    retaining its graph, went through: a record of numbers kept as a graph on the object, one
+    per call of the method, that nothing can differentiate again."""
+    freed: set = set()
+    for ev in flow.events:
+        if not ev.retain:
+            freed |= ev.loss.graph_tokens()
+    out: List[Finding] = []
+    for stmt, arg, tokens in flow.step_kept:
+        if not tokens & freed:
+            continue
+        call = stmt.value  # type: ignore[attr-defined]
+        name = _src(call.func.value, ctx)
+        related = (Related(ctx.line_range(unit.node), M.step_called_in_a_loop(unit.node.name)),)  # type: ignore[union-attr]
+        fixes = (Fix(M.fix_accumulate(".detach()"), (_wrap(arg, "detach", ctx),), preferred=True),)
+        out.append(Finding(rule.code, ctx.line_range(stmt), M.history(M.accumulated("step", name)),
+                           rule.default_severity, related, fixes, {"variable": name, "evaluation": False}))
+    return out
 
 
 def _loopless_evaluation(unit, ctx) -> bool:

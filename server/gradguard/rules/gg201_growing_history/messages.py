@@ -190,10 +190,12 @@ def accumulated(kind: str, name: str) -> Dict[str, str]:
     a method keeps what it builds ("kept": ``model.training_step_outputs``)."""
     return {"en": {"aug": f"`{name}`", "assign": f"`{name}`", "append": f"the list `{name}`",
                    "meter": f"`{name}`, to which this call adds its argument,",
-                   "kept": f"`{name}`, to which this call appends what it builds,"}[kind],
+                   "kept": f"`{name}`, to which this call appends what it builds,",
+                   "step": f"the list `{name}`, kept on the object and appended to by every call of this method,"}[kind],
             "zh": {"aug": f"`{name}`", "assign": f"`{name}`", "append": f"列表 `{name}`",
                    "meter": f"这次调用把参数累加进去的 `{name}`",
-                   "kept": f"这次调用把它构建的结果追加进去的 `{name}`"}[kind]}
+                   "kept": f"这次调用把它构建的结果追加进去的 `{name}`",
+                   "step": f"保存在对象上、每次调用此方法都会追加的列表 `{name}`"}[kind]}
 
 
 def accumulated_names(names: Sequence[str]) -> Dict[str, str]:
@@ -277,3 +279,9 @@ def evaluation_call(fn: str, eval_func: str) -> Dict[str, str]:
 
 def fix_no_grad_decorator(fn: str) -> Dict[str, str]:
     return {"en": f"Decorate `{fn}()` with `@torch.no_grad()`", "zh": f"给 `{fn}()` 加上 `@torch.no_grad()` 装饰器"}
+
+
+def step_called_in_a_loop(method: str) -> Dict[str, str]:
+    """Related: the step method, called once per iteration of a loop of the file."""
+    return {"en": f"`{method}()` is called once per iteration of a loop: each call appends one more graph",
+            "zh": f"`{method}()` 在循环的每一轮迭代中被调用一次：每次调用都会再追加一个计算图"}
