@@ -311,3 +311,32 @@ def test_a_bare_name_never_qualifies_to_a_torch_class_without_imports():
     ctx = ModuleContext(None, None, {}, {"Adam": "torch.optim.Adam", "Linear": "torch.nn.Linear"})
     assert is_optimizer_call(ast.parse("Adam(p)").body[0].value, ctx)  # type: ignore[attr-defined]
     assert layer_with_parameters(ast.parse("Linear(2, 3)").body[0].value, ctx)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("optimizer", [
+    # the groups in the options dict unpacked into the optimizer (mace#525), in either spelling
+    'options = dict(params=[{"params": net.body.parameters()}, {"params": net.head.parameters()}], lr=0.01)\n'
+    'opt = torch.optim.SGD(**options)',
+    'options = {"params": [{"params": net.body.parameters()}, {"params": net.head.parameters()}], "lr": 0.01}\n'
+    'opt = torch.optim.SGD(**options)',
+    # or passed by keyword
+    'opt = torch.optim.SGD(params=[{"params": net.body.parameters()}, {"params": net.head.parameters()}], lr=0.01)',
+])
+def test_groups_unpacked_from_options_or_given_by_keyword_that_leave_a_layer_out_are_reported(optimizer):
+    src = GROUPS_FILLED.format(groups="").replace("opt = torch.optim.SGD(groups, lr=0.01)", optimizer)
+    [f] = gg208(src)
+    assert "`net.neck`" in f.message_in("en")
+    whole = src.replace('{"params": net.head.parameters()}', '{"params": net.head.parameters()}, {"params": net.neck.parameters()}')
+    assert not gg208(whole)
+
+
+@pytest.mark.parametrize("optimizer", [
+    # options bound twice, or built by a call: what the optimizer gets cannot be told
+    'options = dict(params=[{"params": net.body.parameters()}, {"params": net.head.parameters()}])\n'
+    'options = make_options(net)\nopt = torch.optim.SGD(**options)',
+    'options = make_options(net)\nopt = torch.optim.SGD(**options)',
+    'opt = torch.optim.SGD(**options, **more)',
+])
+def test_options_that_cannot_be_read_stay_silent(optimizer):
+    src = GROUPS_FILLED.format(groups="").replace("opt = torch.optim.SGD(groups, lr=0.01)", optimizer)
+    assert not gg208(src)

@@ -517,9 +517,10 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
     for s in built:
         call = s.value
         opt = A.dotted(s.targets[0])
-        if opt is None or not isinstance(call, ast.Call) or not call.args:
+        arg = _params_argument(call, nodes) if isinstance(call, ast.Call) else None
+        if opt is None or arg is None:
             continue
-        got = _covered(call.args[0], instances, unit, ctx)
+        got = _covered(arg, instances, unit, ctx)
         if got is None:
             continue
         inst, cls, covered = got
@@ -536,6 +537,31 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
         out.append(Finding(rule.code, ctx.line_range(s), M.left_out([f"{inst}.{a}" for a in left], opt),
                            rule.default_severity, (), (), {"module": inst, "optimizer": opt, "shape": "groups"}))
     return out
+
+
+def _params_argument(call: ast.Call, nodes) -> "Optional[ast.AST]":
+    """What an optimizer call is given as its parameters: its first argument, ``params=``,
+    or the ``params`` of a dict unpacked into it (``Adam(**param_options)`` after
+    ``param_options = dict(params=[...], lr=...)``, bound once in the unit)."""
+    if call.args:
+        return None if isinstance(call.args[0], ast.Starred) else call.args[0]
+    for k in call.keywords:
+        if k.arg == "params":
+            return k.value
+    spread = [k.value.id for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)]
+    if len(spread) != 1:
+        return None
+    bound = [n.value for n in nodes if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+             and spread[0] in A.target_names(n.targets[0] if isinstance(n, ast.Assign) else n.target)]
+    if len(bound) != 1:
+        return None
+    v = bound[0]
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "dict" and not v.args:
+        return next((k.value for k in v.keywords if k.arg == "params"), None)
+    if isinstance(v, ast.Dict):
+        return next((val for key, val in zip(v.keys, v.values)
+                     if isinstance(key, ast.Constant) and key.value == "params"), None)
+    return None
 
 
 def _words_of(e: ast.AST) -> "Set[str]":
