@@ -180,3 +180,41 @@ def test_zeroing_every_iteration_twins_stay_silent(body):
         "k = 2\n", "k = 2\nseen = 0\nsched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
                    "other = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)\n")
     assert not gg207(src)
+
+
+SAME_CONDITION = HEAD + """\
+k = 2
+for i, (x, y) in enumerate(data):
+    if i % k == 0:
+        opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean() / k
+    loss.backward()
+    if i % k == 0:
+        opt.step()
+"""
+
+
+def test_zeroing_under_the_steps_own_condition_before_the_backward_is_reported_and_moved():
+    # ignite#583's first FAQ entry: the stepping iteration erases what the others accumulated
+    [f] = gg207(SAME_CONDITION)
+    assert f.range.start.line + 1 == 11
+    assert "`i % k == 0`" in f.message_in("en") and "(line 15)" in f.message_in("en") and "清零" in f.message_in("zh")
+    assert [r.range.start.line + 1 for r in f.related] == [13, 15]
+    out = fixed(SAME_CONDITION)
+    assert "    if i % k == 0:\n        opt.step()\n        opt.zero_grad()\n" in out
+    assert out.count("zero_grad") == 1 and not gg207(out)
+
+
+@pytest.mark.parametrize("old,new", [
+    # the window's start zeroed, its end stepped: the right order
+    ("    if i % k == 0:\n        opt.step()\n", "    if (i + 1) % k == 0:\n        opt.step()\n"),
+    # a condition that is no modulo
+    ("    if i % k == 0:\n        opt.zero_grad()\n", "    if i == 0:\n        opt.zero_grad()\n"),
+    # no backward between them
+    ("    loss.backward()\n", ""),
+    # a zeroing of another optimizer
+    ("        opt.zero_grad()\n", "        other.zero_grad()\n"),
+])
+def test_zeroing_and_step_under_different_conditions_or_optimizers_are_silent(old, new):
+    assert old in SAME_CONDITION
+    assert not gg207(SAME_CONDITION.replace(old, new))

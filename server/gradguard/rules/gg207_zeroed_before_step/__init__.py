@@ -10,6 +10,10 @@ of code the rule cannot read (a few logging and clipping calls are known).
 ``O.step(closure)`` computes its own gradients and is never reported.
 
 The fix moves the zeroing's lines to just after the step's.
+
+Also read: a zeroing under the step's own modulo condition but before the backward
+(``if i % k == 0: O.zero_grad()``, backward, ``if i % k == 0: O.step()``), which erases what
+the iterations before the stepping one accumulated (``_zeroed_under_the_steps_condition``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,10 @@ class ZeroedBeforeStep(Rule):
                 step = _step_after(block[j + 1:], opt, ctx)
                 if step is not None:
                     out.append(_finding(self, st, back, step, opt, ctx))
+            if len(block) > 2:
+                found = _zeroed_under_the_steps_condition(self, block, ctx)
+                if found is not None:
+                    out.append(found)
             for j, st in enumerate(block):
                 if isinstance(st, (ast.For, ast.While)):
                     found = _zeroed_per_micro_batch(self, st, block[j + 1:], ctx)
@@ -123,6 +131,57 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
         if after < len(ctx.index.lines):
             at = Position(after, 0)
             edits = (TextEdit(Range(Position(z0, 0), Position(z0 + 1, 0)), ""), TextEdit(Range(at, at), moved))
+            fixes.append(Fix(M.fix_move_after_step(opt), edits, preferred=True))
+    return Finding(rule.code, ctx.line_range(zst), msg, rule.default_severity, related, tuple(fixes), {"optimizer": opt})
+
+
+def _zeroed_under_the_steps_condition(rule, block, ctx) -> "Optional[Finding]":
+    """Accumulation whose zeroing sits under the step's own condition but before the
+    backward (ignite's FAQ, ignite#583: ``if iteration % k == 0: optimizer.zero_grad()``,
+    the backward, then ``if iteration % k == 0: optimizer.step()``): the iteration that steps
+    first erases what the k - 1 before it accumulated, so each step applies one batch's
+    gradient. Only the very same modulo test on both ``if``s (zeroing under ``i % k == 0``
+    and stepping under ``(i + 1) % k == 0`` is the right order). The fix moves the zeroing
+    into the step's branch, after the step."""
+    body: "list" = A.with_bodies_inline(block)
+    for j, st in enumerate(body):
+        if st.__class__ is not ast.If or st.orelse or len(st.body) != 1:
+            continue
+        opt = _zeroing(st.body[0])
+        if opt is None or not any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(st.test)):
+            continue
+        test = ast.dump(st.test)
+        back = None
+        for t in body[j + 1:]:
+            if t.__class__ is ast.If and ast.dump(t.test) == test:  # type: ignore[attr-defined]
+                step = next((x for x in t.body if isinstance(x, ast.Expr) and _steps(x.value, opt)), None)
+                if step is None or back is None or t.orelse:
+                    return None
+                return _same_condition_finding(rule, st, back, t, step, opt, ctx)
+            nodes = list(A.iter_nodes(t))
+            if any(_zeroing(x) == opt for x in nodes if isinstance(x, ast.stmt)) or any(
+                    _steps(x, opt) for x in nodes):
+                return None  # zeroed or stepped again in between
+            if back is None and (t.__class__ is ast.Expr or t.__class__ is ast.Assign):
+                back = next((n for n in nodes if n.__class__ is ast.Call and A.is_backward_call(n, ctx)
+                             and not A.has_create_graph(n)
+                             and (A.qualify(n.func, ctx) or "") != "torch.autograd.grad"), None)
+    return None
+
+
+def _same_condition_finding(rule, zif: ast.If, back: ast.AST, sif: ast.If, step: ast.stmt, opt: str, ctx) -> Finding:
+    zst = zif.body[0]
+    msg = M.zeroed_under_the_steps_condition(opt, ast.unparse(zif.test), back.lineno,  # type: ignore[attr-defined]
+                                             ast.unparse(step.value), step.lineno)  # type: ignore[attr-defined]
+    related = (Related(ctx.line_range(back), M.accumulated_here()), Related(ctx.line_range(step), M.stepped_every_k()))
+    fixes = []
+    if (_own_lines(zif, ctx) and _own_lines(zst, ctx) and zst.lineno == zif.lineno + 1 and zst.end_lineno == zst.lineno
+            and _own_lines(step, ctx)):
+        z0, after = zif.lineno - 1, step.end_lineno or step.lineno
+        moved = ctx.indent_of(step.lineno) + ctx.index.line(zst.lineno - 1).lstrip() + "\n"
+        if after < len(ctx.index.lines):
+            at = Position(after, 0)
+            edits = (TextEdit(Range(Position(z0, 0), Position(z0 + 2, 0)), ""), TextEdit(Range(at, at), moved))
             fixes.append(Fix(M.fix_move_after_step(opt), edits, preferred=True))
     return Finding(rule.code, ctx.line_range(zst), msg, rule.default_severity, related, tuple(fixes), {"optimizer": opt})
 

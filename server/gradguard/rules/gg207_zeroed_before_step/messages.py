@@ -192,3 +192,17 @@ def zeroed_every_iteration(opt: str, backward_line: int, step: str, step_line: i
 
 def stepped_every_k() -> "Dict[str, str]":
     return {"en": "the step, which sees only its own iteration's gradient", "zh": "此处的 step 只看到本轮的梯度"}
+
+
+def zeroed_under_the_steps_condition(opt: str, test: str, backward_line: int, step: str,
+                                     step_line: int) -> "Dict[str, str]":
+    """``if test: opt.zero_grad()`` before the backward, ``if test: step`` after it."""
+    return {
+        "en": f"`{opt}.zero_grad()` runs under `{test}`, the condition of `{step}` (line {step_line}), but before "
+              f"`backward()` (line {backward_line}): the iteration that steps first erases the gradients the "
+              f"iterations before it accumulated, so each step applies one batch's gradient; zero the gradients "
+              f"after the step instead.",
+        "zh": f"`{opt}.zero_grad()` 在 `{test}` 条件下运行，与 `{step}`（第 {step_line} 行）的条件相同，却位于 "
+              f"`backward()`（第 {backward_line} 行）之前：执行 step 的那一轮先抹掉了之前各轮累积的梯度，"
+              f"每次 step 只应用一个批次的梯度；请改为在 step 之后清零。",
+    }
