@@ -308,3 +308,51 @@ def test_a_zeroed_module_holding_the_other_network_is_silent():
         "self.optimizerD = torch.optim.Adam(self.discriminator.parameters())",
         "self.optimizerD = torch.optim.Adam(self.generator.d.parameters())")
     assert not gg205(src)
+
+
+GAN_ZEROED_AFTER = """\
+import torch
+import torch.nn as nn
+
+G = nn.Linear(2, 3)
+D = nn.Linear(3, 1)
+opt_g = torch.optim.SGD(G.parameters(), lr=0.1)
+opt_d = torch.optim.SGD(D.parameters(), lr=0.1)
+for real in [torch.randn(2, 3) for _ in range(3)]:
+    z = torch.randn(2, 2)
+    d_loss = D(real).mean() - D(G(z).detach()).mean()
+    d_loss.backward()
+    opt_d.step()
+    opt_d.zero_grad()
+    g_loss = D(G(z)).mean()
+    g_loss.backward()
+    opt_g.step()
+    opt_g.zero_grad()
+"""
+
+
+def test_a_gan_zeroing_each_optimizer_after_its_step_leaks_the_generator_loss_into_d():
+    # Lightning#591's template: g_loss.backward() after opt_d.zero_grad() runs through D
+    [f] = gg205(GAN_ZEROED_AFTER)
+    assert f.range.start.line + 1 == 15 and f.severity.value == "warning"
+    assert "`D`" in f.message_in("en") and "`opt_d`" in f.message_in("en") and "清零" in f.message_in("zh")
+    assert [r.range.start.line + 1 for r in f.related] == [13, 12]
+    out = fixed(GAN_ZEROED_AFTER)
+    assert "    opt_d.zero_grad()\n    z = torch.randn(2, 2)\n" in out and not gg205(out)
+
+
+@pytest.mark.parametrize("old,new", [
+    # the generator's loss cut from D, or D zeroed before its own backward
+    ("    g_loss = D(G(z)).mean()\n", "    g_loss = G(z).pow(2).mean()\n"),
+    ("    g_loss = D(G(z)).mean()\n", "    g_loss = D(G(z)).detach().mean() + G(z).mean()\n"),
+    ("    d_loss.backward()\n    opt_d.step()\n    opt_d.zero_grad()\n",
+     "    opt_d.zero_grad()\n    d_loss.backward()\n    opt_d.step()\n"),
+    # zeroed again at the end of the iteration (the report's fix)
+    ("    opt_g.zero_grad()\n", "    opt_g.zero_grad()\n    opt_d.zero_grad()\n"),
+    # a zeroing the rule cannot place, or the update inside a branch
+    ("    opt_g.zero_grad()\n", "    opt_g.zero_grad()\n    for p in D.parameters():\n        p.grad = None\n"),
+    ("    g_loss.backward()\n", "    if True:\n        g_loss.backward()\n"),
+])
+def test_a_gan_whose_d_sees_no_generator_gradient_at_its_step_is_silent(old, new):
+    assert old in GAN_ZEROED_AFTER
+    assert not gg205(GAN_ZEROED_AFTER.replace(old, new))

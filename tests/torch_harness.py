@@ -655,6 +655,28 @@ def compare_step_accumulation(orig: Dict[int, list], fixed: Dict[int, list]) -> 
     return bool(grows), "" if grows else "no optimizer's second step differs from the fixed run's"
 
 
+def compare_step_leak(orig: Dict[int, list], fixed: Dict[int, list]) -> Tuple[bool, str]:
+    """For a GAN whose generator's backward leaves gradients in the discriminator after
+    the discriminator's zeroing: every optimizer's first step is the fixed run's (the
+    parameters are the same when the leak happens), and some optimizer's second step
+    differs from the fixed run's (it applies what the other loss left behind)."""
+    import torch
+
+    def close(a, b):
+        return all((x is None) == (y is None) and (x is None or torch.allclose(x, y, rtol=1e-4, atol=1e-6))
+                   for x, y in zip(a, b))
+
+    differ = False
+    for k, log in sorted(orig.items()):
+        other = fixed.get(k, [])
+        if len(log) < 2 or len(other) < 2:
+            return False, f"optimizer #{k}: fewer than two steps"
+        if not close(log[0], other[0]):
+            return False, f"optimizer #{k}: its first step is not the fixed run's"
+        differ = differ or not close(log[1], other[1])
+    return differ, "" if differ else "every optimizer's second step is the fixed run's"
+
+
 def run_manifest(jobs: List[dict]) -> List[dict]:
     """jobs: [{"name", "original", "fixed" (path or None), "seed"}] → results."""
     out = []
@@ -693,6 +715,9 @@ def run_manifest(jobs: List[dict]) -> List[dict]:
             ok, why = compare_step_accumulation(orig.step_log, fixed.step_log)
             entry["step_accumulates"] = ok
             entry["step_accumulates_why"] = why
+            ok, why = compare_step_leak(orig.step_log, fixed.step_log)
+            entry["step_leaks"] = ok
+            entry["step_leaks_why"] = why
         out.append(entry)
     return out
 

@@ -24,6 +24,7 @@ import ast
 import re
 
 from gradguard.analysis import ast_util as A
+from gradguard.analysis import knowledge as K
 from gradguard.analysis import steps as S
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
@@ -62,6 +63,10 @@ class UnzeroedGrads(Rule):
             other = _unzeroed_optimizer(nodes, steps, ctx, local_opts)
             if other is not None:
                 out.append(_finding(self, loop, [other], ctx, zeroed=_zeroed_optimizers(nodes)))
+                continue
+            leak = _leaked_after_zeroing(self, loop, steps, ctx, unit)
+            if leak is not None:
+                out.append(leak)
                 continue
             hint = _undivided_accumulation(self, loop, steps, ctx, text, unit)
             if hint is not None:
@@ -413,6 +418,140 @@ def _finding(rule, loop, steps, ctx, zeroed=None) -> Finding:
     stmt = _statement_of(loop, stmt_line)
     return Finding(rule.code, ctx.line_range(stmt if stmt is not None else node), msg, rule.default_severity,
                    related, tuple(fixes), {"zero": "; ".join(lines)})
+
+
+def _owned_modules(unit, ctx) -> dict:
+    """``{"opt_d": "D"}``: the optimizers the unit (or its class) builds over one module's
+    ``parameters()`` (``opt_d = torch.optim.Adam(D.parameters(), ...)``)."""
+    out = _optimizer_modules(unit.class_node)
+    for st in A.iter_statements(unit.body):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call)
+                and st.value.args):
+            continue
+        q = A.qualify(st.value.func, ctx) or ""
+        first = st.value.args[0]
+        target = A.dotted(st.targets[0])
+        if (target is not None and q.startswith("torch.optim.") and "lr_scheduler" not in q
+                and isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute)
+                and first.func.attr == "parameters" and not first.args):
+            owner = A.dotted(first.func.value)
+            if owner is not None:
+                out[target] = owner
+    return out
+
+
+def _leaked_after_zeroing(rule, loop, steps, ctx, unit) -> Optional[Finding]:
+    """A GAN loop zeroing each optimizer only after its own step (Lightning#591's template):
+    ``d_loss.backward(); opt_d.step(); opt_d.zero_grad()``, then ``g_loss.backward()`` through
+    ``D(G(z))``, ``opt_g.step(); opt_g.zero_grad()``. The generator's backward, after D's
+    zeroing, leaves its gradients in D's parameters, and D's next step adds them to its own
+    loss's. Read on the loop's flat statements only (no branch holding a backward, a step or a
+    zeroing; no ``with`` block that turns graph recording off), with every zeroing an
+    optimizer's (or its module's) built over one module in this unit or its class; the modules
+    a loss reaches are followed by name (``.detach()`` cuts). The fix zeroes that optimizer at
+    the top of the iteration."""
+    opts = {what for _, kind, what in steps if kind == "optimizer"}
+    if len(opts) < 2:
+        return None
+    owners = {o: m for o, m in _owned_modules(unit, ctx).items() if o in opts}
+    if len(owners) != len(opts) or len(set(owners.values())) != len(owners):
+        return None
+    modules = set(owners.values())
+    if any(a != b and a.startswith(b + ".") for a in modules for b in modules):
+        return None
+    taint: dict = {}
+    zeros: dict = {}
+    first_step: dict = {}
+    backwards: list = []  # (index, statement, modules reached)
+
+    def of(e) -> set:
+        if isinstance(e, ast.Name):
+            return set(taint.get(e.id, ()))
+        if isinstance(e, ast.Call):
+            f = e.func
+            got: set = set()
+            for a in list(e.args) + [k.value for k in e.keywords]:
+                got |= of(a.value if isinstance(a, ast.Starred) else a)
+            if isinstance(f, ast.Attribute):
+                if f.attr in K.GRAPH_CUT_METHODS:
+                    return set()
+                callee = A.dotted(f.value) if f.attr == "forward" else None
+                if callee in modules:
+                    return got | {callee}
+                got |= of(f.value)
+            d = A.dotted(f)
+            if d in modules:
+                got.add(d)
+            return got
+        out: set = set()
+        for child in A.child_nodes(e):
+            if isinstance(child, ast.expr):
+                out |= of(child)
+        return out
+
+    for i, st in enumerate(loop.body):
+        cls = st.__class__
+        if cls is not ast.Expr and any(_zeroes(n) for n in A.iter_nodes(st)):
+            return None  # p.grad = None and the like
+        if cls is ast.Expr and isinstance(st.value, ast.Call):
+            call = st.value
+            if S.zeroing_call(call):
+                d = S.zeroed(call)
+                opt = d if d in owners else next((o for o, m in owners.items() if m == d), None)
+                if opt is None:
+                    return None  # a zeroing the rule cannot place
+                zeros.setdefault(opt, []).append(i)
+                continue
+            got = S.step_of(call, scaler=True)
+            if got is not None:
+                first_step.setdefault(got[0], i)
+                continue
+            if _real_backward(call, ctx):
+                target = A.backward_target(call, ctx)
+                backwards.append((i, st, of(target) if target is not None else set()))
+                continue
+        elif cls is ast.Assign:
+            val = of(st.value)
+            for t in st.targets:
+                for n in A.target_names(t):
+                    taint[n] = val
+            continue
+        elif cls is ast.AugAssign:
+            n = A.dotted(st.target)
+            if n is not None:
+                taint[n] = taint.get(n, set()) | of(st.value)
+            continue
+        elif cls in (ast.Expr, ast.AnnAssign, ast.Pass):
+            continue
+        else:
+            nodes = A.iter_nodes(st)
+            if any(n.__class__ is ast.Call and (S.zeroing_call(n) or S.step_of(n, scaler=True) is not None
+                                                or A.is_backward_call(n, ctx)) for n in nodes):
+                return None  # a branch or a block holding part of the update: not read
+            if cls in (ast.With, ast.AsyncWith):
+                return None
+        if any(_zeroes(n) for n in A.iter_nodes(st)):
+            return None  # p.grad = None and the like
+    for opt, module in owners.items():
+        z, s = zeros.get(opt), first_step.get(opt)
+        if not z or s is None or min(z) < s:
+            continue  # never zeroed (another finding), or zeroed before its step
+        leak = next(((i, st) for i, st, reached in backwards if i > max(z) and module in reached), None)
+        if leak is None:
+            continue
+        i, st = leak
+        zero_stmt, step_stmt = loop.body[max(z)], loop.body[s]
+        msg = M.leaked_after_zeroing(opt, module, zero_stmt.lineno, step_stmt.lineno)
+        zero = f"{opt}.zero_grad()"
+        fixes = []
+        edit = _insert_at_top(loop, [zero], ctx)
+        if edit is not None:
+            fixes.append(Fix(M.fix_zero_at_top([zero]), (edit,), preferred=True))
+        related = (Related(ctx.line_range(zero_stmt), M.zeroed_too_early(opt)),
+                   Related(ctx.line_range(step_stmt), M.next_step_adds(opt)))
+        return Finding(rule.code, ctx.line_range(st), msg, rule.default_severity, related, tuple(fixes),
+                       {"zero": zero})
+    return None
 
 
 def _modulo_divisor(test: ast.expr) -> Optional[ast.expr]:

@@ -245,3 +245,28 @@ def accumulated_not_divided(k: str) -> Dict[str, str]:
 
 def accumulation_count() -> Dict[str, str]:
     return {"en": "the accumulation count", "zh": "累积次数"}
+
+
+def leaked_after_zeroing(opt: str, module: str, zero_line: int, step_line: int) -> Dict[str, str]:
+    """A backward after ``opt``'s zeroing (line ``zero_line``) runs through ``module``, which
+    ``opt`` steps next at line ``step_line`` without zeroing it first."""
+    return {
+        "en": f"this `backward()` also runs through `{module}`, whose optimizer `{opt}` was zeroed before it "
+              f"(line {zero_line}) and is not zeroed again before its next step (line {step_line}): the gradients "
+              f"it leaves in `{module}` are added to those of `{module}`'s own loss in the next iteration; zero "
+              f"`{opt}` before its own backward (or detach what this loss reads from `{module}`).",
+        "zh": f"这个 `backward()` 也会流经 `{module}`，而它的优化器 `{opt}` 已在此之前（第 {zero_line} 行）清零，"
+              f"下一次 step（第 {step_line} 行）之前不会再清零：它留在 `{module}` 中的梯度会在下一轮与 "
+              f"`{module}` 自己的损失的梯度相加；请在 `{opt}` 自己的 backward 之前清零（或对从 `{module}` "
+              f"读出的值 detach）。",
+    }
+
+
+def zeroed_too_early(opt: str) -> Dict[str, str]:
+    return {"en": f"`{opt}` is zeroed here, after its step but before that backward",
+            "zh": f"`{opt}` 在这里清零：在它的 step 之后、那次 backward 之前"}
+
+
+def next_step_adds(opt: str) -> Dict[str, str]:
+    return {"en": f"the next iteration's `{opt}` step uses those gradients too",
+            "zh": f"下一轮 `{opt}` 的 step 也会用到那些梯度"}
