@@ -644,3 +644,13 @@ def test_a_step_method_retaining_its_graph_is_left_to_the_call_site():
     # keeps what the method builds, reported there as before)
     found = gg201(STEP_METHOD.replace("        loss.backward()\n", "        loss.backward(retain_graph=True)\n"))
     assert [f.range.start.line + 1 for f in found] == [24]
+
+
+def test_a_step_returning_timings_summed_by_the_caller_is_silent():
+    # spikingjelly's benchmarks: run_training_step() back-propagates and returns a dict of
+    # timings; the caller sums them (numbers, whatever the step's facts say of its return)
+    src = STEP_RETURNS.replace("    return loss\n", '    t = time.perf_counter()\n    return {"ms": t}\n').replace(
+        "    total += train_step((torch.randn(2, 4), torch.randn(2, 1)))\n",
+        '    metrics = train_step((torch.randn(2, 4), torch.randn(2, 1)))\n    total += metrics["ms"]\n')
+    assert "import torch\n" in src and 'total += metrics["ms"]' in src
+    assert not gg201("import time\n" + src)

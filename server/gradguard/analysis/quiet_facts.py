@@ -13,7 +13,10 @@ statement; a plain assignment or call at module level cannot), giving:
   ``autograd.grad`` (GG204);
 * ``gg2:loopcall:<name>`` — a function or method called (by its last name) in the body
   of a loop or comprehension that zeroes no gradient itself: a trainer's
-  ``train_step()`` that back-propagates and steps runs once per iteration of it (GG205).
+  ``train_step()`` that back-propagates and steps runs once per iteration of it (GG205);
+* ``gg2:retloss:<def>`` — a def every ``return`` of which returns a name it calls
+  ``.backward()`` on (without ``retain_graph``): a training step handing back the loss
+  it back-propagated, a graph no one can differentiate again (GG201).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ NOGRAD = "gg2:nograd:"
 ZEROES = "gg2:zeroes:"
 KEEP = "gg2:keep:"
 LOOPCALL = "gg2:loopcall:"
+RETLOSS = "gg2:retloss:"
 
 _HOLDERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith, ast.If, ast.For,
             ast.AsyncFor, ast.While, ast.Try)
@@ -83,10 +87,12 @@ def _called_names(body) -> Iterable[str]:
     return _called_names_of(A.iter_nodes(list(body)))
 
 
-def _scan(nodes, facts: Set[str], keep: Optional[Set[str]]) -> bool:
+def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tuple[Set[str], list]]" = None) -> bool:
     """One pass over ``nodes`` (nested defs not entered): no_grad blocks (into
-    ``facts``), gradient requests (into ``keep``, when given); does it zero gradients?"""
+    ``facts``), gradient requests (into ``keep``, when given), the names back-propagated
+    and the returns (into ``losses``, when given); does it zero gradients?"""
     zeroing = False
+    Return = ast.Return
     With, AsyncWith, Call, Attribute, Name = ast.With, ast.AsyncWith, ast.Call, ast.Attribute, ast.Name
     Assign, Delete = ast.Assign, ast.Delete
     asks = _ASKS_GRAD
@@ -97,10 +103,17 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]]) -> bool:
             if keep is not None and n.attr in asks and n.value.__class__ is Name:
                 keep.add(n.value.id)
         elif cls is Call:
-            if not zeroing and n.func.__class__ is Attribute and zeroes(n):
+            f = n.func
+            if not zeroing and f.__class__ is Attribute and zeroes(n):
                 zeroing = True
             if keep is not None:
                 asks_gradient_of(n, keep)
+            if (losses is not None and f.__class__ is Attribute and f.attr == "backward"
+                    and f.value.__class__ is Name and not any(k.arg == "retain_graph" for k in n.keywords)):
+                losses[0].add(f.value.id)
+        elif cls is Return:
+            if losses is not None:
+                losses[1].append(n)
         elif cls is With or cls is AsyncWith:
             if A.is_no_grad_with(n):
                 facts.update(NOGRAD + name for name in _called_names(n.body))
@@ -153,8 +166,12 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple
     for d in defs:
         if d.decorator_list and A.is_no_grad_function(d):
             facts.update(NOGRAD + name for name in _called_names(d.body))
-        if _scan(A.body_nodes(d), facts, keep):
+        losses: "Tuple[Set[str], list]" = (set(), [])
+        if _scan(A.body_nodes(d), facts, keep, losses):
             facts.add(ZEROES + d.name)
+        back, returns = losses
+        if back and returns and all(r.value.__class__ is ast.Name and r.value.id in back for r in returns):
+            facts.add(RETLOSS + d.name)
     facts.update(KEEP + name for name in keep)
     return sorted((f, True) for f in facts)
 

@@ -33,7 +33,7 @@ from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis.quiet_facts import LOOPCALL, NOGRAD, QUIET_FACTS
+from gradguard.analysis.quiet_facts import LOOPCALL, NOGRAD, QUIET_FACTS, RETLOSS
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.common import loaded_names, run_own_flow
 from gradguard.rules.gg201_growing_history import messages as M
@@ -154,7 +154,8 @@ class HistoryFlow(interp.GraphFlow):
         return not any(t[0] in ("G", "L", "U", "C") for t in args_taints)
 
     def _apply_facts(self, call, facts, pos, kws, env, fname, graph_node=None, recv_key=None):
-        if facts.calls_backward and not facts.backward_retains and not self.no_grad and facts.ret.graph:
+        if (facts.calls_backward and not facts.backward_retains and not self.no_grad and facts.ret.graph
+                and (RETLOSS + fname.rsplit(".", 1)[-1]) in self.r.summary):
             # a training step of the project that back-propagates and returns (its loss,
             # ``tr_loss += training_step(model, inputs)``): what it returns is a module's graph the
             # step's own backward already went through -- a record of numbers, kept as a graph
