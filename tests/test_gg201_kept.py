@@ -654,3 +654,38 @@ def test_a_step_returning_timings_summed_by_the_caller_is_silent():
         '    metrics = train_step((torch.randn(2, 4), torch.randn(2, 1)))\n    total += metrics["ms"]\n')
     assert "import torch\n" in src and 'total += metrics["ms"]' in src
     assert not gg201("import time\n" + src)
+
+
+ROLLOUTS = HEAD + """\
+experience = []
+h = torch.zeros(2, 1)
+for update in range(3):
+    outs = []
+    for t in range(2):
+        h = model(torch.randn(2, 4)) + h
+        experience.append(h)
+        outs.append(h)
+    loss = torch.stack(outs).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    h = h.detach()
+"""
+
+
+def test_a_list_outliving_the_update_loop_keeps_each_rollouts_backpropagated_graph():
+    # metta#1139: appended per step of an inner rollout loop, back-propagated by the update after it
+    [f] = gg201(ROLLOUTS)
+    assert f.range.start.line + 1 == 14 and f.data["variable"] == "experience"
+
+
+@pytest.mark.parametrize("old,new", [
+    ("        experience.append(h)\n", "        experience.append(h.detach())\n"),
+    # a list made anew per update (its graphs die with the update), or cleared in it
+    ("experience = []\nh = torch.zeros(2, 1)\nfor update in range(3):\n",
+     "h = torch.zeros(2, 1)\nfor update in range(3):\n    experience = []\n"),
+    ("    h = h.detach()\n", "    h = h.detach()\n    experience.clear()\n"),
+])
+def test_a_list_detached_renewed_or_cleared_per_update_is_silent(old, new):
+    assert old in ROLLOUTS
+    assert not gg201(ROLLOUTS.replace(old, new))

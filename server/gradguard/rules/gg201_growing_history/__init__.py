@@ -689,6 +689,35 @@ def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:
             continue
         if site.fresh & ev.loss.graph_tokens():
             return True
+    if "." in site.name or len(site.loops) < 2:
+        return False
+    # an enclosing loop the accumulator outlives (never rebound in it: metta#1139's experience
+    # list, appended the recurrent state per step of a rollout loop, the update's backward
+    # after that loop): a backward of it that ran through what the site adds
+    for fr in site.loops[:-1]:
+        outer = fr.loop
+        if _rebound_in(site.name, outer, site.stmt):
+            break  # (and in every loop inside it)
+        for ev in flow.events:
+            if not ev.retain and _inside(ev.call, outer) and site.fresh & ev.loss.graph_tokens():
+                return True
+    return False
+
+
+def _rebound_in(name: str, loop, site_stmt) -> bool:
+    """Is ``name`` bound (or cleared) in ``loop``'s body anywhere but at the site?"""
+    for n in A.block_nodes(loop.body):
+        if n is site_stmt:
+            continue
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.Delete)):
+            targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [
+                getattr(n, "target", None)] if not isinstance(n, ast.With) else [i.optional_vars for i in n.items]
+            for t in targets:
+                if t is not None and name in A.target_names(t):
+                    return True
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("clear", "pop")
+              and isinstance(n.func.value, ast.Name) and n.func.value.id == name):
+            return True
     return False
 
 
