@@ -455,7 +455,7 @@ def _step_findings(rule, flow: HistoryFlow, unit, ctx) -> List[Finding]:
             continue
         call = stmt.value  # type: ignore[attr-defined]
         name = _src(call.func.value, ctx)
-        related = (Related(ctx.line_range(unit.node), M.step_called_in_a_loop(unit.node.name)),)  # type: ignore[union-attr]
+        related = (Related(ctx.line_range(unit.node), M.step_called_in_a_loop(unit.node.name)),)
         fixes = (Fix(M.fix_accumulate(".detach()"), (_wrap(arg, "detach", ctx),), preferred=True),)
         out.append(Finding(rule.code, ctx.line_range(stmt), M.history(M.accumulated("step", name)),
                            rule.default_severity, related, fixes, {"variable": name, "evaluation": False}))

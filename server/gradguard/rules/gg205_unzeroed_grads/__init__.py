@@ -517,9 +517,9 @@ def _leaked_after_zeroing(rule, loop, steps, ctx, unit) -> Optional[Finding]:
                     taint[n] = val
             continue
         elif cls is ast.AugAssign:
-            n = A.dotted(st.target)
-            if n is not None:
-                taint[n] = taint.get(n, set()) | of(st.value)
+            acc = A.dotted(st.target)
+            if acc is not None:
+                taint[acc] = taint.get(acc, set()) | of(st.value)
             continue
         elif cls in (ast.Expr, ast.AnnAssign, ast.Pass):
             continue

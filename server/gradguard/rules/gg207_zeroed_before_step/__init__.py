@@ -153,7 +153,7 @@ def _zeroed_under_the_steps_condition(rule, block, ctx) -> "Optional[Finding]":
         test = ast.dump(st.test)
         back = None
         for t in body[j + 1:]:
-            if t.__class__ is ast.If and ast.dump(t.test) == test:  # type: ignore[attr-defined]
+            if t.__class__ is ast.If and ast.dump(t.test) == test:
                 step = next((x for x in t.body if isinstance(x, ast.Expr) and _steps(x.value, opt)), None)
                 if step is None or back is None or t.orelse:
                     return None
