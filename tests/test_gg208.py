@@ -340,3 +340,62 @@ def test_groups_unpacked_from_options_or_given_by_keyword_that_leave_a_layer_out
 def test_options_that_cannot_be_read_stay_silent(optimizer):
     src = GROUPS_FILLED.format(groups="").replace("opt = torch.optim.SGD(groups, lr=0.01)", optimizer)
     assert not gg208(src)
+
+
+TARGET_ARGUMENT = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def train(q, q_target, opt):
+    for _ in range(2):
+        s, s2 = torch.randn(4, 3), torch.randn(4, 3)
+        target = 1.0 + 0.9 * q_target(s2).max(1)[0]
+        loss = (q(s).max(1)[0] - target).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+q = Net()
+q_target = Net()
+q_target.load_state_dict(q.state_dict())
+opt = torch.optim.SGD(q.parameters(), lr=0.1)
+for _ in range(3):
+    train(q, q_target, opt)
+"""
+
+
+def test_a_target_network_handed_to_the_training_function_is_reported_at_its_call():
+    # minimalRL#41: train(q, q_target, optimizer), the TD target not detached
+    [f] = gg208(TARGET_ARGUMENT)
+    assert f.range.start.line + 1 == 17 and f.data["module"] == "q_target"
+    assert "`q_target`" in f.message_in("en") and "`self." not in f.message_in("en") and "q_target" in f.message_in("zh")
+    assert f.preferred_fix.edits[0].new_text == "q_target(s2).detach()"
+
+
+@pytest.mark.parametrize("old,new", [
+    ("        target = 1.0 + 0.9 * q_target(s2).max(1)[0]\n",
+     "        with torch.no_grad():\n            target = 1.0 + 0.9 * q_target(s2).max(1)[0]\n"),
+    ("        loss = (q(s).max(1)[0] - target).pow(2).mean()\n",
+     "        loss = (q(s).max(1)[0] - target.detach()).pow(2).mean()\n"),
+    # an optimizer owns it, or it is frozen, or it is no synced copy (a second model trained elsewhere)
+    ("opt = torch.optim.SGD(q.parameters(), lr=0.1)\n",
+     "opt = torch.optim.SGD(list(q.parameters()) + list(q_target.parameters()), lr=0.1)\n"),
+    ("q_target.load_state_dict(q.state_dict())\n", "q_target.requires_grad_(False)\nq_target.load_state_dict(q.state_dict())\n"),
+    ("q_target.load_state_dict(q.state_dict())\n", ""),
+    # call sites that disagree
+    ("    train(q, q_target, opt)\n", "    train(q, q_target, opt)\n    train(q_target, q, opt)\n"),
+])
+def test_a_target_argument_cut_owned_frozen_or_not_a_synced_copy_is_silent(old, new):
+    assert old in TARGET_ARGUMENT
+    assert not gg208(TARGET_ARGUMENT.replace(old, new))

@@ -67,6 +67,8 @@ class UnoptimizedParams(Rule):
         out: "List[Finding]" = []
         if unit.kind == "function" and unit.class_node is not None:
             out.extend(_unowned_calls(self, unit, ctx))
+        elif unit.kind == "function" and not unit.parents:
+            out.extend(_unowned_parameters(self, unit, ctx))
         out.extend(_replaced_after_optimizer(self, unit, ctx))
         out.extend(_left_out_of_groups(self, unit, ctx))
         return sorted(out, key=lambda f: (f.range.start.line, f.range.start.character))
@@ -128,8 +130,8 @@ def _networks(cls: ast.ClassDef, ctx) -> "Dict[str, ast.Call]":
     return out
 
 
-def _network_of(call: ast.AST, nets: "Dict[str, ast.Call]") -> "Optional[str]":
-    """``self.T(...)`` or ``self.T.forward(...)`` -> ``T``."""
+def _network_of(call: ast.AST, nets: "Dict[str, ast.Call]", bare: bool = False) -> "Optional[str]":
+    """``self.T(...)`` or ``self.T.forward(...)`` -> ``T`` (``bare``: ``T(...)``, a parameter)."""
     if not isinstance(call, ast.Call):
         return None
     f = call.func
@@ -137,6 +139,8 @@ def _network_of(call: ast.AST, nets: "Dict[str, ast.Call]") -> "Optional[str]":
         f = f.value
     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in nets:
         return f.attr
+    if bare and isinstance(f, ast.Name) and f.id in nets:
+        return f.id
     return None
 
 
@@ -144,9 +148,10 @@ class _Taint:
     """A forward walk of one method: which names hold a value computed from a call
     of a network (``T``), or from a call of another module of the object (``*``)."""
 
-    def __init__(self, nets: "Dict[str, ast.Call]", ctx) -> None:
+    def __init__(self, nets: "Dict[str, ast.Call]", ctx, bare: bool = False) -> None:
         self.nets = nets
         self.ctx = ctx
+        self.bare = bare  # the networks are a function's parameters, called by name
         self.names: "Dict[str, Set[str]]" = {}
         self.calls: "Dict[str, List[ast.Call]]" = {}  # T -> its calls with graph recording on
         self.backwards: "List[Tuple[ast.Call, Set[str]]]" = []
@@ -183,7 +188,7 @@ class _Taint:
                 if f.attr in _CUTS:
                     return set()
                 got |= recv
-            net = _network_of(e, self.nets)
+            net = _network_of(e, self.nets, self.bare)
             if net is not None:
                 if quiet:
                     return set()
@@ -294,19 +299,71 @@ def _unowned_calls(rule, unit, ctx) -> "List[Finding]":
     return [_unowned_finding(rule, net, call, bw, ctx) for net, call, bw in hits if id(call) not in inside]
 
 
+def _unowned_parameters(rule, unit, ctx) -> "List[Finding]":
+    """The first shape in a module-level function handed the target network as an argument
+    (minimalRL's ``train(q, q_target, memory, optimizer)``): a parameter every call site of
+    the file passes the same module-level name, an instance of a same-file ``nn.Module`` class
+    with parameters, that no optimizer owns, nothing freezes or wraps, and the file syncs from
+    another network (``q_target.load_state_dict(q.state_dict())``: a target copy, never an
+    optimized model). Its call's value reaching the function's backward is reported as in a
+    method."""
+    node = unit.node
+    words = _words(unit, ctx)
+    if "backward" not in words or A.is_no_grad_function(node, ctx):
+        return []
+    summary = ctx.summary
+    opaque, _bare, any_opt = query(summary, _file_ownership)
+    if opaque or not any_opt:
+        return []
+    params = tuple(a.arg for a in list(node.args.posonlyargs) + list(node.args.args))
+    if not params:
+        return []
+    from gradguard.analysis.facts import agreed_call_arguments
+
+    text: "Optional[str]" = None
+    nets: "Dict[str, ast.Call]" = {}
+    for pname, (kind, arg) in query(summary, agreed_call_arguments, node.name, params):
+        if kind != "n" or not isinstance(arg, str) or "." in arg or pname not in words:
+            continue
+        if summary.get(OWNED_BARE + arg) or _left_alone(summary, arg):
+            continue
+        raw = summary.get("var:" + arg)
+        fact = summary.get(CLASS + raw) if isinstance(raw, str) else None
+        if not (isinstance(fact, tuple) and fact[0] and fact[1] and not fact[2]):
+            continue
+        if text is None:
+            text = "\n".join(ctx.index.lines)
+        if f"{arg}.load_state_dict(" not in text:
+            continue
+        nets[pname] = node  # (the networks' constructor calls are not read here)
+    if not nets:
+        return []
+    taint = _Taint(nets, ctx, bare=True)
+    taint.block(unit.body, False)
+    out: "List[Finding]" = []
+    for net, calls in sorted(taint.calls.items()):
+        if net in taint.dirty_inputs:
+            continue
+        bw = next((b for b, nets_in in taint.backwards if net in nets_in), None)
+        if bw is None:
+            continue
+        out.extend(_unowned_finding(rule, net, call, bw, ctx, "") for call in calls)
+    return out
+
+
 def _words(unit, ctx) -> "frozenset":
     from gradguard.analysis.context import unit_words
 
     return unit_words(unit, ctx.index.lines)
 
 
-def _unowned_finding(rule, net: str, call: ast.Call, bw: ast.Call, ctx) -> Finding:
+def _unowned_finding(rule, net: str, call: ast.Call, bw: ast.Call, ctx, prefix: str = "self.") -> Finding:
     text = _src(call, ctx)
-    related = (Related(ctx.line_range(bw), M.backward_here(net)),)
+    related = (Related(ctx.line_range(bw), M.backward_here(net, prefix)),)
     edit = TextEdit(ctx.range(call), f"{text}.detach()")
     fixes = (Fix(M.fix_detach(text), (edit,), preferred=True),)
-    return Finding(rule.code, ctx.range(call), M.unowned(net, bw.lineno), rule.default_severity, related, fixes,
-                   {"module": "self." + net, "shape": "unowned"})
+    return Finding(rule.code, ctx.range(call), M.unowned(net, bw.lineno, prefix), rule.default_severity, related,
+                   fixes, {"module": prefix + net, "shape": "unowned"})
 
 
 def _src(node: ast.AST, ctx) -> str:

@@ -182,20 +182,21 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 }
 
 
-def unowned(net: str, backward_line: int) -> "Dict[str, str]":
+def unowned(net: str, backward_line: int, prefix: str = "self.") -> "Dict[str, str]":
+    """``prefix``: ``self.`` for a network of the object, empty for a function's parameter."""
     return {
-        "en": f"`self.{net}` is called with graph recording on and its output reaches the `backward()` on line "
+        "en": f"`{prefix}{net}` is called with graph recording on and its output reaches the `backward()` on line "
               f"{backward_line}, but no optimizer updates its parameters: every backward also runs through it and "
               f"piles unused gradients into it; detach its output (or call it under `torch.no_grad()`).",
-        "zh": f"`self.{net}` 在记录计算图的情况下被调用，它的输出进入了第 {backward_line} 行的 `backward()`，"
+        "zh": f"`{prefix}{net}` 在记录计算图的情况下被调用，它的输出进入了第 {backward_line} 行的 `backward()`，"
               f"但没有任何优化器更新它的参数：每次反向传播都会穿过它，并在它上面堆积无用的梯度；"
               f"请对它的输出调用 `.detach()`（或在 `torch.no_grad()` 中调用它）。",
     }
 
 
-def backward_here(net: str) -> "Dict[str, str]":
-    return {"en": f"this backward also computes gradients for `self.{net}`",
-            "zh": f"这次反向传播也为 `self.{net}` 计算梯度"}
+def backward_here(net: str, prefix: str = "self.") -> "Dict[str, str]":
+    return {"en": f"this backward also computes gradients for `{prefix}{net}`",
+            "zh": f"这次反向传播也为 `{prefix}{net}` 计算梯度"}
 
 
 def fix_detach(text: str) -> "Dict[str, str]":
