@@ -56,13 +56,24 @@ def get_rule(code: str) -> Optional[Rule]:
     return _load().get(str(code).upper())
 
 
+# (the registry they were collected from, the sources): asked once per chunk summarised
+_SOURCES: "Tuple[Optional[Dict[str, Rule]], Tuple[FactSource, ...]]" = (None, ())
+
+
 def fact_sources() -> Tuple[FactSource, ...]:
     """Every registered rule's fact sources, each once, in rule-code order: the
     summarizers every file is summarised with (all rules', enabled or not, so
-    that which facts exist never depends on the configuration)."""
+    that which facts exist never depends on the configuration). Collected once
+    per registry (deduplicating records by equality is thousands of comparisons
+    when asked for every chunk)."""
+    global _SOURCES
+    registry = _load()
+    if _SOURCES[0] is registry:
+        return _SOURCES[1]
     out: List[FactSource] = []
-    for rule in _load().values():
+    for rule in registry.values():
         for src in rule.fact_sources:
             if src not in out:
                 out.append(src)
-    return tuple(out)
+    _SOURCES = (registry, tuple(out))
+    return _SOURCES[1]

@@ -120,6 +120,30 @@ def _held_layers(cls: ast.ClassDef, summary, user) -> "Dict[str, W.Layer]":
     return out
 
 
+# (the user classes' layers of the last file asked, with the query's answer they were made
+# from: every unit of a file gets the same answer, and the layers are only read)
+_LAST_USER: "Tuple[object, Dict[str, W.Layer]]" = ((), {})
+
+
+def _user_layers(summary) -> "Dict[str, W.Layer]":
+    global _LAST_USER
+    classes = query(summary, _user_classes)
+    last = _LAST_USER
+    if last[0] is not classes:
+        last = _LAST_USER = (classes, {name: W.Layer("user", out_saved=(shape or None)) for name, shape in classes})
+    return last[1]
+
+
+def _class_layers(cls: ast.ClassDef, ctx, user: "Dict[str, W.Layer]") -> "Tuple[Dict[str, W.Layer], set]":
+    """:func:`class_layers` of the unit's class, made once for all its methods (kept on
+    the class with the import table and user layers it was made with): a copy each."""
+    kept = cls.__dict__.get("_gg104_layers")
+    if kept is None or kept[0] is not ctx.imports or kept[1] is not user:
+        layers, params = class_layers(cls, lambda e: A.qualify(e, ctx), user)
+        kept = cls._gg104_layers = (ctx.imports, user, layers, params)  # type: ignore[attr-defined]
+    return dict(kept[2]), set(kept[3])
+
+
 def _own_layers(body, qualify, user) -> "Dict[str, W.Layer]":
     """Layers the unit binds to a plain name (``relu = nn.ReLU(inplace=True)``,
     ``model = Net()``); a name bound twice is left out."""
@@ -196,13 +220,13 @@ class InplaceSaved(Rule):
         if not edits and not in_model and not calls_editing:
             return ()
         qualify = lambda e: A.qualify(e, ctx)  # noqa: E731
-        user = {name: W.Layer("user", out_saved=(shape or None)) for name, shape in query(ctx.summary, _user_classes)}
+        user = _user_layers(ctx.summary)
         for name, layer in user.items():
             layer.edits = callees.get(name)
         layers: "Dict[str, W.Layer]" = {}
         params: "set" = set()
         if unit.class_node is not None and unit.kind == "function":
-            layers, params = class_layers(unit.class_node, qualify, user)
+            layers, params = _class_layers(unit.class_node, ctx, user)
             if not edits and not calls_editing and not _inplace_layer(layers.values()):
                 return ()  # nothing in the unit's text nor in its class's layers edits in place
             if not in_model:
