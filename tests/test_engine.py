@@ -94,6 +94,7 @@ def _spies(monkeypatch, triggers):
             return ()
         rules.append(type(f"Spy{i}", (Rule,), {"code": f"GG9{i:02d}", "trigger": trig, "check": check})())
     monkeypatch.setattr(D, "enabled_rules", lambda config, path: rules)
+    monkeypatch.setattr(D, "enabled_declared", lambda config, path: rules)  # (the one-shot check's first question)
     return calls
 
 
@@ -164,3 +165,52 @@ def test_rules_declare_the_framework_conditions_instead_of_testing_them():
                 if name in ("imports_torch", "other_framework_only"):
                     asked.setdefault(path.relative_to(rules_dir).parts[0], set()).add(name)
     assert not asked, asked
+
+
+# The catalog (rules/catalog.py): what deciding that a file needs no rule reads, before any rule is imported
+
+
+def test_the_catalog_declares_every_rule_as_its_class_does():
+    """One entry per registered rule, in the registry's order, each from the module
+    that defines the rule and with its class's answers: the catalog and the classes
+    cannot drift apart."""
+    from gradguard.rules.catalog import RULES
+
+    rules = all_rules()
+    assert [d.code for d in RULES] == [r.code for r in rules]
+    for d, r in zip(RULES, rules):
+        assert type(r).__module__ == d.module, d.code
+        assert d.needs_backprop is r.needs_backprop, d.code
+        assert d.also_without_backprop is r.also_without_backprop, d.code
+
+
+def test_a_file_that_never_back_propagates_imports_no_rule():
+    """The CLI's check of a model or data file (nothing back-propagates) answers
+    from the catalog: no rule module (nor the interpreter under them) is imported;
+    a file that back-propagates loads them all."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\n"
+             "from gradguard.engine.document import check_source\n"
+             "check_source(sys.argv[1], 'm.py')\n"
+             "print(sorted(m for m in sys.modules if m.startswith('gradguard.rules.gg') "
+             "or m == 'gradguard.analysis.interpreter'))\n")
+    quiet = subprocess.run([sys.executable, "-c", probe, "import torch\nx = torch.ones(2)\n"],
+                           capture_output=True, text=True, check=True)
+    assert quiet.stdout.strip() == "[]"
+    trains = subprocess.run([sys.executable, "-c", probe, "import torch\nx = torch.ones(2)\nx.sum().backward()\n"],
+                            capture_output=True, text=True, check=True)
+    assert "gradguard.rules.gg101_carried_graph" in trains.stdout
+    assert "gradguard.analysis.interpreter" in trains.stdout
+
+
+def test_the_catalog_answers_until_the_registry_is_loaded(monkeypatch):
+    """A registry in place (loaded, or a test's) is what ``declared`` answers."""
+    import gradguard.rules as rules_pkg
+    from gradguard.rules.catalog import RULES
+
+    monkeypatch.setattr(rules_pkg, "_REGISTRY", None)
+    assert rules_pkg.declared() == list(RULES)
+    reg = {r.code: r for r in all_rules()}
+    assert rules_pkg.declared() == list(reg.values())

@@ -168,20 +168,21 @@ def _rule_of(module: str):
     parts of a rule kept as a package (``gradguard.rules.gg102_stale_graph.messages``);
     None for anything else."""
     parts = module.split(".")
-    if len(parts) >= 3 and parts[:2] == ["gradguard", "rules"] and parts[2] not in ("base", "common"):
+    if len(parts) >= 3 and parts[:2] == ["gradguard", "rules"] and parts[2] not in ("base", "common", "catalog"):
         return ".".join(parts[:3])
     return None
 
 
 def test_rule_modules_import_neither_the_registry_nor_each_other():
-    """A rule builds on rules/base.py and rules/common.py; only the engine (and
-    the front ends above it) ask the registry which rules exist.
+    """A rule builds on rules/base.py and rules/common.py (and reads what
+    rules/catalog.py declares of it); only the engine (and the front ends above
+    it) ask the registry which rules exist.
 
     A rule kept as a package (``rules/gg102_stale_graph/``: the analysis and the
     Rule in ``__init__.py``, its ``messages``, ``fixes``, ...) imports its own
     parts, and the parts import each other; a part never imports the package
     itself (the analysis reads the messages and the fixes, never the other way)."""
-    shared = {"gradguard.rules.base", "gradguard.rules.common"}
+    shared = {"gradguard.rules.base", "gradguard.rules.common", "gradguard.rules.catalog"}
     bad = []
     for mod, imports in OURS.items():
         if floor_of(mod) in (1, 2, 3) and mod != "gradguard.rules":
@@ -199,6 +200,7 @@ def test_a_rule_may_import_its_own_parts_only():
     assert _rule_of("gradguard.rules.gg102_stale_graph.messages") == "gradguard.rules.gg102_stale_graph"
     assert _rule_of("gradguard.rules.gg102_stale_graph") == "gradguard.rules.gg102_stale_graph"
     assert _rule_of("gradguard.rules.common") is None and _rule_of("gradguard.rules") is None
+    assert _rule_of("gradguard.rules.catalog") is None
     assert _rule_of("gradguard.analysis.facts") is None
 
 

@@ -580,6 +580,15 @@ def enabled_rules(config: Config, path: Optional[str]):
     return [r for r in all_rules() if config.is_enabled(r.code, path)]
 
 
+def enabled_declared(config: Config, path: Optional[str]):
+    """:func:`enabled_rules` as the catalog declares them until the rules are
+    imported (:func:`gradguard.rules.declared`): enough for :func:`nothing_to_report`,
+    which a file that never back-propagates answers without importing any rule."""
+    from gradguard.rules import declared
+
+    return [r for r in declared() if config.is_enabled(r.code, path)]
+
+
 def fact_sources() -> Tuple[FactSource, ...]:
     """The fact sources every file is summarised with: those the registered
     rules declare (:func:`gradguard.rules.fact_sources`)."""
@@ -731,7 +740,7 @@ def check_source(
     """Analyse one source text from scratch. A file in which nothing can
     back-propagate (:func:`may_backprop`) has no findings from rules that need
     it (all of ours): then it is only parsed, for its syntax error."""
-    if nothing_to_report((source,), external_facts, enabled_rules(config or Config(), path)):
+    if nothing_to_report((source,), external_facts, enabled_declared(config or Config(), path)):
         return CheckResult((), parse_problem(source), ())
     return Document(source, path, config, external_facts, one_shot=True).result()
 

@@ -150,7 +150,7 @@ def check_source_parallel(source: str, path=None, config=None, external_facts=No
     config = config or E.Config()
     lines = split_lines(source)
     if not _usable(jobs, len(lines), min_lines) or not E.may_backprop(source, external_facts) or E.nothing_to_report(
-            (source,), external_facts, E.enabled_rules(config, path)):
+            (source,), external_facts, E.enabled_declared(config, path)):
         # (where nothing back-propagates, at most a rule that reports without it runs: serially)
         return E.check_source(source, path, config, external_facts)
     bounds = split_points(lines, jobs)

@@ -1,5 +1,5 @@
 """Rule registry. A rule is one module in this package that defines a
-:class:`gradguard.rules.base.Rule` subclass and is listed in ``_RULE_MODULES``.
+:class:`gradguard.rules.base.Rule` subclass and is listed in :data:`gradguard.rules.catalog.RULES`.
 
 Floor 3. The rule modules build on ``rules/base.py`` and ``rules/common.py``
 and never import this registry nor each other; the engine (and the front ends
@@ -10,27 +10,15 @@ from __future__ import annotations
 import importlib
 
 from gradguard.rules.base import Rule
+from gradguard.rules.catalog import RULES, Declared
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, List, Optional, Tuple
+    from typing import Dict, List, Optional, Tuple, Union
 
     from gradguard.analysis.summary import FactSource
 
-_RULE_MODULES = (
-    "gradguard.rules.gg101_carried_graph",
-    "gradguard.rules.gg102_stale_graph",
-    "gradguard.rules.gg103_freed_in_step",
-    "gradguard.rules.gg104_inplace_saved",
-    "gradguard.rules.gg201_growing_history",
-    "gradguard.rules.gg202_data_cut",
-    "gradguard.rules.gg203_stale_epoch_state",
-    "gradguard.rules.gg204_needless_requires_grad",
-    "gradguard.rules.gg205_unzeroed_grads",
-    "gradguard.rules.gg206_stuck_in_eval",
-    "gradguard.rules.gg207_zeroed_before_step",
-    "gradguard.rules.gg208_unoptimized_params",
-)
+_RULE_MODULES = tuple(d.module for d in RULES)
 
 _REGISTRY: Optional[Dict[str, Rule]] = None
 
@@ -50,6 +38,16 @@ def _load() -> Dict[str, Rule]:
 
 def all_rules() -> List[Rule]:
     return list(_load().values())
+
+
+def declared() -> "List[Union[Rule, Declared]]":
+    """Every rule, as the registry holds it once loaded, else as the catalog
+    declares it (:mod:`gradguard.rules.catalog`: code, ``needs_backprop``,
+    ``also_without_backprop``): what deciding that a file needs no rule to run
+    reads, without importing the rules."""
+    if _REGISTRY is None:
+        return list(RULES)
+    return list(_REGISTRY.values())
 
 
 def get_rule(code: str) -> Optional[Rule]:

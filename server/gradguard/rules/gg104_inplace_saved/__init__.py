@@ -20,7 +20,6 @@ where no other name of the edited storage is read afterwards.
 from __future__ import annotations
 
 import ast
-import re
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
@@ -28,6 +27,7 @@ from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Related, Severity
 from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.catalog import INPLACE_EDIT_TEXT
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
@@ -164,7 +164,7 @@ def _own_layers(body, qualify, user) -> "Dict[str, W.Layer]":
 
 # the in-place spellings a unit's own text shows: augmented assignments, index writes, ``x.add_(``,
 # ``inplace=True`` (a layer built in place in ``__init__`` is seen through the class's layers)
-_EDIT_TEXT = re.compile(r"(?<![=!<>])(?:\*\*|//|>>|<<|[-+*/@%&|^])=(?!=)|\]\s*=(?!=)|\.[a-z]\w*[a-z0-9]_\s*\(|inplace")
+_EDIT_TEXT = INPLACE_EDIT_TEXT  # (declared in the catalog: the engine reads it before importing the rules)
 
 
 def _inplace_layer(layers) -> bool:

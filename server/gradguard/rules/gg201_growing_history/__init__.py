@@ -35,6 +35,7 @@ from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis.quiet_facts import LOOPCALL, NOGRAD, QUIET_FACTS, RETLOSS
 from gradguard.rules.base import Rule, Trigger
+from gradguard.rules.catalog import EVAL_CALL_TEXT
 from gradguard.rules.common import loaded_names, run_own_flow
 from gradguard.rules.gg201_growing_history import messages as M
 
@@ -328,7 +329,7 @@ class GrowingHistory(Rule):
     default_severity = Severity.WARNING
     needs_backprop = True
     # an inference script (nothing back-propagates) that says it evaluates: ``model.eval()``
-    also_without_backprop = re.compile(r"\.eval\(\s*\)")
+    also_without_backprop = EVAL_CALL_TEXT  # ``.eval()`` (declared in the catalog)
     fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
     # no loop, nothing accumulates across iterations (cheap: the unit's words); or a loop-less evaluation
     # (or a method that back-propagates, called once per iteration of a loop: _step_method_appends)
