@@ -55,6 +55,35 @@ def test_unreferenced_defs_folds_identifiers_like_python():
     assert unreferenced_defs(text2, ast.parse(text2).body) == {"bar"}
 
 
+def test_unreferenced_defs_looks_names_up_as_the_word_count_counts_them():
+    """Each def's name is looked for in the text instead of counting every word: the
+    same answer as the count (``word_counts``) on every fixture and on the edges of a
+    word (a name inside a longer one, at the text's ends, beside non-ASCII letters)."""
+    from gradguard.analysis.summary import word_counts
+
+    texts = [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob("*.py"))]
+    texts += [
+        "def f():\n    pass\nf",  # the mention is the text's last word
+        "def ff():\n    pass\nfff = ff_ + _ff + ffé + éff\n",  # inside longer words only
+        "def g():\n    pass\nx = 中g + g中\n",  # CJK letters are word characters
+        "def h():\n    pass\nx = (h)  # h\n",
+        "def aa():\n    pass\naaa = 1\nb = aa\n",  # overlapping occurrences
+        "def ｆoo():\n    pass\nfｏo()\n",  # folded like Python
+    ]
+    checked = 0
+    for text in texts:
+        try:
+            body = ast.parse(text).body
+        except SyntaxError:
+            continue
+        want = unreferenced_defs(text, body, word_counts(text))
+        assert unreferenced_defs(text, body) == want, text[:200]
+        checked += 1
+    assert checked > 100
+    assert unreferenced_defs(texts[-5], ast.parse(texts[-5]).body) == {"ff"}
+    assert unreferenced_defs(texts[-1], ast.parse(texts[-1]).body) == frozenset()
+
+
 def test_unreferenced_functions_lose_only_their_by_name_facts():
     tree = ast.parse(TRAIN)
     run_once = tree.body[-1]

@@ -129,9 +129,38 @@ def unreferenced_defs(source: str, stmts: Iterable[ast.stmt], counts: Optional[D
     defs = [s.name for s in stmts if isinstance(s, _FUNCS)]
     if not defs:
         return frozenset()
-    if counts is None:
-        counts = word_counts(source)
-    return frozenset(name for name in defs if counts.get(name, 0) <= 1)
+    if counts is not None:
+        return frozenset(name for name in defs if counts.get(name, 0) <= 1)
+    # each name looked for (found twice: referenced), instead of counting every word of
+    # the file (a list and a count of tens of thousands of words for a few dozen names)
+    from gradguard.model.text import fold_identifiers
+
+    text = fold_identifiers(source)
+    return frozenset(name for name in defs if not _mentioned_twice(text, name))
+
+
+def _mentioned_twice(text: str, name: str) -> bool:
+    """Is ``name`` (an identifier) at least two of the words of ``text`` (the maximal
+    runs of word characters that :func:`word_counts` counts)? An occurrence inside a
+    longer word is no mention: the characters either side must not be word characters
+    (``\\w``: alphanumeric or ``_``, as ``str.isalnum`` tells)."""
+    end, n, seen = len(text), len(name), 0
+    find = text.find
+    i = find(name)
+    while i >= 0:
+        j = i + n
+        if (i == 0 or not _is_word_char(text[i - 1])) and (j == end or not _is_word_char(text[j])):
+            seen += 1
+            if seen == 2:
+                return True
+            i = find(name, j)
+        else:
+            i = find(name, i + 1)
+    return False
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def local_imports(body: Iterable[ast.stmt]) -> List[Fact]:

@@ -136,14 +136,25 @@ def apply_text_edits(text: str, edits) -> str:
     return out
 
 
+# (the last text folded that was not ASCII, and its folding: the one-shot check folds a
+# file's text twice, to ask whether it back-propagates and which defs it never mentions)
+_LAST_FOLD = ("", "")
+
+
 def fold_identifiers(text: str) -> str:
     """``text`` NFKC-folded when it is not ASCII, as Python folds identifiers
     (``ｆｏｏ`` *is* ``foo``), so that a name is found however it is typed."""
+    global _LAST_FOLD
     if text.isascii():
         return text
+    last = _LAST_FOLD
+    if last[0] is text:
+        return last[1]
     import unicodedata
 
-    return unicodedata.normalize("NFKC", text)
+    folded = unicodedata.normalize("NFKC", text)
+    _LAST_FOLD = (text, folded)
+    return folded
 
 
 def words(text: str) -> List[str]:
