@@ -445,13 +445,10 @@ def _module_shared(node: ast.AST, stmts, b1, b2, returned_modules) -> bool:
         return False
     if len(mods) == 1:
         return bool(mods[0])
-    k = _index_holding(stmts, node)
-    if k is None:
+    read = _positions_read(stmts, node, b1, b2, len(mods))
+    if read is None:
         return False
-    first = _positions(stmts[k], node, _inputs_of(stmts, b1), len(mods))
-    second = _positions(stmts[k], node, _inputs_of(stmts, b2), len(mods))
-    if not first or not second:
-        return False
+    first, second = read
     a: Set[str] = set().union(*(mods[p] for p in first))
     return not a.isdisjoint(set().union(*(mods[p] for p in second)))
 
@@ -659,6 +656,20 @@ def _separate_in_body(body, node, b1, b2, unit, ctx) -> bool:
                                   or _separate_keys(node, inner, b1, b2, ctx))
 
 
+def _positions_read(stmts, node: ast.AST, b1, b2, n: int):
+    """The positions of one call's ``n``-element result (the statement of ``stmts``
+    holding ``node``) that the first and the second loss read, or None where that
+    statement is not found or either loss reads none of them."""
+    k = _index_holding(stmts, node)
+    if k is None:
+        return None
+    first = _positions(stmts[k], node, _inputs_of(stmts, b1), n)
+    second = _positions(stmts[k], node, _inputs_of(stmts, b2), n)
+    if not first or not second:
+        return None
+    return first, second
+
+
 def _separate_positions(node: ast.AST, stmts, b1, b2, where, ctx) -> bool:
     """Do the two losses read positions of one call's result (``_, q, q_pi =
     actor_critic(obs, acts)``: ``pi_loss`` from ``q_pi``, ``q_loss`` from ``q``) whose
@@ -666,13 +677,10 @@ def _separate_positions(node: ast.AST, stmts, b1, b2, where, ctx) -> bool:
     backward frees nothing the second needs."""
     unit = where[1] if where else None
     sites = _returned_sites(node, unit, ctx)
-    k = _index_holding(stmts, node) if sites else None
-    if k is None:
+    read = _positions_read(stmts, node, b1, b2, len(sites)) if sites else None
+    if read is None:
         return False
-    first = _positions(stmts[k], node, _inputs_of(stmts, b1), len(sites))
-    second = _positions(stmts[k], node, _inputs_of(stmts, b2), len(sites))
-    if not first or not second:
-        return False
+    first, second = read
     a = set().union(*(sites[p] for p in first))
     b = set().union(*(sites[p] for p in second))
     return not a & b  # (a position with no site holds nothing built in the call: a detached output)
