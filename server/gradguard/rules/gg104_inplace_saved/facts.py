@@ -74,9 +74,19 @@ def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "
                 if isinstance(n.value, ast.Call) and (qualify(n.value.func) or "").rsplit(".", 1)[-1] == "Parameter":
                     params.add(key)
                     continue
+                if key in layers and isinstance(n.value, ast.Call) and n.value.args \
+                        and (A.dotted(n.value.func) or "").rsplit(".", 1)[-1] in _SAME_MODULE_WRAPPERS \
+                        and _wraps(ast.Call(n.value.func, n.value.args[:1], []), t):
+                    continue  # ``self.conv = weight_norm(self.conv, ...)`` hands back the same module
                 layer = W.layer_of_constructor(n.value, qualify, user, layers, defaults) \
                     if isinstance(n.value, ast.Call) else None
                 if layer is None:
+                    continue
+                if key in layers and layer.kind == "Sequential" and _wraps(n.value, t):
+                    # ``self.pos_conv = nn.Sequential(self.pos_conv, SamePad(k), nn.GELU())``: the
+                    # Sequential holds the layer it replaces (BEATs), so the later binding is the layer
+                    layer.name = key
+                    layers[key] = layer
                     continue
                 if key in layers or key in dropped:
                     layers.pop(key, None)
@@ -86,6 +96,16 @@ def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "
                 layers[key] = layer
     _added_modules(cls, qualify, user, layers, defaults)
     return layers, params
+
+
+# ``torch.nn.utils`` calls returning the module they are handed (its weight reparametrized)
+_SAME_MODULE_WRAPPERS = frozenset({"weight_norm", "spectral_norm"})
+
+
+def _wraps(call: ast.Call, target: ast.Attribute) -> bool:
+    """Is the attribute assigned (``self.pos_conv``) an element of the Sequential assigned to it?"""
+    return any(isinstance(a, ast.Attribute) and a.attr == target.attr and isinstance(a.value, ast.Name)
+               and isinstance(target.value, ast.Name) and a.value.id == target.value.id for a in call.args)
 
 
 def _init_defaults(cls: ast.ClassDef) -> "Dict[str, object]":
