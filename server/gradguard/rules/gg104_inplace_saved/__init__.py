@@ -31,8 +31,8 @@ from gradguard.rules.catalog import INPLACE_EDIT_TEXT
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
-from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, EDITS, FN, GLOBAL, class_layers,
-                                                       is_module_class, MethodShapes)
+from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, EDITS, FN, GLOBAL, buffer_edits,
+                                                       class_layers, is_module_class, MethodShapes)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -144,6 +144,14 @@ def _class_layers(cls: ast.ClassDef, ctx, user: "Dict[str, W.Layer]") -> "Tuple[
     return dict(kept[2]), set(kept[3])
 
 
+def _buffer_edits(cls: ast.ClassDef) -> "Tuple[frozenset, Dict[str, tuple]]":
+    """:func:`buffer_edits` of the unit's class, made once for all its methods."""
+    kept = cls.__dict__.get("_gg104_buffers")
+    if kept is None:
+        kept = cls._gg104_buffers = buffer_edits(cls)  # type: ignore[attr-defined]
+    return kept
+
+
 def _own_layers(body, qualify, user) -> "Dict[str, W.Layer]":
     """Layers the unit binds to a plain name (``relu = nn.ReLU(inplace=True)``,
     ``model = Net()``); a name bound twice is left out."""
@@ -225,14 +233,22 @@ class InplaceSaved(Rule):
             layer.edits = callees.get(name)
         layers: "Dict[str, W.Layer]" = {}
         params: "set" = set()
+        buffers: "frozenset" = frozenset()
+        self_edits: "Dict[str, tuple]" = {}
         if unit.class_node is not None and unit.kind == "function":
             layers, params = _class_layers(unit.class_node, ctx, user)
-            if not edits and not calls_editing and not _inplace_layer(layers.values()):
+            if in_model:
+                buffers, self_edits = _buffer_edits(unit.class_node)
+                if self_edits and unit_words(unit, ctx.index.lines).isdisjoint(self_edits):
+                    self_edits = {}
+            if not edits and not calls_editing and not _inplace_layer(layers.values()) and not self_edits:
                 return ()  # nothing in the unit's text nor in its class's layers edits in place
             if not in_model:
                 layers.update(_held_layers(unit.class_node, ctx.summary, user))
         layers.update(_own_layers(unit.body, qualify, user))
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
+        if self_edits:
+            flow.buffers, flow.self_edits = buffers, self_edits
         flow.functions = query(ctx.summary, _saving_functions)
         if calls_editing:
             flow.callees = {name: v for name, v in callees.items() if name not in user}

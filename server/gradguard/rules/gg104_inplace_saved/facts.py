@@ -31,7 +31,7 @@ from gradguard.rules.gg104_inplace_saved import flow as W
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, List, Mapping, Optional, Set, Tuple
+    from typing import Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 CLASS = "gg104:class:"
 GLOBAL = "gg104:global:"
@@ -80,6 +80,11 @@ def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "
                     continue  # ``self.conv = weight_norm(self.conv, ...)`` hands back the same module
                 layer = W.layer_of_constructor(n.value, qualify, user, layers, defaults) \
                     if isinstance(n.value, ast.Call) else None
+                if layer is None and d.name == "__init__" and isinstance(n.value, ast.Call) \
+                        and isinstance(n.value.func, ast.Name) and n.value.func.id in _param_names(d):
+                    # ``self.encoder_q = base_encoder(num_classes=dim)``: a model class handed to the
+                    # constructor (MoCo), a module with weights nothing more is known of
+                    layer = W.Layer("unknown", n.value, weighted=True)
                 if layer is None:
                     continue
                 if key in layers and layer.kind == "Sequential" and _wraps(n.value, t):
@@ -106,6 +111,11 @@ def _wraps(call: ast.Call, target: ast.Attribute) -> bool:
     """Is the attribute assigned (``self.pos_conv``) an element of the Sequential assigned to it?"""
     return any(isinstance(a, ast.Attribute) and a.attr == target.attr and isinstance(a.value, ast.Name)
                and isinstance(target.value, ast.Name) and a.value.id == target.value.id for a in call.args)
+
+
+def _param_names(fn: ast.FunctionDef) -> "Set[str]":
+    a = fn.args
+    return {p.arg for p in a.posonlyargs + a.args[1:] + a.kwonlyargs}
 
 
 def _init_defaults(cls: ast.ClassDef) -> "Dict[str, object]":
@@ -567,3 +577,56 @@ def _apply_wrapper(fn: ast.FunctionDef) -> "List[Tuple[str, object]]":
         if any(p >= 0 for p in pos):
             out.append((call.func.value.id, pos))  # type: ignore[attr-defined]
     return [(FN + fn.name, ("wrap", tuple(out), tuple(params)))] if out else []
+
+
+def buffer_edits(cls: ast.ClassDef) -> "Tuple[FrozenSet[str], Dict[str, Tuple[Tuple[str, ast.AST, ast.AST], ...]]]":
+    """The buffers a module class registers in ``__init__`` (``self.register_buffer("queue",
+    ...)``, as "self.queue") and, by method name, the ones each other method edits in place
+    itself (MoCo's ``self.queue[:, ptr:ptr + n] = keys.T`` in ``_dequeue_and_enqueue``):
+    ``(buffer, the edited expression, the editing statement)``. An edit under ``torch.no_grad()``
+    still changes the tensor a product saved earlier in the forward."""
+    init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
+    if init is None or not init.args.args or "register_buffer" not in _names_called(init):
+        return frozenset(), {}
+    me = init.args.args[0].arg
+    buffers = set()
+    for n in A.body_nodes(init):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_buffer" \
+                and isinstance(n.func.value, ast.Name) and n.func.value.id == me and n.args \
+                and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str):
+            buffers.add(n.args[0].value)
+    edits: "Dict[str, Tuple[Tuple[str, ast.AST, ast.AST], ...]]" = {}
+    if not buffers:
+        return frozenset(), edits
+    for d in cls.body:
+        if not isinstance(d, ast.FunctionDef) or d.name in ("__init__", "forward") or not d.args.args:
+            continue
+        me = d.args.args[0].arg
+
+        def own(e: ast.expr) -> "Optional[ast.Attribute]":
+            if isinstance(e, ast.Subscript):
+                e = e.value
+            if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me \
+                    and e.attr in buffers:
+                return e
+            return None
+
+        found: "List[Tuple[str, ast.AST, ast.AST]]" = []
+        for s in A.iter_statements(d.body):
+            hit: "Optional[ast.Attribute]" = None
+            if isinstance(s, ast.Assign):
+                hit = next((a for t in s.targets if isinstance(t, ast.Subscript) for a in [own(t)] if a), None)
+            elif isinstance(s, ast.AugAssign):
+                hit = own(s.target)
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute) \
+                    and s.value.func.attr in K.INPLACE_TENSOR_METHODS:
+                hit = own(s.value.func.value)
+            if hit is not None and all(f[0] != "self." + hit.attr for f in found):
+                found.append(("self." + hit.attr, hit, s))
+        if found:
+            edits[d.name] = tuple(found)
+    return frozenset("self." + b for b in buffers), edits
+
+
+def _names_called(fn: ast.FunctionDef) -> "Set[str]":
+    return {n.func.attr for n in A.body_nodes(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}

@@ -137,6 +137,14 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
             return None
         return Fix(M.fix_clone_before(name), (TextEdit(Range(start, start), f"{name} = {name}.clone()\n{indent}"),),
                    preferred=True)
+    if hit.how == "callee" and isinstance(hit.target, ast.Attribute) and isinstance(hit.saver, ast.Call):
+        # a method edits a buffer the saving operation read (MoCo's queue): the operation reads a
+        # copy, as it would have seen the buffer then (``einsum(..., [q, self.queue.clone()])``)
+        read = _attribute_read(hit.saver, hit.target.attr)
+        if read is None:
+            return None
+        end = ctx.range(read).end
+        return Fix(M.fix_clone_read(text(read, ctx)), (TextEdit(Range(end, end), ".clone()"),), preferred=True)
     if not _safe(hit, unit):
         return None
     node, stmt = hit.node, hit.stmt
@@ -188,6 +196,14 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
             return None
         return Fix(M.fix_inplace_false(), (TextEdit(ctx.range(hit.layer.inplace_node), "False"),), preferred=True)
     return None
+
+
+def _attribute_read(call: ast.Call, attr: str) -> "Optional[ast.expr]":
+    """The one operand of ``call`` (an argument, or an element of a list argument) that reads
+    ``self.<attr>`` as it is."""
+    operands = [x for a in call.args for x in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+    reads = [o for o in operands if isinstance(o, ast.Attribute) and o.attr == attr and isinstance(o.value, ast.Name)]
+    return reads[0] if len(reads) == 1 else None
 
 
 def _inside(node: ast.AST, stmt: ast.AST) -> bool:

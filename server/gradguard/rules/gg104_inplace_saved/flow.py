@@ -223,6 +223,8 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
         return None
     if not q.startswith("torch.nn.") and "." in q:
         return None  # another library's ReLU
+    if q.startswith("torch.nn.functional.") or q.startswith("torch.nn.init."):
+        return None  # a tensor (``self.queue = F.normalize(self.queue, dim=0)``), not a module
     if kind == "Sequential":
         items = []
         for a in call.args:
@@ -376,6 +378,10 @@ class Flow:
         # first in-place edit of each position
         self.param_stores: "Dict[Store, int]" = {}
         self.param_edits: "Dict[int, Tuple[ast.AST, Optional[ast.stmt]]]" = {}
+        # the walked class's buffers ("self.queue"), and the methods that edit some in place, by name:
+        # ``((buffer, edited expression, editing statement), ...)`` (:func:`.facts.buffer_edits`)
+        self.buffers: "FrozenSet[str]" = frozenset()
+        self.self_edits: "Mapping[str, tuple]" = {}
 
     def escape(self, v: Val) -> None:
         self.escaped |= v.stores
@@ -606,6 +612,9 @@ class Flow:
             if key in self.params:
                 v = self.env[key] = Val(frozenset({Store(key)}), True, True)
                 return v
+            if key in self.buffers:
+                v = self.env[key] = Val(frozenset({Store(key)}), False, True)
+                return v
         base = self.eval(e.value)
         if e.attr in _VIEW_ATTRS:
             return Val(base.stores, base.grad, True)
@@ -705,6 +714,8 @@ class Flow:
                 return self.call_layer(self.layers[key], e)
             if self.self_name and isinstance(func.value, ast.Name) and func.value.id == self.self_name \
                     and key not in self.env:
+                if self.self_edits and func.attr in self.self_edits:
+                    self.call_self_editing(self.self_edits[func.attr], e)
                 shape = self.method_shape(func.attr)
                 if shape and any(shape):
                     args = self._args(e)
@@ -767,6 +778,12 @@ class Flow:
                 self.mark(x, e, "output")
             return Val(x.stores, x.grad, True)
         grad = any(a.grad for a in args) or any(v.grad for v in kws.values())
+        if name == "einsum" and len(args) >= 2:
+            # ``einsum('nc,ck->nk', [q, queue])`` (or the operands as arguments): a product of two
+            ops = args[1].items if len(args) == 2 and args[1].items is not None else args[1:]
+            if len(ops) == 2:
+                self.product(ops[0], ops[1], e, both_tensors=True)
+            return fresh(grad or any(o.grad for o in ops), True)
         if name == "Parameter" or _const_true(self._kw(e, "requires_grad")):
             return fresh(True, True)  # a leaf that requires grad
         if name in K.SAVES_OUTPUT_FUNCTIONS:
@@ -893,6 +910,19 @@ class Flow:
                     hit.inside = Spot(where)
                     hit.inside_copy = local
                     break
+
+    def call_self_editing(self, edits: tuple, e: ast.Call) -> None:
+        """A method of the walked class that edits some of its buffers in place
+        (``self._dequeue_and_enqueue(k)`` writing into ``self.queue``): an edit of each."""
+        key = (id(e), id(None))
+        for name, node, stmt in edits:
+            v = self.env.get(name)
+            if v is None:
+                v = self.env[name] = Val(frozenset({Store(name)}), False, True)
+            self.edit(v, e, node, "callee")
+            hit = self.hits.get(key)
+            if hit is not None and hit.inside is None:
+                hit.inside = Spot(spot(where_edited(stmt, node)))
 
     def apply(self, layer: Layer, x: Val, e: ast.AST, saver: "Optional[ast.AST]" = None) -> Val:
         """``layer(x)`` called at ``e``; what it saves is marked as saved by
