@@ -843,3 +843,142 @@ def test_a_helper_with_chinese_names():
     assert "减均值(...)" in f.message["en"] and "批 -= 0.5" in f.message["zh"]
     if _torch_available():
         assert "modified by an inplace operation" in (_run(src) or "")
+
+
+BUFFERED = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Queue(nn.Module):
+    def __init__(self, encoder, dim=4, K=8):
+        super().__init__()
+        self.enc = encoder(dim)
+        self.register_buffer("queue", F.normalize(torch.randn(dim, K), dim=0))
+        self.queue = F.normalize(self.queue, dim=0)
+
+    @torch.no_grad()
+    def _enqueue(self, keys):
+        self.queue[:, :keys.shape[0]] = keys.T
+
+    def forward(self, x):
+        q = F.normalize(self.enc(x), dim=1)
+        with torch.no_grad():
+            k = F.normalize(self.enc(x + 0.1), dim=1)
+BODY
+        return logits
+
+
+model = Queue(lambda d: nn.Linear(3, d))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    model(torch.randn(2, 3)).logsumexp(1).mean().backward()
+    opt.step()
+"""
+
+# (forward's body after q and k, reported?): a method writing into a registered buffer in place
+# after a product read it (MoCo issue 21)
+BUFFER_SHAPES = [
+    ("logits = torch.einsum('nc,ck->nk', [q, self.queue])\nself._enqueue(k)", True),
+    ("logits = torch.einsum('nc,ck->nk', q, self.queue)\nself._enqueue(k)", True),
+    ("logits = torch.mm(q, self.queue)\nself._enqueue(k)", True),
+    # ---- twins that train
+    ("logits = torch.einsum('nc,ck->nk', [q, self.queue.clone().detach()])\nself._enqueue(k)", False),
+    ("self._enqueue(k)\nlogits = torch.einsum('nc,ck->nk', [q, self.queue])", False),   # written before the read
+    ("logits = torch.einsum('nc,ck->nk', [q.detach(), self.queue])\nself._enqueue(k)", False),  # nothing needs it
+    ("logits = q + self.queue.sum()\nself._enqueue(k)", False),                            # a sum keeps nothing
+]
+
+
+@pytest.mark.parametrize("body, reported", BUFFER_SHAPES)
+def test_a_method_writing_into_a_buffer_a_product_read(body, reported):
+    src = BUFFERED.replace("BODY", textwrap.indent(body, " " * 8))
+    if "q.detach()" in body:
+        # (a loss that still reaches a parameter)
+        src = src.replace("model(torch.randn(2, 3)).logsumexp(1).mean().backward()",
+                          "(model(torch.randn(2, 3)).logsumexp(1).mean() + model.enc.weight.sum()).backward()")
+    fs = gg104(src)
+    assert bool(fs) == reported, [f.message["en"] for f in fs]
+    lines = src.splitlines()
+    for f in fs:
+        assert f.message["zh"] and "self.queue" in f.message["zh"]
+        inside = [r for r in f.related if "inside" in r.message["en"]][0].range
+        assert "self.queue[:, :keys.shape[0]] = keys.T" in lines[inside.start.line]
+        out = fixed(src)
+        assert "self.queue.clone()" in out and not gg104(out), out
+        if _torch_available():
+            assert _run(out) is None
+    _assert_torch_agrees(src, reported)
+
+
+WRAPPED = """\
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, d=4):
+        super().__init__()
+        self.pos_conv = nn.Conv1d(d, d, kernel_size=3, padding=1)
+WRAP
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        x_conv = self.pos_conv(x.transpose(1, 2)).transpose(1, 2)
+ADD
+        return self.norm(x)
+
+
+proj = nn.Linear(3, 4)
+enc = Encoder()
+opt = torch.optim.SGD(list(proj.parameters()) + list(enc.parameters()), lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    enc(proj(torch.randn(2, 5, 3))).pow(2).mean().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("wrap, add, reported", [
+    # the conv rebound to a Sequential holding it (and to its weight-normed self): it keeps x
+    ("self.pos_conv = nn.Sequential(self.pos_conv, nn.GELU())", "x += x_conv", True),
+    ("self.pos_conv = nn.utils.parametrizations.weight_norm(self.pos_conv, name='weight', dim=2)\n"
+     "self.pos_conv = nn.Sequential(self.pos_conv, nn.GELU())", "x += x_conv", True),
+    ("self.pos_conv = nn.Sequential(self.pos_conv, nn.GELU())", "x = x + x_conv", False),
+    ("self.pos_conv = nn.Sequential(self.pos_conv, nn.GELU())", "x = x.clone() + x_conv", False),
+    # rebound to another layer that keeps nothing: two layers, neither known
+    ("self.pos_conv = nn.Identity()", "x += x_conv", False),
+])
+def test_a_layer_rebound_to_a_sequential_holding_it(wrap, add, reported):
+    src = WRAPPED.replace("WRAP", textwrap.indent(wrap, " " * 8)).replace("ADD", " " * 8 + add)
+    fs = gg104(src)
+    assert bool(fs) == reported, [f.message["en"] for f in fs]
+    for f in fs:
+        assert f.preferred_fix is not None
+        out = fixed(src)
+        assert "x = x + x_conv" in out and not gg104(out)
+        if _torch_available():
+            assert _run(out) is None
+    _assert_torch_agrees(src, reported)
+
+
+@pytest.mark.parametrize("body, fix", [
+    # the helper gets a copy to edit, where the caller keeps only its result
+    ("y = torch.tanh(lin(x))\ny = sub_mean(y)\nloss = y.pow(2).mean()", "y = sub_mean(y.clone())"),
+    ("y = torch.tanh(lin(x))\nz = sub_mean(y)\nloss = z.pow(2).mean()", "z = sub_mean(y.clone())"),
+    # ``y`` is read after the call: the edit it would no longer see changes the loss, no fix
+    ("y = torch.tanh(lin(x))\nz = sub_mean(y)\nloss = (z + y).pow(2).mean()", None),
+])
+def test_a_helper_editing_its_argument_gets_a_copy(body, fix):
+    src = CALLEE.replace("BODY", textwrap.indent(body, " " * 4)).replace("SETTING", "False")
+    fs = gg104(src)
+    assert len(fs) == 1
+    if fix is None:
+        assert fs[0].preferred_fix is None
+        return
+    out = fixed(src)
+    assert fix in out and not gg104(out), out
+    if _torch_available():
+        assert _run(out) is None

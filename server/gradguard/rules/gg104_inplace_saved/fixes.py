@@ -148,6 +148,17 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
     if not _safe(hit, unit):
         return None
     node, stmt = hit.node, hit.stmt
+    if hit.how == "callee" and isinstance(hit.target, ast.Name) and isinstance(node, ast.Call) \
+            and any(a is hit.target for a in node.args):
+        # a function of the file edits the argument in place (``batch -= mean`` in a helper): it gets
+        # a copy, when the caller binds the result back to that name or reads the name no more
+        name = hit.target.id
+        back = isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+        if not back and _loads_after(name, hit, unit):
+            return None
+        end = ctx.range(hit.target).end
+        call = text(node.func, ctx)
+        return Fix(M.fix_clone_argument(call, name), (TextEdit(Range(end, end), ".clone()"),), preferred=True)
     if hit.how == "augassign" and isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         name = node.target.id
         value = text(node.value, ctx)

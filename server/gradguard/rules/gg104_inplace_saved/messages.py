@@ -271,6 +271,11 @@ def fix_clone_read(read: str) -> "Dict[str, str]":
             "zh": f"让保存它的运算读取一个副本：`{read}.clone()`"}
 
 
+def fix_clone_argument(call: str, name: str) -> "Dict[str, str]":
+    return {"en": f"Hand `{call}` a copy to edit: `{name}.clone()`",
+            "zh": f"传给 `{call}` 一个副本去修改：`{name}.clone()`"}
+
+
 def fix_clone_before(name: str) -> "Dict[str, str]":
     return {"en": f"Write into a copy: `{name} = {name}.clone()` before the write",
             "zh": f"写入一个副本：在写之前加 `{name} = {name}.clone()`"}
