@@ -87,7 +87,7 @@ def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "
                     layer = W.Layer("unknown", n.value, weighted=True)
                 if layer is None:
                     continue
-                if key in layers and layer.kind == "Sequential" and _wraps(n.value, t):
+                if key in layers and layer.kind == "Sequential" and isinstance(n.value, ast.Call) and _wraps(n.value, t):
                     # ``self.pos_conv = nn.Sequential(self.pos_conv, SamePad(k), nn.GELU())``: the
                     # Sequential holds the layer it replaces (BEATs), so the later binding is the layer
                     layer.name = key
@@ -113,7 +113,7 @@ def _wraps(call: ast.Call, target: ast.Attribute) -> bool:
                and isinstance(target.value, ast.Name) and a.value.id == target.value.id for a in call.args)
 
 
-def _param_names(fn: ast.FunctionDef) -> "Set[str]":
+def _param_names(fn: "ast.FunctionDef | ast.AsyncFunctionDef") -> "Set[str]":
     a = fn.args
     return {p.arg for p in a.posonlyargs + a.args[1:] + a.kwonlyargs}
 
@@ -602,15 +602,7 @@ def buffer_edits(cls: ast.ClassDef) -> "Tuple[FrozenSet[str], Dict[str, Tuple[Tu
         if not isinstance(d, ast.FunctionDef) or d.name in ("__init__", "forward") or not d.args.args:
             continue
         me = d.args.args[0].arg
-
-        def own(e: ast.expr) -> "Optional[ast.Attribute]":
-            if isinstance(e, ast.Subscript):
-                e = e.value
-            if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me \
-                    and e.attr in buffers:
-                return e
-            return None
-
+        own = lambda e, me=me: _own_buffer(e, me, buffers)  # noqa: E731
         found: "List[Tuple[str, ast.AST, ast.AST]]" = []
         for s in A.iter_statements(d.body):
             hit: "Optional[ast.Attribute]" = None
@@ -626,6 +618,15 @@ def buffer_edits(cls: ast.ClassDef) -> "Tuple[FrozenSet[str], Dict[str, Tuple[Tu
         if found:
             edits[d.name] = tuple(found)
     return frozenset("self." + b for b in buffers), edits
+
+
+def _own_buffer(e: ast.expr, me: str, buffers: "Set[str]") -> "Optional[ast.Attribute]":
+    """``self.queue`` in ``self.queue[...]`` or as it is, for a buffer of ``buffers``."""
+    if isinstance(e, ast.Subscript):
+        e = e.value
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me and e.attr in buffers:
+        return e
+    return None
 
 
 def _names_called(fn: ast.FunctionDef) -> "Set[str]":
