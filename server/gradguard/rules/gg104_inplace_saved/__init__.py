@@ -241,13 +241,15 @@ class InplaceSaved(Rule):
                 buffers, self_edits = _buffer_edits(unit.class_node)
                 if self_edits and unit_words(unit, ctx.index.lines).isdisjoint(self_edits):
                     self_edits = {}
+                if not edits and not self_edits:
+                    buffers = frozenset()  # (the buffers count where something may edit one)
             if not edits and not calls_editing and not _inplace_layer(layers.values()) and not self_edits:
                 return ()  # nothing in the unit's text nor in its class's layers edits in place
             if not in_model:
                 layers.update(_held_layers(unit.class_node, ctx.summary, user))
         layers.update(_own_layers(unit.body, qualify, user))
         flow = W.Flow(qualify, layers, params, lambda c: A.is_backward_call(c, ctx))
-        if self_edits:
+        if buffers:
             flow.buffers, flow.self_edits = buffers, self_edits
         flow.functions = query(ctx.summary, _saving_functions)
         if calls_editing:

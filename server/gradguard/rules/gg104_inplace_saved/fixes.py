@@ -137,7 +137,7 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
             return None
         return Fix(M.fix_clone_before(name), (TextEdit(Range(start, start), f"{name} = {name}.clone()\n{indent}"),),
                    preferred=True)
-    if hit.how == "callee" and isinstance(hit.target, ast.Attribute) and isinstance(hit.saver, ast.Call):
+    if hit.how in ("callee", "index") and isinstance(hit.target, ast.Attribute) and isinstance(hit.saver, ast.Call):
         # a method edits a buffer the saving operation read (MoCo's queue): the operation reads a
         # copy, as it would have seen the buffer then (``einsum(..., [q, self.queue.clone()])``)
         read = _attribute_read(hit.saver, hit.target.attr)
@@ -213,8 +213,17 @@ def _attribute_read(call: ast.Call, attr: str) -> "Optional[ast.expr]":
     """The one operand of ``call`` (an argument, or an element of a list argument) that reads
     ``self.<attr>`` as it is."""
     operands = [x for a in call.args for x in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
-    reads = [o for o in operands if isinstance(o, ast.Attribute) and o.attr == attr and isinstance(o.value, ast.Name)]
+    if isinstance(call.func, ast.Attribute):
+        operands.append(call.func.value)  # ``self.queue.mm(q)``
+    reads = [o for o in operands if _reads_attribute(o, attr)]
     return reads[0] if len(reads) == 1 else None
+
+
+def _reads_attribute(o: ast.expr, attr: str) -> bool:
+    """``self.<attr>``, or a detached view of it (``self.queue.detach()``)."""
+    while isinstance(o, ast.Call) and isinstance(o.func, ast.Attribute) and o.func.attr == "detach" and not o.args:
+        o = o.func.value
+    return isinstance(o, ast.Attribute) and o.attr == attr and isinstance(o.value, ast.Name)
 
 
 def _inside(node: ast.AST, stmt: ast.AST) -> bool:
