@@ -90,7 +90,15 @@ Yes, for a function or module class of the same file: a helper that edits the te
 (`batch -= mean` in `subtract_mean(batch)`) is reported where it is called with a tensor an
 operation saved (the output of a `Tanh`), and a loss module that saves a tensor of its own and then
 edits it (`p = score.sigmoid(); p[neg] /= s`) where it is called with an input that requires grad.
-The edit inside is given as related information.
+The edit inside is given as related information. Where the caller keeps only what the helper
+returns (`y = subtract_mean(y)`), the fix hands it a copy: `subtract_mean(y.clone())`.
+
+**Is a buffer written by another method reported?**
+Yes: a method of the class that writes into one of its registered buffers in place (MoCo's
+`self.queue[:, ptr:ptr + n] = keys.T` in `_dequeue_and_enqueue`, also under `torch.no_grad()`) is
+reported where `forward` calls it after a product read that buffer
+(`einsum('nc,ck->nk', [q, self.queue])` keeps it for `q`'s gradient). The fix lets the product read
+a copy: `self.queue.clone()`.
 
 **What does the rule not see?**
 Edits in a function of another file, and values it cannot follow: it stays silent rather than
@@ -165,7 +173,14 @@ class Block(nn.Module):
 会，只要该函数或模块类在同一文件中：原地修改传入张量的辅助函数（`subtract_mean(batch)` 中的
 `batch -= mean`），在传入一个已被某个运算保存的张量（例如 `Tanh` 的输出）的调用处报告；先保存自己
 的张量再原地修改它的损失模块（`p = score.sigmoid(); p[neg] /= s`），在传入需要梯度的输入的调用处
-报告。函数内部的那次修改作为相关信息给出。
+报告。函数内部的那次修改作为相关信息给出。如果调用处只保留辅助函数的返回值
+（`y = subtract_mean(y)`），修复会传给它一个副本：`subtract_mean(y.clone())`。
+
+**另一个方法写入的 buffer 会被报告吗？**
+会：类中某个方法原地写入该类注册的 buffer（MoCo 在 `_dequeue_and_enqueue` 中的
+`self.queue[:, ptr:ptr + n] = keys.T`，即使在 `torch.no_grad()` 下），如果 `forward` 在某个乘积读取
+该 buffer 之后调用这个方法（`einsum('nc,ck->nk', [q, self.queue])` 为 `q` 的梯度保存了它），就会在
+调用处报告。修复是让乘积读取一个副本：`self.queue.clone()`。
 
 **这条规则看不到什么？**
 在其他文件的函数中进行的修改，以及它无法跟踪的值：不确定时它保持沉默，而不是猜测。
