@@ -59,6 +59,12 @@ def unit_words(unit: Unit, lines) -> frozenset:
     return unit.words
 
 
+def unit_name_says(unit: Unit, words) -> bool:
+    """Is one of ``words`` a part, between underscores, of the unit's def name (``_eval_step``)?"""
+    name = getattr(unit.node, "name", None) if unit.kind == "function" else None
+    return bool(name) and any(w in name.lower().split("_") for w in words)
+
+
 @record(frozen=False, eq=False)
 class ModuleContext:
     path: Optional[str]

@@ -16,12 +16,18 @@ statement; a plain assignment or call at module level cannot), giving:
   ``train_step()`` that back-propagates and steps runs once per iteration of it (GG205);
 * ``gg2:retloss:<def>`` — a def every ``return`` of which returns a name it calls
   ``.backward()`` on (without ``retain_graph``): a training step handing back the loss
-  it back-propagated, a graph no one can differentiate again (GG201).
+  it back-propagated, a graph no one can differentiate again (GG201);
+* ``gg2:loopin:<name>:<def>`` — a function or method named for evaluation (``evaluate``,
+  ``_eval_step``, ``predict``) called in the body of a loop of ``<def>`` (empty at module
+  level), and ``gg2:evalloop:<name>:<def>`` when that loop comes after a ``<module>.eval()``
+  call of the same def and spells no backward: an evaluation helper run once per batch of
+  an evaluation loop, and who runs it (is that caller itself run under no_grad?) (GG201).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis.summary import FactSource
@@ -35,6 +41,11 @@ ZEROES = "gg2:zeroes:"
 KEEP = "gg2:keep:"
 LOOPCALL = "gg2:loopcall:"
 RETLOSS = "gg2:retloss:"
+LOOPIN = "gg2:loopin:"
+EVALLOOP = "gg2:evalloop:"
+# a name that says it evaluates (GG201's evaluation functions)
+EVAL_NAME = re.compile(r"^_*(eval|evaluate|evaluation|validate|validation|val|predict|inference|infer|test)"
+                       r"(_|$)", re.IGNORECASE)
 
 _HOLDERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith, ast.If, ast.For,
             ast.AsyncFor, ast.While, ast.Try)
@@ -87,11 +98,14 @@ def _called_names(body) -> Iterable[str]:
     return _called_names_of(A.iter_nodes(list(body)))
 
 
-def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tuple[Set[str], list]]" = None) -> bool:
+def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tuple[Set[str], list]]" = None,
+          owner: str = "") -> bool:
     """One pass over ``nodes`` (nested defs not entered): no_grad blocks (into
     ``facts``), gradient requests (into ``keep``, when given), the names back-propagated
-    and the returns (into ``losses``, when given); does it zero gradients?"""
+    and the returns (into ``losses``, when given); does it zero gradients? (``owner``:
+    the def's name, empty at module level.)"""
     zeroing = False
+    evaled = False  # a ``<module>.eval()`` call seen (nodes come in source order)
     Return = ast.Return
     With, AsyncWith, Call, Attribute, Name = ast.With, ast.AsyncWith, ast.Call, ast.Attribute, ast.Name
     Assign, Delete = ast.Assign, ast.Delete
@@ -106,6 +120,8 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tu
             f = n.func
             if not zeroing and f.__class__ is Attribute and zeroes(n):
                 zeroing = True
+            if not evaled and f.__class__ is Attribute and f.attr == "eval" and not n.args and not n.keywords:
+                evaled = True
             if keep is not None:
                 asks_gradient_of(n, keep)
             if (losses is not None and f.__class__ is Attribute and f.attr == "backward"
@@ -121,16 +137,17 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tu
             if not zeroing and zeroes(n):
                 zeroing = True
         if cls in _LOOPS:
-            _loop_calls(n, facts)
+            _loop_calls(n, facts, owner, evaled)
     return zeroing
 
 
 _LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp})
 
 
-def _loop_calls(loop: ast.AST, facts: Set[str]) -> None:
+def _loop_calls(loop: ast.AST, facts: Set[str], owner: str = "", evaled: bool = False) -> None:
     """``LOOPCALL`` facts for the calls of a loop's body (a comprehension's element) when
-    nothing in it zeroes gradients."""
+    nothing in it zeroes gradients; ``LOOPIN``/``EVALLOOP`` for the evaluation helpers it
+    calls (a statement loop after ``.eval()`` in ``owner``: ``EVALLOOP`` too)."""
     if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
         nodes = A.block_nodes(loop.body)
     else:
@@ -138,7 +155,15 @@ def _loop_calls(loop: ast.AST, facts: Set[str]) -> None:
         nodes = list(A.iter_nodes(parts))
     if any(zeroes(n) for n in nodes):
         return
-    facts.update(LOOPCALL + name for name in _called_names_of(nodes))
+    names = set(_called_names_of(nodes))
+    facts.update(LOOPCALL + name for name in names)
+    helpers = [name for name in names if EVAL_NAME.match(name)]
+    if helpers:
+        evaluates = evaled and "backward" not in names and isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+        for name in helpers:
+            facts.add(f"{LOOPIN}{name}:{owner}")
+            if evaluates:
+                facts.add(f"{EVALLOOP}{name}:{owner}")
 
 
 def _called_names_of(nodes) -> Iterable[str]:
@@ -167,7 +192,7 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple
         if d.decorator_list and A.is_no_grad_function(d):
             facts.update(NOGRAD + name for name in _called_names(d.body))
         losses: "Tuple[Set[str], list]" = (set(), [])
-        if _scan(A.body_nodes(d), facts, keep, losses):
+        if _scan(A.body_nodes(d), facts, keep, losses, d.name):
             facts.add(ZEROES + d.name)
         back, returns = losses
         if back and returns and all(r.value.__class__ is ast.Name and r.value.id in back for r in returns):

@@ -29,7 +29,7 @@ import warnings
 
 from gradguard.model import noqa as _noqa
 from gradguard.engine.config import Config
-from gradguard.analysis.context import ModuleContext, Unit, iter_units, unit_text, unit_words
+from gradguard.analysis.context import ModuleContext, Unit, iter_units, unit_name_says, unit_text, unit_words
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.knowledge import imports_torch, other_framework_only
 from gradguard.model.findings import Finding
@@ -678,9 +678,11 @@ def _answer(cond: Tuple[str, ...], unit: Unit, ctx: ModuleContext) -> bool:
     if kind == "text":
         text = unit_text(unit, ctx.index.lines)
         return any(s in text for s in cond[1:])
-    if kind == "words":
+    if kind == "words" or kind == "words-or-name":
         words = unit_words(unit, ctx.index.lines)
-        return any(w in words for w in cond[1:])
+        if any(w in words for w in cond[1:]):
+            return True
+        return kind == "words-or-name" and unit_name_says(unit, cond[1:])
     raise ValueError(f"unknown trigger condition {cond!r}")
 
 

@@ -31,7 +31,9 @@ class Trigger:
       (``analysis.context.unit_text``: nested defs, comments and strings
       included); an entry that is a tuple is met by any one of its strings;
     - ``words``: the same for whole words of that text
-      (``analysis.context.unit_words``, NFKC-folded as Python folds names).
+      (``analysis.context.unit_words``, NFKC-folded as Python folds names);
+    - ``words_or_name``: as ``words``, or a part of the function's own name between
+      underscores (``_eval_step`` says ``eval`` though its body may not).
 
     Cheap by design (a look at the import table and the text, no walk): it
     only says where the rule need not run, so it may err towards running."""
@@ -40,13 +42,16 @@ class Trigger:
 
     def __init__(self, *, torch: bool = False, not_other_framework: bool = False,
                  text: "Iterable[Union[str, Tuple[str, ...]]]" = (),
-                 words: "Iterable[Union[str, Tuple[str, ...]]]" = ()) -> None:
+                 words: "Iterable[Union[str, Tuple[str, ...]]]" = (),
+                 words_or_name: "Iterable[Union[str, Tuple[str, ...]]]" = ()) -> None:
         conditions: "List[Tuple[str, ...]]" = [("torch",)] if torch else []
         if not_other_framework:
             conditions.append(("not-other-framework",))
         conditions.extend(("text",) + _alternatives(e) for e in text)
         conditions.extend(("words",) + _alternatives(e) for e in words)
-        # each ("torch",) | ("not-other-framework",) | ("text", s, ...) | ("words", w, ...):
+        conditions.extend(("words-or-name",) + _alternatives(e) for e in words_or_name)
+        # each ("torch",) | ("not-other-framework",) | ("text", s, ...) | ("words", w, ...) |
+        # ("words-or-name", w, ...):
         # the key its answer is shared under
         self.conditions: Tuple[Tuple[str, ...], ...] = tuple(conditions)
 

@@ -26,14 +26,15 @@ import ast
 import os
 import re
 
-from gradguard.analysis.context import unit_words
+from gradguard.analysis.context import unit_name_says, unit_words
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis.quiet_facts import LOOPCALL, NOGRAD, QUIET_FACTS, RETLOSS
+from gradguard.analysis.quiet_facts import EVAL_NAME, EVALLOOP, LOOPCALL, LOOPIN, NOGRAD, QUIET_FACTS, RETLOSS
+from gradguard.analysis.summary import query
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.catalog import EVAL_CALL_TEXT
 from gradguard.rules.common import loaded_names, run_own_flow
@@ -48,8 +49,7 @@ _METADATA = frozenset({"shape", "size", "dtype", "device", "ndim", "is_cuda", "r
 _METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "asscalar", "asnumpy",
                                "get_device", "is_contiguous", "data_ptr", "stride"})
 # an evaluation phase by name: the function, or what the loop iterates over
-_EVAL_FUNCTION = re.compile(r"^_*(eval|evaluate|evaluation|validate|validation|val|predict|inference|infer|test)"
-                            r"(_|$)", re.IGNORECASE)
+_EVAL_FUNCTION = EVAL_NAME
 _EVAL_ITERABLE = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)(_|$|loader|set|data)", re.IGNORECASE)
 
 
@@ -106,6 +106,8 @@ class HistoryFlow(interp.GraphFlow):
         # graph-free values: ``criterion(output, target)`` after that block)
         self.quiet_call_lines: List[int] = []
         self.graph_free_lines: List[int] = []
+        self.indexed_call_lines: List[int] = []
+        self.method_call_lines: List[int] = []
         # (meters) the call statement being walked, and what its method keeps on its object:
         # (the attribute's dotted name, its value before, the arguments kept)
         self._fill_call: Optional[ast.Call] = None
@@ -128,10 +130,30 @@ class HistoryFlow(interp.GraphFlow):
             super().eval(func.value, env)
             self._args(call, env)
             return V.CLEAN  # x.size(0), x.numel(), x.asscalar()
+        if func.value.__class__ is ast.Name and func.attr != "forward":
+            self._module_method(call, func, env)
         return super()._method_call(call, func, env)
+
+    def _module_method(self, call, func, env) -> None:
+        """``model.infer(x)``: a method (not ``forward``) of a module class of the file, on a
+        name holding one (or a parameter every call site passes one), that returns its
+        layers' graph: an evaluation loop's forward (for :func:`_evaluation_hints` only)."""
+        recv = env.get(func.value.id)
+        obj = getattr(recv, "obj", None) or self.bound.get(func.value.id, "")
+        if not obj.startswith("user:") or not self.r.is_module_class(obj[5:]):
+            return
+        facts = self.r.method_facts(obj, func.attr)
+        if facts is None or not facts.ret.graph or facts.no_grad or facts.calls_backward:
+            return
+        (self.quiet_call_lines if self.no_grad else self.method_call_lines).append(call.lineno)
 
     def _apply(self, call, callee, q, pos, kws, args_taints, env):
         obj = callee.obj or ""
+        if not obj and not self.no_grad and call.func.__class__ is ast.Subscript \
+                and call.func.value.__class__ is ast.Attribute:
+            # self.model["generator"](x): a module held in a container on an object (which the
+            # loop-less evaluation hint may name as its first forward, when it has another)
+            self.indexed_call_lines.append(call.lineno)
         if callee.param or obj.startswith(("inst:", "user:")):
             if self.no_grad:
                 self.quiet_call_lines.append(call.lineno)
@@ -332,8 +354,9 @@ class GrowingHistory(Rule):
     also_without_backprop = EVAL_CALL_TEXT  # ``.eval()`` (declared in the catalog)
     fact_sources = (GRAPH_FACTS, QUIET_FACTS)  # the interpreter's fn:/class: facts, and the no_grad call sites
     # no loop, nothing accumulates across iterations (cheap: the unit's words); or a loop-less evaluation
-    # (or a method that back-propagates, called once per iteration of a loop: _step_method_appends)
-    trigger = Trigger(torch=True, words=(("for", "while", "eval", "backward"),))
+    # (or a method that back-propagates, called once per iteration of a loop: _step_method_appends;
+    # or a loop-less helper named for evaluation, ``_eval_step``, called in an evaluation loop)
+    trigger = Trigger(torch=True, words_or_name=(("for", "while", "eval", "backward"),))
     title = M.TITLE
     explanation = M.EXPLANATION
 
@@ -343,6 +366,9 @@ class GrowingHistory(Rule):
             accumulates = _worth_running(unit, ctx)
             evaluates = _may_evaluate(unit, ctx) and _some_evaluation_loop(unit, ctx)
             once = not evaluates and _loopless_evaluation(unit, ctx)
+        elif unit_name_says(unit, ("eval",)):
+            accumulates = evaluates = False
+            once = _loopless_evaluation(unit, ctx)
         else:
             accumulates = evaluates = once = False
         step_appends = _step_method_appends(unit, ctx) if not accumulates else ()
@@ -465,9 +491,13 @@ def _step_findings(rule, flow: HistoryFlow, unit, ctx) -> List[Finding]:
 
 def _loopless_evaluation(unit, ctx) -> bool:
     """A function named for evaluation (``evaluate``, ``validate``) whose own statements, no
-    loop among them, call ``<module>.eval()`` and spell no backward: a full-batch evaluation
-    (a graph network's ``evaluate(model, features, labels, mask)``) that may run the model
-    with graph recording on (cheap: the def's statements)."""
+    loop among them, spell no backward and either call ``<module>.eval()`` (in a training file:
+    a full-batch evaluation, a graph network's ``evaluate(model, features, labels, mask)``; in
+    any file when a loop of the file runs it per batch: MT-DNN's ``predict``), or are run once
+    per batch by a loop that follows a ``.eval()`` and spells no backward (a trainer's
+    ``_eval_step`` called by ``_eval_epoch``): it may run the model with graph recording on
+    (cheap: the def's statements, then the ``LOOPIN``/``EVALLOOP`` facts). Never when a def
+    whose loop runs it is itself run under no_grad (``with torch.no_grad(): eval_model(...)``)."""
     node = unit.node
     if unit.kind != "function" or node is None or not _EVAL_FUNCTION.match(node.name) or node.name.startswith("test_"):
         return False
@@ -481,7 +511,22 @@ def _loopless_evaluation(unit, ctx) -> bool:
                 return False
             if isinstance(n.func, ast.Attribute) and n.func.attr == "eval" and not n.args and not n.keywords:
                 said = True
-    return said and not _in_tests(unit, ctx) and _file_backprops(ctx)
+    if _in_tests(unit, ctx):
+        return False
+    callers = query(ctx.summary, _loop_callers, node.name)
+    if any(NOGRAD + c in ctx.summary for c, _ in callers if c):
+        return False  # run per batch by a helper that runs under no_grad
+    if said:
+        return _file_backprops(ctx) or bool(callers)
+    return any(evaluates for _, evaluates in callers)
+
+
+def _loop_callers(summary, name: str) -> Tuple[Tuple[str, bool], ...]:
+    """(def, after ``.eval()`` and without a backward?) for each def of the file (``""``: the
+    module's code) a loop of which calls the evaluation helper ``name`` (``LOOPIN``, ``EVALLOOP``)."""
+    prefix = f"{LOOPIN}{name}:"
+    return tuple(sorted((k[len(prefix):], f"{EVALLOOP}{name}:{k[len(prefix):]}" in summary)
+                        for k in summary if k.startswith(prefix)))
 
 
 def _evaluation_call_hint(rule, flow, unit, ctx) -> List[Finding]:
@@ -495,9 +540,11 @@ def _evaluation_call_hint(rule, flow, unit, ctx) -> List[Finding]:
     eval_call = next((n for n in A.body_nodes(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                       and n.func.attr == "eval" and not n.args and not n.keywords), None)
     quiet = set(flow.quiet_call_lines) | set(flow.graph_free_lines)
-    lines = sorted(ln for ln in flow.model_call_lines if ln not in quiet and ln >= eval_call.lineno)  # type: ignore[union-attr]
+    start = eval_call.lineno if eval_call is not None else node.lineno
+    lines = sorted(ln for ln in flow.model_call_lines if ln not in quiet and ln >= start)
     if not lines:
         return []
+    lines = sorted(set(lines) | {ln for ln in flow.indexed_call_lines if ln >= start})
     stmt = next((s for s in A.iter_statements(node.body) if s.lineno <= lines[0] <= (s.end_lineno or s.lineno)
                  and not A.child_blocks(s)), None)
     if stmt is None:
@@ -511,7 +558,11 @@ def _evaluation_call_hint(rule, flow, unit, ctx) -> List[Finding]:
         pos = Position(at - 1, 0)
         edit = TextEdit(Range(pos, pos), f"{ctx.indent_of(at)}@{torch_name}.no_grad()\n")
         fixes = (Fix(M.fix_no_grad_decorator(node.name), (edit,), preferred=True),)
-    msg = M.evaluation_call(node.name, _src(eval_call.func, ctx))  # type: ignore[union-attr]
+    if eval_call is not None:
+        msg = M.evaluation_call(node.name, _src(eval_call.func, ctx))
+    else:
+        caller = next(c for c, evaluates in query(ctx.summary, _loop_callers, node.name) if evaluates)
+        msg = M.evaluation_step_call(node.name, caller)
     return [Finding(rule.code, ctx.line_range(stmt), msg, Severity.HINT, (), fixes,
                     {"variable": "", "evaluation": True})]
 
@@ -549,7 +600,7 @@ def _evaluation_hints(rule, flow, unit, ctx, already: List[Finding]) -> List[Fin
         if any(_inside(loop, d) for d in done):
             continue
         lo, hi = loop.lineno, loop.end_lineno or loop.lineno
-        calls = [ln for ln in flow.model_call_lines if lo <= ln <= hi]
+        calls = [ln for ln in flow.model_call_lines + flow.method_call_lines if lo <= ln <= hi]
         if calls and any(lo <= ln <= hi for ln in flow.quiet_call_lines):
             # the model runs under no_grad in it (the fix already made, around the model
             # call only): a loss of its outputs after the block records nothing
@@ -880,10 +931,26 @@ def _evaluation_phase(unit, loop, ctx) -> bool:
 def _in_tests(unit, ctx) -> bool:
     """A test suite's file (``test_*.py``, ``*_test.py``), function (``test_*``) or class (``Test*``)."""
     base = os.path.basename((getattr(ctx, "path", None) or "").replace("\\", "/"))
-    if base.startswith("test_") or base.endswith("_test.py"):
+    if (base.startswith("test_") or base.endswith("_test.py")) and _test_suite_file(ctx):
         return True
     name = getattr(unit.node, "name", "") if unit.kind == "function" else ""
     return name.startswith("test_") or (unit.class_node is not None and unit.class_node.name.startswith("Test"))
+
+
+def _test_suite_file(ctx) -> bool:
+    """Does a file named like a test suite hold one: a ``def test_...`` (a method of a ``Test`` class too) or
+    an import of pytest or unittest? (SlowFast's ``tools/test_net.py`` is a script that runs
+    the test set, not a suite.) (The last context's answer is remembered.)"""
+    if _SUITE[0] is not ctx:
+        text = "\n".join(ctx.index.lines)
+        suite = bool(_SUITE_TEXT.search(text))
+        _SUITE[:] = [ctx, suite]
+    return bool(_SUITE[1])
+
+
+_SUITE: list = [None, None]
+_SUITE_TEXT = re.compile(r"^\s*(async\s+def\s+test_|def\s+test_)|^\s*(import|from)\s+(pytest|unittest)\b",
+                         re.MULTILINE)
 
 
 def _file_backprops(ctx) -> bool:

@@ -277,6 +277,19 @@ def evaluation_call(fn: str, eval_func: str) -> Dict[str, str]:
     }
 
 
+def evaluation_step_call(fn: str, caller: str) -> Dict[str, str]:
+    """A loop-less evaluation helper run per batch by an evaluation loop, with graph recording on."""
+    where = f"the evaluation loop of `{caller}()`" if caller else "an evaluation loop"
+    where_zh = f"`{caller}()` 的评估循环" if caller else "一个评估循环"
+    return {
+        "en": f"`{fn}()` runs once per batch in {where} (after `.eval()`, nothing back-propagated) with graph "
+              f"recording on: this forward builds an autograd graph and keeps the activations of every batch "
+              f"for nothing; run it under `torch.no_grad()`.",
+        "zh": f"`{fn}()` 在{where_zh}中（`.eval()` 之后，不做任何反向传播）每个批次运行一次，且处于记录计算图的状态："
+              f"这次前向传播白白构建计算图并保存每个批次的激活值；请在 `torch.no_grad()` 下运行它。",
+    }
+
+
 def fix_no_grad_decorator(fn: str) -> Dict[str, str]:
     return {"en": f"Decorate `{fn}()` with `@torch.no_grad()`", "zh": f"给 `{fn}()` 加上 `@torch.no_grad()` 装饰器"}
 
