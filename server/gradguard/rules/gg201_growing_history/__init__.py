@@ -511,7 +511,7 @@ def _loopless_evaluation(unit, ctx) -> bool:
                 return False
             if isinstance(n.func, ast.Attribute) and n.func.attr == "eval" and not n.args and not n.keywords:
                 said = True
-    if _in_tests(unit, ctx):
+    if _in_tests(unit, ctx, evaluation=True):
         return False
     callers = query(ctx.summary, _loop_callers, node.name)
     if any(NOGRAD + c in ctx.summary for c, _ in callers if c):
@@ -823,7 +823,7 @@ def _evaluation_total(site: _Site, flow: HistoryFlow, unit, ctx) -> bool:
     the ``.eval()`` call before a loop where nothing back-propagates), so what it returns
     is a score, and the loop keeps every batch's graph until the caller drops it."""
     name = getattr(unit.node, "name", "") if unit.kind == "function" else ""
-    if not name or not _EVAL_FUNCTION.match(name) or _in_tests(unit, ctx):
+    if not name or not _EVAL_FUNCTION.match(name) or _in_tests(unit, ctx, evaluation=True):
         return False
     site.evaluation_total = True
     quiet = _quiet_loop(site, flow)
@@ -909,7 +909,7 @@ def _evaluation_phase(unit, loop, ctx) -> bool:
     function named for evaluation (``evaluate``, ``validate_epoch``,
     ``predict``), or an iterable named for it (``val_loader``, ``test_data``).
     Never in a test suite (a test checks a forward pass; its graph dies with it)."""
-    if _in_tests(unit, ctx):
+    if _in_tests(unit, ctx, evaluation=True):
         return False  # a unit test's forward pass
     name = getattr(unit.node, "name", "") if unit.kind == "function" else ""
     if _eval_call_before(unit, loop, ctx) is not None:
@@ -928,10 +928,12 @@ def _evaluation_phase(unit, loop, ctx) -> bool:
     return False
 
 
-def _in_tests(unit, ctx) -> bool:
-    """A test suite's file (``test_*.py``, ``*_test.py``), function (``test_*``) or class (``Test*``)."""
+def _in_tests(unit, ctx, evaluation: bool = False) -> bool:
+    """A test suite's file (``test_*.py``, ``*_test.py``), function (``test_*``) or class (``Test*``).
+    (``evaluation``: asked of an evaluation, a file so named is a suite only when it holds a test,
+    :func:`_test_suite_file`: a script that runs the test set is evaluation code.)"""
     base = os.path.basename((getattr(ctx, "path", None) or "").replace("\\", "/"))
-    if (base.startswith("test_") or base.endswith("_test.py")) and _test_suite_file(ctx):
+    if (base.startswith("test_") or base.endswith("_test.py")) and (not evaluation or _test_suite_file(ctx)):
         return True
     name = getattr(unit.node, "name", "") if unit.kind == "function" else ""
     return name.startswith("test_") or (unit.class_node is not None and unit.class_node.name.startswith("Test"))
