@@ -405,3 +405,199 @@ def test_a_loopless_evaluation_function_without_no_grad_gets_a_hint_and_a_decora
 ])
 def test_a_loopless_evaluation_that_records_nothing_or_hands_its_graph_on_is_silent(fn):
     assert not gg201(EVAL_ONCE.format(fn=fn))
+
+
+# ---------------------------------------------------------------------------
+# evaluation reached through a helper or a method (quietheld5's misses)
+STEP_TRAINER = """\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+
+class Trainer:
+    def __init__(self, net):
+        self.net = net
+        self.opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        self.total = 0.0
+
+    def _train_step(self, x, y):
+        loss = ((self.net(x) - y) ** 2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+{step}
+
+{epoch}
+
+    def run(self, data, held_out):
+        for i, (x, y) in enumerate(data):
+            self._train_step(x, y)
+            if i % 2 == 1:
+                {call}
+
+
+trainer = Trainer(nn.Linear(4, 1))
+data = [(torch.randn(3, 4), torch.randn(3, 1)) for _ in range(4)]
+trainer.run(data, data[:2])
+"""
+EVAL_STEP = """\
+    def _eval_step(self, x, y):
+        out = self.net(x)
+        self.total += ((out - y) ** 2).mean().item()"""
+EVAL_EPOCH = """\
+    def _eval_epoch(self, held_out):
+        self.net.eval()
+        for x, y in held_out:
+            self._eval_step(x, y)
+        self.net.train()"""
+
+
+def step_trainer(step=EVAL_STEP, epoch=EVAL_EPOCH, call="self._eval_epoch(held_out)"):
+    return STEP_TRAINER.format(step=step, epoch=epoch, call=call)
+
+
+def test_an_eval_step_run_per_batch_by_an_evaluation_loop_gets_a_hint_and_a_decorator():
+    src = step_trainer()
+    [f] = gg201(src)
+    assert f.severity.value == "hint" and src.splitlines()[f.range.start.line] == "        out = self.net(x)"
+    assert "_eval_step()" in f.message_in("en") and "_eval_epoch()" in f.message_in("en")
+    assert "_eval_epoch()" in f.message_in("zh")
+    out = fixed(src)
+    assert "    @torch.no_grad()\n    def _eval_step(" in out and not gg201(out)
+    # (a Chinese comment on the line changes nothing)
+    assert len(gg201(src.replace("out = self.net(x)", "out = self.net(x)  # 前向"))) == 1
+
+
+@pytest.mark.parametrize("step, epoch, call", [
+    # decorated (the report's fix)
+    ("    @torch.no_grad()\n" + EVAL_STEP, EVAL_EPOCH, "self._eval_epoch(held_out)"),
+    # called inside a no_grad block of the evaluation loop
+    (EVAL_STEP, EVAL_EPOCH.replace("            self._eval_step(x, y)",
+                                   "            with torch.no_grad():\n                self._eval_step(x, y)"),
+     "self._eval_epoch(held_out)"),
+    # the evaluation loop's def is decorated
+    (EVAL_STEP, "    @torch.inference_mode()\n" + EVAL_EPOCH, "self._eval_epoch(held_out)"),
+    # the evaluation loop's def runs under no_grad at its call site
+    (EVAL_STEP, EVAL_EPOCH, "with torch.no_grad():\n                    self._eval_epoch(held_out)"),
+    # no eval() before the loop: nothing says it evaluates
+    (EVAL_STEP, EVAL_EPOCH.replace("        self.net.eval()\n", ""), "self._eval_epoch(held_out)"),
+    # the step's output is returned: the caller decides
+    (EVAL_STEP.replace("        self.total += ((out - y) ** 2).mean().item()", "        return out"),
+     EVAL_EPOCH, "self._eval_epoch(held_out)"),
+    # a helper not named for evaluation
+    (EVAL_STEP.replace("_eval_step", "_score_step"), EVAL_EPOCH.replace("_eval_step", "_score_step"),
+     "self._eval_epoch(held_out)"),
+    # a loop that back-propagates (test-time adaptation)
+    (EVAL_STEP, EVAL_EPOCH.replace("            self._eval_step(x, y)",
+                                   "            self._eval_step(x, y)\n            self.net(x).sum().backward()"),
+     "self._eval_epoch(held_out)"),
+])
+def test_an_eval_step_under_no_grad_or_not_in_an_evaluation_loop_is_silent(step, epoch, call):
+    assert not gg201(step_trainer(step, epoch, call))
+
+
+PREDICT_SCRIPT = """\
+import torch
+import torch.nn as nn
+
+
+class Wrapper:
+    def __init__(self):
+        self.network = nn.Sequential(nn.Linear(4, 3))
+
+    def predict(self, x):
+        self.network.eval()
+        score = self.network(x)
+        return torch.softmax(score, dim=1).argmax(1).tolist()
+
+
+def run_all(model, batches):
+    out = []
+    for x in batches:
+        out.extend(model.predict(x))
+    return out
+
+
+model = Wrapper()
+batches = [torch.randn(2, 4) for _ in range(3)]
+{tail}
+"""
+
+
+def test_a_predict_method_run_per_batch_by_an_inference_script_gets_a_hint():
+    src = PREDICT_SCRIPT.format(tail="print(run_all(model, batches))")
+    [f] = gg201(src)
+    assert src.splitlines()[f.range.start.line] == "        score = self.network(x)"
+    out = fixed(src)
+    assert "    @torch.no_grad()\n    def predict(" in out and not gg201(out)
+
+
+@pytest.mark.parametrize("tail", [
+    "with torch.no_grad():\n    print(run_all(model, batches))",  # the report's fix
+    "print(model.predict(batches[0]))\nrun_all = None",  # called once, by no loop: an inference script's one batch
+])
+def test_a_predict_method_under_no_grad_or_called_once_in_an_inference_script_is_silent(tail):
+    src = PREDICT_SCRIPT.format(tail=tail)
+    if "run_all = None" in tail:
+        src = src.replace("        out.extend(model.predict(x))", "        out.append(x)")
+    assert not gg201(src)
+
+
+MODEL_METHOD = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 1)
+
+    def infer(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+    def width(self):
+        return self.body.out_features
+
+    def forward(self, x):
+        return self.infer(x)
+
+
+def evaluate(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+{body}
+    return total
+
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = [(torch.randn(2, 4), torch.randn(2, 1)) for _ in range(3)]
+for epoch in range(2):
+    model.train()
+    for x, y in loader:
+        opt.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        opt.step()
+    print(evaluate(model, loader))
+"""
+
+
+def test_an_evaluation_loop_through_a_model_method_gets_a_hint():
+    src = MODEL_METHOD.format(body="        total += ((model.infer(x) - y) ** 2).mean().item()")
+    [f] = gg201(src)
+    assert f.severity.value == "hint" and src.splitlines()[f.range.start.line] == "    for x, y in loader:"
+    assert not gg201(fixed(src))
+
+
+@pytest.mark.parametrize("body", [
+    "        with torch.no_grad():\n            total += ((model.infer(x) - y) ** 2).mean().item()",
+    "        total += model.width() * y.mean().item()",  # a method that runs no layer
+])
+def test_an_evaluation_loop_through_a_model_method_under_no_grad_or_without_a_forward_is_silent(body):
+    assert not gg201(MODEL_METHOD.format(body=body))
