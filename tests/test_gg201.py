@@ -601,3 +601,79 @@ def test_an_evaluation_loop_through_a_model_method_gets_a_hint():
 ])
 def test_an_evaluation_loop_through_a_model_method_under_no_grad_or_without_a_forward_is_silent(body):
     assert not gg201(MODEL_METHOD.format(body=body))
+
+
+COLLECTOR = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+stats = {"loss": [], "step": []}
+for step in range(3):
+    x, y = torch.randn(2, 4), torch.randn(2, 1)
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    stats["step"].append(step)
+    stats["loss"].append(LOSS)
+"""
+
+
+def test_a_list_kept_under_a_key_of_a_statistics_dict_is_reported_with_a_detach_fix():
+    src = COLLECTOR.replace("LOSS", "loss")
+    [f] = gg201(src)
+    assert src.splitlines()[f.range.start.line] == '    stats["loss"].append(loss)'
+    assert 'stats["loss"].append(loss.detach())' in fixed(src) and not gg201(fixed(src))
+
+
+@pytest.mark.parametrize("value, tail", [
+    ("loss.item()", ""),
+    ("loss.detach()", ""),
+    # an unrolled objective: every step's loss summed and back-propagated after the loop
+    ("loss", "total = torch.stack(stats['loss']).sum()\ntotal.backward()\n"),
+])
+def test_a_statistics_dict_of_numbers_or_of_a_later_loss_is_silent(value, tail):
+    src = COLLECTOR.replace("LOSS", value) + tail
+    if tail:
+        src = src.replace("    loss.backward()\n", "")
+    assert not gg201(src)
+
+
+PREDICTOR = """\
+import torch
+import torch.nn as nn
+
+
+class Predictor:
+    def __init__(self, model):
+        self.model = model
+
+    def {name}(self, data):
+{eval}        out = []
+        for batch in torch.split(data, 2):
+            out.append(torch.softmax(self.model(batch), dim=-1))
+        return torch.cat(out)
+
+
+model = nn.Linear(4, 3)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loss = model(torch.randn(2, 4)).sum()
+loss.backward()
+opt.step()
+print(Predictor(model).{name}(torch.randn(6, 4)).shape)
+"""
+
+
+def test_a_batch_predict_method_returning_what_it_collects_after_eval_is_reported():
+    [f] = gg201(PREDICTOR.format(name="batch_predict", eval="        self.model.eval()\n"))
+    assert f.data["evaluation"]
+
+
+@pytest.mark.parametrize("name, said", [
+    ("collect_outputs", "        self.model.eval()\n"),  # not named for prediction: the caller may back-propagate it
+    ("batch_predict", ""),  # no eval(): nothing says it evaluates
+])
+def test_a_collecting_method_not_named_for_prediction_or_without_eval_is_silent(name, said):
+    assert not gg201(PREDICTOR.format(name=name, eval=said))

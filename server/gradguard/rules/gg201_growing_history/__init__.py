@@ -50,6 +50,8 @@ _METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size
                                "get_device", "is_contiguous", "data_ptr", "stride"})
 # an evaluation phase by name: the function, or what the loop iterates over
 _EVAL_FUNCTION = EVAL_NAME
+# (a returned total or collection) a later part of the name says it too: ``batch_predict``, ``run_evaluation``
+_EVAL_PART = re.compile(r"_(eval|evaluate|evaluation|validate|validation|predict|inference|infer)(_|$)", re.IGNORECASE)
 _EVAL_ITERABLE = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)(_|$|loader|set|data)", re.IGNORECASE)
 
 
@@ -307,6 +309,11 @@ class HistoryFlow(interp.GraphFlow):
                 # self.history.append(loss): a list kept on an object (reported only when what it
                 # adds was back-propagated in the loop: else another method may back-propagate it)
                 return [(f.value.value.id + "." + f.value.attr, "append", s.value.args[-1])]
+            if (isinstance(f, ast.Attribute) and f.attr in _ACC_METHODS and s.value.args
+                    and f.value.__class__ is ast.Subscript and f.value.value.__class__ is ast.Name
+                    and f.value.slice.__class__ is ast.Constant):
+                # stat_col["loss"].append(loss): a list kept under a key of a dict of statistics
+                return [(f.value.value.id, "append", s.value.args[-1])]
         return []
 
     def _bind_loop_target(self, loop, env):
@@ -823,7 +830,7 @@ def _evaluation_total(site: _Site, flow: HistoryFlow, unit, ctx) -> bool:
     the ``.eval()`` call before a loop where nothing back-propagates), so what it returns
     is a score, and the loop keeps every batch's graph until the caller drops it."""
     name = getattr(unit.node, "name", "") if unit.kind == "function" else ""
-    if not name or not _EVAL_FUNCTION.match(name) or _in_tests(unit, ctx, evaluation=True):
+    if not name or not (_EVAL_FUNCTION.match(name) or _EVAL_PART.search(name)) or _in_tests(unit, ctx, evaluation=True):
         return False
     site.evaluation_total = True
     quiet = _quiet_loop(site, flow)
