@@ -399,3 +399,53 @@ def test_a_target_network_handed_to_the_training_function_is_reported_at_its_cal
 def test_a_target_argument_cut_owned_frozen_or_not_a_synced_copy_is_silent(old, new):
     assert old in TARGET_ARGUMENT
     assert not gg208(TARGET_ARGUMENT.replace(old, new))
+
+
+# ---------------------------------------------------------------------------
+# the model made again after the optimizer, trained by a module-level function
+REMADE = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train(x, y):
+    optimizer.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+model = nn.Linear(4, 1)  # 又建了一次
+{between}for step in range(3):
+    print(train(torch.randn(2, 4), torch.randn(2, 1)))
+"""
+
+
+def test_a_model_made_again_before_a_training_function_runs_is_reported_and_fixed():
+    src = REMADE.format(between="")
+    [f] = gg208(src)
+    assert src.splitlines()[f.range.start.line] == "model = nn.Linear(4, 1)  # 又建了一次"
+    out = fixed(src)
+    assert "model = nn.Linear(4, 1)  # 又建了一次\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n" in out
+    assert not gg208(out)
+
+
+@pytest.mark.parametrize("src", [
+    # the optimizer built again after the model
+    REMADE.format(between="optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"),
+    # the training function takes the model as a parameter (it trains what it is handed)
+    REMADE.format(between="").replace("def train(x, y):", "def train(model, x, y):")
+    .replace("print(train(torch.randn", "print(train(nn.Linear(4, 1), torch.randn"),
+    # the training function builds its own optimizer
+    REMADE.format(between="").replace("    optimizer.zero_grad()\n",
+                                      "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                                      "    optimizer.zero_grad()\n"),
+    # a function that steps the optimizer but never runs the model
+    REMADE.format(between="").replace("loss = ((model(x) - y) ** 2).mean()", "loss = (x.sum() - y.sum()) ** 2"),
+])
+def test_a_training_function_that_trains_the_model_it_sees_is_silent(src):
+    assert not gg208(src)

@@ -21,7 +21,10 @@ statement; a plain assignment or call at module level cannot), giving:
   ``_eval_step``, ``predict``) called in the body of a loop of ``<def>`` (empty at module
   level), and ``gg2:evalloop:<name>:<def>`` when that loop comes after a ``<module>.eval()``
   call of the same def and spells no backward: an evaluation helper run once per batch of
-  an evaluation loop, and who runs it (is that caller itself run under no_grad?) (GG201).
+  an evaluation loop, and who runs it (is that caller itself run under no_grad?) (GG201);
+* ``gg2:steps:<def>`` — a module-level def that back-propagates and calls ``X.step()`` on
+  names it neither binds nor takes as parameters: ``((X, ...), (the global names it calls,
+  ...))`` (GG208: a training function stepping the module's optimizer on the module's model).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ LOOPCALL = "gg2:loopcall:"
 RETLOSS = "gg2:retloss:"
 LOOPIN = "gg2:loopin:"
 EVALLOOP = "gg2:evalloop:"
+STEPS = "gg2:steps:"
 # a name that says it evaluates (GG201's evaluation functions)
 EVAL_NAME = re.compile(r"^_*(eval|evaluate|evaluation|validate|validation|val|predict|inference|infer|test)"
                        r"(_|$)", re.IGNORECASE)
@@ -99,11 +103,12 @@ def _called_names(body) -> Iterable[str]:
 
 
 def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tuple[Set[str], list]]" = None,
-          owner: str = "") -> bool:
+          owner: str = "", names: "Optional[Tuple[Set[str], Set[str], Set[str]]]" = None) -> bool:
     """One pass over ``nodes`` (nested defs not entered): no_grad blocks (into
     ``facts``), gradient requests (into ``keep``, when given), the names back-propagated
     and the returns (into ``losses``, when given); does it zero gradients? (``owner``:
-    the def's name, empty at module level.)"""
+    the def's name, empty at module level; ``names``: the names it calls ``.step()`` on,
+    the names it calls, the names it assigns.)"""
     zeroing = False
     evaled = False  # a ``<module>.eval()`` call seen (nodes come in source order)
     Return = ast.Return
@@ -127,6 +132,11 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tu
             if (losses is not None and f.__class__ is Attribute and f.attr == "backward"
                     and f.value.__class__ is Name and not any(k.arg == "retain_graph" for k in n.keywords)):
                 losses[0].add(f.value.id)
+            if names is not None:
+                if f.__class__ is Name:
+                    names[1].add(f.id)
+                elif f.__class__ is Attribute and f.attr == "step" and f.value.__class__ is Name:
+                    names[0].add(f.value.id)
         elif cls is Return:
             if losses is not None:
                 losses[1].append(n)
@@ -136,6 +146,9 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tu
         elif cls is Assign or cls is Delete:
             if not zeroing and zeroes(n):
                 zeroing = True
+            if names is not None and cls is Assign:
+                for t in n.targets:  # type: ignore[attr-defined]
+                    names[2].update(A.target_names(t))
         if cls in _LOOPS:
             _loop_calls(n, facts, owner, evaled)
     return zeroing
@@ -181,6 +194,7 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple
         return []
     facts: Set[str] = set()
     keep: Set[str] = set()
+    steps: "List[Tuple[str, object]]" = []
     if isinstance(stmt, ast.ClassDef):
         defs = [s for s in stmt.body if isinstance(s, _DEFS)]
     elif isinstance(stmt, _DEFS):
@@ -192,13 +206,21 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple
         if d.decorator_list and A.is_no_grad_function(d):
             facts.update(NOGRAD + name for name in _called_names(d.body))
         losses: "Tuple[Set[str], list]" = (set(), [])
-        if _scan(A.body_nodes(d), facts, keep, losses, d.name):
+        names: "Tuple[Set[str], Set[str], Set[str]]" = (set(), set(), set())
+        if _scan(A.body_nodes(d), facts, keep, losses, d.name, names):
             facts.add(ZEROES + d.name)
         back, returns = losses
+        stepped, called, assigned = names
+        if back and stepped and isinstance(stmt, _DEFS):
+            args = d.args
+            local = assigned | {a.arg for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)}
+            stepped -= local
+            if stepped:
+                steps.append((STEPS + d.name, (tuple(sorted(stepped)), tuple(sorted(called - local)))))
         if back and returns and all(r.value.__class__ is ast.Name and r.value.id in back for r in returns):
             facts.add(RETLOSS + d.name)
     facts.update(KEEP + name for name in keep)
-    return sorted((f, True) for f in facts)
+    return sorted((f, True) for f in facts) + steps
 
 
 QUIET_FACTS = FactSource("quiet", summarize_quiet_facts)

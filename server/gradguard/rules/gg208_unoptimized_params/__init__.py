@@ -34,6 +34,7 @@ import ast
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
+from gradguard.analysis.quiet_facts import QUIET_FACTS, STEPS
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule, Trigger
@@ -58,7 +59,7 @@ class UnoptimizedParams(Rule):
     default_severity = Severity.WARNING
     needs_backprop = True
     names_lines = True  # the message names the optimizer's line
-    fact_sources = (OWNER_FACTS,)
+    fact_sources = (OWNER_FACTS, QUIET_FACTS)  # (gg2:steps: a training function of the module)
     trigger = Trigger(torch=True, text=(("backward", "step"),))
     title = M.TITLE
     explanation = M.EXPLANATION
@@ -460,7 +461,7 @@ def _replaced_after_optimizer(rule, unit, ctx) -> "List[Finding]":
                 if what is None:
                     continue
                 later = [n for t in block[j + 1:] for n in A.iter_nodes(t)]
-                if not _steps_after(later, opt, owner, ctx):
+                if not _steps_after(later, opt, owner, ctx) and not _steps_in_a_call(later, opt, owner, unit, ctx):
                     break
                 out.append(_replaced_finding(rule, block, i, j, opt, owner, what, ctx))
                 break
@@ -488,6 +489,24 @@ def _steps_after(nodes, opt: str, owner: str, ctx) -> bool:
         if A.is_backward_call(n, ctx):
             backward = True
     return step and backward
+
+
+def _steps_in_a_call(nodes, opt: str, owner: str, unit, ctx) -> bool:
+    """(module code) A later call of a module-level function that back-propagates and steps
+    ``opt`` and calls ``owner``, both read as globals (``gg2:steps:``): char-rnn's
+    ``train(category, line)`` run by the loop after ``rnn`` was made again."""
+    if unit.kind != "module" or "." in opt or "." in owner:
+        return False
+    for n in nodes:
+        if isinstance(n, ast.Assign) and any(opt in A.target_names(t) for t in n.targets):
+            return False  # built again first
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_param_group":
+            return False
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            got = ctx.summary.get(STEPS + n.func.id)
+            if isinstance(got, tuple) and opt in got[0] and owner in got[1]:
+                return True
+    return False
 
 
 def _blocks(body: "List[ast.stmt]") -> "List[List[ast.stmt]]":
