@@ -449,3 +449,61 @@ def test_a_model_made_again_before_a_training_function_runs_is_reported_and_fixe
 ])
 def test_a_training_function_that_trains_the_model_it_sees_is_silent(src):
     assert not gg208(src)
+
+
+# ---------------------------------------------------------------------------
+# a script's own loop: a head left out of the optimizer, a teacher run with autograd on
+SCRIPT = """\
+import torch
+import torch.nn as nn
+
+body = nn.Linear(4, 4)
+{second} = nn.Linear(4, 2)
+{setup}optimizer = torch.optim.SGD({params}, lr=0.1)
+for step in range(3):
+    x, y = torch.randn(2, 4), torch.randn(2, 2)
+{forward}
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+HEAD_FWD = "    loss = ((head(body(x)) - y) ** 2).mean()"
+TEACHER_FWD = "    loss = ((body(x)[:, :2] - teacher(x)) ** 2).mean()"
+
+
+def script(second="head", setup="", params="body.parameters()", forward=HEAD_FWD):
+    return SCRIPT.format(second=second, setup=setup, params=params, forward=forward)
+
+
+def test_a_head_run_on_the_models_output_and_left_out_of_the_optimizer_is_reported_at_the_optimizer():
+    src = script()
+    [f] = gg208(src)
+    assert src.splitlines()[f.range.start.line].startswith("optimizer = torch.optim.SGD(")
+    assert "`head`" in f.message_in("en") and "`head`" in f.message_in("zh")
+    out = fixed(src)
+    assert "torch.optim.SGD(list(body.parameters()) + list(head.parameters()), lr=0.1)" in out and not gg208(out)
+
+
+def test_a_teacher_run_on_the_data_with_autograd_on_is_reported_at_its_call_with_detach():
+    src = script("teacher", forward=TEACHER_FWD)
+    [f] = gg208(src)
+    assert src.splitlines()[f.range.start.line] == TEACHER_FWD
+    assert "teacher(x).detach()" in fixed(src) and not gg208(fixed(src))
+
+
+@pytest.mark.parametrize("src", [
+    script(params="list(body.parameters()) + list(head.parameters())"),  # the fix
+    script(setup="head_opt = torch.optim.SGD(head.parameters(), lr=0.1)\n",
+           forward=HEAD_FWD + "\n    head_opt.step()"),  # an optimizer of its own
+    script(setup="head.requires_grad_(False)\n"),  # frozen on purpose
+    script(forward=HEAD_FWD.replace("head(body(x))", "head(body(x)).detach() + body(x)[:, :2]")),  # cut
+    script("teacher", forward=TEACHER_FWD.replace("teacher(x)", "teacher(x).detach()")),
+    script("teacher", forward="    with torch.no_grad():\n        t = teacher(x)\n"
+                              "    loss = ((body(x)[:, :2] - t) ** 2).mean()"),
+    script("teacher", setup="teacher.load_state_dict(teacher.state_dict())\n", forward=TEACHER_FWD),  # loaded
+    script("teacher", setup="teacher.eval()\n", forward=TEACHER_FWD),  # used as it is
+    # the optimizer's parameters cannot be read: it may own anything
+    script(setup="params = [p for m in (body, head) for p in m.parameters()]\n", params="params"),
+])
+def test_a_script_module_owned_frozen_cut_or_used_as_it_is_is_silent(src):
+    assert not gg208(src)

@@ -70,6 +70,8 @@ class UnoptimizedParams(Rule):
             out.extend(_unowned_calls(self, unit, ctx))
         elif unit.kind == "function" and not unit.parents:
             out.extend(_unowned_parameters(self, unit, ctx))
+        elif unit.kind == "module":
+            out.extend(_unowned_module_level(self, unit, ctx))
         out.extend(_replaced_after_optimizer(self, unit, ctx))
         out.extend(_left_out_of_groups(self, unit, ctx))
         return sorted(out, key=lambda f: (f.range.start.line, f.range.start.character))
@@ -350,6 +352,105 @@ def _unowned_parameters(rule, unit, ctx) -> "List[Finding]":
             continue
         out.extend(_unowned_finding(rule, net, call, bw, ctx, "") for call in calls)
     return out
+
+
+def _unowned_module_level(rule, unit, ctx) -> "List[Finding]":
+    """The first shape in a script's own code: a module made once at module level (a torch
+    layer or a same-file ``nn.Module`` class with parameters, no optimizer of its own), that no
+    optimizer owns, nothing freezes, wraps or loads weights into, called with graph recording on
+    in a loop whose ``backward()`` also runs through a module some optimizer owns (a
+    ``.parameters()`` of a bare name). Called on such a module's output (openai-transformer-lm's
+    ``clf_head(model(x))``), it is a layer left out of the optimizer: reported at the optimizer,
+    with a fix that adds its parameters. Called on the data (FedAgg's ``teacher(x)``), it is a
+    network meant to stay as it is: reported at the call, with ``.detach()``."""
+    words = _words(unit, ctx)
+    if "backward" not in words or "step" not in words or "parameters" not in words:
+        return []
+    summary = ctx.summary
+    opaque, bare, any_opt = query(summary, _file_ownership)
+    if opaque or not bare:
+        return []
+    made: "Dict[str, List[ast.AST]]" = {}
+    for n in A.unit_nodes(unit):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                for name in A.target_names(t):
+                    made.setdefault(name, []).append(n)
+    unowned: "Dict[str, ast.Call]" = {}
+    owned: "Dict[str, ast.Call]" = {}
+    text: "Optional[str]" = None
+    for s in unit.body:
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)):
+            continue
+        name = s.targets[0].id
+        if len(made.get(name, ())) != 1 or name not in words or not _module_with_parameters(s.value, ctx):
+            continue
+        if summary.get(OWNED_BARE + name):
+            owned[name] = s.value  # type: ignore[assignment]
+            continue
+        if _left_alone(summary, name) or summary.get(STEPPED + name):
+            continue
+        if text is None:
+            text = "\n".join(ctx.index.lines)
+        if f"{name}.load_state_dict(" in text or f"{name}.requires_grad" in text or f"{name}.eval()" in text:
+            continue  # weights loaded, frozen, or switched to evaluation: a network used as it is
+        unowned[name] = s.value  # type: ignore[assignment]
+    if not unowned or not owned:
+        return []
+    taint = _Taint({**unowned, **owned}, ctx, bare=True)
+    taint.block(unit.body, False)
+    calls = {k: list(v) for k, v in taint.calls.items()}
+    out: "List[Finding]" = []
+    for net in sorted(unowned):
+        bw = next((b for b, nets_in in taint.backwards if net in nets_in and nets_in & set(owned)), None)
+        if bw is None or net not in calls:
+            continue
+        feeding = set()
+        for call in calls[net]:
+            for a in list(call.args) + [k.value for k in call.keywords]:
+                feeding |= taint.of(a, False) & set(owned)
+        if feeding:
+            f = _left_out_finding(rule, net, sorted(feeding)[0], calls[net][0], bw, unit, ctx)
+            if f is not None:
+                out.append(f)
+        else:
+            out.extend(_unowned_finding(rule, net, call, bw, ctx, "") for call in calls[net])
+    return out
+
+
+def _module_with_parameters(v: ast.AST, ctx) -> bool:
+    """A torch layer with parameters, or a same-file ``nn.Module`` class with parameters and no
+    optimizer of its own."""
+    if layer_with_parameters(v, ctx):
+        return True
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name):
+        fact = ctx.summary.get(CLASS + v.func.id)
+        return isinstance(fact, tuple) and bool(fact[0]) and bool(fact[1]) and not fact[2] and not fact[3]
+    return False
+
+
+def _left_out_finding(rule, net: str, base: str, call: ast.Call, bw: ast.Call, unit, ctx) -> "Optional[Finding]":
+    """``net`` runs on ``base``'s output and is left out of the optimizer built from
+    ``base.parameters()`` (the only optimizer of the unit's statements that owns ``base``)."""
+    built = []
+    for s in A.iter_statements(unit.body):
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and is_optimizer_call(s.value, ctx):
+            args = list(s.value.args[:1]) + [k.value for k in s.value.keywords if k.arg == "params"]  # type: ignore[attr-defined]
+            if any(isinstance(n, ast.Name) and n.id == base for a in args for n in A.iter_nodes(a)):
+                built.append((s, args))
+    if len(built) != 1:
+        return None
+    stmt, args = built[0]
+    opt = A.dotted(stmt.targets[0]) or "optimizer"  # type: ignore[attr-defined]
+    related = (Related(ctx.range(call), M.called_on_output(net, base)), Related(ctx.line_range(bw), M.backward_here(net, "")))
+    fixes: "Tuple[Fix, ...]" = ()
+    arg = args[0] if len(args) == 1 else None
+    if (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "parameters"
+            and not arg.args and not arg.keywords and A.dotted(arg.func.value) == base):
+        edit = TextEdit(ctx.range(arg), f"list({base}.parameters()) + list({net}.parameters())")
+        fixes = (Fix(M.fix_add_parameters(net, opt), (edit,), preferred=True),)
+    return Finding(rule.code, ctx.line_range(stmt), M.left_out_of_optimizer(net, base, opt, bw.lineno),
+                   rule.default_severity, related, fixes, {"module": net, "optimizer": opt, "shape": "left-out"})
 
 
 def _words(unit, ctx) -> "frozenset":

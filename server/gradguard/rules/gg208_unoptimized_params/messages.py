@@ -194,6 +194,25 @@ def unowned(net: str, backward_line: int, prefix: str = "self.") -> "Dict[str, s
     }
 
 
+def left_out_of_optimizer(net: str, base: str, opt: str, backward_line: int) -> "Dict[str, str]":
+    """A module run on the optimized model's output, left out of the optimizer."""
+    return {
+        "en": f"`{opt}` is built from `{base}`'s parameters only, but `{net}`, run on `{base}`'s output, is part of "
+              f"the loss back-propagated on line {backward_line}: its parameters receive gradients and are never "
+              f"updated (it stays as initialised); add them to the optimizer.",
+        "zh": f"`{opt}` 只由 `{base}` 的参数构建，但作用在 `{base}` 输出上的 `{net}` 也是第 {backward_line} 行反向传播"
+              f"的损失的一部分：它的参数得到梯度却从不更新（一直保持初始值）；请把它们加入优化器。",
+    }
+
+
+def called_on_output(net: str, base: str) -> "Dict[str, str]":
+    return {"en": f"`{net}` runs on `{base}`'s output here", "zh": f"`{net}` 在这里作用在 `{base}` 的输出上"}
+
+
+def fix_add_parameters(net: str, opt: str) -> "Dict[str, str]":
+    return {"en": f"Add `{net}.parameters()` to `{opt}`", "zh": f"把 `{net}.parameters()` 加入 `{opt}`"}
+
+
 def backward_here(net: str, prefix: str = "self.") -> "Dict[str, str]":
     return {"en": f"this backward also computes gradients for `{prefix}{net}`",
             "zh": f"这次反向传播也为 `{prefix}{net}` 计算梯度"}
