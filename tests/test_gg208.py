@@ -507,3 +507,58 @@ def test_a_teacher_run_on_the_data_with_autograd_on_is_reported_at_its_call_with
 ])
 def test_a_script_module_owned_frozen_cut_or_used_as_it_is_is_silent(src):
     assert not gg208(src)
+
+
+WEIGHTS = """\
+import torch
+import torch.nn as nn
+
+
+class Cell(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.randn(3, 3))
+        self.b = nn.Parameter(torch.randn(3, 3))
+        self.c = {c}
+
+    def forward(self, x):
+        return torch.tanh(x @ self.a) @ self.b{use}
+
+
+cell = Cell()
+{build}
+for step in range(3):
+    loss = cell(torch.randn(2, 3)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def weights(c="nn.Parameter(torch.randn(3, 3))", use=" + x @ self.c", build="params = [cell.a, cell.b]  # 少一个\n"
+            "opt = torch.optim.SGD(params, lr=0.1)"):
+    return WEIGHTS.format(c=c, use=use, build=build)
+
+
+def test_a_weight_the_forward_uses_missing_from_the_optimizers_list_is_reported_where_the_list_is_written():
+    src = weights()
+    [f] = gg208(src)
+    assert src.splitlines()[f.range.start.line] == "params = [cell.a, cell.b]  # 少一个"
+    assert "`cell.c`" in f.message_in("en") and "`cell.c`" in f.message_in("zh")
+    out = fixed(src)
+    assert "params = [cell.a, cell.b, cell.c]  # 少一个" in out and not gg208(out)
+    # written in the call: reported (and fixed) there
+    inline = weights(build="opt = torch.optim.SGD([cell.a, cell.b], lr=0.1)")
+    [f] = gg208(inline)
+    assert "torch.optim.SGD([cell.a, cell.b, cell.c], lr=0.1)" in fixed(inline)
+
+
+@pytest.mark.parametrize("src", [
+    weights(build="opt = torch.optim.SGD([cell.a, cell.b, cell.c], lr=0.1)"),
+    weights(c="nn.Parameter(torch.randn(3, 3), requires_grad=False)"),  # frozen on purpose
+    weights(use=""),  # never read by forward
+    weights(build="opt = torch.optim.SGD(cell.parameters(), lr=0.1)"),
+    weights(build="opt = torch.optim.SGD([cell.a], lr=0.1)"),  # one weight picked on purpose
+])
+def test_a_weight_list_covering_the_forward_or_picking_on_purpose_is_silent(src):
+    assert not gg208(src)

@@ -711,9 +711,46 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
         left = [a for a in subs if a not in covered and not _left_alone(ctx.summary, a)]
         if not left or not _steps_in(nodes, opt):
             continue
+        listed = _weight_list(arg, nodes)
+        if listed is not None:
+            out.append(_left_out_of_list(rule, s, opt, inst, left, listed, ctx))
+            continue
         out.append(Finding(rule.code, ctx.line_range(s), M.left_out([f"{inst}.{a}" for a in left], opt),
                            rule.default_severity, (), (), {"module": inst, "optimizer": opt, "shape": "groups"}))
     return out
+
+
+def _weight_list(arg: ast.AST, nodes) -> "Optional[Tuple[Optional[ast.stmt], ast.List]]":
+    """The optimizer's argument as a list of weights written out (``[snn.w1, snn.w2]``), or a
+    name bound once to one: (the binding statement, or None when written in the call; the list)."""
+    stmt = None
+    if isinstance(arg, ast.Name):
+        bound = [n for n in nodes if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                 and arg.id in A.target_names(n.targets[0] if isinstance(n, ast.Assign) else n.target)]
+        if len(bound) != 1 or not isinstance(bound[0], ast.Assign) or len(bound[0].targets) != 1:
+            return None
+        stmt, arg = bound[0], bound[0].value
+    if not isinstance(arg, ast.List) or not arg.elts:
+        return None
+    if not all(isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) for e in arg.elts):
+        return None
+    return stmt, arg
+
+
+def _left_out_of_list(rule, s: ast.stmt, opt: str, inst: str, left: "List[str]",
+                      listed: "Tuple[Optional[ast.stmt], ast.List]", ctx) -> Finding:
+    """Weights of ``inst`` its ``forward`` uses, missing from the list the optimizer is given:
+    reported where the list is written, with a fix that adds them to it."""
+    stmt, lst = listed
+    names = [f"{inst}.{a}" for a in left]
+    at = stmt if stmt is not None else s
+    end = ctx.range(lst).end
+    pos = Position(end.line, end.character - 1)
+    edit = TextEdit(Range(pos, pos), "".join(f", {n}" for n in names))
+    fixes = (Fix(M.fix_add_to_list(names), (edit,), preferred=True),)
+    related = (Related(ctx.line_range(s), M.optimizer_built_here(opt)),) if stmt is not None else ()
+    return Finding(rule.code, ctx.line_range(at), M.left_out_of_list(names, opt), rule.default_severity, related,
+                   fixes, {"module": inst, "optimizer": opt, "shape": "groups"})
 
 
 def _params_argument(call: ast.Call, nodes) -> "Optional[ast.AST]":

@@ -398,15 +398,26 @@ def _submodules(node: ast.ClassDef, scan: _Scan) -> "Tuple[str, ...]":
     if not bound:
         return ()
     called: "Set[Optional[str]]" = set()
+    read: "Set[str]" = set()
     for x in A.walk_all(fwd):
         if x.__class__ is ast.Call:
             f = x.func
             if f.__class__ is ast.Attribute:
                 called.add(A.dotted(f.value))
             called.add(A.dotted(f))
+        elif x.__class__ is ast.Attribute and x.value.__class__ is ast.Name and x.value.id == "self":
+            read.add(x.attr)
     out = [a for a, vs in bound.items()
-           if len(vs) == 1 and layer_with_parameters(vs[0]) and "self." + a in called]
+           if len(vs) == 1 and ((layer_with_parameters(vs[0]) and "self." + a in called)
+                                or (a in read and _trained_parameter(vs[0])))]
     return tuple(sorted(out))
+
+
+def _trained_parameter(v: ast.AST) -> bool:
+    """``nn.Parameter(torch.randn(n, m))``: a weight held directly on the module (read by its
+    ``forward``), not one made with ``requires_grad=False``."""
+    return (isinstance(v, ast.Call) and (A.dotted(v.func) or "").rsplit(".", 1)[-1] == "Parameter"
+            and not any(k.arg == "requires_grad" for k in v.keywords) and len(v.args) <= 1)
 
 
 class _LazyFills:

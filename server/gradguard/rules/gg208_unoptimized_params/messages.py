@@ -246,6 +246,23 @@ def fix_rebuild(opt: str) -> "Dict[str, str]":
     return {"en": f"Build `{opt}` again after the replacement", "zh": f"在替换之后重新构建 `{opt}`"}
 
 
+def left_out_of_list(weights: "List[str]", opt: str) -> "Dict[str, str]":
+    names = ", ".join(f"`{w}`" for w in weights)
+    one = len(weights) == 1
+    return {
+        "en": f"{names} {'is' if one else 'are'} used in `forward` but missing from the weights `{opt}` is given: "
+              f"{'it receives' if one else 'they receive'} gradients and never {'changes' if one else 'change'}; "
+              f"add {'it' if one else 'them'} to the list (or freeze {'it' if one else 'them'} on purpose).",
+        "zh": f"{names} 在 `forward` 中被使用，却不在交给 `{opt}` 的权重列表里：得到梯度却永远不会改变；"
+              f"请把它加入列表（或有意冻结它）。",
+    }
+
+
+def fix_add_to_list(weights: "List[str]") -> "Dict[str, str]":
+    names = ", ".join(f"`{w}`" for w in weights)
+    return {"en": f"Add {names} to the list", "zh": f"把 {names} 加入列表"}
+
+
 def left_out(modules: "List[str]", opt: str) -> "Dict[str, str]":
     names = ", ".join(f"`{m}`" for m in modules)
     return {
