@@ -677,3 +677,38 @@ def test_a_batch_predict_method_returning_what_it_collects_after_eval_is_reporte
 ])
 def test_a_collecting_method_not_named_for_prediction_or_without_eval_is_silent(name, said):
     assert not gg201(PREDICTOR.format(name=name, eval=said))
+
+
+REPORTER = """\
+import torch
+import torch.nn as nn
+
+
+class Reporter:
+    def __init__(self):
+        self.observations = []
+
+    def report(self, name, value):
+        if isinstance(value, torch.Tensor):
+            value = value.{cut}()
+        self.observations.append((name, value))
+
+
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+reporter = Reporter()
+for it in range(3):
+    loss = model(torch.randn(2, 3)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    reporter.report("main/loss", loss)
+"""
+
+
+def test_a_reporter_that_detaches_the_tensors_it_keeps_is_silent_and_one_that_clones_them_is_not():
+    # (on the path where ``isinstance(value, torch.Tensor)`` is false, value is no tensor)
+    assert not gg201(REPORTER.format(cut="detach"))
+    assert not gg201(REPORTER.format(cut="item"))
+    [f] = gg201(REPORTER.format(cut="clone"))
+    assert REPORTER.format(cut="clone").splitlines()[f.range.start.line] == '    reporter.report("main/loss", loss)'

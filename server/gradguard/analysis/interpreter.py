@@ -1093,7 +1093,19 @@ class GraphFlow:
     @staticmethod
     def _narrow(test: ast.expr, yes: Dict[str, Val], no: Dict[str, Val]) -> None:
         """``if h is not None:`` → on the other path h is None (carries nothing);
-        ``if hasattr(h, "detach"):`` → on the other path h is not a tensor."""
+        ``if hasattr(h, "detach"):`` or ``if isinstance(h, torch.Tensor):`` → on the other
+        path h is not a tensor."""
+        if (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+            and (dotted(test.args[1]) or "").rsplit(".", 1)[-1] == "Tensor"
+        ):
+            name = dotted(test.args[0])
+            if name is not None:
+                no[name] = CONST  # (a reporter's ``if isinstance(value, torch.Tensor): value = value.detach()``)
+            return
         if (
             isinstance(test, ast.Call)
             and isinstance(test.func, ast.Name)
