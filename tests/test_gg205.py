@@ -356,3 +356,55 @@ def test_a_gan_zeroing_each_optimizer_after_its_step_leaks_the_generator_loss_in
 def test_a_gan_whose_d_sees_no_generator_gradient_at_its_step_is_silent(old, new):
     assert old in GAN_ZEROED_AFTER
     assert not gg205(GAN_ZEROED_AFTER.replace(old, new))
+
+
+HELPER_COUNTED = """\
+import torch
+import torch.nn as nn
+
+
+class Counter:
+    def __init__(self, every=2):
+        self.every = every
+        self.n = 0
+
+    def ready(self):
+        self.n {inc}
+        if self.n < self.every:
+            return False
+        {reset}
+        return True
+
+
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+counter = Counter()
+for i in range(6):
+    loss = model(torch.randn(2, 3)).pow(2).mean()
+    {backward}
+    if counter.ready():
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def helper_counted(inc="+= 1", reset="self.n = 0", backward="loss.backward()  # 累积"):
+    return HELPER_COUNTED.format(inc=inc, reset=reset, backward=backward)
+
+
+def test_accumulation_gated_by_a_counting_helper_without_dividing_gets_a_hint():
+    src = helper_counted()
+    [f] = [f for f in check_source(src, "t.py").findings if f.code == "GG205"]
+    assert f.severity.value == "hint" and src.splitlines()[f.range.start.line] == "    loss.backward()  # 累积"
+    assert "`counter.every` backward passes" in f.message_in("en") and "counter.every" in f.message_in("zh")
+    [f] = [f for f in check_source(helper_counted(inc="+= 2"), "t.py").findings if f.code == "GG205"]
+    assert "samples" in f.message_in("en")
+
+
+@pytest.mark.parametrize("src", [
+    helper_counted(backward="(loss / counter.every).backward()"),  # divided
+    helper_counted(reset="pass"),  # never reset: not an accumulation count
+    helper_counted(backward="opt.zero_grad()\n    loss.backward()"),  # zeroed every iteration: nothing accumulates
+])
+def test_a_counting_helper_with_a_divided_loss_or_no_accumulation_is_silent(src):
+    assert not [f for f in check_source(src, "t.py").findings if f.code == "GG205"]

@@ -24,7 +24,12 @@ statement; a plain assignment or call at module level cannot), giving:
   an evaluation loop, and who runs it (is that caller itself run under no_grad?) (GG201);
 * ``gg2:steps:<def>`` — a module-level def that back-propagates and calls ``X.step()`` on
   names it neither binds nor takes as parameters: ``((X, ...), (the global names it calls,
-  ...))`` (GG208: a training function stepping the module's optimizer on the module's model).
+  ...))`` (GG208: a training function stepping the module's optimizer on the module's model);
+* ``gg2:counter:<method>`` — a short method of a class that adds to a count on its object,
+  compares it with a threshold, sets it back to 0 and returns True or False (fastai's
+  ``GradientAccumulation``): the threshold, ``("attr", name, per)`` of the object or ``("const",
+  n, per)``, ``per`` "pass" (it counts by one) or "sample" (GG205: the step it gates sees the sum
+  of that many gradients).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ RETLOSS = "gg2:retloss:"
 LOOPIN = "gg2:loopin:"
 EVALLOOP = "gg2:evalloop:"
 STEPS = "gg2:steps:"
+COUNTER = "gg2:counter:"
 # a name that says it evaluates (GG201's evaluation functions)
 EVAL_NAME = re.compile(r"^_*(eval|evaluate|evaluation|validate|validation|val|predict|inference|infer|test)"
                        r"(_|$)", re.IGNORECASE)
@@ -189,12 +195,57 @@ def _called_names_of(nodes) -> Iterable[str]:
                 yield f.attr
 
 
+_THRESHOLD_OPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq)
+
+
+def _counter_threshold(d: ast.AST) -> "Optional[Tuple[str, object, str]]":
+    """(see ``COUNTER``) The threshold a counting method compares its count with, or None."""
+    added: Set[str] = set()
+    by_one: Set[str] = set()  # counts passes (``+= 1``), not samples
+    reset: Set[str] = set()
+    compared: "List[Tuple[str, ast.expr]]" = []
+    returns_bool = False
+    for n in A.body_nodes(d):
+        cls = n.__class__
+        if cls is ast.AugAssign and isinstance(n.op, ast.Add):  # type: ignore[attr-defined]
+            t = n.target  # type: ignore[attr-defined]
+            if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == "self":
+                added.add(t.attr)
+                v = n.value  # type: ignore[attr-defined]
+                if v.__class__ is ast.Constant and v.value == 1:
+                    by_one.add(t.attr)
+        elif cls is ast.Assign:
+            v = n.value  # type: ignore[attr-defined]
+            if v.__class__ is ast.Constant and v.value == 0:
+                for t in n.targets:  # type: ignore[attr-defined]
+                    if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == "self":
+                        reset.add(t.attr)
+        elif cls is ast.Compare and len(n.ops) == 1 and isinstance(n.ops[0], _THRESHOLD_OPS):  # type: ignore[attr-defined]
+            left, right = n.left, n.comparators[0]  # type: ignore[attr-defined]
+            if left.__class__ is ast.Attribute and left.value.__class__ is ast.Name and left.value.id == "self":
+                compared.append((left.attr, right))
+        elif cls is ast.Return:
+            v = n.value  # type: ignore[attr-defined]
+            if v.__class__ is ast.Constant and isinstance(v.value, bool):
+                returns_bool = True
+    if not returns_bool:
+        return None
+    for attr, right in compared:
+        if attr in added and attr in reset:
+            per = "pass" if attr in by_one else "sample"
+            if right.__class__ is ast.Attribute and right.value.__class__ is ast.Name and right.value.id == "self":
+                return ("attr", right.attr, per)
+            if right.__class__ is ast.Constant and isinstance(right.value, int) and not isinstance(right.value, bool):
+                return ("const", right.value, per)
+    return None
+
+
 def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple[str, bool]]:
     if not isinstance(stmt, _HOLDERS):
         return []
     facts: Set[str] = set()
     keep: Set[str] = set()
-    steps: "List[Tuple[str, object]]" = []
+    valued: "List[Tuple[str, object]]" = []  # facts with a value
     if isinstance(stmt, ast.ClassDef):
         defs = [s for s in stmt.body if isinstance(s, _DEFS)]
     elif isinstance(stmt, _DEFS):
@@ -203,6 +254,10 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple
         _scan(A.iter_nodes(stmt), facts, None)
         return sorted((f, True) for f in facts)
     for d in defs:
+        if isinstance(stmt, ast.ClassDef) and len(d.body) <= 8:
+            threshold = _counter_threshold(d)
+            if threshold is not None:
+                valued.append((COUNTER + d.name, threshold))
         if d.decorator_list and A.is_no_grad_function(d):
             facts.update(NOGRAD + name for name in _called_names(d.body))
         losses: "Tuple[Set[str], list]" = (set(), [])
@@ -216,11 +271,11 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple
             local = assigned | {a.arg for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)}
             stepped -= local
             if stepped:
-                steps.append((STEPS + d.name, (tuple(sorted(stepped)), tuple(sorted(called - local)))))
+                valued.append((STEPS + d.name, (tuple(sorted(stepped)), tuple(sorted(called - local)))))
         if back and returns and all(r.value.__class__ is ast.Name and r.value.id in back for r in returns):
             facts.add(RETLOSS + d.name)
     facts.update(KEEP + name for name in keep)
-    return sorted((f, True) for f in facts) + steps
+    return sorted((f, True) for f in facts) + valued
 
 
 QUIET_FACTS = FactSource("quiet", summarize_quiet_facts)

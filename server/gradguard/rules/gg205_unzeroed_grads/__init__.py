@@ -29,7 +29,7 @@ from gradguard.analysis import steps as S
 from gradguard.analysis.context import unit_text
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis.quiet_facts import LOOPCALL, QUIET_FACTS, ZEROES, zeroes as _zeroes
+from gradguard.analysis.quiet_facts import COUNTER, LOOPCALL, QUIET_FACTS, ZEROES, zeroes as _zeroes
 from gradguard.analysis.summary import query
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg205_unzeroed_grads import messages as M
@@ -580,6 +580,26 @@ def _counter_divisor(guard: ast.If, loop) -> Optional[ast.expr]:
     return k if counts and resets else None
 
 
+def _helper_divisor(guard: ast.If, ctx) -> Optional[ast.expr]:
+    """``K`` of a step gated by a counting helper object: ``if acc.ready(len(xb)):`` where
+    ``ready`` adds to a count on its object, compares it with ``self.n_acc`` (or a number),
+    resets it and answers True or False (fastai's ``GradientAccumulation``, ``gg2:counter:``):
+    ``acc.n_acc`` (a node placed at the test, for the related range)."""
+    t = guard.test
+    if not (isinstance(t, ast.Call) and isinstance(t.func, ast.Attribute) and isinstance(t.func.value, ast.Name)):
+        return None
+    got = ctx.summary.get(COUNTER + t.func.attr)
+    if not isinstance(got, tuple) or len(got) != 3:
+        return None
+    kind, value, per = got
+    if kind == "attr":
+        node: ast.expr = ast.Attribute(value=ast.Name(id=t.func.value.id, ctx=ast.Load()), attr=value, ctx=ast.Load())
+    else:
+        node = ast.Constant(value=value)
+    node._gg_samples = per == "sample"  # type: ignore[attr-defined]
+    return ast.copy_location(node, t)
+
+
 def _same(a: ast.expr, b: ast.expr) -> bool:
     if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
         return a.value == b.value
@@ -601,6 +621,8 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str, unit=None) -> Opt
             divisor = _modulo_divisor(s.test)
             if divisor is None:
                 divisor = _counter_divisor(s, loop)
+            if divisor is None:
+                divisor = _helper_divisor(s, ctx)
             if divisor is not None:
                 guard = s
                 break
@@ -625,7 +647,7 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str, unit=None) -> Opt
     if backward is None:
         return None
     k = A.dotted(divisor) or ast.unparse(divisor)
-    msg = M.accumulated_not_divided(k)
+    msg = M.accumulated_samples_not_scaled(k) if getattr(divisor, "_gg_samples", False) else M.accumulated_not_divided(k)
     stmt = _statement_of(loop, backward.lineno)
     return Finding(rule.code, ctx.line_range(stmt if stmt is not None else backward), msg, Severity.HINT,
                    (Related(ctx.line_range(divisor), M.accumulation_count()),), (),

@@ -243,6 +243,17 @@ def accumulated_not_divided(k: str) -> Dict[str, str]:
     }
 
 
+def accumulated_samples_not_scaled(k: str) -> Dict[str, str]:
+    """Gradients accumulated until ``k`` samples are counted, the loss never scaled."""
+    return {
+        "en": f"gradients are accumulated until `{k}` samples are counted per step, but the loss is not scaled by "
+              f"each batch's share of them: the step sees the sum of the batches' mean gradients, several times "
+              f"one batch's; multiply the loss by the batch size and divide it by `{k}`.",
+        "zh": f"每次 step 之前累积梯度直到计满 `{k}` 个样本，但损失没有按每个 batch 所占的比例缩放：step 看到的是各 batch "
+              f"平均梯度之和，是单个 batch 的数倍；请把损失乘以 batch 大小再除以 `{k}`。",
+    }
+
+
 def accumulation_count() -> Dict[str, str]:
     return {"en": "the accumulation count", "zh": "累积次数"}
 
