@@ -467,7 +467,7 @@ for step in range(3):
     loss.backward()
     optimizer.step()
 """
-HEAD_FWD = "    loss = ((head(body(x)) - y) ** 2).mean()"
+HEAD_FWD = "    loss = nn.functional.mse_loss(head(body(x)), y)"
 TEACHER_FWD = "    loss = ((body(x)[:, :2] - teacher(x)) ** 2).mean()"
 
 
@@ -497,6 +497,13 @@ def test_a_teacher_run_on_the_data_with_autograd_on_is_reported_at_its_call_with
            forward=HEAD_FWD + "\n    head_opt.step()"),  # an optimizer of its own
     script(setup="head.requires_grad_(False)\n"),  # frozen on purpose
     script(forward=HEAD_FWD.replace("head(body(x))", "head(body(x)).detach() + body(x)[:, :2]")),  # cut
+    # a reward model (or critic) whose output the loss maximises: not a head trained against labels
+    script("reward_model", forward="    loss = -reward_model(body(x)).mean()"),
+    # a module on the data that does not say it stays as it is (an encoder maybe meant to train)
+    script("encoder", forward=TEACHER_FWD.replace("teacher", "encoder")),
+    # the teacher's targets made once before the loop: GG102's stale graph, not this shape
+    script("teacher", setup="targets = teacher(torch.randn(2, 4))\n",
+           forward="    loss = ((body(x)[:, :2] - targets) ** 2).mean()"),
     script("teacher", forward=TEACHER_FWD.replace("teacher(x)", "teacher(x).detach()")),
     script("teacher", forward="    with torch.no_grad():\n        t = teacher(x)\n"
                               "    loss = ((body(x)[:, :2] - t) ** 2).mean()"),

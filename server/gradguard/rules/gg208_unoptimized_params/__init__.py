@@ -31,6 +31,7 @@ Two shapes, both silent at run time:
 from __future__ import annotations
 
 import ast
+import re
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
@@ -400,22 +401,58 @@ def _unowned_module_level(rule, unit, ctx) -> "List[Finding]":
     taint = _Taint({**unowned, **owned}, ctx, bare=True)
     taint.block(unit.body, False)
     calls = {k: list(v) for k, v in taint.calls.items()}
+    loops = [s for s in A.iter_statements(unit.body) if isinstance(s, A.LOOPS)]
     out: "List[Finding]" = []
     for net in sorted(unowned):
         bw = next((b for b, nets_in in taint.backwards if net in nets_in and nets_in & set(owned)), None)
         if bw is None or net not in calls:
             continue
+        # (in the loop that back-propagates: a graph built before it is GG102's stale graph)
+        looped = [c for c in calls[net] if any(_within(c, lp) and _within(bw, lp) for lp in loops)]
+        if not looped:
+            continue
         feeding = set()
-        for call in calls[net]:
+        for call in looped:
             for a in list(call.args) + [k.value for k in call.keywords]:
                 feeding |= taint.of(a, False) & set(owned)
         if feeding:
-            f = _left_out_finding(rule, net, sorted(feeding)[0], calls[net][0], bw, unit, ctx)
-            if f is not None:
-                out.append(f)
-        else:
-            out.extend(_unowned_finding(rule, net, call, bw, ctx, "") for call in calls[net])
+            # a head trained against labels (``criterion(head(model(x)), y)``), not a critic or a
+            # reward model whose output the loss maximises (adding it to the optimizer would be wrong)
+            if _supervised(net, taint, unit, ctx):
+                f = _left_out_finding(rule, net, sorted(feeding)[0], looped[0], bw, unit, ctx)
+                if f is not None:
+                    out.append(f)
+        elif _KEPT_AS_IT_IS.search(net):
+            out.extend(_unowned_finding(rule, net, call, bw, ctx, "") for call in looped)
     return out
+
+
+# networks meant to stay as they are (a distillation teacher, a target or averaged copy)
+_KEPT_AS_IT_IS = re.compile(r"teacher|target|ema|momentum|frozen|pretrain|reference|(^|_)ref(_|$)|(^|_)old(_|$)",
+                            re.IGNORECASE)
+_LOSS_FUNCTIONS = frozenset({"cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+                             "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
+
+
+def _within(node: ast.AST, loop: ast.stmt) -> bool:
+    return loop.lineno <= getattr(node, "lineno", 0) <= (loop.end_lineno or loop.lineno)
+
+
+def _supervised(net: str, taint: "_Taint", unit, ctx) -> bool:
+    """Does a loss of the unit compare something computed by ``net`` (its first argument)
+    with a target no network computed (its second)?"""
+    for n in A.unit_nodes(unit):
+        if not (isinstance(n, ast.Call) and len(n.args) >= 2):
+            continue
+        q = A.qualify(n.func, ctx) or ""
+        name = A.dotted(n.func) or ""
+        raw = ctx.summary.get("var:" + name) if "." not in name else None
+        if not (q.rsplit(".", 1)[-1] in _LOSS_FUNCTIONS and q.startswith("torch.nn.functional.")) and not (
+                isinstance(raw, str) and raw.endswith("Loss")):
+            continue
+        if net in taint.of(n.args[0], False) and not (taint.of(n.args[1], False) - {"*"}):
+            return True
+    return False
 
 
 def _module_with_parameters(v: ast.AST, ctx) -> bool:
