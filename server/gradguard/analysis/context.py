@@ -62,7 +62,10 @@ def unit_words(unit: Unit, lines) -> frozenset:
 def unit_name_says(unit: Unit, words) -> bool:
     """Is one of ``words`` a part, between underscores, of the unit's def name (``_eval_step``)?"""
     name = getattr(unit.node, "name", None) if unit.kind == "function" else None
-    return bool(name) and any(w in name.lower().split("_") for w in words)
+    if not isinstance(name, str):
+        return False
+    parts = name.lower().split("_")
+    return any(w in parts for w in words)
 
 
 @record(frozen=False, eq=False)

@@ -153,7 +153,7 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tu
             if not zeroing and zeroes(n):
                 zeroing = True
             if names is not None and cls is Assign:
-                for t in n.targets:  # type: ignore[attr-defined]
+                for t in n.targets:
                     names[2].update(A.target_names(t))
         if cls in _LOOPS:
             _loop_calls(n, facts, owner, evaled)
@@ -240,7 +240,7 @@ def _counter_threshold(d: ast.AST) -> "Optional[Tuple[str, object, str]]":
     return None
 
 
-def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple[str, bool]]:
+def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tuple[str, object]]":
     if not isinstance(stmt, _HOLDERS):
         return []
     facts: Set[str] = set()
@@ -275,7 +275,8 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> List[Tuple
         if back and returns and all(r.value.__class__ is ast.Name and r.value.id in back for r in returns):
             facts.add(RETLOSS + d.name)
     facts.update(KEEP + name for name in keep)
-    return sorted((f, True) for f in facts) + valued
+    flags: "List[Tuple[str, object]]" = [(f, True) for f in sorted(facts)]
+    return flags + valued
 
 
 QUIET_FACTS = FactSource("quiet", summarize_quiet_facts)

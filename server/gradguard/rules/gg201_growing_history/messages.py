@@ -61,7 +61,13 @@ print(total_loss / len(loader))
 
 An evaluation loop is wrapped in `torch.no_grad()`, which builds no graph at all and is faster. An
 evaluation loop that keeps only numbers does not grow, but still builds a graph per batch for
-nothing: that one gets a hint with the same fix.
+nothing: that one gets a hint with the same fix. So does an evaluation reached through a call: a
+loop after `model.eval()` that runs the model through one of its methods (`model.infer(x)`), a
+helper named for evaluation (`_eval_step(x, y)`) run once per batch by such a loop, or a
+`predict()` that calls `.eval()` itself and is run per batch by a loop of the file (the hint is on
+the helper's forward, with `@torch.no_grad()` as the fix). A helper whose caller runs under
+`torch.no_grad()` (at its call site, or as a decorated function) is left alone; so is a file named
+like a test suite (`test_*.py`) that holds tests, but not a script that runs the test set.
 
 ```python
 model.eval()
@@ -142,7 +148,12 @@ print(total_loss / len(loader))
 ```
 
 评估循环放进 `torch.no_grad()`，完全不建计算图，而且更快。只保存数值的评估循环不会增长内存，
-但每个 batch 仍然白白构建计算图：对它给出一个提示（hint），修复方法相同。
+但每个 batch 仍然白白构建计算图：对它给出一个提示（hint），修复方法相同。通过调用进行的评估也一样：
+`model.eval()` 之后的循环通过模型的某个方法运行模型（`model.infer(x)`），或者这样的循环对每个 batch
+调用一个以评估命名的辅助函数（`_eval_step(x, y)`），或者一个自己调用 `.eval()` 的 `predict()` 被文件中的
+循环逐 batch 调用（提示位于辅助函数的前向计算处，修复是 `@torch.no_grad()`）。调用方在 `torch.no_grad()`
+下运行（在调用处，或作为被装饰的函数）的辅助函数不会被报告；以测试套件命名（`test_*.py`）且包含测试的
+文件也不会，但运行测试集的脚本会。
 
 ```python
 model.eval()

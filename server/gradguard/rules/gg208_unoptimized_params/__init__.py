@@ -478,7 +478,7 @@ def _left_out_finding(rule, net: str, base: str, call: ast.Call, bw: ast.Call, u
     if len(built) != 1:
         return None
     stmt, args = built[0]
-    opt = A.dotted(stmt.targets[0]) or "optimizer"  # type: ignore[attr-defined]
+    opt = A.dotted(stmt.targets[0]) or "optimizer"
     related = (Related(ctx.range(call), M.called_on_output(net, base)), Related(ctx.line_range(bw), M.backward_here(net, "")))
     fixes: "Tuple[Fix, ...]" = ()
     arg = args[0] if len(args) == 1 else None

@@ -28,7 +28,17 @@ shapes:
   to the model's attributes), then trained with that optimizer;
 - a layer that `forward` calls and that no parameter group holds: the optimizer built from groups
   of some of the model's layers (`[{"params": model.encoder.parameters()}, ...]`, or a same-file
-  `model.get_optimizer_parameters()` that returns them), and one layer left out.
+  `model.get_optimizer_parameters()` that returns them), and one layer left out; likewise a weight
+  (`nn.Parameter`) that `forward` reads, missing from the list of weights the optimizer is given
+  (`[net.w1, net.w2]`), reported where the list is written with a fix that adds it.
+
+In a script's own loop, the first shape also covers a module made at module level that no optimizer
+owns: run on the optimized model's output and compared with labels by a loss
+(`criterion(head(model(x)), y)`), it is a head left out of the optimizer (reported at the optimizer,
+with a fix adding its parameters); run on the data under a name that says it stays as it is
+(`teacher`, `target`, `ema`), it is a teacher whose output needs `.detach()`. A model made again after
+its optimizer is also found when a module-level function (`train(x, y)`) that steps the optimizer
+on the model runs later.
 
 ## Why is this bad?
 An optimizer takes its list of parameters once, when it is built. Parameters it does not hold are
@@ -111,7 +121,14 @@ Not reported: that network has its own optimizer, which zeroes its gradients bef
   `model = Net2()`，或同一文件中把新层赋给模型属性的函数），然后继续用这个优化器训练；
 - `forward` 调用了某一层，但没有任何参数组包含它：优化器由模型部分层的参数组构建
   （`[{"params": model.encoder.parameters()}, ...]`，或同一文件中返回这些参数组的
-  `model.get_optimizer_parameters()`），漏掉了其中一层。
+  `model.get_optimizer_parameters()`），漏掉了其中一层；同样，`forward` 读取的某个权重（`nn.Parameter`）
+  不在交给优化器的权重列表（`[net.w1, net.w2]`）里，会在写出该列表的地方报告，并提供把它加入列表的修复。
+
+在脚本自己的循环中，第一种形态也包括在模块级创建、却没有优化器拥有的模块：如果它作用在被优化模型的输出上，
+并由损失函数与标签比较（`criterion(head(model(x)), y)`），它就是被漏掉的分类头（在优化器处报告，修复会加入
+它的参数）；如果它直接作用在数据上，且名字表明它应保持不变（`teacher`、`target`、`ema`），它就是需要
+`.detach()` 的教师网络。模型在优化器之后被重新创建、随后由一个模块级函数（`train(x, y)`）用该优化器训练，
+也会被发现。
 
 ## 为什么这是个问题
 优化器只在构建时读取一次参数列表。它没有持有的参数永远不会被更新，无论收到多少梯度。对目标网络而言，
