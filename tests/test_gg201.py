@@ -712,3 +712,31 @@ def test_a_reporter_that_detaches_the_tensors_it_keeps_is_silent_and_one_that_cl
     assert not gg201(REPORTER.format(cut="item"))
     [f] = gg201(REPORTER.format(cut="clone"))
     assert REPORTER.format(cut="clone").splitlines()[f.range.start.line] == '    reporter.report("main/loss", loss)'
+
+
+def test_a_state_helper_whose_other_branch_keeps_the_tuple_still_hands_on_its_graph():
+    # (the narrowing of isinstance(h, torch.Tensor) needs the branch to cut h itself)
+    from gradguard.engine import check_source as cs
+    src = """\
+import torch
+import torch.nn as nn
+
+
+def repackage(h):
+    if isinstance(h, torch.Tensor):
+        return h.detach()
+    return h
+
+
+lstm = nn.LSTM(3, 4)
+opt = torch.optim.SGD(lstm.parameters(), lr=0.1)
+state = None
+for step in range(3):
+    out, state = lstm(torch.randn(2, 1, 3), state)
+    state = repackage(state)
+    loss = out.sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    assert [f.code for f in cs(src, "t.py").findings if f.code == "GG101"] == ["GG101"]

@@ -860,7 +860,7 @@ class GraphFlow:
         elif isinstance(s, ast.If):
             self.eval(s.test, env)
             e1, e2 = dict(env), dict(env)
-            self._narrow(s.test, e1, e2)
+            self._narrow(s.test, e1, e2, s.body)
             key: Any = s.test.__dict__.get("_gg_cond", _NO_KEY)
             if key is _NO_KEY:  # (syntax: kept on the test node for every run and walk over it)
                 key = s.test._gg_cond = _condition_key(s.test)  # type: ignore[attr-defined]
@@ -1091,20 +1091,25 @@ class GraphFlow:
                     side[n] = v
 
     @staticmethod
-    def _narrow(test: ast.expr, yes: Dict[str, Val], no: Dict[str, Val]) -> None:
+    def _narrow(test: ast.expr, yes: Dict[str, Val], no: Dict[str, Val], body: _Opt[list] = None) -> None:
         """``if h is not None:`` → on the other path h is None (carries nothing);
-        ``if hasattr(h, "detach"):`` or ``if isinstance(h, torch.Tensor):`` → on the other
-        path h is not a tensor."""
+        ``if hasattr(h, "detach"):`` → on the other path h is not a tensor; so with
+        ``if isinstance(h, torch.Tensor):`` whose body binds ``h`` to a cut of it (a reporter's
+        ``value = value.detach()``: what it keeps is meant to hold no graph; a helper whose
+        tensor branch returns, and whose other branch handles a tuple of states, is left as it is)."""
         if (
-            isinstance(test, ast.Call)
+            body
+            and isinstance(test, ast.Call)
             and isinstance(test.func, ast.Name)
             and test.func.id == "isinstance"
             and len(test.args) == 2
             and (dotted(test.args[1]) or "").rsplit(".", 1)[-1] == "Tensor"
         ):
             name = dotted(test.args[0])
-            if name is not None:
-                no[name] = CONST  # (a reporter's ``if isinstance(value, torch.Tensor): value = value.detach()``)
+            if name is not None and any(
+                    isinstance(b, ast.Assign) and len(b.targets) == 1 and dotted(b.targets[0]) == name
+                    and is_graph_cut(b.value) for b in body):
+                no[name] = CONST
             return
         if (
             isinstance(test, ast.Call)
