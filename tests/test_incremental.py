@@ -369,6 +369,24 @@ def test_random_edit_sequences_real_rules():
     assert _run_sequences(200, seed=20261129, edits_per_sequence=(1, 4)) > 350
 
 
+def test_moved_class_whose_facts_name_its_lines():
+    """GG104's fact of what a module's forward edits in place names the edit's line: a
+    line typed above the class moves it, and the finding at the caller (which names that
+    line and points at it) must be the fresh one, not the line the class stood at."""
+    text = (HERE / "fixtures" / "reports" / "report_imgclsmob_xception_unit_inplace_relu.py").read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    first_class = next(i for i, line in enumerate(lines) if line.startswith("class "))
+    doc = Document(text, "prog.py")
+    before = doc.result().findings
+    assert [f.code for f in before] == ["GG104"]
+    moved = "".join(lines[:first_class]) + "# 在类的上面加一行注释\n" + "".join(lines[first_class:])
+    res = doc.update(moved)
+    _assert_same(res, moved, [text])
+    # the related location inside the called block moved with it
+    inside = [r.range.start.line for r in res.findings[0].related]
+    assert inside == [r.range.start.line + 1 for r in before[0].related]
+
+
 def test_random_edit_sequences_probe_rule(probe_rule):
     # the probe rule is live: the sources produce findings
     assert check_source(WORD_LM, "prog.py").findings

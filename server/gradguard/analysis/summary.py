@@ -51,13 +51,19 @@ class FactSource:
     back-propagate?" test reads them in facts imported from other files).
     ``callers(stmt)``: the facts a statement of another file writes about what it
     hands to methods of objects of a class it imports (``callargs:``); the resolver
-    reads them in the files that import a class, for the file defining it."""
+    reads them in the files that import a class, for the file defining it.
+    ``positional``: prefixes of keys whose key or value holds absolute line numbers
+    of the statement summarised (where a callee edits in place, a module-level
+    constructor's line): the engine summarises such a statement again when an edit
+    above it moved it, where it would otherwise keep a moved statement's facts
+    (every other fact is the same wherever the statement stands)."""
 
     name: str
     summarize: Summarizer
     cross_file_fold: Optional[Callable] = None
     backprop_prefixes: Tuple[str, ...] = ()
     callers: Optional[Callable] = None
+    positional: Tuple[str, ...] = ()
 
 
 def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:

@@ -78,7 +78,8 @@ class CheckResult:
 
 class _Chunk:
     __slots__ = ("start", "nlines", "text", "tree", "tree_start", "kind", "facts", "findings", "basis",
-                 "analyzed_start", "_may_backprop", "too_deep", "analyzed_after_blank")
+                 "analyzed_start", "_may_backprop", "too_deep", "analyzed_after_blank", "facts_start",
+                 "facts_positional")
 
     def __init__(self, start: int, nlines: int, text: str, tree: Optional[ast.Module], kind: str):
         self.start = start  # 0-based first line
@@ -88,6 +89,11 @@ class _Chunk:
         self.tree_start = start
         self.kind = kind  # "def" | "stmt" | "empty" | "broken"
         self.facts: Optional[tuple] = None
+        # where the chunk stood when its facts were made, and whether any of them
+        # holds line numbers (``FactSource.positional``): such facts are made again
+        # once the chunk has moved
+        self.facts_start = start
+        self.facts_positional = False
         self.findings: Optional[Tuple[Finding, ...]] = None
         # what the findings were computed from: (enabled rules, imports, the facts
         # the units read, the summary queries they asked — see FactTable)
@@ -120,18 +126,25 @@ class _Chunk:
         return self.tree
 
     def get_facts(self, unreferenced: frozenset = frozenset()) -> tuple:
+        if self.facts is not None and self.facts_positional and self.start != self.facts_start:
+            self.facts = None  # a fact naming a line of this chunk: the chunk moved
         if self.facts is None:
             facts: list = []
             if self.tree is not None:
                 sources = fact_sources()
-                for stmt in self.tree.body:
+                tree = self.positioned_tree()  # the lines where the chunk stands now
+                for stmt in tree.body:
                     try:
                         facts.extend(summarize(stmt, getattr(stmt, "name", None) not in unreferenced, sources))
                     except RecursionError:
                         # nested too deeply to summarise: nothing is known about it (the
                         # rules, walking the same statement, record it as not analysed)
                         continue
+                positional = _positional_prefixes(sources)
+                self.facts_positional = bool(positional) and any(
+                    isinstance(k, str) and k.startswith(positional) for k, _ in facts)
             self.facts = tuple(facts)
+            self.facts_start = self.start
         return self.facts
 
 
@@ -587,6 +600,17 @@ def enabled_declared(config: Config, path: Optional[str]):
     from gradguard.rules import declared
 
     return [r for r in declared() if config.is_enabled(r.code, path)]
+
+
+_POSITIONAL: List[object] = [None, ()]
+
+
+def _positional_prefixes(sources: Tuple[FactSource, ...]) -> Tuple[str, ...]:
+    """The key prefixes of ``sources``' facts that hold line numbers
+    (``FactSource.positional``), collected once per tuple of sources."""
+    if _POSITIONAL[0] is not sources:
+        _POSITIONAL[:] = [sources, tuple(p for s in sources for p in s.positional)]
+    return _POSITIONAL[1]  # type: ignore[return-value]
 
 
 def fact_sources() -> Tuple[FactSource, ...]:

@@ -509,7 +509,7 @@ def _shape(v: W.Val, flow: W.Flow) -> "Optional[Tuple[bool, ...]]":
     return (all(s in flow.saved for s in v.stores),)
 
 
-CLASS_FACTS = FactSource("gg104", summarize_class_facts)
+CLASS_FACTS = FactSource("gg104", summarize_class_facts, positional=(EDITS, CTOR))
 
 
 def _is_autograd_function(cls: ast.ClassDef) -> bool:
