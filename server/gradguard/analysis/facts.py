@@ -1002,11 +1002,13 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         if attrs_cut:
             cuts.append((fn.name, frozenset(attrs_cut)))
     keeps_input = tuple(sorted({v for k, v in states if k == "input"}))
+    eval_read = _eval_only_reads(defs, keeps_input) if keeps_input else ()
     cached = _cached(cls, defs, [v for k, v in states if k == "cached"])
     states = [(k, v) for k, v in states if k not in ("input", "cached")]
     members = _members(defs, assigns, member_calls) if member_calls.get("forward") else ()
     return V.ClassFacts(
         keeps_input=keeps_input,
+        eval_read=eval_read,
         cached=cached,
         members=members,
         resetting=_resetting(defs) if members else frozenset(),
@@ -1025,6 +1027,61 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         forward_detaches_hidden=fwd_detaches,
         unbound=unbound,
     )
+
+
+def _mode_test(test: ast.expr) -> Optional[bool]:
+    """``self.training`` → True, ``not self.training`` → False (the branch of an
+    ``if`` whose test is True runs in that mode); None for any other test."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _mode_test(test.operand)
+        return None if inner is None else not inner
+    return True if _self_attr(test) == "training" else None
+
+
+def _eval_only_reads(defs, keys: Tuple[str, ...]) -> Tuple[str, ...]:
+    """The states of ``keys`` (``"self.running_mean"``, ``ClassFacts.keeps_input``) that
+    no method reads in training mode: every load of ``self.<attr>`` outside ``__init__``
+    is either in its own update (``self.running_mean = m * mean + (1 - m) *
+    self.running_mean``, one statement assigning that attribute alone) or on the branch
+    of ``if self.training:`` / ``... if self.training else ...`` that runs in eval mode
+    (a custom batch norm's running statistics, pytorch issue 20275). A training-mode
+    forward then returns nothing computed from them: the graph they carry from call to
+    call is no backward's (it grows: GG201's question, not a crash)."""
+    attrs = {k[5:] for k in keys}
+    reads: Dict[str, int] = {}  # attr -> loads outside an eval-only branch and its own update
+
+    def walk(node: ast.AST, evaluating: bool) -> None:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            own = _self_attr(node.targets[0])
+            if own in attrs and not evaluating:
+                # its own update: the loads of it on the right are the chain itself
+                for sub in ast.walk(node.value):
+                    a = _self_attr(sub)
+                    if a is not None and a != own and a in attrs and isinstance(sub.ctx, ast.Load):  # type: ignore[attr-defined]
+                        reads[a] = reads.get(a, 0) + 1
+                return
+        if isinstance(node, (ast.If, ast.IfExp)):
+            mode = _mode_test(node.test)
+            if mode is not None:
+                walk(node.test, evaluating)
+                body = node.body if isinstance(node.body, list) else [node.body]
+                orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+                for sub in body:
+                    walk(sub, evaluating or not mode)
+                for sub in orelse:
+                    walk(sub, evaluating or mode)
+                return
+        a = _self_attr(node)
+        if a is not None and a in attrs and isinstance(node.ctx, ast.Load) and not evaluating:  # type: ignore[attr-defined]
+            reads[a] = reads.get(a, 0) + 1
+        for child in ast.iter_child_nodes(node):
+            walk(child, evaluating)
+
+    for fn in defs:
+        if fn.name != "__init__":
+            for st in fn.body:
+                walk(st, False)
+    return tuple(sorted("self." + a for a in attrs if not reads.get(a)))
 
 
 def _member_ctors(assigns) -> List[Tuple[str, str, frozenset, bool]]:

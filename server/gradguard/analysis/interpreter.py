@@ -512,6 +512,8 @@ class GraphFlow:
         self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated
         self._dotted_bases: set = set()
         self._stmt: _Opt[ast.stmt] = None
+        self._unit_body: Sequence[ast.stmt] = ()
+        self._training: Dict[Tuple[int, str], bool] = {}  # (id(statement), module) -> surely in training mode
         # the branches last taken on each simple condition (see _recall_branches)
         self._branches: Dict[tuple, list] = {}
         # id(last if of an else-less chain) -> names every branch binds (see _mark_invariant_chain)
@@ -597,6 +599,7 @@ class GraphFlow:
     # -- entry points ----------------------------------------------------
     def run(self, body: Sequence[ast.stmt], env: _Opt[Dict[str, Val]] = None) -> Dict[str, Val]:
         env = dict(env or {})
+        self._unit_body = body
         if self.framework_loop and body:
             body = [self._framework_loop_of(body)]
         if self.self_obj:
@@ -2758,7 +2761,7 @@ class GraphFlow:
             env[k] = Val(frozenset(new), site=self._stmt)
             self._state_keys.add(k)
             self._dotted_bases.add(key)
-            if new:
+            if new and not (attr in cf.eval_read and self._in_training(key)):
                 res = _tainted(res, frozenset(new))
         return res
 
@@ -2819,8 +2822,9 @@ class GraphFlow:
         and what the call returns depends on it. A reset (``utils.reset(net)``,
         ``functional.reset_net(net)``, ``net.lif1.reset_mem()``) empties it."""
         for attr, raw, kws_on, graph, params in cf.members:
-            for nm, built, through, _ in self.r.member_states(raw, kws_on):
+            for nm, built, through, holder in self.r.member_states(raw, kws_on):
                 k = f"{key}.{attr}.{nm}"
+                unread = self._unread_in_training(holder, nm, key)
                 old = env.get(k)
                 new: set = set()
                 if not self.no_grad:
@@ -2834,9 +2838,54 @@ class GraphFlow:
                 env[k] = Val(frozenset(new), site=self._stmt)
                 self._state_keys.add(k)
                 self._dotted_bases.add(key.split(".", 1)[0])
-                if new:  # what the call returns is computed from the state it leaves
+                if new and not unread:  # what the call returns is computed from the state it leaves
                     res = _tainted(res, frozenset(new))
         return res
+
+    def _unread_in_training(self, holder: str, path: str, module: str) -> bool:
+        """Is the state ``path`` of a module made by ``holder`` one its class reads only
+        in eval mode (``ClassFacts.eval_read``: a batch norm's running statistics), and
+        does the current statement surely run in training mode (:meth:`_in_training`)?
+        Then what the call returns is not computed from it."""
+        cf = self.r.cls(holder)
+        if cf is None or not cf.eval_read or "self." + path.rsplit(".", 1)[-1] not in cf.eval_read:
+            return False
+        return self._in_training(module)
+
+    def _in_training(self, module: str) -> bool:
+        """Does the current statement, inside the unit's loops, surely run with ``module``
+        (a dotted name) in training mode? Yes when a ``<m>.train()`` statement, ``<m>``
+        that module or one holding it, runs before it on
+        every way in (a statement of the body of one of its loops, or of the unit's
+        body, before the one holding it) and nothing after that ``train()`` up to the
+        loop's end (the next iteration) or the statement's end may switch a module's mode
+        (no ``.eval()``, ``.train(<anything but True>)``, ``.training =``, no call or
+        mention of a function or method of the file, which might); or, in a module's
+        top-level code, when nothing of it before the loop's end may (modules start in
+        training mode). Anything else: unknown (False)."""
+        stmt = self._stmt
+        if stmt is None or not self.frames:
+            return False
+        got = self._training.get((id(stmt), module))
+        if got is None:
+            got = self._training[(id(stmt), module)] = self._surely_training(stmt.lineno, module)
+        return got
+
+    def _surely_training(self, line: int, module: str) -> bool:
+        lines = self.r.ctx.index.lines
+        own = query(self.r.summary, own_callables)
+        # every way into the statement from a loop's next iteration (or the unit's next
+        # call) passes the train() of the body holding it: only what runs after it
+        # (up to the end of that body's statement holding this one) may switch again
+        for body in [fr.loop.body for fr in reversed(self.frames)] + [self._unit_body]:  # type: ignore[attr-defined]
+            t, holding = _train_before(body, line, module)
+            if t is not None and holding is not None:
+                return _no_mode_switch(lines, (t.end_lineno or t.lineno) + 1, holding.end_lineno or 0, own)
+        if not self.module_level:
+            return False  # a function: its caller may have switched the mode
+        last = self.frames[0].loop.end_lineno or 0
+        return all(_no_mode_switch(lines, s.lineno, s.end_lineno or s.lineno, own) for s in self._unit_body
+                   if s.lineno <= last and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
 
     def _reset_states(self, call: ast.Call, env: Dict[str, Val]) -> None:
         """``utils.reset(net)``, ``functional.reset_net(net)``, ``net.lif1.reset_mem()``,
@@ -3854,6 +3903,57 @@ def _assigned_names(stmt: ast.AST) -> List[str]:
 
 
 _NO_KEY = object()
+
+
+def _train_before(body: Sequence[ast.stmt], line: int, module: str) -> Tuple[_Opt[ast.stmt], _Opt[ast.stmt]]:
+    """The last ``<m>.train()`` (or ``.train(True)``) statement of ``body``, ``<m>`` the
+    dotted name ``module`` or one holding it (``model`` for ``model.bn``), before the
+    statement of ``body`` holding ``line``, and that statement; Nones when there is
+    none (or none holds it)."""
+    found = None
+    for s in body:
+        if s.lineno <= line <= (s.end_lineno or s.lineno):
+            return found, s
+        v = s.value if isinstance(s, ast.Expr) else None
+        recv = dotted(v.func.value) if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) else None
+        if recv is not None and (module == recv or module.startswith(recv + ".")) and v.func.attr == "train" \
+                and not v.keywords and (not v.args or (len(v.args) == 1 and isinstance(v.args[0], ast.Constant)
+                                                        and v.args[0].value is True)):
+            found = s
+    return None, None
+
+
+# a module's mode switched by the text: ``.eval()``, ``.train(<anything but nothing or True>)``,
+# an assignment of ``.training``
+_MODE_SWITCH = re.compile(r"\.eval\s*\(|\.train\s*\((?!\s*(?:True\s*)?\))|\.training\s*=(?!=)")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _no_mode_switch(lines: Sequence[str], first: int, last: int, own: FrozenSet[str]) -> bool:
+    """Do the source lines ``first``..``last`` (1-based) neither switch a module's mode
+    (:data:`_MODE_SWITCH`) nor name a function or method of the file (``own``: it might)?"""
+    text = "\n".join(lines[first - 1:last])
+    return not _MODE_SWITCH.search(text) and own.isdisjoint(_WORD.findall(text))
+
+
+_OWN_CALLABLES: list = [None, EMPTY]  # [summary, names]: one index per analysis
+
+
+def own_callables(summary) -> FrozenSet[str]:
+    """The names of the file's functions and of its classes' methods (a class's
+    ``forward``, ``__init__`` and ``__call__`` aside): a call of one may switch a
+    module's mode, which the caller cannot see. (A summary query.)"""
+    if _OWN_CALLABLES[0] is summary:
+        return _OWN_CALLABLES[1]
+    names = set()
+    for key, value in summary.items():
+        if key.startswith("fn:"):
+            names.add(key[3:])
+        elif isinstance(value, ClassFacts):
+            names.update(n for n, _ in value.methods if n not in ("forward", "__init__", "__call__"))
+    out = frozenset(names)
+    _OWN_CALLABLES[0], _OWN_CALLABLES[1] = summary, out
+    return out
 
 
 def _condition_key(test: ast.expr) -> _Opt[tuple]:

@@ -413,6 +413,10 @@ class ClassFacts:
     # and returns (``self.mem = self.beta * self.mem + x; return spike(self.mem)``):
     # with a graph in its input, that graph reaches the next call (a stateful neuron)
     keeps_input: Tuple[str, ...] = ()
+    # ... those of them no method reads in training mode (only under ``if not
+    # self.training:`` or its else, besides their own update): a batch norm's running
+    # statistics. A loop running the module in training mode gets nothing from them
+    eval_read: Tuple[str, ...] = ()
     # state forward keeps on the module across calls and hands back as it is on a
     # later call (a cache: ``if self.cache is not None: return self.cache ...
     # self.cache = x``), still on the graph of the call that stored it:
