@@ -1856,6 +1856,25 @@ def _inputs_of(stmts, b2: ast.Call, deep: bool = False) -> Set[str]:
     return need
 
 
+def _building(stmts, b: ast.Call) -> Set[int]:
+    """The ids of the statements of the list before the one holding backward ``b`` that
+    its loss is computed from: a def-use closure that a plain assignment ends (the
+    ``pred_fake = netD(cat(real_A, fake_B))`` of the G step is not what the D step's
+    ``pred_fake`` of the same name, assigned again before it, is). A compound
+    statement or an augmented assignment ends nothing: it may keep the value."""
+    need = {n.id for n in A.walk_all(b) if isinstance(n, ast.Name)}
+    out: Set[int] = set()
+    for s in reversed(_stretch(stmts, None, b)):
+        bound = _assigned(s)
+        if not bound & need:
+            continue
+        out.add(id(s))
+        if isinstance(s, (ast.Assign, ast.AnnAssign)):
+            need -= bound
+        need |= _names_read(s)
+    return out
+
+
 def _callee(call: ast.Call) -> str:
     return A.dotted(call.func) or _short(call.func)
 
@@ -2845,17 +2864,16 @@ def _detach_in_second(stmts, holder, s1, b1, b2, name, shared, ctx):
     producers = {_module_name(t[1]) for t in shared}
     if not trains or None in producers or producers & trains:
         return None
-    first_in = _inputs_of(stmts, b1)
-    second_in = _inputs_of(stmts, b2)
+    first_in = _building(stmts, b1)
+    second_in = _building(stmts, b2)
     edits: List[TextEdit] = []
     for s in _stretch(stmts, holder, b2):  # from the shared value to the second loss
         reads = _uncut_uses(s, name)
         if not reads:
             continue
-        bound = _assigned(s)
-        if not bound & second_in:
+        if id(s) not in second_in:
             continue
-        if bound & first_in or s is s1:
+        if id(s) in first_in or s is s1:
             return None  # it builds the first loss too
         if _opens_scope(s):  # (asked of the statements it rewrites only)
             return None
