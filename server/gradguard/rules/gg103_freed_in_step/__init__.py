@@ -1841,17 +1841,18 @@ def _assigned(stmt: ast.stmt) -> Set[str]:
     return out
 
 
-def _inputs_of(stmts, b2: ast.Call, deep: bool = False) -> Set[str]:
+def _inputs_of(stmts, b2: ast.Call, deep: bool = False, through: Sequence[ast.stmt] = ()) -> Set[str]:
     """The names the second backward's loss is computed from, followed back through
     the assignments of the statement list before it (a name-level def-use closure).
     ``deep``: through the statement holding it too (it may build its loss), and
     through assignments inside the list's compound statements (``if wass_metric:
-    d_loss = ... else: d_loss = ...``)."""
+    d_loss = ... else: d_loss = ...``). ``through``: statements whose inputs are not
+    followed (the ones that built the shared value: what they read is theirs)."""
     need = {n.id for n in A.walk_all(b2) if isinstance(n, ast.Name)}
     for s in reversed(_stretch(stmts, None, b2, with_stop=deep)):
         bound = {n.id for n in A.walk_all(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} \
             if deep else _assigned(s)
-        if bound & need:
+        if bound & need and not any(s is t for t in through):
             need |= _names_read(s)
     return need
 
@@ -2680,6 +2681,22 @@ def _passed_finding(rule, step, opt, b2, passed, owned, ctx) -> Finding:
                    {"variable": param, "step_line": step.lineno})
 
 
+def _graph_reads(s: ast.AST) -> Set[str]:
+    """The names ``s`` reads but those it reads for their shape only (``torch.rand_like(z)``,
+    ``z.size(0)``, ``z.shape``, ``z.device``): what the values it computes depend on."""
+    skip: Set[int] = set()
+    for n in A.walk_all(s):
+        if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and (
+                (A.dotted(n.func) or "").endswith("_like")):
+            skip.add(id(n.args[0]))
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.attr in _SHAPE_ATTRS:
+            skip.add(id(n.value))
+    return {n.id for n in A.walk_all(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip}
+
+
+_SHAPE_ATTRS = frozenset({"shape", "size", "dtype", "device", "ndim", "dim"})
+
+
 def _names_read(s: ast.AST) -> Set[str]:
     return {n.id for n in A.walk_all(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -2764,12 +2781,15 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
     if downstream:
         # cut: the statements that read the stepped output, again, from its detached value,
         # and those that build the second loss from what they bind (the loss itself was
-        # built before the step: recomputing only its input would leave it on the old graph)
+        # built before the step: recomputing only its input would leave it on the old graph);
+        # not those that only feed the statements that built the shared value (``z_l =
+        # cat(z, labels)`` before ``generated = G(z_l)``): that value is cut anyway
+        feeding = _inputs_of(stmts, b2, deep=True, through=holders)
         made: Set[str] = set()
         for s in before[first:]:
             if s in holders:
                 continue
-            if _names_read(s) & (bound | made) and _assigned(s) & second_names:
+            if _graph_reads(s) & (bound | made) and _assigned(s) & feeding:
                 redo.append(s)
                 made |= _assigned(s)
         kind = "detach"
@@ -2797,7 +2817,7 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
                 kept_between |= _assigned(t) & _names_read(s)
     # ... unless another step follows before the second backward (a SAC agent's second
     # critic: ``current_q_sa_b``, read as it was, holds the graph that step changes)
-    if kept_between and any(_pos(c) < _pos(b2) for t in stmts[i + 1:j + 1] for c, _ in _step_calls(t)):
+    if kept_between and _steps_what_kept_reads(stmts, i, j, b2, kept_between, ctx):
         return None
     texts = []
     for s in redo:
@@ -2812,12 +2832,75 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
     indent = line_text[: len(line_text) - len(line_text.lstrip())]
     new = "".join(f"{indent}{t}\n" for t in texts)
     at = ctx.pos(end + 1, 0)
+    later = _late_recompute(stmts, i, j, b2, redo, ctx) if kind == "recompute" and inner is s_step else None
+    if later is not None:
+        at = ctx.pos(later.lineno, 0)
     shown: List[str] = []
     for s in redo:
         for bound_name in sorted(_assigned(s)):
             if bound_name in second_names and bound_name not in shown:
                 shown.append(bound_name)
     return [TextEdit(Range(at, at), new)], kind, shown
+
+
+def _steps_what_kept_reads(stmts, i, j, b2, kept: Set[str], ctx) -> bool:
+    """Does a step between the step ``stmts[i]`` and the second backward ``b2`` train
+    (or may it train: what it was built from unknown) a module the values in ``kept``
+    were computed with (the statements before the step that bind them, and those
+    their inputs come from)? A CAAE's Dz step between the E/G step and the Dimg loss
+    leaves the Dimg loss on real images as it was."""
+    steps = [opt for t in stmts[i + 1:j + 1] for c, opt in _step_calls(t) if _pos(c) < _pos(b2)]
+    if not steps:
+        return False
+    need = set(kept)
+    modules: Set[str] = set()
+    for s in reversed(stmts[:i]):
+        if _assigned(s) & need:
+            need |= _names_read(s)
+            modules.update(m for m in (_module_name(n) for n in A.walk_all(s) if isinstance(n, ast.Call)) if m)
+    for opt in steps:
+        owned = _owned(opt, ctx)
+        if not owned or owned & modules:
+            return True
+    return False
+
+
+def _late_recompute(stmts, i, j, b2, redo, ctx) -> Optional[ast.stmt]:
+    """The statement before which the statements ``redo`` are best run again: the
+    first one after the step (``stmts[i]``) that reads what they bind and builds the
+    second loss (the confusion loss of a domain-unlearning step,
+    ``domain_classifier(features)``), when a statement before it reads what they
+    bind too. The statements in between then read what they read in the
+    program as written (a domain step on ``features.detach()`` sees the features of
+    before the step, as it did), so every step the program reached keeps its
+    gradients. None (right after the step) when something in between binds a name
+    the statements run again read or bind, or steps an optimizer that trains (or
+    may train) a module they call."""
+    made: Set[str] = set()
+    reads: Set[str] = set()
+    modules: Set[str] = set()
+    for s in redo:
+        made |= _assigned(s)
+        reads |= _names_read(s)
+        modules.update(m for m in (_module_name(n) for n in A.walk_all(s) if isinstance(n, ast.Call)) if m)
+    building = _building(stmts, b2)
+    read_between = False  # (else right after the step, as always: it changes nothing read)
+    for k in range(i + 1, min(j, len(stmts) - 1) + 1):
+        t = stmts[k]
+        if _names_read(t) & made and (id(t) in building or k == j):
+            return t if read_between else None
+        read_between = read_between or bool(_names_read(t) & made)
+        stored = {n.id for n in A.walk_all(t) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        if stored & (made | reads) or _opens_scope(t) or any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_")
+                and not n.func.attr.endswith("__") and _names_read(n.func.value) & (made | reads)
+                for n in A.walk_all(t)):
+            return None  # (rebinds or edits in place what they read: they would read it changed)
+        for _, opt in _step_calls(t):
+            owned = _owned(opt, ctx)
+            if not owned or owned & modules:
+                return None
+    return None
 
 
 class _DetachNames(ast.NodeTransformer):

@@ -232,9 +232,22 @@ def _finding(rule, name, thread, init, outer, ctx) -> Finding:
     fixes: Tuple[Fix, ...] = ()
     edit = _copy_init(init, outer, ctx)
     if edit is not None:
-        fixes = (Fix(M.fix_initialise_in_epoch(name), (edit,), preferred=True),)
+        # an initial value drawn at random (``nn.Parameter(torch.randn(...))``): made again
+        # every epoch, it draws from the generator, so every later random tensor of the run
+        # differs (and a parameter made again is a new one): offered, never applied unasked
+        fixes = (Fix(M.fix_initialise_in_epoch(name), (edit,), preferred=not _draws_at_random(init.value)),)
     return Finding(rule.code, ctx.line_range(thread), msg, rule.default_severity, related, fixes,
                    {"variable": name, "init_line": init.lineno})
+
+
+_RANDOM_CALL = re.compile(r"(^|\.)(randn|rand|randint|randperm|normal|normal_|uniform_|bernoulli|multinomial|"
+                          r"randn_like|rand_like|randint_like|Parameter)$")
+
+
+def _draws_at_random(value: ast.expr) -> bool:
+    """Does ``value`` call a random draw (``torch.randn``) or make an ``nn.Parameter``?"""
+    return any(isinstance(n, ast.Call) and _RANDOM_CALL.search(A.dotted(n.func) or "") is not None
+               for n in A.walk_all(value))
 
 
 def _copy_init(init, outer, ctx) -> Optional[TextEdit]:
