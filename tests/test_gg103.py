@@ -2073,6 +2073,33 @@ def test_a_value_loss_after_the_generator_step_is_computed_again_from_the_detach
     assert "    g_opt.step()\n    value_fake = V(edges_hat.detach())\n    loss_V = ((value_fake - reward) ** 2).mean()\n" in out
 
 
-def test_no_recompute_when_another_optimizer_steps_before_the_second_backward():
-    (f,) = gg103(VALUE_NET.format(between="    w_opt.step()"))
+def test_no_recompute_when_another_optimizer_steps_what_a_kept_value_was_computed_with():
+    # reward, read as it was by the recomputed loss_V, holds W's graph, which w_opt.step()
+    # changes in place before loss_V.backward(): computing loss_V again is no fix
+    src = VALUE_NET.format(between="    w_opt.step()").replace(
+        "reward = torch.rand(2, 1)", "reward = W(torch.tanh(W(torch.rand(2, 6)).expand(2, 6)))")
+    (f,) = gg103(src)
     assert not f.fixes
+
+
+@pytest.mark.needs_torch
+def test_recompute_across_another_optimizers_step_that_trains_nothing_kept(tmp_path):
+    # w_opt trains W, which neither the recomputed value loss nor the reward it keeps
+    # was computed with (the CAAE's Dz step between the E/G step and the Dimg loss):
+    # the fix is offered, and the fixed program trains
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+
+    src = VALUE_NET.format(between="    w_opt.step()")
+    original = tmp_path / "value_net.py"
+    original.write_text(src, encoding="utf-8")
+    assert th.run_program(str(original)).status == "crash"
+    (f,) = gg103(src)
+    (fix,) = f.fixes
+    out = apply_text_edits(src, list(fix.edits))
+    assert "    g_opt.step()\n    value_fake = V(edges_hat.detach())\n    loss_V = ((value_fake - reward) ** 2).mean()\n" in out
+    fixed = tmp_path / "value_net_fixed.py"
+    fixed.write_text(out, encoding="utf-8")
+    assert th.run_program(str(fixed)).status == "train"

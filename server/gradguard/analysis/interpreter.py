@@ -3915,10 +3915,11 @@ def _train_before(body: Sequence[ast.stmt], line: int, module: str) -> Tuple[_Op
         if s.lineno <= line <= (s.end_lineno or s.lineno):
             return found, s
         v = s.value if isinstance(s, ast.Expr) else None
-        recv = dotted(v.func.value) if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) else None
-        if recv is not None and (module == recv or module.startswith(recv + ".")) and v.func.attr == "train" \
-                and not v.keywords and (not v.args or (len(v.args) == 1 and isinstance(v.args[0], ast.Constant)
-                                                        and v.args[0].value is True)):
+        if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Attribute) or v.func.attr != "train":
+            continue
+        recv = dotted(v.func.value)
+        if recv is not None and (module == recv or module.startswith(recv + ".")) and not v.keywords and (
+                not v.args or (len(v.args) == 1 and isinstance(v.args[0], ast.Constant) and v.args[0].value is True)):
             found = s
     return None, None
 
