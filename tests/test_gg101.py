@@ -2471,3 +2471,115 @@ def test_an_agent_keeping_its_lstm_state_across_updates_is_reported_without_a_fi
     assert f.data["variable"] in ("self.hx", "self.cx")
     # four calls per backward: a detach at the top of action_train would change the update
     assert not f.fixes
+
+
+# ---------------------------------------------------------------------------
+# running statistics read only in eval mode (a custom batch norm, pytorch issue 20275)
+
+EVAL_READ_BN = src('''
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+
+
+    class Norm(nn.Module):
+        def __init__(self, n, momentum=0.1):
+            super().__init__()
+            self.momentum = momentum
+            self.weight = nn.Parameter(torch.ones(n))
+            self.running_mean = torch.zeros(n)
+
+        def forward(self, x):
+    FORWARD
+            return (x - mean) * self.weight
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 5)
+            self.norm = Norm(5)
+            self.out = nn.Linear(5, 1)
+
+        def forward(self, x):
+            return self.out(self.norm(self.fc(x)))
+
+
+    def validate(m):
+        m.eval()
+        with torch.no_grad():
+            return m(torch.randn(6, 4)).mean().item()
+
+
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for epoch in range(2):
+        EPOCH_TOP
+        for step in range(3):
+            loss = model(torch.randn(6, 4)).pow(2).mean()  # forward here
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            AFTER_STEP
+        AFTER_EPOCH
+''')
+
+_UPDATE_IN_TRAINING = """\
+        if self.training:
+            mean = x.mean(0)
+            self.running_mean = self.momentum * mean + (1 - self.momentum) * self.running_mean
+        else:
+            mean = self.running_mean"""
+
+
+def _bn(forward=_UPDATE_IN_TRAINING, epoch_top="model.train()", after_step="pass", after_epoch="pass"):
+    return EVAL_READ_BN.replace("FORWARD", forward).replace("EPOCH_TOP", epoch_top) \
+        .replace("AFTER_STEP", after_step).replace("AFTER_EPOCH", after_epoch)
+
+
+@pytest.mark.parametrize("epoch_top,after_epoch", [
+    ("model.train()", "pass"),  # train() each epoch
+    ("pass", "pass"),  # never leaves training mode (modules start in it)
+    ("model.train()", "print(validate(model))"),  # validated after the batches, train() again each epoch
+])
+def test_running_statistic_read_only_in_eval_is_no_crash_in_training_mode(epoch_top, after_epoch):
+    assert gg101(_bn(epoch_top=epoch_top, after_epoch=after_epoch)) == []
+
+
+def test_mode_unknown_keeps_the_reading():
+    # a helper of the file called before the forward may switch the mode: unknown, so the
+    # statistic still counts as read (the claim stays what it was without the mode)
+    text = _bn(epoch_top="print(validate(model))\n    model.train()", after_step="print(validate(model))")
+    from gradguard.analysis import interpreter as interp
+    assert interp._no_mode_switch(text.splitlines(), 1, len(text.splitlines()), frozenset({"validate"})) is False
+    assert interp._no_mode_switch(["    model.train()", "    loss = model(x)"], 1, 2, frozenset({"validate"}))
+    assert not interp._no_mode_switch(["    net.train(False)"], 1, 1, frozenset())
+    assert not interp._no_mode_switch(["    net.training = False"], 1, 1, frozenset())
+    assert interp._no_mode_switch(["    if net.training == True: pass", "    net.train(True)"], 1, 2, frozenset())
+
+
+def test_running_statistic_in_a_conditional_expression_read_only_in_eval():
+    fwd = """\
+        mean = x.mean(0) if self.training else self.running_mean
+        if self.training:
+            self.running_mean = self.momentum * x.mean(0) + (1 - self.momentum) * self.running_mean"""
+    assert gg101(_bn(forward=fwd)) == []
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("case", ["read_in_training", "eval_mode_from_epoch_two"])
+def test_running_statistic_the_training_loop_reads_is_still_carried(case, tmp_path):
+    # the crashing near twins, each proved under torch: the statistic read in training
+    # mode; the loop switched to eval mode (no train() of its own before the forward)
+    if case == "read_in_training":
+        text = _bn(forward=_UPDATE_IN_TRAINING.replace("mean = x.mean(0)\n", "mean = 0.5 * (x.mean(0) + self.running_mean)\n"))
+    else:
+        text = _bn(epoch_top="model.train() if epoch == 0 else model.eval()")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+    prog = tmp_path / "prog.py"
+    prog.write_text(text, encoding="utf-8")
+    assert th.run_program(str(prog)).status == "crash"
+    fs = gg101(text)
+    assert len(fs) == 1 and fs[0].range.start.line == line(text, "# forward here")

@@ -2858,10 +2858,11 @@ def _steps_what_kept_reads(stmts, i, j, b2, kept: Set[str], ctx) -> bool:
         if _assigned(s) & need:
             need |= _names_read(s)
             modules.update(m for m in (_module_name(n) for n in A.walk_all(s) if isinstance(n, ast.Call)) if m)
-    modules |= {n for n in need if n not in ctx.imports}  # (a module used otherwise than called: ``W.weight @ x``)
+    # (a module used otherwise than called, ``W.weight @ x``; never ``self`` or an import)
+    modules |= {n for n in need if n not in ctx.imports and n != "self"}
     for opt in steps:
         owned = _owned(opt, ctx)
-        if not owned or owned & modules:
+        if not owned or (owned - {"self", "parameters", "named_parameters"}) & modules:
             return True
     return False
 
