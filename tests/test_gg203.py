@@ -98,3 +98,14 @@ def test_none_before_the_epoch_loop_counts_when_the_batch_loop_tests_it():
     assert "for epoch in range(2):\n    h = None\n    for x in seq:" in out and not gg203(out)
     # reset at the top of each epoch: silent
     assert not gg203(src.replace("for epoch in range(2):\n", "for epoch in range(2):\n    h = None\n"))
+
+
+@pytest.mark.parametrize("init", ["torch.randn(1, 2, 4)", "nn.Parameter(torch.randn(1, 2, 4))"])
+def test_an_initial_state_drawn_at_random_is_offered_not_preferred(init):
+    # made again every epoch it would draw from the generator (every later random tensor
+    # of the run differs) or make a new parameter: the hint keeps its fix, never applied
+    # unasked (a heldout program's GG101 fix and this one together changed step 1)
+    src = SRC.replace("CUT", "h = h.detach()").replace("h = torch.zeros(1, 2, 4)", f"h = {init}")
+    [f] = gg203(src)
+    assert f.fixes and not any(x.preferred for x in f.fixes)
+    assert f"for epoch in range(2):\n    h = {init}\n" in apply_text_edits(src, f.fixes[0].edits)
