@@ -990,3 +990,122 @@ class Agent({base}):
     (entry,) = flow.loop_entries.values()
     assert entry["clip_range"].graph_tokens()
     assert bool(flow.tensor_graphs(entry["clip_range"])) is tensor
+
+
+def test_a_call_the_unit_cannot_type_carries_its_arguments_graphs_for_gg102(monkeypatch):
+    """``GraphFlow.carried_graphs``: GG102 reads what a function of the user's built
+    itself from nothing its arguments brought (``get_corpus(path)``, and what is read
+    off it: ``corpus.get_iterator(...)``) and what an object the trace
+    cannot see hands back threading a state (``loader, opt = acc.prepare(loader, opt)``)
+    as a carrier of the arguments' graphs, never a graph of its own (the
+    ``fn_made`` calls). Twins: a function computing its result from an argument's graph
+    keeps that graph; a call on a leaf builds a real one; a method whose graph its
+    object's modules built (``kept_by_method``) keeps it."""
+    flow = _module_trace("""
+import torch
+import torch.nn as nn
+from accelerate import Accelerator
+
+def get_corpus(path):
+    table = nn.Embedding(10, 3)
+    return table(torch.tensor([1, 2]))
+
+def encode(x):
+    enc = nn.Linear(3, 3)
+    return torch.tanh(enc(x))
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.actor = nn.Linear(3, 2)
+
+    def act(self, obs):
+        return torch.log_softmax(self.actor(obs), -1)
+
+acc = Accelerator()
+policy = Policy()
+corpus = get_corpus("数据")
+tr_iter = corpus.get_iterator("train", 4)
+feats = encode(torch.randn(8, 3))
+w = torch.randn(3, 3, requires_grad=True)
+mine = encode(w)
+logp = policy.act(torch.randn(4, 3))
+head = nn.Linear(3, 1)
+loader, opt = acc.prepare(tr_iter, torch.optim.SGD(head.parameters(), lr=0.1))
+for step in range(3):
+    loss = head(feats + mine).sum() + logp.sum() + len(tr_iter) + len(loader)
+    loss.backward()
+""", monkeypatch)
+    entry = next(e for e in flow.loop_entries.values() if "feats" in e)
+    for name in ("corpus", "tr_iter", "feats", "mine", "logp", "loader"):
+        assert flow.tensor_graphs(entry[name]), name  # the trace's graphs: each may hold one
+    for name in ("corpus", "tr_iter", "feats", "loader"):
+        assert not flow.carried_graphs(entry[name]), name
+    assert flow.carried_graphs(entry["mine"])  # built from a leaf: a real graph
+    assert flow.carried_graphs(entry["logp"]) == flow.tensor_graphs(entry["logp"])  # the actor's output
+
+
+@pytest.mark.parametrize(
+    "ctor, frozen",
+    [
+        ("Vgg(requires_grad=False)", True),  # the flag given false
+        ("Vgg()", True),  # left to its false default
+        ("Vgg(False)", True),  # by position
+        ("Vgg(requires_grad=True)", False),
+        ("Vgg(True)", False),
+        ("Vgg(requires_grad=flag)", False),  # not a constant: not surely frozen
+        ("Frozen()", True),  # frozen whatever it is given
+        ("Loose()", False),  # freezes under a condition of its own: not surely
+    ],
+)
+def test_a_constructor_whose_init_freezes_the_parameters_makes_a_frozen_module(ctor, frozen, monkeypatch):
+    """``ClassFacts.init_freezes``: ``__init__`` running ``for p in self.parameters():
+    p.requires_grad = False`` (always, or under ``if not requires_grad:``) makes a
+    module whose output carries no graph of its own where the constructor call surely
+    takes that path (fast_neural_style's ``Vgg16(requires_grad=False)``)."""
+    flow = _module_trace(f"""
+import torch
+import torch.nn as nn
+
+class Vgg(nn.Module):
+    def __init__(self, requires_grad=False):
+        super().__init__()
+        self.body = nn.Linear(3, 3)
+        if not requires_grad:
+            for param in self.parameters():
+                param.requires_grad = False
+
+    def forward(self, x):
+        return self.body(x)
+
+class Frozen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(3, 3)
+        for p in self.parameters():
+            p.requires_grad_(False)
+
+    def forward(self, x):
+        return self.body(x)
+
+class Loose(nn.Module):
+    def __init__(self, n=3):
+        super().__init__()
+        self.body = nn.Linear(3, 3)
+        if n > 2:
+            for p in self.parameters():
+                p.requires_grad = False
+
+    def forward(self, x):
+        return self.body(x)
+
+flag = True
+vgg = {ctor}.to("cpu")
+style = vgg(torch.randn(2, 3))  # 风格
+head = nn.Linear(3, 1)
+for step in range(3):
+    loss = head(style).sum()
+    loss.backward()
+""", monkeypatch)
+    entry = next(e for e in flow.loop_entries.values() if "style" in e)
+    assert bool(entry["style"].graph_tokens()) is not frozen

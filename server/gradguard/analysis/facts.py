@@ -1026,6 +1026,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         has_init_hidden="init_hidden" in mdict,
         forward_detaches_hidden=fwd_detaches,
         unbound=unbound,
+        init_freezes=_init_freezes(defs),
     )
 
 
@@ -1082,6 +1083,28 @@ def _eval_only_reads(defs, keys: Tuple[str, ...]) -> Tuple[str, ...]:
             for st in fn.body:
                 walk(st, False)
     return tuple(sorted("self." + a for a in attrs if not reads.get(a)))
+def _init_freezes(defs) -> Tuple[Tuple[str, int, bool], ...]:
+    """:attr:`ClassFacts.init_freezes`: ``__init__``'s loop freezing ``self``'s parameters
+    (``ast_util.frozen_by_loop``), at its top level or the only statement kind of an
+    ``if not <parameter>:`` (no ``else``) at its top level."""
+    init = next((fn for fn in defs if fn.name == "__init__"), None)
+    if init is None:
+        return ()
+    params = [a.arg for a in list(init.args.posonlyargs) + list(init.args.args)][1:]
+    defaults = list(init.args.defaults)
+    for s in init.body:
+        if isinstance(s, ast.For) and A.frozen_by_loop(s) == "self":
+            return (("", -1, False),)
+        if isinstance(s, ast.If) and not s.orelse and isinstance(s.test, ast.UnaryOp) \
+                and isinstance(s.test.op, ast.Not) and isinstance(s.test.operand, ast.Name) \
+                and s.test.operand.id in params \
+                and any(isinstance(b, ast.For) and A.frozen_by_loop(b) == "self" for b in s.body):
+            i = params.index(s.test.operand.id)
+            k = i - (len(params) - len(defaults))  # (defaults are the last parameters')
+            d = defaults[k] if k >= 0 else None
+            falsy = isinstance(d, ast.Constant) and not d.value
+            return ((s.test.operand.id, i, falsy),)
+    return ()
 
 
 def _member_ctors(assigns) -> List[Tuple[str, str, frozenset, bool]]:

@@ -493,6 +493,14 @@ class GraphFlow:
         # container it reaches (``ContainerEffect.saving``: ``act(state, memory)``). GG102
         # takes a name holding only such graphs for a candidate where its walk holds nothing.
         self.kept_by_method: set = set()
+        # ids of the calls whose ("G", call) is the graph a function (or a method) of the
+        # user's built itself, by its summary, from nothing its arguments brought
+        # (``get_lm_corpus(args.data)``, ``build_model(args)``, a loader a helper
+        # returns): GG102 reads such a call as a carrier of its arguments, not as a
+        # module's output (:meth:`carried_graphs`); the ones a method's object's modules
+        # built (``kept_by_method``) are not among them
+        self.fn_made: set = set()
+        self._fn_leafy: set = set()  # (those of them a leaf handed in reaches: not marked)
         # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
@@ -744,6 +752,17 @@ class GraphFlow:
             return gs
         opaque = self.opaque
         return frozenset([t for t in gs if id(t[1]) not in opaque])
+
+    def carried_graphs(self, v: Val) -> FrozenSet:
+        """The graphs ``v`` holds as GG102 reads a value reused by a loop:
+        :meth:`tensor_graphs` less those a function of the user's built itself from
+        nothing its arguments brought (``fn_made``): such a call carries its
+        arguments' graphs, and its own is no graph the caller built."""
+        gs = self.tensor_graphs(v)
+        made = self.fn_made
+        if not gs or not made:
+            return gs
+        return frozenset([t for t in gs if id(t[1]) not in made])
 
     def _own_element(self, e: ast.Subscript, i: str) -> _Opt[Val]:
         """``losses[i]`` in ``for i in range(n)`` whose body puts one value in ``losses``, as
@@ -2390,6 +2409,8 @@ class GraphFlow:
             # out, h = obj.step(x, h) / h = model.cell(x, h) on an object we cannot see
             if self.r.ctx is None:  # (summarising: see opaque)
                 self.opaque.add(id(call))
+            elif not any(x[0] == "L" for x in t):
+                self.fn_made.add(id(call))  # (GG102: a carrier of what it is handed; see fn_made)
             return plain(t | {("G", call)})
         if m in ("append", "extend", "insert", "add", "update") and key is None and func.value.__class__ is ast.Subscript:
             # self.scalars[tag].append(v): a dict (or list) of lists now holds v's graph
@@ -2485,6 +2506,9 @@ class GraphFlow:
             if obj.startswith("cls:"):
                 return self._construct(obj[4:], pos)
             if obj.startswith("ucls:"):
+                cf = self.r.cls(obj[5:])
+                if cf is not None and cf.init_freezes and _init_frozen(call, cf.init_freezes):
+                    return Val(obj="user:" + obj[5:], frozen=True)  # Vgg16(requires_grad=False)
                 return Val(obj="user:" + obj[5:])
             if obj.startswith("fn:"):
                 facts = self.r.fn(obj[3:])
@@ -2538,6 +2562,8 @@ class GraphFlow:
         if self._threads_state(call, callee, unknown_ok=True):
             if summarising:
                 self.opaque.add(id(call))
+            elif not any(t[0] == "L" for t in args_taints) and (name is None or not self._used_as_module(name)):
+                self.fn_made.add(id(call))  # (GG102: a carrier of what it is handed; see fn_made)
             return plain(args_taints | {("G", call)})
         if (
             name is not None
@@ -3382,12 +3408,16 @@ class GraphFlow:
         def argval(i: int) -> Val:
             return facts.argument(i, pos, kws, CLEAN)
 
+        made, leafy = self.fn_made, self._fn_leafy
+
         def posval(rp: RetPos) -> Val:
             t: set = set()
             if rp.graph and rp.leaves and not facts.no_grad and not self.no_grad:
                 t.add(("L", node))  # params = get_params(): leaves made in the callee
             elif rp.graph and not facts.no_grad and not self.no_grad:
                 t.add(("G", node))
+                if graph_node is None and not rp.modules and id(node) not in leafy:
+                    made.add(id(node))  # (see fn_made; unless a leaf it is handed reaches it)
                 if rp.modules:
                     self.saved_weights.add(id(node))
                     if id(node) not in self.returned_modules:
@@ -3398,6 +3428,8 @@ class GraphFlow:
                 t.add(("G", node))  # h = cell(x, h, params) written out by hand: W @ h builds a graph
             for i in rp.params:
                 t |= argval(i).taints
+            if id(node) in made and any(x[0] == "L" for x in t):
+                leafy.add(id(node))  # mine = encode(w): built from a leaf, a graph the caller made
             if rp.via and not facts.no_grad and not self.no_grad:
                 t |= self._via(call, node, facts, rp.via, argval, env)
             if rp.reads and not facts.no_grad and not self.no_grad:
@@ -3464,14 +3496,38 @@ class GraphFlow:
             if (facts.returns_share or any((self.r.global_obj(n) or "").startswith(("user:", "inst:"))
                                            for n in facts.returns_share_via)) and not facts.no_grad and not self.no_grad:
                 self.saving_calls.add(id(node))  # the positions share a part that saved tensors
-            return tup([posval(rp) for rp in facts.returns])
-        return posval(facts.ret) if facts.returns_value else CLEAN
+            got = tup([posval(rp) for rp in facts.returns])
+        else:
+            got = posval(facts.ret) if facts.returns_value else CLEAN
+        if id(node) in leafy:
+            made.discard(id(node))
+        return got
 
 
 # How a def is summarised (``facts.function_facts``, which runs this interpreter): set by
 # the facts module when it loads (it imports this one, so this one does not import it);
 # asked for a def nested in the body being run (``GraphFlow.local_defs``)
 SUMMARISE_DEF: _Opt[Callable[[ast.AST, Resolver], FnFacts]] = None
+
+
+def _init_frozen(call: ast.Call, freezes) -> bool:
+    """Does this constructor call surely take ``__init__``'s path freezing the object's
+    parameters (:attr:`ClassFacts.init_freezes`): always, or its flag given as a falsy
+    constant (by keyword or position) or left to a falsy default?"""
+    for flag, i, falsy in freezes:
+        if not flag:
+            return True
+        given = next((k.value for k in call.keywords if k.arg == flag), None)
+        if given is None and any(k.arg is None for k in call.keywords):
+            return False  # (**kwargs: unknown)
+        if given is None and i < len(call.args):
+            if any(isinstance(a, ast.Starred) for a in call.args[:i + 1]):
+                return False
+            given = call.args[i]
+        if given is None:
+            return falsy
+        return isinstance(given, ast.Constant) and not given.value
+    return False
 
 
 def _assumed_graph(facts: FnFacts, r: Resolver, depth: int = 0) -> bool:

@@ -455,6 +455,12 @@ class ClassFacts:
     # methods called without an instance (``@staticmethod``, ``@classmethod``): a call
     # through the class (``Model.repackage(h)``) hands its arguments to their parameters
     unbound: FrozenSet[str] = EMPTY
+    # ``__init__`` freezing the object's own parameters (``for p in self.parameters():
+    # p.requires_grad = False``), as a statement it always runs (("", -1, False)) or
+    # under ``if not <flag>:`` of a parameter of its: (flag, its position after
+    # ``self``, is its default falsy). A constructor call that surely takes that path
+    # (``Vgg16(requires_grad=False)``) makes a frozen module
+    init_freezes: Tuple[Tuple[str, int, bool], ...] = ()
 
     def kept_by(self, method: str) -> Tuple[str, ...]:
         for m, keys in self.kept:

@@ -39,10 +39,15 @@ How it works (one unit at a time):
    filter, which otherwise compares the trace's). On the fixtures the trace's
    candidates are the walk's in every loop (functions returning leaves, nested
    defs, callables never used as modules, per-model output lists read by element
-   and graphs a call handed back after its own backward now read alike); on real
-   checkouts the trace still takes objects the unit's untyped calls made for
-   module outputs, and it names no container's tensors, so this walk stays
-   (docs/architecture.md lists what is left). Where the walk holds nothing for a
+   and graphs a call handed back after its own backward now read alike), and on
+   the real checkouts too since the trace reads an object the unit's untyped calls
+   made (``get_lm_corpus(args.data)``, ``acc.prepare(loader, opt)``) as a carrier
+   of its arguments (``GraphFlow.carried_graphs``, without ``fn_made``) and knows a
+   constructor that freezes its module (``ClassFacts.init_freezes``:
+   ``Vgg16(requires_grad=False)``); but the trace names no container's tensors
+   (``DataLoader(TensorDataset(feats, y))`` reports ``feats``) nor the graphs
+   ``__init__`` leaves on ``self``, so this walk stays (docs/architecture.md lists
+   what is left). Where the walk holds nothing for a
    name, the trace's candidate is taken when a method of the user's made every
    graph it holds through the modules its object holds (``GraphFlow.kept_by_method``:
    ``policy.act(obs)``'s log-probs kept in a storage object;
@@ -53,7 +58,7 @@ How it works (one unit at a time):
    Which loops freeze a module's parameters is one reading for the walk and the
    trace (``ast_util.frozen_by_loop``); the pre-filter above skips a unit whose
    only reused graph is an object a graph only may reach
-   (``GraphFlow.tensor_graphs``).
+   (``GraphFlow.tensor_graphs``) or one an untyped call made (``fn_made``).
 
 The torch facts (which calls cut graphs, which operations save tensors, which
 modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
@@ -155,12 +160,13 @@ def _trace_may_report(unit, ctx) -> bool:
     if not reached:
         return False
     # a tensor carrying one of those graphs, not an object the trace only assumes may hold one
-    # (``GraphFlow.tensor_graphs``: what a callable it cannot see into returned)
-    opaque = flow.opaque
+    # (``GraphFlow.tensor_graphs``: what a callable it cannot see into returned) nor one a
+    # call it cannot type made of nothing its arguments brought (``GraphFlow.carried_graphs``)
+    skip = flow.opaque | flow.fn_made if flow.fn_made else flow.opaque
     for entry in flow.loop_entries.values():
         for v in entry.values():
             if v.taints and not reached.isdisjoint(v.taints):
-                if not opaque or any(id(t[1]) not in opaque for t in reached.intersection(v.taints)):
+                if not skip or any(id(t[1]) not in skip for t in reached.intersection(v.taints)):
                     return True
     return False
 
