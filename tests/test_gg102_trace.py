@@ -1109,3 +1109,55 @@ for step in range(3):
 """, monkeypatch)
     entry = next(e for e in flow.loop_entries.values() if "style" in e)
     assert bool(entry["style"].graph_tokens()) is not frozen
+
+
+def test_the_named_tensors_a_container_holds_are_the_traces(monkeypatch):
+    """``interpreter.held_names``: what a container or an object made of named tensors
+    holds, read off the statement that bound it through the names holding a graph
+    there (``DataLoader(TensorDataset(feats, y))`` holds ``feats``: a finding about
+    reusing the loader names the tensor). A value an operation, a module or a tensor's
+    method computed holds none by name; a container of leaves only is no graph at all;
+    a function of the user's holds the arguments its result carries (``RetPos.params``)."""
+    unit, ctx = _module_unit("""
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from mylib import prepare
+
+def first(a, b):
+    return a
+
+enc = nn.Linear(3, 3)
+x = torch.randn(8, 3)
+y = torch.randn(8, 1)
+w = torch.randn(3, requires_grad=True)
+feats = enc(x)  # 特征
+other = enc(x + 1)
+loader = DataLoader(TensorDataset(feats, y), batch_size=4)
+pair = (feats, other)
+kept = prepare(feats)
+picked = first(other, feats)
+nested = [pair, w]
+doubled = feats * 2
+moved = enc(feats)
+leaves = (w, y)
+head = nn.Linear(3, 1)
+for step in range(3):
+    loss = head(feats).sum() + len(loader) + len(pair) + len(kept) + picked.sum() + len(nested) \\
+        + doubled.sum() + moved.sum() + len(leaves)
+    loss.backward()
+""", monkeypatch)
+    flow = common.unit_trace(unit, ctx)
+    entry = next(e for e in flow.loop_entries.values() if "loader" in e)
+
+    def held(name):
+        return interp.held_names(flow, name, entry, ctx.qualify, ctx.summary)
+
+    assert held("loader") == ("feats",)
+    assert held("pair") == ("feats", "other")
+    assert held("kept") == ("feats",)
+    assert held("picked") == ("other",)
+    assert held("nested") == ("feats", "other")  # through the tuple it holds
+    for name in ("feats", "doubled", "moved", "leaves"):
+        assert held(name) == (), name
+    assert not flow.carried_graphs(entry["leaves"])

@@ -2506,10 +2506,7 @@ class GraphFlow:
             if obj.startswith("cls:"):
                 return self._construct(obj[4:], pos)
             if obj.startswith("ucls:"):
-                cf = self.r.cls(obj[5:])
-                if cf is not None and cf.init_freezes and _init_frozen(call, cf.init_freezes):
-                    return Val(obj="user:" + obj[5:], frozen=True)  # Vgg16(requires_grad=False)
-                return Val(obj="user:" + obj[5:])
+                return self._user_object(call, obj[5:])
             if obj.startswith("fn:"):
                 facts = self.r.fn(obj[3:])
                 if facts is not None and facts.makes:
@@ -2560,10 +2557,7 @@ class GraphFlow:
             # pending:): what it makes of x, and whether it cuts what it returns, is unknown
             return self._unsure(plain(args_taints), call, "layer")
         if self._threads_state(call, callee, unknown_ok=True):
-            if summarising:
-                self.opaque.add(id(call))
-            elif not any(t[0] == "L" for t in args_taints) and (name is None or not self._used_as_module(name)):
-                self.fn_made.add(id(call))  # (GG102: a carrier of what it is handed; see fn_made)
+            self._threaded_by_unknown(call, name, args_taints)
             return plain(args_taints | {("G", call)})
         if (
             name is not None
@@ -2630,6 +2624,23 @@ class GraphFlow:
             # arguments' graphs is unknown, not proven
             return self._unsure(plain(args_taints), call, "imported")
         return self._op(call, args_taints) if args_taints else CLEAN
+
+    def _user_object(self, call: ast.Call, cls: str) -> Val:
+        """``Model(...)``: an object of a class of the user's; frozen where its ``__init__``
+        surely freezes its parameters (``Vgg16(requires_grad=False)``, ``ClassFacts.init_freezes``)."""
+        cf = self.r.cls(cls)
+        if cf is not None and cf.init_freezes and _init_frozen(call, cf.init_freezes):
+            return Val(obj="user:" + cls, frozen=True)
+        return Val(obj="user:" + cls)
+
+    def _threaded_by_unknown(self, call: ast.Call, name: _Opt[str], args_taints) -> None:
+        """``out, h = step(x, h)`` of a callable the trace cannot see: while summarising, its
+        graph is only assumed (``opaque``); in a unit, unless it is used as a module or a
+        leaf is handed in, GG102 reads it as a carrier of what it is handed (``fn_made``)."""
+        if self.r.ctx is None:
+            self.opaque.add(id(call))
+        elif not any(t[0] == "L" for t in args_taints) and (name is None or not self._used_as_module(name)):
+            self.fn_made.add(id(call))
 
     def _kept(self, call: ast.Call, callee: Val, key: _Opt[str], res: Val, pos, kws, env: Dict[str, Val]) -> Val:
         """A call of a module of the user's whose forward keeps a cache on the object
@@ -4114,6 +4125,92 @@ def graph_sources(flow: GraphFlow, v: Val, entry: Mapping[str, Val], body: Seque
             out.setdefault((src.name, src.kind), src)
     return sorted(out.values(), key=lambda s: (getattr(s.stmt or s.node, "lineno", 0),
                                                getattr(s.stmt or s.node, "col_offset", 0)))
+
+
+def held_names(flow: GraphFlow, name: str, entry: Mapping[str, Val], qualify, summary) -> Tuple[str, ...]:
+    """The named tensors carrying a graph that the container or object ``name`` holds in
+    ``entry`` (a loop's entry): ``loader = DataLoader(TensorDataset(feats, y))`` holds
+    ``feats``, ``pair = (h, c)`` holds ``h`` and ``c``, an object an untyped call made of
+    them (``prepare(feats)``, read as a carrier, ``GraphFlow.fn_made``) holds them too;
+    a name's own value built by an operation (``feats * 2``, ``model(feats)``, a tensor's
+    method) holds none of them by name. What a finding about reusing the container is
+    about. Read off the statement that bound it (``Val.site``), through the names it
+    reads that hold a graph there (``carried_graphs``), each named by what it holds in
+    turn; () where the value is a tensor of its own (the finding names ``name``).
+    ``summary``: the file's summary, for the arguments a function of the user's hands
+    back (``RetPos.params``)."""
+    return tuple(_held(flow, name, entry, qualify, summary, set()))
+
+
+_CARRIER_BUILTINS = frozenset({"list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"})
+
+
+def _held(flow: GraphFlow, name: str, entry: Mapping[str, Val], qualify, summary, seen: set) -> List[str]:
+    v = entry.get(name)
+    site = v.site if v is not None else None
+    if name in seen or not isinstance(site, ast.Assign) or len(site.targets) != 1 \
+            or dotted(site.targets[0]) != name:
+        return []
+    seen.add(name)
+    return _held_expr(flow, site.value, entry, qualify, summary, seen)
+
+
+def _held_expr(flow: GraphFlow, e: ast.AST, entry: Mapping[str, Val], qualify, summary, seen: set) -> List[str]:
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        args: List[ast.expr] = list(e.elts)
+    elif isinstance(e, ast.Call):
+        got = _carried_args(flow, e, entry, qualify, summary)
+        if got is None:
+            return []
+        args = got
+    else:
+        return []
+    out: List[str] = []
+    for a in args:
+        if isinstance(a, ast.Starred):
+            a = a.value
+        if isinstance(a, ast.Name) or (isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)):
+            key = dotted(a)
+            av = entry.get(key) if key else None
+            names = (_held(flow, key, entry, qualify, summary, seen) or [key]) \
+                if key and av is not None and flow.carried_graphs(av) else []
+        else:
+            names = _held_expr(flow, a, entry, qualify, summary, seen)
+        for n in names:
+            if n not in out:
+                out.append(n)
+    return out
+
+
+def _carried_args(flow: GraphFlow, call: ast.Call, entry: Mapping[str, Val], qualify, summary) -> _Opt[List[ast.expr]]:
+    """The arguments whose tensors ``call``'s result holds as they are (a container, a
+    carrier), or None where it computes a tensor of its own from them (a torch
+    operation, a module's call, a tensor's method)."""
+    if applies_cut(call) or id(call) in flow.saving_calls:
+        return None
+    func = call.func
+    q = qualify(func) or ""
+    if q.startswith("torch."):
+        return list(call.args) + [k.value for k in call.keywords] if q.startswith("torch.utils.") else None
+    if isinstance(func, ast.Name) and func.id not in entry and func.id in _BUILTIN_NAMES:
+        return list(call.args) + [k.value for k in call.keywords] if func.id in _CARRIER_BUILTINS else None
+    base = func.value if isinstance(func, ast.Attribute) else func
+    bv = entry.get(dotted(base) or "") if isinstance(base, (ast.Name, ast.Attribute)) else None
+    if bv is not None and (bv.graph_tokens() or bv.has_grad() or (bv.obj or "").startswith(("inst:", "user:"))):
+        return None  # a tensor's method, a module's call
+    name = dotted(func)
+    ff = summary.get("fn:" + name) if name and summary is not None and (
+        isinstance(func, ast.Name) or name.split(".", 1)[0] not in entry) else None
+    if isinstance(ff, FnFacts):
+        if ff.no_grad or ff.detaches or not ff.returns_value:
+            return None
+        flows = set(ff.ret.params)
+        pos = [a for a in call.args if not isinstance(a, ast.Starred)]
+        got: List[ast.expr] = [a for i, a in enumerate(pos) if i in flows]
+        names = list(ff.params)
+        got += [k.value for k in call.keywords if k.arg in names and names.index(k.arg) in flows]
+        return got
+    return list(call.args) + [k.value for k in call.keywords]
 
 
 def _made_by(body: Sequence[ast.stmt]) -> Dict[int, ast.stmt]:

@@ -620,7 +620,7 @@ class _Analysis:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             assigned |= set(S.bound_names(loop.target))
         cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and not v.holder and n not in assigned}
-        flow = unit_trace(self.unit, self.ctx)
+        flow = flow0 = unit_trace(self.unit, self.ctx)
         entry0 = flow.loop_entries.get(id(loop)) if flow is not None else None
         if entry0:
             # the names the trace holds a graph for that a method of the user's made through
@@ -650,7 +650,11 @@ class _Analysis:
             if not freeing:
                 continue  # every backward through it retains the graph: legal
             freeing.sort(key=lambda c: (c.lineno, c.col_offset))
-            for var in cands[cand].carried or (cand,):
+            # a container or an object made of named tensors (``DataLoader(TensorDataset(feats,
+            # y))``): the finding is about the tensors it holds, by the trace (held_names)
+            held = interp.held_names(flow0, cand, entry0, self.ctx.qualify, self.ctx.summary) \
+                if entry0 and flow0 is not None and cand not in self.traced else ()
+            for var in held or (cand,):
                 g = self.env.get(var)
                 if g is None and var in self.traced:
                     g = cands.get(var)
