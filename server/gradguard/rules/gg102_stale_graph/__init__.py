@@ -44,10 +44,11 @@ How it works (one unit at a time):
    made (``get_lm_corpus(args.data)``, ``acc.prepare(loader, opt)``) as a carrier
    of its arguments (``GraphFlow.carried_graphs``, without ``fn_made``) and knows a
    constructor that freezes its module (``ClassFacts.init_freezes``:
-   ``Vgg16(requires_grad=False)``); but the trace names no container's tensors
-   (``DataLoader(TensorDataset(feats, y))`` reports ``feats``) nor the graphs
-   ``__init__`` leaves on ``self``, so this walk stays (docs/architecture.md lists
-   what is left). Where the walk holds nothing for a
+   ``Vgg16(requires_grad=False)``). The named tensors a container holds at a loop
+   (``DataLoader(TensorDataset(feats, y))`` reports ``feats``) are the trace's too
+   (``interpreter.held_names``); at a call and on ``self`` they, the graphs and
+   leaves ``__init__`` leaves on ``self``, and a few reads of a finding are still
+   the walk's, so it stays (docs/architecture.md lists what is left). Where the walk holds nothing for a
    name, the trace's candidate is taken when a method of the user's made every
    graph it holds through the modules its object holds (``GraphFlow.kept_by_method``:
    ``policy.act(obs)``'s log-probs kept in a storage object;
@@ -514,6 +515,13 @@ class _Analysis:
             entry = flow.loop_entries.get(id(h.loop))
         else:
             entry = next((cl.entry for cl in flow.callee_loops if cl.call is h.backward), None)
+            if entry is None and h.backward is not None:
+                # a module-level call of a function whose loop back-propagates a global it
+                # reads (FnFacts.loop_backward_globals): the names at that call, in the run
+                # that records them (GraphFlow.call_entries), where the leaves met too
+                bflow = self._build_flow()
+                entry = bflow.call_entries.get(id(h.backward)) if bflow is not None else None
+                flow = bflow if entry is not None else flow
         v = entry.get(h.var) if entry else None
         if v is None or entry is None:
             return None
