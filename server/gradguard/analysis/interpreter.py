@@ -2077,8 +2077,18 @@ class GraphFlow:
         if any(t[0] == "L" for t in taints):
             self.leaf_of[id(node)] = frozenset(t for t in taints if t[0] == "L")
             taints = frozenset(t for t in taints if t[0] != "L") | {("G", node)}
-            if isinstance(node, ast.BinOp) and type(node.op).__name__ in K.SAVING_BINOPS:
-                self.saving_calls.add(id(node))  # `x ** 2`, `2 * t`: the graph it starts saves tensors
+            if _saving_op(node):
+                self.saving_calls.add(id(node))  # `x ** 2`, `2 * t`, `x.pow(2)`: the graph it starts saves tensors
+        elif _saving_op(node) or id(node) in self.saving_calls:
+            # `(output - target).pow(2)`: the graph began at the subtraction (which saves
+            # nothing), the power of that fresh value saves it. The graph's start stands for
+            # the graph (its token), so it is marked: only a start inside the operand's own
+            # expression, which no other value can hold (a named `d` may be read elsewhere)
+            fresh = _fresh_starts(node)
+            if fresh:
+                for t in taints:
+                    if t[0] == "G" and id(t[1]) in fresh:
+                        self.saving_calls.add(id(t[1]))
         if self.r.ctx is None:
             # summarising a def: an op computed this from parameter i (("Q", i)), so
             # a caller passing a tensor that requires grad gets a new graph back
@@ -3675,6 +3685,56 @@ def _nth_of_pending(v: Val, i: int) -> Val:
     """Element ``i`` of a value holding what a call not seen from here returns:
     its ``("R", k, -1)`` tokens become ``("R", k, i)``."""
     return plain(frozenset(("R", t[1], i) if t[0] == "R" and t[2] == -1 else t for t in v.taints))
+
+
+def _saving_op(node: ast.AST) -> bool:
+    """Does this operation save tensors for backward, by its spelling: a binary operator of
+    ``SAVING_BINOPS`` (``x ** 2``, ``2 * t``) or a tensor method of ``SAVING_METHODS``
+    (``x.pow(2)``, ``d.exp()``; a torch function is marked where ``_torch_call`` reads it)."""
+    if isinstance(node, ast.BinOp):
+        return type(node.op).__name__ in K.SAVING_BINOPS
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and node.func.attr in K.SAVING_METHODS and not node.func.attr.endswith("_")
+
+
+def _fresh_starts(node: ast.AST) -> set:
+    """The ids of the sub-expressions an operation reads through its operands' own
+    expression (operators, tensor methods' receivers, torch functions' arguments) down to
+    a name: values computed only for this expression, which no other value holds."""
+    out: set = set()
+    todo: List[ast.AST] = []
+
+    def operands(e: ast.AST) -> None:
+        if isinstance(e, ast.BinOp):
+            todo.extend((e.left, e.right))
+        elif isinstance(e, ast.UnaryOp):
+            todo.append(e.operand)
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
+            todo.append(e.func.value)
+            root = e.func.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in ("torch", "F"):
+                todo.extend(a for a in e.args if not isinstance(a, ast.Starred))
+
+    operands(node)
+    while todo:
+        e = todo.pop()
+        if isinstance(e, (ast.BinOp, ast.UnaryOp)) or (
+                isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and _torch_op(e.func)):
+            out.add(id(e))  # (not a call of a function or module: its graph may be only assumed)
+            operands(e)
+    return out
+
+
+def _torch_op(func: ast.Attribute) -> bool:
+    """``d.pow`` (a tensor method the tables know) or ``torch.exp`` / ``F.relu``."""
+    if K.method_saving(func.attr) is not None:
+        return True
+    root = func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in ("torch", "F")
 
 
 def _has_lambda(args: Sequence[ast.expr]) -> bool:
