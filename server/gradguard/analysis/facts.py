@@ -306,7 +306,8 @@ def _retpos(v: V.Val, saving: frozenset = frozenset(), g: Optional[interp.GraphF
                     assumed, via_names, graph and not any(t[0] == "G" for t in v.taints),
                     frozenset(g.param_calls[id(t[1])] for t in v.taints if t[0] == "G" and id(t[1]) in g.param_calls)
                     if g is not None and g.param_calls else V.EMPTY,
-                    _stepped_after(v, saving, step_lines, g) if step_lines and g is not None else V.EMPTY)
+                    _stepped_after(v, saving, step_lines, g) if step_lines and g is not None else V.EMPTY,
+                    derived_saving=frozenset(t[1] for t in v.taints if t[0] == "QS"))
 
 
 def _stepped_after(v: V.Val, saving: frozenset, step_lines: Tuple[Tuple[int, str], ...],
@@ -442,6 +443,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
                                 _distributions([r.elems[i] for r in tuples]), step_lines)  # type: ignore[index]
                         for i in range(arity))
     ret = _retpos(whole, saving, g, _distributions(rets), step_lines)
+    if not method and not no_grad and rets:
+        ret, returns = _returned_globals(fn, resolver, env, names, ret, returns)
     share, share_via = _returns_share(tuples, returns, g) if returns is not None and not no_grad else (False, ())
     bparams: set = set()
     for ev in g.events:
@@ -813,6 +816,75 @@ def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env,
         if ev.in_loop:
             found |= got
     return tuple(n for n in marked if n in found), tuple(n for n in marked if n in anywhere)
+
+
+def _returned_globals(fn: ast.AST, resolver: interp.Resolver, env, names: Tuple[str, ...], ret: V.RetPos,
+                      returns: Optional[Tuple[V.RetPos, ...]]):
+    """``RetPos.globals_saving``: the module-level names a module-level function reads
+    and never binds that an operation saving tensors combines into what it returns (a
+    functional model's ``h = relu(inputs @ Wxh + bxh)`` of module-level weights). Cheap
+    pre-check: such a name is an operand of an operator or a call's argument or receiver
+    in the body; then a run with each such name as one more parameter."""
+    bound = set(names)
+    loaded = set()
+    called = set()
+    operands = set()
+    for n in A.body_nodes(fn):
+        k = n.__class__
+        if k is ast.Name:
+            if n.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+                loaded.add(n.id)  # type: ignore[attr-defined]
+            else:
+                bound.add(n.id)  # type: ignore[attr-defined]
+        elif k is ast.BinOp:
+            operands.update(x.id for x in (n.left, n.right) if x.__class__ is ast.Name)  # type: ignore[attr-defined]
+        elif k is ast.Call:
+            if n.func.__class__ is ast.Name:  # type: ignore[attr-defined]
+                called.add(n.func.id)  # type: ignore[attr-defined]
+            elif n.func.__class__ is ast.Attribute and n.func.value.__class__ is ast.Name:  # type: ignore[attr-defined]
+                operands.add(n.func.value.id)  # type: ignore[attr-defined]
+            operands.update(x.id for x in n.args if x.__class__ is ast.Name)  # type: ignore[attr-defined]
+        elif k is ast.Global or k is ast.Nonlocal:
+            bound.update(n.names)  # type: ignore[attr-defined]
+    a = fn.args  # type: ignore[attr-defined]
+    bound.update(x.arg for x in a.kwonlyargs)
+    bound.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
+    marked = sorted(n for n in (loaded & operands) - bound - called
+                    if n not in _BUILTINS and n not in A.DEFAULT_ALIASES and resolver.global_obj(n) is None)
+    if not marked:
+        return ret, returns
+    base = len(names)
+    run_env = dict(env)
+    for j, n in enumerate(marked):
+        run_env[n] = V.Val(frozenset({("P", base + j)}))
+    t = interp.GraphFlow(resolver, find_carries=False)
+    try:
+        t.run(fn.body, run_env)  # type: ignore[attr-defined]
+    except RecursionError:
+        return ret, returns
+
+    def saving_names(v: V.Val) -> frozenset:
+        got = set()
+        for tok in v.taints:
+            if tok[0] == "QS" and tok[1] >= base:
+                got.add(marked[tok[1] - base])
+        for e in v.elems or ():
+            got |= saving_names(e)
+        return frozenset(got)
+
+    rets = [r for r in t.returns if not (r.none and not r.taints and r.elems is None)]
+    whole: frozenset = frozenset().union(*(saving_names(r) for r in rets)) if rets else frozenset()
+    if not whole:
+        return ret, returns
+    ret = replace(ret, globals_saving=whole)
+    if returns is not None:
+        arity = len(returns)
+        per = [frozenset().union(*(saving_names(r.elems[i]) for r in rets if r.elems is not None and len(r.elems) == arity))
+               for i in range(arity)]
+        if any(r.elems is None or len(r.elems) != arity for r in rets):
+            per = [whole] * arity
+        returns = tuple(replace(p, globals_saving=got) if got else p for p, got in zip(returns, per))
+    return ret, returns
 
 
 def _names_called_in_loops(fn: ast.AST) -> Tuple[str, ...]:
@@ -2435,6 +2507,9 @@ def _fold_delegates_for_export(name: str, facts: dict, lookup) -> dict:
         out["fn"] = fn = replace(fn, loop_backward_globals=(), backward_globals=(), loop_calls=())
     if isinstance(fn, V.FnFacts) and fn.returns_share_via:
         out["fn"] = fn = replace(fn, returns_share_via=())  # the defining module's globals
+    if isinstance(fn, V.FnFacts) and (fn.ret.globals_saving or any(p.globals_saving for p in fn.returns or ())):
+        out["fn"] = fn = replace(fn, ret=replace(fn.ret, globals_saving=V.EMPTY), returns=tuple(  # (the same)
+            replace(p, globals_saving=V.EMPTY) for p in fn.returns) if fn.returns is not None else None)
 
     if isinstance(fn, V.FnFacts) and any(e.appends and not e.saving and e.saving_via for e in fn.containers):
         out["fn"] = replace(fn, containers=tuple(_saving_where_defined(e, lookup) for e in fn.containers))

@@ -2094,6 +2094,8 @@ class GraphFlow:
             # a caller passing a tensor that requires grad gets a new graph back
             derived = [("Q", t[1]) for t in taints if t[0] == "P"]
             if derived:
+                if _saving_op(node) or id(node) in self.saving_calls:
+                    derived += [("QS", t[1]) for t in taints if t[0] == "P"]  # (RetPos.derived_saving)
                 taints = taints | frozenset(derived)
         return plain(taints)
 
@@ -3423,6 +3425,13 @@ class GraphFlow:
                 return None
         return obj
 
+    def _global_held(self, name: str, env: Dict[str, Val]) -> FrozenSet:
+        """What the module-level ``name`` holds where a function reading it is called: its
+        value in the module's own trace (in a function's unit, the module's names are not
+        in the environment: nothing)."""
+        v = env.get(name) if self.module_level else None
+        return v.taints if v is not None else EMPTY
+
     def _apply_facts(self, call, facts: FnFacts, pos, kws, env, fname, graph_node=None, recv_key=None) -> Val:
         node = graph_node or call
 
@@ -3447,6 +3456,13 @@ class GraphFlow:
             elif rp.derived and not facts.no_grad and not self.no_grad and any(
                     tok[0] in ("G", "L") for i in rp.derived for tok in argval(i).taints):
                 t.add(("G", node))  # h = cell(x, h, params) written out by hand: W @ h builds a graph
+            if (rp.derived_saving or rp.globals_saving) and not facts.no_grad and not self.no_grad and (
+                    any(tok[0] in ("G", "L") for i in rp.derived_saving for tok in argval(i).taints)
+                    or any(tok[0] in ("G", "L") for n in rp.globals_saving for tok in self._global_held(n, env))):
+                # Q(X, c) of a functional model reading module-level weights (X @ Wxh): the call
+                # builds a graph that saved tensors, whatever it is handed
+                t.add(("G", node))
+                self.saving_calls.add(id(node))
             for i in rp.params:
                 t |= argval(i).taints
             if id(node) in made and any(x[0] == "L" for x in t):

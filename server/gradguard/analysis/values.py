@@ -250,6 +250,14 @@ class RetPos:
     # stale when that optimizer trains the module (a loss module stepping its discriminator
     # inside ``forward``)
     stepped_after: FrozenSet[Tuple[str, str, int, int]] = EMPTY
+    # the parameters of ``derived`` that an operation saving tensors computed it from
+    # (``h @ W`` of a ``W`` handed in): an argument that requires grad makes a graph that
+    # saved tensors in the call (a second backward through it fails)
+    derived_saving: FrozenSet[int] = EMPTY
+    # (module-level functions) the module's names the function reads and never binds that
+    # an operation saving tensors computed it from (a functional model's weights, ``X @ Wxh``
+    # of a module-level ``Wxh`` requiring grad): the defining module's, not exported
+    globals_saving: FrozenSet[str] = EMPTY
 
 
 @record
