@@ -2084,11 +2084,13 @@ class GraphFlow:
             # nothing), the power of that fresh value saves it. The graph's start stands for
             # the graph (its token), so it is marked: only a start inside the operand's own
             # expression, which no other value can hold (a named `d` may be read elsewhere)
-            fresh = _fresh_starts(node)
-            if fresh:
-                for t in taints:
-                    if t[0] == "G" and id(t[1]) in fresh:
-                        self.saving_calls.add(id(t[1]))
+            saving = self.saving_calls
+            cand = [t[1] for t in taints if t[0] == "G" and id(t[1]) not in saving]
+            if cand:
+                fresh = _fresh_starts(node)
+                for n in cand:
+                    if id(n) in fresh:
+                        saving.add(id(n))
         if self.r.ctx is None:
             # summarising a def: an op computed this from parameter i (("Q", i)), so
             # a caller passing a tensor that requires grad gets a new graph back
@@ -3718,28 +3720,26 @@ def _fresh_starts(node: ast.AST) -> set:
     expression (operators, tensor methods' receivers, torch functions' arguments) down to
     a name: values computed only for this expression, which no other value holds."""
     out: set = set()
-    todo: List[ast.AST] = []
-
-    def operands(e: ast.AST) -> None:
+    todo: List[ast.AST] = [node]
+    while todo:
+        e = todo.pop()
+        if e is not node:
+            if not (isinstance(e, (ast.BinOp, ast.UnaryOp)) or (
+                    isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and _torch_op(e.func))):
+                continue  # (not a call of a function or module: its graph may be only assumed)
+            out.add(id(e))
         if isinstance(e, ast.BinOp):
-            todo.extend((e.left, e.right))
+            todo.append(e.left)
+            todo.append(e.right)
         elif isinstance(e, ast.UnaryOp):
             todo.append(e.operand)
         elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
-            todo.append(e.func.value)
             root = e.func.value
+            todo.append(root)
             while isinstance(root, ast.Attribute):
                 root = root.value
             if isinstance(root, ast.Name) and root.id in ("torch", "F"):
                 todo.extend(a for a in e.args if not isinstance(a, ast.Starred))
-
-    operands(node)
-    while todo:
-        e = todo.pop()
-        if isinstance(e, (ast.BinOp, ast.UnaryOp)) or (
-                isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and _torch_op(e.func)):
-            out.add(id(e))  # (not a call of a function or module: its graph may be only assumed)
-            operands(e)
     return out
 
 
