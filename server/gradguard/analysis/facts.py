@@ -443,6 +443,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
                                 _distributions([r.elems[i] for r in tuples]), step_lines)  # type: ignore[index]
                         for i in range(arity))
     ret = _retpos(whole, saving, g, _distributions(rets), step_lines)
+    if returns is None and rets and all(r.kind == "list" for r in rets) and not no_grad \
+            and _elements_share(fn, whole, g.saving_calls):
+        ret = replace(ret, elems_share=True)
     if not method and not no_grad and rets:
         ret, returns = _returned_globals(fn, resolver, env, names, ret, returns)
     share, share_via = _returns_share(tuples, returns, g) if returns is not None and not no_grad else (False, ())
@@ -816,6 +819,37 @@ def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env,
         if ev.in_loop:
             found |= got
     return tuple(n for n in marked if n in found), tuple(n for n in marked if n in anywhere)
+
+
+def _elements_share(fn: ast.AST, v: V.Val, saving) -> bool:
+    """``RetPos.elems_share``: the returned list holds a graph that saved tensors built by
+    a statement of the body outside every loop and comprehension (so once per call), and
+    the list is filled inside one (an element per iteration, each reading that part)."""
+    nodes = A.body_nodes(fn)
+    spans = [(n.lineno, getattr(n, "end_lineno", n.lineno) or n.lineno) for n in nodes
+             if n.__class__ in (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.GeneratorExp)]
+    if not spans:
+        return False
+    # each element made alike: a comprehension returned, or a list made empty and appended to
+    returned = [n.value for n in nodes if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
+    names = {r.id for r in returned if isinstance(r, ast.Name)}
+    if not returned or not all(isinstance(r, (ast.ListComp, ast.Name)) for r in returned) or len(names) > 1:
+        return False
+    for n in nodes:
+        if names and n.__class__ is ast.Assign and any(isinstance(t, ast.Name) and t.id in names
+                                                       for t in n.targets):  # type: ignore[attr-defined]
+            if not (isinstance(n.value, ast.List) and not n.value.elts):  # type: ignore[attr-defined]
+                return False  # outs = [self.stem(x)]: an element unlike the others
+        elif names and n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) \
+                and isinstance(n.func.value, ast.Name) and n.func.value.id in names \
+                and n.func.attr not in ("append",):  # type: ignore[attr-defined]
+            return False  # outs.insert(0, x), outs.extend(...)
+    for t in v.taints:
+        if t[0] == "G" and id(t[1]) in saving:
+            line = getattr(t[1], "lineno", None)
+            if line is not None and not any(lo <= line <= hi for lo, hi in spans):
+                return True
+    return False
 
 
 def _returned_globals(fn: ast.AST, resolver: interp.Resolver, env, names: Tuple[str, ...], ret: V.RetPos,

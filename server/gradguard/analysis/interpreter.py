@@ -501,6 +501,9 @@ class GraphFlow:
         # built (``kept_by_method``) are not among them
         self.fn_made: set = set()
         self._fn_leafy: set = set()  # (those of them a leaf handed in reaches: not marked)
+        # calls whose result is a list every element of which holds a part of one graph that
+        # saved tensors (RetPos.elems_share): a backward per element frees it for the next
+        self.shared_elems: set = set()
         # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
@@ -3458,6 +3461,8 @@ class GraphFlow:
             elif rp.derived and not facts.no_grad and not self.no_grad and any(
                     tok[0] in ("G", "L") for i in rp.derived for tok in argval(i).taints):
                 t.add(("G", node))  # h = cell(x, h, params) written out by hand: W @ h builds a graph
+            if rp.elems_share and ("G", node) in t:
+                self.shared_elems.add(id(node))
             if (rp.derived_saving or rp.globals_saving) and not facts.no_grad and not self.no_grad and (
                     any(tok[0] in ("G", "L") for i in rp.derived_saving for tok in argval(i).taints)
                     or any(tok[0] in ("G", "L") for n in rp.globals_saving for tok in self._global_held(n, env))):

@@ -258,6 +258,11 @@ class RetPos:
     # an operation saving tensors computed it from (a functional model's weights, ``X @ Wxh``
     # of a module-level ``Wxh`` requiring grad): the defining module's, not exported
     globals_saving: FrozenSet[str] = EMPTY
+    # a list filled in a loop (or a comprehension) of the def whose elements all hold a part
+    # of the graph built once before it that saved tensors (a feedback network's ``outs``,
+    # each step's output computed from ``fea = self.fea_in(x)``): one element's backward
+    # frees what the next element's needs
+    elems_share: bool = False
 
 
 @record

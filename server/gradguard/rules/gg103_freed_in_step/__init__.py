@@ -81,7 +81,7 @@ class FreedInStep(Rule):
         for ev in flow.events:
             events.setdefault(id(ev.call), ev)  # a loop body is walked more than once: its first walk
         if len(events) < 2 and not any(ev.peers or ev.stale for ev in events.values()) and not (
-                retained_loop and any(ev.retain for ev in events.values())):
+                retained_loop and any(ev.retain for ev in events.values())) and not flow.shared_elems:
             return ()
         out: List[Finding] = []
         reported: Set[int] = set()
@@ -102,6 +102,8 @@ class FreedInStep(Rule):
             for f in _check_stale(self, unit.body, events, reported, ctx, flow=flow, unit=unit):
                 out.append(f)
             out.extend(_check_stepped_loops(self, unit.body, events, flow, reported, ctx))
+            if flow.shared_elems:
+                out.extend(_check_shared_elements(self, unit.body, events, flow, reported, ctx))
             out.extend(_check_stepped_inside(self, events, reported, ctx))
         finally:
             _WALKS.memo = None
@@ -149,6 +151,55 @@ def _peer_finding(rule, ev, ctx) -> Finding:
               tuple(edits), preferred=preferred)
     return Finding(rule.code, ctx.range(b), msg, rule.default_severity, related, (fix,),
                    {"variable": container, "first_backward_line": b.lineno})
+
+
+def _check_shared_elements(rule, body, events, flow, reported, ctx) -> Iterator[Finding]:
+    """``for step in range(len(losses)): losses[step].backward()`` (or ``for l in losses:
+    l.backward()``), no graph kept, where every element of ``losses`` holds part of one
+    graph built before the loop by a call whose summary says its list's elements share it
+    (``RetPos.elems_share``, ``GraphFlow.shared_elems``): SRFBN's feedback steps, each
+    step's loss back-propagated on its own."""
+    loops = [s for s in A.iter_statements(body) if isinstance(s, ast.For)]
+    for ev in sorted(events.values(), key=lambda e: _pos(e.call)):
+        b = ev.call
+        if id(b) in reported or ev.retain or not isinstance(b, ast.Call) or A.has_retain_graph(b) \
+                or _legacy_retain(b) or not isinstance(b.func, ast.Attribute) or b.func.attr != "backward":
+            continue
+        loop = next((s for s in reversed(loops) if _holds(s, b)), None)
+        if loop is None or not isinstance(loop.target, ast.Name):
+            continue
+        container = _per_element(b.func.value, loop)
+        if container is None or any(isinstance(n, ast.Name) and n.id == container and isinstance(n.ctx, ast.Store)
+                                    for n in A.iter_nodes(loop.body)):
+            continue
+        shared = [t[1] for t in ev.loss.taints if t[0] == "G" and id(t[1]) in flow.shared_elems
+                  and id(t[1]) in flow.saving_calls and not _holds(loop, t[1])]
+        if not shared:
+            continue
+        node = min(shared, key=_pos)
+        reported.add(id(b))
+        msg = M.shared_elements(_short(b), loop.lineno, container, _short(node), node.lineno)
+        related = (Related(ctx.range(node), M.shared_graph_built_here()),)
+        edit = _retain_edit(b, ctx)
+        fixes = (Fix(M.fix_retain_each_element(), (edit,), preferred=True),) if edit is not None else ()
+        yield Finding(rule.code, ctx.range(b), msg, rule.default_severity, related, fixes,
+                      {"variable": container, "first_backward_line": b.lineno})
+
+
+def _per_element(recv: ast.AST, loop: ast.For) -> Optional[str]:
+    """The list a loop back-propagates element by element: ``losses`` of ``losses[i]`` in
+    ``for i in range(len(losses))``, or of ``l`` in ``for l in losses``."""
+    i = loop.target.id  # type: ignore[attr-defined]
+    it = loop.iter
+    if isinstance(recv, ast.Name) and recv.id == i and isinstance(it, ast.Name):
+        return it.id
+    if isinstance(recv, ast.Subscript) and isinstance(recv.value, ast.Name) and isinstance(recv.slice, ast.Name) \
+            and recv.slice.id == i and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) \
+            and it.func.id == "range" and len(it.args) == 1 and isinstance(it.args[0], ast.Call) \
+            and isinstance(it.args[0].func, ast.Name) and it.args[0].func.id == "len" and len(it.args[0].args) == 1 \
+            and isinstance(it.args[0].args[0], ast.Name) and it.args[0].args[0].id == recv.value.id:
+        return recv.value.id
+    return None
 
 
 def _loop_index_name(loop: ast.For) -> Optional[str]:

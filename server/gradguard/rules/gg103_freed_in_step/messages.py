@@ -51,6 +51,12 @@ names another element on each iteration, the peers' index every element, so the 
 frees every output's graph and the second runs into one. The fix detaches the peers where the loss
 reads them: `F.softmax(outputs[j].detach(), dim=1)`.
 
+Or each element of a list may hold part of one graph: a feedback network's forward computes the
+first features once and returns one output per feedback step, and `for step in range(len(losses)):
+losses[step].backward()` back-propagates each step's loss on its own. The first element's backward
+frees the shared part; the fix keeps the graph (`retain_graph=True`), or sums the losses and
+back-propagates once.
+
 ## Why is this bad?
 `backward()` frees the tensors the graph saved for the gradient (the inputs of a matrix multiply,
 the outputs of an activation) as it goes. The second `backward()` needs them again for the shared
@@ -165,6 +171,10 @@ them) and `Geometric` built from logits.
 构成且没有 `.detach()`，然后反向传播。自身下标每一轮指向不同的元素，同伴下标却指向每一个元素，
 所以第一轮就释放了所有输出的计算图，第二轮撞上其中之一。修复方法是在损失读取同伴输出的地方 detach：
 `F.softmax(outputs[j].detach(), dim=1)`。
+
+列表的每个元素也可能含有同一个计算图的一部分：反馈网络的 forward 只计算一次最初的特征，却为每个反馈步骤
+返回一个输出，`for step in range(len(losses)): losses[step].backward()` 分别反向传播每一步的损失。
+第一个元素的 backward 释放了共享部分；修复方法是保留计算图（`retain_graph=True`），或把损失相加后只反向传播一次。
 
 ## 为什么这是个问题
 `backward()` 在反向传播时会释放计算图为求梯度而保存的张量（矩阵乘法的输入、激活函数的输出等）。
@@ -699,3 +709,34 @@ def fix_detach_peers(shown: str, zeroed_anyway: bool) -> Dict[str, str]:
                   + (", as its optimizer's zero_grad() already had it" if zeroed_anyway else "") + ")",
             "zh": f"在损失读取 `{shown}` 的地方 detach（每个模型只从自己的损失学习"
                   + ("，与其优化器的 zero_grad() 的效果一致" if zeroed_anyway else "") + "）"}
+
+# ---------------------------------------------------------------------------
+# a backward per element of a list whose elements share one graph (a feedback network's steps)
+
+
+def shared_elements(call: str, loop_line: int, container: str, builder: str, built_line: int) -> Dict[str, str]:
+    """``call`` back-propagates, in the loop on ``loop_line``, one element of
+    ``container`` per iteration; every element holds part of the graph ``builder``
+    built once (line ``built_line``)."""
+    error = '"Trying to backward through the graph a second time"'
+    return {
+        "en": f"`{call}` back-propagates one element of `{container}` per iteration of the loop on line "
+              f"{loop_line}, but every element holds part of one graph, built once by `{builder}` (line "
+              f"{built_line}): the first element's backward frees that part and the second element's runs "
+              f"into it ({error}); sum the elements and back-propagate once, or keep the graph "
+              f"(`retain_graph=True`) for all but the last.",
+        "zh": f"`{call}` 在第 {loop_line} 行的循环里每轮反向传播 `{container}` 的一个元素，但每个元素都含有"
+              f"同一个计算图的一部分（由第 {built_line} 行的 `{builder}` 一次构建）：第一个元素的 backward "
+              f"释放了这部分，第二个元素的 backward 再经过它时报错（{error}）；请把各元素相加后只反向传播一次，"
+              f"或在除最后一个以外的 backward 上保留计算图（`retain_graph=True`）。",
+    }
+
+
+def shared_graph_built_here() -> Dict[str, str]:
+    return {"en": "the graph every element shares is built here",
+            "zh": "所有元素共享的计算图在这里构建"}
+
+
+def fix_retain_each_element() -> Dict[str, str]:
+    return {"en": "Keep the graph for the next element: `retain_graph=True` (same gradients)",
+            "zh": "为下一个元素保留计算图：加 `retain_graph=True`（梯度不变）"}
