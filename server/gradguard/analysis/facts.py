@@ -831,18 +831,16 @@ def _elements_share(fn: ast.AST, v: V.Val, saving) -> bool:
     if not spans:
         return False
     # each element made alike: a comprehension returned, or a list made empty and appended to
-    returned = [n.value for n in nodes if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
+    returned = [n.value for n in nodes if isinstance(n, ast.Return) and n.value is not None]
     names = {r.id for r in returned if isinstance(r, ast.Name)}
     if not returned or not all(isinstance(r, (ast.ListComp, ast.Name)) for r in returned) or len(names) > 1:
         return False
     for n in nodes:
-        if names and n.__class__ is ast.Assign and any(isinstance(t, ast.Name) and t.id in names
-                                                       for t in n.targets):  # type: ignore[attr-defined]
-            if not (isinstance(n.value, ast.List) and not n.value.elts):  # type: ignore[attr-defined]
+        if names and isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in n.targets):
+            if not (isinstance(n.value, ast.List) and not n.value.elts):
                 return False  # outs = [self.stem(x)]: an element unlike the others
-        elif names and n.__class__ is ast.Call and isinstance(n.func, ast.Attribute) \
-                and isinstance(n.func.value, ast.Name) and n.func.value.id in names \
-                and n.func.attr not in ("append",):  # type: ignore[attr-defined]
+        elif names and isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and isinstance(n.func.value, ast.Name) and n.func.value.id in names and n.func.attr != "append":
             return False  # outs.insert(0, x), outs.extend(...)
     for t in v.taints:
         if t[0] == "G" and id(t[1]) in saving:
@@ -862,7 +860,7 @@ def _returned_globals(fn: ast.AST, resolver: interp.Resolver, env, names: Tuple[
     bound = set(names)
     loaded = set()
     called = set()
-    operands = set()
+    operands: Set[str] = set()
     for n in A.body_nodes(fn):
         k = n.__class__
         if k is ast.Name:
