@@ -344,7 +344,8 @@ def _saved_modules(v: V.Val, saving: frozenset) -> frozenset:
 def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False, self_obj: Optional[str] = None,
                    states: Optional[list] = None, members: Optional[list] = None,
                    own_calls: bool = False, kept: Optional[list] = None,
-                   setters: Optional[Dict[str, ast.AST]] = None) -> V.FnFacts:
+                   setters: Optional[Dict[str, ast.AST]] = None,
+                   state_setters: Optional[Dict[str, ast.AST]] = None) -> V.FnFacts:
     """Summarise one def by running the graph interpreter over its body with
     each parameter as a ``("P", i)`` token. ``states``: a list to receive what
     :meth:`GraphFlow.self_states` finds (a method run on its own object's
@@ -392,6 +393,14 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         try:
             t.run(fn.body, env)  # type: ignore[attr-defined]
             own = t.self_states()
+            if not own and state_setters:
+                # the state rebuilt by a method forward calls with arguments (a spiking
+                # neuron's ``self.neuronal_charge(x)`` charging ``self.v``): that method in place
+                t = interp.GraphFlow(resolver, self_obj=self_obj, track_self_state=True, find_carries=False,
+                                     methods=state_setters)
+                t.inline_setters = True
+                t.run(fn.body, env)  # type: ignore[attr-defined]
+                own = t.self_states()
             if states is not None:
                 states.extend(own)
                 states.extend(("input", key) for key in t.input_states())
@@ -630,16 +639,18 @@ def _self_assigned(fn: ast.AST) -> List[str]:
     return out
 
 
-def _forward_setters(defs) -> Dict[str, ast.AST]:
+def _forward_setters(defs, with_args: bool = False) -> Dict[str, ast.AST]:
     """The methods (not forward, not __init__) that forward calls on ``self`` as a
-    statement of its own and that assign attributes of the object: ``self.build()``."""
+    statement of its own and that assign attributes of the object: ``self.build()``
+    (``with_args``: also those handed arguments, spikingjelly's ``self.neuronal_charge(x)``)."""
     by_name = {fn.name: fn for fn in defs}
     fwd = by_name.get("forward")
     if fwd is None:
         return {}
     out: Dict[str, ast.AST] = {}
     for n in A.body_nodes(fwd):
-        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and not n.value.args and not n.value.keywords:
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and (
+                with_args or (not n.value.args and not n.value.keywords)):
             name = _self_attr(n.value.func)
             fn = by_name.get(name) if name is not None else None
             if fn is not None and name not in ("forward", "__init__") and _self_assigned(fn):
@@ -1059,8 +1070,10 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         ask = states if fn.name == "forward" and (_assigns_self(fn) or setters) else None
         got = member_calls.setdefault(fn.name, [])
         keep: Optional[list] = [] if _rebuilds_self_attr(fn) else None
+        charge = _forward_setters(defs, with_args=True) if fn.name == "forward" and (ask is not None or keep is not None) \
+            else None
         methods.append((fn.name, function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask,
-                                                members=got, kept=keep, setters=setters)))
+                                                members=got, kept=keep, setters=setters, state_setters=charge)))
         if keep:
             kept.append((fn.name, tuple(sorted(set(keep)))))
     mdict = dict(methods)
@@ -1078,7 +1091,8 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
             setters = _forward_setters(defs) if fn.name == "forward" else None
             ask = [] if fn.name == "forward" and (_assigns_self(fn) or setters) else None
             new = function_facts(fn, r, method=True, self_obj="user:" + cls.name, states=ask, own_calls=True,
-                                 setters=setters)
+                                 setters=setters,
+                                 state_setters=_forward_setters(defs, with_args=True) if ask is not None else None)
             if new != mdict[fn.name]:
                 mdict[fn.name] = new
                 changed = True
