@@ -504,6 +504,10 @@ class GraphFlow:
         # calls whose result is a list every element of which holds a part of one graph that
         # saved tensors (RetPos.elems_share): a backward per element frees it for the next
         self.shared_elems: set = set()
+        # calls of a function of the file whose graph, by its summary, an operation saving
+        # tensors built from an argument or a module-level name requiring grad
+        # (RetPos.derived_saving, globals_saving): GG103 counts them as saving_calls
+        self.saving_helpers: set = set()
         # name -> the last ``name.requires_grad_(False)`` statement run while it held a graph
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
@@ -3467,9 +3471,10 @@ class GraphFlow:
                     any(tok[0] in ("G", "L") for i in rp.derived_saving for tok in argval(i).taints)
                     or any(tok[0] in ("G", "L") for n in rp.globals_saving for tok in self._global_held(n, env))):
                 # Q(X, c) of a functional model reading module-level weights (X @ Wxh): the call
-                # builds a graph that saved tensors, whatever it is handed
+                # builds a graph that saved tensors, whatever it is handed (kept apart from
+                # saving_calls, which GG102 reads as a module's call: GG103 reads both)
                 t.add(("G", node))
-                self.saving_calls.add(id(node))
+                self.saving_helpers.add(id(node))
             for i in rp.params:
                 t |= argval(i).taints
             if id(node) in made and any(x[0] == "L" for x in t):

@@ -91,8 +91,9 @@ class FreedInStep(Rule):
             # a helper's backward through a container kept outside it first: the block check
             # below would read it as a helper back-propagating its arguments
             out.extend(_check_stale(self, unit.body, events, reported, ctx, kept_only=True, flow=flow, unit=unit))
+            saving = flow.saving_calls | flow.saving_helpers if flow.saving_helpers else flow.saving_calls
             for block in _blocks(unit.body):
-                for f in _check_block(self, block, events, flow.saving_calls, reported, ctx, (flow, unit)):
+                for f in _check_block(self, block, events, saving, reported, ctx, (flow, unit)):
                     out.append(f)
             for block in _blocks(unit.body):
                 kept = (flow.modules_by_attr, _deep_modules(unit.class_node)) if flow.modules_by_attr else None
