@@ -308,12 +308,60 @@ def _index_holding(stmts: Sequence[ast.stmt], node: ast.AST, lo: int = 0) -> Opt
     ``node`` (by identity, nested blocks and defs included), or None. A statement
     of the list is found by identity alone: two statements of one list (``with``
     bodies inlined) never hold one another."""
+    memo = getattr(_WALKS, "memo", None)
+    if memo is not None:  # within a check(): the list's index, made once (see _holding_index)
+        own, held = _holding_index(stmts, memo)
+        if isinstance(node, ast.stmt):
+            k = _first_from(own, id(node), lo)
+            if k is not None:
+                return k
+        return _first_from(held, id(node), lo)
     if isinstance(node, ast.stmt):
         for k in range(lo, len(stmts)):
             if stmts[k] is node:
                 return k
     for k in range(lo, len(stmts)):
         if any(n is node for n in A.walk_all(stmts[k])):
+            return k
+    return None
+
+
+def _holding_index(stmts: Sequence[ast.stmt], memo: dict) -> Tuple[dict, dict]:
+    """For :func:`_index_holding` within one check(): the indexes of ``stmts`` that
+    are (``own``) and that hold (``held``) each node, by the node's id, in order;
+    made by one walk of the list instead of one walk per question (GG103 asks where
+    each graph token of a loss sits, in lists as long as a module). The list itself
+    is kept with its index (its id stays its own while the memo lives) and the
+    length it had then (no check changes a tree; a list of another length is indexed
+    again)."""
+    got = memo.get(("holding", id(stmts)))
+    if got is not None and got[0] is stmts and got[1] == len(stmts):
+        return got[2]
+    own: Dict[int, list] = {}
+    held: Dict[int, list] = {}
+    for k, s in enumerate(stmts):
+        own.setdefault(id(s), []).append(k)
+        for n in A.walk_all(s):
+            held.setdefault(id(n), []).append(k)
+    memo[("holding", id(stmts))] = (stmts, len(stmts), (own, held))
+    return own, held
+
+
+def _inline(block: Sequence[ast.stmt]) -> List[ast.stmt]:
+    """``A.with_bodies_inline(block)``, within one check() the same list for the same
+    block (so that :func:`_index_holding` indexes it once). Read only."""
+    memo = getattr(_WALKS, "memo", None)
+    if memo is None:
+        return A.with_bodies_inline(block)
+    got = memo.get(("inline", id(block)))
+    if got is None or got[0] is not block:
+        got = memo[("inline", id(block))] = (block, A.with_bodies_inline(block))
+    return got[1]
+
+
+def _first_from(index: dict, key: int, lo: int) -> Optional[int]:
+    for k in index.get(key, ()):
+        if k >= lo:
             return k
     return None
 
@@ -452,7 +500,7 @@ def _legacy_retain(call: ast.Call) -> bool:
 
 
 def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iterator[Finding]:
-    stmts = A.with_bodies_inline(block)
+    stmts = _inline(block)
     start = _pos(block[0])
     for i, s in enumerate(stmts):
         b1 = _direct_backward(s, ctx, events)
@@ -701,7 +749,7 @@ def _separate_in_body(body, node, b1, b2, unit, ctx) -> bool:
         return False
     inner = None
     for block in _blocks(body):  # the innermost list holding all three
-        stmts = A.with_bodies_inline(block)
+        stmts = _inline(block)
         if all(_index_holding(stmts, n) is not None for n in (node, b1, b2)):
             inner = stmts
     return inner is not None and (_separate_positions(node, inner, b1, b2, (None, unit), ctx)
@@ -1901,9 +1949,17 @@ def _inputs_of(stmts, b2: ast.Call, deep: bool = False, through: Sequence[ast.st
     d_loss = ... else: d_loss = ...``). ``through``: statements whose inputs are not
     followed (the ones that built the shared value: what they read is theirs)."""
     need = {n.id for n in A.walk_all(b2) if isinstance(n, ast.Name)}
+    memo = getattr(_WALKS, "memo", None)
     for s in reversed(_stretch(stmts, None, b2, with_stop=deep)):
-        bound = {n.id for n in A.walk_all(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} \
-            if deep else _assigned(s)
+        if memo is not None:  # within a check(): each statement's names read once (a module's
+            # statement list is read back from each backward)
+            got = memo.get(("names", id(s)))
+            if got is None:
+                got = memo[("names", id(s))] = (s, _stored(s), frozenset(_assigned(s)), frozenset(_names_read(s)))
+            if got[1 if deep else 2] & need and not any(s is t for t in through):
+                need |= got[3]
+            continue
+        bound = _stored(s) if deep else _assigned(s)
         if bound & need and not any(s is t for t in through):
             need |= _names_read(s)
     return need
@@ -1926,6 +1982,11 @@ def _building(stmts, b: ast.Call) -> Set[int]:
             need -= bound
         need |= _names_read(s)
     return out
+
+
+def _stored(s: ast.stmt) -> FrozenSet[str]:
+    """The names ``s`` stores to anywhere in it (nested blocks and defs included)."""
+    return frozenset(n.id for n in A.walk_all(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
 
 
 def _callee(call: ast.Call) -> str:
@@ -2047,6 +2108,12 @@ def _holders(stmts, nodes) -> List[ast.stmt]:
     return [s for s in stmts if any(any(n is h for n in A.walk_all(s)) for h in nodes)]
 
 
+def _held_before(stmts, i: int, node) -> bool:
+    """``_holder_of(stmts[:i], node) is not None``, without a new list to index."""
+    k = _index_holding(stmts, node)
+    return k is not None and k < i
+
+
 def _holder_of(stmts, node) -> Optional[ast.stmt]:
     """The statement of ``stmts`` that holds ``node``, or None."""
     k = _index_holding(stmts, node)
@@ -2065,7 +2132,7 @@ def _innermost_stmt(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
 
 def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=None, unit=None,
                    data_layers=None) -> Iterator[Finding]:
-    stmts = A.with_bodies_inline(block)
+    stmts = _inline(block)
     if not stmts:
         return
     start = _pos(block[0])
@@ -2117,7 +2184,7 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
                         yield _passed_finding(rule, step, opt, b2, passed[0], owned, ctx)
                         break
                 held: Dict[int, str] = {}  # an object's call: the module it was handed that the step trains
-                hit = [n for n in built if _holder_of(stmts[:i], n) is not None and (
+                hit = [n for n in built if _held_before(stmts, i, n) and (
                     _module_name(n) in owned and not _other_positions_stepped(n, stmts, b2, opt, unit, ctx)
                     and not _named_subset(opt, _module_name(n), ctx, steps)
                     # one nn.Linear on graph-free input saved that input, not its weight
@@ -2563,7 +2630,7 @@ def _kept_stepped(rule, stmts, j, b2, ev2, steps, start, kept, ctx) -> Optional[
             # Linear)``). A single layer on data needs only its input to back-propagate
             if not owned or not all(mods & owned and (before or mods & owned <= deep) for _, mods, before in left):
                 continue
-            if _holder_of(stmts[:i], node) is None:
+            if not _held_before(stmts, i, node):
                 continue
             module = "self." + sorted(set().union(*(mods & owned for _, mods, _ in left)))[0]
             attrs = ", ".join(f"`{a}`" for a, _, _ in left)
@@ -2663,18 +2730,34 @@ def _saves_own_weights(node: ast.AST, flow, ctx) -> bool:
         return False
     if name.endswith(".forward") and _forward_saves_weights(name[:-8], ctx):
         return True
-    for value in _constructions(name, ctx.index.lines):
-        try:
-            made = ast.parse(value, mode="eval").body
-        except SyntaxError:
-            continue
-        if not (isinstance(made, ast.Call) and (A.dotted(made.func) or "").rsplit(".", 1)[-1] == "Sequential"):
-            continue
-        layers = [a for a in made.args if isinstance(a, ast.Call)
-                  and (A.dotted(a.func) or "").rsplit(".", 1)[-1] not in K.PARAMETERLESS_MODULES]
-        if len(layers) >= 2:
-            return True
-    return False
+    return any(map(_sequential_of_layers, _constructions(name, ctx.index.lines)))
+
+
+_SEQUENTIALS: Dict[str, bool] = {}
+
+
+def _sequential_of_layers(value: str) -> bool:
+    """Is the constructor text ``value`` an ``nn.Sequential`` of two layers with
+    parameters or more? (Remembered by text: a module's forward is asked about once
+    per graph token that reaches a loop, each time parsing the same constructions.)"""
+    got = _SEQUENTIALS.get(value)
+    if got is None:
+        if len(_SEQUENTIALS) > 4096:
+            _SEQUENTIALS.clear()
+        got = _SEQUENTIALS[value] = _parses_to_sequential(value)
+    return got
+
+
+def _parses_to_sequential(value: str) -> bool:
+    try:
+        made = ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return False
+    if not (isinstance(made, ast.Call) and (A.dotted(made.func) or "").rsplit(".", 1)[-1] == "Sequential"):
+        return False
+    layers = [a for a in made.args if isinstance(a, ast.Call)
+              and (A.dotted(a.func) or "").rsplit(".", 1)[-1] not in K.PARAMETERLESS_MODULES]
+    return len(layers) >= 2
 
 
 def _forward_saves_weights(name: str, ctx) -> bool:

@@ -697,9 +697,10 @@ def _fills(unit) -> "Dict[str, List[ast.AST]]":
     return fills_of(A.unit_nodes(unit))
 
 
-def _covered(arg: ast.AST, instances: "Dict[str, str]", unit, ctx) -> "Optional[Tuple[str, str, Set[str]]]":
+def _covered(arg: ast.AST, instances: "Dict[str, str]", fills, ctx) -> "Optional[Tuple[str, str, Set[str]]]":
     """(instance, its class, the attributes whose parameters the optimizer's argument takes),
-    when every parameter it takes comes from attributes of one instance of a same-file class."""
+    when every parameter it takes comes from attributes of one instance of a same-file class.
+    ``fills()``: the unit's :func:`_fills` (made once for all its optimizers)."""
     if (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and isinstance(arg.func.value, ast.Name)
             and arg.func.value.id in instances):
         inst = arg.func.value.id
@@ -707,7 +708,7 @@ def _covered(arg: ast.AST, instances: "Dict[str, str]", unit, ctx) -> "Optional[
         if isinstance(got, tuple):
             return inst, instances[inst], set(got)
         return None
-    owners, opaque = parameter_owners(arg, _fills(unit))
+    owners, opaque = parameter_owners(arg, fills())
     parts = [o.split(".") for o in owners]
     if opaque or not parts or any(len(p) != 2 for p in parts) or len({p[0] for p in parts}) != 1:
         return None
@@ -725,6 +726,13 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
     if not instances:
         return []
     nodes = A.unit_nodes(unit)
+    table: "List[Dict[str, List[ast.AST]]]" = []
+
+    def fills() -> "Dict[str, List[ast.AST]]":
+        if not table:
+            table.append(_fills(unit))
+        return table[0]
+
     out: "List[Finding]" = []
     built = [s for s in A.iter_statements(unit.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
              and isinstance(s.value, ast.Call) and is_optimizer_call(s.value, ctx)]
@@ -734,7 +742,7 @@ def _left_out_of_groups(rule, unit, ctx) -> "List[Finding]":
         arg = _params_argument(call, nodes) if isinstance(call, ast.Call) else None
         if opt is None or arg is None:
             continue
-        got = _covered(arg, instances, unit, ctx)
+        got = _covered(arg, instances, fills, ctx)
         if got is None:
             continue
         inst, cls, covered = got
