@@ -37,3 +37,23 @@ def fixture_catalogue() -> str:
     fixtures = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
     return "\n\n".join(p.read_text(encoding="utf-8").replace("from __future__ import annotations\n", "")
                        for p in fixtures)
+
+
+CATALOGUE_PATH = "catalogue.py"
+_FRESH: dict = {}
+
+
+def fresh_check(text: str, path: str = CATALOGUE_PATH):
+    """``check_source(text, path)`` with the registered rules, run once per test
+    session for each (text, path): the serial engine's answer that several tests
+    hold another path to (the parallel engine, an edited or eager Document) on the
+    fixture catalogue, which takes the serial engine seconds to analyse, and on each
+    fixture. Only for a test that changes no rule (a result is shared with every
+    later caller); the cached ``CheckResult`` is immutable (tuples)."""
+    key = (text, path)
+    got = _FRESH.get(key)
+    if got is None:
+        from gradguard.engine import check_source
+
+        got = _FRESH[key] = check_source(text, path)
+    return got

@@ -13,7 +13,7 @@ from gradguard.engine.document import Document, may_backprop
 from gradguard.engine.parallel import check_source_parallel
 from gradguard.analysis.summary import summarize, unreferenced_defs
 from gradguard.engine.document import fact_sources
-from seed_programs import fixture_catalogue
+from seed_programs import CATALOGUE_PATH, fixture_catalogue, fresh_check
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -103,10 +103,10 @@ def _eager(text: str, name: str):
 def test_one_shot_equals_full_facts_on_every_fixture_and_the_catalogue():
     for p in sorted(FIXTURES.glob("*.py")):
         text = p.read_text(encoding="utf-8")
-        a, b = check_source(text, p.name), _eager(text, p.name)
+        a, b = fresh_check(text, p.name), _eager(text, p.name)
         assert a.findings == b.findings, p.name
     catalogue = fixture_catalogue()
-    a, b = check_source(catalogue, "all.py"), _eager(catalogue, "all.py")
+    a, b = fresh_check(catalogue, CATALOGUE_PATH), _eager(catalogue, CATALOGUE_PATH)  # (a: the session's one run)
     assert a.findings == b.findings and len(a.findings) > 50
 
 
@@ -182,10 +182,10 @@ def test_an_edit_that_adds_or_removes_the_only_backward_regates_the_document():
     the findings, and taking it out again takes them away."""
     text = fixture_catalogue()
     off = _without_backprop(text)
-    doc = Document(off, "all.py")
+    doc = Document(off, CATALOGUE_PATH)
     # (only GG201 runs where nothing back-propagates: the catalogue calls .eval())
     assert {f.code for f in doc.result().findings} <= {"GG201"}
     on = off + "\n\nloss = model(x).sum()\nloss.backward()\n"
-    for version in (text, off, on, off, text):
-        assert doc.update(version) == check_source(version, "all.py")
+    for version in (text, off, on, off, text):  # (each text's fresh run made once per session)
+        assert doc.update(version) == fresh_check(version, CATALOGUE_PATH)
     assert doc.update(text).findings

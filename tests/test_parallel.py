@@ -11,7 +11,7 @@ import pytest
 from gradguard.engine import check_source
 from gradguard.engine.parallel import check_source_parallel, split_points
 import gradguard.engine.parallel as P
-from seed_programs import fixture_catalogue
+from seed_programs import CATALOGUE_PATH, fixture_catalogue, fresh_check
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the parallel path needs fork()")
 
@@ -28,9 +28,9 @@ def _same(a, b) -> None:
 @pytest.mark.parametrize("jobs", [2, 3, 5])
 def test_catalogue_matches_serial(jobs):
     text = fixture_catalogue()
-    serial = check_source(text, "catalogue.py")
+    serial = fresh_check(text, CATALOGUE_PATH)  # (the serial engine's answer, computed once per session)
     assert len(serial.findings) > 50  # the catalogue is full of real bugs
-    par = check_source_parallel(text, "catalogue.py", jobs=jobs, min_lines=0)
+    par = check_source_parallel(text, CATALOGUE_PATH, jobs=jobs, min_lines=0)
     assert P.last_mode == "parallel"
     _same(serial, par)
 
@@ -40,7 +40,7 @@ def test_each_fixture_matches_serial_even_when_small():
     for p in sorted(FIXTURES.glob("*.py")):
         text = p.read_text(encoding="utf-8")
         par = check_source_parallel(text, p.name, jobs=2, min_lines=0)
-        _same(check_source(text, p.name), par)
+        _same(fresh_check(text, p.name), par)  # (the serial answer: made once per session)
         checked += P.last_mode == "parallel"
     assert checked > 20  # most fixtures have a def to cut at
 
@@ -56,10 +56,21 @@ def test_syntax_error_falls_back_to_the_serial_engine():
     assert par.syntax_error is not None and par.findings  # the rest is still analysed
 
 
-def test_small_files_and_one_job_stay_serial():
+def test_small_files_and_one_job_stay_serial(monkeypatch):
     text = fixture_catalogue()
-    check_source_parallel(text, "c.py", jobs=1, min_lines=0)
-    assert P.last_mode == "serial"
+    # the serial engine it hands the text to answers from the session's one run (the
+    # mode is what this test reads; test_catalogue_matches_serial holds the answer)
+    seen = []
+
+    def serial(source, path=None, config=None, external_facts=None):
+        seen.append(path)
+        return fresh_check(source, path)
+
+    monkeypatch.setattr(P.E, "check_source", serial)
+    got = check_source_parallel(text, CATALOGUE_PATH, jobs=1, min_lines=0)
+    assert P.last_mode == "serial" and seen == [CATALOGUE_PATH]
+    assert got is fresh_check(text, CATALOGUE_PATH)
+    monkeypatch.undo()
     check_source_parallel("x = 1\n", "c.py", jobs=2)
     assert P.last_mode == "serial"
 
