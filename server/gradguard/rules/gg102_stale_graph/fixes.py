@@ -13,6 +13,7 @@ holding it, for every statement the analysis walked.
 from __future__ import annotations
 
 import ast
+from _thread import _local  # threading.local itself, without importing threading (start-up)
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
@@ -77,7 +78,7 @@ class Fixes:
         optimizer built elsewhere is not looked for)?"""
         if any(s.name in grad_used for s in srcs if s.name):
             return True
-        handed = _optimized(self.unit.body, self.ctx)
+        handed = _optimized_once(self.unit.body, self.ctx)
         for s in srcs:
             if s.kind not in ("param", "module") or not s.name:
                 continue
@@ -377,6 +378,19 @@ class Fixes:
 
 
 _LOOKS = frozenset({"item", "tolist", "size", "dim", "numel"})
+
+
+# _optimized of the last body asked about (by identity, with its context): a module-level
+# script with many findings asked it once per finding, each a walk of the whole module.
+_OPTIMIZED_MEMO = _local()
+
+
+def _optimized_once(body: List[ast.stmt], ctx) -> Set[str]:
+    """:func:`_optimized`, made once for the same body and context (read only)."""
+    memo = getattr(_OPTIMIZED_MEMO, "memo", None)
+    if memo is None or memo[0] is not body or memo[1] is not ctx:
+        memo = _OPTIMIZED_MEMO.memo = (body, ctx, _optimized(body, ctx))
+    return memo[2]
 
 
 def _optimized(body: List[ast.stmt], ctx) -> Set[str]:

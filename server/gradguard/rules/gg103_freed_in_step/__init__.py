@@ -895,6 +895,23 @@ def _last_binding(stmts, is_target) -> Optional[Tuple[int, ast.AST]]:
     return None
 
 
+# The file's text parsed again, for the last file asked about (by the identity of its
+# lines, as _constructions): a module whose losses share a forward's dict asks once per pair.
+_TREE_MEMO = _local()
+
+
+def _file_tree(lines) -> Optional[ast.Module]:
+    """The tree of ``lines`` (a fresh parse of the file, read only), or None where it does not parse."""
+    memo = getattr(_TREE_MEMO, "memo", None)
+    if memo is None or memo[0] is not lines:
+        try:
+            tree: Optional[ast.Module] = ast.parse("\n".join(lines))
+        except SyntaxError:
+            tree = None
+        memo = _TREE_MEMO.memo = (lines, tree)
+    return memo[1]
+
+
 def _forward_dict_sites(node: ast.Call, p: Optional[int], ctx):
     """For the module call ``node`` (an instance of a class of the file whose ``forward``
     returns, at position ``p``, a dict it makes empty and fills by constant keys): per key,
@@ -914,9 +931,8 @@ def _forward_dict_sites(node: ast.Call, p: Optional[int], ctx):
     cls_name = classes.pop()
     if not isinstance(ctx.summary.get("class:" + cls_name), V.ClassFacts):
         return None
-    try:
-        tree = ast.parse("\n".join(ctx.index.lines))
-    except SyntaxError:
+    tree = _file_tree(ctx.index.lines)
+    if tree is None:
         return None
     cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == cls_name), None)
     fwd = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "forward"), None) if cls else None

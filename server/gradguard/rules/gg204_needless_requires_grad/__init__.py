@@ -61,10 +61,11 @@ class NeedlessRequiresGrad(Rule):
         out = []
         flagged = _flagged(unit.body, ctx)
         kept = _kept_names(unit.body) if flagged else set()
+        scan = _BodyScan(unit.body, ctx)  # (read lazily, once for all the flagged names)
         for name, site, edit in flagged:
             if name in kept or (unit.kind == "module" and (KEEP + name) in ctx.summary):
                 continue
-            if not _only_training_input(unit.body, name, site, ctx, unit.kind == "function"):
+            if not _only_training_input(unit.body, name, site, ctx, unit.kind == "function", scan):
                 continue
             out.append(_finding(self, name, site, edit, ctx))
         return out
@@ -98,24 +99,52 @@ def _flagged(body, ctx) -> List[Tuple[str, ast.stmt, Optional[TextEdit]]]:
     return out
 
 
-def _only_training_input(body, name: str, site: ast.stmt, ctx, function: bool = False) -> bool:
+class _BodyScan:
+    """What :func:`_only_training_input` reads of a body whatever the name asked
+    about, made on the first question and kept for the others (a module-level
+    script flagging several tensors asked a module's worth of walks per tensor)."""
+
+    __slots__ = ("body", "ctx", "_loops", "_parents")
+
+    def __init__(self, body, ctx) -> None:
+        self.body, self.ctx = body, ctx
+        self._loops: Optional[list] = None
+        self._parents: Optional[Dict[int, ast.AST]] = None
+
+    def loops(self) -> list:
+        # loops that train parameters (an optimizer steps or gradients are zeroed): the
+        # loss then has a graph through the parameters whatever the inputs, so dropping
+        # the flag cannot leave backward() without a graph
+        if self._loops is None:
+            self._loops = [s for s in A.iter_statements(self.body) if isinstance(s, A.LOOPS)
+                           and A.loop_backprops(s, self.ctx) and _trains_parameters(s)]
+        return self._loops
+
+    def parents(self) -> Dict[int, ast.AST]:
+        if self._parents is None:
+            parents: Dict[int, ast.AST] = {}
+            for n in A.block_nodes(self.body):
+                for c in A.child_nodes(n):
+                    parents[id(c)] = n
+            self._parents = parents
+        return self._parents
+
+
+def _only_training_input(body, name: str, site: ast.stmt, ctx, function: bool = False,
+                         scan: Optional[_BodyScan] = None) -> bool:
     """Every use of ``name`` after ``site`` is an input of a computation inside
     a loop that back-propagates, or a read of its shape. A function whose own body
     back-propagates and trains parameters (a training step called once per batch)
-    counts as one iteration of such a loop."""
-    # loops that train parameters (an optimizer steps or gradients are zeroed): the
-    # loss then has a graph through the parameters whatever the inputs, so dropping
-    # the flag cannot leave backward() without a graph
-    loops: list = [s for s in A.iter_statements(body) if isinstance(s, A.LOOPS) and A.loop_backprops(s, ctx)
-                   and _trains_parameters(s)]
+    counts as one iteration of such a loop. ``scan``: the body's, shared by the
+    names asked about."""
+    if scan is None or scan.body is not body or scan.ctx is not ctx:
+        scan = _BodyScan(body, ctx)
+    loops: list = scan.loops()
     if not loops and function and body and _step_function(body, ctx):
         loops = [_Span(site.lineno, body[-1].end_lineno or body[-1].lineno)]
     if not loops:
         return False
-    parents: Dict[int, ast.AST] = {}
-    for n in A.block_nodes(body):
-        for c in A.child_nodes(n):
-            parents[id(c)] = n
+    parents = scan.parents()
     used = False
     for n in A.block_nodes(body):
         if not (isinstance(n, ast.Name) and n.id == name):
