@@ -785,13 +785,12 @@ def _loop_backward_attrs(fn: ast.AST, resolver: interp.Resolver, self_obj: str, 
     return tuple(sorted(found))
 
 
-def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env,
-                           names: Tuple[str, ...]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
-    """``FnFacts.loop_backward_globals`` and ``backward_globals``: a run that marks each
-    module-level name the function reads as a value and never binds (``("A", name)``),
-    and the marks that reach a backward freeing its graph in a loop, and anywhere. Names
-    the function calls only (``range``, ``train_step``), builtins and torch's usual
-    aliases are not marked."""
+def _unbound_reads(fn: ast.AST, names: Tuple[str, ...], operands: Optional[Set[str]] = None) -> List[str]:
+    """The module-level names ``fn`` reads as values and never binds, sorted: not its
+    parameters (``names``, keyword-only and star ones), not a name it only calls
+    (``range``, ``train_step``), not a builtin or torch's usual aliases. ``operands``,
+    when given, is filled with the names that are an operand of an operator, a call's
+    argument or a method call's receiver (what an operation may save)."""
     bound = set(names)
     loaded = set()
     called = set()
@@ -802,14 +801,32 @@ def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env,
                 loaded.add(n.id)  # type: ignore[attr-defined]
             else:
                 bound.add(n.id)  # type: ignore[attr-defined]
-        elif k is ast.Call and n.func.__class__ is ast.Name:  # type: ignore[attr-defined]
-            called.add(n.func.id)  # type: ignore[attr-defined]
+        elif k is ast.Call:
+            f = n.func  # type: ignore[attr-defined]
+            if f.__class__ is ast.Name:
+                called.add(f.id)
+            elif operands is not None and f.__class__ is ast.Attribute and f.value.__class__ is ast.Name:
+                operands.add(f.value.id)
+            if operands is not None:
+                operands.update(x.id for x in n.args if x.__class__ is ast.Name)  # type: ignore[attr-defined]
+        elif k is ast.BinOp and operands is not None:
+            operands.update(x.id for x in (n.left, n.right) if x.__class__ is ast.Name)  # type: ignore[attr-defined]
         elif k is ast.Global or k is ast.Nonlocal:
             bound.update(n.names)  # type: ignore[attr-defined]
     a = fn.args  # type: ignore[attr-defined]
     bound.update(x.arg for x in a.kwonlyargs)
     bound.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
-    marked = sorted(n for n in loaded - bound - called if n not in _BUILTINS and n not in A.DEFAULT_ALIASES)
+    return sorted(n for n in loaded - bound - called if n not in _BUILTINS and n not in A.DEFAULT_ALIASES)
+
+
+def _loop_backward_globals(fn: ast.AST, resolver: interp.Resolver, env,
+                           names: Tuple[str, ...]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """``FnFacts.loop_backward_globals`` and ``backward_globals``: a run that marks each
+    module-level name the function reads as a value and never binds (``("A", name)``),
+    and the marks that reach a backward freeing its graph in a loop, and anywhere. Names
+    the function calls only (``range``, ``train_step``), builtins and torch's usual
+    aliases are not marked."""
+    marked = _unbound_reads(fn, names)
     if not marked:
         return (), ()
     run_env = dict(env)
@@ -868,32 +885,8 @@ def _returned_globals(fn: ast.AST, resolver: interp.Resolver, env, names: Tuple[
     functional model's ``h = relu(inputs @ Wxh + bxh)`` of module-level weights). Cheap
     pre-check: such a name is an operand of an operator or a call's argument or receiver
     in the body; then a run with each such name as one more parameter."""
-    bound = set(names)
-    loaded = set()
-    called = set()
     operands: Set[str] = set()
-    for n in A.body_nodes(fn):
-        k = n.__class__
-        if k is ast.Name:
-            if n.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
-                loaded.add(n.id)  # type: ignore[attr-defined]
-            else:
-                bound.add(n.id)  # type: ignore[attr-defined]
-        elif k is ast.BinOp:
-            operands.update(x.id for x in (n.left, n.right) if x.__class__ is ast.Name)  # type: ignore[attr-defined]
-        elif k is ast.Call:
-            if n.func.__class__ is ast.Name:  # type: ignore[attr-defined]
-                called.add(n.func.id)  # type: ignore[attr-defined]
-            elif n.func.__class__ is ast.Attribute and n.func.value.__class__ is ast.Name:  # type: ignore[attr-defined]
-                operands.add(n.func.value.id)  # type: ignore[attr-defined]
-            operands.update(x.id for x in n.args if x.__class__ is ast.Name)  # type: ignore[attr-defined]
-        elif k is ast.Global or k is ast.Nonlocal:
-            bound.update(n.names)  # type: ignore[attr-defined]
-    a = fn.args  # type: ignore[attr-defined]
-    bound.update(x.arg for x in a.kwonlyargs)
-    bound.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
-    marked = sorted(n for n in (loaded & operands) - bound - called
-                    if n not in _BUILTINS and n not in A.DEFAULT_ALIASES and resolver.global_obj(n) is None)
+    marked = [n for n in _unbound_reads(fn, names, operands) if n in operands and resolver.global_obj(n) is None]
     if not marked:
         return ret, returns
     base = len(names)
