@@ -2583,3 +2583,70 @@ def test_running_statistic_the_training_loop_reads_is_still_carried(case, tmp_pa
     assert th.run_program(str(prog)).status == "crash"
     fs = gg101(text)
     assert len(fs) == 1 and fs[0].range.start.line == line(text, "# forward here")
+
+
+# ---------------------------------------------------------------------------
+# a state object's own detach() method (OpenNMT-py issue 403; the silent fixture
+# is reports/report_opennmt_decoder_state_detach_method_rebinds_train.py)
+
+_ONMT = (Path(__file__).resolve().parent / "fixtures" / "reports"
+         / "report_opennmt_decoder_state_detach_method_rebinds_train.py")
+_REBINDS = """\
+    def detach(self):
+        self.hidden = tuple(t.detach() for t in self.hidden)
+        self.input_feed = self.input_feed.detach()
+"""
+_DROPS = """\
+    def detach(self):
+        for t in self.hidden + (self.input_feed,):
+            t.detach()
+"""
+
+
+def _onmt(method: str, extra: str = "") -> str:
+    text = _ONMT.read_text(encoding="utf-8")
+    assert _REBINDS in text
+    return text.replace(_REBINDS, method).replace("\n\nclass 译码器", extra + "\n\nclass 译码器")
+
+
+def test_a_state_objects_detach_method_that_rebinds_its_tensors_cuts_the_graph():
+    # the model hands the state object back in a tuple: its value has no class, and the
+    # only class of the file with a detach() cuts both tensors in it
+    assert gg101(_onmt(_REBINDS)) == []
+
+
+@pytest.mark.needs_torch
+def test_a_state_objects_detach_method_that_drops_the_results_is_still_carried(tmp_path):
+    text = _onmt(_DROPS)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+    prog = tmp_path / "prog.py"
+    prog.write_text(text, encoding="utf-8")
+    assert th.run_program(str(prog)).status == "crash"
+    fs = gg101(text)
+    assert len(fs) == 1 and fs[0].range.start.line == line(text, "logits, state = decoder(")
+
+
+def test_a_detach_method_the_files_other_class_defines_without_cutting_proves_nothing():
+    # two classes define detach(), one cuts and one does not: a value of no known class
+    # may be either, so the state stays carried
+    other = """
+
+class Logger:
+    def __init__(self):
+        self.items = []
+
+    def detach(self):
+        self.items.clear()
+"""
+    text = _onmt(_REBINDS, other)
+    fs = gg101(text)
+    assert len(fs) == 1 and fs[0].range.start.line == line(text, "logits, state = decoder(")
+
+
+def test_a_tensors_detach_as_a_statement_is_still_a_no_op():
+    # no class of the file defines detach(): `state.detach()` on the carried value is the
+    # tensor method, whose result is dropped
+    text = _onmt(_REBINDS).replace("    def detach(self):", "    def cut(self):")
+    fs = gg101(text)
+    assert len(fs) == 1 and fs[0].range.start.line == line(text, "logits, state = decoder(")

@@ -886,6 +886,9 @@ class GraphFlow:
                 self._cut_in_place(s, name, env)
             else:
                 self.eval(s.value, env)
+                name = self._own_cut_call(s.value, env)
+                if name is not None:  # dec_state.detach(): a method of the user's that cuts
+                    env[name] = _with(env[name], taints=EMPTY, elems=None, site=s)
         elif isinstance(s, ast.If):
             self.eval(s.test, env)
             e1, e2 = dict(env), dict(env)
@@ -1006,6 +1009,30 @@ class GraphFlow:
                 key = dotted(t.value)
                 if key is not None:  # del policy.saved_log_probs[:]: the list is empty
                     self._set_container(env, key, Val(kind="list"))
+
+    def _own_cut_call(self, call: ast.expr, env: Dict[str, Val]) -> _Opt[str]:
+        """``state.detach()`` as a statement, ``state`` a local holding a graph and either
+        an object of a class of the file whose method of that name rebinds the object's
+        state cut (``ClassFacts.cuts``: ``self.hidden = tuple(h.detach() for h in
+        self.hidden)``), or a value of no known class where every class of the file
+        defining that method cuts in it (OpenNMT's ``DecoderState.detach()``, the state
+        handed back in the model's returned tuple): the name, whose graph the call cut."""
+        if not isinstance(call, ast.Call) or call.args or call.keywords:
+            return None
+        f = call.func
+        if not isinstance(f, ast.Attribute) or not isinstance(f.value, ast.Name):
+            return None
+        name = f.value.id
+        old = env.get(name)
+        if old is None or not old.graph_tokens():
+            return None
+        obj = old.obj or ""
+        if obj.startswith("user:"):
+            cf = self.r.cls(obj[5:])
+            return name if cf is not None and any(m == f.attr and attrs for m, attrs in cf.cuts) else None
+        if obj:
+            return None
+        return name if f.attr in query(self.r.summary, cutting_methods) else None
 
     def _cut_in_place(self, s: ast.Expr, name: str, env: Dict[str, Val]) -> None:
         """``h.detach_()`` / ``h.requires_grad_(False)`` as a statement."""
@@ -4091,6 +4118,28 @@ def _no_mode_switch(lines: Sequence[str], first: int, last: int, own: FrozenSet[
 
 
 _OWN_CALLABLES: list = [None, EMPTY]  # [summary, names]: one index per analysis
+
+
+_CUTTING: list = [None, EMPTY]  # [summary, names]: one index per analysis
+
+
+def cutting_methods(summary) -> FrozenSet[str]:
+    """The names of methods that every class of the file defining one cuts state in
+    (``ClassFacts.cuts``, a non-empty set of attributes), ``forward``, ``__init__`` and
+    ``__call__`` aside. (A summary query.)"""
+    if _CUTTING[0] is summary:
+        return _CUTTING[1]
+    cutting: set = set()
+    other: set = set()
+    for value in summary.values():
+        if isinstance(value, ClassFacts):
+            cuts = {m for m, attrs in value.cuts if attrs}
+            for m, _ in value.methods:
+                if m not in ("forward", "__init__", "__call__"):
+                    (cutting if m in cuts else other).add(m)
+    out = frozenset(cutting - other)
+    _CUTTING[0], _CUTTING[1] = summary, out
+    return out
 
 
 def own_callables(summary) -> FrozenSet[str]:
