@@ -2567,6 +2567,15 @@ def test_running_statistic_in_a_conditional_expression_read_only_in_eval():
     assert gg101(_bn(forward=fwd)) == []
 
 
+def _status_under_torch(text: str, tmp_path: Path) -> str:
+    """What torch does with ``text`` run as a program (the fixture harness)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+    prog = tmp_path / "prog.py"
+    prog.write_text(text, encoding="utf-8")
+    return th.run_program(str(prog)).status
+
+
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("case", ["read_in_training", "eval_mode_from_epoch_two"])
 def test_running_statistic_the_training_loop_reads_is_still_carried(case, tmp_path):
@@ -2576,11 +2585,7 @@ def test_running_statistic_the_training_loop_reads_is_still_carried(case, tmp_pa
         text = _bn(forward=_UPDATE_IN_TRAINING.replace("mean = x.mean(0)\n", "mean = 0.5 * (x.mean(0) + self.running_mean)\n"))
     else:
         text = _bn(epoch_top="model.train() if epoch == 0 else model.eval()")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import torch_harness as th
-    prog = tmp_path / "prog.py"
-    prog.write_text(text, encoding="utf-8")
-    assert th.run_program(str(prog)).status == "crash"
+    assert _status_under_torch(text, tmp_path) == "crash"
     fs = gg101(text)
     assert len(fs) == 1 and fs[0].range.start.line == line(text, "# forward here")
 
@@ -2618,11 +2623,7 @@ def test_a_state_objects_detach_method_that_rebinds_its_tensors_cuts_the_graph()
 @pytest.mark.needs_torch
 def test_a_state_objects_detach_method_that_drops_the_results_is_still_carried(tmp_path):
     text = _onmt(_DROPS)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import torch_harness as th
-    prog = tmp_path / "prog.py"
-    prog.write_text(text, encoding="utf-8")
-    assert th.run_program(str(prog)).status == "crash"
+    assert _status_under_torch(text, tmp_path) == "crash"
     fs = gg101(text)
     assert len(fs) == 1 and fs[0].range.start.line == line(text, "logits, state = decoder(")
 
