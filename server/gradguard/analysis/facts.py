@@ -1194,6 +1194,8 @@ def _eval_only_reads(defs, keys: Tuple[str, ...]) -> Tuple[str, ...]:
             for st in fn.body:
                 walk(st, False)
     return tuple(sorted("self." + a for a in attrs if not reads.get(a)))
+
+
 def _init_freezes(defs) -> Tuple[Tuple[str, int, bool], ...]:
     """:attr:`ClassFacts.init_freezes`: ``__init__``'s loop freezing ``self``'s parameters
     (``ast_util.frozen_by_loop``), at its top level or the only statement kind of an

@@ -2455,10 +2455,7 @@ class GraphFlow:
         t = recv.taints | _union(pos, kws)
         if not self.no_grad and self._threads_state(call, recv, unknown_ok=True):
             # out, h = obj.step(x, h) / h = model.cell(x, h) on an object we cannot see
-            if self.r.ctx is None:  # (summarising: see opaque)
-                self.opaque.add(id(call))
-            elif not any(x[0] == "L" for x in t):
-                self.fn_made.add(id(call))  # (GG102: a carrier of what it is handed; see fn_made)
+            self._threaded_by_unknown(call, None, t)
             return plain(t | {("G", call)})
         if m in ("append", "extend", "insert", "add", "update") and key is None and func.value.__class__ is ast.Subscript:
             # self.scalars[tag].append(v): a dict (or list) of lists now holds v's graph
@@ -2682,9 +2679,10 @@ class GraphFlow:
         return Val(obj="user:" + cls)
 
     def _threaded_by_unknown(self, call: ast.Call, name: _Opt[str], args_taints) -> None:
-        """``out, h = step(x, h)`` of a callable the trace cannot see: while summarising, its
-        graph is only assumed (``opaque``); in a unit, unless it is used as a module or a
-        leaf is handed in, GG102 reads it as a carrier of what it is handed (``fn_made``)."""
+        """``out, h = step(x, h)`` (or ``obj.step(x, h)``, ``name`` None) of a callable the
+        trace cannot see: while summarising, its graph is only assumed (``opaque``); in a
+        unit, unless it is used as a module or a leaf is handed in, GG102 reads it as a
+        carrier of what it is handed (``fn_made``)."""
         if self.r.ctx is None:
             self.opaque.add(id(call))
         elif not any(t[0] == "L" for t in args_taints) and (name is None or not self._used_as_module(name)):
@@ -4117,46 +4115,36 @@ def _no_mode_switch(lines: Sequence[str], first: int, last: int, own: FrozenSet[
     return not _MODE_SWITCH.search(text) and own.isdisjoint(_WORD.findall(text))
 
 
-_OWN_CALLABLES: list = [None, EMPTY]  # [summary, names]: one index per analysis
-
-
-_CUTTING: list = [None, EMPTY]  # [summary, names]: one index per analysis
+# (the summary queries below are memoised per fact table by ``summary.query``)
+_ENTRY_METHODS = ("forward", "__init__", "__call__")
 
 
 def cutting_methods(summary) -> FrozenSet[str]:
     """The names of methods that every class of the file defining one cuts state in
     (``ClassFacts.cuts``, a non-empty set of attributes), ``forward``, ``__init__`` and
     ``__call__`` aside. (A summary query.)"""
-    if _CUTTING[0] is summary:
-        return _CUTTING[1]
     cutting: set = set()
     other: set = set()
     for value in summary.values():
         if isinstance(value, ClassFacts):
             cuts = {m for m, attrs in value.cuts if attrs}
             for m, _ in value.methods:
-                if m not in ("forward", "__init__", "__call__"):
+                if m not in _ENTRY_METHODS:
                     (cutting if m in cuts else other).add(m)
-    out = frozenset(cutting - other)
-    _CUTTING[0], _CUTTING[1] = summary, out
-    return out
+    return frozenset(cutting - other)
 
 
 def own_callables(summary) -> FrozenSet[str]:
     """The names of the file's functions and of its classes' methods (a class's
     ``forward``, ``__init__`` and ``__call__`` aside): a call of one may switch a
     module's mode, which the caller cannot see. (A summary query.)"""
-    if _OWN_CALLABLES[0] is summary:
-        return _OWN_CALLABLES[1]
     names = set()
     for key, value in summary.items():
         if key.startswith("fn:"):
             names.add(key[3:])
         elif isinstance(value, ClassFacts):
-            names.update(n for n, _ in value.methods if n not in ("forward", "__init__", "__call__"))
-    out = frozenset(names)
-    _OWN_CALLABLES[0], _OWN_CALLABLES[1] = summary, out
-    return out
+            names.update(n for n, _ in value.methods if n not in _ENTRY_METHODS)
+    return frozenset(names)
 
 
 def _condition_key(test: ast.expr) -> _Opt[tuple]:

@@ -3008,7 +3008,7 @@ def _steps_what_kept_reads(stmts, i, j, b2, kept: Set[str], ctx) -> bool:
     for s in reversed(stmts[:i]):
         if _assigned(s) & need:
             need |= _names_read(s)
-            modules.update(m for m in (_module_name(n) for n in A.walk_all(s) if isinstance(n, ast.Call)) if m)
+            modules |= _called_modules(s)
     # (a module used otherwise than called, ``W.weight @ x``; never ``self`` or an import)
     modules |= {n for n in need if n not in ctx.imports and n != "self"}
     for opt in steps:
@@ -3016,6 +3016,11 @@ def _steps_what_kept_reads(stmts, i, j, b2, kept: Set[str], ctx) -> bool:
         if not owned or (owned - {"self", "parameters", "named_parameters"}) & modules:
             return True
     return False
+
+
+def _called_modules(s: ast.AST) -> Set[str]:
+    """The modules the calls in ``s`` call (``_module_name`` of each call that names one)."""
+    return {m for m in (_module_name(n) for n in A.walk_all(s) if isinstance(n, ast.Call)) if m}
 
 
 def _late_recompute(stmts, i, j, b2, redo, ctx) -> Optional[ast.stmt]:
@@ -3035,7 +3040,7 @@ def _late_recompute(stmts, i, j, b2, redo, ctx) -> Optional[ast.stmt]:
     for s in redo:
         made |= _assigned(s)
         reads |= _names_read(s)
-        modules.update(m for m in (_module_name(n) for n in A.walk_all(s) if isinstance(n, ast.Call)) if m)
+        modules |= _called_modules(s)
     building = _building(stmts, b2)
     read_between = False  # (else right after the step, as always: it changes nothing read)
     for k in range(i + 1, min(j, len(stmts) - 1) + 1):
