@@ -225,3 +225,45 @@ def test_an_analysis_leaves_no_reference_cycle():
         gc.set_debug(0)
         gc.garbage.clear()
     assert not kept, sorted(kept)[:10]
+
+
+SAME_LINE = '''
+@decorate(opt.Adam(p))
+@other
+def step(x):
+    a = f(x); loss.backward(); b = g(a)
+    for i in x: h(i); k.backward()
+    out = [m(y) for y in x]; z = out
+    return f"{a!r:>{b}}"
+'''
+
+
+def _within_is_descent(source: str) -> int:
+    """A.within(node, region) against a walk of region: equal for every positioned node and
+    every statement (the ones rules ask about: loops, statements of a list, defs), but for
+    region's ancestors that start where it starts (an ``Expr`` and its call), which no rule asks."""
+    tree = ast.parse(source)
+    nodes = [n for n in ast.walk(tree) if hasattr(n, "lineno")]
+    asked = 0
+    for region in (n for n in nodes if isinstance(n, ast.stmt)):
+        below = {id(n) for n in ast.walk(region)}
+        for node in nodes:
+            if node is not region and id(region) in {id(n) for n in ast.walk(node)}:
+                continue  # an ancestor
+            assert A.within(node, region) == (id(node) in below), (ast.dump(node)[:80], ast.dump(region)[:80])
+            asked += 1
+    return asked
+
+
+def test_within_is_being_inside_the_region():
+    assert _within_is_descent(AWKWARD) > 1000
+    assert _within_is_descent(SAME_LINE) > 500  # semicolons, a one-line loop, decorators, an f-string
+    for f in sorted(FIXTURES.glob("*.py"))[:40]:
+        _within_is_descent(f.read_text(encoding="utf-8"))
+    tree = ast.parse(SAME_LINE)
+    fn = tree.body[0]
+    first, backward = fn.body[0], fn.body[1]
+    call = backward.value
+    assert A.within(call, backward) and not A.within(call, first)  # one line, told apart by column
+    assert A.within(fn.decorator_list[0].args[0], fn)  # the optimizer built in a decorator
+    assert not A.within(ast.comprehension(), fn) and not A.within(("G", 3), fn)  # no position: nowhere

@@ -3,6 +3,7 @@ and never descends into nested ``def`` / ``class`` / ``lambda`` bodies (those ar
 units of their own).
 
 * walking:        :func:`iter_nodes`, :func:`iter_statements`, :func:`child_blocks`
+* where:          :func:`within` (is a node inside a loop, a statement, a def)
 * names:          :func:`dotted`, :func:`qualify`, :func:`target_names`
 * backward:       :func:`is_backward_call`, :func:`backward_target`, :func:`has_retain_graph`, :func:`keeps_graph`,
                   :func:`has_create_graph`
@@ -314,6 +315,30 @@ def with_bodies_inline(block: Sequence[ast.stmt]) -> List[ast.stmt]:
         else:
             out.append(s)
     return out
+
+
+_DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+
+
+def within(node: object, region: ast.AST) -> bool:
+    """Is ``node`` ``region`` itself or a node inside it (a loop, a statement, a def)?
+
+    For nodes of one parsed tree, answered by position instead of a walk of ``region``:
+    ``node`` starts (line, then column) between ``region``'s start (its first decorator's,
+    for a decorated def or class) and its end. Two statements on one line (``a = f(); b.backward()``)
+    are told apart by their columns. A node that starts where ``region`` starts and ends after it
+    is one of its ancestors (the call whose ``func`` is ``region``); no caller asks that. A node
+    without a position (``arguments``, ``comprehension``, a token that is no node) is inside nothing.
+    """
+    line = getattr(node, "lineno", None)
+    if line is None:
+        return False
+    first = region
+    if region.__class__ in _DECORATED and region.decorator_list:  # type: ignore[attr-defined]
+        first = region.decorator_list[0]  # type: ignore[attr-defined]
+    at = (line, node.col_offset)  # type: ignore[attr-defined]
+    return (first.lineno, first.col_offset) <= at <= (  # type: ignore[attr-defined]
+        region.end_lineno or region.lineno, region.end_col_offset or 0)  # type: ignore[attr-defined]
 
 
 def iter_statements(stmts: Sequence[ast.stmt]) -> Iterator[ast.stmt]:

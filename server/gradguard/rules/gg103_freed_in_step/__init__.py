@@ -166,7 +166,7 @@ def _check_shared_elements(rule, body, events, flow, reported, ctx) -> Iterator[
         if id(b) in reported or ev.retain or not isinstance(b, ast.Call) or A.has_retain_graph(b) \
                 or _legacy_retain(b) or not isinstance(b.func, ast.Attribute) or b.func.attr != "backward":
             continue
-        loop = next((s for s in reversed(loops) if _holds(s, b)), None)
+        loop = next((s for s in reversed(loops) if A.within(b, s)), None)
         if loop is None or not isinstance(loop.target, ast.Name):
             continue
         container = _per_element(b.func.value, loop)
@@ -174,7 +174,7 @@ def _check_shared_elements(rule, body, events, flow, reported, ctx) -> Iterator[
                                     for n in A.iter_nodes(loop.body)):
             continue
         shared = [t[1] for t in ev.loss.taints if t[0] == "G" and id(t[1]) in flow.shared_elems
-                  and id(t[1]) in flow.saving_calls and not _holds(loop, t[1])]
+                  and id(t[1]) in flow.saving_calls and not A.within(t[1], loop)]
         if not shared:
             continue
         node = min(shared, key=_pos)
@@ -218,7 +218,7 @@ def _steps_own_model(loop: ast.For, b: ast.Call) -> bool:
     it, and detaching them changes no update."""
     i = _loop_index_name(loop)
     stmts = A.with_bodies_inline(loop.body)
-    at = next((k for k, s in enumerate(stmts) if _holds(s, b)), None)
+    at = next((k for k, s in enumerate(stmts) if A.within(b, s)), None)
     if i is None or at is None:
         return False
 
@@ -1067,12 +1067,12 @@ def _next_iteration_finding(rule, body, node, b, ctx, flow, unit) -> Optional[Fi
     runs into it. pix2pix/DeblurGAN-style critic iterations: ``self.forward()`` leaves
     ``self.fake_B`` before ``for _ in range(critic_iters): self.backward_D()``."""
     loop = next((s for s in reversed(list(A.iter_statements(body)))
-                 if isinstance(s, A.LOOPS) and _holds(s, b) and not _holds(s, node)), None)
+                 if isinstance(s, A.LOOPS) and A.within(b, s) and not A.within(node, s)), None)
     if loop is None:
         return None
     kept = flow.sets_by_call.get(id(node), ()) if isinstance(node, ast.Call) else ()
     holder = next((s for s in A.iter_statements(body) if isinstance(s, (ast.Assign, ast.AnnAssign))
-                   and _holds(s, node)), None)
+                   and A.within(node, s)), None)
     name = _single_name(holder) if holder is not None else None
     if kept:
         what = " / ".join(f"`{k}`" for k in kept)
@@ -1082,7 +1082,7 @@ def _next_iteration_finding(rule, body, node, b, ctx, flow, unit) -> Optional[Fi
     entry = flow.loop_entries.get(id(loop)) or {}
     for k in kept:
         site = getattr(entry.get(k), "site", None)
-        if isinstance(site, ast.stmt) and not _holds(site, node) and site.lineno != node.lineno:
+        if isinstance(site, ast.stmt) and not A.within(node, site) and site.lineno != node.lineno:
             related.append(Related(ctx.range(site), M.attr_set_here(k)))  # self.fake_B = self.netG(...) in forward()
     related.append(Related(ctx.range(b), M.frees_it_each_iteration(A.is_backward_call(b, ctx), _callee(b))))
     fixes: List[Fix] = []
@@ -1116,7 +1116,7 @@ def _framework_finding(rule, body, node, b1, b2, ctx) -> Finding:
     ``retain_graph=True`` on the method's own backward, where no step runs between it and
     the return (the framework steps only after its own backward)."""
     holder = next((s for s in A.iter_statements(body) if isinstance(s, (ast.Assign, ast.AnnAssign))
-                   and _holds(s, node)), None)
+                   and A.within(node, s)), None)
     name = _single_name(holder) if holder is not None else None
     shown = f"`{name}`" if name else f"`{_short(node)}`"
     direct = A.is_backward_call(b1, ctx)
@@ -1139,7 +1139,7 @@ def _steps_in(body, ctx) -> bool:
 
 def _stale_finding(rule, body, node, b1, b2, ctx, state: Optional[str] = None) -> Finding:
     holder = next((s for s in A.iter_statements(body) if isinstance(s, (ast.Assign, ast.AnnAssign))
-                   and _holds(s, node)), None)
+                   and A.within(node, s)), None)
     name = _single_name(holder) if holder is not None else None
     kept = _kept_in(b1, ctx, node) if not A.is_backward_call(b1, ctx) else []
     if state is not None:
@@ -1206,22 +1206,15 @@ def _kept_in(call: ast.Call, ctx, filler: Optional[ast.AST] = None) -> List[str]
     return kept
 
 
-def _holds(s: ast.stmt, node: ast.AST) -> bool:
-    """Does statement ``s`` span ``node``? (by position: a walk of a whole module's
-    statements per finding would be quadratic)"""
-    end = (getattr(s, "end_lineno", None) or s.lineno, getattr(s, "end_col_offset", None) or 0)
-    return (s.lineno, s.col_offset) <= _pos(node) <= end
-
-
 def _innermost(body, node) -> Optional[Tuple[List[ast.stmt], int]]:
     """The innermost statement list holding ``node`` (``with`` bodies inline) and the
     index there of the statement that holds it."""
     stmts = A.with_bodies_inline(body)
     while True:
-        j = next((k for k, s in enumerate(stmts) if _holds(s, node)), None)
+        j = next((k for k, s in enumerate(stmts) if A.within(node, s)), None)
         if j is None:
             return None
-        inner = next((b for b in A.child_blocks(stmts[j]) if any(_holds(t, node) for t in b)), None)
+        inner = next((b for b in A.child_blocks(stmts[j]) if any(A.within(node, t) for t in b)), None)
         if inner is None:
             return stmts, j
         stmts = A.with_bodies_inline(inner)
@@ -1231,7 +1224,7 @@ def _enclosing_loop(body, b1, b2) -> Optional[ast.stmt]:
     """The innermost loop holding ``b1`` but not ``b2``."""
     best = None
     for s in A.iter_statements(body):
-        if isinstance(s, A.LOOPS) and _holds(s, b1) and not _holds(s, b2):
+        if isinstance(s, A.LOOPS) and A.within(b1, s) and not A.within(b2, s):
             if best is None or _pos(s) > _pos(best):
                 best = s
     return best
@@ -1245,7 +1238,7 @@ def _detach_after(body, holder, name, b1, b2, ctx) -> Optional[List[TextEdit]]:
     found = _innermost(body, b2)
     if found is not None:
         stmts, j = found
-        i = next((k for k, s in enumerate(stmts[:j]) if _holds(s, b1)), None)
+        i = next((k for k, s in enumerate(stmts[:j]) if A.within(b1, s)), None)
         if i is None:
             return None
         need = _inputs_of(stmts, b2)
@@ -2702,7 +2695,7 @@ def _check_stepped_loops(rule, body, events, flow, reported, ctx) -> Iterator[Fi
                   if _pos(t[1]) < start and _saves_own_weights(t[1], flow, ctx)}
         if not before:
             continue
-        inside = [ev for ev in events.values() if _holds(loop, ev.call)]
+        inside = [ev for ev in events.values() if A.within(ev.call, loop)]
         for ev in sorted(inside, key=lambda e: _pos(e.call)):
             b2 = ev.call
             if id(b2) in reported or not A.is_backward_call(b2, ctx) or not ev.retain:

@@ -177,7 +177,7 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
             # first would be read (and saved) instead, so the copy goes on the read
             end = ctx.range(read).end
             return Fix(M.fix_clone_read(text(read, ctx)), (TextEdit(Range(end, end), ".clone()"),), preferred=True)
-        if _inside(hit.saver, stmt) and any(_reads(n, name, name) for n in ast.walk(hit.saver)):
+        if A.within(hit.saver, stmt) and any(_reads(n, name, name) for n in ast.walk(hit.saver)):
             return None  # the copy would be the tensor read, saved and written
         start = ctx.pos(stmt.lineno, stmt.col_offset)
         indent = ctx.index.line(stmt.lineno - 1)[: start.character]
@@ -226,15 +226,11 @@ def _reads_attribute(o: ast.expr, attr: str) -> bool:
     return isinstance(o, ast.Attribute) and o.attr == attr and isinstance(o.value, ast.Name)
 
 
-def _inside(node: ast.AST, stmt: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(stmt))
-
-
 def _read_in_saver(hit, stmt: ast.stmt, name: str) -> "Optional[ast.expr]":
     """The operand of the saving operation, inside the editing assignment's value, that
     reads the written tensor (``x[s]`` in ``x[s] = x[s] * w``), when it is the only one."""
     saver = hit.saver
-    if not isinstance(stmt, ast.Assign) or not _inside(saver, stmt.value):
+    if not isinstance(stmt, ast.Assign) or not A.within(saver, stmt.value):
         return None
     if isinstance(saver, ast.BinOp):
         operands = [saver.left, saver.right]

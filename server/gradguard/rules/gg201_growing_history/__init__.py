@@ -272,8 +272,8 @@ class HistoryFlow(interp.GraphFlow):
                 # meter handed each value of a dict of losses (``for k, v in losses.items():
                 # writer.add_scalar(k, v, it)``) across the loop that builds them
                 frame = next((fr for fr in reversed(self.frames) if any(
-                    _inside(t[1], fr.loop) for t in fresh if hasattr(t[1], "lineno"))), frame)
-            if not any(_inside(t[1], frame.loop) for t in fresh if hasattr(t[1], "lineno")):
+                    A.within(t[1], fr.loop) for t in fresh if hasattr(t[1], "lineno"))), frame)
+            if not any(A.within(t[1], frame.loop) for t in fresh if hasattr(t[1], "lineno")):
                 continue
             if not any(id(t[1]) in self.model_calls or id(t[1]) in self.saving_calls for t in fresh):
                 continue  # no module's output in it: a helper's value of unknown kind
@@ -342,11 +342,6 @@ class HistoryFlow(interp.GraphFlow):
             self.frames.pop()
             out = V.join_env(out, e2)
         return out
-
-
-def _inside(node, loop) -> bool:
-    lo, hi = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
-    return lo <= getattr(node, "lineno", 0) <= hi
 
 
 # ---------------------------------------------------------------------------
@@ -604,7 +599,7 @@ def _evaluation_hints(rule, flow, unit, ctx, already: List[Finding]) -> List[Fin
     for loop in A.iter_statements(unit.body):
         if not isinstance(loop, A.LOOPS) or flow.loop_no_grad.get(id(loop), True):
             continue
-        if any(_inside(loop, d) for d in done):
+        if any(A.within(loop, d) for d in done):
             continue
         lo, hi = loop.lineno, loop.end_lineno or loop.lineno
         calls = [ln for ln in flow.model_call_lines + flow.method_call_lines if lo <= ln <= hi]
@@ -616,7 +611,7 @@ def _evaluation_hints(rule, flow, unit, ctx, already: List[Finding]) -> List[Fin
             continue  # no module called in it (with graph recording on)
         if any(lo <= getattr(ev.call, "lineno", 0) <= hi for ev in flow.events) or _backward_spelled(loop):
             continue
-        if any(_inside(t[1], loop) for t in reached if hasattr(t[1], "lineno")):
+        if any(A.within(t[1], loop) for t in reached if hasattr(t[1], "lineno")):
             continue  # what it builds is back-propagated or returned
         if any(lo - 1 <= line <= hi - 1 for line in reported) or not _evaluation_phase(unit, loop, ctx):
             continue
@@ -744,7 +739,7 @@ def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:
         return True  # the loss a training-step function returned after its own backward
     loop = site.frame.loop
     for ev in flow.events:
-        if ev.retain or not _inside(ev.call, loop):
+        if ev.retain or not A.within(ev.call, loop):
             continue
         if site.fresh & ev.loss.graph_tokens():
             return True
@@ -758,7 +753,7 @@ def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:
         if _rebound_in(site.name, outer, site.stmt):
             break  # (and in every loop inside it)
         for ev in flow.events:
-            if not ev.retain and _inside(ev.call, outer) and site.fresh & ev.loss.graph_tokens():
+            if not ev.retain and A.within(ev.call, outer) and site.fresh & ev.loss.graph_tokens():
                 return True
     return False
 
@@ -847,7 +842,7 @@ def _quiet_loop(site: _Site, flow: HistoryFlow) -> Optional[ast.stmt]:
         if fr.backprop:
             continue
         loop = fr.loop
-        if any(_inside(t[1], loop) for t in reached if hasattr(t[1], "lineno")):
+        if any(A.within(t[1], loop) for t in reached if hasattr(t[1], "lineno")):
             continue
         if _backward_spelled(loop):
             continue

@@ -408,7 +408,7 @@ def _unowned_module_level(rule, unit, ctx) -> "List[Finding]":
         if bw is None or net not in calls:
             continue
         # (in the loop that back-propagates: a graph built before it is GG102's stale graph)
-        looped = [c for c in calls[net] if any(_within(c, lp) and _within(bw, lp) for lp in loops)]
+        looped = [c for c in calls[net] if any(A.within(c, lp) and A.within(bw, lp) for lp in loops)]
         if not looped:
             continue
         feeding = set()
@@ -432,10 +432,6 @@ _KEPT_AS_IT_IS = re.compile(r"teacher|target|ema|momentum|frozen|pretrain|refere
                             re.IGNORECASE)
 _LOSS_FUNCTIONS = frozenset({"cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
                              "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
-
-
-def _within(node: ast.AST, loop: ast.stmt) -> bool:
-    return loop.lineno <= getattr(node, "lineno", 0) <= (loop.end_lineno or loop.lineno)
 
 
 def _supervised(net: str, taint: "_Taint", unit, ctx) -> bool:

@@ -196,16 +196,6 @@ def _last(d: str) -> str:
     return d.rsplit(".", 1)[-1]
 
 
-def _inside(node: ast.AST, scope: ast.AST) -> bool:
-    """Is ``node`` within ``scope`` (its decorators included) in the source? (Nodes of
-    one parsed tree nest by position, so this answers without walking ``scope``.)"""
-    decorators = getattr(scope, "decorator_list", None)
-    first = decorators[0] if decorators else scope
-    at = getattr
-    return ((at(first, "lineno"), at(first, "col_offset")) <= (at(node, "lineno"), at(node, "col_offset"))
-            and (at(node, "end_lineno"), at(node, "end_col_offset")) <= (at(scope, "end_lineno"), at(scope, "end_col_offset")))
-
-
 def _owner_facts(stmt: ast.stmt, optimizers: "List[ast.Call]", out: "Dict[str, object]") -> None:
     """The owners of the optimizers built in ``stmt`` (``optimizers``: those calls,
     found by the statement's one scan): in a class, those its methods build."""
@@ -213,7 +203,7 @@ def _owner_facts(stmt: ast.stmt, optimizers: "List[ast.Call]", out: "Dict[str, o
     if isinstance(stmt, ast.ClassDef):
         for s in stmt.body:
             if isinstance(s, _DEFS):
-                mine = [c for c in optimizers if _inside(c, s)]
+                mine = [c for c in optimizers if A.within(c, s)]
                 if mine:
                     scopes.append((s, stmt.name, mine))
     else:
