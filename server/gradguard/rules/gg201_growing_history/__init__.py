@@ -609,7 +609,7 @@ def _evaluation_hints(rule, flow, unit, ctx, already: List[Finding]) -> List[Fin
             calls = [ln for ln in calls if ln not in flow.graph_free_lines]
         if not calls:
             continue  # no module called in it (with graph recording on)
-        if any(lo <= getattr(ev.call, "lineno", 0) <= hi for ev in flow.events) or _backward_spelled(loop):
+        if any(A.within(ev.call, loop) for ev in flow.events) or _backward_spelled(loop):
             continue
         if any(A.within(t[1], loop) for t in reached if hasattr(t[1], "lineno")):
             continue  # what it builds is back-propagated or returned
