@@ -7,7 +7,9 @@ forms that must stay silent."""
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -689,3 +691,69 @@ def test_a_list_outliving_the_update_loop_keeps_each_rollouts_backpropagated_gra
 def test_a_list_detached_renewed_or_cleared_per_update_is_silent(old, new):
     assert old in ROLLOUTS
     assert not gg201(ROLLOUTS.replace(old, new))
+
+
+# ---------------------------------------------------------------------------
+# a same-file detach_tree() helper as the cut (verl pull request 7874; the sixth blind quiet
+# corpus's flagged twin): a helper that returns for every tensor and container it may be handed,
+# and hands anything else back unchanged, returns no graph
+
+_TREE_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+_TREE_OK = _TREE_FIXTURES / "ok_gg201_micro_batch_outputs_kept_through_detach_tree.py"
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, t in enumerate(text.splitlines(), 1) if needle in t)
+
+
+def test_a_detach_tree_helper_is_a_cut():
+    assert not gg201(_TREE_OK.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("old, new", [
+    # the else of an if/elif chain, torch.is_tensor, an unconditional detach
+    ("    if isinstance(obj, dict):\n", "    elif isinstance(obj, dict):\n"),
+    ("    if isinstance(obj, torch.Tensor):\n", "    if torch.is_tensor(obj):\n"),
+    ("obj.detach() if obj.requires_grad else obj", "obj.detach()"),
+    ("    return obj\n\n", "    else:\n        return obj\n\n"),
+])
+def test_detach_tree_spellings_are_cuts(old, new):
+    text = _TREE_OK.read_text(encoding="utf-8")
+    assert old in text
+    assert not gg201(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("old, new", [
+    # the tensor branch keeps the graph (moved, not detached)
+    ("obj.detach() if obj.requires_grad else obj", "obj.cpu()"),
+    ("obj.detach() if obj.requires_grad else obj", "obj if obj.requires_grad else obj.detach()"),
+    # no container branch: a dict comes back as it is, graphs and all
+    ("    if isinstance(obj, dict):\n        return {k: detach_tree(v) for k, v in obj.items()}\n"
+     "    if isinstance(obj, (list, tuple)):\n        return type(obj)(detach_tree(v) for v in obj)\n", ""),
+    # no tensor branch
+    ("    if isinstance(obj, torch.Tensor):\n        return obj.detach() if obj.requires_grad else obj\n", ""),
+    # the name rebound before it is handed back
+    ("    return obj\n\n", "    obj = obj[0]\n    return obj\n\n"),
+    # a return under another test first
+    ("    if isinstance(obj, torch.Tensor):\n", "    if obj is None:\n        return obj\n    if isinstance(obj, torch.Tensor):\n"),
+])
+def test_helpers_that_keep_a_graph_are_no_cut(old, new):
+    text = _TREE_OK.read_text(encoding="utf-8")
+    assert old in text
+    [f] = gg201(text.replace(old, new, 1))
+    assert f.range.start.line + 1 == line_of(text.replace(old, new, 1), "forward_data_store.append(")
+
+
+@pytest.mark.needs_torch
+def test_the_detach_tree_twin_keeps_no_graph_under_torch():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+    got = th.run_program(str(_TREE_OK), holds=("forward_data_store",))
+    assert got.status == "train" and got.holds == {"forward_data_store": False}
+
+
+def test_a_helper_rebinding_its_argument_under_another_test_is_no_cut():
+    text = _TREE_OK.read_text(encoding="utf-8")
+    old = "    return obj\n\n"
+    new = "    if hasattr(obj, 'tensors'):\n        obj = obj.tensors\n    return obj\n\n"
+    assert len(gg201(text.replace(old, new, 1))) == 1

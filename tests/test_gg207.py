@@ -218,3 +218,31 @@ def test_zeroing_under_the_steps_own_condition_before_the_backward_is_reported_a
 def test_zeroing_and_step_under_different_conditions_or_optimizers_are_silent(old, new):
     assert old in SAME_CONDITION
     assert not gg207(SAME_CONDITION.replace(old, new))
+
+
+# ---------------------------------------------------------------------------
+# the zeroing under `count % k == 0` with `count += 1` between it and the step's same test
+# (the sixth blind quiet corpus's flagged twin; DualTalk issue 9's accumulation with a counter)
+
+_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+_COUNT_OK = _FIXTURES / "ok_gg207_zeroed_under_the_count_before_it_is_incremented.py"
+
+
+def test_the_count_incremented_between_the_two_tests_is_silent_and_moving_it_is_reported():
+    text = _COUNT_OK.read_text(encoding="utf-8")
+    assert not gg207(text)
+    # the increment after the step's test: both tests read the same count again
+    moved = text.replace("    count += 1\n", "").rstrip("\n") + "\n    count += 1\n"
+    [f] = gg207(moved)
+    assert "count % accumulation_steps == 0" in f.message_in("en")
+    # another name rebound between the tests changes nothing
+    other = text.replace("    count += 1\n", "    seen = count + 1\n").rstrip("\n") + "\n    count += 1\n"
+    assert len(gg207(other)) == 1
+
+
+@pytest.mark.needs_torch
+def test_the_count_incremented_between_the_two_tests_erases_nothing_under_torch():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch_harness as th
+    got = th.run_program(str(_COUNT_OK))
+    assert got.status == "train" and got.steps == 3 and got.empty_steps == 0 and got.discarded == 0

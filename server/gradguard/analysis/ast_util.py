@@ -595,6 +595,77 @@ def applies_cut(call: ast.Call) -> bool:
     return False
 
 
+# the kinds a type test names (``isinstance(x, (list, tuple))``): a tensor, or a container
+_TENSOR_TYPES = frozenset({"Tensor", "Parameter"})
+_CONTAINER_TYPES = frozenset({"dict", "list", "tuple", "Mapping", "Sequence", "MutableMapping", "MutableSequence",
+                              "OrderedDict", "defaultdict"})
+
+
+def _type_test(test: ast.AST) -> "Optional[Tuple[str, Set[str]]]":
+    """``isinstance(x, T)`` / ``torch.is_tensor(x)``: (the name tested, the kinds ruled
+    in: ``"tensor"`` and/or ``"container"``), else None."""
+    if not isinstance(test, ast.Call) or not test.args or not isinstance(test.args[0], ast.Name):
+        return None
+    name = test.args[0].id
+    f = dotted(test.func) or ""
+    if f in ("torch.is_tensor", "is_tensor") and len(test.args) == 1:
+        return name, {"tensor"}
+    if f != "isinstance" or len(test.args) != 2:
+        return None
+    t = test.args[1]
+    kinds = set()
+    for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+        last = (dotted(e) or "").rpartition(".")[2]
+        if last in _TENSOR_TYPES:
+            kinds.add("tensor")
+        elif last in _CONTAINER_TYPES:
+            kinds.add("container")
+    return name, kinds
+
+
+def _always_returns(body: "Sequence[ast.stmt]") -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+
+
+def untensored_returns(fn: ast.AST) -> "Set[int]":
+    """The ``return x`` statements of a def (ids) that hand back a name only after the
+    def has returned for every tensor and some container it could be: a
+    ``detach_tree(x)``-style helper (``if isinstance(x, torch.Tensor): return x.detach()``,
+    ``if isinstance(x, dict): return {k: detach_tree(v) ...}``, ..., ``return x``) hands
+    back unchanged only what is neither, which holds no graph. Read on the def's own
+    statement list and its ``if``/``elif``/``else`` chains; a rebinding of the name ends it."""
+    out: "Set[int]" = set()
+    ruled: "Dict[str, Set[str]]" = {}
+
+    def walk(stmts: "Sequence[ast.stmt]") -> bool:
+        """(True: the walk ends here, at a return or at a statement it cannot read past)"""
+        for st in stmts:
+            if isinstance(st, ast.Return):
+                v = st.value
+                if isinstance(v, ast.Name) and ruled.get(v.id, set()) >= {"tensor", "container"}:
+                    out.add(id(st))
+                return True
+            if isinstance(st, ast.If):
+                got = _type_test(st.test)
+                if got is None or not _always_returns(st.body):
+                    if any(isinstance(n, ast.Return) for n in iter_nodes(st)):
+                        return True  # a return under some other test: not the plain shape
+                else:
+                    ruled.setdefault(got[0], set()).update(got[1])
+                    if walk(st.orelse):
+                        return True
+                    continue
+            for n in iter_nodes(st):  # what the statement rebinds is no longer what was tested
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    ruled.pop(n.id, None)
+        return False
+
+    body = getattr(fn, "body", ())
+    if any(isinstance(st, ast.If) for st in body):
+        walk(body)
+    return out
+
+
 def is_graph_cut(expr: ast.AST) -> bool:
     """True when the expression's value certainly has no autograd graph:
     ``None`` / constants, ``x.detach()``, ``x.item()``, ``x.tolist()``, ``x.data``,

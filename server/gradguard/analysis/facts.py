@@ -364,6 +364,7 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         env[n] = V.Val(frozenset({("P", i)}), param=True, none=isinstance(d, ast.Constant) and d.value is None)
     no_grad = A.is_no_grad_function(fn)
     g = interp.GraphFlow(resolver, no_grad=no_grad, self_obj=self_obj if method else None, find_carries=False)
+    g.untensored_returns = A.untensored_returns(fn)
     me = fn.args.args[0].arg if method and not is_static and fn.args.args and self_obj else None  # type: ignore[attr-defined]
     if me is not None and self_obj is not None and self_obj.startswith("user:") and _decorated(fn, "classmethod"):
         env[me] = V.Val(obj="ucls:" + self_obj[5:])  # cls.repackage(h): a method of its own class

@@ -512,6 +512,9 @@ class GraphFlow:
         # (not a leaf: the call raises there, and the graph stays)
         self.not_a_leaf: Dict[str, ast.stmt] = {}
         self.returns: List[Val] = []
+        # while summarising a def: its ``return x`` statements (ids) that hand back only what is
+        # neither a tensor nor a container (``ast_util.untensored_returns``): no graph
+        self.untensored_returns: set = set()
         # while summarising a def: calls of module-level functions (FnFacts.delegates)
         self.delegates: List[tuple] = []
         # while summarising a def: calls of methods of classes not seen from here (FnFacts.calls)
@@ -933,7 +936,9 @@ class GraphFlow:
             out = self.block(s.orelse, out)  # type: ignore[attr-defined]
             env = self.block(s.finalbody, out)  # type: ignore[attr-defined]
         elif isinstance(s, ast.Return):
-            if s.value is not None:
+            if s.value is not None and id(s) in self.untensored_returns:
+                self.returns.append(CLEAN)
+            elif s.value is not None:
                 v = self.eval(s.value, env)
                 if self.track_self_state and isinstance(s.value, ast.Attribute):
                     key = dotted(s.value)
@@ -1152,7 +1157,8 @@ class GraphFlow:
         ``if hasattr(h, "detach"):`` → on the other path h is not a tensor; so with
         ``if isinstance(h, torch.Tensor):`` whose body binds ``h`` to a cut of it (a reporter's
         ``value = value.detach()``: what it keeps is meant to hold no graph; a helper whose
-        tensor branch returns, and whose other branch handles a tuple of states, is left as it is)."""
+        tensor branch returns, and whose other branch handles a tuple of states, is left as it is);
+        ``if x.requires_grad:`` → on the other path x has no graph."""
         if (
             body
             and isinstance(test, ast.Call)
@@ -1192,6 +1198,12 @@ class GraphFlow:
                 no[name] = NONE
             elif isinstance(test.ops[0], ast.Is):
                 yes[name] = NONE
+            return
+        # ``x.detach() if x.requires_grad else x``: a tensor that does not require grad has no graph
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        attr = test.operand if negated else test  # type: ignore[attr-defined]
+        if isinstance(attr, ast.Attribute) and attr.attr == "requires_grad" and isinstance(attr.value, ast.Name):
+            (yes if negated else no)[attr.value.id] = CONST
 
     def bind(self, target: ast.AST, v: Val, env: Dict[str, Val], s: ast.stmt) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):

@@ -60,7 +60,7 @@ _EVAL_ITERABLE = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)(_|$|load
 # ---------------------------------------------------------------------------
 class _Site:
     __slots__ = ("stmt", "name", "kind", "frame", "loops", "kept", "carried", "value", "init", "fresh", "untargeted",
-                 "returned", "evaluation_total")
+                 "returned", "evaluation_total", "container")
 
     def __init__(self, stmt, name, kind, frame, loops, value, init):
         self.stmt = stmt
@@ -78,6 +78,9 @@ class _Site:
         self.untargeted = True
         self.returned = False  # also returned or handed on (a record of numbers, once back-propagated)
         self.evaluation_total = False  # returned by an evaluation function (_evaluation_total)
+        # (append) a name holding a dict, list or tuple display (``out = {"loss": loss, ...}``):
+        # no ``.detach()`` of it
+        self.container = False
 
 
 class HistoryFlow(interp.GraphFlow):
@@ -285,6 +288,9 @@ class HistoryFlow(interp.GraphFlow):
                 depth = next(i for i, fr in enumerate(self.frames) if fr is frame)
                 loops = tuple(self.frames[:depth + 1])
                 site = self.sites[id(s)] = _Site(s, name, kind, frame, loops, value, old)
+                if kind == "append" and value.__class__ is ast.Name:
+                    held = env.get(value.id)
+                    site.container = held is not None and (held.kind in ("dict", "list") or held.elems is not None)
             site.untargeted = site.untargeted and untargeted
             site.fresh.update(t for t in fresh if id(t[1]) in self.model_calls or id(t[1]) in self.saving_calls)
             env[name] = V._with(new, taints=new.taints | {mark})
@@ -1039,6 +1045,8 @@ def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
     if site.kind == "append":
         if isinstance(site.value, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
             return None  # outputs.append({"loss": loss, ...}): no .detach() of a dict
+        if site.container:
+            return None  # out = {"loss": loss, ...}; outputs.append(out): nor of a name holding one
         return ".detach()", [_wrap(site.value, "detach", ctx)]
     if site.kind == "meter":
         if not site.value or _built_inside(site):

@@ -140,9 +140,10 @@ def _zeroed_under_the_steps_condition(rule, block, ctx) -> "Optional[Finding]":
     backward (ignite's FAQ, ignite#583: ``if iteration % k == 0: optimizer.zero_grad()``,
     the backward, then ``if iteration % k == 0: optimizer.step()``): the iteration that steps
     first erases what the k - 1 before it accumulated, so each step applies one batch's
-    gradient. Only the very same modulo test on both ``if``s (zeroing under ``i % k == 0``
-    and stepping under ``(i + 1) % k == 0`` is the right order). The fix moves the zeroing
-    into the step's branch, after the step."""
+    gradient. Only the very same modulo test on both ``if``s, with no name it reads rebound
+    between them (zeroing under ``i % k == 0`` and stepping under ``(i + 1) % k == 0``, or under
+    the same test after ``count += 1``, is the right order: the zeroing opens each window). The
+    fix moves the zeroing into the step's branch, after the step."""
     body: "list" = A.with_bodies_inline(block)
     for j, st in enumerate(body):
         if st.__class__ is not ast.If or st.orelse or len(st.body) != 1:
@@ -151,8 +152,11 @@ def _zeroed_under_the_steps_condition(rule, block, ctx) -> "Optional[Finding]":
         if opt is None or not any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(st.test)):
             continue
         test = ast.dump(st.test)
+        read = {n.id for n in ast.walk(st.test) if isinstance(n, ast.Name)}
         back = None
         for t in body[j + 1:]:
+            if _rebinds(t, read):
+                return None  # `count += 1` between: the step's test reads another count (the zeroing opens a window)
             if t.__class__ is ast.If and ast.dump(t.test) == test:
                 step = next((x for x in t.body if isinstance(x, ast.Expr) and _steps(x.value, opt)), None)
                 if step is None or back is None or t.orelse:
@@ -167,6 +171,18 @@ def _zeroed_under_the_steps_condition(rule, block, ctx) -> "Optional[Finding]":
                              and not A.has_create_graph(n)
                              and (A.qualify(n.func, ctx) or "") != "torch.autograd.grad"), None)
     return None
+
+
+def _rebinds(st: ast.stmt, names: "set[str]") -> bool:
+    """Does ``st`` (a plain statement) rebind one of ``names`` (``count += 1``, ``i = i + 1``)?"""
+    cls = st.__class__
+    if cls is ast.AugAssign or cls is ast.AnnAssign:
+        targets = [st.target]  # type: ignore[attr-defined]
+    elif cls is ast.Assign:
+        targets = st.targets  # type: ignore[attr-defined]
+    else:
+        return False
+    return any(isinstance(n, ast.Name) and n.id in names for t in targets for n in ast.walk(t))
 
 
 def _same_condition_finding(rule, zif: ast.If, back: ast.AST, sif: ast.If, step: ast.stmt, opt: str, ctx) -> Finding:
