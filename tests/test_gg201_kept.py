@@ -757,3 +757,100 @@ def test_a_helper_rebinding_its_argument_under_another_test_is_no_cut():
     old = "    return obj\n\n"
     new = "    if hasattr(obj, 'tensors'):\n        obj = obj.tensors\n    return obj\n\n"
     assert len(gg201(text.replace(old, new, 1))) == 1
+
+
+# ---------------------------------------------------------------------------
+# meters whose update() keeps what it is handed in other spellings (the sixth blind quiet
+# corpus): a tensor grown by torch.cat, a total under a key of a dict, an average reading its
+# old value deeper in the arithmetic, a meter reached under a constant key of a dict of meters
+
+_METER_LOOP = HEAD + """\
+SETUP
+for x, y in data:
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    CALL  # 记录
+"""
+
+_METERS = {
+    "cat": ("""\
+class Meter:
+    def __init__(self):
+        self.values = torch.zeros(0)
+
+    def update(self, val):
+        self.values = torch.cat([self.values, val.reshape(1)])
+""", "meter = Meter()", "meter.update(ARG)", "`meter.values`"),
+    "dict": ("""\
+class Meter:
+    def __init__(self):
+        self.totals = {}
+
+    def update(self, name, val):
+        self.totals[name] = self.totals.get(name, 0) + val
+""", "meter = Meter()", "meter.update('loss', ARG)", "`meter.totals`"),
+    "dict_aug": ("""\
+class Meter:
+    def __init__(self):
+        self.totals = {'loss': 0.0}
+
+    def update(self, name, val):
+        self.totals[name] += val
+""", "meter = Meter()", "meter.update('loss', ARG)", "`meter.totals`"),
+    "ema": ("""\
+class Meter:
+    def __init__(self, beta=0.9):
+        self.beta = beta
+        self.avg = 0.0
+
+    def update(self, val):
+        self.avg = self.beta * self.avg + (1 - self.beta) * val
+""", "meter = Meter()", "meter.update(ARG)", "`meter.avg`"),
+    "keyed": ("""\
+class AverageMeter:
+    def __init__(self):
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.sum += val * n
+        self.count += n
+""", "stats = {'loss': AverageMeter(), 'acc': AverageMeter()}", "stats['loss'].update(ARG)", "`stats['loss'].sum`"),
+}
+
+
+def _meter(kind: str, arg: str = "loss", cls: str = "") -> str:
+    klass, setup, call, _ = _METERS[kind]
+    return (cls or klass) + "\n\n" + _METER_LOOP.replace("SETUP", setup).replace("CALL", call.replace("ARG", arg))
+
+
+@pytest.mark.parametrize("kind", sorted(_METERS))
+def test_a_meter_keeping_what_update_gets_is_reported(kind):
+    text = _meter(kind)
+    [f] = gg201(text)
+    assert f.range.start.line + 1 == next(i for i, t in enumerate(text.splitlines(), 1) if "# 记录" in t)
+    assert _METERS[kind][3] in f.message_in("en")
+    out = fixed(text)
+    assert "loss.detach()" in out and not gg201(out)
+
+
+@pytest.mark.parametrize("kind", sorted(_METERS))
+@pytest.mark.parametrize("arg", ["loss.item()", "loss.detach()", "float(loss)"])
+def test_a_meter_handed_numbers_is_silent(kind, arg):
+    assert not gg201(_meter(kind, arg))
+
+
+@pytest.mark.parametrize("kind, old, new", [
+    ("cat", "torch.cat([self.values, val.reshape(1)])", "torch.cat([self.values, val.detach().reshape(1)])"),
+    ("dict", "self.totals.get(name, 0) + val", "self.totals.get(name, 0) + float(val)"),
+    ("ema", "(1 - self.beta) * val", "(1 - self.beta) * val.item()"),
+    # not an accumulation: the last value only, or a constant added
+    ("ema", "self.beta * self.avg + (1 - self.beta) * val", "(1 - self.beta) * val"),
+    ("dict_aug", "self.totals[name] += val", "self.totals[name] += 1"),
+])
+def test_a_meter_keeping_numbers_or_the_last_value_is_silent(kind, old, new):
+    klass = _METERS[kind][0]
+    assert old in klass
+    assert not gg201(_meter(kind, cls=klass.replace(old, new)))

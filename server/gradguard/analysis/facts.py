@@ -142,22 +142,69 @@ def _accumulates_on_attribute(s: ast.stmt) -> bool:
     """``self.sum += val * n`` (or ``meter.sum = meter.sum + val``): a running total
     kept on an object, of something that is not a constant. What the value holds is
     kept there across calls (``ContainerEffect.appends_params``: an ``AverageMeter``'s
-    ``update(loss)`` keeps every loss's graph)."""
+    ``update(loss)`` keeps every loss's graph). So with a total kept under a key of a
+    dict on the object (``self.totals[k] += val``, ``self.totals[k] = self.totals.get(k, 0)
+    + val``), an average that reads its old value deeper in the arithmetic (``self.x = a *
+    loss + (1 - a) * self.x``: each graph holds the one before), and a tensor grown by
+    concatenation (``self.preds = torch.cat([self.preds, preds])``)."""
+    return _accumulated_attribute(s) is not None
+
+
+def _accumulated_attribute(s: ast.stmt) -> Optional[ast.Attribute]:
+    """The ``X.attr`` node :func:`_accumulates_on_attribute` finds a running total on."""
     target: ast.expr
     value: ast.expr
     if isinstance(s, ast.AugAssign):
         target, value = s.target, s.value
-    elif isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.BinOp):
+        if isinstance(value, ast.Constant):
+            return None
+    elif isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, (ast.BinOp, ast.Call)):
         target, value = s.targets[0], s.value
-        if not (isinstance(target, ast.Attribute) and any(
-                isinstance(n, ast.Attribute) and n.attr == target.attr and isinstance(n.value, ast.Name)
-                and isinstance(target.value, ast.Name) and n.value.id == target.value.id
-                for n in (value.left, value.right))):
-            return False
     else:
-        return False
-    return (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            and not isinstance(value, ast.Constant))
+        return None
+    attr = target.value if isinstance(target, ast.Subscript) else target
+    if not isinstance(attr, ast.Attribute) or not isinstance(attr.value, ast.Name):
+        return None
+    if isinstance(s, ast.AugAssign):
+        return attr
+    key = (attr.value.id, attr.attr)
+    if isinstance(value, ast.Call):
+        # self.preds = torch.cat([self.preds, preds]): the old tensor is part of the new one
+        if not (isinstance(value.func, ast.Attribute) and value.func.attr in _GROWS and value.args
+                and isinstance(value.args[0], (ast.List, ast.Tuple)) and len(value.args[0].elts) >= 2):
+            return None
+        return attr if any(_reads_attr(e, key) for e in value.args[0].elts) else None
+    leaves = _arithmetic_leaves(value)
+    if len(leaves) < 2 or not any(_reads_attr(e, key) for e in leaves):
+        return None
+    return attr
+
+
+_GROWS = frozenset({"cat", "concat", "concatenate", "hstack", "vstack"})
+
+
+def _arithmetic_leaves(e: ast.expr) -> List[ast.expr]:
+    """The operands of an arithmetic expression (``a * loss + (1 - a) * x`` → a, loss, 1, a, x)."""
+    out: List[ast.expr] = []
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.BinOp):
+            stack += (n.right, n.left)
+        elif isinstance(n, ast.UnaryOp):
+            stack.append(n.operand)
+        else:
+            out.append(n)
+    return out
+
+
+def _reads_attr(e: ast.expr, key: Tuple[str, str]) -> bool:
+    """``X.attr`` itself, ``X.attr[k]`` or ``X.attr.get(k, ...)``."""
+    if isinstance(e, ast.Subscript):
+        e = e.value
+    elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "get":
+        e = e.func.value
+    return isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and (e.value.id, e.attr) == key
 
 
 def _empties_own_container(fn: ast.AST) -> bool:
@@ -232,9 +279,8 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
         elif cls is ast.Delete:
             for t in node.targets:  # type: ignore[attr-defined]
                 changed.add(id(t.value if isinstance(t, ast.Subscript) else t))
-        elif (cls is ast.AugAssign or cls is ast.Assign) and _accumulates_on_attribute(node):  # type: ignore[arg-type]
-            t = node.target if cls is ast.AugAssign else node.targets[0]  # type: ignore[attr-defined]
-            changed.add(id(t))  # self.sum += val * n: a running total kept on the object
+        elif (cls is ast.AugAssign or cls is ast.Assign) and (acc := _accumulated_attribute(node)) is not None:  # type: ignore[arg-type]
+            changed.add(id(acc))  # self.sum += val * n: a running total kept on the object
         elif cls is ast.Assign and me is not None and node.value.__class__ in (ast.List, ast.Dict):  # type: ignore[attr-defined]
             emptied.update(id(t) for t in node.targets)  # type: ignore[attr-defined]  # self.memory = []
         elif cls is ast.Assign and me is not None and node.value.__class__ is ast.Tuple:  # type: ignore[attr-defined]

@@ -1954,7 +1954,7 @@ class GraphFlow:
                 if bounds is not None:
                     # ret[1:] of `[loss] + new_mems`: the parts it takes, not the whole
                     return _with(tup(list(base.elems[slice(*bounds)])), kind=base.kind)
-            if base.obj is not None and base.obj.startswith("list:") and not base.taints \
+            if base.obj is not None and base.obj.startswith(("list:", "dict:")) and not base.taints \
                     and not isinstance(e.slice, ast.Slice):
                 return Val(obj=base.obj[5:], site=base.site)  # models[i]: one of the list's modules
             if base.mixed:
@@ -2042,9 +2042,18 @@ class GraphFlow:
             for k in e.keys:
                 if k is not None:
                     self.eval(k, env)
+            objs = set()
             for x in e.values:
-                t |= self.eval(x, env).taints
-            return _with(plain(t), kind="dict")
+                xv = self.eval(x, env)
+                t |= xv.taints
+                objs.add(xv.obj)
+            held = _with(plain(t), kind="dict")
+            if len(objs) == 1 and not t and e.keys and None not in e.keys:
+                one = objs.pop()
+                if one is not None and one.startswith("user:"):
+                    # {"loss": AverageMeter(), ...}: stats["loss"] is one of those objects
+                    held = _with(held, obj="dict:" + one)
+            return held
         if isinstance(e, ast.Set):
             t = set()
             for x in e.elts:

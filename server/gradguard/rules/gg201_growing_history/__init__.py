@@ -199,6 +199,8 @@ class HistoryFlow(interp.GraphFlow):
             # (``self.sum += val``: ContainerEffect.appends_params): the object's attribute
             # accumulates like a list or a running total
             named = {k.arg: k.value for k in call.keywords if k.arg}
+            if recv_key is None and isinstance(call.func, ast.Attribute) and _keyed_receiver(call.func.value):
+                recv_key = ast.unparse(call.func.value)  # stats["loss"].update(loss): that meter
             for key, eff in self._container_keys(call, facts, recv_key):
                 if not (eff.appends_params or eff.appends) or not eff.path.startswith("#self.") or "." not in key:
                     continue
@@ -726,10 +728,19 @@ def _escaping_marks(flow: HistoryFlow) -> Tuple[set, set]:
 
 
 def dotted_receiver(e: ast.expr) -> bool:
-    """``meter`` or ``xp.Train_loss``: a name, or attributes of one (a meter kept on a logger)."""
+    """``meter`` or ``xp.Train_loss``: a name, or attributes of one (a meter kept on a logger);
+    or one of a dict of meters under a constant key (``stats["loss"]``)."""
+    if _keyed_receiver(e):
+        return True
     while isinstance(e, ast.Attribute):
         e = e.value
     return isinstance(e, ast.Name)
+
+
+def _keyed_receiver(e: ast.expr) -> bool:
+    """``stats["loss"]``: a name subscripted by a string constant."""
+    return (e.__class__ is ast.Subscript and e.value.__class__ is ast.Name
+            and e.slice.__class__ is ast.Constant and isinstance(e.slice.value, str))
 
 
 def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:
@@ -1051,6 +1062,8 @@ def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
     if site.kind == "meter":
         if not site.value or _built_inside(site):
             return None  # the graph is built inside the method: the fix belongs there
+        if any(isinstance(e, (ast.Dict, ast.List, ast.Tuple, ast.Set)) for e in site.value):
+            return None  # metric.update((y_pred, y)): no .detach() of a tuple
         # (the meter may do tensor arithmetic with what it is handed: a tensor it stays)
         return ".detach()", [_wrap(e, "detach", ctx) for e in site.value]
     items, tensor_use = _later_uses(unit, site)
