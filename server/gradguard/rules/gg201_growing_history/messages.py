@@ -91,8 +91,15 @@ graph, and it is reported even when returned (`return total / len(loader)` from 
 
 **I log the loss with a meter (`meter.update(loss)`). Is that reported?**
 When the meter's method adds what it is handed to an attribute of its object (`self.sum += val * n`,
-the usual `AverageMeter`), the attribute keeps every iteration's graph: reported on the call, with
-`.detach()` on the argument that carries the graph. `meter.update(loss.item())` is silent.
+the usual `AverageMeter`; `self.totals[name] += val`; `self.avg = b * self.avg + (1 - b) * val`;
+`self.preds = torch.cat([self.preds, preds])`), the attribute keeps every iteration's graph:
+reported on the call (`meter.update(loss)`, or `stats["loss"].update(loss)` on a dict of meters),
+with `.detach()` on the argument that carries the graph. `meter.update(loss.item())` is silent.
+
+**I keep a nested dict of outputs through my own `detach_tree(out)` helper.**
+A function of the file that returns for every tensor (`x.detach()`) and every dict, list or tuple
+(itself on each element) and hands anything else back unchanged returns no graph: what it returns
+is kept silently.
 
 **Is `float(loss)` or `loss.item()` enough?**
 Yes: both give a Python number with no graph. So does `loss.detach()` (a tensor).
@@ -174,9 +181,15 @@ with torch.no_grad():
 快速修复使用 `.detach()`（调用者可能把它当张量读取）。
 
 **我用计量器记录损失（`meter.update(loss)`），会被报告吗？**
-如果计量器的方法把传入的值累加到对象的属性上（`self.sum += val * n`，常见的 `AverageMeter`），
-这个属性就会保留每一轮的计算图：在这次调用处报告，并对携带计算图的参数加上 `.detach()`。
-`meter.update(loss.item())` 不会被报告。
+如果计量器的方法把传入的值累加到对象的属性上（`self.sum += val * n`，常见的 `AverageMeter`；
+`self.totals[name] += val`；`self.avg = b * self.avg + (1 - b) * val`；
+`self.preds = torch.cat([self.preds, preds])`），这个属性就会保留每一轮的计算图：在这次调用处报告
+（`meter.update(loss)`，或计量器字典上的 `stats["loss"].update(loss)`），并对携带计算图的参数加上
+`.detach()`。`meter.update(loss.item())` 不会被报告。
+
+**我用自己写的 `detach_tree(out)` 辅助函数保存嵌套的输出字典。**
+文件中的函数若对每个张量返回 `x.detach()`、对每个字典、列表或元组逐元素调用自身，其余的原样返回，
+它返回的就不带计算图：保存它不会被报告。
 
 **`float(loss)` 或 `loss.item()` 就够了吗？**
 够了：两者都得到没有计算图的 Python 数值。`loss.detach()`（得到张量）也可以。
