@@ -192,7 +192,7 @@ def _may_report(unit, ctx) -> bool:
 @record(frozen=False)
 class _Hit:
     var: str
-    graph: Graph
+    graph: Optional[Graph]
     loop: Optional[ast.stmt]  # the loop; or the statement calling a function whose loop back-propagates
     backward: Optional[ast.Call]  # (both None for a hit of a backward in another method: remote)
     via: Optional[str] = None  # the called function that runs backward(), if not a backward call itself
@@ -204,6 +204,7 @@ class _Hit:
     saving: Optional[bool] = False
     unknown: Optional[str] = None
     traced: bool = False  # a graph the trace alone holds (_trace_graph): no fix is offered
+    sibling: bool = False  # its graph came in a list another method fills (GraphFlow.sibling_filled)
 
 
 class _Analysis:
@@ -246,6 +247,7 @@ class _Analysis:
         self._grad_used: Optional[Set[str]] = None
         self._bflow: object = False  # the unit's run recording how values were built, once asked
         self._maps: Optional[Tuple[Dict[int, Tuple[list, int]], Dict[int, ast.stmt]]] = None
+        self._bound: Optional[Set[str]] = None
         self.traced: Set[str] = set()  # the names whose candidate graph is the trace's alone (_trace_graph)
         self.call_traced: Dict[str, Graph] = {}  # ... at a call of a function whose loop back-propagates
 
@@ -404,7 +406,7 @@ class _Analysis:
         ctx, var, g = self.ctx, h.var, h.graph
         origin = next((s for s in h.stmts if var in S.stmt_binds(s)), h.stmts[0])
         traced = self._traced_sources(h)
-        srcs = traced if traced is not None else sorted(g.sources, key=lambda s: s.order)
+        srcs = traced if traced is not None else (sorted(g.sources, key=lambda s: s.order) if g is not None else [])
         if not srcs:
             return None
         primary = next((s for s in srcs if s.name), srcs[0])
@@ -441,7 +443,7 @@ class _Analysis:
             trained = True
         fixes = () if h.traced else Fixes(ctx, self.unit, self.parent, self.owner).choose(
             h, srcs, trained, self.grad_used, self.trained_attrs)
-        if not h.graph.sources.isdisjoint(self.sibling_srcs):
+        if h.sibling or self._sibling_walk(h):
             # the graph came in a list another method fills (PPO's self.logprobs): computing
             # the value again here reads the same list; the cut belongs where that method
             # appends, which is another unit's text: no fix
@@ -526,6 +528,9 @@ class _Analysis:
         if v is None or entry is None:
             return None
         return interp.graph_sources(flow, v, entry, self.unit.body, self.ctx.qualify)
+
+    def _sibling_walk(self, h: _Hit) -> bool:
+        return h.graph is not None and not h.graph.sources.isdisjoint(self.sibling_srcs)
 
     def _only_grad_source_of_loop(self, h: _Hit, srcs: List[Src]) -> bool:
         """Do the stale value's leaves feed the loop's computation directly, with no
@@ -622,23 +627,31 @@ class _Analysis:
 
     # -- loops ------------------------------------------------------------------
     def _check_loop(self, loop: ast.stmt):
+        """The names a backward of ``loop`` frees the graph of, that the loop reads and
+        never rebinds, from the shared trace: the graphs each name holds at the loop's
+        entry (``GraphFlow.loop_entries``, as GG102 reads a value reused by a loop:
+        ``carried_graphs``) that a freeing backward in it reaches (:meth:`_trace_backs`)."""
         if any(isinstance(x, (ast.Break, ast.Return, ast.Raise)) for x in loop.body):  # type: ignore[attr-defined]
             return  # the body runs at most once: nothing is back-propagated a second time
+        flow0 = unit_trace(self.unit, self.ctx)
+        entry0 = flow0.loop_entries.get(id(loop)) if flow0 is not None else None
+        if not entry0 or flow0 is None:
+            return
         assigned = S.assigned_in(loop.body)  # type: ignore[attr-defined]
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             assigned |= set(S.bound_names(loop.target))
-        cands = {n: v for n, v in self.env.items() if isinstance(v, Graph) and not v.holder and n not in assigned}
-        flow = flow0 = unit_trace(self.unit, self.ctx)
-        entry0 = flow.loop_entries.get(id(loop)) if flow is not None else None
-        if entry0:
-            # the names the trace holds a graph for that a method of the user's made through
-            # its object's modules (``act()``'s log-probs kept in a storage object), where
-            # this walk holds nothing
-            for n, v in entry0.items():
-                if n not in cands and n not in assigned and self.env.get(n) is None:
-                    tg = self._trace_graph(flow, n, v, entry0)
-                    if tg is not None:
-                        cands[n] = tg
+        cands: Dict[str, object] = {}
+        for n, v in entry0.items():
+            if n in assigned or not flow0.carried_graphs(v) or self._holds_leaves_only(flow0, v) \
+                    or self._items_of_graphs(flow0, v, entry0) or self._untyped_calls_only(flow0, v, entry0) \
+                    or self._dict_filled_inside(n, v):
+                continue
+            if self._kept_only(flow0, v, entry0):
+                # every graph it holds a method of the user's made through its object's
+                # modules (``act()``'s log-probs kept in a storage object)
+                if self._trace_graph(flow0, n, v, entry0) is None:
+                    continue
+            cands[n] = v
         if not cands:
             return
         backs = self._trace_backs(loop, cands)
@@ -651,7 +664,8 @@ class _Analysis:
         for cand in sorted(backs, key=lambda n: (first[n][0].lineno if first[n] else 0, n)):
             reaching = backs[cand]
             stmts = first[cand]
-            if _own_elements_only(loop, cand, stmts) or self._independent_elements(loop, cand, cands[cand], stmts) \
+            if _own_elements_only(loop, cand, stmts) \
+                    or self._independent_elements(loop, cand, entry0[cand], stmts, flow0) \
                     or self._elements_apart(loop, cand, stmts) or self._handed_back_after_backward(loop, cand):
                 continue
             freeing = [c for c, keep in reaching if not keep]
@@ -661,13 +675,11 @@ class _Analysis:
             # a container or an object made of named tensors (``DataLoader(TensorDataset(feats,
             # y))``): the finding is about the tensors it holds, by the trace (held_names)
             held = interp.held_names(flow0, cand, entry0, self.ctx.qualify, self.ctx.summary) \
-                if entry0 and flow0 is not None and cand not in self.traced else ()
+                if cand not in self.traced else ()
             for var in held or (cand,):
-                g = self.env.get(var)
-                if g is None and var in self.traced:
-                    g = cands.get(var)
+                hv = entry0.get(var)
                 b = built.get(var) if var in built else self._built(var, entry)
-                if not isinstance(g, Graph) or b is None:
+                if hv is None or not flow0.carried_graphs(hv) or b is None:
                     continue
                 if b[1] is not True and var in self.grad_used:
                     # differentiated against on purpose (autograd.grad(u, x), x.grad, x.retain_grad()):
@@ -677,12 +689,181 @@ class _Analysis:
                 if key in self.reported:
                     continue
                 self.reported.add(key)
-                if var in self.traced and self.env.get(var) is None:
-                    self.hits.append(self._traced_hit(var, g, loop, freeing[0], b, entry0))
+                if var in self.traced:
+                    self.hits.append(self._traced_hit(var, None, loop, freeing[0], b, entry0))
                     continue
-                self.hits.append(_Hit(var, g, loop, freeing[0], stmts=b[0], saving=b[1], unknown=b[2]))
+                self.hits.append(_Hit(var, None, loop, freeing[0], stmts=b[0], saving=b[1], unknown=b[2],
+                                      sibling=self._sibling_any(flow0, hv)))
 
-    def _traced_hit(self, var: str, g: Graph, at: ast.stmt, backward: ast.Call, built, entry, via=None) -> _Hit:
+    def _kept_only(self, flow, v, entry) -> bool:
+        """Is every graph ``v`` holds one a method of the user's (not a module's forward)
+        made through the modules its object holds (``GraphFlow.kept_by_method``:
+        ``policy.act(obs)``), none the trace only assumed?"""
+        toks = flow.carried_graphs(v)
+        kept, opaque = flow.kept_by_method, flow.opaque
+        return bool(toks) and all(id(t[1]) in kept and id(t[1]) not in opaque and self._method_call(flow, t[1], entry)
+                                  for t in toks)
+
+    def _method_call(self, flow, node, entry) -> bool:
+        """Is ``node`` a call of a method of an object (``policy.act(obs)``), not of a
+        module (``enc(x)``, ``self.fc(x)``, ``m.forward(x)``)?"""
+        func = node.func if isinstance(node, ast.Call) else None
+        if not isinstance(func, ast.Attribute) or func.attr in ("forward", "__call__"):
+            return False
+        base = A.dotted(func.value)
+        if base is None:
+            return True
+        r = interp.Resolver(self.ctx)
+        if base == "self" and flow.self_obj:
+            obj = flow.self_obj
+        else:
+            held = entry.get(base)
+            obj = held.obj if held is not None else None
+            if obj is None and "." not in base:
+                obj = r.global_obj(base)
+        if obj is None:
+            return True
+        return r.method_facts(obj, func.attr) is not None
+
+    def _items_of_graphs(self, flow, v, entry) -> bool:
+        """``losses = [((out - y) ** 2).mean() for out in outputs]``: a comprehension over
+        a container holding graphs (not a module's ``parameters()``) whose element reads
+        nothing else holding one: which elements a backward reaches is not followed (the
+        loop reads them one by one, ``losses[k]``), so the list is no candidate."""
+        site = v.site
+        if not (isinstance(site, ast.Assign) and len(site.targets) == 1 and isinstance(site.targets[0], ast.Name)
+                and isinstance(site.value, (ast.ListComp, ast.GeneratorExp, ast.SetComp))):
+            return False
+        comp = site.value
+        bound: Set[str] = set()
+        for gen in comp.generators:
+            it = gen.iter
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) \
+                    and it.func.attr in ("parameters", "named_parameters"):
+                return False
+            bound.update(n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name))
+        held_by_iter = False
+        for gen in comp.generators:
+            for n in ast.walk(gen.iter):
+                if isinstance(n, ast.Name) and n.id not in bound:
+                    iv = entry.get(n.id)
+                    held_by_iter = held_by_iter or (iv is not None and bool(flow.carried_graphs(iv)))
+        if not held_by_iter:
+            return False
+        for node in [comp.elt] + [c for gen in comp.generators for c in gen.ifs]:
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name) and n.id not in bound:
+                    nv = entry.get(n.id)
+                    if nv is not None and nv.has_grad():
+                        return False
+                elif isinstance(n, ast.Call):
+                    root = n.func
+                    while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                        root = root.func if isinstance(root, ast.Call) else root.value
+                    if not ((self.ctx.qualify(n.func) or "").startswith("torch.")
+                            or (isinstance(n.func, ast.Attribute) and (not isinstance(root, ast.Name) or root.id in bound))
+                            or (isinstance(n.func, ast.Name) and _parameterless(entry.get(n.func.id)))):
+                        return False
+        return True
+
+    def _untyped_calls_only(self, flow, v, entry) -> bool:
+        """Is every graph ``v`` holds one a call began that is no module's the unit can
+        name: a local bound to something else than a module (``norm = registry[0]``,
+        ``params = get_params()``), or ``self.<a>`` that no class of the file sets to a
+        module or a parameter (``self.clip_range = schedule``)? Such a callable may be any
+        function, its result no graph the unit built."""
+        toks = flow.carried_graphs(v)
+        if not toks:
+            return False
+        mine = self._bound_here()
+        r = None
+        for t in toks:
+            node = t[1]
+            if not isinstance(node, ast.Call) or id(node) in flow.leaf_of:
+                return False
+            func = node.func
+            if isinstance(func, ast.Name):
+                if func.id not in mine:
+                    if func.id in self.module_evidence or node.args or node.keywords:
+                        return False  # a module, or what a function makes of its arguments' graphs
+                    continue
+                fv = entry.get(func.id)
+                obj = (fv.obj or "") if fv is not None else ""
+                if r is None:
+                    r = interp.Resolver(self.ctx)
+                if obj.startswith("inst:torch.nn.") or (obj.startswith("user:") and r.is_module_class(obj[5:])):
+                    return False
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                    and self.self_name == "self" and self.plain_self is None:
+                summ = self.ctx.summary
+                if summ.get(f"gg102:modattr:{func.attr}") or summ.get(f"gg102:paramattr:{func.attr}"):
+                    return False
+            else:
+                return False
+        return True
+
+    def _bound_here(self) -> Set[str]:
+        """The names a statement of the unit binds (not a comprehension's own)."""
+        got = self._bound
+        if got is None:
+            got = set()
+            for st in A.iter_statements(self.unit.body):
+                if isinstance(st, ast.Assign):
+                    targets = list(st.targets)
+                elif isinstance(st, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+                    targets = [st.target]
+                elif isinstance(st, (ast.With, ast.AsyncWith)):
+                    targets = [i.optional_vars for i in st.items if i.optional_vars is not None]
+                else:
+                    continue
+                for t in targets:
+                    got.update(S.bound_names(t))
+            self._bound = got
+        return got
+
+    def _dict_filled_inside(self, name: str, v) -> bool:
+        """A dict last filled by a call on a list it holds (MARL's
+        ``episode["prob"].append(prob)``), never by ``name[k] = ...``: which of its
+        elements a backward reads is not followed."""
+        site = v.site
+        if v.kind != "dict" or not isinstance(site, ast.Expr):
+            return False
+        for st in A.iter_statements(self.unit.body):
+            targets = st.targets if isinstance(st, ast.Assign) else (
+                [st.target] if isinstance(st, (ast.AugAssign, ast.AnnAssign)) else [])
+            for t in targets:
+                if isinstance(t, ast.Subscript) and A.dotted(t.value) == name:
+                    return False
+        return True
+
+    def _holds_leaves_only(self, flow, v) -> bool:
+        """A container of leaves only (``TensorDataset(X)``, ``DataLoader(...)`` of it):
+        every graph it holds a ``torch.utils`` call or a builtin container began on leaves.
+        Reusing it is reusing leaves, which is fine."""
+        toks = flow.carried_graphs(v)
+        for t in toks:
+            node = t[1]
+            if not isinstance(node, ast.Call) or id(node) not in flow.leaf_of:
+                return False
+            q = self.ctx.qualify(node.func) or ""
+            if not (q.startswith("torch.utils.") or (isinstance(node.func, ast.Name) and node.func.id in (
+                    "list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"))):
+                return False
+        return bool(toks)
+
+    @staticmethod
+    def _sibling_tokens(flow) -> Set[int]:
+        return {id(t[1]) for sv in flow.sibling_filled.values() for t in sv.graph_tokens()}
+
+    def _sibling_any(self, flow, v) -> bool:
+        """Did ``v``'s graph come in a list another method of the object fills
+        (``GraphFlow.sibling_filled``: PPO's ``self.logprobs``)?"""
+        if not flow.sibling_filled:
+            return False
+        sib = self._sibling_tokens(flow)
+        return any(id(t[1]) in sib for t in v.graph_tokens())
+
+    def _traced_hit(self, var: str, g: Optional[Graph], at: ast.stmt, backward: ast.Call, built, entry, via=None) -> _Hit:
         """A hit on a graph the trace alone holds (:meth:`_trace_graph`): whether it saves
         is what the summaries say of the calls that made it (a method whose graph module
         calls on ``self`` built saves, ``GraphFlow.saved_weights``; another cannot be
@@ -742,7 +923,7 @@ class _Analysis:
         self.traced.add(name)
         return Graph(frozenset(srcs))
 
-    def _independent_elements(self, loop: ast.stmt, name: str, g: Graph, stmts: Tuple[ast.stmt, ...]) -> bool:
+    def _independent_elements(self, loop: ast.stmt, name: str, v, stmts: Tuple[ast.stmt, ...], flow) -> bool:
         """``for loss in losses: loss.backward()`` over a list built before the loop, one
         element per iteration of a comprehension or of a loop that appended it, each from
         graphs that building step made itself (``[m(x).mean() for m in models]``): each
@@ -770,7 +951,9 @@ class _Analysis:
                     # have saved weights this step changes in place (a model's losses on several
                     # batches); only an optimizer of the element's own (opts[i].step()) is clear
                     return False
-        if g.sources and g.sources <= self.sibling_srcs and all(
+        sib = self._sibling_tokens(flow) if flow.sibling_filled else ()
+        toks = v.graph_tokens()
+        if sib and toks and all(id(t[1]) in sib for t in toks) and all(
                 isinstance(st, ast.Assign) and isinstance(st.value, ast.Attribute) for st in stmts):
             return True  # log_probs = self.saved_log_probs: one element per call of the method filling it
         made = stmts[0]
@@ -834,7 +1017,7 @@ class _Analysis:
         ran = {id(ev.call) for ev in flow.events if not _inside(ev.call, loop)}
         return all(id(t[1]) in ran for t in toks)
 
-    def _trace_backs(self, loop: ast.stmt, cands: Dict[str, Graph]) -> Dict[str, List[Tuple[ast.Call, bool]]]:
+    def _trace_backs(self, loop: ast.stmt, cands: Dict[str, object]) -> Dict[str, List[Tuple[ast.Call, bool]]]:
         """Which backward calls of ``loop`` reach each candidate (a graph alive at loop
         entry that the loop never rebinds), with whether each keeps its graph: the
         shared interpreter's trace (``unit_trace``) has, at the loop's entry, the graph
@@ -892,7 +1075,7 @@ class _Analysis:
                         else set()
             events[id(c)] = (c, ev.retain, ev.loss.taints, inputs, in_toks)
         out: Dict[str, List[Tuple[ast.Call, bool]]] = {}
-        for name, g in cands.items():
+        for name in cands:
             if name not in read:
                 continue
             v = entry.get(name)
@@ -903,17 +1086,18 @@ class _Analysis:
             # graph when it was built from x (its tokens hold x's), or from a source named there
             got = [(c, keep) for c, keep, t, inputs, in_toks in events.values()
                    if toks & t and (inputs is None or (v is not None and flow.built_from(v, in_toks))
-                                    or not self._source_names(flow, v, entry, g).isdisjoint(inputs))]
+                                    or not self._source_names(flow, v, entry).isdisjoint(inputs))]
             if got:
                 out[name] = got
         return out
 
-    def _source_names(self, flow, v, entry, g: Graph) -> Set[Optional[str]]:
+    def _source_names(self, flow, v, entry) -> Set[Optional[str]]:
         """The names of where ``v``'s graph starts, as a finding about it names them
-        (``interpreter.graph_sources``; the walk's sources where the trace cannot
-        name them): what ``autograd.grad(inputs=...)`` is compared with."""
+        (``interpreter.graph_sources``; none where the trace cannot name them, which no
+        program of the fixtures or tests reaches): what ``autograd.grad(inputs=...)``
+        is compared with."""
         srcs = interp.graph_sources(flow, v, entry, self.unit.body, self.ctx.qualify)
-        return {s.name for s in (srcs if srcs is not None else g.sources)}
+        return {s.name for s in srcs} if srcs is not None else set()
 
     def _fn_facts(self, name: str) -> Optional[V.FnFacts]:
         """A same-module function's summary (``fn:<name>``), or None."""
@@ -1496,6 +1680,12 @@ class _Analysis:
         if isinstance(func, ast.Name) and func.id not in self.env and is_module_class(func.id, self.ctx):
             return Mod(self._src(None, "module", None, func, None), True)
         return None
+
+
+def _parameterless(v) -> bool:
+    """Does ``v`` hold a torch module without parameters (``criterion = nn.L1Loss()``)?"""
+    obj = (v.obj or "") if v is not None else ""
+    return obj.startswith("inst:torch.nn.") and obj.rsplit(".", 1)[1] in K.PARAMETERLESS_MODULES
 
 
 def _inside(node: object, region: ast.AST) -> bool:
