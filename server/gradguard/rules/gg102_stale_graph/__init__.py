@@ -534,7 +534,8 @@ class _Analysis:
 
     def _only_grad_source_of_loop(self, h: _Hit, srcs: List[Src]) -> bool:
         """Do the stale value's leaves feed the loop's computation directly, with no
-        trainable module or other leaf that requires grad read in the loop?"""
+        trainable module or other leaf that requires grad read in the loop (by what
+        each name holds at the loop's entry in the shared trace)?"""
         loop = h.loop
         if not isinstance(loop, _LOOPS):
             return False
@@ -544,11 +545,24 @@ class _Analysis:
             return False
         node = getattr(self.unit, "node", None)
         params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} if node is not None else set()
+        flow = unit_trace(self.unit, self.ctx)
+        entry = (flow.loop_entries.get(id(loop)) if flow is not None else None) or {}
         for name in read - names - {h.var}:
-            v = self.env.get(name)
-            if name in params or isinstance(v, Leaf) or (isinstance(v, Mod) and v.trainable):
-                return False  # another tensor or model the loss may learn through, or one we cannot see
+            if name in params:
+                return False  # a tensor or model we cannot see
+            v = entry.get(name)
+            if v is not None and (_a_leaf(v) or self._trainable_module(v)):
+                return False  # another tensor or model the loss may learn through
         return True
+
+    def _trainable_module(self, v) -> bool:
+        """Does ``v`` hold a module with parameters that require grad?"""
+        obj = v.obj or ""
+        if v.frozen:
+            return False
+        if obj.startswith("inst:torch.nn."):
+            return obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES
+        return obj.startswith("user:") and interp.Resolver(self.ctx).is_module_class(obj[5:])
 
     # -- statements -----------------------------------------------------------
     def _stmt(self, s: ast.stmt):
@@ -1680,6 +1694,11 @@ class _Analysis:
         if isinstance(func, ast.Name) and func.id not in self.env and is_module_class(func.id, self.ctx):
             return Mod(self._src(None, "module", None, func, None), True)
         return None
+
+
+def _a_leaf(v) -> bool:
+    """Does ``v`` hold a tensor that requires grad and no graph (a leaf)?"""
+    return any(t[0] == "L" for t in v.taints) and not v.graph_tokens()
 
 
 def _parameterless(v) -> bool:
