@@ -248,6 +248,7 @@ class _Analysis:
         self._bflow: object = False  # the unit's run recording how values were built, once asked
         self._maps: Optional[Tuple[Dict[int, Tuple[list, int]], Dict[int, ast.stmt]]] = None
         self._bound: Optional[Set[str]] = None
+        self._defined: Optional[Set[str]] = None
         self.traced: Set[str] = set()  # the names whose candidate graph is the trace's alone (_trace_graph)
         self.call_traced: Dict[str, Graph] = {}  # ... at a call of a function whose loop back-propagates
 
@@ -1124,7 +1125,7 @@ class _Analysis:
         is reused inside the callee's loop. Which arguments reach that loop's backward
         is the shared interpreter's (``GraphFlow.callee_loops``, from the callee's
         ``FnFacts.loop_backward``/``loop_delegates``); which globals, the callee's
-        ``FnFacts.loop_backward_globals``."""
+        ``FnFacts.loop_backward_globals``; what each name holds, the trace's at the call."""
         if self.nograd:
             return
         for c in S.walk_no_scopes(s):
@@ -1139,37 +1140,40 @@ class _Analysis:
                     continue
                 cands = set(self._trace_call_reach(c))
                 facts = None
-            elif not isinstance(c.func, ast.Name) or c.func.id in self.env:
+            elif not isinstance(c.func, ast.Name) or c.func.id in self._bound_or_defined():
                 continue
             else:
                 via = c.func.id
                 facts = self.ctx.summary.get(f"fn:{c.func.id}")
                 if not isinstance(facts, V.FnFacts) or facts.no_grad or not (
-                        facts.loop_backward or facts.loop_delegates or facts.loop_backward_globals or facts.loop_calls):
+                        facts.loop_backward or facts.loop_backward_globals or facts.loop_delegates or facts.loop_calls):
                     continue
                 cands = set(self._trace_call_reach(c))
+            entry = self._call_entry(c)
+            bflow = self._build_flow()
             if facts is not None and self.unit.kind == "module":
-                cands.update(n for n in V.loop_globals_of(self._fn_facts, facts) if isinstance(self.env.get(n), Graph))
+                cands.update(n for n in V.loop_globals_of(self._fn_facts, facts)
+                             if entry and self._walk_kind(bflow, n, entry.get(n), entry) == "graph")
             reached: List[str] = []
             for cand in sorted(cands):
-                g = self.env[cand] if cand in self.env else None
-                if g is None:
-                    g = self.call_traced.get(cand)
-                if not isinstance(g, Graph) or g.holder:
-                    continue
-                for var in g.carried or (cand,):
+                if cand in self.call_traced:
+                    names: Tuple[str, ...] = (cand,)
+                else:
+                    names = interp.held_names(bflow, cand, entry, self.ctx.qualify, self.ctx.summary) \
+                        if entry and bflow is not None else ()
+                for var in names or (cand,):
                     if var not in reached:
                         reached.append(var)
-            entry = self._call_entry(c)
             for var in reached:
-                g = self.env.get(var)
-                traced = g is None and var in self.call_traced
+                traced = var in self.call_traced
                 if traced:
                     g = self.call_traced[var]
+                elif entry is None or self._walk_kind(bflow, var, entry.get(var), entry) != "graph":
+                    continue
                 b = self._built(var, entry)
                 if b is None and traced:
                     b = self._made_at(var, entry)
-                if not isinstance(g, Graph) or b is None:
+                if b is None:
                     continue
                 key = (var, id(b[0][0]))
                 if key in self.reported:
@@ -1178,7 +1182,32 @@ class _Analysis:
                 if traced:
                     self.hits.append(self._traced_hit(var, g, s, c, b, entry, via=via))
                     continue
-                self.hits.append(_Hit(var, g, s, c, via=via, stmts=b[0], saving=b[1], unknown=b[2]))
+                self.hits.append(_Hit(var, None, s, c, via=via, stmts=b[0], saving=b[1], unknown=b[2],
+                                      sibling=self._sibling_any(bflow, entry[var])))
+
+    def _bound_or_defined(self) -> Set[str]:
+        """The names a statement of the unit binds or a def or class of it defines."""
+        got = self._defined
+        if got is None:
+            got = self._defined = set(self._bound_here()) | {
+                st.name for st in A.iter_statements(self.unit.body)
+                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        return got
+
+    def _walk_kind(self, flow, name: str, v, entry) -> str:
+        """What ``name`` holds as GG102 reads a value handed on: "graph" (a tensor or a
+        container carrying a graph the unit built), "other" (a leaf, a module) or "none"."""
+        if v is None or flow is None:
+            return "none"
+        if flow.carried_graphs(v):
+            if self._holds_leaves_only(flow, v) or self._items_of_graphs(flow, v, entry) \
+                    or self._untyped_calls_only(flow, v, entry) or self._dict_filled_inside(name, v) \
+                    or self._kept_only(flow, v, entry):
+                return "none"
+            return "graph"
+        if _a_leaf(v) or self._trainable_module(v):
+            return "other"
+        return "none"
 
     def _call_entry(self, c: ast.Call):
         """The names' values at ``c``, a call of a function whose loop back-propagates
@@ -1192,9 +1221,9 @@ class _Analysis:
 
     def _trace_call_reach(self, c: ast.Call) -> List[str]:
         """The names ``c`` reads (a call of a function whose own loop back-propagates
-        what it is passed) that hold, by the lattice, a graph and, by the shared
-        interpreter's trace (``GraphFlow.callee_loops``), a graph its arguments bring
-        into that loop's backward. Where the lattice holds nothing, a graph the trace
+        what it is passed) that hold a graph the unit built (:meth:`_walk_kind`, at the
+        call) that, by the shared interpreter's trace (``GraphFlow.callee_loops``), its
+        arguments bring into that loop's backward. Where they hold none, a graph the trace
         alone holds (:meth:`_trace_graph`) counts only as precisely as the callee's
         summary says it is read: an argument whose attributes the callee's loop
         back-propagates (``FnFacts.containers``: ``update(memory)`` stacking
@@ -1218,7 +1247,7 @@ class _Analysis:
         for n in S.walk_no_scopes(c):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 names.append(n.id)
-                if self.env.get(n.id) is None and n in c.args:
+                if self._walk_kind(flow, n.id, entry.get(n.id), entry) == "none" and n in c.args:
                     if paths is None:
                         paths = self._callee_paths(c, entry)
                     mine = paths.get(c.args.index(n), ())
@@ -1235,10 +1264,10 @@ class _Analysis:
             v = entry.get(name)
             if v is None or name in out or not v.graph_tokens() & loss:
                 continue
-            held = self.env.get(name)
-            if isinstance(held, Graph):
+            kind = self._walk_kind(flow, name, v, entry)
+            if kind == "graph":
                 out.append(name)
-            elif held is None and flow is not None and name not in read_by_attr:
+            elif kind == "none" and flow is not None and name not in read_by_attr:
                 g = self._trace_graph(flow, name, v, entry, container_ok=name in exact)
                 if g is not None:
                     self.call_traced[name] = g
