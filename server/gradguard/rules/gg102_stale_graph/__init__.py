@@ -205,6 +205,7 @@ class _Hit:
     unknown: Optional[str] = None
     traced: bool = False  # a graph the trace alone holds (_trace_graph): no fix is offered
     sibling: bool = False  # its graph came in a list another method fills (GraphFlow.sibling_filled)
+    srcs: Optional[Tuple[Src, ...]] = None  # where its graph starts, when the hit knows (__init__'s graphs on self)
 
 
 class _Analysis:
@@ -337,12 +338,23 @@ class _Analysis:
         back-propagating loop reuses (:func:`class_attr_loops`, from the same class,
         hence the same top-level chunk). Reported here, where the stale graph is
         built; the method with the loop reports nothing about them (it never sees
-        the graph)."""
+        the graph). What the unit leaves is the trace's (the building run's
+        ``exit_env``; for a method ``__init__`` calls, a run seeded with the leaves
+        ``__init__`` made), and so are the graphs' sources."""
         me = self._init_unit()
         if me is None:
             return
+        helper = self.unit.node.name != "__init__"
+        if helper:
+            flow, exit_env = self._helper_exit()
+        else:
+            flow = self._build_flow()
+            exit_env = flow.exit_env if flow is not None else None
+        if flow is None or not exit_env:
+            return
         prefix = me + "."
-        if not any(k.startswith(prefix) and isinstance(v, Graph) for k, v in self.env.items()):
+        if not any(k.startswith(prefix) and self._walk_kind(flow, k, v, exit_env) == "graph"
+                   for k, v in exit_env.items()):
             return  # it leaves no graph on the instance
         fact = self._init_fact()
         if fact is None:
@@ -350,25 +362,18 @@ class _Analysis:
         cls = self.unit.class_node
         loops, grad_attrs, _calls, init_assigned, _leaves, _methods, trained_attrs = fact
         self.trained_attrs = {f"{me}.{a}" for a in trained_attrs}
-        helper = self.unit.node.name != "__init__"
         self.grad_used.update(f"{me}.{a}" for a in grad_attrs)
-        if helper:
-            exit_env = self._helper_exit()
-        else:
-            flow = self._build_flow()
-            exit_env = flow.exit_env if flow is not None else None
         index = self.ctx.index
         for attr, method, line, col, end_line, end_col, loop_self, body_line, body_col in loops:
             if helper and attr in init_assigned:
                 continue  # __init__ may replace what the helper built
             var = f"{me}.{attr}"
-            g = self.env.get(var)
-            if not isinstance(g, Graph) or g.holder:
+            if self._walk_kind(flow, var, exit_env.get(var), exit_env) != "graph":
                 continue
-            for name in g.carried or (var,):
-                gv = self.env.get(name)
+            for name in interp.held_names(flow, var, exit_env, self.ctx.qualify, self.ctx.summary) or (var,):
+                gv = exit_env.get(name)
                 built = self._built(name, exit_env)
-                if not isinstance(gv, Graph) or built is None:
+                if self._walk_kind(flow, name, gv, exit_env) != "graph" or built is None:
                     continue
                 if built[1] is not True and name in self.grad_used:
                     continue
@@ -384,8 +389,31 @@ class _Analysis:
                 if name == var and loop_self == me and body_line >= 0 \
                         and 1 <= cls.lineno + body_line <= len(index.lines):
                     at = self.ctx.pos(cls.lineno + body_line, body_col)
-                self.hits.append(_Hit(name, gv, None, None, via=method, remote=rng, remote_body=at,
-                                      stmts=built[0], saving=built[1], unknown=built[2]))
+                srcs = self._exit_sources(flow, gv, exit_env)
+                self.hits.append(_Hit(name, None, None, None, via=method, remote=rng, remote_body=at,
+                                      stmts=built[0], saving=built[1], unknown=built[2],
+                                      srcs=tuple(srcs) if srcs is not None else None,
+                                      sibling=self._sibling_any(flow, gv)))
+
+    def _exit_sources(self, flow, v, env) -> Optional[List[Src]]:
+        """Where a graph the unit leaves on ``self`` starts (``interpreter.graph_sources``
+        over what it leaves); a leaf ``__init__`` made that a helper started from is named
+        ``self.<attr>``, of the kind ``__init__`` made it."""
+        seeds = getattr(flow, "init_seeds", None) or {}
+        if not seeds:
+            return interp.graph_sources(flow, v, env, self.unit.body, self.ctx.qualify)
+        out: List[Src] = []
+        for t in sorted(v.graph_tokens(), key=lambda t: (getattr(t[1], "lineno", 0), getattr(t[1], "col_offset", 0))):
+            leaves = flow.leaf_of.get(id(t[1])) or frozenset()
+            seeded = [seeds[id(x[1])] for x in leaves if id(x[1]) in seeds]
+            rest = interp.graph_sources(flow, V.plain({t}), env, self.unit.body, self.ctx.qualify) \
+                if len(seeded) < len(leaves) or not leaves else []
+            if rest is None:
+                return None
+            for src in seeded + list(rest):
+                if src not in out:
+                    out.append(src)
+        return out
 
     def _seed_params(self):
         """Parameters of a module-level function that some call site passes a
@@ -406,7 +434,7 @@ class _Analysis:
     def _finding(self, h: _Hit) -> Optional[Finding]:
         ctx, var, g = self.ctx, h.var, h.graph
         origin = next((s for s in h.stmts if var in S.stmt_binds(s)), h.stmts[0])
-        traced = self._traced_sources(h)
+        traced = list(h.srcs) if h.srcs is not None else self._traced_sources(h)
         srcs = traced if traced is not None else (sorted(g.sources, key=lambda s: s.order) if g is not None else [])
         if not srcs:
             return None
@@ -491,18 +519,23 @@ class _Analysis:
         interpreter over the method, asked only for a finding about what it builds."""
         me, fact = self._init_unit(), self._init_fact()
         if me is None or fact is None:
-            return None
+            return None, None
         env, self_obj = unit_entry(self.unit)
         mine = S.assigned_in(self.unit.body)
-        for attr, _kind in fact[4]:
-            if f"{me}.{attr}" not in mine:
-                env[f"{me}.{attr}"] = V.plain({("L", None)})
+        seeds: Dict[int, Src] = {}
+        for attr, kind in fact[4]:
+            d = f"{me}.{attr}"
+            if d not in mine:
+                seed = ast.Name(id=d)  # (stands for the leaf __init__ made: where the helper's graphs start)
+                seeds[id(seed)] = Src(d, kind, None, None, None)
+                env[d] = V.plain({("L", seed)})
         run = interp.BuildFlow(interp.Resolver(self.ctx), self_obj=self_obj, find_carries=False)
         run.module_evidence = lambda: A.module_names(self.unit)
+        run.init_seeds = seeds  # type: ignore[attr-defined]
         try:
-            return run.run(self.unit.body, env)
+            return run, run.run(self.unit.body, env)
         except RecursionError:
-            return None
+            return None, None
 
     def _traced_sources(self, h: _Hit) -> Optional[List[Src]]:
         """Where the stale value's graph starts, from the shared trace: the leaf tokens
