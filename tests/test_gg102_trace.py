@@ -619,13 +619,13 @@ def test_gg102_walks_a_unit_only_where_a_tensor_carrying_a_graph_is_reused(made,
     import gradguard.rules.gg102_stale_graph as gg102
 
     runs = []
-    run = gg102._Analysis.run
+    run = gg102._Report.run
 
     def spy(self):
         runs.append(self.unit.kind)
         return run(self)
 
-    monkeypatch.setattr(gg102._Analysis, "run", spy)
+    monkeypatch.setattr(gg102._Report, "run", spy)
     result = check_source(f"""
 import torch
 import torch.nn as nn
@@ -810,13 +810,13 @@ def _gg102_analysis(source, monkeypatch):
     import gradguard.rules.gg102_stale_graph as gg102
 
     got = []
-    run = gg102._Analysis.run
+    run = gg102._Report.run
 
     def spy(self):
         got.append(self)
         return run(self)
 
-    monkeypatch.setattr(gg102._Analysis, "run", spy)
+    monkeypatch.setattr(gg102._Report, "run", spy)
     monkeypatch.setattr(gg102, "_trace_may_report", lambda unit, ctx: True)
     result = check_source(source, path="t.py")
     return next(a for a in got if a.unit.kind == "module"), result

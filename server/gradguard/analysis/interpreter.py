@@ -476,8 +476,7 @@ class GraphFlow:
         # module whose output carries a graph, or any object at all; in a unit, the call
         # of a function whose summary says its graph is only that (``RetPos.assumed``).
         # :meth:`tensor_graphs` leaves them out. (A unit's own untyped callables are not
-        # marked: GG102's walk takes a name the unit uses as a module, ``m.parameters()``,
-        # for one, and the trace does not know that yet.)
+        # marked where the unit uses the name as a module, ``m.parameters()``.)
         self.opaque: set = set()
         self.opaque_via: Dict[int, str] = {}  # (summarising) id(call) of those that call a module-level name -> it
         # (summarising) id(call) of a call of a parameter on a graph built inside (``d(gz)``
@@ -491,7 +490,7 @@ class GraphFlow:
         # its object holds built (``RetPos.modules``: ``act()`` handing back
         # ``dist.log_prob(action)`` of its actor's output), or that left such a graph in a
         # container it reaches (``ContainerEffect.saving``: ``act(state, memory)``). GG102
-        # takes a name holding only such graphs for a candidate where its walk holds nothing.
+        # takes a name holding only such graphs (not a module's forward) for a candidate of its own.
         self.kept_by_method: set = set()
         # ids of the calls whose ("G", call) is the graph a function (or a method) of the
         # user's built itself, by its summary, from nothing its arguments brought
@@ -524,7 +523,7 @@ class GraphFlow:
         # calls of functions whose own loop back-propagates what is passed in (CalleeLoop)
         self.callee_loops: List[CalleeLoop] = []
         # ``self.<a>`` lists another method of the object fills with graphs, seeded at entry
-        # (``facts.sibling_filled``): GG102's walk reads them as graphs built before the method
+        # (``facts.sibling_filled``): GG102 reads them as graphs built before the method
         self.sibling_filled: Dict[str, Val] = {}
         self._via_depth = 0
         self._targets: Tuple[str, ...] = ()  # names assigned by the statement being evaluated

@@ -30,42 +30,39 @@ How it works (one unit at a time):
    (``CalleeLoop.entry``, ``GraphFlow.call_entries``) or the unit's end
    (``exit_env``: what ``__init__`` leaves on ``self``; a method ``__init__``
    calls is run seeded with the leaves ``__init__`` made), carried on each hit.
-4. Which names are reported is still decided by a walk of the unit's
-   statements, in order, that tracks what each local name holds
-   (:mod:`.lattice`: a leaf, a module, or a graph with its sources and, for a
-   container, the named tensors it holds), and so are the names a container
-   holds and the sources of a graph ``__init__`` leaves on ``self`` (and of a
-   graph whose start the trace cannot name, for the ``autograd.grad(inputs=)``
-   filter, which otherwise compares the trace's). On the fixtures the trace's
-   candidates are the walk's in every loop (functions returning leaves, nested
-   defs, callables never used as modules, per-model output lists read by element
-   and graphs a call handed back after its own backward now read alike), and on
-   the real checkouts too since the trace reads an object the unit's untyped calls
-   made (``get_lm_corpus(args.data)``, ``acc.prepare(loader, opt)``) as a carrier
-   of its arguments (``GraphFlow.carried_graphs``, without ``fn_made``) and knows a
-   constructor that freezes its module (``ClassFacts.init_freezes``:
-   ``Vgg16(requires_grad=False)``). The named tensors a container holds at a loop
-   (``DataLoader(TensorDataset(feats, y))`` reports ``feats``) are the trace's too
-   (``interpreter.held_names``); at a call and on ``self`` they, the graphs and
-   leaves ``__init__`` leaves on ``self``, and a few reads of a finding are still
-   the walk's, so it stays (docs/architecture.md lists what is left). Where the walk holds nothing for a
-   name, the trace's candidate is taken when a method of the user's made every
-   graph it holds through the modules its object holds (``GraphFlow.kept_by_method``:
-   ``policy.act(obs)``'s log-probs kept in a storage object;
-   :meth:`_Analysis._trace_graph`), and at a
-   call, by the attributes of an argument the callee's loop back-propagates
-   (``memory.logprobs``); such a hit offers no fix. The statement maps the fixes
-   edit are syntax's (:func:`.syntax.statement_maps`), not the walk's.
-   Which loops freeze a module's parameters is one reading for the walk and the
-   trace (``ast_util.frozen_by_loop``); the pre-filter above skips a unit whose
-   only reused graph is an object a graph only may reach
+4. Which names are reported is the trace's too: a name holding a graph at a
+   loop's entry (or at the call, or on ``self`` when ``__init__`` ends) as GG102
+   reads a value reused (``GraphFlow.carried_graphs``: without what an untyped
+   call made, ``fn_made``, nor what the trace only assumed, ``opaque``), less
+   what is no graph the unit built by a reading of its own (:meth:`_Report._walk_kind`):
+   a container of leaves only (``TensorDataset(X)``), a comprehension over a list
+   of graphs whose element reads nothing else holding one, a dict last filled
+   through a list it holds (``episode["prob"].append(prob)``), the result of a
+   call of a local bound to no module (``norm = registry[0]``), of ``self.<a>`` no
+   class sets to a module, or of an unbound name with no arguments. The named
+   tensors a container holds (``DataLoader(TensorDataset(feats, y))`` reports
+   ``feats``) are ``interpreter.held_names``. A name every graph of which a method
+   of the user's (not a module's forward) made through the modules its object
+   holds (``GraphFlow.kept_by_method``: ``policy.act(obs)``'s log-probs kept in a
+   storage object; :meth:`_Report._trace_graph`) is taken where it is no list or
+   dict and its sources can be named, and at a call by the attributes of an
+   argument the callee's loop back-propagates (``memory.logprobs``); such a hit
+   offers no fix. The loop's loss having no other source (what the other names
+   the loop reads hold at its entry: no leaf, no trainable module), a graph that
+   came in a list another method fills (``GraphFlow.sibling_filled``) and the
+   statement maps the fixes edit (:func:`.syntax.statement_maps`) are the
+   trace's or syntax's. (Until the tenth pass a second walk of the unit, with
+   a value lattice of its own, decided these; every hit was compared with it
+   before it went: equal on the fixtures, report fixtures, examples, projects
+   and the programs of ``test_gg102*.py``.) The pre-filter above skips a unit
+   whose only reused graph is an object a graph only may reach
    (``GraphFlow.tensor_graphs``) or one an untyped call made (``fn_made``).
 
 The torch facts (which calls cut graphs, which operations save tensors, which
 modules have no parameters) come from :mod:`gradguard.analysis.knowledge`.
 
 The rule is a package: this module is the reporter and its hits (``_Hit``)
-turned into findings. Its values are in :mod:`.lattice`, its module facts (the
+turned into findings (``_Report``). Its module facts (the
 ``gg102`` fact source) and the class question in :mod:`.facts`; the words of every message, note and fix title, in English and
 Chinese, are in :mod:`.messages`; the text edits of the fixes in :mod:`.fixes`;
 the syntax questions they all ask in :mod:`.syntax`.
@@ -75,24 +72,23 @@ from __future__ import annotations
 
 import ast
 
-from gradguard.analysis.facts import GRAPH_FACTS, requires_grad_argument
+from gradguard.analysis.facts import GRAPH_FACTS
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import summary as _summary
 from gradguard.analysis import values as V
+from gradguard.analysis.values import Source as Src
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.model.findings import Finding, Position, Range, Related, Severity
 from gradguard.model.record import record
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.common import unit_build_trace, unit_entry, unit_trace
-from gradguard.rules.gg102_stale_graph import lattice as L
 from gradguard.rules.gg102_stale_graph import messages as M
 from gradguard.rules.gg102_stale_graph import syntax as S
 from gradguard.rules.gg102_stale_graph.facts import (GG102_FACTS, class_attr_loops, class_backprops, grad_read_names,
                                                      init_calls, is_module_class, mentions_backprop, mentions_bwloop)
 from gradguard.rules.gg102_stale_graph.fixes import Fixes
-from gradguard.rules.gg102_stale_graph.lattice import Graph, Leaf, Mod, Src
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
@@ -121,14 +117,14 @@ class StaleGraph(Rule):
         if not _may_report(unit, ctx):
             return []
         if not _builds_for_init(unit) and not _trace_may_report(unit, ctx):
-            return []  # the trace reuses no graph here: the walk that words a finding is not needed
-        return _Analysis(unit, ctx).run()
+            return []  # the trace reuses no graph here: the reporter is not needed
+        return _Report(unit, ctx).run()
 
 
 def _builds_for_init(unit) -> bool:
     """``__init__`` of a module-level class that back-propagates, or a method it
     calls: what it leaves on ``self`` may be reused by another method's loop (the
-    walk decides whether it leaves a graph there)."""
+    reporter reads whether it leaves a graph there from the trace)."""
     cls, node = unit.class_node, unit.node
     return cls is not None and node is not None and unit.parents == (cls,) and class_backprops(cls) and (
         node.name == "__init__" or node.name in init_calls(cls))
@@ -137,7 +133,7 @@ def _builds_for_init(unit) -> bool:
 def _trace_may_report(unit, ctx) -> bool:
     """Does the shared trace show a graph alive at a loop's entry that a backward in
     that loop frees, or a call handing one to a function whose own loop
-    back-propagates it? (A superset of what the findings need: the walk then
+    back-propagates it? (A superset of what the findings need: the reporter then
     narrows to the names the loop reads, one finding per graph.)"""
     node = unit.node
     if node is not None and A.is_no_grad_function(node, ctx):
@@ -192,7 +188,6 @@ def _may_report(unit, ctx) -> bool:
 @record(frozen=False)
 class _Hit:
     var: str
-    graph: Optional[Graph]
     loop: Optional[ast.stmt]  # the loop; or the statement calling a function whose loop back-propagates
     backward: Optional[ast.Call]  # (both None for a hit of a backward in another method: remote)
     via: Optional[str] = None  # the called function that runs backward(), if not a backward call itself
@@ -206,24 +201,23 @@ class _Hit:
     traced: bool = False  # a graph the trace alone holds (_trace_graph): no fix is offered
     sibling: bool = False  # its graph came in a list another method fills (GraphFlow.sibling_filled)
     srcs: Optional[Tuple[Src, ...]] = None  # where its graph starts, when the hit knows (__init__'s graphs on self)
+    fallback: Tuple[Src, ...] = ()  # ... where the trace at hand cannot say (a graph the trace alone holds)
 
 
-class _Analysis:
+class _Report:
+    """GG102 on one unit: its hits, from the shared interpreter's trace, and their findings."""
+
     def __init__(self, unit, ctx):
         self.unit = unit
         self.ctx = ctx
-        self.env: Dict[str, object] = {}
         self.nograd = 0
-        self.order = 0
         self.hits: List[_Hit] = []
         self.reported: Set[Tuple[str, int]] = set()
-        self.frozen: Set[str] = set()
         self.self_name = None
         # a method of a class that is no module (a PPO agent, a trainer, an environment): its
         # ``self.<a>`` is a module only where the class's facts type the constructor
         # (``self.rewardnet = nn.Sequential(...)``), not by the name's case alone
         self.plain_self: Optional[str] = None
-        self.sibling_srcs: Set[Src] = set()  # the sources of graphs another method left in self.<list>
         node = unit.node
         if unit.class_node is not None and node is not None and is_module_class(unit.class_node.name, ctx):
             args = list(node.args.posonlyargs) + list(node.args.args)
@@ -242,7 +236,6 @@ class _Analysis:
                                                                 unit_words(unit, ctx.index.lines))
         self.grad_read = _summary.query(ctx.summary, grad_read_names) if unit.kind == "module" else frozenset()
         self.trained_attrs: Set[str] = set()
-        self.torch_alias = next((k for k, v in ctx.imports.items() if v == "torch"), None)
         self._module_evidence: Optional[Set[str]] = None
         self._attr_loops: object = False  # class_attr_loops of the unit's class, once asked
         self._grad_used: Optional[Set[str]] = None
@@ -250,13 +243,13 @@ class _Analysis:
         self._maps: Optional[Tuple[Dict[int, Tuple[list, int]], Dict[int, ast.stmt]]] = None
         self._bound: Optional[Set[str]] = None
         self._defined: Optional[Set[str]] = None
-        self.traced: Set[str] = set()  # the names whose candidate graph is the trace's alone (_trace_graph)
-        self.call_traced: Dict[str, Graph] = {}  # ... at a call of a function whose loop back-propagates
+        self.traced: Dict[str, Tuple[Src, ...]] = {}  # the names whose candidate graph is the trace's alone (_trace_graph)
+        self.call_traced: Dict[str, Tuple[Src, ...]] = {}  # ... at a call of a function whose loop back-propagates
 
     # -- unit-wide facts --------------------------------------------------
     # Syntax questions about the whole unit (:func:`.syntax.module_names`,
     # :func:`.syntax.grad_used_names`), asked only where they can matter (a name
-    # called that the walk has not seen bound; a stale graph that reaches a
+    # called that the unit binds to nothing else; a stale graph that reaches a
     # freeing backward, and its finding). Most units of a training file report
     # nothing and never need them.
     @property
@@ -293,11 +286,41 @@ class _Analysis:
         node = self.unit.node
         if node is not None and A.is_no_grad_function(node, self.ctx):
             return []
-        self._seed_params()
-        self._seed_init_leaves()
-        self._block(self.unit.body)
+        self._statements(self.unit.body)
         self._check_init_attrs()
         return [f for f in (self._finding(h) for h in self.hits) if f is not None]
+
+    def _statements(self, stmts: list):
+        """The unit's statements in order, not entering nested defs and classes: each
+        loop (:meth:`_check_loop`) and each simple statement that may call a function
+        whose loop back-propagates (:meth:`_check_call`), outside ``no_grad`` blocks."""
+        for s in stmts:
+            k = s.__class__
+            if k in _LOOPS:
+                if not self.nograd:
+                    self._check_loop(s)
+                self._statements(s.body)
+                self._statements(s.orelse)
+            elif k in _SIMPLE:
+                if self.calls_bwloop and not self.nograd:
+                    self._check_call(s)
+            elif k in (ast.With, ast.AsyncWith):
+                ng = A.is_no_grad_with(s, self.ctx)
+                self.nograd += ng
+                self._statements(s.body)
+                self.nograd -= ng
+            elif k is ast.If:
+                self._statements(s.body)
+                self._statements(s.orelse)
+            elif k is ast.Try or k.__name__ == "TryStar":
+                self._statements(s.body)
+                for h in s.handlers:
+                    self._statements(h.body)
+                self._statements(s.orelse)
+                self._statements(s.finalbody)
+            elif k.__name__ == "Match":
+                for c in s.cases:
+                    self._statements(c.body)
 
     def _init_unit(self) -> Optional[str]:
         """The instance name when this unit is ``__init__`` of a module-level class or
@@ -317,20 +340,6 @@ class _Analysis:
         if got is False:
             got = self._attr_loops = class_attr_loops(self.unit.class_node, self.ctx)
         return got
-
-    def _seed_init_leaves(self):
-        """A helper ``__init__`` calls starts from the requires-grad leaves ``__init__`` made."""
-        me = self._init_unit()
-        if me is None or self.unit.node.name == "__init__":
-            return
-        fact = self._init_fact()
-        if fact is None:
-            return
-        mine = S.assigned_in(self.unit.body)
-        for attr, kind in fact[4]:
-            d = f"{me}.{attr}"
-            if d not in mine:
-                self.env[d] = Leaf(self._src(d, kind, None, None, None))
 
     def _check_init_attrs(self):
         """In ``__init__`` of a module-level class (or a method it calls): the
@@ -390,7 +399,7 @@ class _Analysis:
                         and 1 <= cls.lineno + body_line <= len(index.lines):
                     at = self.ctx.pos(cls.lineno + body_line, body_col)
                 srcs = self._exit_sources(flow, gv, exit_env)
-                self.hits.append(_Hit(name, None, None, None, via=method, remote=rng, remote_body=at,
+                self.hits.append(_Hit(name, None, None, via=method, remote=rng, remote_body=at,
                                       stmts=built[0], saving=built[1], unknown=built[2],
                                       srcs=tuple(srcs) if srcs is not None else None,
                                       sibling=self._sibling_any(flow, gv)))
@@ -415,27 +424,12 @@ class _Analysis:
                     out.append(src)
         return out
 
-    def _seed_params(self):
-        """Parameters of a module-level function that some call site passes a
-        requires-grad tensor to."""
-        node = self.unit.node
-        if node is None or self.unit.class_node is not None or self.unit.parents:
-            return
-        params = list(node.args.posonlyargs) + list(node.args.args)
-        for i, a in enumerate(params):
-            if a.arg not in self.module_evidence and requires_grad_argument(self.ctx.summary, node.name, i, a.arg):
-                self.env[a.arg] = Leaf(self._src(a.arg, "data", None, a, None))
-
-    def _block(self, stmts: list):
-        for i, s in enumerate(stmts):
-            self._stmt(s)
-
     # -- findings ---------------------------------------------------------------
     def _finding(self, h: _Hit) -> Optional[Finding]:
-        ctx, var, g = self.ctx, h.var, h.graph
+        ctx, var = self.ctx, h.var
         origin = next((s for s in h.stmts if var in S.stmt_binds(s)), h.stmts[0])
         traced = list(h.srcs) if h.srcs is not None else self._traced_sources(h)
-        srcs = traced if traced is not None else (sorted(g.sources, key=lambda s: s.order) if g is not None else [])
+        srcs = traced if traced is not None else list(h.fallback)
         if not srcs:
             return None
         primary = next((s for s in srcs if s.name), srcs[0])
@@ -472,7 +466,7 @@ class _Analysis:
             trained = True
         fixes = () if h.traced else Fixes(ctx, self.unit, self.parent, self.owner).choose(
             h, srcs, trained, self.grad_used, self.trained_attrs)
-        if h.sibling or self._sibling_walk(h):
+        if h.sibling:
             # the graph came in a list another method fills (PPO's self.logprobs): computing
             # the value again here reads the same list; the cut belongs where that method
             # appends, which is another unit's text: no fix
@@ -563,9 +557,6 @@ class _Analysis:
             return None
         return interp.graph_sources(flow, v, entry, self.unit.body, self.ctx.qualify)
 
-    def _sibling_walk(self, h: _Hit) -> bool:
-        return h.graph is not None and not h.graph.sources.isdisjoint(self.sibling_srcs)
-
     def _only_grad_source_of_loop(self, h: _Hit, srcs: List[Src]) -> bool:
         """Do the stale value's leaves feed the loop's computation directly, with no
         trainable module or other leaf that requires grad read in the loop (by what
@@ -597,81 +588,6 @@ class _Analysis:
         if obj.startswith("inst:torch.nn."):
             return obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES
         return obj.startswith("user:") and interp.Resolver(self.ctx).is_module_class(obj[5:])
-
-    # -- statements -----------------------------------------------------------
-    def _stmt(self, s: ast.stmt):
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self.env[s.name] = None
-            return
-        if isinstance(s, _LOOPS):
-            if not self.nograd:
-                self._check_loop(s)
-            if isinstance(s, (ast.For, ast.AsyncFor)):
-                it = self._eval(s.iter)
-                self._frozen_params_loop(s)
-                for n in S.bound_names(s.target):
-                    self.env[n] = L.as_graph(it) if isinstance(it, (Graph, Leaf)) else None
-            else:
-                self._eval(s.test)
-            self._block(s.body)
-            self._block(s.orelse)
-            return
-        if self.calls_bwloop and isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
-            self._check_call(s)
-        if isinstance(s, ast.Assign):
-            v = self._eval(s.value)
-            for t in s.targets:
-                self._assign(t, v, s)
-            return
-        if isinstance(s, ast.AnnAssign):
-            if s.value is not None:
-                self._assign(s.target, self._eval(s.value), s)
-            return
-        if isinstance(s, ast.AugAssign):
-            v = self._eval(s.value)
-            key = s.target.id if isinstance(s.target, ast.Name) else S.attr_name(s.target)
-            if key:
-                cur = self.env.get(key)
-                if isinstance(cur, (Graph, Leaf)) or isinstance(v, (Graph, Leaf)):
-                    self.env[key] = L.merge([cur, v])
-            return
-        if isinstance(s, (ast.With, ast.AsyncWith)):
-            ng = A.is_no_grad_with(s, self.ctx)
-            for it in s.items:
-                v = self._eval(it.context_expr)
-                if it.optional_vars is not None:
-                    self._assign(it.optional_vars, None, s)
-            if ng:
-                self.nograd += 1
-            self._block(s.body)
-            if ng:
-                self.nograd -= 1
-            return
-        if isinstance(s, ast.If):
-            self._eval(s.test)
-            self._block(s.body)
-            self._block(s.orelse)
-            return
-        if isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
-            self._block(s.body)  # type: ignore[attr-defined]
-            for h in s.handlers:  # type: ignore[attr-defined]
-                self._block(h.body)
-            self._block(s.orelse)  # type: ignore[attr-defined]
-            self._block(s.finalbody)  # type: ignore[attr-defined]
-            return
-        if type(s).__name__ == "Match":
-            self._eval(s.subject)  # type: ignore[attr-defined]
-            for c in s.cases:  # type: ignore[attr-defined]
-                self._block(c.body)
-            return
-        if isinstance(s, ast.Expr):
-            self._expr_stmt(s)
-            return
-        if isinstance(s, ast.Delete):
-            for t in s.targets:
-                for n in S.bound_names(t):
-                    self.env.pop(n, None)
-            return
 
     # -- loops ------------------------------------------------------------------
     def _check_loop(self, loop: ast.stmt):
@@ -738,9 +654,9 @@ class _Analysis:
                     continue
                 self.reported.add(key)
                 if var in self.traced:
-                    self.hits.append(self._traced_hit(var, None, loop, freeing[0], b, entry0))
+                    self.hits.append(self._traced_hit(var, self.traced[var], loop, freeing[0], b, entry0))
                     continue
-                self.hits.append(_Hit(var, None, loop, freeing[0], stmts=b[0], saving=b[1], unknown=b[2],
+                self.hits.append(_Hit(var, loop, freeing[0], stmts=b[0], saving=b[1], unknown=b[2],
                                       sibling=self._sibling_any(flow0, hv)))
 
     def _kept_only(self, flow, v, entry) -> bool:
@@ -911,7 +827,7 @@ class _Analysis:
         sib = self._sibling_tokens(flow)
         return any(id(t[1]) in sib for t in v.graph_tokens())
 
-    def _traced_hit(self, var: str, g: Optional[Graph], at: ast.stmt, backward: ast.Call, built, entry, via=None) -> _Hit:
+    def _traced_hit(self, var: str, srcs: Tuple[Src, ...], at: ast.stmt, backward: ast.Call, built, entry, via=None) -> _Hit:
         """A hit on a graph the trace alone holds (:meth:`_trace_graph`): whether it saves
         is what the summaries say of the calls that made it (a method whose graph module
         calls on ``self`` built saves, ``GraphFlow.saved_weights``; another cannot be
@@ -930,7 +846,8 @@ class _Analysis:
                 saving = True
             elif toks and isinstance(toks[0][1], ast.Call):
                 saving, unknown = None, f"`{ast.unparse(toks[0][1].func)}()`"
-        return _Hit(var, g, at, backward, via=via, stmts=built[0], saving=saving, unknown=unknown, traced=True)
+        return _Hit(var, at, backward, via=via, stmts=built[0], saving=saving, unknown=unknown, traced=True,
+                    fallback=srcs)
 
     def _made_at(self, var: str, entry):
         """For a graph the trace alone holds whose building run bound no statement of the
@@ -947,7 +864,7 @@ class _Analysis:
                 return (st,), False, None
         return None
 
-    def _trace_graph(self, flow, name: str, v, entry, container_ok: bool = False) -> Optional[Graph]:
+    def _trace_graph(self, flow, name: str, v, entry, container_ok: bool = False) -> Optional[Tuple[Src, ...]]:
         """``name``'s graph by the shared trace alone, where every graph it holds is one a
         method of the user's made through the modules its object holds, by its summary
         (``GraphFlow.kept_by_method``: ``act()``'s ``dist.log_prob(action)`` of its actor's
@@ -968,8 +885,8 @@ class _Analysis:
         srcs = interp.graph_sources(flow, v, entry, self.unit.body, self.ctx.qualify)
         if not srcs:
             return None
-        self.traced.add(name)
-        return Graph(frozenset(srcs))
+        got = self.traced[name] = tuple(srcs)
+        return got
 
     def _independent_elements(self, loop: ast.stmt, name: str, v, stmts: Tuple[ast.stmt, ...], flow) -> bool:
         """``for loss in losses: loss.backward()`` over a list built before the loop, one
@@ -1215,7 +1132,7 @@ class _Analysis:
                 if traced:
                     self.hits.append(self._traced_hit(var, g, s, c, b, entry, via=via))
                     continue
-                self.hits.append(_Hit(var, None, s, c, via=via, stmts=b[0], saving=b[1], unknown=b[2],
+                self.hits.append(_Hit(var, s, c, via=via, stmts=b[0], saving=b[1], unknown=b[2],
                                       sibling=self._sibling_any(bflow, entry[var])))
 
     def _bound_or_defined(self) -> Set[str]:
@@ -1329,434 +1246,6 @@ class _Analysis:
             if eff.backprops and head.isdigit() and rest and "." not in rest:
                 out[int(head)] = out.get(int(head), ()) + (rest,)
         return out
-
-    def _frozen_params_loop(self, s) -> None:
-        """``for p in m.parameters(): p.requires_grad = False`` (``ast_util.frozen_by_loop``,
-        the interpreter's reading too)."""
-        owner = A.frozen_by_loop(s)
-        if owner is not None:
-            self._freeze(owner)
-
-    def _comprehension(self, e):
-        """``sum(p.pow(2).sum() for p in model.parameters())``, ``{n: p.norm() for n, p in
-        model.named_parameters()}``: the element built from each parameter of a module the
-        file builds, in the comprehension's own scope."""
-        if self.nograd:
-            return None
-        saved = dict(self.env)
-        try:
-            for gen in e.generators:
-                self._bind_item(gen.target, gen.iter)
-                for cond in gen.ifs:
-                    self._eval(cond)
-            elts = [e.key, e.value] if isinstance(e, ast.DictComp) else [e.elt]
-            vals = [self._eval(x) for x in elts]
-        finally:
-            self.env = saved
-        return L.merge(vals)
-
-    def _bind_item(self, target: ast.AST, it: ast.AST):
-        item = None
-        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
-                and it.func.attr in ("parameters", "named_parameters") and not it.args):
-            owner = self._eval(it.func.value)
-            if isinstance(owner, Mod) and owner.trainable:
-                label = f"{ast.unparse(it.func.value)}.{it.func.attr}()"
-                param = Mod(Src(label, "param", None, it, None, owner.src.order), True)
-                if it.func.attr == "parameters" and isinstance(target, ast.Name):
-                    self.env[target.id] = param
-                    return
-                if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
-                    self.env[target.elts[1].id] = param
-                    if isinstance(target.elts[0], ast.Name):
-                        self.env.pop(target.elts[0].id, None)
-                    return
-        else:
-            # items of another value are not followed: whether a model read from another
-            # file is frozen (fast_neural_style's Vgg16(requires_grad=False)) is not known
-            # here, and an error must be a proof
-            self._eval(it)
-        for n in ast.walk(target):
-            if isinstance(n, ast.Name):
-                if item is None:
-                    self.env.pop(n.id, None)
-                else:
-                    self.env[n.id] = item
-
-    def _freeze(self, name: str):
-        self.frozen.add(name)
-        m = self.env.get(name)
-        if isinstance(m, Mod):
-            self.env[name] = Mod(m.src, False)
-
-    def _expr_stmt(self, s: ast.Expr):
-        call = s.value
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
-            name = call.func.value.id
-            meth = call.func.attr
-            cur = self.env.get(name)
-            if meth == "requires_grad_":
-                flag = call.args[0] if call.args else S.kw(call, "requires_grad")
-                flag = flag.value if isinstance(flag, ast.keyword) else flag
-                off = flag is not None and S.const_false(flag)
-                if isinstance(cur, Mod) or name in self.module_evidence:
-                    if off:
-                        self._freeze(name)
-                    return
-                if off:
-                    if not isinstance(cur, Graph):  # (on a graph it raises at run time, and the graph stays)
-                        self.env[name] = None
-                elif not isinstance(cur, Graph):
-                    self.env[name] = Leaf(self._src(name, "data", s, call, ("method", call)))
-                return
-            if meth in ("detach_",):
-                self.env[name] = None
-                return
-            if meth in ("append", "insert", "extend") and call.args and not call.keywords and not isinstance(cur, Mod):
-                # rewards.insert(0, r) / losses.append(loss): the list now holds the value's graph
-                v = self._eval(call.args[-1])
-                for a in call.args[:-1]:
-                    self._eval(a)
-                if isinstance(v, (Graph, Leaf)) and not self.nograd:
-                    self.env[name] = L.merge([cur, v])
-                return
-            if isinstance(cur, (Graph, Leaf)) and meth.endswith("_") and not meth.startswith("_"):
-                args = [self._eval(a) for a in call.args] + [self._eval(k.value) for k in call.keywords]
-                self.env[name] = L.merge([cur] + args)
-                return
-        self._eval(s.value)
-
-    def _assign(self, target: ast.AST, v, stmt: ast.stmt):
-        if isinstance(target, ast.Name):
-            if isinstance(v, Leaf) and v.src.name is None:
-                v = Leaf(Src(target.id, v.src.kind, stmt, v.src.node, v.src.removal, v.src.order))
-            elif isinstance(v, Mod) and v.src.name is None:
-                v = Mod(Src(target.id, "module", stmt, v.src.node, None, v.src.order),
-                        v.trainable and target.id not in self.frozen)
-            self.env[target.id] = v
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            g = L.as_graph(v) if isinstance(v, (Graph, Leaf)) else None
-            for e in target.elts:
-                self._assign(e.value if isinstance(e, ast.Starred) else e, g, stmt)
-        elif isinstance(target, ast.Attribute) and target.attr != "requires_grad":
-            d = S.attr_name(target)
-            if d:
-                if isinstance(v, Graph):
-                    self.env[d] = v
-                elif isinstance(v, Leaf) and v.src.name is None:  # self.X = torch.rand(..., requires_grad=True)
-                    self.env[d] = Leaf(Src(d, v.src.kind, stmt, v.src.node, v.src.removal, v.src.order))
-                elif isinstance(v, (Leaf, Mod)):
-                    self.env[d] = v
-                else:
-                    self.env.pop(d, None)
-        elif isinstance(target, ast.Attribute):
-            if target.attr == "requires_grad" and isinstance(target.value, ast.Name):
-                name = target.value.id
-                cur = self.env.get(name)
-                val = stmt.value if isinstance(stmt, ast.Assign) else None
-                if S.const_true(val) and not isinstance(cur, Graph):
-                    self.env[name] = Leaf(self._src(name, "data", stmt, stmt, None))
-                elif val is not None and S.const_false(val) and not isinstance(cur, Graph):
-                    self.env[name] = None
-        elif isinstance(target, ast.Subscript):
-            base = target.value
-            if isinstance(base, ast.Name) and isinstance(v, (Graph, Leaf)):
-                cur = self.env.get(base.id)
-                self.env[base.id] = L.merge([cur, v])
-
-    def _src(self, name, kind, stmt, node, removal) -> Src:
-        self.order += 1
-        return Src(name, kind, stmt, node, removal, self.order)
-
-    # -- expressions ------------------------------------------------------------
-    def _eval(self, e: Optional[ast.AST]):
-        if e is None:
-            return None
-        if isinstance(e, ast.Name):
-            return self.env.get(e.id)
-        if isinstance(e, ast.Constant):
-            return None
-        if isinstance(e, ast.BinOp):
-            l, r = self._eval(e.left), self._eval(e.right)
-            if self.nograd:
-                return None
-            return L.merge([l, r])
-        if isinstance(e, ast.UnaryOp):
-            v = self._eval(e.operand)
-            if self.nograd or isinstance(e.op, (ast.Not, ast.Invert)):
-                return None
-            return L.merge([v])
-        if isinstance(e, (ast.Compare, ast.BoolOp)):
-            for x in ast.iter_child_nodes(e):
-                if isinstance(x, ast.expr):
-                    self._eval(x)
-            return None
-        if isinstance(e, ast.IfExp):
-            self._eval(e.test)
-            return L.merge([self._eval(e.body), self._eval(e.orelse)])
-        if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
-            vs = [self._eval(x) for x in e.elts]
-            return None if self.nograd else L.carrier(L.merge(vs), e.elts, self.env, vs, container=True)
-        if isinstance(e, ast.Starred):
-            return self._eval(e.value)
-        if isinstance(e, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
-            return self._comprehension(e)
-        if isinstance(e, ast.NamedExpr):
-            v = self._eval(e.value)
-            self.env[e.target.id] = v
-            return v
-        if isinstance(e, ast.Await):
-            return self._eval(e.value)
-        if isinstance(e, ast.Attribute):
-            d = S.attr_name(e)
-            if d is not None and d in self.env:
-                return self.env[d]
-            if d is not None and self.self_name and e.value.id == self.self_name and e.value.id not in self.env:  # type: ignore[attr-defined]
-                return self._sibling_filled(d, e) or self._self_attr(e)
-            return self._attr_value(self._eval(e.value), e)
-        if isinstance(e, ast.Subscript):
-            v = self._eval(e.value)
-            if isinstance(v, Mod):  # model[0]
-                self._eval(e.slice)
-                return v
-            self._eval(e.slice)
-            if self.nograd or not isinstance(v, (Graph, Leaf)):
-                return None
-            return L.merge([v])
-        if isinstance(e, ast.Call):
-            return self._call(e)
-        return None
-
-    def _sibling_filled(self, key: str, e: ast.Attribute):
-        """``self.logprobs`` that another method of the object fills with graphs (the
-        trace's ``GraphFlow.sibling_filled``, what it holds at this method's entry): a
-        graph built before this method ran, through the module that method called."""
-        if self.nograd or self.self_name != "self":
-            return None
-        flow = unit_trace(self.unit, self.ctx)
-        if flow is None or key not in flow.sibling_filled:
-            return None
-        nodes = sorted((t[1] for t in flow.sibling_filled[key].graph_tokens()),
-                       key=lambda n: (n.lineno, n.col_offset))
-        if not nodes:
-            return None
-        node = nodes[0]
-        name = A.dotted(node.func) if isinstance(node, ast.Call) else None
-        module = name.rsplit(".", 1)[0] if name and "." in name else name
-        src = Src(module, "module", None, node, None, 0)
-        self.sibling_srcs.add(src)
-        return Graph(frozenset({src}))
-
-    def _self_attr(self, e: ast.Attribute):
-        """``self.fc`` / ``self.gain`` in a method of a module class; in a method of
-        another class, only the attributes its facts type as a module with parameters
-        or a parameter (``self.rewardnet = nn.Sequential(...)`` in a PPO agent)."""
-        summ = self.ctx.summary
-        if self.plain_self is not None:
-            cf = summ.get("class:" + self.plain_self)
-            raw = cf.attr(e.attr) if isinstance(cf, V.ClassFacts) else None
-            if not raw:
-                return None
-            r = interp.Resolver(self.ctx)
-            if r.qualify_raw(raw) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                return Mod(Src(f"{self.self_name}.{e.attr}", "param", None, e, None, 0), True)
-            obj = r.ctor_obj(raw)
-            if obj is None or not (
-                    (obj.startswith("inst:torch.nn.") and obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES)
-                    or (obj.startswith("user:") and r.is_module_class(obj[5:]))):
-                return None
-            return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True)
-        if summ.get(f"gg102:modattr:{e.attr}"):
-            return Mod(Src(f"{self.self_name}.{e.attr}", "module", None, e, None, 0), True)
-        if summ.get(f"gg102:paramattr:{e.attr}"):
-            return Mod(Src(f"{self.self_name}.{e.attr}", "param", None, e, None, 0), True)
-        return None
-
-    def _attr_value(self, v, e: ast.Attribute):
-        attr = e.attr
-        if isinstance(v, Mod):
-            if not v.trainable or attr in S.CUT_ATTRS or attr.startswith("_"):
-                return None
-            summ = self.ctx.summary
-            name = f"{v.src.name}.{attr}" if v.src.name else attr
-            if K.is_parameter_attr(attr) or summ.get(f"gg102:paramattr:{attr}"):
-                return Mod(Src(name, "param", None, e, None, v.src.order), True)  # a parameter
-            if summ.get(f"gg102:modattr:{attr}"):
-                return Mod(Src(name, "module", None, e, None, v.src.order), True)  # a submodule
-            return None
-        if attr in ("T", "mT", "H", "mH", "real") and not self.nograd:
-            return L.merge([v])
-        return None
-
-    def _call(self, e: ast.Call):  # noqa: C901  (one dispatch over call kinds; goes when GG102 moves onto the shared interpreter)
-        func = e.func
-        q = self.ctx.qualify(func) or ""
-        args = [self._eval(a) for a in e.args] + [self._eval(k.value) for k in e.keywords]
-        if A.applies_cut(e):  # apply_to_tensor(h, torch.Tensor.detach): detached
-            return None
-        # module construction: nn.Linear(5, 1), MyNet()
-        ctor = self._module_ctor(func, q, args)
-        if ctor is not None:
-            return ctor
-        # factories: leaves
-        if q in K.TENSOR_FACTORIES or q in K.VARIABLE_CONSTRUCTORS:
-            kw = S.kw(e, "requires_grad")
-            if kw is not None and S.const_true(kw.value):
-                return Leaf(self._src(None, "data", None, e, ("kw", kw, e)))
-            return None
-        if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-            kw = S.kw(e, "requires_grad")
-            if (kw is not None and S.const_false(kw.value)) or (len(e.args) > 1 and S.const_false(e.args[1])):
-                return None
-            return Leaf(self._src(None, "param", None, e, None))
-        if isinstance(func, ast.Attribute):
-            d = S.attr_name(func)
-            if d is not None and not q.startswith("torch."):
-                held = self.env.get(d) if d in self.env else (
-                    self._self_attr(func) if self.self_name and func.value.id == self.self_name else None)  # type: ignore[attr-defined]
-                if isinstance(held, Mod):
-                    return self._module_call(held, args, e)
-            recv = self._eval(func.value) if not q.startswith("torch.") else None
-            meth = func.attr
-            if (meth in K.GRAPH_CUT_METHODS or meth in S.NON_TENSOR_METHODS) and not isinstance(recv, Mod):
-                return None
-            if meth == "requires_grad_" and not isinstance(recv, Mod):
-                flag = e.args[0] if e.args else (S.kw(e, "requires_grad").value if S.kw(e, "requires_grad") else None)  # type: ignore[union-attr]
-                if flag is not None and S.const_false(flag):
-                    return None if not isinstance(recv, Graph) else recv
-                if recv is None and isinstance(func.value, ast.Call):
-                    return Leaf(self._src(None, "data", None, e, ("method", e)))
-                return recv
-            if isinstance(recv, Mod) and recv.src.kind == "param" and meth not in ("forward", "__call__") \
-                    and meth not in S.MODULE_SELF_METHODS and meth not in S.NON_TENSOR_METHODS:
-                recv = L.as_graph(recv)
-            if isinstance(recv, Mod):  # module.forward(x), model.to(device), ...
-                if meth in ("forward", "__call__"):
-                    return self._module_call(recv, args, e)
-                if meth == "requires_grad_":
-                    flag = e.args[0] if e.args else None
-                    return Mod(recv.src, not (flag is not None and S.const_false(flag)) and recv.trainable)
-                if meth in S.MODULE_SELF_METHODS:
-                    return recv
-                sub = self._attr_value(recv, func)  # model.fc(x)
-                return self._module_call(sub, args, e) if isinstance(sub, Mod) else None
-            if isinstance(recv, (Graph, Leaf)):
-                if self.nograd:
-                    return None
-                return L.merge([recv] + args)
-            mod = None
-        else:
-            mod = self._module_of(func)
-        # module calls
-        if mod is not None:
-            return self._module_call(mod, args, e)
-        if self.nograd:
-            return None
-        if q.startswith("torch."):
-            if not any(L.as_graph(a) is not None for a in args):
-                return None
-            if K.function_saving(q) is not None:
-                return L.merge(args)
-            if q in S.GRAPHLESS_FUNCTIONS:
-                return None
-            if q.startswith("torch.utils."):  # TensorDataset(x, y), DataLoader(...): containers
-                return L.carrier(L.merge(args), list(e.args) + [k.value for k in e.keywords],
-                                self.env, args, container=True)
-            return L.merge(args)
-        if isinstance(func, ast.Name) and func.id in S.BUILTIN_NAMES and func.id not in self.env:
-            if func.id in ("sum", "abs", "max", "min", "pow", "divmod", "round"):
-                return L.merge(args)
-            if func.id in ("list", "tuple", "zip", "reversed", "sorted", "enumerate", "iter", "next"):
-                return L.carrier(L.merge(args), list(e.args) + [k.value for k in e.keywords], self.env, args,
-                                container=True)
-            return None
-        fname = self._summarised_function(func)
-        if fname is not None:
-            # a function defined in this file (or resolved from another): what does it return?
-            ff = self.ctx.summary.get(f"fn:{fname}")
-            if ff is not None and hasattr(ff, "ret") and hasattr(ff, "no_grad"):
-                if ff.no_grad or ff.detaches or not ff.returns_value:
-                    return None
-                flows = set(getattr(ff.ret, "params", ()) or ())
-                nodes: List[ast.AST] = []
-                vals = []
-                pos = [a for a in e.args if not isinstance(a, ast.Starred)]
-                for i, a in enumerate(pos):
-                    if i in flows:
-                        nodes.append(a)
-                        vals.append(args[i])
-                names = list(getattr(ff, "params", ()) or ())
-                for j, k in enumerate(e.keywords):
-                    if k.arg in names and names.index(k.arg) in flows:
-                        nodes.append(k.value)
-                        vals.append(args[len(e.args) + j])
-                if not any(L.as_graph(v) is not None for v in vals):
-                    return None
-                return L.carrier(L.merge(vals), nodes, self.env, vals)
-        if any(L.as_graph(a) is not None for a in args):
-            return L.carrier(L.merge(args), list(e.args) + [k.value for k in e.keywords],
-                            self.env, args)
-        return None
-
-    def _summarised_function(self, func: ast.AST) -> Optional[str]:
-        """The name a call's function has in the summary: ``helper`` of this file
-        or of a ``from m import``, ``utils.helper`` of an ``import utils`` (unless
-        a local or a module-level object took that name)."""
-        if isinstance(func, ast.Name):
-            return None if func.id in self.env else func.id
-        if isinstance(func, ast.Attribute):
-            name = A.dotted(func)
-            if name is None:
-                return None
-            base = name.split(".", 1)[0]
-            if base in self.env or interp.rebound(self.ctx.summary, base):
-                return None
-            return name
-        return None
-
-    def _module_of(self, func: ast.AST) -> Optional[Mod]:
-        if isinstance(func, ast.Subscript):
-            m = self._eval(func)
-            return m if isinstance(m, Mod) else None
-        if isinstance(func, ast.Name):
-            v = self.env.get(func.id)
-            if isinstance(v, Mod):
-                return v
-            if func.id in self.module_evidence and func.id not in self.env:
-                return Mod(Src(func.id, "module", None, None), func.id not in self.frozen)
-            return None
-        if isinstance(func, ast.Call):
-            # nn.Linear(5, 1)(x)
-            m = self._eval(func)
-            return m if isinstance(m, Mod) else None
-        return None
-
-    def _module_call(self, mod: Mod, args, call: ast.Call):
-        if self.nograd:
-            return None
-        if mod.trainable:
-            src = mod.src
-            if src.node is None or src.kind != "module":
-                src = Src(src.name, "module", src.stmt, src.node if src.node is not None else call, None, src.order)
-            return L.merge([Leaf(src)] + list(args))
-        return L.merge(args)
-
-    def _module_ctor(self, func: ast.AST, q: str, args) -> Optional[Mod]:
-        if q.startswith("torch.nn.") and not q.startswith(("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")):
-            last = q.rsplit(".", 1)[-1]
-            if not last[:1].isupper() or last in ("Parameter", "Buffer"):
-                return None
-            if last in K.PARAMETERLESS_MODULES:
-                return Mod(self._src(None, "module", None, func, None), False)
-            if last in K.CONTAINER_MODULES:
-                mods = [a for a in args if isinstance(a, Mod)]
-                trainable = any(m.trainable for m in mods) if mods else True
-                return Mod(self._src(None, "module", None, func, None), trainable)
-            return Mod(self._src(None, "module", None, func, None), True)
-        if isinstance(func, ast.Name) and func.id not in self.env and is_module_class(func.id, self.ctx):
-            return Mod(self._src(None, "module", None, func, None), True)
-        return None
-
 
 def _a_leaf(v) -> bool:
     """Does ``v`` hold a tensor that requires grad and no graph (a leaf)?"""
