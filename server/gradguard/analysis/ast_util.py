@@ -698,11 +698,12 @@ def is_graph_cut(expr: ast.AST) -> bool:
 def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
     """``h.detach_()`` / ``h.requires_grad_(False)`` as a statement → ``"h"``;
     ``for s in state: s.detach_()`` (every element cut in place, the textbook
-    truncated-BPTT line) → ``"state"``."""
+    truncated-BPTT line) → ``"state"``; so does ``for h in self._all: if h is not None:
+    h.detach_()`` (OpenNMT's ``DecoderState.detach()``) → ``"self._all"``."""
     if stmt.__class__ is ast.For:
         target = stmt.target
         if (target.__class__ is ast.Name and stmt.body and not stmt.orelse
-                and all(inplace_cut_target(b) == target.id for b in stmt.body)):
+                and all(inplace_cut_target(b) == target.id or _none_guarded_cut(b, target.id) for b in stmt.body)):
             return dotted(stmt.iter)
         return None
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
@@ -715,6 +716,17 @@ def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
                 return None
             return dotted(call.func.value)  # type: ignore[attr-defined]
     return None
+
+
+def _none_guarded_cut(stmt: ast.stmt, name: str) -> bool:
+    """``if h is not None: h.detach_()``: ``h`` cut in place where it is a tensor."""
+    if stmt.__class__ is not ast.If or stmt.orelse or not stmt.body:  # type: ignore[attr-defined]
+        return False
+    test = stmt.test  # type: ignore[attr-defined]
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == name
+            and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+            and all(inplace_cut_target(b) == name for b in stmt.body))  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------

@@ -3400,16 +3400,34 @@ class GraphFlow:
         ``model, opt = accelerator.prepare(model, opt)``: a statement handing a
         module or an optimizer it holds to a call and taking the result back in
         its place wraps the training objects; it steps no state, whatever a
-        summary of the callee (a library's own code, say) makes of its insides."""
+        summary of the callee (a library's own code, say) makes of its insides.
+        A module's own call wraps nothing: ``out, dec_state = model(src, tgt, dec_state)``
+        threads a state object (``DecoderState(...)``) through the model's forward."""
         s = self._stmt
         if len(self._targets) < 2 or not isinstance(s, ast.Assign) or s.value is not call:
             return False
         for n in _arg_names(call) & set(self._targets):
             obj = (env.get(n) or CLEAN).obj
             if obj and obj.startswith(("user:", "inst:")):
+                if self._module_obj(self._callee_obj(call.func, env)):
+                    return False
                 q = self.r.qualify(call.func)
                 return not (q and (q.startswith("torch.") or q in _WRAPPERS))  # torch's wrappers keep what they wrap
         return False
+
+    def _callee_obj(self, func: ast.expr, env: Dict[str, Val]) -> _Opt[str]:
+        """What the trace knows ``func`` is, without evaluating it: a local's or a
+        module-level name's object (``model``), or an attribute of one (``self.model``)."""
+        if isinstance(func, ast.Name):
+            v = env.get(func.id)
+            return v.obj if v is not None else self.r.global_obj(func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            v = env.get(func.value.id + "." + func.attr)
+            if v is not None and v.obj:
+                return v.obj
+            base = env.get(func.value.id)
+            return self.r.attr_obj(base.obj if base is not None else self.r.global_obj(func.value.id), func.attr)
+        return None
 
     def _torch_call(self, call, q: str, pos, kws, args_taints) -> Val:
         if q in _WRAPPERS:

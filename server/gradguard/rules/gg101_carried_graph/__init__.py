@@ -971,12 +971,19 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
         # out, (h, c) = lstm(x, (h, c)): each one tensor; out, (a, b) = model(x, (a, b)):
         # what a and b are is not known
         shape = "tensor" if _elements_are_tensors(carry, ctx, unit) else "unknown"
-    if not _one_line_shape(shape):
+    if len(names) == 1 and _detaches_in_place(carry, ctx):
+        # dec_state = DecoderState(...), or the state object the model hands back: its
+        # class's own detach() cuts the tensors it holds in place and returns nothing, so
+        # `state = state.detach()` (the helper's too) would bind None: call it as a statement
+        shape = "in-place"
+    elif not _one_line_shape(shape):
         # a state of unknown shape (a model of the project or unseen code returns it:
         # a tensor, an (h, c) pair, a dict or a list of pairs): the helper detaches
         # every tensor in it and keeps its containers; no guess of one shape
         helper, edits = _helper_edits(unit, loop, ctx, unit_)
-    if helper is None:
+    if shape == "in-place":
+        line = f"{names[0]}.detach()"
+    elif helper is None:
         line = _detach_line(names, shape)
     else:
         line = f"{', '.join(names)} = {', '.join(f'{helper}({n})' for n in names)}"
@@ -1042,6 +1049,41 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
             )
         )
     return tuple(fixes)
+
+
+def _detaches_in_place(carry: V.Carry, ctx) -> bool:
+    """Is the carried value an object of a class of the user's whose ``detach()``
+    cuts its state in place and returns nothing (``self.hidden = tuple(h.detach() for
+    h in self.hidden)``, no ``return``)? Its class where the trace knows it (the loop's
+    first binding, ``dec_state = DecoderState(...)``); a value of no known class (the
+    state in the model's returned tuple) where every class of the file defining
+    ``detach()`` is such a class, as the trace reads ``state.detach()`` then."""
+    if "detach" not in query(ctx.summary, _in_place_cuts):
+        return False
+    name = carry.names[0]
+    objs = {v.obj for v in (carry.entry.get(name), carry.end.get(name)) if v is not None and v.obj}
+    if not objs:
+        return True
+    if len(objs) > 1:
+        return False
+    obj = objs.pop()
+    cf = interp.Resolver(ctx).cls(obj[5:]) if obj.startswith("user:") else None
+    return cf is not None and any(m == "detach" for m, _ in cf.methods)
+
+
+def _in_place_cuts(summary) -> frozenset:
+    """The names of methods that every class of the file defining one cuts state in
+    (``ClassFacts.cuts``) and returns nothing from, ``forward``, ``__init__`` and
+    ``__call__`` aside. (A summary query.)"""
+    good: set = set()
+    other: set = set()
+    for value in summary.values():
+        if isinstance(value, V.ClassFacts):
+            cuts = {m for m, attrs in value.cuts if attrs}
+            for m, ff in value.methods:
+                if m not in ("forward", "__init__", "__call__"):
+                    (good if m in cuts and not ff.returns_value else other).add(m)
+    return frozenset(good - other)
 
 
 def _list_freed_by_helper(carry: V.Carry, ctx) -> bool:
