@@ -2651,3 +2651,76 @@ def test_a_tensors_detach_as_a_statement_is_still_a_no_op():
     text = _onmt(_REBINDS).replace("    def detach(self):", "    def cut(self):")
     fs = gg101(text)
     assert len(fs) == 1 and fs[0].range.start.line == line(text, "logits, state = decoder(")
+
+
+# ---------------------------------------------------------------------------
+# a state object of the user's threaded through the model's call, and a detach()
+# that cuts it in place and returns nothing (OpenNMT-py v0.1, issue 1148: the
+# report fixtures report_opennmt_v01_decoder_state_*; the trainer-built state:
+# gg101_decoder_state_object_built_by_the_trainer.py and its ok_ twins)
+
+_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+_BUILT = _FIXTURES / "gg101_decoder_state_object_built_by_the_trainer.py"
+_V01 = _FIXTURES / "reports" / "report_opennmt_v01_decoder_state_never_detached.py"
+
+
+def test_a_state_object_handed_to_the_models_call_and_taken_back_is_carried():
+    # `logits, dec_state = model(memory, chunk, dec_state)` with dec_state = DecoderState(...):
+    # a module's call threads the object, it does not wrap training objects (as
+    # `model, opt = accelerator.prepare(model, opt)` does)
+    text = _BUILT.read_text(encoding="utf-8")
+    fs = gg101(text)
+    assert len(fs) == 1 and fs[0].range.start.line == line(text, "logits, dec_state = model(")
+    # the object handed to a function that is no module, and taken back: still a rewrap
+    wrapped = text.replace("logits, dec_state = model(memory, chunk, dec_state)",
+                           "logits, dec_state = prepare(memory, dec_state)")
+    assert gg101(wrapped) == []
+
+
+def test_a_state_whose_detach_cuts_in_place_is_fixed_by_calling_it():
+    for path, guard in ((_BUILT, False), (_V01, True)):
+        text = path.read_text(encoding="utf-8")
+        (f,) = gg101(text)
+        new = "".join(e.new_text for e in f.preferred_fix.edits)
+        # never `dec_state = dec_state.detach()` (nor the helper's): the method returns None
+        assert "dec_state =" not in new and "_detach_state" not in new, new
+        assert new.strip().endswith("dec_state.detach()")
+        assert ("if dec_state is not None:" in new) == guard, new
+        assert gg101(apply_text_edits(text, f.preferred_fix.edits)) == []
+
+
+@pytest.mark.needs_torch
+def test_binding_what_an_in_place_detach_returns_loses_the_state(tmp_path):
+    # the fix that fails: `dec_state = dec_state.detach()` binds None, and the next
+    # chunk's forward reads state.hidden of None
+    text = _BUILT.read_text(encoding="utf-8")
+    (f,) = gg101(text)
+    fixed = apply_text_edits(text, f.preferred_fix.edits)
+    rebinding = fixed.replace("        dec_state.detach()\n", "        dec_state = dec_state.detach()\n")
+    assert rebinding != fixed
+    assert _status_under_torch(fixed, tmp_path) == "train"
+    assert _status_under_torch(rebinding, tmp_path) != "train"
+
+
+def test_a_state_whose_detach_returns_a_new_state_keeps_the_rebinding_fix():
+    text = _BUILT.read_text(encoding="utf-8").replace(
+        """        self.hidden = tuple(h.detach() for h in self.hidden)
+        self.input_feed = self.input_feed.detach()
+""", """        return DecoderState(tuple(h.detach() for h in self.hidden), self.input_feed.detach())
+""")
+    (f,) = gg101(text)
+    new = "".join(e.new_text for e in f.preferred_fix.edits)
+    assert "dec_state = " in new, new
+    assert gg101(apply_text_edits(text, f.preferred_fix.edits)) == []
+
+
+def test_a_detach_of_each_tensor_guarded_against_none_cuts_in_place():
+    # OpenNMT v0.1's DecoderState.detach(): for h in self._all: if h is not None: h.detach_()
+    text = (_FIXTURES / "reports" / "report_opennmt_v01_decoder_state_detached_in_place_train.py").read_text(
+        encoding="utf-8")
+    assert gg101(text) == []
+    # a guard that is not `is not None` proves nothing
+    guarded = text.replace("            if h is not None:\n", "            if h.requires_grad:\n")
+    assert guarded != text
+    fs = gg101(guarded)
+    assert len(fs) == 1 and fs[0].range.start.line == line(guarded, "outputs, attns, dec_state = self.model(")

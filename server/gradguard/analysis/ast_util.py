@@ -720,13 +720,13 @@ def inplace_cut_target(stmt: ast.stmt) -> Optional[str]:
 
 def _none_guarded_cut(stmt: ast.stmt, name: str) -> bool:
     """``if h is not None: h.detach_()``: ``h`` cut in place where it is a tensor."""
-    if stmt.__class__ is not ast.If or stmt.orelse or not stmt.body:  # type: ignore[attr-defined]
+    if stmt.__class__ is not ast.If or stmt.orelse or not stmt.body:
         return False
-    test = stmt.test  # type: ignore[attr-defined]
+    test = stmt.test
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == name
             and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
-            and all(inplace_cut_target(b) == name for b in stmt.body))  # type: ignore[attr-defined]
+            and all(inplace_cut_target(b) == name for b in stmt.body))
 
 
 # ---------------------------------------------------------------------------
