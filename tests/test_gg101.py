@@ -2724,3 +2724,36 @@ def test_a_detach_of_each_tensor_guarded_against_none_cuts_in_place():
     assert guarded != text
     fs = gg101(guarded)
     assert len(fs) == 1 and fs[0].range.start.line == line(guarded, "outputs, attns, dec_state = self.model(")
+
+
+# ---------------------------------------------------------------------------
+# an LSTM's (h, c) kept in a dict on the module (gg101_lstm_state_dict_on_the_module.py
+# and its ok_lstm_state_dict_* twins)
+
+_DICT_STATE = _FIXTURES / "gg101_lstm_state_dict_on_the_module.py"
+
+
+def test_a_state_dict_on_the_module_is_fixed_as_a_dict():
+    # `self.state = tuple(s.detach() for s in self.state)` would detach the dict's keys
+    text = _DICT_STATE.read_text(encoding="utf-8")
+    (f,) = gg101(text)
+    assert f.range.start.line == line(text, "# 状态存在字典里")
+    new = "".join(e.new_text for e in f.preferred_fix.edits)
+    assert "self.state = _detach_state(self.state)" in new and "tuple(" not in new, new
+    assert gg101(apply_text_edits(text, f.preferred_fix.edits)) == []
+
+
+def test_a_reset_method_called_once_before_the_loop_does_not_cut_the_state():
+    text = _DICT_STATE.read_text(encoding="utf-8").replace("model = Tagger()\n", "model = Tagger()\nmodel.reset_state()\n")
+    (f,) = gg101(text)
+    assert f.range.start.line == line(text, "# 状态存在字典里")
+
+
+def test_a_reset_method_rebinding_a_dict_of_what_is_not_fresh_resets_nothing():
+    text = (_FIXTURES / "ok_lstm_state_dict_reset_each_batch.py").read_text(encoding="utf-8")
+    assert gg101(text) == []
+    kept = text.replace('''    def reset_state(self):
+        self.state = {"h": None, "c": None}''', '''    def reset_state(self):
+        self.state = {"h": self.state["h"], "c": self.state["c"]}''')
+    assert kept != text
+    assert len(gg101(kept)) == 1

@@ -1861,6 +1861,8 @@ def _is_reset_value(value: ast.expr) -> bool:
             return True
     if isinstance(value, (ast.Tuple, ast.List)):
         return all(_is_reset_value(e) for e in value.elts)
+    if isinstance(value, ast.Dict):  # self.state = {"h": None, "c": None}
+        return None not in value.keys and all(_is_reset_value(e) for e in value.values)
     return False
 
 

@@ -339,6 +339,10 @@ def _stateful_findings(rule, unit, flow: interp.GraphFlow, ctx) -> List[Finding]
             shape = "list"  # self.states = [...] and self.states[i] = ...: it must stay a list
         elif _one_of_a_pair(v.site, key):
             shape = "tensor"  # self.h, self.c = self.cell(obs, (self.h, self.c)): each one is a tensor
+        elif _stores_items_of(v.site, key):
+            # self.state["h"], self.state["c"] = h, c: a dict (or list) of the pair, which must
+            # stay one (`tuple(s.detach() for s in self.state)` would detach its keys)
+            shape = "nested"
         via = live if unit.node.name == "forward" else f"{live}.{unit.node.name}"
         msg = M.module_state(key, via, unit.node.name)
         related = []
@@ -442,6 +446,17 @@ def _state_related(ctx, loop: ast.stmt, net: str, cls: str) -> Tuple[Related, ..
     if bw is not None:
         out.append(Related(ctx.range(bw), M.reaches_freed((f"{net}.{cls}",))))
     return tuple(out)
+
+
+def _stores_items_of(site, key: str) -> bool:
+    """Does ``site`` store into items of ``key`` (``self.state["h"], self.state["c"] = h, c``)?"""
+    if not isinstance(site, ast.Assign):
+        return False
+    for t in site.targets:
+        for node in ast.walk(t):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and A.dotted(node.value) == key:
+                return True
+    return False
 
 
 def _one_of_a_pair(site, key: str) -> bool:
