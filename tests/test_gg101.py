@@ -2757,3 +2757,33 @@ def test_a_reset_method_rebinding_a_dict_of_what_is_not_fresh_resets_nothing():
         self.state = {"h": self.state["h"], "c": self.state["c"]}''')
     assert kept != text
     assert len(gg101(kept)) == 1
+
+
+def test_a_tensor_state_keeps_its_detach_beside_a_class_that_detaches_in_place():
+    # a class of the file cuts in its detach() and returns nothing, but the loop's state
+    # is a recurrent module's hidden tensor: `h.detach()` as a statement would be a no-op
+    text = textwrap.dedent('''\
+        import torch
+        import torch.nn as nn
+
+        class Memory:
+            def __init__(self, h):
+                self.h = h
+
+            def detach(self):
+                self.h = self.h.detach()
+
+        rnn = nn.GRU(4, 4)
+        opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
+        h = torch.zeros(1, 2, 4)
+        for step in range(3):
+            x = torch.randn(5, 2, 4)
+            out, h = rnn(x, h)
+            loss = out.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        ''')
+    (f,) = gg101(text)
+    new = "".join(e.new_text for e in f.preferred_fix.edits)
+    assert "h = h.detach()" in new, new

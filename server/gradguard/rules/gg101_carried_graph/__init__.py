@@ -986,7 +986,7 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
         # out, (h, c) = lstm(x, (h, c)): each one tensor; out, (a, b) = model(x, (a, b)):
         # what a and b are is not known
         shape = "tensor" if _elements_are_tensors(carry, ctx, unit) else "unknown"
-    if len(names) == 1 and _detaches_in_place(carry, ctx):
+    if len(names) == 1 and _detaches_in_place(carry, ctx, shape):
         # dec_state = DecoderState(...), or the state object the model hands back: its
         # class's own detach() cuts the tensors it holds in place and returns nothing, so
         # `state = state.detach()` (the helper's too) would bind None: call it as a statement
@@ -1066,19 +1066,20 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
     return tuple(fixes)
 
 
-def _detaches_in_place(carry: V.Carry, ctx) -> bool:
+def _detaches_in_place(carry: V.Carry, ctx, shape: str) -> bool:
     """Is the carried value an object of a class of the user's whose ``detach()``
     cuts its state in place and returns nothing (``self.hidden = tuple(h.detach() for
     h in self.hidden)``, no ``return``)? Its class where the trace knows it (the loop's
     first binding, ``dec_state = DecoderState(...)``); a value of no known class (the
-    state in the model's returned tuple) where every class of the file defining
-    ``detach()`` is such a class, as the trace reads ``state.detach()`` then."""
+    state in the model's returned tuple) and of no known shape (a tensor, a tuple, a
+    list or a dict is none) where every class of the file defining ``detach()`` is
+    such a class, as the trace reads ``state.detach()`` then."""
     if "detach" not in query(ctx.summary, _in_place_cuts):
         return False
     name = carry.names[0]
     objs = {v.obj for v in (carry.entry.get(name), carry.end.get(name)) if v is not None and v.obj}
     if not objs:
-        return True
+        return shape == "unknown"
     if len(objs) > 1:
         return False
     obj = objs.pop()
