@@ -1015,6 +1015,10 @@ def _fixes(carry: V.Carry, flow: interp.GraphFlow, ctx, unit=None) -> Tuple[Fix,
         b_indent = ctx.indent_of(block_stmt.lineno)
         if len(b_indent) != ctx.index.char_col(block_stmt.lineno, block_stmt.col_offset):
             return ()
+        if cut != names and shape == "in-place":
+            # the values the state is rebuilt from, not the state object: of no known
+            # class, the helper detaches them
+            helper, edits = _helper_edits(unit, loop, ctx, unit_)
         if cut != names:
             line = (_detach_line(cut, shape) if helper is None
                     else f"{', '.join(cut)} = {', '.join(f'{helper}({n})' for n in cut)}")
