@@ -246,3 +246,81 @@ def test_the_count_incremented_between_the_two_tests_erases_nothing_under_torch(
     import torch_harness as th
     got = th.run_program(str(_COUNT_OK))
     assert got.status == "train" and got.steps == 3 and got.empty_steps == 0 and got.discarded == 0
+
+
+HELPER = HEAD + """\
+accum = 3
+
+
+def train_step(x, y):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean() / accum
+    loss.backward()
+    return loss.item()
+
+
+for i, (x, y) in enumerate(data * 2):
+    value = train_step(x, y)  # 每个批次
+    if (i + 1) % accum == 0:
+        opt.step()
+"""
+
+
+def test_a_helper_zeroing_before_its_backward_each_iteration_is_reported_at_its_call():
+    [f] = gg207(HELPER)
+    assert f.range.start.line + 1 == 19 and f.data["shape"] == "helper"
+    en = f.message_in("en")
+    assert "`train_step()`" in en and "(i + 1) % accum == 0" in en and "line 21" in en and "清零" in f.message_in("zh")
+    assert f.preferred_fix is None
+
+
+TRAINER = HEAD + """\
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def forward_backward(self, x, y):
+        self.optimizer.zero_grad()
+        loss = ((self.model(x) - y) ** 2).mean()
+        loss.backward()
+
+    def optim_step(self):
+        self.optimizer.step()
+
+
+trainer = Trainer(model)
+for _ in range(2):
+    for x, y in data:
+        trainer.forward_backward(x, y)
+    trainer.optim_step()
+"""
+
+
+def test_a_method_zeroing_per_micro_batch_and_a_step_method_after_the_loop_are_reported():
+    [f] = gg207(TRAINER)
+    assert f.range.start.line + 1 == 27 and "once, after the loop" in f.message_in("en")
+    assert "`trainer.optim_step()`" in f.message_in("en")
+
+
+@pytest.mark.parametrize("src", [
+    # the step in every iteration, or after a loop that runs once
+    HELPER.replace("    if (i + 1) % accum == 0:\n        opt.step()\n", "    opt.step()\n"),
+    TRAINER.replace("    for x, y in data:\n", "    for x, y in data[:1]:\n").replace("data[:1]", "range(1)").replace(
+        "trainer.forward_backward(x, y)", "trainer.forward_backward(*data[0])"),
+    # the helper zeroes after its own step, or only when told, or never before its backward
+    HELPER.replace("    return loss.item()\n", "    opt.step()\n    return loss.item()\n"),
+    HELPER.replace("    opt.zero_grad()\n    loss = ", "    if i % accum == 0:\n        opt.zero_grad()\n    loss = "),
+    TRAINER.replace("        self.optimizer.zero_grad()\n", "").replace(
+        "        self.optimizer.step()\n", "        self.optimizer.step()\n        self.optimizer.zero_grad()\n"),
+    # the step is under a condition that is not accumulation, or steps another optimizer
+    HELPER.replace("if (i + 1) % accum == 0:", "if torch.isfinite(torch.tensor(value)):"),
+    HELPER.replace("        opt.step()\n", "        other.step()\n"),
+    # the loop zeroes by itself too (the other shapes' business), or skips the helper
+    HELPER.replace("    value = train_step(x, y)  # 每个批次\n",
+                   "    if i == 0:\n        continue\n    value = train_step(x, y)  # 每个批次\n"),
+])
+def test_helpers_that_leave_accumulation_alone_are_silent(src):
+    assert not [f for f in gg207(src) if f.data.get("shape") == "helper"]

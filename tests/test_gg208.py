@@ -569,3 +569,114 @@ def test_a_weight_the_forward_uses_missing_from_the_optimizers_list_is_reported_
 ])
 def test_a_weight_list_covering_the_forward_or_picking_on_purpose_is_silent(src):
     assert not gg208(src)
+
+
+PLAIN = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, n=3):
+        super().__init__()
+        self.inp = nn.Linear(4, 8)
+        self.hidden = [nn.Linear(8, 8) for _ in range(n)]  # 隐藏层
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x):
+        h = self.inp(x)
+        for layer in self.hidden:
+            h = torch.relu(layer(h))
+        return self.out(h)
+
+
+net = Net()
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+for _ in range(3):
+    loss = net(torch.randn(2, 4)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_layers_in_a_plain_list_are_reported_where_the_list_is_bound_and_wrapped():
+    [f] = gg208(PLAIN)
+    assert f.range.start.line + 1 == 9 and f.data["shape"] == "plain-list"
+    assert "`self.hidden`" in f.message_in("en") and "nn.ModuleList" in f.message_in("en")
+    assert "普通列表" in f.message_in("zh")
+    out = fixed(PLAIN)
+    assert "self.hidden = nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])  # 隐藏层" in out and not gg208(out)
+
+
+@pytest.mark.parametrize("old,new", [
+    # appended in __init__, a dict of layers, a list of weights, a same-file module class
+    ("self.hidden = [nn.Linear(8, 8) for _ in range(n)]  # 隐藏层",
+     "self.hidden = []\n        for _ in range(n):\n            self.hidden.append(nn.Linear(8, 8))"),
+    ("self.hidden = [nn.Linear(8, 8) for _ in range(n)]  # 隐藏层",
+     "self.hidden = [nn.Linear(8, 8), nn.Linear(8, 8)]"),
+])
+def test_other_plain_lists_are_reported(old, new):
+    src = PLAIN.replace(old, new)
+    [f] = gg208(src)
+    assert f.range.start.line + 1 == 9
+    out = fixed(src)
+    assert "nn.ModuleList(" in out and not gg208(out)
+
+
+def test_a_plain_dict_and_a_plain_list_of_weights_are_reported_with_their_containers():
+    src = PLAIN.replace("self.hidden = [nn.Linear(8, 8) for _ in range(n)]  # 隐藏层",
+                        'self.hidden = {"a": nn.Linear(8, 8), "b": nn.Linear(8, 8)}').replace(
+        "for layer in self.hidden:", "for layer in self.hidden.values():")
+    [f] = gg208(src)
+    assert 'nn.ModuleDict({"a"' in fixed(src)
+    src = PLAIN.replace("self.hidden = [nn.Linear(8, 8) for _ in range(n)]  # 隐藏层",
+                        "self.hidden = [nn.Parameter(torch.eye(8)) for _ in range(n)]").replace(
+        "h = torch.relu(layer(h))", "h = torch.relu(h @ layer)")
+    [f] = gg208(src)
+    assert "weights" in f.message_in("en") and "nn.ParameterList([" in fixed(src)
+
+
+@pytest.mark.parametrize("old,new", [
+    # the right containers
+    ("[nn.Linear(8, 8) for _ in range(n)]", "nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])"),
+    # registered by hand, or wrapped later
+    ("self.out = nn.Linear(8, 1)",
+     "self.out = nn.Linear(8, 1)\n        for i, m in enumerate(self.hidden):\n            self.add_module(f'h{i}', m)"),
+    ("self.out = nn.Linear(8, 1)", "self.out = nn.Linear(8, 1)\n        self.body = nn.Sequential(*self.hidden)"),
+    ("self.out = nn.Linear(8, 1)", "self.out = nn.Linear(8, 1)\n        self.hidden = nn.ModuleList(self.hidden)"),
+    # one module hidden from .parameters() on purpose (a perceptual loss's network), a frozen one
+    ("[nn.Linear(8, 8) for _ in range(n)]", "[nn.Linear(8, 8)]"),
+    ("self.out = nn.Linear(8, 1)",
+     "self.out = nn.Linear(8, 1)\n        for m in self.hidden:\n            m.requires_grad_(False)"),
+    # the forward does not use it
+    ("for layer in self.hidden:", "for layer in []:"),
+    # the optimizer gathers the list's parameters itself, or cannot be read
+    ("opt = torch.optim.Adam(net.parameters(), lr=1e-3)",
+     "params = list(net.parameters())\nfor m in net.hidden:\n    params += list(m.parameters())\n"
+     "opt = torch.optim.Adam(params, lr=1e-3)"),
+    ("opt = torch.optim.Adam(net.parameters(), lr=1e-3)", "opt = torch.optim.Adam(get_params(net), lr=1e-3)"),
+    # no optimizer trains a Net
+    ("opt = torch.optim.Adam(net.parameters(), lr=1e-3)",
+     "other = nn.Linear(4, 1)\nopt = torch.optim.Adam(other.parameters(), lr=1e-3)"),
+    # not a module: a plain object's list
+    ("class Net(nn.Module):", "class Net(object):"),
+])
+def test_registered_frozen_unused_or_untrained_plain_lists_are_silent(old, new):
+    src = PLAIN.replace(old, new)
+    assert src != PLAIN
+    assert not gg208(src)
+
+
+def test_a_plain_list_in_a_module_owned_through_an_attribute_or_self_parameters_is_reported():
+    src = PLAIN.replace("net = Net()\nopt = torch.optim.Adam(net.parameters(), lr=1e-3)",
+                        "class Agent:\n    def __init__(self):\n        self.policy = Net()\n"
+                        "        self.opt = torch.optim.Adam(self.policy.parameters())\n\n\n"
+                        "agent = Agent()\nnet, opt = agent.policy, agent.opt")
+    assert [f.range.start.line + 1 for f in gg208(src)] == [9]
+    src = PLAIN.replace("        return self.out(h)\n",
+                        "        return self.out(h)\n\n    def configure_optimizers(self):\n"
+                        "        return torch.optim.Adam(self.parameters())\n").replace(
+        "opt = torch.optim.Adam(net.parameters(), lr=1e-3)", "opt = net.configure_optimizers()")
+    assert "net.parameters()" not in src
+    assert [f.range.start.line + 1 for f in gg208(src)] == [9]

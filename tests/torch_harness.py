@@ -249,6 +249,20 @@ class RunResult:
         }
 
 
+def _module_parameters(modules: list):
+    """``(key, parameter)`` of the modules' own parameters, in creation order; the key numbers
+    only the modules that hold parameters of their own, so that a fix adding a container
+    (``nn.ModuleList()``, GG208) does not renumber the layers made after it."""
+    i = 0
+    for mod in modules:
+        own = list(mod.named_parameters(recurse=False))
+        if not own:
+            continue
+        for name, p in own:
+            yield f"module#{i}.{name}", p
+        i += 1
+
+
 class _Recorder:
     """Tracks nn.Modules created during a run and the first backward's grads."""
 
@@ -312,12 +326,11 @@ class _Recorder:
         def grab(p):
             return None if p.grad is None else p.grad.detach().clone()
 
-        for i, mod in enumerate(self.modules):
-            for name, p in mod.named_parameters(recurse=False):
-                if id(p) in seen:
-                    continue
-                seen.add(id(p))
-                out.append((f"module#{i}.{name}", grab(p), id(p) in owned))
+        for key, p in _module_parameters(self.modules):
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            out.append((key, grab(p), id(p) in owned))
         for k, opt in enumerate(self.optimizers):
             for gi, group in enumerate(opt.param_groups):
                 for j, p in enumerate(group["params"]):
@@ -427,9 +440,8 @@ class _Recorder:
             if rec.step_grads is None and rec.depth == 0:
                 mine = {id(p) for g in optimizer.param_groups for p in g["params"]}
                 keys = {}
-                for i, mod in enumerate(rec.modules):
-                    for name, p in mod.named_parameters(recurse=False):
-                        keys.setdefault(id(p), f"module#{i}.{name}")
+                for key, p in _module_parameters(rec.modules):
+                    keys.setdefault(id(p), key)
                 rec.step_grads = [
                     (keys.get(id(p), f"step.group{gi}[{j}]"), None if p.grad is None else p.grad.detach().clone(), True)
                     for gi, g in enumerate(optimizer.param_groups) for j, p in enumerate(g["params"]) if id(p) in mine
@@ -629,6 +641,12 @@ def compare_accumulation(orig_first: Optional[list], orig_second: Optional[list]
     return differ, "" if differ else "the fixed run's second gradient equals the original's"
 
 
+def _same_parameters(a: list, b: list) -> bool:
+    """Do two steps' gradient lists stand for the same parameters (as many, of the same shapes)?
+    Not when a fix gave the optimizer more to hold (GG208: layers moved out of a plain list)."""
+    return len(a) == len(b) and all(x is None or y is None or x.shape == y.shape for x, y in zip(a, b))
+
+
 def compare_step_accumulation(orig: Dict[int, list], fixed: Dict[int, list]) -> Tuple[bool, str]:
     """The same question per optimizer step, for loops with several backward
     passes and optimizers (a GAN): does the second step of some optimizer in the
@@ -646,6 +664,8 @@ def compare_step_accumulation(orig: Dict[int, list], fixed: Dict[int, list]) -> 
         if len(log) < 2 or len(other) < 2:
             return False, f"optimizer #{k}: fewer than two steps"
         first, second, fresh = log[0], log[1], other[1]
+        if not _same_parameters(first, fresh):
+            continue  # the fix changed what this optimizer holds (GG208): nothing to compare
         summed = [None if (a is None or b is None) else a + b for a, b in zip(first, fresh)]
         if close(second, fresh):
             continue
@@ -671,6 +691,8 @@ def compare_step_leak(orig: Dict[int, list], fixed: Dict[int, list]) -> Tuple[bo
         other = fixed.get(k, [])
         if len(log) < 2 or len(other) < 2:
             return False, f"optimizer #{k}: fewer than two steps"
+        if not _same_parameters(log[0], other[0]):
+            return False, f"optimizer #{k}: the fix changed the parameters it holds"
         if not close(log[0], other[0]):
             return False, f"optimizer #{k}: its first step is not the fixed run's"
         differ = differ or not close(log[1], other[1])

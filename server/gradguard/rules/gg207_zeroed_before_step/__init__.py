@@ -23,9 +23,12 @@ import builtins
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import steps as S
+from gradguard.analysis.context import unit_text
+from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg207_zeroed_before_step import messages as M
+from gradguard.rules.gg207_zeroed_before_step.facts import STEP_ONLY, ZERO_BACK, ZEROING_HELPERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,12 +48,16 @@ class ZeroedBeforeStep(Rule):
     default_severity = Severity.WARNING
     needs_backprop = True
     names_lines = True  # the message names the backward's and the step's lines
-    trigger = Trigger(torch=True, text=("zero_grad", "backward", "step"))
+    fact_sources = (ZEROING_HELPERS,)  # helpers that zero then back-propagate, helpers that only step
+    trigger = Trigger(torch=True, text=("step",))  # (zero_grad and backward may sit in a helper: read in check)
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
         out = []
+        text = unit_text(unit, ctx.index.lines)
+        if "zero_grad" not in text or "backward" not in text:
+            return _helper_findings(self, unit, ctx)
         blocks = [unit.body]
         for s in A.iter_statements(unit.body):
             blocks.extend(A.child_blocks(s))
@@ -76,7 +83,112 @@ class ZeroedBeforeStep(Rule):
                         found = _zeroed_every_iteration_stepped_every_k(self, st, ctx)
                     if found is not None:
                         out.append(found)
+        out.extend(_helper_findings(self, unit, ctx))
         return out
+
+
+def _helper_findings(rule, unit, ctx) -> "list":
+    """The loops of the unit that call a zeroing helper once per iteration
+    (:func:`_zeroed_by_a_helper`); nothing when the file has no such helper."""
+    if not query(ctx.summary, _has_zeroing_helper):
+        return []
+    out = []
+    blocks = [unit.body]
+    for s in A.iter_statements(unit.body):
+        blocks.extend(A.child_blocks(s))
+    for block in blocks:
+        for j, st in enumerate(block):
+            if isinstance(st, (ast.For, ast.While)):
+                found = _zeroed_by_a_helper(rule, st, block[j + 1:], ctx)
+                if found is not None:
+                    out.append(found)
+    return out
+
+
+def _has_zeroing_helper(summary) -> bool:
+    """Does a def of the file zero an optimizer and then back-propagate (a summary query)?"""
+    return any(key.startswith(ZERO_BACK) for key in summary)
+
+
+def _helper_call(st: ast.stmt, summary, prefix: str) -> "Optional[tuple]":
+    """(the call, the helper's name, the optimizer's last name) when ``st`` is a plain call
+    statement (``trainer.forward_backward(mb)``, ``loss = train_step(x, y)``) of a def with
+    a ``prefix`` fact."""
+    if st.__class__ is not ast.Expr and st.__class__ is not ast.Assign:
+        return None
+    v = st.value
+    if v.__class__ is not ast.Call:
+        return None
+    f = v.func
+    name = f.attr if f.__class__ is ast.Attribute else f.id if f.__class__ is ast.Name else None
+    got = summary.get(prefix + name) if name else None
+    return (v, name, got) if isinstance(got, str) else None
+
+
+def _steps_named(node: ast.AST, opt: str, summary) -> "Optional[ast.Call]":
+    """``X.step()`` (or ``scaler.step(X)``) with ``X``'s last part ``opt``, or a call of a
+    helper that only steps ``opt``: the call, else None."""
+    if node.__class__ is not ast.Call:
+        return None
+    got = S.stepped(node, scaler=True, closure=False)
+    if got is not None:
+        return node if got.rsplit(".", 1)[-1] == opt else None
+    f = node.func
+    name = f.attr if f.__class__ is ast.Attribute else f.id if f.__class__ is ast.Name else None
+    return node if name and summary.get(STEP_ONLY + name) == opt else None
+
+
+def _zeroed_by_a_helper(rule, loop, after, ctx) -> "Optional[Finding]":
+    """A loop whose every iteration calls a same-file helper that zeroes ``O`` and then
+    back-propagates (torchtitan's RL trainer: ``trainer.forward_backward(mb)`` per micro-batch,
+    ``trainer.optim_step()`` after the loop), while ``O`` steps only after the loop or under an
+    accumulation condition in it: each call erases what the earlier ones accumulated. No
+    fix: the zeroing lives in the helper, which other callers may rely on."""
+    if loop.orelse or _runs_once(loop):
+        return None
+    summary = ctx.summary
+    body: "list" = A.with_bodies_inline(loop.body)
+    got = None
+    for k, st in enumerate(body):
+        got = _helper_call(st, summary, ZERO_BACK)
+        if got is not None:
+            break
+    if got is None:
+        return None
+    call, name, opt = got
+    if any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in A.iter_nodes(list(body[:k]))):
+        return None  # an iteration may skip the helper
+    cond = None
+    for st in body:
+        if st is body[k]:
+            continue
+        nodes = list(A.iter_nodes(st))
+        if any(S.zeroing_call(n) or (isinstance(n, ast.stmt) and _helper_call(n, summary, ZERO_BACK) is not None)
+               for n in nodes):
+            return None  # the loop zeroes by itself too: the other shapes' business
+        if any(_steps_named(n, opt, summary) is not None for n in nodes):
+            if st.__class__ is not ast.If or cond is not None or st.orelse or not _accumulation_test(st, body):
+                return None  # a step in every iteration, or under some other condition
+            cond = st
+    if cond is not None:
+        step = next((x for x in cond.body if x.__class__ is ast.Expr and _steps_named(x.value, opt, summary)), None)
+        test: "Optional[str]" = ast.unparse(cond.test)
+    else:
+        step, test = None, None
+        for st in after:
+            if st.__class__ is ast.Expr and _steps_named(st.value, opt, summary) is not None:
+                step = st
+                break
+            if not _harmless(st, ctx):
+                return None
+    if step is None:
+        return None
+    text = ast.unparse(step.value)
+    label = ast.unparse(call.func)
+    msg = M.zeroed_by_a_helper(label, opt, text, step.lineno, test)
+    related = (Related(ctx.line_range(step), M.stepped_every_k() if test else M.stepped_once(text)),)
+    return Finding(rule.code, ctx.line_range(body[k]), msg, rule.default_severity, related, (),
+                   {"optimizer": opt, "shape": "helper"})
 
 
 def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Finding]":

@@ -206,3 +206,27 @@ def zeroed_under_the_steps_condition(opt: str, test: str, backward_line: int, st
               f"`backward()`（第 {backward_line} 行）之前：执行 step 的那一轮先抹掉了之前各轮累积的梯度，"
               f"每次 step 只应用一个批次的梯度；请改为在 step 之后清零。",
     }
+
+
+def zeroed_by_a_helper(helper: str, opt: str, step: str, step_line: int, test: "str | None") -> "Dict[str, str]":
+    """``helper()`` zeroes ``opt`` before its own backward, once per iteration; the step runs after
+    the loop (``test`` None) or only under ``if test:``."""
+    when_en = f"only when `{test}`" if test else "once, after the loop"
+    when_zh = f"只在 `{test}` 时运行" if test else "只在循环之后运行一次"
+    return {
+        "en": f"`{helper}()` zeroes the gradients of `{opt}` before its own `backward()`, and runs in every iteration, "
+              f"but `{step}` (line {step_line}) runs {when_en}: each call erases the gradients the earlier "
+              f"iterations accumulated, so each step applies the gradient of one call only; zero the gradients "
+              f"after the step (or once before the accumulation) instead of inside `{helper}()`.",
+        "zh": f"`{helper}()` 在它自己的 `backward()` 之前把 `{opt}` 的梯度清零，并且每一轮都会运行，"
+              f"但 `{step}`（第 {step_line} 行）{when_zh}：每次调用都会抹掉之前各轮累积的梯度，"
+              f"每次 step 只应用一次调用的梯度；请改为在 step 之后（或在累积开始前一次）清零，而不是在 `{helper}()` 里清零。",
+    }
+
+
+def zeroes_here(helper: str) -> "Dict[str, str]":
+    return {"en": f"`{helper}()` zeroes the gradients, then back-propagates", "zh": f"`{helper}()` 先清零梯度，再反向传播"}
+
+
+def stepped_once(step: str) -> "Dict[str, str]":
+    return {"en": f"`{step}`, which sees only the last call's gradient", "zh": f"`{step}` 只看到最后一次调用的梯度"}

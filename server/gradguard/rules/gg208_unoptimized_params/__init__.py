@@ -36,12 +36,14 @@ import re
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
 from gradguard.analysis.quiet_facts import QUIET_FACTS, STEPS
+from gradguard.analysis.context import unit_text
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Position, Range, Related, Severity, TextEdit
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg208_unoptimized_params import messages as M
 from gradguard.rules.gg208_unoptimized_params.facts import (
-    ALONE, CLASS, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS, SUBMODULES, fills_of,
+    ALONE, CLASS, MADE, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS,
+    SUBMODULES, fills_of,
     is_optimizer_call, parameter_owners,
     layer_with_parameters)
 
@@ -61,12 +63,18 @@ class UnoptimizedParams(Rule):
     needs_backprop = True
     names_lines = True  # the message names the optimizer's line
     fact_sources = (OWNER_FACTS, QUIET_FACTS)  # (gg2:steps: a training function of the module)
-    trigger = Trigger(torch=True, text=(("backward", "step"),))
+    # ("= [" / "= {": a constructor that keeps layers in a plain list or dict, shape 4)
+    trigger = Trigger(torch=True, text=(("backward", "step", "= [", "= {"),))
     title = M.TITLE
     explanation = M.EXPLANATION
 
     def check(self, unit, ctx):
         out: "List[Finding]" = []
+        if unit.class_node is not None and unit.kind == "function" and getattr(unit.node, "name", "") == "__init__":
+            out.extend(_plain_containers(self, unit, ctx))
+        text = unit_text(unit, ctx.index.lines)
+        if "backward" not in text and "step" not in text:
+            return out  # (met the trigger by its "= [" / "= {" alone)
         if unit.kind == "function" and unit.class_node is not None:
             out.extend(_unowned_calls(self, unit, ctx))
         elif unit.kind == "function" and not unit.parents:
@@ -432,6 +440,15 @@ _KEPT_AS_IT_IS = re.compile(r"teacher|target|ema|momentum|frozen|pretrain|refere
                             re.IGNORECASE)
 _LOSS_FUNCTIONS = frozenset({"cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
                              "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
+
+
+def _raw(node: ast.AST, ctx) -> str:
+    """The node's source text as written (over several lines too)."""
+    r = ctx.range(node)
+    lines = [ctx.index.line(k) for k in range(r.start.line, r.end.line + 1)]
+    lines[-1] = lines[-1][:r.end.character]
+    lines[0] = lines[0][r.start.character:]
+    return "\n".join(lines)
 
 
 def _supervised(net: str, taint: "_Taint", unit, ctx) -> bool:
@@ -826,3 +843,165 @@ def _words_of(e: ast.AST) -> "Set[str]":
 def _steps_in(nodes, opt: str) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
                and A.dotted(n.func.value) == opt for n in nodes)
+
+
+# ---------------------------------------------------------------------------
+# shape 4: layers kept in a plain list (or dict) attribute of the module
+# ---------------------------------------------------------------------------
+def _optimized_class(summary, cls: str, depth: int = 0) -> bool:
+    """Does an optimizer of the file own an instance of ``cls``: ``self.parameters()`` in
+    it, or ``X.parameters()`` of an ``X`` bound to ``cls(...)`` (or to an object of a class
+    that holds one as ``self.X``, two levels up) -- a summary query."""
+    if summary.get(OWNED_CLASS + cls):
+        return True
+    prefix = MADE + cls + ":"
+    for key in summary:
+        if not key.startswith(prefix):
+            continue
+        name = key[len(prefix):]
+        where = summary.get(key)
+        if where and summary.get(OWNED_CLASS + where):
+            return True
+        if summary.get(OWNED_BARE + name) or summary.get(OWNED + name):
+            return True
+        if where and depth < 2 and _optimized_class(summary, where, depth + 1):
+            return True
+    return False
+
+
+def _plain_item(v: ast.AST, ctx) -> "Optional[str]":
+    """What a plain container's item is: ``"module"`` (a torch layer with parameters, or a
+    same-file module class that has some), ``"parameter"`` (a trained ``nn.Parameter``)."""
+    if not isinstance(v, ast.Call):
+        return None
+    last = (A.dotted(v.func) or "").rsplit(".", 1)[-1]
+    if last == "Parameter":
+        if any(k.arg == "requires_grad" for k in v.keywords) or len(v.args) > 1:
+            return None
+        return "parameter" if layer_with_parameters(v, ctx) else None
+    return "module" if _new_module(v, ctx) else None
+
+
+def _plain_kind(value: ast.AST, ctx) -> "Optional[Tuple[str, str]]":
+    """(``"list"``/``"dict"``, the items' kind) of ``[nn.Linear(..), ...]``,
+    ``[nn.Linear(..) for _ in ...]``, ``{"a": nn.Linear(..)}``, ``{k: nn.Linear(..) for ...}``
+    (every item of one kind); ``("list", "")`` / ``("dict", "")`` for an empty one."""
+    if isinstance(value, ast.List):
+        items: "List[ast.AST]" = list(value.elts)
+        shape = "list"
+    elif isinstance(value, ast.ListComp):
+        items, shape = [value.elt], "list"
+    elif isinstance(value, ast.Dict):
+        if any(k is None for k in value.keys):
+            return None
+        items, shape = list(value.values), "dict"
+    elif isinstance(value, ast.DictComp):
+        items, shape = [value.value], "dict"
+    else:
+        return None
+    kinds = {_plain_item(e, ctx) for e in items}
+    if not items:
+        return shape, ""
+    if len(kinds) != 1 or None in kinds:
+        return None
+    return shape, kinds.pop() or ""
+
+
+_REGISTERS = frozenset({"add_module", "register_module", "register_parameter", "register_buffer", "setattr"})
+
+
+def _plain_containers(rule, unit, ctx) -> "List[Finding]":
+    """``self.X = [nn.Conv2d(...), ...]`` (or ``self.X = []`` filled by ``self.X.append(layer)``
+    in ``__init__``) in an ``nn.Module`` whose ``forward`` reads ``self.X``: ``nn.Module``
+    registers no layer held in a plain list or dict, so ``model.parameters()`` leaves them
+    out, and the optimizer built from it never updates them (nor does ``.to(device)`` move
+    them). Reported at the binding when an optimizer of the file is built from an instance's
+    ``.parameters()``; fixed by ``nn.ModuleList`` / ``nn.ModuleDict`` / ``nn.ParameterList``."""
+    cls = unit.class_node
+    if not _is_module_class(cls):
+        return []
+    init = unit.node
+    candidates: "Dict[str, Tuple[ast.Assign, str, str]]" = {}
+    for s in A.iter_statements(init.body):
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Attribute)
+                and isinstance(s.targets[0].value, ast.Name) and s.targets[0].value.id == "self"):
+            got = _plain_kind(s.value, ctx)
+            if got is not None and not (isinstance(s.value, ast.List) and len(s.value.elts) == 1):
+                # (``self.vgg = [VGG()]``: a network hidden from ``.parameters()`` and ``state_dict()``
+                # on purpose, a perceptual loss's)
+                candidates[s.targets[0].attr] = (s, got[0], got[1])
+    if not candidates:
+        return []
+    methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    fwd = methods.get("forward")
+    if fwd is None:
+        return []
+    read = {n.attr for n in A.walk_all(fwd)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    candidates = {a: c for a, c in candidates.items() if a in read}
+    if not candidates:
+        return []
+    for n in A.walk_all(cls):
+        if isinstance(n, (ast.Attribute, ast.Name)) and (n.attr if isinstance(n, ast.Attribute) else n.id) in (
+                "requires_grad", "requires_grad_", "no_grad", "inference_mode"):
+            return []  # the class freezes something, or runs some of it without a graph: maybe these layers
+    bound: "Dict[str, int]" = {}
+    for n in A.walk_all(cls):
+        if isinstance(n, ast.Call):
+            name = _callee_name(n)
+            if name in _REGISTERS:
+                return []  # the class registers something itself: maybe these layers
+            f = n.func
+            if isinstance(f, ast.Attribute) and A.dotted(f.value) in {"self." + a for a in candidates}:
+                attr = f.value.attr  # type: ignore[attr-defined]
+                if f.attr == "append" and candidates[attr][2] != "dict" and A.within(n, init) and len(n.args) == 1:
+                    kind = _plain_item(n.args[0], ctx)
+                    if kind is None or candidates[attr][2] not in ("", kind):
+                        bound[attr] = 99  # something else goes into it
+                    else:
+                        candidates[attr] = (candidates[attr][0], candidates[attr][1], kind)
+                    continue
+                if f.attr in ("append", "extend", "insert", "update", "__setitem__"):
+                    bound[attr] = 99
+            for arg in list(n.args) + [k.value for k in n.keywords]:
+                d = A.dotted(arg.value if isinstance(arg, ast.Starred) else arg)
+                if d is not None and d.startswith("self.") and d[5:] in candidates:
+                    bound[d[5:]] = 99  # handed to a call (nn.ModuleList(self.X), nn.Sequential(*self.X))
+        elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                    base = e.value if isinstance(e, ast.Subscript) else e
+                    d = A.dotted(base)
+                    if d is not None and d.startswith("self.") and d[5:] in candidates:
+                        bound[d[5:]] = bound.get(d[5:], 0) + (1 if base is e else 99)
+    summary = ctx.summary
+    live = [a for a, c in candidates.items() if bound.get(a) == 1 and c[2] and not _left_alone(summary, a)]
+    if not live or summary.get(OWNED_OPAQUE) or not query(summary, _optimized_class, cls.name):
+        return []
+    out = []
+    prefix = _nn_prefix(cls)
+    for a in sorted(live, key=lambda x: candidates[x][0].lineno):
+        s, shape, kind = candidates[a]
+        container = {("list", "module"): "ModuleList", ("dict", "module"): "ModuleDict",
+                     ("list", "parameter"): "ParameterList", ("dict", "parameter"): "ParameterDict"}[(shape, kind)]
+        fixes: "Tuple[Fix, ...]" = ()
+        v = s.value
+        if prefix is not None and (shape == "list" or (isinstance(v, ast.Dict) and all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in v.keys))):
+            r = ctx.range(v)
+            empty = isinstance(v, (ast.List, ast.Dict)) and not (v.elts if isinstance(v, ast.List) else v.keys)
+            text = f"{prefix}{container}()" if empty else f"{prefix}{container}({_raw(v, ctx)})"
+            fixes = (Fix(M.fix_register(prefix + container), (TextEdit(r, text),), preferred=True),)
+        out.append(Finding(rule.code, ctx.line_range(s), M.plain_container(a, shape, kind, prefix or "nn.", container),
+                           rule.default_severity, (), fixes, {"module": "self." + a, "shape": "plain-" + shape}))
+    return out
+
+
+def _nn_prefix(cls: ast.ClassDef) -> "Optional[str]":
+    """How the class spells ``torch.nn`` in its base (``nn.Module`` -> ``"nn."``), or None."""
+    for b in cls.bases:
+        d = A.dotted(b) or ""
+        if d.endswith(".Module"):
+            return d[:-len("Module")]
+    return None

@@ -21,7 +21,8 @@ whole file, so that a method can ask about an optimizer built elsewhere):
   p.requires_grad = False``, a call named for freezing or ``requires_grad`` with
   ``X`` among its arguments, a loop over ``X.parameters()`` that reads ``.grad``
   (a hand-written update), ``X`` handed to a constructor or added to a container
-  (a wrapper whose parameters an optimizer may own);
+  (a wrapper whose parameters an optimizer may own), a loop over ``X`` that gathers its
+  items' ``.parameters()``;
 * ``gg208:stepped:<part>`` -- a ``.step()`` call's receiver goes through an attribute of
   that name (``self.q_eval.optimizer.step()``: ``q_eval``): an optimizer a network
   builds for itself is stepped through it;
@@ -34,7 +35,11 @@ whole file, so that a method can ask about an optimizer built elsewhere):
   value reduces to such calls;
 * ``gg208:replaces:<function>`` -- ``(param_index, ...)``: the top-level function
   assigns a module with parameters to an attribute of those parameters
-  (``model.fc1, model.fc2 = new_fc1, new_fc2``, ``setattr(model, name, layer)``).
+  (``model.fc1, model.fc2 = new_fc1, new_fc2``, ``setattr(model, name, layer)``);
+* ``gg208:made:<Class>:<last>`` -- the class the binding sits in (``""`` outside a class):
+  ``X = Class(...)`` binds an instance of a capitalised name to ``X`` (``<last>`` its last
+  part: ``model = MyNet(3)`` -> ``model``, ``self.net = MyNet(3)`` in ``Agent`` -> ``net``,
+  ``Agent``), so that a class can ask whether an optimizer owns one of its instances.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ REPLACES = "gg208:replaces:"
 STEPPED = "gg208:stepped:"
 SUBMODULES = "gg208:submodules:"
 GROUPS = "gg208:groups:"
+MADE = "gg208:made:"
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Module"})
@@ -267,6 +273,15 @@ def _alone_facts(scan: _Scan, out: "Dict[str, object]") -> None:
             out[ALONE + _last(owner)] = True
             continue
         it = loop.iter
+        if it.__class__ is ast.Attribute and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _PARAM_METHODS
+                for n in A.walk_all(loop)):
+            # ``for layer in model.blocks: params += list(layer.parameters())``: the parameters of
+            # what ``blocks`` holds are gathered by hand
+            d = A.dotted(it)
+            if d is not None:
+                out[ALONE + _last(d)] = True
+            continue
         if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _PARAM_METHODS
                 and A.dotted(it.func.value) is not None
                 and any(isinstance(m, ast.Attribute) and m.attr in ("grad", "requires_grad")
@@ -453,6 +468,21 @@ def _groups(node: ast.ClassDef, out: "Dict[str, object]") -> None:
             out[GROUPS + node.name + "." + m.name] = tuple(sorted(attrs))
 
 
+def _made_facts(stmt: ast.stmt, scan: _Scan, out: "Dict[str, object]") -> None:
+    where = stmt.name if isinstance(stmt, ast.ClassDef) else ""
+    for asg in scan.assigns:
+        v = asg.value
+        if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
+            continue
+        cls = v.func.id
+        if not cls[:1].isupper():
+            continue
+        for t in asg.targets:
+            d = A.dotted(t)
+            if d is not None:
+                out[MADE + cls + ":" + _last(d)] = where if d.startswith("self.") else ""
+
+
 def summarize_owner_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tuple[str, object]]":
     out: "Dict[str, object]" = {}
     scan = _Scan(stmt)
@@ -460,6 +490,7 @@ def summarize_owner_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
         _owner_facts(stmt, scan.optimizers, out)
     _alone_facts(scan, out)
     _stepped_facts(scan, out)
+    _made_facts(stmt, scan, out)
     if isinstance(stmt, ast.ClassDef):
         out[CLASS + stmt.name] = _class_facts(stmt, scan)
         subs = _submodules(stmt, scan)

@@ -290,3 +290,20 @@ def left_out(modules: "List[str]", opt: str) -> "Dict[str, str]":
         "zh": f"{names} 在 `forward` 中被调用，却不在 `{opt}` 的任何参数组里：它们得到梯度却永远不会改变；"
               f"请为它们添加参数组（或有意冻结它们）。",
     }
+
+
+def plain_container(attr: str, shape: str, kind: str, nn: str, container: str) -> "Dict[str, str]":
+    what = {"module": ("layers", "层"), "parameter": ("weights", "权重")}[kind]
+    holder = {"list": ("list", "列表"), "dict": ("dict", "字典")}[shape]
+    return {
+        "en": f"`self.{attr}` keeps its {what[0]} in a plain {holder[0]}: `nn.Module` does not register them, so "
+              f"`.parameters()` leaves them out and the optimizer built from it never updates them (nor does "
+              f"`.to(device)` move them), though `forward` uses them and they get gradients; use `{nn}{container}`",
+        "zh": f"`self.{attr}` 把它的{what[1]}放在普通{holder[1]}里：`nn.Module` 不会注册它们，`.parameters()` 不包含它们，"
+              f"由它构建的优化器永远不会更新它们（`.to(device)` 也不会移动它们），尽管 `forward` 用到了它们、它们也得到了梯度；"
+              f"请使用 `{nn}{container}`",
+    }
+
+
+def fix_register(container: str) -> "Dict[str, str]":
+    return {"en": f"Wrap it in `{container}`", "zh": f"用 `{container}` 包装它"}
