@@ -680,3 +680,51 @@ def test_a_plain_list_in_a_module_owned_through_an_attribute_or_self_parameters_
         "opt = torch.optim.Adam(net.parameters(), lr=1e-3)", "opt = net.configure_optimizers()")
     assert "net.parameters()" not in src
     assert [f.range.start.line + 1 for f in gg208(src)] == [9]
+
+
+CENTER = """\
+import torch
+import torch.nn as nn
+
+
+class CenterLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.centers = nn.Parameter(torch.randn(3, 2))
+
+    def forward(self, x, labels):
+        return ((x - self.centers[labels]) ** 2).sum(1).mean()
+
+
+model = nn.Linear(8, 2)
+criterion = CenterLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+    loss = criterion(model(x), y)  # 中心损失
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_loss_with_weights_of_its_own_left_out_of_the_optimizer_is_reported_at_the_optimizer():
+    [f] = gg208(CENTER)
+    assert f.range.start.line + 1 == 16 and "`criterion`" in f.message_in("en")
+    out = fixed(CENTER)
+    assert "list(criterion.parameters())" in out and not gg208(out)
+
+
+@pytest.mark.parametrize("old,new", [
+    # its own optimizer, frozen, a loss comparing two networks' outputs, a class not named a loss
+    ("optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+     "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\nopt_c = torch.optim.SGD(criterion.parameters(), lr=0.5)\n"),
+    ("criterion = CenterLoss()\n", "criterion = CenterLoss()\ncriterion.requires_grad_(False)\n"),
+    ("loss = criterion(model(x), y)", "loss = criterion(model(x), model(x) * 2)"),
+    ("class CenterLoss(nn.Module):", "class Centers(nn.Module):"),
+])
+def test_a_loss_with_weights_owned_frozen_or_not_against_labels_is_silent(old, new):
+    src = CENTER.replace(old, new)
+    if "Centers(" in new:
+        src = src.replace("CenterLoss()", "Centers()")
+    assert src != CENTER and not gg208(src)

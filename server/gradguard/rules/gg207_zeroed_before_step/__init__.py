@@ -13,7 +13,9 @@ The fix moves the zeroing's lines to just after the step's.
 
 Also read: a zeroing under the step's own modulo condition but before the backward
 (``if i % k == 0: O.zero_grad()``, backward, ``if i % k == 0: O.step()``), which erases what
-the iterations before the stepping one accumulated (``_zeroed_under_the_steps_condition``).
+the iterations before the stepping one accumulated (``_zeroed_under_the_steps_condition``),
+and a same-file helper that zeroes then back-propagates, called once per iteration of a loop
+that steps after it or every k iterations (``_zeroed_by_a_helper``, through this rule's facts).
 """
 
 from __future__ import annotations

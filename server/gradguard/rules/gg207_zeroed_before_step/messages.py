@@ -70,6 +70,14 @@ so every step applies one batch's gradient. The same holds for a counter of samp
 just after the step, inside its branch. A step skipped on another condition (a non-finite loss, a
 warm-up counter the step never resets) is not accumulation and is not reported.
 
+**My training step is a helper that zeroes, then back-propagates (`train_step(x, y)`, `trainer.forward_backward(mb)`).**
+Reported when a loop calls it in every iteration while the same optimizer steps only after the loop
+(directly, or through a helper that only steps it: `trainer.optim_step()`) or under an accumulation
+condition: each call erases what the calls before it accumulated. Reported at the call, without a
+quick fix (the zeroing lives in the helper, which other callers may rely on): zero the gradients
+after the step, or once before the micro-batches. A helper that also steps, or zeroes only under a
+condition, is not reported.
+
 **The zeroing is for another optimizer (`opt_g.zero_grad()` before `opt_d.step()`).**
 Not reported: only the zeroing of the optimizer that steps counts.
 ''',
@@ -122,6 +130,12 @@ for x, y in loader:
 用样本计数器并在 step 时重置（`seen += len(x)` ... `if seen >= n: optimizer.step(); seen = 0`）也一样。
 快速修复把清零移到 step 之后、同一个分支里。因其他条件跳过的 step（损失非有限值、step 从不重置的预热计数器）
 不是梯度累积，不会被报告。
+
+**我的训练步骤是一个先清零、再反向传播的辅助函数（`train_step(x, y)`、`trainer.forward_backward(mb)`）。**
+当循环每一轮都调用它，而同一个优化器只在循环之后（直接调用，或通过只执行 step 的辅助函数，如
+`trainer.optim_step()`）或在累积条件下 step 时，会被报告：每次调用都会抹掉之前各次调用累积的梯度。
+在调用处报告，没有快速修复（清零位于辅助函数中，其他调用者可能依赖它）：请在 step 之后清零，
+或在 micro-batch 开始前清零一次。同时执行 step、或只在某个条件下清零的辅助函数不会被报告。
 
 **清零的是另一个优化器（在 `opt_d.step()` 之前调用 `opt_g.zero_grad()`）。**
 不会被报告：只有执行 step 的那个优化器的清零才算数。

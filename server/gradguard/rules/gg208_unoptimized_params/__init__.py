@@ -26,6 +26,10 @@ Two shapes, both silent at run time:
   re-creating the optimizer or adding a parameter group in between. The fix
   builds the optimizer again right after the replacement (the same statement),
   when nothing (a scheduler) holds the old one yet.
+
+Also read (see each function): a layer left out of the parameter groups
+(``_left_out_of_groups``), and layers kept in a plain list or dict attribute of a
+module (``_plain_containers``, read in the module's ``__init__``).
 """
 
 from __future__ import annotations
@@ -426,7 +430,7 @@ def _unowned_module_level(rule, unit, ctx) -> "List[Finding]":
         if feeding:
             # a head trained against labels (``criterion(head(model(x)), y)``), not a critic or a
             # reward model whose output the loss maximises (adding it to the optimizer would be wrong)
-            if _supervised(net, taint, unit, ctx):
+            if _supervised(net, taint, unit, ctx) or _learned_loss(net, unowned[net], looped, taint):
                 f = _left_out_finding(rule, net, sorted(feeding)[0], looped[0], bw, unit, ctx)
                 if f is not None:
                     out.append(f)
@@ -466,6 +470,17 @@ def _supervised(net: str, taint: "_Taint", unit, ctx) -> bool:
         if net in taint.of(n.args[0], False) and not (taint.of(n.args[1], False) - {"*"}):
             return True
     return False
+
+
+def _learned_loss(net: str, made: ast.AST, calls: "List[ast.Call]", taint: "_Taint") -> bool:
+    """Is ``net`` a loss with weights of its own (a same-file ``CenterLoss(...)``, whose class
+    name ends with ``Loss``) that compares the model's output (its first argument) with a
+    target no network computed (its second): pytorch-center-loss's ``criterion_cent(features,
+    labels)``, whose centers get gradients from the summed loss."""
+    if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id.endswith("Loss")):
+        return False
+    return any(len(c.args) >= 2 and taint.of(c.args[0], False) - {"*"} and not (taint.of(c.args[1], False) - {"*"})
+               for c in calls)
 
 
 def _module_with_parameters(v: ast.AST, ctx) -> bool:

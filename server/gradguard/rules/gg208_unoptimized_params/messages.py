@@ -17,7 +17,7 @@ TITLE = {
 EXPLANATION = {
     "en": '''\
 ## What it does
-Finds a `backward()` whose gradients land in parameters that no optimizer of the file updates. Three
+Finds a `backward()` whose gradients land in parameters that no optimizer of the file updates. Four
 shapes:
 
 - a network that no optimizer owns is called with graph recording on, and its output reaches the
@@ -30,12 +30,19 @@ shapes:
   of some of the model's layers (`[{"params": model.encoder.parameters()}, ...]`, or a same-file
   `model.get_optimizer_parameters()` that returns them), and one layer left out; likewise a weight
   (`nn.Parameter`) that `forward` reads, missing from the list of weights the optimizer is given
-  (`[net.w1, net.w2]`), reported where the list is written with a fix that adds it.
+  (`[net.w1, net.w2]`), reported where the list is written with a fix that adds it;
+- layers (or `nn.Parameter` weights) that a module's `__init__` keeps in a plain Python list or
+  dict (`self.convs = [nn.Conv1d(...), ...]`, or `self.convs = []` filled by
+  `self.convs.append(...)`) and that its `forward` reads, while an optimizer is built from an
+  instance's `.parameters()`: `nn.Module` registers no layer held in a plain container, so the
+  optimizer never holds them (nor does `.to(device)` move them). Reported at the binding, with a fix
+  that wraps it in `nn.ModuleList` (`nn.ModuleDict`, `nn.ParameterList`).
 
 In a script's own loop, the first shape also covers a module made at module level that no optimizer
 owns: run on the optimized model's output and compared with labels by a loss
 (`criterion(head(model(x)), y)`), it is a head left out of the optimizer (reported at the optimizer,
-with a fix adding its parameters); run on the data under a name that says it stays as it is
+with a fix adding its parameters), and so is a loss with weights of its own (a same-file class whose
+name ends with `Loss`, `criterion_cent(features, labels)` of a center loss); run on the data under a name that says it stays as it is
 (`teacher`, `target`, `ema`), it is a teacher whose output needs `.detach()`. A model made again after
 its optimizer is also found when a module-level function (`train(x, y)`) that steps the optimizer
 on the model runs later.
@@ -108,12 +115,20 @@ for it, or freeze it if leaving it untrained is the intent (then it is not repor
 Not reported; neither is `optimizer.add_param_group(...)` after the replacement, nor replacing a
 layer by one without parameters (`nn.Identity()`).
 
+**I keep the layers in a list and register them myself.**
+Not reported: a class that calls `add_module`, `register_module`, `register_parameter` or
+`setattr`, hands the list to a call (`nn.Sequential(*self.layers)`, `nn.ModuleList(self.layers)`),
+binds the attribute again, mentions `requires_grad` or `no_grad`, or whose list holds a single
+module (a network hidden from `.parameters()` and `state_dict()` on purpose, a perceptual loss's) is
+left alone; so is a list whose items' parameters the file gathers by hand
+(`for m in model.layers: params += list(m.parameters())`).
+
 **My critic gets gradients from the actor's loss (DDPG, a GAN's discriminator).**
 Not reported: that network has its own optimizer, which zeroes its gradients before its own step.
 ''',
     "zh": '''\
 ## 它检查什么
-找出这样的 `backward()`：它的梯度落在文件中没有任何优化器更新的参数上。三种形态：
+找出这样的 `backward()`：它的梯度落在文件中没有任何优化器更新的参数上。四种形态：
 
 - 一个没有优化器拥有的网络在记录计算图的情况下被调用，它的输出进入了损失：例如 DQN 的 TD 目标由
   `self.target_net(next_states)` 计算，却没有 `.detach()`，也不在 `torch.no_grad()` 中；
@@ -122,11 +137,17 @@ Not reported: that network has its own optimizer, which zeroes its gradients bef
 - `forward` 调用了某一层，但没有任何参数组包含它：优化器由模型部分层的参数组构建
   （`[{"params": model.encoder.parameters()}, ...]`，或同一文件中返回这些参数组的
   `model.get_optimizer_parameters()`），漏掉了其中一层；同样，`forward` 读取的某个权重（`nn.Parameter`）
-  不在交给优化器的权重列表（`[net.w1, net.w2]`）里，会在写出该列表的地方报告，并提供把它加入列表的修复。
+  不在交给优化器的权重列表（`[net.w1, net.w2]`）里，会在写出该列表的地方报告，并提供把它加入列表的修复；
+- 模块的 `__init__` 把层（或 `nn.Parameter` 权重）放在普通的 Python 列表或字典里
+  （`self.convs = [nn.Conv1d(...), ...]`，或先 `self.convs = []` 再 `self.convs.append(...)`），
+  `forward` 又读取它们，而优化器由该模块实例的 `.parameters()` 构建：`nn.Module` 不会注册放在普通容器里的层，
+  优化器因此从不持有它们（`.to(device)` 也不会移动它们）。在绑定处报告，修复把它包进 `nn.ModuleList`
+  （`nn.ModuleDict`、`nn.ParameterList`）。
 
 在脚本自己的循环中，第一种形态也包括在模块级创建、却没有优化器拥有的模块：如果它作用在被优化模型的输出上，
 并由损失函数与标签比较（`criterion(head(model(x)), y)`），它就是被漏掉的分类头（在优化器处报告，修复会加入
-它的参数）；如果它直接作用在数据上，且名字表明它应保持不变（`teacher`、`target`、`ema`），它就是需要
+它的参数），自带权重的损失（同一文件中名字以 `Loss` 结尾的类，例如中心损失的 `criterion_cent(features, labels)`）
+也一样；如果它直接作用在数据上，且名字表明它应保持不变（`teacher`、`target`、`ema`），它就是需要
 `.detach()` 的教师网络。模型在优化器之后被重新创建、随后由一个模块级函数（`train(x, y)`）用该优化器训练，
 也会被发现。
 
@@ -192,6 +213,12 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 **我在替换层之后重新构建了优化器。**
 不会被报告；替换之后调用 `optimizer.add_param_group(...)`，或者替换成没有参数的层（`nn.Identity()`），
 也都不会。
+
+**我把层放在列表里，并自己注册它们。**
+不会被报告：类中调用了 `add_module`、`register_module`、`register_parameter` 或 `setattr`，把列表交给某个调用
+（`nn.Sequential(*self.layers)`、`nn.ModuleList(self.layers)`），再次绑定该属性，提到 `requires_grad` 或 `no_grad`，
+或者列表只有一个模块（有意对 `.parameters()` 和 `state_dict()` 隐藏的网络，例如感知损失的网络）时，都会被放过；
+文件自己收集列表中各项参数（`for m in model.layers: params += list(m.parameters())`）时也一样。
 
 **我的 critic 从 actor 的损失中得到梯度（DDPG、GAN 的判别器）。**
 不会被报告：那个网络有自己的优化器，会在自己的更新之前把梯度清零。
