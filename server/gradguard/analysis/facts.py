@@ -1185,6 +1185,7 @@ def class_facts(cls: ast.ClassDef) -> V.ClassFacts:
         forward_detaches_hidden=fwd_detaches,
         unbound=unbound,
         init_freezes=_init_freezes(defs),
+        init_graphs=_init_graphs(defs),
     )
 
 
@@ -1265,6 +1266,62 @@ def _init_freezes(defs) -> Tuple[Tuple[str, int, bool], ...]:
             falsy = isinstance(d, ast.Constant) and not d.value
             return ((s.test.operand.id, i, falsy),)
     return ()
+
+
+def _init_graphs(defs) -> Tuple[Tuple[str, int, str, str], ...]:
+    """:attr:`ClassFacts.init_graphs`: ``self.<attr> = <param>.<method>(...)`` (or
+    ``<param>(...)``, or through ``self.<m> = <param>`` set before it) as a top-level
+    statement of ``__init__``, the attribute read by ``forward`` and stored by no other
+    method."""
+    by_name = {fn.name: fn for fn in defs}
+    init, fwd = by_name.get("__init__"), by_name.get("forward")
+    if init is None or fwd is None or not init.args.args:
+        return ()
+    if any(isinstance(n, ast.Attribute) and n.attr in ("requires_grad", "requires_grad_") for n in A.body_nodes(init)):
+        return ()  # it freezes something itself (``self.clip.requires_grad_(False)``): left alone
+    me = init.args.args[0].arg
+    params = [a.arg for a in init.args.args[1:]]
+    held: Dict[str, str] = {}  # self.<m> = <param>
+    found: List[Tuple[str, int, str, str]] = []
+    for s in init.body:
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+            continue
+        t, v = s.targets[0], s.value
+        if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me):
+            continue
+        if isinstance(v, ast.Name) and v.id in params:
+            held[t.attr] = v.id
+            continue
+        if not isinstance(v, ast.Call):
+            continue
+        f = v.func.value if isinstance(v.func, ast.Attribute) else v.func
+        src = None
+        if isinstance(f, ast.Name) and f.id in params:
+            src = f.id
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me:
+            src = held.get(f.attr)
+        if src is None or (isinstance(v.func, ast.Attribute) and v.func.attr in _INIT_NO_GRAPH):
+            continue
+        method = v.func.attr if isinstance(v.func, ast.Attribute) else "forward"
+        found.append((t.attr, params.index(src), src, method))
+    if not found:
+        return ()
+    read = {n.attr for n in A.body_nodes(fwd) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name) and n.value.id == fwd.args.args[0].arg} if fwd.args.args else set()
+    out = []
+    for attr, i, name, method in found:
+        if attr not in read or any(_self_attr(t) == attr for fn in defs if fn is not init
+                                   for n in A.body_nodes(fn) if isinstance(n, (ast.Assign, ast.AugAssign))
+                                   for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+            continue
+        out.append((attr, i, name, method))
+    return tuple(out)
+
+
+# methods of a handed object whose result holds no graph of it
+_INIT_NO_GRAPH = frozenset({"parameters", "named_parameters", "modules", "children", "state_dict", "to", "cpu",
+                            "cuda", "eval", "train", "requires_grad_", "detach", "item", "tolist", "numpy",
+                            "size", "dim", "get", "keys", "items", "values"})
 
 
 def _member_ctors(assigns) -> List[Tuple[str, str, frozenset, bool]]:

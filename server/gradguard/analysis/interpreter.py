@@ -418,6 +418,9 @@ class GraphFlow:
         # driver's: what a ``self.build()`` stores on the object is forward's store
         # (``ClassFacts.cached`` filled lazily by another method)
         self.inline_setters = False
+        # id(call) of a construction of a class of the user's whose ``__init__`` kept what
+        # a trained module it was handed computed (``_user_object``): the object holds that graph
+        self.made_holding: set = set()
         # id(call) of an own method run in place -> the attributes it left holding a
         # graph it built (``self.forward()`` -> ``("self.fake_B",)``), for messages
         self.sets_by_call: Dict[int, Tuple[str, ...]] = {}
@@ -2142,9 +2145,18 @@ class GraphFlow:
             cand = [t[1] for t in taints if t[0] == "G" and id(t[1]) not in saving]
             if cand:
                 fresh = _fresh_starts(node)
+                marked = False
                 for n in cand:
                     if id(n) in fresh:
                         saving.add(id(n))
+                        marked = True
+                if not marked and len(cand) == len([t for t in taints if t[0] == "G"]) \
+                        and self.r.ctx is not None:
+                    # `y = torch.mul(a, b)` of named values (`a = w + x`, `b = w + 1`)
+                    # whose graphs save nothing: the saving starts here, a graph of its
+                    # own (a second backward through `y` fails, one through `a` does not)
+                    saving.add(id(node))
+                    taints = taints | {("G", node)}
         if self.r.ctx is None:
             # summarising a def: an op computed this from parameter i (("Q", i)), so
             # a caller passing a tensor that requires grad gets a new graph back
@@ -2571,7 +2583,7 @@ class GraphFlow:
             if obj.startswith("cls:"):
                 return self._construct(obj[4:], pos)
             if obj.startswith("ucls:"):
-                return self._user_object(call, obj[5:])
+                return self._user_object(call, obj[5:], pos, kws)
             if obj.startswith("fn:"):
                 facts = self.r.fn(obj[3:])
                 if facts is not None and facts.makes:
@@ -2690,13 +2702,41 @@ class GraphFlow:
             return self._unsure(plain(args_taints), call, "imported")
         return self._op(call, args_taints) if args_taints else CLEAN
 
-    def _user_object(self, call: ast.Call, cls: str) -> Val:
+    def _user_object(self, call: ast.Call, cls: str, pos=(), kws=None) -> Val:
         """``Model(...)``: an object of a class of the user's; frozen where its ``__init__``
-        surely freezes its parameters (``Vgg16(requires_grad=False)``, ``ClassFacts.init_freezes``)."""
+        surely freezes its parameters (``Vgg16(requires_grad=False)``, ``ClassFacts.init_freezes``).
+        Where its ``__init__`` keeps what a module it is handed computes (``ClassFacts.init_graphs``)
+        and the module handed trains (a module of the user's or torch's, not frozen), the
+        object holds the graph built then (``("G", call)``, saving): every call of it reads it."""
         cf = self.r.cls(cls)
         if cf is not None and cf.init_freezes and _init_frozen(call, cf.init_freezes):
             return Val(obj="user:" + cls, frozen=True)
+        if cf is not None and cf.init_graphs and not self.no_grad and self.r.ctx is not None:
+            for _, i, name, method in cf.init_graphs:
+                arg = pos[i] if i < len(pos) else (kws or {}).get(name)
+                if arg is None or arg.frozen or not (arg.obj or "").startswith(("inst:", "user:")) \
+                        or (arg.obj or "").startswith("inst:?"):
+                    continue
+                facts = self.r.method_facts(arg.obj, method) if arg.obj.startswith("user:") else None
+                if facts is not None and facts.no_grad:
+                    continue  # (``@torch.no_grad() def encode_text``)
+                if self._frozen_in_part(call, i, name):
+                    continue
+                self.saving_calls.add(id(call))
+                self.made_holding.add(id(call))
+                return Val(frozenset({("G", call)}), obj="user:" + cls)
         return Val(obj="user:" + cls)
+
+    def _frozen_in_part(self, call: ast.Call, i: int, name: str) -> bool:
+        """Does the file freeze something of the module handed at position ``i`` (or keyword
+        ``name``) of ``call`` (``clip_model.transformer.requires_grad_(False)``, a loop setting
+        ``requires_grad`` over its parameters)? Any line naming it beside ``requires_grad``."""
+        arg = call.args[i] if i < len(call.args) else next((k.value for k in call.keywords if k.arg == name), None)
+        held = dotted(arg) if arg is not None else None
+        lines = getattr(getattr(self.r.ctx, "index", None), "lines", None)
+        if held is None or lines is None:
+            return True
+        return any("requires_grad" in line and held + "." in line for line in lines)
 
     def _threaded_by_unknown(self, call: ast.Call, name: _Opt[str], args_taints) -> None:
         """``out, h = step(x, h)`` (or ``obj.step(x, h)``, ``name`` None) of a callable the
@@ -2719,6 +2759,14 @@ class GraphFlow:
         unit (so the cache starts empty) or the cache already followed, and the
         constructor arguments the caching path needs seen to be true."""
         obj = callee.obj or ""
+        if callee.taints and obj.startswith("user:") and not self.no_grad:
+            # built holding a graph (``_user_object``: what its ``__init__`` kept of a module
+            # it was handed): every call reads it
+            held = frozenset(t for t in callee.taints if t[0] == "G" and isinstance(t[1], ast.Call)
+                             and (dotted(t[1].func) or "").rsplit(".", 1)[-1] == obj[5:])
+            if held:
+                # (with what says a backward surely freed it: ``("S", g)``, _stale_read)
+                res = _tainted(res, held | frozenset(t for t in callee.taints if t[0] == "S" and t[1] in held))
         if K.PARAMETRIZE_CACHE_KEY in env and obj.startswith("user:"):
             res = self._parametrized_call(call, callee, res, env)
         if key is None or not obj.startswith("user:"):
@@ -3172,6 +3220,8 @@ class GraphFlow:
             # one built inside is the method's own unit's business
             stale = frozenset(t for ev in inner_events for t in ev.stale
                               if not lo <= getattr(t[1][1], "lineno", -1) <= hi)
+            if len(inner_events) > 1:
+                stale |= self._freed_twice_inside(inner_events, always, lo, hi)
             self._event(call, plain(loss), all(ev.retain for ev in inner_events),
                         {("G", call)} & loss, stale=stale)
             self.events[-1].sure = frozenset(sure)
@@ -3186,6 +3236,30 @@ class GraphFlow:
         elif saves[0]:
             self.saving_calls.add(id(call))
         return ret
+
+    def _freed_twice_inside(self, inner_events, always: set, lo: int, hi: int) -> FrozenSet:
+        """An own method run in place that back-propagates two losses of one graph built
+        before the call (AGIS-Net's ``backward_G()``: ``loss_B.backward()`` then
+        ``loss_G.backward()``, both through the ``self.fake_B`` that ``forward()`` left):
+        its first backward, run whenever the method runs and keeping nothing, surely freed
+        the graph's saving parts, and a later one reaches them. The ``("X", g, call)``
+        entries of those graphs (as :data:`FREED` has them), for the call's event. The
+        losses here are whole values (the second built before the first backward ran
+        reaches the graph all the same), which a read of a freed variable cannot show."""
+        saving = self.saving_calls
+        first: Dict[tuple, ast.Call] = {}
+        out = []
+        for ev in inner_events:
+            outside = [t for t in ev.loss.taints if t[0] == "G" and id(t[1]) in saving
+                       and not lo <= getattr(t[1], "lineno", -1) <= hi]
+            for t in outside:
+                if t in first:
+                    out.append(("X", t, first[t]))
+            if ev.sure is None and not ev.retain and ev.inputs is None and id(ev.call) in always \
+                    and isinstance(ev.call, ast.Call) and surely_frees(ev.call, self.r.ctx):
+                for t in outside:
+                    first.setdefault(t, ev.call)
+        return frozenset(out)
 
     def _freed_inside(self, out: Dict[str, Val], fn: ast.AST, lo: int, hi: int) -> Dict[tuple, tuple]:
         """After an own method ran in place (:meth:`_inline`): the graphs built inside it

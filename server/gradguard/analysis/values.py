@@ -474,6 +474,14 @@ class ClassFacts:
     # ``self``, is its default falsy). A constructor call that surely takes that path
     # (``Vgg16(requires_grad=False)``) makes a frozen module
     init_freezes: Tuple[Tuple[str, int, bool], ...] = ()
+    # ``__init__`` keeping on the object what a module it was handed computes
+    # (``self.weights = model.encode_text(self.texts)``, ``model`` a parameter, or
+    # ``self.clip = model`` first), at its top level and outside ``no_grad``, an
+    # attribute forward reads and no other method stores: (attribute, the parameter's
+    # position after ``self``, its name, the method called: "forward" for a call of the
+    # module itself); none where ``__init__`` freezes anything itself. A construction handing a module that trains
+    # there builds, once, a graph every call of the object reads (lang-seg, CITE)
+    init_graphs: Tuple[Tuple[str, int, str, str], ...] = ()
 
     def kept_by(self, method: str) -> Tuple[str, ...]:
         for m, keys in self.kept:

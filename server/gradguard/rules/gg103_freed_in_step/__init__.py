@@ -1045,8 +1045,10 @@ def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flo
         node, b1 = tok[1][1], tok[2]
         if kept_only and (A.is_backward_call(b1, ctx) or not _kept_in(b1, ctx)):
             continue
-        if b1 is b2 and (flow is None or not ({_own_call(node), _own_call(b2)} & set(flow.methods))):
+        if b1 is b2 and (flow is None or not ({_own_call(node), _own_call(b2)} & set(flow.methods)
+                                               or id(node) in flow.made_holding)):
             continue  # a graph built before the loop and freed in it, both in this unit's text: GG102's
+            # (but for an object whose constructor kept a graph: ``head = CLIPTextHead(clip_model, texts)``)
         reported.add(id(b2))
         if flow is not None and b2 is flow.framework_call:
             yield _framework_finding(rule, body, node, b1, b2, ctx)
@@ -1058,7 +1060,7 @@ def _check_stale(rule, body, events, reported, ctx, kept_only: bool = False, flo
                 yield got
                 continue
         state = flow.state_built.get(id(node)) if flow is not None else None
-        yield _stale_finding(rule, body, node, b1, b2, ctx, state)
+        yield _stale_finding(rule, body, node, b1, b2, ctx, state, _method_def(unit, b2, b1))
 
 
 def _next_iteration_finding(rule, body, node, b, ctx, flow, unit) -> Optional[Finding]:
@@ -1137,7 +1139,49 @@ def _steps_in(body, ctx) -> bool:
                for s in body for n in ast.walk(s))
 
 
-def _stale_finding(rule, body, node, b1, b2, ctx, state: Optional[str] = None) -> Finding:
+def _method_def(unit, call: ast.AST, b1: ast.AST) -> Optional[ast.FunctionDef]:
+    """The method of the unit's class holding ``b1``, when ``call`` runs an own method
+    (``self.update_G()``, which runs ``self.backward_G()`` in place)."""
+    cls = getattr(unit, "class_node", None) if _own_call(call) else None
+    if cls is None:
+        return None
+    line = getattr(b1, "lineno", -1)
+    return next((d for d in cls.body if isinstance(d, ast.FunctionDef)
+                 and d.lineno <= line <= (d.end_lineno or d.lineno)), None)
+
+
+def _retain_inside(method: Optional[ast.FunctionDef], b1: ast.AST, ctx) -> Optional[TextEdit]:
+    """AGIS-Net's ``backward_G()``: two losses of one graph the driver built before the call,
+    back-propagated one after the other in the method's own body, nothing else run there.
+    ``retain_graph=True`` on the first (``b1``) when the method's body holds exactly two
+    backward calls, both run whenever it runs, and nothing after the first that may change
+    a weight (an optimizer's step, an in-place method, a call of the object's own methods or
+    of the file's functions): the same gradients, the graph freed by the second."""
+    if method is None or not isinstance(b1, ast.Call) or not A.is_backward_call(b1, ctx):
+        return None
+    calls = [n for n in ast.walk(method) if isinstance(n, ast.Call)]
+    backwards = [n for n in calls if A.is_backward_call(n, ctx)]
+    if len(backwards) != 2 or backwards[0] is not b1 and backwards[1] is not b1:
+        return None
+    top = [n for s in method.body if not A.child_blocks(s) for n in ast.walk(s)]
+    if not all(any(b is n for n in top) for b in backwards):
+        return None
+    if _pos(b1) > min(_pos(b) for b in backwards):
+        return None
+    for n in calls:
+        if _pos(n) <= _pos(b1) or n in backwards:
+            continue
+        f = n.func
+        if isinstance(f, ast.Attribute) and (f.attr == "step" or f.attr.endswith("_") or (
+                isinstance(f.value, ast.Name) and f.value.id == "self")):
+            return None  # a step, an in-place method, a method (or module) of the object
+        if isinstance(f, ast.Name) and ctx.summary.get("fn:" + f.id) is not None:
+            return None  # a function of the file
+    return _retain_edit(b1, ctx)
+
+
+def _stale_finding(rule, body, node, b1, b2, ctx, state: Optional[str] = None,
+                   method: Optional[ast.FunctionDef] = None) -> Finding:
     holder = next((s for s in A.iter_statements(body) if isinstance(s, (ast.Assign, ast.AnnAssign))
                    and A.within(node, s)), None)
     name = _single_name(holder) if holder is not None else None
@@ -1171,7 +1215,12 @@ def _stale_finding(rule, body, node, b1, b2, ctx, state: Optional[str] = None) -
     elif kept:
         advice = M.stale_advice_clear(shown, kept[0])
     else:
-        advice = M.stale_advice_recompute()
+        keep = _retain_inside(method, b1, ctx)
+        if keep is not None:
+            advice = M.advice_retain()
+            fixes.append(Fix(M.fix_retain(b1.lineno), (keep,), preferred=True))
+        else:
+            advice = M.stale_advice_recompute()
     direct = A.is_backward_call(b1, ctx)
     msg = M.stale(second, what, first, b1.lineno, how, bool(kept), advice)
     related = (

@@ -31,7 +31,7 @@ from gradguard.rules.catalog import INPLACE_EDIT_TEXT
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
-from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, EDITS, FN, GLOBAL, buffer_edits,
+from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, EDITS, FN, GLOBAL, TAKES, buffer_edits,
                                                        class_layers, is_module_class, MethodShapes)
 
 TYPE_CHECKING = False
@@ -39,8 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Dict, List, Tuple
 
 
-def _user_classes(summary) -> "Tuple[Tuple[str, object], ...]":
-    return tuple(sorted((k[len(CLASS):], v) for k, v in summary.items() if k.startswith(CLASS)))
+def _user_classes(summary) -> "Tuple[Tuple[str, object, bool], ...]":
+    return tuple(sorted((k[len(CLASS):], v, bool(summary.get(TAKES + k[len(CLASS):])))
+                        for k, v in summary.items() if k.startswith(CLASS)))
 
 
 def _editing_callees(summary) -> "Tuple[Tuple[str, tuple], ...]":
@@ -130,8 +131,14 @@ def _user_layers(summary) -> "Dict[str, W.Layer]":
     classes = query(summary, _user_classes)
     last = _LAST_USER
     if last[0] is not classes:
-        last = _LAST_USER = (classes, {name: W.Layer("user", out_saved=(shape or None)) for name, shape in classes})
+        last = _LAST_USER = (classes, {name: _user_layer(shape, takes) for name, shape, takes in classes})
     return last[1]
+
+
+def _user_layer(shape, takes: bool) -> W.Layer:
+    layer = W.Layer("user", out_saved=(shape or None))
+    layer.in_saved = takes
+    return layer
 
 
 def _class_layers(cls: ast.ClassDef, ctx, user: "Dict[str, W.Layer]") -> "Tuple[Dict[str, W.Layer], set]":

@@ -13,6 +13,9 @@ Key written, one per top-level class deriving from an nn.Module base:
   constructor setting (``if self.activation == "relu": return F.relu(x)``)
   gives ``("if", ...)`` instead (:func:`_configured_shape`), resolved where
   the block is built.
+* ``gg104:takes:<Class>`` -- True when ``forward`` saves its first input for backward
+  whatever that input is (a LayerNorm, Linear or Conv of its own reads it unchanged
+  first): a caller's in-place edit of what it handed the block fails.
 * ``gg104:fn:<name>`` -- a custom ``torch.autograd.Function`` (``("fn",
   positions, output)``: the ``forward`` parameters it saves unchanged, and
   whether it saves its result), a module-level alias of its ``apply``
@@ -44,6 +47,10 @@ CTOR = "gg104:ctor:"
 # ``gg104:edits:<name>`` -- what calling a module-level function (or a module class of the file)
 # edits in place: ``(edits, inner)`` (:func:`callee_edits`)
 EDITS = "gg104:edits:"
+# ``gg104:takes:<Class>`` -- True: the class's ``forward`` saves its (first) input for backward
+# whatever that input is (a LayerNorm, Linear or Conv of its own reads it unchanged first), so a
+# caller's in-place edit of what it handed the block fails (``h += self.ff1(h)``)
+TAKES = "gg104:takes:"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MODULE_BASE_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in K.MODULE_BASES)
 
@@ -222,6 +229,8 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
     flow.method_shape = MethodShapes(stmt, qualify, layers, params, {}, backward)
     try:
         flow.enter(fwd)
+        first = fwd.args.args[1].arg if len(fwd.args.args) > 1 else None
+        given = flow.env.get(first) if first is not None else None
         flow.run(fwd.body)
     except RecursionError:
         return [(CLASS + stmt.name, ())]
@@ -229,6 +238,8 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
     if shape is None and len(flow.returns) > 1:
         shape = _configured_shape(stmt, fwd, lambda: W.Flow(qualify, layers, params, backward))
     out = [(CLASS + stmt.name, shape or ())]
+    if given is not None and given.stores and any(s in flow.saved for s in given.stores):
+        out.append((TAKES + stmt.name, True))
     if _edits_in_place(fwd) or any(layer.inplace for layer in layers.values()):
         edits = callee_edits(fwd, 1, qualify, layers, params, flow.method_shape, {_at(h) for h in flow.hits.values()},
                              stmt)

@@ -70,7 +70,8 @@ class Layer:
     name), a same-file nn.Module class (``kind`` "user", ``out_saved``: its
     forward returns a saved output), or a Sequential of layers."""
 
-    __slots__ = ("kind", "inplace", "node", "inplace_node", "out_saved", "items", "weighted", "name", "edits")
+    __slots__ = ("kind", "inplace", "node", "inplace_node", "out_saved", "items", "weighted", "name", "edits",
+                 "in_saved")
 
     def __init__(self, kind: str, node: "Optional[ast.Call]" = None, inplace: bool = False,
                  inplace_node: "Optional[ast.expr]" = None, out_saved: "Optional[tuple]" = None,
@@ -85,6 +86,9 @@ class Layer:
         self.name = ""
         # what calling it edits in place (``gg104:edits:`` of a same-file class, :func:`.facts.callee_edits`)
         self.edits: "Optional[tuple]" = None
+        # (a same-file class) its forward saves its input for backward whatever the input
+        # (``gg104:takes:``: a LayerNorm or Linear of its own reads it first)
+        self.in_saved = False
 
 
 class Hit:
@@ -217,6 +221,7 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
             out_saved = configured(out_saved, call)  # ``Conv2d_batchnorm(..., activation="None")``
         layer = Layer("user", call, out_saved=out_saved, weighted=True)
         layer.edits = resolve_edits(base.edits, call, defaults) if base.edits is not None else None
+        layer.in_saved = base.in_saved
         return layer
     if not (q.startswith("torch.nn.") or kind in K.INPLACE_SWITCH_MODULES or kind in K.SAVES_OUTPUT_MODULES
             or kind in K.SAVES_INPUT_WEIGHTED_MODULES or kind == "Sequential"):
@@ -943,6 +948,8 @@ class Flow:
             self.via = outer
             return v
         if kind == "user":
+            if layer.in_saved:
+                self.mark(Val(x.stores, x.grad, True), where, "input")
             shape = layer.out_saved
             if shape is None or (shape and shape[0] == "if"):
                 return fresh(True)
