@@ -31,8 +31,8 @@ from gradguard.rules.catalog import INPLACE_EDIT_TEXT
 from gradguard.rules.gg104_inplace_saved import fixes as X
 from gradguard.rules.gg104_inplace_saved import flow as W
 from gradguard.rules.gg104_inplace_saved import messages as M
-from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, EDITS, FN, GLOBAL, TAKES, buffer_edits,
-                                                       class_layers, is_module_class, MethodShapes)
+from gradguard.rules.gg104_inplace_saved.facts import (CLASS, CLASS_FACTS, CTOR, EDITS, FN, GLOBAL, MADE, TAKES, buffer_edits,
+                                                       class_layers, is_module_class, made_with, MethodShapes)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -144,11 +144,19 @@ def _user_layer(shape, takes: bool) -> W.Layer:
 def _class_layers(cls: ast.ClassDef, ctx, user: "Dict[str, W.Layer]") -> "Tuple[Dict[str, W.Layer], set]":
     """:func:`class_layers` of the unit's class, made once for all its methods (kept on
     the class with the import table and user layers it was made with): a copy each."""
+    made = query(ctx.summary, _made, cls.name)
     kept = cls.__dict__.get("_gg104_layers")
-    if kept is None or kept[0] is not ctx.imports or kept[1] is not user:
-        layers, params = class_layers(cls, lambda e: A.qualify(e, ctx), user)
-        kept = cls._gg104_layers = (ctx.imports, user, layers, params)  # type: ignore[attr-defined]
+    if kept is None or kept[0] is not ctx.imports or kept[1] is not user or kept[4] != made:
+        layers, params = class_layers(cls, lambda e: A.qualify(e, ctx), user, made_with(cls, made))
+        kept = cls._gg104_layers = (ctx.imports, user, layers, params, made)  # type: ignore[attr-defined]
     return dict(kept[2]), set(kept[3])
+
+
+def _made(summary, cls: str) -> "Tuple[tuple, ...]":
+    """What each module-level construction of ``cls`` gives it (``gg104:made:``), in line order."""
+    prefix = MADE + cls + ":"
+    return tuple(v for _, v in sorted(((int(k[len(prefix):]), v) for k, v in summary.items()
+                                       if k.startswith(prefix)), key=lambda kv: kv[0]))
 
 
 def _buffer_edits(cls: ast.ClassDef) -> "Tuple[frozenset, Dict[str, tuple]]":

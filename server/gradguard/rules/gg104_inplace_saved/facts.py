@@ -51,6 +51,11 @@ EDITS = "gg104:edits:"
 # whatever that input is (a LayerNorm, Linear or Conv of its own reads it unchanged first), so a
 # caller's in-place edit of what it handed the block fails (``h += self.ff1(h)``)
 TAKES = "gg104:takes:"
+# ``gg104:made:<Class>:<line>`` -- what a module-level construction of a class gives its
+# parameters: ``((position or -1, keyword or "", value), ...)``, the value a literal constant,
+# :data:`.flow.SET` for a dict (``act_cfg=dict(type='ReLU')``), :data:`UNREAD` for anything else
+MADE = "gg104:made:"
+UNREAD = "<?>"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MODULE_BASE_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in K.MODULE_BASES)
 
@@ -59,14 +64,21 @@ def is_module_class(cls: ast.ClassDef) -> bool:
     return any((A.dotted(b) or "").rsplit(".", 1)[-1] in _MODULE_BASE_NAMES for b in cls.bases)
 
 
-def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]") -> "Tuple[Dict[str, W.Layer], Set[str]]":
+def class_layers(cls: ast.ClassDef, qualify, user: "Mapping[str, W.Layer]",
+                 made: "Optional[Mapping[str, object]]" = None) -> "Tuple[Dict[str, W.Layer], Set[str]]":
     """The layers a class keeps on ``self`` (``self.relu = nn.ReLU(inplace=True)``)
     and its parameters (``self.w = nn.Parameter(...)``), by "self.<attr>"; an
-    attribute assigned two different layers is left out."""
+    attribute assigned two different layers is left out. ``made``: what the file's
+    constructions of the class give its parameters (:func:`made_with`), over the defaults."""
     layers: "Dict[str, W.Layer]" = {}
     params: "Set[str]" = set()
     dropped: "Set[str]" = set()
     defaults = _init_defaults(cls)
+    for name, v in (made or {}).items():
+        if v == UNREAD:
+            defaults.pop(name, None)
+        else:
+            defaults[name] = v
     for d in cls.body:
         if not isinstance(d, _DEFS) or not d.args.args:
             continue
@@ -146,12 +158,18 @@ def _added_modules(cls: ast.ClassDef, qualify, user, layers: "Dict[str, W.Layer]
     """``self.body = nn.Sequential()`` then ``self.body.add_module("block1", Block(...))`` (in a
     loop, or one by one): the elements, in the order the constructor adds them."""
     seqs = {k for k, v in layers.items() if v.kind == "Sequential"}
-    if not seqs:
+    lists = {k for k, v in layers.items() if v.kind == "ModuleList" and v.items is None
+             and isinstance(v.node, ast.Call) and not v.node.args and not v.node.keywords}
+    if not seqs and not lists:
         return
     init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
     if init is None or not init.args.args:
         return
     me = init.args.args[0].arg
+    if lists:
+        _appended_modules(init, me, lists, qualify, user, layers, defaults)
+    if not seqs:
+        return
     for n in A.body_nodes(init):
         if not isinstance(n, ast.Call):
             continue
@@ -168,6 +186,36 @@ def _added_modules(cls: ast.ClassDef, qualify, user, layers: "Dict[str, W.Layer]
                 seq = layers[key]
                 seq.items = (seq.items or []) + [sub]
                 seq.weighted = seq.weighted or sub.weighted
+
+
+def _appended_modules(init, me: str, lists, qualify, user, layers: "Dict[str, W.Layer]", defaults) -> None:
+    """``self.lateral_convs = nn.ModuleList()`` then ``self.lateral_convs.append(l_conv)`` in
+    ``__init__`` (``l_conv = ConvModule(...)`` bound once before it): a ModuleList of one kind
+    of block, known by that kind when every block appended is built the same way."""
+    built: "Dict[str, List[ast.expr]]" = {}
+    for n in A.body_nodes(init):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            built.setdefault(n.targets[0].id, []).append(n.value)
+    found: "Dict[str, List[Optional[W.Layer]]]" = {}
+    for n in A.body_nodes(init):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+                and len(n.args) == 1 and not n.keywords):
+            continue
+        owner = n.func.value
+        key = "self." + owner.attr if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) \
+            and owner.value.id == me else None
+        if key not in lists:
+            continue
+        item: "Optional[ast.expr]" = n.args[0]
+        if isinstance(item, ast.Name):
+            made = built.get(item.id, [])
+            item = made[0] if len(made) == 1 else None
+        sub = W.layer_of_constructor(item, qualify, user, layers, defaults) if item is not None else None
+        found.setdefault(str(key), []).append(sub)
+    for key, subs in found.items():
+        first = subs[0]
+        if first is not None and all(x is not None and W._same_layer(x, first) for x in subs):
+            layers[key].items = [first]
 
 
 def forward_of(cls: ast.ClassDef) -> "Optional[ast.FunctionDef]":
@@ -199,6 +247,10 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
                 if call.args or call.keywords:
                     # what an object of a plain class is built with (``policy = DDPGPolicy(actor, ...)``)
                     facts.append((f"{CTOR}{call.func.id}:{stmt.lineno}", (args, kws)))
+                    given = tuple((i, "", _given(a)) for i, a in enumerate(call.args)) + tuple(
+                        (-1, k.arg or "", _given(k.value)) for k in call.keywords)
+                    if any(v != UNREAD for _, _, v in given):
+                        facts.append((f"{MADE}{call.func.id}:{stmt.lineno}", given))
                 return facts
             layer = W.layer_of_constructor(call, lambda e: A.qualify(e, None), {})
             if layer is not None and not layer.inplace:
@@ -230,15 +282,17 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
     try:
         flow.enter(fwd)
         first = fwd.args.args[1].arg if len(fwd.args.args) > 1 else None
-        given = flow.env.get(first) if first is not None else None
+        handed = flow.env.get(first) if first is not None else None
         flow.run(fwd.body)
     except RecursionError:
         return [(CLASS + stmt.name, ())]
     shape = return_shape(flow)
     if shape is None and len(flow.returns) > 1:
         shape = _configured_shape(stmt, fwd, lambda: W.Flow(qualify, layers, params, backward))
+    elif shape is not None and not all(shape) and any(isinstance(st, ast.If) for st in fwd.body):
+        shape = _configured_step(stmt, fwd, lambda: W.Flow(qualify, layers, params, backward)) or shape
     out = [(CLASS + stmt.name, shape or ())]
-    if given is not None and given.stores and any(s in flow.saved for s in given.stores):
+    if handed is not None and handed.stores and any(s in flow.saved for s in handed.stores):
         out.append((TAKES + stmt.name, True))
     if _edits_in_place(fwd) or any(layer.inplace for layer in layers.values()):
         edits = callee_edits(fwd, 1, qualify, layers, params, flow.method_shape, {_at(h) for h in flow.hits.values()},
@@ -246,6 +300,40 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
         if edits is not None:
             out.append((EDITS + stmt.name, edits))
     return out
+
+
+def _given(e: ast.expr) -> object:
+    """An argument of a construction, as :data:`MADE` keeps it."""
+    if isinstance(e, ast.Constant) and (e.value is None or isinstance(e.value, (bool, int, float, str))):
+        return e.value
+    if isinstance(e, ast.Dict) or (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "dict"):
+        return W.SET
+    return UNREAD
+
+
+def made_with(cls: ast.ClassDef, made: "Tuple[tuple, ...]") -> "Dict[str, object]":
+    """The settings every module-level construction of ``cls`` (:data:`MADE`) gives a parameter
+    of its ``__init__`` alike, by name (:data:`UNREAD` where they differ or cannot be read)."""
+    init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
+    if init is None or not made:
+        return {}
+    names = [a.arg for a in init.args.args[1:]]
+    out: "Dict[str, object]" = {}
+    for n, given in enumerate(made):
+        this = {}
+        for i, kw, v in given:
+            name = kw if i < 0 else names[i] if i < len(names) else ""
+            if name:
+                this[name] = v
+        for name in set(out) | set(this):
+            if n and out.get(name, _ABSENT) != this.get(name, _ABSENT):
+                out[name] = UNREAD
+            elif not n:
+                out[name] = this[name]
+    return out
+
+
+_ABSENT = object()
 
 
 def _edits_in_place(fn: ast.FunctionDef) -> bool:
@@ -432,7 +520,38 @@ def _configured_shape(cls: ast.ClassDef, fwd: ast.FunctionDef, new_flow) -> "Opt
     return ("if",) + param + (op, value, shapes[0], shapes[1])
 
 
-def _init_param(cls: ast.ClassDef, attr: str) -> "Optional[Tuple[str, int, object]]":
+def _configured_step(cls: ast.ClassDef, fwd: ast.FunctionDef, new_flow) -> "Optional[tuple]":
+    """mmcv's ConvModule: ``self.with_activation = act_cfg is not None`` in ``__init__``, and a
+    forward whose one ``if self.with_activation: x = self.activate(x)`` (no ``else``, no
+    ``return`` inside) decides what the final ``return`` hands back: ``("if", param, position,
+    default, "set", None, shape_then, shape_else)`` (:func:`.flow.configured`)."""
+    me = fwd.args.args[0].arg
+    body = fwd.body
+    ifs = [i for i, st in enumerate(body) if isinstance(st, ast.If)]
+    if len(ifs) != 1 or not body or not isinstance(body[-1], ast.Return):
+        return None
+    k = ifs[0]
+    st = body[k]
+    if st.orelse or any(isinstance(n, (ast.Return, ast.If)) for n in A.body_nodes(st)):  # type: ignore[attr-defined]
+        return None
+    test = st.test  # type: ignore[attr-defined]
+    if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == me):
+        return None
+    param = _init_param(cls, test.attr, not_none=True)
+    if param is None:
+        return None
+    shapes = []
+    for part in (body[:k] + st.body + body[k + 1:], body[:k] + body[k + 1:]):  # type: ignore[attr-defined]
+        flow = new_flow()
+        flow.enter(fwd)
+        flow.run(part)
+        shapes.append(return_shape(flow))
+    if shapes[0] is None or shapes[1] is None or shapes[0] == shapes[1]:
+        return None
+    return ("if",) + param + ("set", None, shapes[0], shapes[1])
+
+
+def _init_param(cls: ast.ClassDef, attr: str, not_none: bool = False) -> "Optional[Tuple[str, int, object]]":
     """``self.<attr> = <param>`` in ``__init__``, the attribute assigned nowhere else: the
     parameter's name, position after ``self`` and literal default (None without one)."""
     init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
@@ -447,10 +566,18 @@ def _init_param(cls: ast.ClassDef, attr: str) -> "Optional[Tuple[str, int, objec
             if isinstance(n, (ast.Assign, ast.AugAssign)):
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
                     if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name):
-                        if found is not None or d is not init or t.value.id != me \
-                                or not isinstance(n, ast.Assign) or not isinstance(n.value, ast.Name):
+                        value = n.value if isinstance(n, ast.Assign) else None
+                        if not_none and isinstance(value, ast.Compare) and len(value.ops) == 1 \
+                                and isinstance(value.ops[0], ast.IsNot) and isinstance(value.left, ast.Name) \
+                                and isinstance(value.comparators[0], ast.Constant) \
+                                and value.comparators[0].value is None:
+                            value = value.left  # ``self.with_activation = act_cfg is not None``
+                        elif not_none:
                             return None
-                        found = n.value.id
+                        if found is not None or d is not init or t.value.id != me \
+                                or not isinstance(value, ast.Name):
+                            return None
+                        found = value.id
     if found is None:
         return None
     args = init.args.args[1:]
@@ -462,6 +589,9 @@ def _init_param(cls: ast.ClassDef, attr: str) -> "Optional[Tuple[str, int, objec
     j = i - (len(args) - len(defaults))
     dflt = defaults[j] if j >= 0 else None
     default = dflt.value if isinstance(dflt, ast.Constant) else None
+    if not_none and (isinstance(dflt, ast.Dict) or (isinstance(dflt, ast.Call) and isinstance(dflt.func, ast.Name)
+                                                    and dflt.func.id == "dict")):
+        default = W.SET  # ``act_cfg=dict(type='ReLU')``
     return (found, i, default)
 
 
@@ -520,7 +650,7 @@ def _shape(v: W.Val, flow: W.Flow) -> "Optional[Tuple[bool, ...]]":
     return (all(s in flow.saved for s in v.stores),)
 
 
-CLASS_FACTS = FactSource("gg104", summarize_class_facts, positional=(EDITS, CTOR))
+CLASS_FACTS = FactSource("gg104", summarize_class_facts, positional=(EDITS, CTOR, MADE))
 
 
 def _is_autograd_function(cls: ast.ClassDef) -> bool:

@@ -159,8 +159,10 @@ def _fix(hit, unit, ctx) -> "Optional[Fix]":
         end = ctx.range(hit.target).end
         call = text(node.func, ctx)
         return Fix(M.fix_clone_argument(call, name), (TextEdit(Range(end, end), ".clone()"),), preferred=True)
-    if hit.how == "augassign" and isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-        name = node.target.id
+    if hit.how == "augassign" and isinstance(node, ast.AugAssign) and (isinstance(node.target, ast.Name) or (
+            isinstance(node.target, ast.Subscript) and isinstance(node.target.value, ast.Name))):
+        # (``laterals[i - 1] += ...``: an element of a list, mmdet's FPN: the element rebound)
+        name = node.target.id if isinstance(node.target, ast.Name) else text(node.target, ctx)
         value = text(node.value, ctx)
         if not isinstance(node.value, _ATOMS):
             value = f"({value})"

@@ -218,7 +218,7 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
         base = user_layers[call.func.id]
         out_saved = base.out_saved
         if out_saved and out_saved[0] == "if":
-            out_saved = configured(out_saved, call)  # ``Conv2d_batchnorm(..., activation="None")``
+            out_saved = configured(out_saved, call, defaults)  # ``Conv2d_batchnorm(..., activation="None")``
         layer = Layer("user", call, out_saved=out_saved, weighted=True)
         layer.edits = resolve_edits(base.edits, call, defaults) if base.edits is not None else None
         layer.in_saved = base.in_saved
@@ -255,15 +255,32 @@ def layer_of_constructor(call: ast.expr, qualify, user_layers: "Mapping[str, Lay
     return Layer(kind, call, inplace=sw is not None, inplace_node=sw, weighted=weighted)
 
 
-def configured(shape: tuple, call: ast.Call) -> "Optional[Tuple[bool, ...]]":
+def configured(shape: tuple, call: ast.Call, defaults: "Optional[Mapping[str, object]]" = None) \
+        -> "Optional[Tuple[bool, ...]]":
     """The shape a class with a configured forward (:func:`.facts._configured_shape`) returns when
-    built by ``call``: the setting read from the call's literal argument or the default."""
+    built by ``call``: the setting read from the call's literal argument or the default. For a
+    test ``is not None`` (op "set"), a dict given (``act_cfg=dict(type='ReLU')``) is a setting
+    too, and a name of the enclosing constructor is read from ``defaults`` (what that class is
+    built with, else its default)."""
     _, name, pos, default, op, value, then, other = shape
     arg = next((k.value for k in call.keywords if k.arg == name), None)
     if arg is None and pos < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
         arg = call.args[pos]
     if arg is None and (pos < len(call.args) or call.keywords and any(k.arg is None for k in call.keywords)):
         return None
+    if op == "set":
+        if arg is None:
+            setting = default
+        elif isinstance(arg, ast.Constant):
+            setting = arg.value
+        elif isinstance(arg, ast.Dict) or (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name)
+                                           and arg.func.id == "dict"):
+            setting = SET
+        elif isinstance(arg, ast.Name) and defaults is not None and arg.id in defaults:
+            setting = defaults[arg.id]
+        else:
+            return None
+        return then if setting is not None else other
     setting = arg.value if isinstance(arg, ast.Constant) else default if arg is None else _UNKNOWN
     if setting is _UNKNOWN or (arg is None and default is None and op != "truth"):
         return None
@@ -272,6 +289,8 @@ def configured(shape: tuple, call: ast.Call) -> "Optional[Tuple[bool, ...]]":
 
 
 _UNKNOWN = object()
+# a setting given as a dict (``act_cfg=dict(type='ReLU')``): not None, nothing more known
+SET = "<set>"
 
 
 def _same_layer(a: Layer, b: Layer) -> bool:
@@ -419,6 +438,8 @@ class Flow:
                 hit.via = self.saved_via.get(s)
                 if isinstance(target, ast.Name):
                     hit.aliases.discard(target.id)
+                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and how == "augassign":
+                    hit.aliases.discard(target.value.id)  # the list whose element the fix rebinds
         for s in v.stores:
             self.saved.pop(s, None)
 
@@ -566,6 +587,18 @@ class Flow:
         if isinstance(t, ast.Subscript):
             base = self.eval(t.value)
             self.eval(t.slice)
+            if base.items is not None and not base.stores:
+                # ``laterals[i - 1] += up`` on a list: the element itself is edited in place; an
+                # index the walk cannot read edits one of them, a hit when every one is saved
+                if isinstance(t.slice, ast.Constant):
+                    elem = self.e_Subscript(t)
+                elif base.items and all(i.stores and all(x in self.saved for x in i.stores) for i in base.items):
+                    elem = Val(frozenset().union(*(i.stores for i in base.items)), True, True)
+                else:
+                    return
+                if elem.tensor or self._saved_any(elem):
+                    self.edit(elem, s, t, "augassign")
+                return
             self.edit(base, s, t.value, "index")
             return
         if not isinstance(t, ast.Name):
@@ -695,9 +728,38 @@ class Flow:
         return Val()
 
     def e_ListComp(self, e):
+        """``[conv(inputs[i]) for i, conv in enumerate(self.lateral_convs)]`` over a ModuleList of
+        one kind of block: a list whose every element is that block's output (one element
+        stands for them all); any other comprehension, a value not followed."""
+        if len(e.generators) == 1 and not e.generators[0].ifs and not e.generators[0].is_async:
+            gen = e.generators[0]
+            it, target = gen.iter, gen.target
+            index = None
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" \
+                    and len(it.args) == 1 and not it.keywords and isinstance(target, ast.Tuple) \
+                    and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
+                index, it, target = target.elts[0].id, it.args[0], target.elts[1]
+            if isinstance(target, ast.Name) and isinstance(it, (ast.Attribute, ast.Name)):
+                seq = self.eval(it)
+                layer = seq.layer
+                if layer is not None and layer.kind == "ModuleList" and layer.items:
+                    saved_env = dict(self.env)
+                    ints = set(self.ints)
+                    self.env[target.id] = Val(layer=layer.items[0])
+                    if index is not None:
+                        self.env.pop(index, None)
+                        self.ints.add(index)
+                    try:
+                        v = self.eval(e.elt)
+                    finally:
+                        self.env, self.ints = saved_env, ints
+                    return Val(items=(v,), grad=v.grad)
         return fresh()
 
-    e_SetComp = e_DictComp = e_GeneratorExp = e_ListComp
+    def e_SetComp(self, e):
+        return fresh()
+
+    e_DictComp = e_GeneratorExp = e_SetComp
 
     def e_Call(self, e: ast.Call) -> Val:
         if self.is_backward(e):
