@@ -2103,3 +2103,127 @@ def test_recompute_across_another_optimizers_step_that_trains_nothing_kept(tmp_p
     fixed = tmp_path / "value_net_fixed.py"
     fixed.write_text(out, encoding="utf-8")
     assert th.run_program(str(fixed)).status == "train"
+
+
+# -- the seventh blind measure's misses (tests/fixtures/reports: zhanggong, agisnet, cite) --
+
+_NAMED = textwrap.dedent("""\
+    import torch
+
+    w = torch.tensor([1.], requires_grad=True)
+    x = torch.tensor([2.])
+    a = w + x
+    b = w + 1
+    {body}
+""")
+
+
+@pytest.mark.parametrize("body, reported", [
+    # the product saved a and b: the second backward through y fails
+    ("y = torch.mul(a, b)\ny.backward()\ny.backward()", [9]),
+    ("y = a * b\ny.backward()\ny.backward()", [9]),
+    # additions save nothing: it trains
+    ("y = torch.add(a, b)\ny.backward()\ny.backward()", []),
+    # a second product after the first backward is a new graph: it trains
+    ("y = torch.mul(a, b)\ny.backward()\nz = torch.mul(a, b)\nz.backward()", []),
+    # products of a named sum, each back-propagated once: nothing shared saves (issue 11192's Case 3 with an add)
+    ("k = a + 1\nl1 = 2 * k\nl2 = 3 * k\nl1.backward()\nl2.backward()", []),
+])
+def test_a_product_of_named_values_that_save_nothing_starts_a_saving_graph(body, reported):
+    found = gg103(_NAMED.format(body=body))
+    assert lines_of(found) == reported
+
+
+_PLAIN_MODEL = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Model:
+        def initialize(self):
+            self.netG = nn.Linear(4, 4)
+            self.criterion = nn.L1Loss()
+            self.optimizer_G = torch.optim.Adam(self.netG.parameters())
+
+        def set_input(self, a, b, c):
+            self.real_A, self.real_B, self.real_C = a, b, c
+
+        def forward(self):
+            self.fake_B = torch.tanh(self.netG(self.real_A))
+
+        def backward_G(self):
+            loss_1 = self.criterion(self.fake_B, self.real_B)
+            loss_2 = self.criterion(self.fake_B * 2, self.real_C)
+            loss_1.backward({retain})
+            {between}loss_2.backward()
+
+        def optimize_parameters(self):
+            self.forward()
+            self.optimizer_G.zero_grad()
+            self.backward_G()
+            self.optimizer_G.step()
+""")
+
+
+def test_two_losses_inside_a_method_run_in_place_get_the_retain_fix():
+    src = _PLAIN_MODEL.format(retain="", between="")
+    [f] = gg103(src)
+    assert f.range.start.line + 1 == 26 and f.data["first_backward_line"] == 20
+    [fix] = f.fixes
+    assert fix.preferred and "retain_graph=True" in fix.title_in("en")
+    fixed = apply_text_edits(src, fix.edits)
+    assert "loss_1.backward(retain_graph=True)" in fixed and gg103(fixed) == []
+    assert gg103(_PLAIN_MODEL.format(retain="retain_graph=True", between="")) == []
+
+
+def test_two_losses_inside_a_method_with_a_step_between_get_no_retain_fix():
+    # the weights change between the two backwards: keeping the graph would not train
+    src = _PLAIN_MODEL.format(retain="", between="self.optimizer_G.step()\n        ")
+    [f] = gg103(src)
+    assert not any(fix.preferred for fix in f.fixes)
+
+
+_HEAD = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.text = nn.Linear(4, 4)
+            self.visual = nn.Linear(6, 4)
+
+        def encode_text(self, t):
+            return self.text(t)
+
+
+    class Head(nn.Module):
+        def __init__(self, model, texts):
+            super().__init__()
+            {init}
+
+        def forward(self, x):
+            return x @ self.weights.t()
+
+
+    model = Tower()
+    {before}head = Head(model, torch.randn(3, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = head(model.visual(torch.randn(2, 6))).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+@pytest.mark.parametrize("init, before, reported", [
+    ("self.weights = model.encode_text(texts)", "", [30]),
+    ("with torch.no_grad():\n            self.weights = model.encode_text(texts)", "", []),
+    ("self.weights = model.encode_text(texts).detach()", "", []),
+    ("self.weights = model.encode_text(texts)", "model.text.requires_grad_(False)\n", []),
+    ("self.weights = model.encode_text(texts)", "model.requires_grad_(False)\n", []),
+])
+def test_a_graph_kept_by_a_constructor_from_a_module_it_is_handed(init, before, reported):
+    assert lines_of(gg103(_HEAD.format(init=init, before=before))) == reported

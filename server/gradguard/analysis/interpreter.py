@@ -2150,11 +2150,12 @@ class GraphFlow:
                     if id(n) in fresh:
                         saving.add(id(n))
                         marked = True
-                if not marked and len(cand) == len([t for t in taints if t[0] == "G"]) \
-                        and self.r.ctx is not None:
+                if not marked and self.r.ctx is not None and len(cand) == len([t for t in taints if t[0] == "G"]) \
+                        and all(id(n) in self.leaf_of for n in cand):
                     # `y = torch.mul(a, b)` of named values (`a = w + x`, `b = w + 1`)
-                    # whose graphs save nothing: the saving starts here, a graph of its
-                    # own (a second backward through `y` fails, one through `a` does not)
+                    # whose graphs, begun at leaves, save nothing: the saving starts here, a
+                    # graph of its own (a second backward through `y` fails, one through `a`
+                    # does not). Not for a graph only assumed (what an unseen callable made)
                     saving.add(id(node))
                     taints = taints | {("G", node)}
         if self.r.ctx is None:

@@ -247,10 +247,10 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
                 if call.args or call.keywords:
                     # what an object of a plain class is built with (``policy = DDPGPolicy(actor, ...)``)
                     facts.append((f"{CTOR}{call.func.id}:{stmt.lineno}", (args, kws)))
-                    given = tuple((i, "", _given(a)) for i, a in enumerate(call.args)) + tuple(
-                        (-1, k.arg or "", _given(k.value)) for k in call.keywords)
-                    if any(v != UNREAD for _, _, v in given):
-                        facts.append((f"{MADE}{call.func.id}:{stmt.lineno}", given))
+                # (every construction, one without arguments too: the settings all of them agree on)
+                given = tuple((i, "", _given(a)) for i, a in enumerate(call.args)) + tuple(
+                    (-1, k.arg or "", _given(k.value)) for k in call.keywords)
+                facts.append((f"{MADE}{call.func.id}:{stmt.lineno}", given))
                 return facts
             layer = W.layer_of_constructor(call, lambda e: A.qualify(e, None), {})
             if layer is not None and not layer.inplace:
@@ -323,8 +323,9 @@ def made_with(cls: ast.ClassDef, made: "Tuple[tuple, ...]") -> "Dict[str, object
         this = {}
         for i, kw, v in given:
             name = kw if i < 0 else names[i] if i < len(names) else ""
-            if name:
-                this[name] = v
+            if not name:
+                return {}  # ``**kwargs`` or more arguments than it names: unknown
+            this[name] = v
         for name in set(out) | set(this):
             if n and out.get(name, _ABSENT) != this.get(name, _ABSENT):
                 out[name] = UNREAD
