@@ -16,6 +16,10 @@ Key written, one per top-level class deriving from an nn.Module base:
 * ``gg104:takes:<Class>`` -- True when ``forward`` saves its first input for backward
   whatever that input is (a LayerNorm, Linear or Conv of its own reads it unchanged
   first): a caller's in-place edit of what it handed the block fails.
+* ``gg104:made:<Class>:<line>`` -- what a module-level construction of a class gives its
+  ``__init__`` (literal constants, ``flow.SET`` for a dict such as ``act_cfg=dict(type='ReLU')``,
+  ``UNREAD`` else): the settings every construction agrees on stand for the defaults the class's
+  layers are read with (:func:`made_with`).
 * ``gg104:fn:<name>`` -- a custom ``torch.autograd.Function`` (``("fn",
   positions, output)``: the ``forward`` parameters it saves unchanged, and
   whether it saves its result), a module-level alias of its ``apply``
