@@ -2227,3 +2227,47 @@ _HEAD = textwrap.dedent("""\
 ])
 def test_a_graph_kept_by_a_constructor_from_a_module_it_is_handed(init, before, reported):
     assert lines_of(gg103(_HEAD.format(init=init, before=before))) == reported
+
+
+_OWN_TOWER = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class TextTower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def encode_text(self, tokens):
+            return self.proj(tokens)
+
+
+    class Seg(nn.Module):
+        def __init__(self, tokens):
+            super().__init__()
+            self.clip = TextTower()
+            self.visual = nn.Linear(6, 4)
+            {init}
+
+        def forward(self, x):
+            return self.visual(x) @ self.text_features.t()
+
+
+    net = Seg(torch.randn(3, 4))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for step in range(3):
+        loss = net(torch.randn(2, 6)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+@pytest.mark.parametrize("init, reported", [
+    ("self.text_features = self.clip.encode_text(tokens)", [30]),
+    ("with torch.no_grad():\n            self.text_features = self.clip.encode_text(tokens)", []),
+    ("self.clip.requires_grad_(False)\n        self.text_features = self.clip.encode_text(tokens)", []),
+])
+def test_a_graph_kept_by_a_constructor_from_a_module_it_builds(init, reported):
+    assert lines_of(gg103(_OWN_TOWER.format(init=init))) == reported

@@ -1300,10 +1300,17 @@ def _init_graphs(defs) -> Tuple[Tuple[str, int, str, str], ...]:
             src = f.id
         elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me:
             src = held.get(f.attr)
+        if src is None and isinstance(f, ast.Name) and f.id not in params and f is v.func:
+            # ``self.clip = TextTower(...)``: a module built here, by the class named (-1)
+            held[t.attr] = "=" + f.id
+            continue
         if src is None or (isinstance(v.func, ast.Attribute) and v.func.attr in _INIT_NO_GRAPH):
             continue
         method = v.func.attr if isinstance(v.func, ast.Attribute) else "forward"
-        found.append((t.attr, params.index(src), src, method))
+        if src.startswith("="):
+            found.append((t.attr, -1, src[1:], method))
+        else:
+            found.append((t.attr, params.index(src), src, method))
     if not found:
         return ()
     read = {n.attr for n in A.body_nodes(fwd) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)

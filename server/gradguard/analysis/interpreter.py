@@ -2714,6 +2714,18 @@ class GraphFlow:
             return Val(obj="user:" + cls, frozen=True)
         if cf is not None and cf.init_graphs and not self.no_grad and self.r.ctx is not None:
             for _, i, name, method in cf.init_graphs:
+                if i < 0:
+                    # a module of the file the constructor builds itself: it trains unless its
+                    # method runs under no_grad
+                    own = self.r.cls(name)
+                    module = own is not None and (own.has_forward or any(
+                        b.rsplit(".", 1)[-1] == "Module" for b in own.bases))
+                    facts = own.method(method) if own is not None and module else None
+                    if facts is None or facts.no_grad or own is None or own.init_freezes:
+                        continue
+                    self.saving_calls.add(id(call))
+                    self.made_holding.add(id(call))
+                    return Val(frozenset({("G", call)}), obj="user:" + cls)
                 arg = pos[i] if i < len(pos) else (kws or {}).get(name)
                 if arg is None or arg.frozen or not (arg.obj or "").startswith(("inst:", "user:")) \
                         or (arg.obj or "").startswith("inst:?"):

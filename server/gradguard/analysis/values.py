@@ -479,7 +479,9 @@ class ClassFacts:
     # ``self.clip = model`` first), at its top level and outside ``no_grad``, an
     # attribute forward reads and no other method stores: (attribute, the parameter's
     # position after ``self``, its name, the method called: "forward" for a call of the
-    # module itself); none where ``__init__`` freezes anything itself. A construction handing a module that trains
+    # module itself; position -1 and the class's name for a module ``__init__`` builds
+    # itself, ``self.clip = TextTower()``); none where ``__init__`` freezes anything
+    # itself. A construction handing a module that trains
     # there builds, once, a graph every call of the object reads (lang-seg, CITE)
     init_graphs: Tuple[Tuple[str, int, str, str], ...] = ()
 
