@@ -762,9 +762,29 @@ class _Report:
                 summ = self.ctx.summary
                 if summ.get(f"gg102:modattr:{func.attr}") or summ.get(f"gg102:paramattr:{func.attr}"):
                     return False
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id == self.self_name and self.plain_self is not None:
+                if r is None:
+                    r = interp.Resolver(self.ctx)
+                if self._plain_attr_trains(func.attr, r):
+                    return False
             else:
                 return False
         return True
+
+    def _plain_attr_trains(self, attr: str, r) -> bool:
+        """Does the plain class of the unit set ``self.<attr>`` to a parameter or a module
+        with parameters (``self.rewardnet = nn.Linear(4, 2)``)? A parameterless module
+        (``nn.Softmax(dim=-1)``) or anything else begins no graph of its own when called."""
+        cf = self.ctx.summary.get("class:" + (self.plain_self or ""))
+        raw = cf.attr(attr) if isinstance(cf, V.ClassFacts) else None
+        if not raw:
+            return False
+        if r.qualify_raw(raw) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return True
+        obj = r.ctor_obj(raw) or ""
+        return (obj.startswith("inst:torch.nn.") and obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES) \
+            or (obj.startswith("user:") and r.is_module_class(obj[5:]))
 
     def _bound_here(self) -> Set[str]:
         """The names a statement of the unit binds (not a comprehension's own)."""
