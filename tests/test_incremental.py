@@ -387,6 +387,29 @@ def test_moved_class_whose_facts_name_its_lines():
     assert inside == [r.range.start.line + 1 for r in before[0].related]
 
 
+def test_moved_method_whose_graph_facts_name_its_lines():
+    """A def's graph facts may hold lines of its body (``RetPos.stepped_after``: where a loss
+    module's ``forward`` called its discriminator and stepped its optimizer; GG103 finds
+    that step again by its line). A line typed above the class moves it: the caller's
+    finding must be the fresh one, not lost because the old lines no longer hold that text."""
+    text = (HERE / "fixtures" / "reports" / "report_erasenet_loss_module_steps_discriminator.py").read_text(
+        encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    first_class = next(i for i, line in enumerate(lines) if line.startswith("class "))
+    doc = Document(text, "prog.py")
+    before = doc.result().findings
+    assert [f.code for f in before] == ["GG103"]
+    for moved in ("".join(lines[:first_class]) + "# 判别器的优化器在损失模块里\n" + "".join(lines[first_class:]),
+                  # a broken line at the top: the text is read again from there, the chunks moved
+                  "".join(lines[:first_class - 1]) + "def helper(x):\n" + "".join(lines[first_class - 1:])):
+        res = doc.update(moved)
+        _assert_same(res, moved, [text])
+        assert [f.code for f in res.findings] == ["GG103"]
+        assert res.findings[0].range.start.line == before[0].range.start.line + 1
+        doc = Document(text, "prog.py")
+        doc.result()
+
+
 def test_random_edit_sequences_probe_rule(probe_rule):
     # the probe rule is live: the sources produce findings
     assert check_source(WORD_LM, "prog.py").findings

@@ -2778,5 +2778,20 @@ def _callers(stmt: ast.stmt) -> List[Fact]:
         return []
 
 
+def _fn_names_lines(fn: object) -> bool:
+    """Does a def's facts hold lines of its body (``RetPos.stepped_after``: where a
+    module was called and an optimizer stepped, which GG103 finds again by line)?"""
+    if not isinstance(fn, V.FnFacts):
+        return False
+    return bool(fn.ret.stepped_after) or any(r.stepped_after for r in fn.returns or ())
+
+
+def _names_lines(key: str, value: object) -> bool:
+    """``FactSource.names_lines``: a def's or a class's facts that hold lines of the body."""
+    if isinstance(value, V.ClassFacts):
+        return any(_fn_names_lines(m) for _, m in value.methods)
+    return _fn_names_lines(value)
+
+
 GRAPH_FACTS = FactSource("graph", summarize_graph_facts, _fold_delegates_for_export, ("loopcalls:",),
-                         callers=_callers)
+                         callers=_callers, names_lines=_names_lines)

@@ -56,7 +56,9 @@ class FactSource:
     of the statement summarised (where a callee edits in place, a module-level
     constructor's line): the engine summarises such a statement again when an edit
     above it moved it, where it would otherwise keep a moved statement's facts
-    (every other fact is the same wherever the statement stands)."""
+    (every other fact is the same wherever the statement stands). ``names_lines(key,
+    value)``: the same question for a fact whose key alone cannot tell (a def's facts
+    that hold a line of its body only in some shapes, ``RetPos.stepped_after``)."""
 
     name: str
     summarize: Summarizer
@@ -64,6 +66,7 @@ class FactSource:
     backprop_prefixes: Tuple[str, ...] = ()
     callers: Optional[Callable] = None
     positional: Tuple[str, ...] = ()
+    names_lines: Optional[Callable[[str, object], bool]] = None
 
 
 def _import_facts(stmt: ast.stmt) -> Iterable[Fact]:

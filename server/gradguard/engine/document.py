@@ -140,9 +140,10 @@ class _Chunk:
                         # nested too deeply to summarise: nothing is known about it (the
                         # rules, walking the same statement, record it as not analysed)
                         continue
-                positional = _positional_prefixes(sources)
-                self.facts_positional = bool(positional) and any(
-                    isinstance(k, str) and k.startswith(positional) for k, _ in facts)
+                positional, by_value = _positional_prefixes(sources)
+                self.facts_positional = any(
+                    isinstance(k, str) and ((positional and k.startswith(positional))
+                                            or any(names(k, v) for names in by_value)) for k, v in facts)
             self.facts = tuple(facts)
             self.facts_start = self.start
         return self.facts
@@ -602,14 +603,16 @@ def enabled_declared(config: Config, path: Optional[str]):
     return [r for r in declared() if config.is_enabled(r.code, path)]
 
 
-_POSITIONAL: List[object] = [None, ()]
+_POSITIONAL: List[object] = [None, ((), ())]
 
 
-def _positional_prefixes(sources: Tuple[FactSource, ...]) -> Tuple[str, ...]:
+def _positional_prefixes(sources: Tuple[FactSource, ...]) -> Tuple[Tuple[str, ...], tuple]:
     """The key prefixes of ``sources``' facts that hold line numbers
-    (``FactSource.positional``), collected once per tuple of sources."""
+    (``FactSource.positional``) and the sources' questions for facts whose key alone
+    cannot tell (``FactSource.names_lines``), collected once per tuple of sources."""
     if _POSITIONAL[0] is not sources:
-        _POSITIONAL[:] = [sources, tuple(p for s in sources for p in s.positional)]
+        _POSITIONAL[:] = [sources, (tuple(p for s in sources for p in s.positional),
+                                    tuple(s.names_lines for s in sources if s.names_lines is not None))]
     return _POSITIONAL[1]  # type: ignore[return-value]
 
 
