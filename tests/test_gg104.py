@@ -1095,3 +1095,67 @@ def test_fpn_lateral_add_into_a_list_element(made, reported):
         assert fix.preferred
         fixed = apply_text_edits(src, fix.edits)
         assert "laterals[i - 1] = laterals[i - 1] + F.interpolate(" in fixed and _gg104_lines(fixed) == []
+
+
+_PAFPN = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class ConvModule(nn.Module):
+        def __init__(self, in_channels, out_channels, act_cfg=dict(type='ReLU')):
+            super().__init__()
+            self.with_activation = act_cfg is not None
+            self.conv = nn.Conv2d(in_channels, out_channels, 1)
+            if self.with_activation:
+                self.activate = nn.ReLU()
+
+        def forward(self, x):
+            x = self.conv(x)
+            if self.with_activation:
+                x = self.activate(x)
+            return x
+
+
+    class PAFPN(nn.Module):
+        def __init__(self, act_cfg=None):
+            super().__init__()
+            self.fpn_convs = nn.ModuleList()
+            self.downsample_convs = nn.ModuleList()
+            for i in range(3):
+                self.fpn_convs.append(ConvModule(4, 4, act_cfg=act_cfg))
+                self.downsample_convs.append(ConvModule(4, 4, act_cfg=act_cfg))
+
+        def forward(self, laterals):
+            inter_outs = [self.fpn_convs[i](laterals[i]) for i in range(3)]
+            {before}for i in range(0, 2):
+                inter_outs[i + 1] += self.downsample_convs[i](inter_outs[i])
+                {inside}
+            outs = []
+            outs.append(inter_outs[0])
+            return outs
+
+
+    neck = PAFPN(act_cfg=dict(type='ReLU'))
+""")
+
+
+@pytest.mark.parametrize("before, inside, fixed", [
+    ("", "", True),  # the elements are kept by `outs` only after the loop: the rebound ones
+    ("kept = []\n        kept.append(inter_outs[0])\n        ", "", False),  # kept before the edit: the old one
+    ("kept = []\n        ", "kept.append(inter_outs[0])", False),  # kept in the loop: the next edit comes back
+])
+def test_pafpn_bottom_up_add_into_an_element_of_a_counter_indexed_module_list(before, inside, fixed):
+    """``[self.fpn_convs[i](laterals[i]) for i in range(n)]`` is a list of the block's outputs (the
+    ReLU saved each); ``inter_outs[i + 1] += ...`` edits one. The out-of-place rebind is offered
+    only where nothing kept the element before the edit could run."""
+    src = _PAFPN.format(before=before, inside=inside)
+    [f] = [f for f in check_source(src).findings if f.code == "GG104"]
+    assert f.range.start.line + 1 == next(i for i, line in enumerate(src.splitlines(), 1) if "inter_outs[i + 1] +=" in line)
+    assert bool(f.fixes) == fixed
+    if fixed:
+        new = apply_text_edits(src, f.fixes[0].edits)
+        assert "inter_outs[i + 1] = inter_outs[i + 1] + self.downsample_convs[i](inter_outs[i])" in new
+        assert _gg104_lines(new) == []
+    # without an activation the block's output is a conv's, which nothing saved: silent
+    assert _gg104_lines(src.replace("PAFPN(act_cfg=dict(type='ReLU'))", "PAFPN()")) == []

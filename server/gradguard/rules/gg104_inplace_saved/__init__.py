@@ -297,6 +297,10 @@ class InplaceSaved(Rule):
         out: "List[Finding]" = []
         for hit in sorted(hits, key=lambda h: (h.node.lineno, h.node.col_offset)):
             hit.escaped = bool(hit.stores & flow.escaped)
+            if hit.escaped and hit.how == "augassign" and isinstance(hit.node, ast.AugAssign) \
+                    and isinstance(hit.node.target, ast.Subscript):
+                # a list element rebound out of place: what keeps it from later on sees the new value
+                hit.escaped = W.escaped_before(flow, hit.stores & flow.escaped, hit.stmt, unit.body)
             out.append(self._finding(hit, unit, ctx, flow))
         return out
 

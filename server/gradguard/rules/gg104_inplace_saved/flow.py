@@ -390,6 +390,9 @@ class Flow:
         self.confirmed: "Set[Tuple[int, int]]" = set()
         # storages also kept elsewhere than under a name (``outputs.append(h[-1])``, ``self.h = h``)
         self.escaped: "Set[Store]" = set()
+        # where each storage escaped: the statements (an element rebound out of place is seen by
+        # what keeps it only from then on, :func:`escaped_before`)
+        self.escaped_at: "Dict[Store, List[Optional[ast.stmt]]]" = {}
         # a name bound on alternative paths to different values: the storages it may be
         # (``sc = self.shortcut(x)`` / ``sc = x``), for the names an edit may also change
         self.may_alias: "Dict[str, FrozenSet[Store]]" = {}
@@ -409,6 +412,8 @@ class Flow:
 
     def escape(self, v: Val) -> None:
         self.escaped |= v.stores
+        for st in v.stores:
+            self.escaped_at.setdefault(st, []).append(self.stmt)
         for i in v.items or ():
             self.escape(i)
 
@@ -754,6 +759,22 @@ class Flow:
                     finally:
                         self.env, self.ints = saved_env, ints
                     return Val(items=(v,), grad=v.grad)
+            if isinstance(target, ast.Name) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) \
+                    and it.func.id == "range" and isinstance(e.elt, ast.Call) \
+                    and isinstance(e.elt.func, ast.Subscript):
+                # ``[self.fpn_convs[i](laterals[i]) for i in range(n)]`` (mmdet's PAFPN): a ModuleList
+                # of one kind of block indexed by the counter, a list of that block's outputs
+                layer = self.eval(e.elt.func.value).layer
+                if layer is not None and layer.kind == "ModuleList" and layer.items:
+                    saved_env = dict(self.env)
+                    ints = set(self.ints)
+                    self.env.pop(target.id, None)
+                    self.ints.add(target.id)
+                    try:
+                        v = self.eval(e.elt)
+                    finally:
+                        self.env, self.ints = saved_env, ints
+                    return Val(items=(v,), grad=v.grad)
         return fresh()
 
     def e_SetComp(self, e):
@@ -1046,3 +1067,18 @@ class Flow:
         if kind in K.SAVES_NOTHING_MODULES or kind in K.PARAMETERLESS_MODULES:
             return fresh(x.grad, True)
         return fresh(True, False)
+
+
+def escaped_before(flow: "Flow", stores, stmt: ast.stmt, body: "List[ast.stmt]") -> bool:
+    """Did one of ``stores`` escape (kept by a list or an attribute) at a statement that may run
+    before ``stmt`` -- one not after it, or one inside a loop of ``body`` that holds ``stmt``
+    (its next iteration comes back)? An escape after it, outside those loops, keeps the value
+    ``stmt`` left (``outs.append(inter_outs[0])`` after the loop that rebinds the elements)."""
+    loops = [n for n in A.block_nodes(body) if isinstance(n, A.LOOPS) and A.within(stmt, n)]
+    end = (getattr(stmt, "end_lineno", None) or stmt.lineno, getattr(stmt, "end_col_offset", 0) or 0)
+    for st in stores:
+        for at in flow.escaped_at.get(st, ()):
+            if at is None or (at.lineno, at.col_offset) < end or any(A.within(at, lp) for lp in loops):
+                return True
+    return False
+
