@@ -514,15 +514,11 @@ def _configured_shape(cls: ast.ClassDef, fwd: ast.FunctionDef, new_flow) -> "Opt
     param = _init_param(cls, attr_node.attr)
     if param is None:
         return None
-    shapes = []
-    for part in (body[:k] + body[k].body, body[:k] + body[k].orelse + body[k + 1:]):  # type: ignore[attr-defined]
-        flow = new_flow()
-        flow.enter(fwd)
-        flow.run(part)
-        shapes.append(return_shape(flow))
-    if shapes[0] is None or shapes[1] is None or shapes[0] == shapes[1]:
+    shapes = _two_shapes(fwd, (body[:k] + body[k].body,  # type: ignore[attr-defined]
+                               body[:k] + body[k].orelse + body[k + 1:]), new_flow)  # type: ignore[attr-defined]
+    if shapes is None:
         return None
-    return ("if",) + param + (op, value, shapes[0], shapes[1])
+    return ("if",) + param + (op, value) + shapes
 
 
 def _configured_step(cls: ast.ClassDef, fwd: ast.FunctionDef, new_flow) -> "Optional[tuple]":
@@ -545,15 +541,25 @@ def _configured_step(cls: ast.ClassDef, fwd: ast.FunctionDef, new_flow) -> "Opti
     param = _init_param(cls, test.attr, not_none=True)
     if param is None:
         return None
+    shapes = _two_shapes(fwd, (body[:k] + st.body + body[k + 1:], body[:k] + body[k + 1:]),  # type: ignore[attr-defined]
+                         new_flow)
+    if shapes is None:
+        return None
+    return ("if",) + param + ("set", None) + shapes
+
+
+def _two_shapes(fwd: ast.FunctionDef, parts, new_flow) -> "Optional[Tuple[object, object]]":
+    """What ``fwd`` hands back run along each of the two statement lists ``parts`` (a
+    branch taken, the other), or None unless both are known and differ."""
     shapes = []
-    for part in (body[:k] + st.body + body[k + 1:], body[:k] + body[k + 1:]):  # type: ignore[attr-defined]
+    for part in parts:
         flow = new_flow()
         flow.enter(fwd)
         flow.run(part)
         shapes.append(return_shape(flow))
     if shapes[0] is None or shapes[1] is None or shapes[0] == shapes[1]:
         return None
-    return ("if",) + param + ("set", None, shapes[0], shapes[1])
+    return shapes[0], shapes[1]
 
 
 def _init_param(cls: ast.ClassDef, attr: str, not_none: bool = False) -> "Optional[Tuple[str, int, object]]":
