@@ -608,7 +608,7 @@ class _Report:
         for n, v in entry0.items():
             if n in assigned or not flow0.carried_graphs(v) or self._holds_leaves_only(flow0, v) \
                     or self._items_of_graphs(flow0, v, entry0) or self._untyped_calls_only(flow0, v, entry0) \
-                    or self._dict_filled_inside(n, v):
+                    or self._dict_filled_inside(n, v) or _made_holding_only(flow0, v):
                 continue
             if self._kept_only(flow0, v, entry0):
                 # every graph it holds a method of the user's made through its object's
@@ -1172,7 +1172,7 @@ class _Report:
         if flow.carried_graphs(v):
             if self._holds_leaves_only(flow, v) or self._items_of_graphs(flow, v, entry) \
                     or self._untyped_calls_only(flow, v, entry) or self._dict_filled_inside(name, v) \
-                    or self._kept_only(flow, v, entry):
+                    or self._kept_only(flow, v, entry) or _made_holding_only(flow, v):
                 return "none"
             return "graph"
         if _a_leaf(v) or self._trainable_module(v):
@@ -1266,6 +1266,15 @@ class _Report:
             if eff.backprops and head.isdigit() and rest and "." not in rest:
                 out[int(head)] = out.get(int(head), ()) + (rest,)
         return out
+
+def _made_holding_only(flow, v) -> bool:
+    """Is every graph ``v`` holds one an object of the user's holds since its construction
+    (``head = CLIPTextHead(clip, texts)``, whose ``__init__`` kept what the text tower it was
+    handed computed: ``GraphFlow.made_holding``)? GG103 reports the loop's backward through it;
+    GG102 would say the same of the same line."""
+    toks = flow.carried_graphs(v)
+    return bool(toks) and all(isinstance(t[1], ast.Call) and id(t[1]) in flow.made_holding for t in toks)
+
 
 def _a_leaf(v) -> bool:
     """Does ``v`` hold a tensor that requires grad and no graph (a leaf)?"""
