@@ -582,12 +582,7 @@ class _Report:
 
     def _trainable_module(self, v) -> bool:
         """Does ``v`` hold a module with parameters that require grad?"""
-        obj = v.obj or ""
-        if v.frozen:
-            return False
-        if obj.startswith("inst:torch.nn."):
-            return obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES
-        return obj.startswith("user:") and interp.Resolver(self.ctx).is_module_class(obj[5:])
+        return not v.frozen and _module_with_parameters(v.obj or "", lambda: interp.Resolver(self.ctx))
 
     # -- loops ------------------------------------------------------------------
     def _check_loop(self, loop: ast.stmt):
@@ -782,9 +777,7 @@ class _Report:
             return False
         if r.qualify_raw(raw) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             return True
-        obj = r.ctor_obj(raw) or ""
-        return (obj.startswith("inst:torch.nn.") and obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES) \
-            or (obj.startswith("user:") and r.is_module_class(obj[5:]))
+        return _module_with_parameters(r.ctor_obj(raw) or "", lambda: r)
 
     def _bound_here(self) -> Set[str]:
         """The names a statement of the unit binds (not a comprehension's own)."""
@@ -1266,6 +1259,14 @@ class _Report:
             if eff.backprops and head.isdigit() and rest and "." not in rest:
                 out[int(head)] = out.get(int(head), ()) + (rest,)
         return out
+
+def _module_with_parameters(obj: str, resolver) -> bool:
+    """Is ``obj`` (``inst:torch.nn.Linear``, ``user:Net``) a module with parameters: torch's
+    not parameterless, or a module class of the user's (``resolver()`` asked only then)?"""
+    if obj.startswith("inst:torch.nn."):
+        return obj.rsplit(".", 1)[1] not in K.PARAMETERLESS_MODULES
+    return obj.startswith("user:") and resolver().is_module_class(obj[5:])
+
 
 def _made_holding_only(flow, v) -> bool:
     """Is every graph ``v`` holds one an object of the user's holds since its construction
