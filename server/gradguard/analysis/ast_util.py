@@ -28,7 +28,7 @@ from gradguard.analysis.context import dotted  # noqa: F401  (re-exported: part 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+    from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -865,3 +865,119 @@ def assigned_pairs(s: ast.Assign) -> "List[Tuple[ast.AST, ast.AST]]":
         else:
             pairs.append((t, v))
     return pairs
+
+
+# -- branches one pass never takes both of ---------------------------------------
+# ``if train_dec and train_dis: ... opt.step()`` then ``if train_dec and not train_dis:
+# loss.backward()``: whatever the flags, one pass over the block runs at most one of them.
+# A condition is read as a conjunction of atoms on plain names (``x``, ``not x``,
+# ``x == True``, ``x is False``, ``x == 3``, ``x != "a"``); conjuncts of any other
+# form are left out (each atom kept is still implied by the test).
+
+def _condition_atom(e: ast.AST) -> "Optional[Tuple[str, Any]]":
+    """``(name, True)`` for a truthy ``name``, ``(name, False)`` for a falsy one,
+    ``(name, ("==", v))`` / ``(name, ("!=", v))`` for a comparison with a constant."""
+    if isinstance(e, ast.Name):
+        return (e.id, True)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        inner = _condition_atom(e.operand)
+        return _negated_atom(inner) if inner is not None else None
+    if isinstance(e, ast.Compare) and len(e.ops) == 1 and isinstance(e.left, ast.Name) \
+            and isinstance(e.comparators[0], ast.Constant):
+        op, v = e.ops[0], e.comparators[0].value
+        name = e.left.id
+        if isinstance(v, bool) and isinstance(op, (ast.Eq, ast.Is)):
+            return (name, v)
+        if isinstance(v, bool) and isinstance(op, (ast.NotEq, ast.IsNot)):
+            return (name, not v)
+        if isinstance(v, (int, float, str)) and isinstance(op, ast.Eq):
+            return (name, ("==", v))
+        if isinstance(v, (int, float, str)) and isinstance(op, ast.NotEq):
+            return (name, ("!=", v))
+    return None
+
+
+def _negated_atom(atom: "Tuple[str, Any]") -> "Tuple[str, Any]":
+    name, what = atom
+    if isinstance(what, bool):
+        return (name, not what)
+    op, v = what
+    return (name, ("!=" if op == "==" else "==", v))
+
+
+def _condition_atoms(test: ast.AST, negate: bool) -> "List[Tuple[str, Any]]":
+    """Atoms every run that finds ``test`` true (``negate``: false) satisfies."""
+    if not negate:
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return [a for v in test.values for a in _condition_atoms(v, False)]
+        atom = _condition_atom(test)
+        return [atom] if atom is not None else []
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return [a for v in test.values for a in _condition_atoms(v, True)]
+    atom = _condition_atom(test)
+    return [_negated_atom(atom)] if atom is not None else []
+
+
+def _atoms_clash(a: "Any", b: "Any") -> bool:
+    if isinstance(a, bool) and isinstance(b, bool):
+        return a != b
+    if isinstance(a, bool):
+        a, b = b, a
+    if isinstance(b, bool):  # (a is a comparison) x truthy vs x == 0; x falsy vs x == 3
+        op, v = a
+        return op == "==" and bool(v) != b
+    (op1, v1), (op2, v2) = a, b
+    if type(v1) is not type(v2):
+        return False
+    if op1 == op2 == "==":
+        return v1 != v2
+    return op1 != op2 and v1 == v2
+
+
+def branch_atoms(stmt: ast.stmt, node: ast.AST) -> "List[Tuple[str, Any]]":
+    """The atoms of the ``if`` tests (``elif``/``else`` branches included) that hold
+    wherever ``node``, inside ``stmt``, runs: one per test on the way down."""
+    out: List[Tuple[str, Any]] = []
+    cur: ast.AST = stmt
+    while cur is not node and isinstance(cur, ast.stmt):
+        nxt: Optional[ast.AST] = None
+        if isinstance(cur, ast.If):
+            for negate, block in ((False, cur.body), (True, cur.orelse)):
+                hit = next((s for s in block if within(node, s)), None)
+                if hit is not None:
+                    out.extend(_condition_atoms(cur.test, negate))
+                    nxt = hit
+                    break
+        else:
+            nxt = next((s for block in child_blocks(cur) for s in block if within(node, s)), None)
+        if nxt is None:
+            break
+        cur = nxt
+    return out
+
+
+def _bound_names(stmts: "Sequence[ast.stmt]") -> "Set[str]":
+    out: Set[str] = set()
+    for s in stmts:
+        for n in walk_all(s):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                out.update(n.names)
+    return out
+
+
+def never_both_run(stmts: "Sequence[ast.stmt]", i: int, a: ast.AST, j: int, b: ast.AST) -> bool:
+    """Within one pass over ``stmts`` (``i <= j``), can ``a`` (inside ``stmts[i]``) and
+    ``b`` (inside ``stmts[j]``) not both run: they sit under ``if`` tests on a name
+    that clash (``x`` and ``not x``; ``x == 1`` and ``x == 2``), and nothing from
+    ``stmts[i]`` to ``stmts[j]`` binds that name (the two tests read one value)?
+    The two branches of one ``if`` and two ``if`` statements one after the other alike."""
+    atoms_a = branch_atoms(stmts[i], a)
+    if not atoms_a:
+        return False
+    atoms_b = branch_atoms(stmts[j], b)
+    if not atoms_b:
+        return False
+    clashing = {x for x, what in atoms_a for y, other in atoms_b if x == y and _atoms_clash(what, other)}
+    return bool(clashing - _bound_names(stmts[i:j + 1]))

@@ -34,7 +34,7 @@ from gradguard.analysis.summary import Fact, FactSource
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover  (no typing import on the CLI's start-up path)
-    from typing import Dict, Iterable, List, Optional, Set, Tuple
+    from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 _STATIC = ("staticmethod",)
 _BUILTINS = frozenset(dir(__import__("builtins")))
@@ -545,19 +545,29 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         param_edits=edits,
         retain_param=_retain_param(fn, names, defaults) if g.events else None,
         returns_sites=_returns_sites(fn, tuples, returns) if returns is not None and not no_grad else (),
-        frees_returned=bool(g.events) and not no_grad and _frees_returned(fn, g, whole),
+        frees_returned=bool(g.events) and not no_grad and _frees_returned(
+            fn, g, whole, [_join_all([r.elems[i] for r in tuples]) for i in range(len(returns))]  # type: ignore[index]
+            if returns is not None else ()),
     )
 
 
-def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val) -> bool:
+def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val, parts: Sequence[V.Val] = ()) -> bool:
     """``FnFacts.frees_returned``: does a backward the def makes whenever it runs, keeping
-    no graph, reach a graph built inside that the def returns?"""
+    no graph, reach a graph built inside that the def returns? With a tuple returned
+    (``parts``, position by position), every position holding a graph must share one
+    with such a backward: RN's ``process()`` back-propagating the discriminator's loss it
+    returns beside the generator's, built on a detached input, hands back a generator's
+    loss nothing freed (the caller's ``gen_loss.backward()`` is its first)."""
     returned = whole.graph_tokens()
     if not returned:
         return False
     sure = interp._unconditional_calls(fn.body)  # type: ignore[attr-defined]
-    return any(not ev.retain and id(ev.call) in sure and A.is_backward_call(ev.call)
-               and not returned.isdisjoint(ev.loss.graph_tokens()) for ev in g.events)
+    freed = [ev.loss.graph_tokens() for ev in g.events
+             if not ev.retain and id(ev.call) in sure and A.is_backward_call(ev.call)]
+    if not any(not returned.isdisjoint(f) for f in freed):
+        return False
+    return all(not toks or any(not toks.isdisjoint(f) for f in freed)
+               for toks in (p.graph_tokens() for p in parts))
 
 
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "__setitem__"})
@@ -2210,7 +2220,19 @@ def _stmt_targets(st: ast.stmt) -> List[ast.AST]:
     return []
 
 
-def caller_bindings(fn: ast.AST, cls_name: str, resolver: interp.Resolver) -> Dict[str, Tuple[str, frozenset]]:
+def _method_run(cls: ast.ClassDef, name: str, resolver: interp.Resolver) -> Optional[V.FnFacts]:
+    """The facts of method ``name`` of ``cls`` summarised with ``resolver`` (the file's)."""
+    m = next((d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name), None)
+    if m is None:
+        return None
+    try:
+        return function_facts(m, resolver, method=True, self_obj="user:" + cls.name)
+    except RecursionError:
+        return None
+
+
+def caller_bindings(fn: ast.AST, cls_name: str, resolver: interp.Resolver,
+                    cls: Optional[ast.ClassDef] = None) -> Dict[str, Tuple[str, frozenset]]:
     """A method's parameters as its callers in this file bind them (``callargs:``
     facts): ``{parameter: (source method, modules)}`` for each parameter handed
     what another method of the same object returned with a graph that saved the
@@ -2224,12 +2246,21 @@ def caller_bindings(fn: ast.AST, cls_name: str, resolver: interp.Resolver) -> Di
     named, _ = A.parameters(fn, True)
     names = [a.arg for a in named]
     out: Dict[str, Tuple[str, frozenset]] = {}
+    runs: Dict[str, Optional[V.FnFacts]] = {}
     for ctor, recv, bound in sorted(got, key=repr):
         obj = resolver.ctor_obj(ctor) if ctor else resolver.global_obj(recv)
         if obj != "user:" + cls_name:
             continue
         for key, src, elem in bound:
             facts = cf.method(src)
+            if cls is not None and facts is not None and not facts.no_grad:
+                # the class's summary reads its own chunk only: a module of another class of
+                # the file it calls (RN's ``self.discriminator``) is none there. The method run
+                # again with the file's resolver (the class is one chunk with ``fn``) says
+                # which modules the graph it returns went through
+                if src not in runs:
+                    runs[src] = _method_run(cls, src, resolver)
+                facts = runs[src] or facts
             if facts is None or facts.no_grad:
                 continue
             if elem < 0:

@@ -242,7 +242,7 @@ def _bind_from_callers(unit: Unit, resolver, env: Dict[str, V.Val], flow: interp
     fn, cls = unit.node, unit.class_node
     if fn is None or cls is None:
         return
-    binds = facts.caller_bindings(fn, cls.name, resolver)
+    binds = facts.caller_bindings(fn, cls.name, resolver, cls)
     if not binds:
         return
     named, _ = A.parameters(fn, True)

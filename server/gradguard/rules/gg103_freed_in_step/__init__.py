@@ -2203,8 +2203,14 @@ def _check_stepped(rule, block, events, saving, reported, ctx, entry=None, kept=
             helper_steps.append((i, s, call, opt))
     if not steps and not helper_steps:
         return
+    all_steps, all_helper_steps = steps, helper_steps
     for j, s in enumerate(stmts):
         for b2, ev2 in _unreported(s, ctx, events, reported):
+            # a step under a test that clashes with the backward's (``if train_dis:`` ...
+            # ``if not train_dis:``) never runs before it in the same pass
+            steps = [st for st in all_steps if st[0] > j or not A.never_both_run(stmts, st[0], st[2], j, b2)]
+            helper_steps = [st for st in all_helper_steps
+                            if st[0] > j or not A.never_both_run(stmts, st[0], st[2], j, b2)]
             if not A.is_backward_call(b2, ctx):
                 if kept and ev2.sure is not None:  # an own method run in place (GraphFlow._inline)
                     f = _kept_stepped(rule, stmts, j, b2, ev2, steps, start, kept, ctx)
@@ -2926,6 +2932,9 @@ def _stepped_finding(rule, stmts, i, s_step, step, opt, j, b2, hit, ctx, module=
         else:
             how = M.stepped_how_recompute(shown)
             title = M.fix_recompute_updated(shown, opt, module)
+        if kind == "detach-read":
+            how = M.stepped_how_detach_read(shown, module)
+            title = M.fix_detach_read(shown, opt)
         fixes.append(Fix(title, tuple(edits), preferred=True))
     msg = M.stepped(second, _short(node), node.lineno, module, opt, step.lineno, how)
     related = (
@@ -2978,14 +2987,27 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
         # not those that only feed the statements that built the shared value (``z_l =
         # cat(z, labels)`` before ``generated = G(z_l)``): that value is cut anyway
         feeding = _inputs_of(stmts, b2, deep=True, through=holders)
+        # what the second loss is built from, each name from its last binding before it:
+        # a statement before the step whose names are bound again after it is not (GenB's
+        # discriminator loss on ``discriminator(pred_g)`` written again after the G step)
+        building = _building(stmts, b2)
         made: Set[str] = set()
         for s in before[first:]:
             if s in holders:
                 continue
-            if _graph_reads(s) & (bound | made) and _assigned(s) & feeding:
+            if _graph_reads(s) & (bound | made) and _assigned(s) & feeding and id(s) in building:
                 redo.append(s)
                 made |= _assigned(s)
         kind = "detach"
+        # ... and one after the step that reads the stepped output itself: detach it there,
+        # where the value is read (a recompute after the step would come too early to matter)
+        late = _late_reads(stmts, i, j, bound, building)
+        if late is None:
+            return None
+        if late:
+            if redo:
+                return None  # (both: not a plain shape)
+            return [_detach_edit(n, ctx) for n in late], "detach-read", sorted({n.id for n in late})
     else:
         have: Set[str] = set()
         for s in before[first:]:
@@ -3012,6 +3034,28 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
     # critic: ``current_q_sa_b``, read as it was, holds the graph that step changes)
     if kept_between and _steps_what_kept_reads(stmts, i, j, b2, kept_between, ctx):
         return None
+    return _recompute_edit(stmts, i, s_step, step, j, b2, redo, kind, bound, second_names, ctx)
+
+
+def _late_reads(stmts, i, j, bound: Set[str], building: Set[int]) -> Optional[List[ast.Name]]:
+    """The reads of the stepped output (``bound``) by the statements after the step
+    (``stmts[i]``) that the second loss is built from, not cut where they are read; None
+    when one of those names is bound again after the step first, or such a statement
+    is a compound one (which of its reads run is not plain)."""
+    out: List[ast.Name] = []
+    rebound: Set[str] = set()
+    for t in stmts[i + 1:j]:
+        if id(t) in building:
+            uses = [n for name in sorted(bound - rebound) for n in _uncut_uses(t, name)
+                    if isinstance(n.ctx, ast.Load)]
+            if uses and not _simple(t):
+                return None
+            out.extend(uses)
+        rebound |= _assigned(t) & bound
+    return out
+
+
+def _recompute_edit(stmts, i, s_step, step, j, b2, redo, kind, bound, second_names, ctx):
     texts = []
     for s in redo:
         if kind == "detach":

@@ -599,6 +599,16 @@ def stepped_how_detached(shown: str, module: str) -> Dict[str, str]:
             "zh": f"；请在 step 之后用 detach 过的输入重新计算 {shown}（它的优化器并不更新 `{module}`）"}
 
 
+def stepped_how_detach_read(shown: str, module: str) -> Dict[str, str]:
+    return {"en": f"; detach {shown} where it is read after the step (its optimizer does not update `{module}`)",
+            "zh": f"；请在 step 之后读取 {shown} 的地方对它 detach（它的优化器并不更新 `{module}`）"}
+
+
+def fix_detach_read(shown: str, opt: str) -> Dict[str, str]:
+    return {"en": f"Detach {shown} where it is read after `{opt}.step()` (same gradients for what the next step updates)",
+            "zh": f"在 `{opt}.step()` 之后读取 {shown} 的地方对它 detach（下一步要更新的参数梯度不变）"}
+
+
 def fix_recompute_detached(shown: str, opt: str) -> Dict[str, str]:
     return {"en": f"Compute {shown} again after `{opt}.step()`, from the detached input (same gradients for what the next step updates)",
             "zh": f"在 `{opt}.step()` 之后用 detach 的输入重新计算 {shown}（下一步要更新的参数梯度不变）"}
