@@ -505,6 +505,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     if not method and not no_grad and rets:
         ret, returns = _returned_globals(fn, resolver, env, names, ret, returns)
     share, share_via = _returns_share(tuples, returns, g) if returns is not None and not no_grad else (False, ())
+    frees = _frees_returned(fn, g, whole, [_join_all([r.elems[i] for r in tuples])  # type: ignore[index]
+                                           for i in range(len(returns))] if returns is not None else ()) \
+        if g.events and not no_grad else None
     bparams: set = set()
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
@@ -545,29 +548,32 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         param_edits=edits,
         retain_param=_retain_param(fn, names, defaults) if g.events else None,
         returns_sites=_returns_sites(fn, tuples, returns) if returns is not None and not no_grad else (),
-        frees_returned=bool(g.events) and not no_grad and _frees_returned(
-            fn, g, whole, [_join_all([r.elems[i] for r in tuples]) for i in range(len(returns))]  # type: ignore[index]
-            if returns is not None else ()),
+        frees_returned=frees == (),
+        frees_positions=frees or (),
     )
 
 
-def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val, parts: Sequence[V.Val] = ()) -> bool:
-    """``FnFacts.frees_returned``: does a backward the def makes whenever it runs, keeping
-    no graph, reach a graph built inside that the def returns? With a tuple returned
-    (``parts``, position by position), every position holding a graph must share one
-    with such a backward: RN's ``process()`` back-propagating the discriminator's loss it
-    returns beside the generator's, built on a detached input, hands back a generator's
-    loss nothing freed (the caller's ``gen_loss.backward()`` is its first)."""
+def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val,
+                    parts: Sequence[V.Val] = ()) -> Optional[Tuple[int, ...]]:
+    """Does a backward the def makes whenever it runs, keeping no graph, reach a graph
+    built inside that the def returns? None if not; ``()`` if it reaches every returned
+    graph (``FnFacts.frees_returned``); with a tuple returned (``parts``, position by
+    position) of which only some positions share a graph with such a backward, those
+    positions (``FnFacts.frees_positions``): RN's ``process()`` back-propagating the
+    discriminator's loss it returns beside the generator's, built on a detached input,
+    hands back a generator's loss nothing freed (the caller's ``gen_loss.backward()``
+    is its first)."""
     returned = whole.graph_tokens()
     if not returned:
-        return False
+        return None
     sure = interp._unconditional_calls(fn.body)  # type: ignore[attr-defined]
     freed = [ev.loss.graph_tokens() for ev in g.events
              if not ev.retain and id(ev.call) in sure and A.is_backward_call(ev.call)]
     if not any(not returned.isdisjoint(f) for f in freed):
-        return False
-    return all(not toks or any(not toks.isdisjoint(f) for f in freed)
-               for toks in (p.graph_tokens() for p in parts))
+        return None
+    hit = [k for k, p in enumerate(parts) if any(not p.graph_tokens().isdisjoint(f) for f in freed)]
+    kept = [k for k, p in enumerate(parts) if p.graph_tokens() and k not in hit]
+    return tuple(hit) if kept else ()
 
 
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "__setitem__"})

@@ -3584,6 +3584,19 @@ class GraphFlow:
                 return None
         return obj
 
+    def _mark_freed_parts(self, call: ast.Call, node: ast.AST, facts: FnFacts, got: Val) -> Val:
+        """The positions of ``got`` (a helper's tuple) its own backward freed carry that
+        graph, whose weights are the call's (``saved_weights``, ``returned_modules``)."""
+        if not facts.frees_positions or self.no_grad or got.elems is None:
+            return got
+        part = _part_node(call)
+        if id(node) in self.saved_weights:
+            self.saved_weights.add(id(part))
+            if id(node) in self.returned_modules:
+                self.returned_modules[id(part)] = self.returned_modules[id(node)]
+        return tup([_with(e, taints=e.taints | {("G", part)}) if k in facts.frees_positions else e
+                    for k, e in enumerate(got.elems)])
+
     def _global_held(self, name: str, env: Dict[str, Val]) -> FrozenSet:
         """What the module-level ``name`` holds where a function reading it is called: its
         value in the module's own trace (in a function's unit, the module's names are not
@@ -3674,8 +3687,8 @@ class GraphFlow:
                         loss_t |= got.taints
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
-            if facts.frees_returned and not self.no_grad:
-                loss_t.add(("G", node))  # (loss, logits) = model(x) of a forward calling loss.backward()
+            if not self.no_grad:
+                loss_t |= _freed_returned(call, node, facts)
             self._event(call, plain(loss_t), facts.backward_retains, freed, stale=self._stale(surely, env, whole=True))
             if self.frames and self.find_carries:
                 _mark_freed(env, _reached(plain(loss_t)))
@@ -3695,7 +3708,7 @@ class GraphFlow:
             if (facts.returns_share or any((self.r.global_obj(n) or "").startswith(("user:", "inst:"))
                                            for n in facts.returns_share_via)) and not facts.no_grad and not self.no_grad:
                 self.saving_calls.add(id(node))  # the positions share a part that saved tensors
-            got = tup([posval(rp) for rp in facts.returns])
+            got = self._mark_freed_parts(call, node, facts, tup([posval(rp) for rp in facts.returns]))
         else:
             got = posval(facts.ret) if facts.returns_value else CLEAN
         if id(node) in leafy:
@@ -4270,6 +4283,26 @@ def own_callables(summary) -> FrozenSet[str]:
         elif isinstance(value, ClassFacts):
             names.update(n for n, _ in value.methods if n not in _ENTRY_METHODS)
     return frozenset(names)
+
+
+def _part_node(call: ast.Call) -> ast.AST:
+    """The node standing for the graphs of the positions a helper's own backward freed
+    (``FnFacts.frees_positions``): the callee's name (``model.process``) in the call."""
+    return call.func
+
+
+def _freed_returned(call: ast.Call, node: ast.AST, facts: FnFacts) -> set:
+    """What of a helper's result its own backward freed: the call's graph (``(loss, logits)
+    = model(x)`` of a forward calling ``loss.backward()``), or, where only some positions
+    were (``FnFacts.frees_positions``), theirs, a graph of its own: the other positions'
+    graphs, ``("G", node)``, were not back-propagated."""
+    if facts.frees_returned:
+        return {("G", node)}
+    if facts.frees_positions and facts.returns is not None:
+        return {("G", _part_node(call))}
+    return set()
+
+
 
 
 def _condition_key(test: ast.expr) -> _Opt[tuple]:

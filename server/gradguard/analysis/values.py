@@ -386,6 +386,10 @@ class FnFacts:
     # reaches part of a graph built inside that it returns (a ``forward`` that calls
     # ``loss.backward()`` and returns ``(loss, logits)``): the caller's value is freed
     frees_returned: bool = False
+    # ... or, where it returns a tuple and such a backward reaches the graphs of only some
+    # of its positions, those positions (RN's ``process()`` returning the discriminator's
+    # loss it back-propagated beside the generator's it did not)
+    frees_positions: Tuple[int, ...] = ()
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,

@@ -517,7 +517,9 @@ def _check_block(rule, block, events, saving, reported, ctx, where=None) -> Iter
         # edge_model.process(...) handing back the edge generator's output, GraphFlow.saved_weights)
         flow0 = where[0] if where is not None else None
         weights = flow0.saved_weights if flow0 is not None else ()
-        freed = {t for t in frees if start <= _pos(t[1]) and (_pos(t[1]) < end or (t[1] is b1 and ev1.sure is None))
+        # (the call itself, or its name: the positions of its result it freed, FnFacts.frees_positions)
+        freed = {t for t in frees if start <= _pos(t[1]) and (_pos(t[1]) < end or (
+                     (t[1] is b1 or t[1] is getattr(b1, "func", None)) and ev1.sure is None))
                  and (id(t[1]) in saving or id(t[1]) in weights)}
         if not freed:
             continue
