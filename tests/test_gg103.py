@@ -1823,6 +1823,114 @@ def test_a_loop_inside_the_statement_runs_both_branches():
                                         "        else:\n            loss_b.backward()")
     [f] = gg103(src)
     assert f.range.start.line == 16  # loss_b.backward() (0-based)
+@pytest.mark.parametrize("branches", [
+    # VAE-GAN (ry85/VAE-GAN#1): one if per combination of the flags
+    "    if train_dec and train_dis == True:\n        opt.step()\n"
+    "    if train_dec == True and train_dis == False:\n        loss_b.backward()",
+    "    if train_dis:\n        opt.step()\n    if not train_dis:\n        loss_b.backward()",
+    "    if mode == 'd':\n        opt.step()\n    elif mode == 'g':\n        loss_b.backward()",
+    "    if mode == 'd':\n        opt.step()\n    if mode == 'g':\n        loss_b.backward()",
+    "    if train_dis:\n        opt.step()\n    else:\n        loss_b.backward()",
+    "    if train_dis is True:\n        opt.step()\n    print(mode)\n    if train_dis is False:\n        loss_b.backward()",
+])
+def test_a_step_under_a_clashing_test_is_not_between(branches):
+    src = _BRANCHES.replace("torch.manual_seed(0)\n", "torch.manual_seed(0)\ntrain_dec, train_dis, mode = True, True, 'd'\n")
+    assert gg103(src.replace("BRANCHES", branches)) == []
+
+
+@pytest.mark.parametrize("branches", [
+    # the flag changes in between: both may run
+    "    if train_dis:\n        opt.step()\n        train_dis = False\n    if not train_dis:\n        loss_b.backward()",
+    "    if train_dis:\n        opt.step()\n    train_dis = not train_dis\n    if not train_dis:\n        loss_b.backward()",
+    # tests that do not clash
+    "    if train_dis:\n        opt.step()\n    if train_dec:\n        loss_b.backward()",
+    "    if train_dec and train_dis:\n        opt.step()\n    if train_dec or not train_dis:\n        loss_b.backward()",
+    "    if mode == 'd':\n        opt.step()\n    if mode != 'g':\n        loss_b.backward()",
+])
+def test_a_step_under_a_test_that_may_agree_is_between(branches):
+    src = _BRANCHES.replace("torch.manual_seed(0)\n", "torch.manual_seed(0)\ntrain_dec, train_dis, mode = True, True, 'd'\n")
+    [f] = gg103(src.replace("BRANCHES", branches))
+    assert "loss_b.backward()" in f.message_in("en")
+
+
+_PROCESS = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gen = nn.Linear(3, 4)
+            self.dis = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+            self.opt_g = torch.optim.SGD(self.gen.parameters(), lr=0.1)
+            self.opt_d = torch.optim.SGD(self.dis.parameters(), lr=0.1)
+
+        def process(self, z, real):
+            fake = self.gen(z)
+            dis_loss = self.dis(real).mean() - self.dis(fake.detach()).mean()
+            dis_loss.backward()
+            self.opt_d.step()
+            gen_loss = -self.dis(fake).mean()
+            return fake, gen_loss, dis_loss
+
+        def backward(self, gen_loss, dis_loss):
+            BACKWARDS
+            self.opt_g.step()
+
+
+    model = Model()
+    for _ in range(3):
+        model.opt_g.zero_grad()
+        model.opt_d.zero_grad()
+        fake, gen_loss, dis_loss = model.process(torch.randn(5, 3), torch.randn(5, 4))
+        model.backward(gen_loss, dis_loss)
+""")
+
+
+def test_a_helper_frees_only_the_position_it_back_propagated():
+    # RN (geekyutao/RN#19): process() back-propagates dis_loss, not gen_loss (built after the D step)
+    assert gg103(_PROCESS.replace("BACKWARDS", "gen_loss.backward()")) == []
+
+
+def test_a_position_the_helper_freed_back_propagated_again_is_reported():
+    [f] = gg103(_PROCESS.replace("BACKWARDS", "dis_loss.backward()\n        gen_loss.backward()"))
+    assert "already freed" in f.message_in("en")
+
+
+def test_the_detach_goes_where_the_stepped_output_is_read_after_the_step():
+    # GenB (chojw/genb#6): the discriminator's loss is written again after the G step
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        gen = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 4))
+        dis = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+        opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
+        opt_d = torch.optim.SGD(dis.parameters(), lr=0.1)
+        for _ in range(3):
+            opt_g.zero_grad()
+            pred_g = gen(torch.randn(5, 3))
+            d_out = dis(pred_g)
+            g_loss = pred_g.pow(2).mean() - d_out.mean()
+            g_loss.backward(retain_graph=True)
+            opt_g.step()
+            opt_d.zero_grad()
+            d_out = dis(pred_g)
+            d_loss = d_out.mean()
+            d_loss.backward()
+            opt_d.step()
+    """)
+    [f] = gg103(src)
+    fixed = apply_text_edits(src, f.preferred_fix.edits)
+    assert "    d_out = dis(pred_g.detach())\n    d_loss = d_out.mean()\n" in fixed
+    assert fixed.count("dis(") == 2  # nothing run again right after the step
+    assert gg103(fixed) == []
+
+
 LIGHTNING_STEP = textwrap.dedent("""\
     import torch
     import torch.nn as nn

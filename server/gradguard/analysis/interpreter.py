@@ -3586,14 +3586,12 @@ class GraphFlow:
 
     def _mark_freed_parts(self, call: ast.Call, node: ast.AST, facts: FnFacts, got: Val) -> Val:
         """The positions of ``got`` (a helper's tuple) its own backward freed carry that
-        graph, whose weights are the call's (``saved_weights``, ``returned_modules``)."""
+        graph, which saved tensors where the call's did (read by GG103 as a helper's)."""
         if not facts.frees_positions or self.no_grad or got.elems is None:
             return got
         part = _part_node(call)
-        if id(node) in self.saved_weights:
-            self.saved_weights.add(id(part))
-            if id(node) in self.returned_modules:
-                self.returned_modules[id(part)] = self.returned_modules[id(node)]
+        if id(node) in self.saved_weights or id(node) in self.saving_calls or id(node) in self.saving_helpers:
+            self.saving_helpers.add(id(part))
         return tup([_with(e, taints=e.taints | {("G", part)}) if k in facts.frees_positions else e
                     for k, e in enumerate(got.elems)])
 

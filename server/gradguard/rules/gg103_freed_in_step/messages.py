@@ -123,7 +123,12 @@ an alias such as `g_optim = self.optim_g`, or a two-step optimizer's `first_step
 keeping the graph is no fix. The quick fix then computes the shared part again after the step
 (`d_fake = D(gen_imgs)` after `optD.step()`, SAM's second forward), or, when the optimizer stepped
 after the second backward does not train what the step updated, detaches its output where the
-second loss reads it (`D(gen_imgs.detach())` again after the generator's step).
+second loss reads it (`D(gen_imgs.detach())` again after the generator's step, or
+`discriminator(pred_g.detach())` where the program reads `pred_g` again after it). A step and a
+backward in branches that never both run in one pass are not one after the other: the two
+branches of one `if`, or two `if` statements whose tests clash on a name nothing in between
+binds (`if train_dec and train_dis: ... opt.step()` then `if train_dec and not train_dis:
+loss.backward()`).
 
 ## FAQ
 **GG101 says `retain_graph=True` is the wrong fix. Why is it right here?**
@@ -236,7 +241,10 @@ for real in loader:
 SAM 的 `first_step()` 那样两步走的优化器），保留计算图就不是修复。这时快速修复会在 step 之后重新计算
 共享部分（`optD.step()` 之后的 `d_fake = D(gen_imgs)`，SAM 的第二次前向）；如果第二次 backward
 之后 step 的优化器并不训练被更新的那部分，就在第二个损失读取它的输出的地方 detach
-（生成器 step 之后重新计算 `D(gen_imgs.detach())`）。
+（生成器 step 之后重新计算 `D(gen_imgs.detach())`，或者在 step 之后程序再次读取 `pred_g` 的地方写
+`discriminator(pred_g.detach())`）。同一遍执行中不会都运行的两个分支里的 step 和 backward 不算先后：
+同一个 `if` 的两个分支，或者两个 `if` 语句的条件在同一个名字上互相矛盾、且中间没有重新绑定它
+（`if train_dec and train_dis: ... opt.step()` 之后是 `if train_dec and not train_dis: loss.backward()`）。
 
 ## 常见问题
 **GG101 说 `retain_graph=True` 不是正确的修复，为什么这里可以？**
