@@ -2044,6 +2044,23 @@ def _building(stmts, b: ast.Call) -> Set[int]:
     return out
 
 
+def _built_from(stmts, b: ast.Call) -> Set[int]:
+    """:func:`_building`, reading what a compound statement binds inside it too
+    (``if wass_metric: d_loss = ... else: d_loss = ...``), which ends nothing."""
+    need = {n.id for n in A.walk_all(b) if isinstance(n, ast.Name)}
+    out: Set[int] = set()
+    for s in reversed(_stretch(stmts, None, b)):
+        plain = isinstance(s, (ast.Assign, ast.AnnAssign))
+        bound = _assigned(s) if plain else set(_stored(s))
+        if not bound & need:
+            continue
+        out.add(id(s))
+        if plain:
+            need -= bound
+        need |= _names_read(s)
+    return out
+
+
 def _stored(s: ast.stmt) -> FrozenSet[str]:
     """The names ``s`` stores to anywhere in it (nested blocks and defs included)."""
     return frozenset(n.id for n in A.walk_all(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
@@ -2992,7 +3009,7 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
         # what the second loss is built from, each name from its last binding before it:
         # a statement before the step whose names are bound again after it is not (GenB's
         # discriminator loss on ``discriminator(pred_g)`` written again after the G step)
-        building = _building(stmts, b2)
+        building = _built_from(stmts, b2)
         made: Set[str] = set()
         for s in before[first:]:
             if s in holders:
@@ -3004,8 +3021,6 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
         # ... and one after the step that reads the stepped output itself: detach it there,
         # where the value is read (a recompute after the step would come too early to matter)
         late = _late_reads(stmts, i, j, bound, building)
-        if late is None:
-            return None
         if late:
             if redo:
                 return None  # (both: not a plain shape)
@@ -3039,20 +3054,17 @@ def _recompute_fix(stmts, i, s_step, step, j, b2, hit, ctx):
     return _recompute_edit(stmts, i, s_step, step, j, b2, redo, kind, bound, second_names, ctx)
 
 
-def _late_reads(stmts, i, j, bound: Set[str], building: Set[int]) -> Optional[List[ast.Name]]:
-    """The reads of the stepped output (``bound``) by the statements after the step
-    (``stmts[i]``) that the second loss is built from, not cut where they are read; None
-    when one of those names is bound again after the step first, or such a statement
-    is a compound one (which of its reads run is not plain)."""
+def _late_reads(stmts, i, j, bound: Set[str], building: Set[int]) -> List[ast.Name]:
+    """The reads of the stepped output (``bound``) by the plain statements after the step
+    (``stmts[i]``) that the second loss is built from, not cut where they are read (a
+    compound one, ``if wass_metric: ... calc_gradient_penalty(D, real, gen_imgs)``, is
+    left as it was: which of its reads run is not plain)."""
     out: List[ast.Name] = []
     rebound: Set[str] = set()
     for t in stmts[i + 1:j]:
-        if id(t) in building:
-            uses = [n for name in sorted(bound - rebound) for n in _uncut_uses(t, name)
-                    if isinstance(n.ctx, ast.Load)]
-            if uses and not _simple(t):
-                return None
-            out.extend(uses)
+        if id(t) in building and _simple(t):
+            out.extend(n for name in sorted(bound - rebound) for n in _uncut_uses(t, name)
+                       if isinstance(n.ctx, ast.Load))
         rebound |= _assigned(t) & bound
     return out
 
