@@ -546,18 +546,26 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         retain_param=_retain_param(fn, names, defaults) if g.events else None,
         returns_sites=_returns_sites(fn, tuples, returns) if returns is not None and not no_grad else (),
         frees_returned=bool(g.events) and not no_grad and _frees_returned(fn, g, whole),
+        frees_returned_saving=bool(g.events) and not no_grad and _frees_returned(fn, g, whole, saving=True),
     )
 
 
-def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val) -> bool:
+def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val, saving: bool = False) -> bool:
     """``FnFacts.frees_returned``: does a backward the def makes whenever it runs, keeping
-    no graph, reach a graph built inside that the def returns?"""
+    no graph, reach a graph built inside that the def returns? (``saving``: a part of it
+    that a call of the def's own saved tensors in, ``FnFacts.frees_returned_saving``.)"""
     returned = whole.graph_tokens()
     if not returned:
         return False
     sure = interp._unconditional_calls(fn.body)  # type: ignore[attr-defined]
-    return any(not ev.retain and id(ev.call) in sure and A.is_backward_call(ev.call)
-               and not returned.isdisjoint(ev.loss.graph_tokens()) for ev in g.events)
+    for ev in g.events:
+        if ev.retain or id(ev.call) not in sure or not A.is_backward_call(ev.call):
+            continue
+        both = returned & ev.loss.graph_tokens()
+        if both and (not saving or any(id(t[1]) in g.saving_calls for t in both)
+                     or any(t[0] == "QS" for t in whole.taints & ev.loss.taints)):
+            return True  # (QS: an operation that saves ran on what an argument brought, F.mse_loss(model(x), y))
+    return False
 
 
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "__setitem__"})

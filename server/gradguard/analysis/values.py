@@ -386,6 +386,10 @@ class FnFacts:
     # reaches part of a graph built inside that it returns (a ``forward`` that calls
     # ``loss.backward()`` and returns ``(loss, logits)``): the caller's value is freed
     frees_returned: bool = False
+    # ... and the part of the returned graph that backward reaches saved tensors inside (a
+    # ``F.cross_entropy`` of the def's own): a second backward of the returned value surely
+    # fails (R-Drop's ``forward_reg`` running ``optimizer.backward(loss)`` and returning ``loss``)
+    frees_returned_saving: bool = False
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,

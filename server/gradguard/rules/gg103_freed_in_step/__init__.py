@@ -28,6 +28,7 @@ from gradguard.analysis import knowledge as K
 from gradguard.analysis.facts import GRAPH_FACTS, forwards_freeing_returned
 from gradguard.analysis import values as V
 from gradguard.analysis import steps as S
+from gradguard.analysis.interpreter import returned_freers
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
@@ -64,6 +65,8 @@ class FreedInStep(Rule):
             + _helper_backward_calls(unit, ctx, text)
         if backwards == 1 and query(ctx.summary, forwards_freeing_returned):
             backwards = 2  # a model of the file whose forward back-propagates the loss it returns
+        if backwards == 1 and any(f".{m}(" in text for m in query(ctx.summary, returned_freers)):
+            backwards = 2  # a method of the file that back-propagates the loss it returns (criterion.forward_reg)
         if backwards == 1 and framework_loop_of(unit, ctx) == "auto":
             backwards = 2  # Lightning's training_step: the framework back-propagates what it returns
         if backwards < 2 and \
@@ -1401,6 +1404,13 @@ def _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         # a model whose forward back-propagates the loss it returns (FnFacts.frees_returned):
         # the second backward of that loss is one too many; no edit here is sure to be the fix
         advice = M.advice_backward_once(_callee(b1))
+        drop = _drop_second_backward(stmts, s1, b1, b2, ctx) if id(b1) in flow.saving_helpers else None
+        if drop is not None:
+            # (a helper's, not a model's forward: criterion.forward_reg handing back the loss it
+            # back-propagated) the second backward of exactly what it returned adds nothing: drop it
+            return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                         advice, [Fix(M.fix_backward_once(drop[1], _callee(b1)), (drop[0],), preferred=True)],
+                         name, ctx)
     elif not direct:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone changes what the input learns; the message says what to do
@@ -1471,6 +1481,38 @@ def _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
                          tuple(cut)))
     return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
                  advice, fixes, name, ctx)
+
+
+def _drop_second_backward(stmts, s1, b1, b2, ctx) -> Optional[Tuple[TextEdit, str]]:
+    """``pass`` in place of the statement ``b2`` (``optimizer.backward(loss)``), when ``b1``'s
+    statement ``s1`` binds ``loss`` to what the helper returned (alone, or as an element of a
+    tuple it unpacks), nothing rebinds it before ``b2``, and ``b2`` back-propagates exactly that
+    name: the helper's own backward already gave every gradient ``b2`` would add. (The edit
+    and the name, or None.)"""
+    target = A.backward_target(b2, ctx)
+    bind = next((m for m in A.walk_all(s1) if isinstance(m, ast.Assign) and m.value is b1), None)
+    if not isinstance(target, ast.Name) or bind is None or len(bind.targets) != 1 or not (
+            bind is s1 or (isinstance(s1, ast.With) and s1.body == [bind])):
+        return None  # (in a `with` block of its own: `with record_function("forward"): loss, ... = ...`)
+    n = target.id
+    t = bind.targets[0]
+    if not (isinstance(t, ast.Name) and t.id == n) and not (
+            isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == n for e in t.elts)):
+        return None
+    i = next((k for k, s in enumerate(stmts) if s is s1), None)
+    if i is None:
+        return None
+    for s in stmts[i + 1:]:
+        for m in A.walk_all(s):
+            if isinstance(m, ast.Expr) and m.value is b2:
+                if m.end_lineno is None or m.end_col_offset is None:
+                    return None
+                edit = TextEdit(Range(ctx.pos(m.lineno, m.col_offset), ctx.pos(m.end_lineno, m.end_col_offset)), "pass")
+                return edit, n
+            if isinstance(m, (ast.Assign, ast.AnnAssign, ast.For, ast.withitem, ast.NamedExpr)) and any(
+                    isinstance(x, ast.Name) and x.id == n and isinstance(x.ctx, ast.Store) for x in A.walk_all(m)):
+                return None
+    return None
 
 
 def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx, loop=None):

@@ -378,6 +378,11 @@ def or_detach_in_first(advice: Dict[str, str], what: str) -> Dict[str, str]:
             "zh": advice["zh"] + f"，或在它进入第一个损失的地方对 {what} 做 detach"}
 
 
+def fix_backward_once(name: str, callee: str) -> Dict[str, str]:
+    return {"en": f"Back-propagate `{name}` once: remove this `backward` (`{callee}` already ran it; same gradients)",
+            "zh": f"`{name}` 只反向传播一次：删去这里的 `backward`（`{callee}` 已经做过；梯度不变）"}
+
+
 def fix_retain(line1: int) -> Dict[str, str]:
     return {"en": f"Keep the graph for the second backward: `retain_graph=True` on line {line1} "
                   f"(same gradients)",
