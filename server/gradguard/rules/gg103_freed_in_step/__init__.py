@@ -1415,6 +1415,15 @@ def _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone changes what the input learns; the message says what to do
         advice = M.advice_retain_in_helper(_callee(b1), what)
+    elif (_stepped_in_between(stmts, s1, b2, shared, ctx) or edited is not None) and \
+            _reset_accumulator(stmts, s1, b1, b2, ctx) is not None:
+        # the second pass keeps adding to the variable the first loss was summed in (SAM's
+        # second forward with ``loss += loss_t`` again): the weights changed in between, so the
+        # first loss's graph is no part of the second; start the sum again where it is refilled
+        reset, acc, init = _reset_accumulator(stmts, s1, b1, b2, ctx)  # type: ignore[misc]
+        return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                     M.advice_reset_accumulator(acc), [Fix(M.fix_reset_accumulator(acc, init), (reset,),
+                                                           preferred=True)], name, ctx)
     elif _stepped_in_between(stmts, s1, b2, shared, ctx):
         # DCGAN's errG from the D step's ``output = netD(fake.detach())``: the second loss
         # reaches no graph but the shared one, so its detach would leave nothing to
@@ -1481,6 +1490,49 @@ def _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
                          tuple(cut)))
     return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
                  advice, fixes, name, ctx)
+
+
+def _reset_accumulator(stmts, s1, b1, b2, ctx) -> Optional[Tuple[TextEdit, str, str]]:
+    """``loss = 0`` again before the second pass refills ``loss``: both backward calls
+    back-propagate the same name ``loss``, first bound in this list to a number (``loss =
+    0``), and after the first backward it is only added to in place (``loss += loss_t``,
+    in a loop or not) before the second. (The edit, the name, the number's text; or None.)"""
+    t1, t2 = A.backward_target(b1, ctx), A.backward_target(b2, ctx)
+    if not (isinstance(t1, ast.Name) and isinstance(t2, ast.Name) and t1.id == t2.id):
+        return None
+    n = t1.id
+    i = next((k for k, s in enumerate(stmts) if s is s1), None)
+    if i is None:
+        return None
+    init = None
+    for s in stmts[:i]:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                and s.targets[0].id == n:
+            v = s.value
+            init = ast.unparse(v) if isinstance(v, ast.Constant) and type(v.value) in (int, float) else None
+    if init is None:
+        return None
+    first = None
+    for s in stmts[i + 1:]:
+        holds_b2 = any(m is b2 for m in A.walk_all(s))
+        added = set()
+        for m in A.walk_all(s):
+            if isinstance(m, ast.AugAssign) and isinstance(m.target, ast.Name) and m.target.id == n:
+                added.add(id(m.target))
+                if first is None:
+                    first = s
+        for m in A.walk_all(s):
+            if isinstance(m, ast.Name) and m.id == n and isinstance(m.ctx, ast.Store) and id(m) not in added:
+                return None  # rebound (or the second backward's own statement binds it)
+        if holds_b2:
+            break
+    if first is None or any(m is b2 for m in A.walk_all(first)):
+        return None
+    indent = ctx.index.line(first.lineno - 1)[:first.col_offset]
+    if indent.strip():
+        return None
+    at = ctx.pos(first.lineno, 0)
+    return TextEdit(Range(at, at), f"{indent}{n} = {init}\n"), n, init
 
 
 def _drop_second_backward(stmts, s1, b1, b2, ctx) -> Optional[Tuple[TextEdit, str]]:

@@ -354,6 +354,18 @@ def fix_recompute_after_step(shown: str, opt: str) -> Dict[str, str]:
             "zh": f"在 `{opt}.step()` 之后重新计算 {shown}"}
 
 
+def advice_reset_accumulator(acc: str) -> Dict[str, str]:
+    return {"en": (f"the second pass keeps adding to `{acc}`, which still holds the first loss and its freed graph, "
+                   f"and the weights changed in between: start `{acc}` again for the second loss"),
+            "zh": (f"第二轮继续往 `{acc}` 上累加，而它仍持有第一个损失及其已释放的计算图，且两次之间权重已更新："
+                   f"请为第二个损失重新开始累加 `{acc}`")}
+
+
+def fix_reset_accumulator(acc: str, init: str) -> Dict[str, str]:
+    return {"en": f"Start the second loss afresh: `{acc} = {init}` before it is summed again",
+            "zh": f"第二个损失重新开始：再次累加之前先写 `{acc} = {init}`"}
+
+
 def advice_may_update(what: str) -> Dict[str, str]:
     return {"en": (f"an optimizer step in between may update its weights in place, so compute {what} again "
                    f"for the second loss"),
