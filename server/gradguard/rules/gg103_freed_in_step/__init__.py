@@ -1100,9 +1100,97 @@ def _next_iteration_finding(rule, body, node, b, ctx, flow, unit) -> Optional[Fi
             edits, zeroed = got
             advice = M.advice_detach_where_method_reads(m1, what, zeroed)
             fixes.append(Fix(M.fix_detach_in_method(m1, what, zeroed), tuple(edits), preferred=True))
+    if not fixes and id(node) in flow.made_holding:
+        got = _encode_in_forward(node, ctx)
+        if got is not None:
+            edits, attr, param = got
+            advice = M.advice_encode_in_forward(attr, param)
+            fixes.append(Fix(M.fix_encode_in_forward(attr, param), tuple(edits), preferred=True))
     msg = M.freed_next_iteration(_short(b), what, node.lineno, loop.lineno, advice)
     return Finding(rule.code, ctx.range(b), msg, rule.default_severity, tuple(related), tuple(fixes),
                    {"variable": kept[0] if kept else (name or ""), "first_backward_line": b.lineno})
+
+
+def _encode_in_forward(node: ast.AST, ctx) -> Optional[Tuple[List[TextEdit], str, str]]:
+    """The construction ``node`` (``CLIPTextHead(model, texts)``) of a class of the file whose
+    ``__init__`` keeps ``self.<a> = <p>.<method>(...)`` of the module ``<p>`` it is handed (CITE's
+    ``self.weights = model.encode_text(self.texts)``): keep the module instead (``self.<p> =
+    <p>``) and compute ``self.<a>`` again at the top of ``forward``, from the same arguments.
+    The first iteration reads the same values through the same weights (same gradients); every
+    other iteration gets a graph of its own. Only where the call reads nothing but ``self``'s
+    attributes set before it (and never again) and constants, ``self.<p>`` is no name of the
+    class yet, and no method but ``forward`` reads ``self.<a>``. (Edits, ``<a>``, ``<p>``.)"""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return None
+    tree = _file_tree(ctx.index.lines)
+    cls = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == node.func.id), None) \
+        if tree is not None else None
+    if cls is None:
+        return None
+    defs = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    init, fwd = defs.get("__init__"), defs.get("forward")
+    if init is None or fwd is None or not init.args.args or not fwd.args.args or not fwd.body:
+        return None
+    me = init.args.args[0].arg
+    params = {a.arg for a in init.args.args[1:]}
+    found = None
+    for k, st in enumerate(init.body):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call)):
+            continue
+        t, v = st.targets[0], st.value
+        f = v.func.value if isinstance(v.func, ast.Attribute) else v.func
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me \
+                and isinstance(f, ast.Name) and f.id in params:
+            found = (k, st, t.attr, f.id)
+            break
+    if found is None:
+        return None
+    k, st, attr, p = found
+    call = st.value
+    before = {_self_attr_of(t, me) for x in init.body[:k] if isinstance(x, ast.Assign) for t in x.targets}
+    for n in A.walk_all(call):
+        if n is call.func or (isinstance(call.func, ast.Attribute) and n is call.func.value):
+            continue
+        if isinstance(n, ast.Name) and not (n.id == me and any(
+                isinstance(a, ast.Attribute) and a.value is n and a.attr in before for a in A.walk_all(call))):
+            return None  # reads a parameter or a global: forward may not see the same
+    mentioned = {n.attr for d in defs.values() for n in A.walk_all(d) if isinstance(n, ast.Attribute)}
+    if p in mentioned or any(getattr(d, "name", "") == p for d in cls.body):
+        return None  # self.<p> is a name of the class already
+    for name, d in defs.items():
+        for n in A.walk_all(d):
+            if isinstance(n, ast.Attribute) and n.attr == attr and n is not st.targets[0] and name != "forward":
+                return None  # read or set elsewhere than forward (and this statement)
+            if d is init and isinstance(n, ast.Attribute) and n.attr in before and isinstance(n.ctx, ast.Store) \
+                    and n.lineno > st.lineno:
+                return None  # an argument it reads changes later in __init__
+    first = fwd.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        if len(fwd.body) < 2:
+            return None
+        first = fwd.body[1]  # (after a docstring)
+    fself = fwd.args.args[0].arg
+    indent = ctx.index.line(first.lineno - 1)[:first.col_offset]
+    if indent.strip() or st.end_lineno is None or st.end_col_offset is None:
+        return None
+    text = ast.unparse(call)
+    recv = f"{fself}.{p}"
+    if isinstance(call.func, ast.Attribute):
+        head = ast.unparse(call.func.value)
+        text = recv + text[len(head):]
+    else:
+        text = recv + text[len(p):]
+    if fself != me:
+        return None  # (another name for self in forward: the arguments would need renaming)
+    keep = TextEdit(Range(ctx.pos(st.lineno, st.col_offset), ctx.pos(st.end_lineno, st.end_col_offset)),
+                    f"{me}.{p} = {p}")
+    at = ctx.pos(first.lineno, 0)
+    again = TextEdit(Range(at, at), f"{indent}{fself}.{attr} = {text}\n")
+    return [keep, again], attr, p
+
+
+def _self_attr_of(t: ast.AST, me: str) -> Optional[str]:
+    return t.attr if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me else None
 
 
 def _block_of_stmt(body, target) -> Optional[List[ast.stmt]]:

@@ -366,6 +366,19 @@ def fix_reset_accumulator(acc: str, init: str) -> Dict[str, str]:
             "zh": f"第二个损失重新开始：再次累加之前先写 `{acc} = {init}`"}
 
 
+def advice_encode_in_forward(attr: str, param: str) -> Dict[str, str]:
+    return {"en": (f"the constructor computes `self.{attr}` once from the `{param}` it is handed, which trains: keep "
+                   f"`{param}` and compute `self.{attr}` in `forward`, or compute it under `torch.no_grad()` if "
+                   f"`{param}` should not learn from it"),
+            "zh": (f"构造函数只用传入的 `{param}`（它在训练）计算了一次 `self.{attr}`：请保留 `{param}`，在 `forward` 中"
+                   f"计算 `self.{attr}`；若 `{param}` 不应从中学习，则在 `torch.no_grad()` 下计算")}
+
+
+def fix_encode_in_forward(attr: str, param: str) -> Dict[str, str]:
+    return {"en": f"Keep `{param}` and compute `self.{attr}` at the top of `forward` (same first gradients)",
+            "zh": f"保留 `{param}`，在 `forward` 开头计算 `self.{attr}`（第一次的梯度不变）"}
+
+
 def advice_may_update(what: str) -> Dict[str, str]:
     return {"en": (f"an optimizer step in between may update its weights in place, so compute {what} again "
                    f"for the second loss"),
