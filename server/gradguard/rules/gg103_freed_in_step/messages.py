@@ -123,7 +123,17 @@ an alias such as `g_optim = self.optim_g`, or a two-step optimizer's `first_step
 keeping the graph is no fix. The quick fix then computes the shared part again after the step
 (`d_fake = D(gen_imgs)` after `optD.step()`, SAM's second forward), or, when the optimizer stepped
 after the second backward does not train what the step updated, detaches its output where the
-second loss reads it (`D(gen_imgs.detach())` again after the generator's step).
+second loss reads it (`D(gen_imgs.detach())` again after the generator's step). Where the second
+pass keeps adding to the variable the first loss was summed in (`loss += loss_t` again after SAM's
+`first_step()`), the quick fix starts that sum again (`loss = 0`) before it is refilled.
+
+A helper or a method that back-propagates the loss it returns (`loss = train_step(model, x, y)`,
+fairseq-style `criterion.forward_reg(model, sample, optimizer)` calling `optimizer.backward(loss)`)
+has freed that loss's graph when it returns: a second backward of the returned loss is reported, and
+the quick fix removes it (the helper's backward already gave every gradient). A graph a constructor
+keeps from a module it is handed (`self.weights = model.encode_text(self.texts)` in `__init__`) is
+read by every call of the object; the quick fix keeps the module (`self.model = model`) and computes
+`self.weights` at the top of `forward`, which gives the first iteration the same gradients.
 
 ## FAQ
 **GG101 says `retain_graph=True` is the wrong fix. Why is it right here?**
@@ -236,7 +246,15 @@ for real in loader:
 SAM 的 `first_step()` 那样两步走的优化器），保留计算图就不是修复。这时快速修复会在 step 之后重新计算
 共享部分（`optD.step()` 之后的 `d_fake = D(gen_imgs)`，SAM 的第二次前向）；如果第二次 backward
 之后 step 的优化器并不训练被更新的那部分，就在第二个损失读取它的输出的地方 detach
-（生成器 step 之后重新计算 `D(gen_imgs.detach())`）。
+（生成器 step 之后重新计算 `D(gen_imgs.detach())`）。如果第二轮继续往第一个损失所在的变量上累加
+（SAM 的 `first_step()` 之后又写 `loss += loss_t`），快速修复会在再次累加之前把它重新置为初值（`loss = 0`）。
+
+如果辅助函数或方法对它返回的损失做了反向传播（`loss = train_step(model, x, y)`，或 fairseq 风格的
+`criterion.forward_reg(model, sample, optimizer)` 内部调用 `optimizer.backward(loss)`），返回时这个损失的
+计算图已被释放：对返回的损失再做一次 backward 会被报告，快速修复删去这一次（辅助函数的 backward 已经给出
+全部梯度）。构造函数从传入的模块算出并保存的计算图（`__init__` 中的 `self.weights =
+model.encode_text(self.texts)`）会被对象的每次调用读取；快速修复改为保存模块（`self.model = model`），
+在 `forward` 开头计算 `self.weights`，第一次迭代的梯度不变。
 
 ## 常见问题
 **GG101 说 `retain_graph=True` 不是正确的修复，为什么这里可以？**
