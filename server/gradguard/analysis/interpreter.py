@@ -3600,6 +3600,15 @@ class GraphFlow:
         v = env.get(name) if self.module_level else None
         return v.taints if v is not None else EMPTY
 
+    def _frees_returned(self, node: ast.AST, facts: FnFacts, loss_t: set) -> None:
+        """A call of a def whose own backward frees the graph it returns (``FnFacts.frees_returned``):
+        that graph is part of the call's backward ((loss, logits) = model(x) of a forward calling
+        loss.backward()); where a part of it saved tensors (``frees_returned_saving``), what it hands
+        back already ran into freed saved tensors (a second backward of it fails)."""
+        loss_t.add(("G", node))
+        if facts.frees_returned_saving:
+            self.saving_helpers.add(id(node))
+
     def _apply_facts(self, call, facts: FnFacts, pos, kws, env, fname, graph_node=None, recv_key=None) -> Val:
         node = graph_node or call
 
@@ -3684,9 +3693,7 @@ class GraphFlow:
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
             if facts.frees_returned and not self.no_grad:
-                loss_t.add(("G", node))  # (loss, logits) = model(x) of a forward calling loss.backward()
-                if facts.frees_returned_saving:
-                    self.saving_helpers.add(id(node))  # what it hands back already ran into freed saved tensors
+                self._frees_returned(node, facts, loss_t)
             self._event(call, plain(loss_t), facts.backward_retains, freed, stale=self._stale(surely, env, whole=True))
             if self.frames and self.find_carries:
                 _mark_freed(env, _reached(plain(loss_t)))

@@ -1141,12 +1141,11 @@ def _encode_in_forward(node: ast.AST, ctx) -> Optional[Tuple[List[TextEdit], str
         f = v.func.value if isinstance(v.func, ast.Attribute) else v.func
         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me \
                 and isinstance(f, ast.Name) and f.id in params:
-            found = (k, st, t.attr, f.id)
+            found = (k, st, t.attr, f.id, v)
             break
     if found is None:
         return None
-    k, st, attr, p = found
-    call = st.value
+    k, st, attr, p, call = found
     before = {_self_attr_of(t, me) for x in init.body[:k] if isinstance(x, ast.Assign) for t in x.targets}
     for n in A.walk_all(call):
         if n is call.func or (isinstance(call.func, ast.Attribute) and n is call.func.value):
