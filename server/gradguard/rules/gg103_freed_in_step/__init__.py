@@ -25,7 +25,7 @@ from _thread import _local  # threading.local itself, without importing threadin
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.facts import GRAPH_FACTS, forwards_freeing_returned
+from gradguard.analysis.facts import ENCODE_AGAIN, GRAPH_FACTS, forwards_freeing_returned
 from gradguard.analysis import values as V
 from gradguard.analysis import steps as S
 from gradguard.analysis.interpreter import returned_freers
@@ -1115,81 +1115,26 @@ def _encode_in_forward(node: ast.AST, ctx) -> Optional[Tuple[List[TextEdit], str
     """The construction ``node`` (``CLIPTextHead(model, texts)``) of a class of the file whose
     ``__init__`` keeps ``self.<a> = <p>.<method>(...)`` of the module ``<p>`` it is handed (CITE's
     ``self.weights = model.encode_text(self.texts)``): keep the module instead (``self.<p> =
-    <p>``) and compute ``self.<a>`` again at the top of ``forward``, from the same arguments.
-    The first iteration reads the same values through the same weights (same gradients); every
-    other iteration gets a graph of its own. Only where the call reads nothing but ``self``'s
-    attributes set before it (and never again) and constants, ``self.<p>`` is no name of the
-    class yet, and no method but ``forward`` reads ``self.<a>``. (Edits, ``<a>``, ``<p>``.)"""
+    <p>``) and compute ``self.<a>`` again at the top of ``forward``, from the same arguments
+    (the class's ``encodeinit:`` fact, :func:`facts.encode_again`, says where). The first
+    iteration reads the same values through the same weights (same gradients); every other
+    iteration gets a graph of its own. (Edits, ``<a>``, ``<p>``.)"""
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         return None
-    tree = _file_tree(ctx.index.lines)
-    cls = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == node.func.id), None) \
-        if tree is not None else None
-    if cls is None:
+    fact = ctx.summary.get(ENCODE_AGAIN + node.func.id)
+    if not isinstance(fact, tuple) or len(fact) != 5:
         return None
-    defs = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    init, fwd = defs.get("__init__"), defs.get("forward")
-    if init is None or fwd is None or not init.args.args or not fwd.args.args or not fwd.body:
+    attr, p, (l0, c0, l1, c1), (line, col), text = fact
+    lines = ctx.index.lines
+    if not (0 < line <= len(lines) and 0 < l1 <= len(lines)):
         return None
-    me = init.args.args[0].arg
-    params = {a.arg for a in init.args.args[1:]}
-    found = None
-    for k, st in enumerate(init.body):
-        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call)):
-            continue
-        t, v = st.targets[0], st.value
-        f = v.func.value if isinstance(v.func, ast.Attribute) else v.func
-        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me \
-                and isinstance(f, ast.Name) and f.id in params:
-            found = (k, st, t.attr, f.id, v)
-            break
-    if found is None:
-        return None
-    k, st, attr, p, call = found
-    before = {_self_attr_of(t, me) for x in init.body[:k] if isinstance(x, ast.Assign) for t in x.targets}
-    for n in A.walk_all(call):
-        if n is call.func or (isinstance(call.func, ast.Attribute) and n is call.func.value):
-            continue
-        if isinstance(n, ast.Name) and not (n.id == me and any(
-                isinstance(a, ast.Attribute) and a.value is n and a.attr in before for a in A.walk_all(call))):
-            return None  # reads a parameter or a global: forward may not see the same
-    mentioned = {n.attr for d in defs.values() for n in A.walk_all(d) if isinstance(n, ast.Attribute)}
-    if p in mentioned or any(getattr(d, "name", "") == p for d in cls.body):
-        return None  # self.<p> is a name of the class already
-    for name, d in defs.items():
-        for n in A.walk_all(d):
-            if isinstance(n, ast.Attribute) and n.attr == attr and n is not st.targets[0] and name != "forward":
-                return None  # read or set elsewhere than forward (and this statement)
-            if d is init and isinstance(n, ast.Attribute) and n.attr in before and isinstance(n.ctx, ast.Store) \
-                    and n.lineno > st.lineno:
-                return None  # an argument it reads changes later in __init__
-    first = fwd.body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-        if len(fwd.body) < 2:
-            return None
-        first = fwd.body[1]  # (after a docstring)
-    fself = fwd.args.args[0].arg
-    indent = ctx.index.line(first.lineno - 1)[:first.col_offset]
-    if indent.strip() or st.end_lineno is None or st.end_col_offset is None:
-        return None
-    text = ast.unparse(call)
-    recv = f"{fself}.{p}"
-    if isinstance(call.func, ast.Attribute):
-        head = ast.unparse(call.func.value)
-        text = recv + text[len(head):]
-    else:
-        text = recv + text[len(p):]
-    if fself != me:
-        return None  # (another name for self in forward: the arguments would need renaming)
-    keep = TextEdit(Range(ctx.pos(st.lineno, st.col_offset), ctx.pos(st.end_lineno, st.end_col_offset)),
-                    f"{me}.{p} = {p}")
-    at = ctx.pos(first.lineno, 0)
-    again = TextEdit(Range(at, at), f"{indent}{fself}.{attr} = {text}\n")
-    return [keep, again], attr, p
-
-
-def _self_attr_of(t: ast.AST, me: str) -> Optional[str]:
-    return t.attr if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me else None
+    indent = lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace")
+    if indent.strip() or not lines[l0 - 1].encode("utf-8")[c0:].decode("utf-8", "replace").startswith(
+            ("self." + attr, text.partition(".")[0] + "." + attr)):
+        return None  # (the fact of a class of another file: its lines are not this file's)
+    keep = TextEdit(Range(ctx.pos(l0, c0), ctx.pos(l1, c1)), f"self.{p} = {p}")
+    at = ctx.pos(line, 0)
+    return [keep, TextEdit(Range(at, at), f"{indent}{text}\n")], attr, p
 
 
 def _block_of_stmt(body, target) -> Optional[List[ast.stmt]]:
