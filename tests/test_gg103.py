@@ -2379,3 +2379,60 @@ _OWN_TOWER = textwrap.dedent("""\
 ])
 def test_a_graph_kept_by_a_constructor_from_a_module_it_builds(init, reported):
     assert lines_of(gg103(_OWN_TOWER.format(init=init))) == reported
+
+
+_HEAD_ENCODED_IN_INIT = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(9, 4)
+            self.proj = nn.Linear(4, 4)
+
+        def encode_text(self, text):
+            return self.proj(self.emb(text).mean(1))
+
+
+    class TextHead(nn.Module):
+        def __init__(self, model, texts):
+            super().__init__()
+            self.texts = texts
+            self.weights = model.encode_text({arg})
+    {extra}
+        def forward(self, x):
+            return x @ self.weights.t()
+
+
+    tower = Tower()
+    head = TextHead(tower, torch.randint(0, 9, (3, 2)))
+    opt = torch.optim.SGD(tower.parameters(), lr=0.1)
+    for step in range(3):
+        loss = F.cross_entropy(head(torch.randn(2, 4)), torch.randint(0, 3, (2,)))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+@pytest.mark.parametrize("arg, extra, fixed", [
+    ("self.texts", "", True),  # forward can compute it again from what __init__ kept
+    ("texts", "", False),  # a parameter of __init__: forward does not have it
+    ("self.texts", "    def classes(self):\n            return self.weights.shape[0]\n", False),  # read elsewhere
+    ("self.texts", "    def model(self):\n            return None\n", False),  # self.model is a name already
+])
+def test_init_encoded_head_gets_its_encoding_moved_into_forward(arg, extra, fixed):
+    """A head whose ``__init__`` keeps ``model.encode_text(self.texts)`` of a tower that trains
+    (CITE, GG103): the preferred fix keeps the tower (``self.model = model``) and computes
+    ``self.weights`` at the top of ``forward`` -- only where forward can compute it alike."""
+    src = _HEAD_ENCODED_IN_INIT.format(arg=arg, extra=extra)
+    [f] = [f for f in check_source(src).findings if f.code == "GG103"]
+    assert (f.preferred_fix is not None) == fixed
+    if fixed:
+        new = apply_text_edits(src, f.preferred_fix.edits)
+        assert "        self.model = model\n" in new
+        assert "    def forward(self, x):\n        self.weights = self.model.encode_text(self.texts)\n" in new
+        assert [g for g in check_source(new).findings if g.code.startswith("GG1")] == []

@@ -1144,6 +1144,13 @@ _PAFPN = textwrap.dedent("""\
     ("", "", True),  # the elements are kept by `outs` only after the loop: the rebound ones
     ("kept = []\n        kept.append(inter_outs[0])\n        ", "", False),  # kept before the edit: the old one
     ("kept = []\n        ", "kept.append(inter_outs[0])", False),  # kept in the loop: the next edit comes back
+    ("kept = [inter_outs[0]]\n        ", "", False),  # a list literal keeps it before the edit
+    ("kept = (inter_outs[0], 1)\n        ", "", False),  # so does a tuple literal
+    ("kept = []\n        ", "kept.append(inter_outs[i])", False),  # an element at the loop's index: any of them
+    ("kept = {}\n        ", "kept[i] = inter_outs[i]", False),  # ... into a dict
+    ("kept = [inter_outs[0].clone()]\n        ", "", True),  # a copy kept: the rebound element is not it
+    ("kept = []\n        ", "kept.append(laterals[i])", True),  # another list's element: not these
+    ("first, second = [inter_outs[0], inter_outs[1]]\n        ", "", True),  # unpacked: names, no container
 ])
 def test_pafpn_bottom_up_add_into_an_element_of_a_counter_indexed_module_list(before, inside, fixed):
     """``[self.fpn_convs[i](laterals[i]) for i in range(n)]`` is a list of the block's outputs (the
@@ -1159,3 +1166,36 @@ def test_pafpn_bottom_up_add_into_an_element_of_a_counter_indexed_module_list(be
         assert _gg104_lines(new) == []
     # without an activation the block's output is a conv's, which nothing saved: silent
     assert _gg104_lines(src.replace("PAFPN(act_cfg=dict(type='ReLU'))", "PAFPN()")) == []
+
+
+_KEPT_IN_A_LITERAL = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    lin = nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    h = torch.sigmoid(lin(x))
+    {keep}
+    h += 1
+    loss = h.sum(){read}
+    loss.backward()
+""")
+
+
+@pytest.mark.parametrize("keep, read, fixed", [
+    ("", "", True),  # nothing else holds h: its out-of-place rebind is the fix
+    ("kept = [h]", " + kept[0].sum()", False),  # a list literal keeps the tensor the edit changes
+    ("kept = (h, x)", " + kept[0].sum()", False),  # so does a tuple literal
+    ("kept = [h.clone()]", " + kept[0].sum()", True),  # a copy is kept, not h
+    ("a, b = [h, x]", "", True),  # unpacked into names read no more: nothing keeps it
+])
+def test_a_list_literal_keeping_the_edited_tensor_withholds_the_rebind(keep, read, fixed):
+    """``sigmoid`` saved its output ``h``; ``h += 1`` edits it (GG104). Rebinding ``h = h + 1``
+    is the fix only where no container made before the edit holds ``h`` (it would keep the
+    old tensor where the program as written sees the edit)."""
+    src = _KEPT_IN_A_LITERAL.format(keep=keep, read=read)
+    [f] = [f for f in check_source(src).findings if f.code == "GG104"]
+    assert f.range.start.line + 1 == 8
+    assert bool(f.fixes) == fixed
+    if fixed:
+        assert "h = h + 1" in apply_text_edits(src, f.fixes[0].edits)

@@ -550,7 +550,24 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         returns_sites=_returns_sites(fn, tuples, returns) if returns is not None and not no_grad else (),
         frees_returned=frees == (),
         frees_positions=frees or (),
+        frees_returned_saving=frees == () and _frees_returned_saving(fn, g, whole),
     )
+
+
+def _frees_returned_saving(fn: ast.AST, g: interp.GraphFlow, whole: V.Val) -> bool:
+    """``FnFacts.frees_returned_saving``: of a def whose backward frees every graph it
+    returns, does that backward reach a part of it a call of the def's own saved tensors
+    in? (a second backward of the returned value then surely fails)"""
+    returned = whole.graph_tokens()
+    sure = interp._unconditional_calls(fn.body)  # type: ignore[attr-defined]
+    for ev in g.events:
+        if ev.retain or id(ev.call) not in sure or not A.is_backward_call(ev.call):
+            continue
+        both = returned & ev.loss.graph_tokens()
+        if both and (any(id(t[1]) in g.saving_calls for t in both)
+                     or any(t[0] == "QS" for t in whole.taints & ev.loss.taints)):
+            return True  # (QS: an operation that saves ran on what an argument brought, F.mse_loss(model(x), y))
+    return False
 
 
 def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val,
@@ -2343,6 +2360,75 @@ def sibling_filled(cls: ast.ClassDef, fn: ast.AST, resolver: interp.Resolver, se
     return out
 
 
+# ``encodeinit:<Class>`` -- ``(attribute, parameter, (line, col, end_line, end_col) of the
+# ``__init__`` statement, (line, col) of forward's first statement, the statement that computes it
+# again there)``: see :func:`encode_again` (absolute lines: a positional fact)
+ENCODE_AGAIN = "encodeinit:"
+
+
+def _self_attr_of(t: ast.AST, me: str) -> Optional[str]:
+    return t.attr if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me else None
+
+
+def encode_again(cls: ast.ClassDef) -> List[Fact]:
+    """A class whose ``__init__`` keeps ``self.<a> = <p>.<method>(...)`` (or ``<p>(...)``) of a
+    parameter ``<p>`` (``ClassFacts.init_graphs``' shape: CITE's ``self.weights =
+    model.encode_text(self.texts)``), where ``forward`` could compute it alike: the call reads
+    only ``self``'s attributes set before it in ``__init__`` (and not set again), and
+    constants; ``self.<p>`` is no name of the class; no method but ``forward`` reads
+    ``self.<a>``. GG103's fix for a graph such a constructor keeps (keep ``<p>``, compute
+    ``self.<a>`` at the top of ``forward``) is read from here."""
+    defs = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    init, fwd = defs.get("__init__"), defs.get("forward")
+    if init is None or fwd is None or not init.args.args or not fwd.args.args or not fwd.body:
+        return []
+    me = init.args.args[0].arg
+    if fwd.args.args[0].arg != me:
+        return []  # (another name for self in forward: the arguments would need renaming)
+    params = {a.arg for a in init.args.args[1:]}
+    found = None
+    for k, st in enumerate(init.body):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call)):
+            continue
+        t, v = st.targets[0], st.value
+        f = v.func.value if isinstance(v.func, ast.Attribute) else v.func
+        if _self_attr_of(t, me) is not None and isinstance(f, ast.Name) and f.id in params:
+            found = (k, st, t.attr, f.id, v)  # type: ignore[attr-defined]
+            break
+    if found is None:
+        return []
+    k, st, attr, p, call = found
+    before = {_self_attr_of(t, me) for x in init.body[:k] if isinstance(x, ast.Assign) for t in x.targets}
+    for n in A.walk_all(call):
+        if n is call.func or (isinstance(call.func, ast.Attribute) and n is call.func.value):
+            continue
+        if isinstance(n, ast.Name) and not (n.id == me and any(
+                isinstance(a, ast.Attribute) and a.value is n and a.attr in before for a in A.walk_all(call))):
+            return []  # reads a parameter or a global: forward may not see the same
+    if any(getattr(d, "name", "") == p for d in cls.body) or any(
+            isinstance(n, ast.Attribute) and n.attr == p for d in defs.values() for n in A.walk_all(d)):
+        return []  # self.<p> is a name of the class already
+    for name, d in defs.items():
+        for n in A.walk_all(d):
+            if isinstance(n, ast.Attribute) and n.attr == attr and n is not st.targets[0] and name != "forward":
+                return []  # read or set elsewhere than forward (and this statement)
+            if d is init and isinstance(n, ast.Attribute) and n.attr in before and isinstance(n.ctx, ast.Store) \
+                    and n.lineno > st.lineno:
+                return []  # an argument it reads changes later in __init__
+    first = fwd.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        if len(fwd.body) < 2:
+            return []
+        first = fwd.body[1]  # (after a docstring)
+    if st.end_lineno is None or st.end_col_offset is None:
+        return []
+    text = ast.unparse(call)
+    head = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else p
+    again = f"{me}.{attr} = {me}.{p}{text[len(head):]}"
+    return [(ENCODE_AGAIN + cls.name, (attr, p, (st.lineno, st.col_offset, st.end_lineno, st.end_col_offset),
+                                       (first.lineno, first.col_offset), again))]
+
+
 def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[Fact]:
     try:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -2354,6 +2440,7 @@ def summarize_graph_facts(stmt: ast.stmt, referenced: bool = True) -> Iterable[F
                 + _requires_grad_facts(stmt) + list(_call_args(stmt))
         if isinstance(stmt, ast.ClassDef):
             return [("class:" + stmt.name, class_facts(stmt))] + _requires_grad_facts(stmt) + _class_aliases(stmt) \
+                + encode_again(stmt) \
                 + _class_call_args(stmt) + _parametrized(stmt)
         return list(_var_facts(stmt)) + list(_loop_calls(stmt)) + _requires_grad_facts(stmt) + list(_call_args(stmt)) \
             + _hook_facts(stmt)
@@ -2831,4 +2918,4 @@ def _names_lines(key: str, value: object) -> bool:
 
 
 GRAPH_FACTS = FactSource("graph", summarize_graph_facts, _fold_delegates_for_export, ("loopcalls:",),
-                         callers=_callers, names_lines=_names_lines)
+                         callers=_callers, names_lines=_names_lines, positional=(ENCODE_AGAIN,))

@@ -2443,6 +2443,15 @@ class GraphFlow:
             # copied in, on top of its own history (an in-place op keeps it)
             env[key] = Val(recv.taints | _union(pos, kws), site=self._stmt)
             return env[key]
+        if recv.obj is None and recv.param and self.r.ctx is not None and not self.no_grad:
+            # criterion.forward_reg(model, sample, optimizer) on a parameter of unknown type,
+            # where one class of the file alone defines a method of that name that
+            # back-propagates the loss it returns (FnFacts.frees_returned_saving): that method
+            owner = query(self.r.summary, returned_freers).get(m)
+            if owner is not None:
+                facts = self.r.method_facts("user:" + owner, m)
+                if facts is not None:
+                    return self._apply_facts(call, facts, pos, kws, env, m)
         if recv.obj and recv.obj.startswith(("user:", "inst:")):
             if m in _SELF_METHODS:
                 return recv
@@ -3602,6 +3611,16 @@ class GraphFlow:
         v = env.get(name) if self.module_level else None
         return v.taints if v is not None else EMPTY
 
+    def _frees_returned(self, call: ast.Call, node: ast.AST, facts: FnFacts, loss_t: set) -> None:
+        """A call of a def whose own backward frees graphs it returns (``FnFacts.frees_returned``,
+        ``frees_positions``): those graphs are part of the call's backward ((loss, logits) = model(x)
+        of a forward calling loss.backward()); where a part of it saved tensors
+        (``frees_returned_saving``), what it hands back already ran into freed saved tensors (a
+        second backward of it fails)."""
+        loss_t |= _freed_returned(call, node, facts)
+        if facts.frees_returned_saving:
+            self.saving_helpers.add(id(node))
+
     def _apply_facts(self, call, facts: FnFacts, pos, kws, env, fname, graph_node=None, recv_key=None) -> Val:
         node = graph_node or call
 
@@ -3686,7 +3705,7 @@ class GraphFlow:
             # graphs it returns were built (and back-propagated) inside
             freed.add(("G", node))
             if not self.no_grad:
-                loss_t |= _freed_returned(call, node, facts)
+                self._frees_returned(call, node, facts, loss_t)
             self._event(call, plain(loss_t), facts.backward_retains, freed, stale=self._stale(surely, env, whole=True))
             if self.frames and self.find_carries:
                 _mark_freed(env, _reached(plain(loss_t)))
@@ -3718,6 +3737,21 @@ class GraphFlow:
 # the facts module when it loads (it imports this one, so this one does not import it);
 # asked for a def nested in the body being run (``GraphFlow.local_defs``)
 SUMMARISE_DEF: _Opt[Callable[[ast.AST, Resolver], FnFacts]] = None
+
+
+def returned_freers(summary) -> Dict[str, str]:
+    """{method name: class} for the methods (not ``forward``, nor a name two classes of
+    the file define) that surely back-propagate a loss they return, through a part that
+    saved tensors (``FnFacts.frees_returned_saving``). A summary query."""
+    seen: Dict[str, _Opt[str]] = {}
+    for k, v in summary.items():
+        if k.startswith("class:") and isinstance(v, ClassFacts):
+            for name, m in v.methods:
+                if name in seen:
+                    seen[name] = None  # two classes define it: the receiver's class is not known
+                elif name != "forward" and not name.startswith("__"):
+                    seen[name] = k[6:] if m.frees_returned_saving else None
+    return {n: c for n, c in seen.items() if c is not None}
 
 
 def _init_frozen(call: ast.Call, freezes) -> bool:

@@ -61,7 +61,7 @@ BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # loss.backward()
 # Receivers whose ``.backward(x)`` takes the LOSS as argument (``accelerator.backward(loss)``);
 # on any other receiver ``t.backward(g)`` back-propagates ``t`` (``g`` is a gradient).
 BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "self", "trainer", "engine", "model_engine", "deepspeed",
-                             "amp", "accelerate"})
+                             "amp", "accelerate", "optimizer"})
 # Functions (qualified):
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 

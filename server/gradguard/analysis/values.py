@@ -390,6 +390,10 @@ class FnFacts:
     # of its positions, those positions (RN's ``process()`` returning the discriminator's
     # loss it back-propagated beside the generator's it did not)
     frees_positions: Tuple[int, ...] = ()
+    # ... and the part of the returned graph that backward reaches saved tensors inside (a
+    # ``F.cross_entropy`` of the def's own): a second backward of the returned value surely
+    # fails (R-Drop's ``forward_reg`` running ``optimizer.backward(loss)`` and returning ``loss``)
+    frees_returned_saving: bool = False
 
     def argument(self, i: int, positional: Sequence, keywords: Mapping, default: Any = None) -> Any:
         """What a call passes for parameter ``i``: its i-th positional argument,

@@ -25,9 +25,10 @@ from _thread import _local  # threading.local itself, without importing threadin
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
-from gradguard.analysis.facts import GRAPH_FACTS, forwards_freeing_returned
+from gradguard.analysis.facts import ENCODE_AGAIN, GRAPH_FACTS, forwards_freeing_returned
 from gradguard.analysis import values as V
 from gradguard.analysis import steps as S
+from gradguard.analysis.interpreter import returned_freers
 from gradguard.analysis.context import unit_text, unit_words
 from gradguard.analysis.summary import query
 from gradguard.model.findings import Finding, Fix, Range, Related, Severity, TextEdit
@@ -64,6 +65,8 @@ class FreedInStep(Rule):
             + _helper_backward_calls(unit, ctx, text)
         if backwards == 1 and query(ctx.summary, forwards_freeing_returned):
             backwards = 2  # a model of the file whose forward back-propagates the loss it returns
+        if backwards == 1 and any(f".{m}(" in text for m in query(ctx.summary, returned_freers)):
+            backwards = 2  # a method of the file that back-propagates the loss it returns (criterion.forward_reg)
         if backwards == 1 and framework_loop_of(unit, ctx) == "auto":
             backwards = 2  # Lightning's training_step: the framework back-propagates what it returns
         if backwards < 2 and \
@@ -1099,9 +1102,41 @@ def _next_iteration_finding(rule, body, node, b, ctx, flow, unit) -> Optional[Fi
             edits, zeroed = got
             advice = M.advice_detach_where_method_reads(m1, what, zeroed)
             fixes.append(Fix(M.fix_detach_in_method(m1, what, zeroed), tuple(edits), preferred=True))
+    if not fixes and id(node) in flow.made_holding:
+        got = _encode_in_forward(node, ctx)
+        if got is not None:
+            edits, attr, param = got
+            advice = M.advice_encode_in_forward(attr, param)
+            fixes.append(Fix(M.fix_encode_in_forward(attr, param), tuple(edits), preferred=True))
     msg = M.freed_next_iteration(_short(b), what, node.lineno, loop.lineno, advice)
     return Finding(rule.code, ctx.range(b), msg, rule.default_severity, tuple(related), tuple(fixes),
                    {"variable": kept[0] if kept else (name or ""), "first_backward_line": b.lineno})
+
+
+def _encode_in_forward(node: ast.AST, ctx) -> Optional[Tuple[List[TextEdit], str, str]]:
+    """The construction ``node`` (``CLIPTextHead(model, texts)``) of a class of the file whose
+    ``__init__`` keeps ``self.<a> = <p>.<method>(...)`` of the module ``<p>`` it is handed (CITE's
+    ``self.weights = model.encode_text(self.texts)``): keep the module instead (``self.<p> =
+    <p>``) and compute ``self.<a>`` again at the top of ``forward``, from the same arguments
+    (the class's ``encodeinit:`` fact, :func:`facts.encode_again`, says where). The first
+    iteration reads the same values through the same weights (same gradients); every other
+    iteration gets a graph of its own. (Edits, ``<a>``, ``<p>``.)"""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return None
+    fact = ctx.summary.get(ENCODE_AGAIN + node.func.id)
+    if not isinstance(fact, tuple) or len(fact) != 5:
+        return None
+    attr, p, (l0, c0, l1, c1), (line, col), text = fact
+    lines = ctx.index.lines
+    if not (0 < line <= len(lines) and 0 < l1 <= len(lines)):
+        return None
+    indent = lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace")
+    if indent.strip() or not lines[l0 - 1].encode("utf-8")[c0:].decode("utf-8", "replace").startswith(
+            ("self." + attr, text.partition(".")[0] + "." + attr)):
+        return None  # (the fact of a class of another file: its lines are not this file's)
+    keep = TextEdit(Range(ctx.pos(l0, c0), ctx.pos(l1, c1)), f"self.{p} = {p}")
+    at = ctx.pos(line, 0)
+    return [keep, TextEdit(Range(at, at), f"{indent}{text}\n")], attr, p
 
 
 def _block_of_stmt(body, target) -> Optional[List[ast.stmt]]:
@@ -1403,10 +1438,26 @@ def _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
         # a model whose forward back-propagates the loss it returns (FnFacts.frees_returned):
         # the second backward of that loss is one too many; no edit here is sure to be the fix
         advice = M.advice_backward_once(_callee(b1))
+        drop = _drop_second_backward(stmts, s1, b1, b2, ctx) if id(b1) in flow.saving_helpers else None
+        if drop is not None:
+            # (a helper's, not a model's forward: criterion.forward_reg handing back the loss it
+            # back-propagated) the second backward of exactly what it returned adds nothing: drop it
+            return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                         advice, [Fix(M.fix_backward_once(drop[1], _callee(b1)), (drop[0],), preferred=True)],
+                         name, ctx)
     elif not direct:
         # the first backward is inside a helper: no edit here keeps its graph, and a
         # detach alone changes what the input learns; the message says what to do
         advice = M.advice_retain_in_helper(_callee(b1), what)
+    elif (_stepped_in_between(stmts, s1, b2, shared, ctx) or edited is not None) and \
+            _reset_accumulator(stmts, s1, b1, b2, ctx) is not None:
+        # the second pass keeps adding to the variable the first loss was summed in (SAM's
+        # second forward with ``loss += loss_t`` again): the weights changed in between, so the
+        # first loss's graph is no part of the second; start the sum again where it is refilled
+        reset, acc, init = _reset_accumulator(stmts, s1, b1, b2, ctx)  # type: ignore[misc]
+        return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
+                     M.advice_reset_accumulator(acc), [Fix(M.fix_reset_accumulator(acc, init), (reset,),
+                                                           preferred=True)], name, ctx)
     elif _stepped_in_between(stmts, s1, b2, shared, ctx):
         # DCGAN's errG from the D step's ``output = netD(fake.detach())``: the second loss
         # reaches no graph but the shared one, so its detach would leave nothing to
@@ -1473,6 +1524,81 @@ def _finding_at(rule, stmts, s1, b1, b2, shared, ctx, where) -> Finding:
                          tuple(cut)))
     return _make(rule, stmts, s1, b1, b2, node, what, line0, line1, first, second, direct,
                  advice, fixes, name, ctx)
+
+
+def _reset_accumulator(stmts, s1, b1, b2, ctx) -> Optional[Tuple[TextEdit, str, str]]:
+    """``loss = 0`` again before the second pass refills ``loss``: both backward calls
+    back-propagate the same name ``loss``, first bound in this list to a number (``loss =
+    0``), and after the first backward it is only added to in place (``loss += loss_t``,
+    in a loop or not) before the second. (The edit, the name, the number's text; or None.)"""
+    t1, t2 = A.backward_target(b1, ctx), A.backward_target(b2, ctx)
+    if not (isinstance(t1, ast.Name) and isinstance(t2, ast.Name) and t1.id == t2.id):
+        return None
+    n = t1.id
+    i = next((k for k, s in enumerate(stmts) if s is s1), None)
+    if i is None:
+        return None
+    init = None
+    for s in stmts[:i]:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                and s.targets[0].id == n:
+            v = s.value
+            init = ast.unparse(v) if isinstance(v, ast.Constant) and type(v.value) in (int, float) else None
+    if init is None:
+        return None
+    first = None
+    for s in stmts[i + 1:]:
+        holds_b2 = any(m is b2 for m in A.walk_all(s))
+        added = set()
+        for m in A.walk_all(s):
+            if isinstance(m, ast.AugAssign) and isinstance(m.target, ast.Name) and m.target.id == n:
+                added.add(id(m.target))
+                if first is None:
+                    first = s
+        for m in A.walk_all(s):
+            if isinstance(m, ast.Name) and m.id == n and isinstance(m.ctx, ast.Store) and id(m) not in added:
+                return None  # rebound (or the second backward's own statement binds it)
+        if holds_b2:
+            break
+    if first is None or any(m is b2 for m in A.walk_all(first)):
+        return None
+    indent = ctx.index.line(first.lineno - 1)[:first.col_offset]
+    if indent.strip():
+        return None
+    at = ctx.pos(first.lineno, 0)
+    return TextEdit(Range(at, at), f"{indent}{n} = {init}\n"), n, init
+
+
+def _drop_second_backward(stmts, s1, b1, b2, ctx) -> Optional[Tuple[TextEdit, str]]:
+    """``pass`` in place of the statement ``b2`` (``optimizer.backward(loss)``), when ``b1``'s
+    statement ``s1`` binds ``loss`` to what the helper returned (alone, or as an element of a
+    tuple it unpacks), nothing rebinds it before ``b2``, and ``b2`` back-propagates exactly that
+    name: the helper's own backward already gave every gradient ``b2`` would add. (The edit
+    and the name, or None.)"""
+    target = A.backward_target(b2, ctx)
+    bind = next((m for m in A.walk_all(s1) if isinstance(m, ast.Assign) and m.value is b1), None)
+    if not isinstance(target, ast.Name) or bind is None or len(bind.targets) != 1 or not (
+            bind is s1 or (isinstance(s1, ast.With) and s1.body == [bind])):
+        return None  # (in a `with` block of its own: `with record_function("forward"): loss, ... = ...`)
+    n = target.id
+    t = bind.targets[0]
+    if not (isinstance(t, ast.Name) and t.id == n) and not (
+            isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == n for e in t.elts)):
+        return None
+    i = next((k for k, s in enumerate(stmts) if s is s1), None)
+    if i is None:
+        return None
+    for s in stmts[i + 1:]:
+        for m in A.walk_all(s):
+            if isinstance(m, ast.Expr) and m.value is b2:
+                if m.end_lineno is None or m.end_col_offset is None:
+                    return None
+                edit = TextEdit(Range(ctx.pos(m.lineno, m.col_offset), ctx.pos(m.end_lineno, m.end_col_offset)), "pass")
+                return edit, n
+            if isinstance(m, (ast.Assign, ast.AnnAssign, ast.For, ast.withitem, ast.NamedExpr)) and any(
+                    isinstance(x, ast.Name) and x.id == n and isinstance(x.ctx, ast.Store) for x in A.walk_all(m)):
+                return None
+    return None
 
 
 def _detach_in_method(stmts, s1, b1, b2, node, kept, flow, unit, ctx, loop=None):

@@ -128,7 +128,17 @@ second loss reads it (`D(gen_imgs.detach())` again after the generator's step, o
 backward in branches that never both run in one pass are not one after the other: the two
 branches of one `if`, or two `if` statements whose tests clash on a name nothing in between
 binds (`if train_dec and train_dis: ... opt.step()` then `if train_dec and not train_dis:
-loss.backward()`).
+loss.backward()`). Where the second
+pass keeps adding to the variable the first loss was summed in (`loss += loss_t` again after SAM's
+`first_step()`), the quick fix starts that sum again (`loss = 0`) before it is refilled.
+
+A helper or a method that back-propagates the loss it returns (`loss = train_step(model, x, y)`,
+fairseq-style `criterion.forward_reg(model, sample, optimizer)` calling `optimizer.backward(loss)`)
+has freed that loss's graph when it returns: a second backward of the returned loss is reported, and
+the quick fix removes it (the helper's backward already gave every gradient). A graph a constructor
+keeps from a module it is handed (`self.weights = model.encode_text(self.texts)` in `__init__`) is
+read by every call of the object; the quick fix keeps the module (`self.model = model`) and computes
+`self.weights` at the top of `forward`, which gives the first iteration the same gradients.
 
 ## FAQ
 **GG101 says `retain_graph=True` is the wrong fix. Why is it right here?**
@@ -245,6 +255,15 @@ SAM 的 `first_step()` 那样两步走的优化器），保留计算图就不是
 `discriminator(pred_g.detach())`）。同一遍执行中不会都运行的两个分支里的 step 和 backward 不算先后：
 同一个 `if` 的两个分支，或者两个 `if` 语句的条件在同一个名字上互相矛盾、且中间没有重新绑定它
 （`if train_dec and train_dis: ... opt.step()` 之后是 `if train_dec and not train_dis: loss.backward()`）。
+如果第二轮继续往第一个损失所在的变量上累加
+（SAM 的 `first_step()` 之后又写 `loss += loss_t`），快速修复会在再次累加之前把它重新置为初值（`loss = 0`）。
+
+如果辅助函数或方法对它返回的损失做了反向传播（`loss = train_step(model, x, y)`，或 fairseq 风格的
+`criterion.forward_reg(model, sample, optimizer)` 内部调用 `optimizer.backward(loss)`），返回时这个损失的
+计算图已被释放：对返回的损失再做一次 backward 会被报告，快速修复删去这一次（辅助函数的 backward 已经给出
+全部梯度）。构造函数从传入的模块算出并保存的计算图（`__init__` 中的 `self.weights =
+model.encode_text(self.texts)`）会被对象的每次调用读取；快速修复改为保存模块（`self.model = model`），
+在 `forward` 开头计算 `self.weights`，第一次迭代的梯度不变。
 
 ## 常见问题
 **GG101 说 `retain_graph=True` 不是正确的修复，为什么这里可以？**
@@ -362,6 +381,31 @@ def fix_recompute_after_step(shown: str, opt: str) -> Dict[str, str]:
             "zh": f"在 `{opt}.step()` 之后重新计算 {shown}"}
 
 
+def advice_reset_accumulator(acc: str) -> Dict[str, str]:
+    return {"en": (f"the second pass keeps adding to `{acc}`, which still holds the first loss and its freed graph, "
+                   f"and the weights changed in between: start `{acc}` again for the second loss"),
+            "zh": (f"第二轮继续往 `{acc}` 上累加，而它仍持有第一个损失及其已释放的计算图，且两次之间权重已更新："
+                   f"请为第二个损失重新开始累加 `{acc}`")}
+
+
+def fix_reset_accumulator(acc: str, init: str) -> Dict[str, str]:
+    return {"en": f"Start the second loss afresh: `{acc} = {init}` before it is summed again",
+            "zh": f"第二个损失重新开始：再次累加之前先写 `{acc} = {init}`"}
+
+
+def advice_encode_in_forward(attr: str, param: str) -> Dict[str, str]:
+    return {"en": (f"the constructor computes `self.{attr}` once from the `{param}` it is handed, which trains: keep "
+                   f"`{param}` and compute `self.{attr}` in `forward`, or compute it under `torch.no_grad()` if "
+                   f"`{param}` should not learn from it"),
+            "zh": (f"构造函数只用传入的 `{param}`（它在训练）计算了一次 `self.{attr}`：请保留 `{param}`，在 `forward` 中"
+                   f"计算 `self.{attr}`；若 `{param}` 不应从中学习，则在 `torch.no_grad()` 下计算")}
+
+
+def fix_encode_in_forward(attr: str, param: str) -> Dict[str, str]:
+    return {"en": f"Keep `{param}` and compute `self.{attr}` at the top of `forward` (same first gradients)",
+            "zh": f"保留 `{param}`，在 `forward` 开头计算 `self.{attr}`（第一次的梯度不变）"}
+
+
 def advice_may_update(what: str) -> Dict[str, str]:
     return {"en": (f"an optimizer step in between may update its weights in place, so compute {what} again "
                    f"for the second loss"),
@@ -384,6 +428,11 @@ def or_detach_in_first(advice: Dict[str, str], what: str) -> Dict[str, str]:
     """``advice``, with the detach in the first loss offered as well."""
     return {"en": advice["en"] + f", or detach {what} where it feeds the first loss",
             "zh": advice["zh"] + f"，或在它进入第一个损失的地方对 {what} 做 detach"}
+
+
+def fix_backward_once(name: str, callee: str) -> Dict[str, str]:
+    return {"en": f"Back-propagate `{name}` once: remove this `backward` (`{callee}` already ran it; same gradients)",
+            "zh": f"`{name}` 只反向传播一次：删去这里的 `backward`（`{callee}` 已经做过；梯度不变）"}
 
 
 def fix_retain(line1: int) -> Dict[str, str]:

@@ -303,6 +303,23 @@ def summarize_class_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
                              stmt)
         if edits is not None:
             out.append((EDITS + stmt.name, edits))
+            if first is not None and not any(k == TAKES + stmt.name for k, _ in out) and any(
+                    pos == 0 and not conds for pos, _, conds in edits[0]):
+                # a forward that edits its input in place, then saves it (ViTDecoder's ``x = token;
+                # x += self.de_pos_embedding`` before its LayerNorm): walked again with that input
+                # a tensor, what it saves is the caller's tensor itself (a second decoder's edit of
+                # it fails the first's backward)
+                again = W.Flow(qualify, layers, params, backward)
+                again.self_name = flow.self_name
+                again.method_shape = flow.method_shape
+                try:
+                    again.enter(fwd)
+                    mine = again.env[first] = W.Val(frozenset({W.Store(first)}), False, True)
+                    again.run(fwd.body)
+                except RecursionError:
+                    return out
+                if any(s in again.saved for s in mine.stores):
+                    out.append((TAKES + stmt.name, True))
     return out
 
 

@@ -393,6 +393,10 @@ class Flow:
         # where each storage escaped: the statements (an element rebound out of place is seen by
         # what keeps it only from then on, :func:`escaped_before`)
         self.escaped_at: "Dict[Store, List[Optional[ast.stmt]]]" = {}
+        # ``inter_outs[i]``, a list's element at an index the walk cannot read: the element it may
+        # be (every element's storage), by the Subscript's id -- kept only for what keeps it
+        # (:meth:`escape_expr`); the read itself stays a value not followed
+        self.any_element: "Dict[int, Val]" = {}
         # a name bound on alternative paths to different values: the storages it may be
         # (``sc = self.shortcut(x)`` / ``sc = x``), for the names an edit may also change
         self.may_alias: "Dict[str, FrozenSet[Store]]" = {}
@@ -416,6 +420,16 @@ class Flow:
             self.escaped_at.setdefault(st, []).append(self.stmt)
         for i in v.items or ():
             self.escape(i)
+
+    def escape_expr(self, e: ast.expr) -> None:
+        """What ``e`` hands a container may be kept there beyond the value the walk follows:
+        ``inter_outs[i]`` any element of the list, ``[x, y]`` each of its elements (read again)."""
+        got = self.any_element.get(id(e))
+        if got is not None:
+            self.escape(got)
+        elif isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+            for x in e.elts:
+                self.escape_expr(x.value if isinstance(x, ast.Starred) else x)
 
     # -- marks --------------------------------------------------------------
     def mark(self, v: Val, saver: ast.AST, what: str) -> None:
@@ -467,6 +481,12 @@ class Flow:
             v = self.eval(s.value)
             for t in s.targets:
                 self.bind(t, v, s)
+                if isinstance(s.value, (ast.List, ast.Tuple, ast.Set)) and not isinstance(t, (ast.Tuple, ast.List)):
+                    # ``kept = [x]``: a list literal keeps its elements under a name of its own
+                    self.escape(v)
+                    self.escape_expr(s.value)
+                elif isinstance(t, (ast.Subscript, ast.Attribute)):
+                    self.escape_expr(s.value)  # ``self.last = inter_outs[i]``
         elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self.bind(s.target, self.eval(s.value), s)
@@ -679,6 +699,8 @@ class Flow:
                 return fresh()
         if base.tensor and _basic_index(e.slice, self.ints):
             return Val(base.stores, base.grad, True)
+        if base.items and not base.stores and not isinstance(e.slice, ast.Slice):
+            self.any_element[id(e)] = Val(frozenset().union(*(i.stores for i in base.items)), base.grad, True)
         return fresh(base.grad, base.tensor)
 
     def e_Tuple(self, e) -> Val:
@@ -941,6 +963,8 @@ class Flow:
         if not recv.tensor and meth in _CONTAINER_ADDS:
             for a in args:
                 self.escape(a)
+            for x in e.args:
+                self.escape_expr(x)  # ``kept.append(inter_outs[i])``: any element
         if meth == "clone" or meth == "contiguous":
             return fresh(recv.grad, True)
         if meth in _VIEWS:

@@ -26,7 +26,9 @@ file (`x = self.block(x)` whose `forward` returns `F.relu(...)`, also when that 
 block was built: `activation="relu"`), a helper method (`self._block(x)`), an element of an
 `nn.ModuleList`, an `nn.Sequential` called earlier on one path of an `if` (`sc = self.shortcut(x)`
 when the block downsamples), or a custom `torch.autograd.Function` whose `forward` hands its input
-to `ctx.save_for_backward`.
+to `ctx.save_for_backward`. A block of the file whose `forward` edits its own input in place and then
+saves it (`x = token; x += self.pos_embedding` before its `LayerNorm`) edits the caller's tensor:
+a second block handed the same tensor (two decoders reading one `quant`) is reported at its call.
 
 ## Why is this bad?
 To compute gradients, many operations keep one of their tensors: `relu`, `sigmoid`, `tanh`, `exp`,
@@ -113,7 +115,9 @@ guess.
 同一文件中的模块（`x = self.block(x)`，其 `forward` 返回 `F.relu(...)`，包括取决于构造参数的情况，
 如 `activation="relu"`）、辅助方法（`self._block(x)`）、`nn.ModuleList` 的元素、在 `if` 的某一分支
 中先调用的 `nn.Sequential`（下采样时的 `sc = self.shortcut(x)`），或者在 `forward` 中把输入交给
-`ctx.save_for_backward` 的自定义 `torch.autograd.Function`。
+`ctx.save_for_backward` 的自定义 `torch.autograd.Function`。如果同一文件中某个模块的 `forward` 原地修改
+自己的输入后又保存它（`x = token; x += self.pos_embedding` 之后接 `LayerNorm`），它修改的就是调用者的
+张量：把同一个张量交给第二个这样的模块（两个解码器读同一个 `quant`）会在这次调用处被报告。
 
 ## 为什么这是个问题
 为了计算梯度，很多运算会保存自己的某个张量：`relu`、`sigmoid`、`tanh`、`exp`、`softmax` 保存
