@@ -274,6 +274,13 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
                         changed.add(id(f.value.value))  # self.scalars[tag].append(v): a dict of lists filled
                     if f.value.__class__ is ast.Name and f.attr != "clear":
                         filled.append(f.value.id)  # fmaps.append(output): a module-level list, maybe
+                elif f.attr == "update" and f.value.__class__ is ast.Subscript:
+                    # self.stats[phase][name].update(v): a meter of a dict of dicts of meters,
+                    # filled (what its update() keeps: GraphFlow._method_call)
+                    inner = f.value
+                    while inner.__class__ is ast.Subscript:
+                        inner = inner.value  # type: ignore[attr-defined]
+                    changed.add(id(inner))
                 elif f.attr in K.BACKWARD_METHODS or f.attr == "grad":
                     backprop = True
         elif cls is ast.Delete:

@@ -142,7 +142,8 @@ class HistoryFlow(interp.GraphFlow):
     def _module_method(self, call, func, env) -> None:
         """``model.infer(x)``: a method (not ``forward``) of a module class of the file, on a
         name holding one (or a parameter every call site passes one), that returns its
-        layers' graph: an evaluation loop's forward (for :func:`_evaluation_hints` only)."""
+        layers' graph: an evaluation loop's forward (for :func:`_evaluation_hints`), and a
+        module's output an accumulation may keep (``total_loss += agent.loss(mb)``)."""
         recv = env.get(func.value.id)
         obj = getattr(recv, "obj", None) or self.bound.get(func.value.id, "")
         if not obj.startswith("user:") or not self.r.is_module_class(obj[5:]):
@@ -151,6 +152,9 @@ class HistoryFlow(interp.GraphFlow):
         if facts is None or not facts.ret.graph or facts.no_grad or facts.calls_backward:
             return
         (self.quiet_call_lines if self.no_grad else self.method_call_lines).append(call.lineno)
+        if not self.no_grad:
+            # loss = agent.loss(batch): what it returns is the module's graph, as its call's is
+            self.model_calls.add(id(call))
 
     def _apply(self, call, callee, q, pos, kws, args_taints, env):
         obj = callee.obj or ""
@@ -716,11 +720,14 @@ def _escaping_marks(flow: HistoryFlow) -> Tuple[set, set]:
     used: set = set()
     for ev in flow.events:
         used |= ev.loss.taints
-    own = {("H", k): site.name for k, site in flow.sites.items() if "." in site.name}
+    # (a meter's object, by the mark of its statement: ``stats[k]`` of ``stats[k].sum``)
+    own = {("H", k): site.name.rpartition(".")[0] for k, site in flow.sites.items() if "." in site.name}
     for key, v in (getattr(flow, "final", None) or {}).items():
         if "." in key:
-            # (a meter's own attribute is where its accumulation lives, not where it escapes to)
-            used |= {t for t in v.taints if own.get(t) != key}
+            # (a meter's own attributes are where its accumulation lives, not where it escapes
+            # to: ``self.sum += val; self.sq_sum += val ** 2`` fill two of them in one call)
+            base = key.rpartition(".")[0]
+            used |= {t for t in v.taints if own.get(t) != base}
     returned: set = set(flow.handed)
     for r in flow.returns:
         returned |= r.taints
@@ -738,9 +745,11 @@ def dotted_receiver(e: ast.expr) -> bool:
 
 
 def _keyed_receiver(e: ast.expr) -> bool:
-    """``stats["loss"]``: a name subscripted by a string constant."""
+    """``stats["loss"]``: a name subscripted by a string constant; or by a name (``stats[k]``
+    in a loop over the keys of a dict of losses: one meter per key)."""
     return (e.__class__ is ast.Subscript and e.value.__class__ is ast.Name
-            and e.slice.__class__ is ast.Constant and isinstance(e.slice.value, str))
+            and ((e.slice.__class__ is ast.Constant and isinstance(e.slice.value, str))
+                 or e.slice.__class__ is ast.Name))
 
 
 def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:
@@ -1062,6 +1071,11 @@ def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
     if site.kind == "meter":
         if not site.value or _built_inside(site):
             return None  # the graph is built inside the method: the fix belongs there
+        call = site.stmt.value if isinstance(site.stmt, (ast.Expr, ast.Assign)) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and A.dotted(call.func.value) == "self":
+            # self._update_stats(stats, n): a helper of the object's own that files what it is
+            # handed (a dict of losses, each into its meter): no .detach() of what it takes
+            return None
         if any(isinstance(e, (ast.Dict, ast.List, ast.Tuple, ast.Set)) for e in site.value):
             return None  # metric.update((y_pred, y)): no .detach() of a tuple
         # (the meter may do tensor arithmetic with what it is handed: a tensor it stays)
