@@ -128,6 +128,8 @@ def _needs_interpretation(body) -> bool:
             if name in _FILLS and (isinstance(f.value, ast.Attribute) or (  # type: ignore[attr-defined]
                     isinstance(f.value, ast.Subscript) and isinstance(f.value.value, ast.Attribute))):  # type: ignore[attr-defined]
                 return True  # policy.saved_log_probs.append(...), self.scalars[tag].append(...): a container kept outside
+            if name == "update" and isinstance(f.value, ast.Subscript) and value.args:  # type: ignore[attr-defined]
+                return True  # self.meters[k].update(v): one of a dict of meters kept outside (_outside_containers)
             if name in _FILLS and isinstance(f.value, ast.Name) and isinstance(s, ast.Expr):  # type: ignore[attr-defined]
                 filled.append(f.value.id)  # type: ignore[attr-defined]
         if isinstance(s, ast.Delete):
@@ -277,9 +279,9 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
                 elif f.attr == "update" and f.value.__class__ is ast.Subscript:
                     # self.stats[phase][name].update(v): a meter of a dict of dicts of meters,
                     # filled (what its update() keeps: GraphFlow._method_call)
-                    inner = f.value
+                    inner: ast.expr = f.value
                     while inner.__class__ is ast.Subscript:
-                        inner = inner.value  # type: ignore[attr-defined]
+                        inner = inner.value
                     changed.add(id(inner))
                 elif f.attr in K.BACKWARD_METHODS or f.attr == "grad":
                     backprop = True
@@ -428,8 +430,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         head, _, attr = key.partition(".")
         before = g.eval(ast.Attribute(ast.Name(head, ast.Load()), attr, ast.Load()) if attr else ast.Name(head, ast.Load()), env)
         if path.startswith("#self."):
-            if before.obj is not None and before.obj != "inst:?":
-                continue  # self.policy: a module of its own, not a container
+            if before.obj is not None and before.obj != "inst:?" and not before.obj.startswith("dict:user:"):
+                continue  # self.policy: a module of its own, not a container (a dict of meters is one)
             before = V._with(before, obj=None)
         seeded[key] = env[key] = V._with(before, taints=before.taints | {("N", path)}, elems=None, kind="list")
     try:
@@ -2730,8 +2732,10 @@ def _unnamed_receivers(value: object) -> object:
     if isinstance(value, V.ClassFacts):
         methods = tuple((n, _unnamed_receivers(m)) for n, m in value.methods)
         return value if all(a is b for (_, a), (_, b) in zip(methods, value.methods)) else replace(value, methods=methods)
-    if isinstance(value, V.FnFacts) and any(c[0].startswith("@") for c in value.calls):
-        return replace(value, calls=tuple(("@", *c[1:]) if c[0].startswith("@") else c for c in value.calls))
+    if isinstance(value, V.FnFacts) and any(c[0].startswith("@") and not c[0].startswith("@#") for c in value.calls):
+        # (a parameter's, ``"@#1"``, is the caller's argument wherever the def is called: kept)
+        return replace(value, calls=tuple(("@", *c[1:]) if c[0].startswith("@") and not c[0].startswith("@#") else c
+                                          for c in value.calls))
     return value
 
 

@@ -326,8 +326,8 @@ def _tensor_test(test: ast.expr) -> bool:
     """``isinstance(h, torch.Tensor)`` or ``torch.is_tensor(h)``."""
     if test.__class__ is not ast.Call:
         return False
-    f = test.func  # type: ignore[attr-defined]
-    args = test.args  # type: ignore[attr-defined]
+    f = test.func
+    args = test.args
     if f.__class__ is ast.Name and f.id == "isinstance":
         return len(args) == 2 and (dotted(args[1]) or "").rsplit(".", 1)[-1] == "Tensor"
     return len(args) == 1 and (dotted(f) or "").endswith("torch.is_tensor")
@@ -2437,6 +2437,15 @@ class GraphFlow:
             if key is not None:
                 env[key] = _with(env.get(key, CLEAN), taints=env.get(key, CLEAN).taints | {("L", call)})
             return plain(recv.taints | {("L", call)})
+        if self.r.ctx is None and key is not None and "." not in key and recv.param and recv.obj is None \
+                and not self.no_grad and m not in _MODULE_METHODS and m not in _SELF_METHODS:
+            who = _param_set(recv)
+            if len(who) == 1 and any(t[0] == "P" and t[1] not in who for t in _union(pos, kws)):
+                # while summarising: ``meter.update(losses)`` on a parameter, handed what another
+                # parameter brings (FnFacts.calls, receiver "@#i"): what the object's method keeps
+                # of it is its class's answer where the def is called (GG201's meter helpers)
+                self.calls.append((f"@#{next(iter(who))}", m, tuple(_param_set(v) for v in pos),
+                                   tuple((kw, _param_set(v)) for kw, v in kws.items() if kw != "**")))
         if m == "append" and self.track_self_state and key is not None and key.startswith("self.") and key.count(".") == 1:
             # self.log_probs.append(x): handed to the caller through the object's own list,
             # as a return would (self_states reads it)
@@ -2504,7 +2513,7 @@ class GraphFlow:
             # self.stats[phase][name].update(v), a dict of dicts of meters, the outer dict)
             inner = func.value.value
             while inner.__class__ is ast.Subscript and m == "update":
-                inner = inner.value  # type: ignore[attr-defined]
+                inner = inner.value
             base = dotted(inner)
             if base is not None and base in env:
                 added = _union(pos, kws)
@@ -2581,7 +2590,7 @@ class GraphFlow:
         obj = callee.obj
         if q == "collections.defaultdict" and obj is None and len(pos) == 1 and (pos[0].obj or "").startswith("ucls:"):
             # defaultdict(AverageMeter): each value it hands out is an object of that class
-            return Val(obj="dict:user:" + pos[0].obj[5:], kind="dict")  # type: ignore[index]
+            return Val(obj="dict:user:" + pos[0].obj[5:], kind="dict")
         if q is not None and obj is None:
             if q in _CLEAN_BUILTINS or ("." in q and _non_graph_library(q)):
                 return CLEAN
@@ -3344,6 +3353,8 @@ class GraphFlow:
                 continue
             cls, method, argsets, kwsets = facts.calls[k]
             recv_key = None
+            if cls.startswith("@#"):
+                continue  # a parameter's method (GG201 reads those), never returned through
             if cls.startswith("@"):
                 # a method of a module-level object (``model.scheduler``): its class, seen from here
                 recv_key = cls[1:]

@@ -167,9 +167,9 @@ def _loss_kin(d: ast.AST, back: Set[str]) -> Set[str]:
     the graph its backward went through (``RETLOSS``)."""
     kin: Set[str] = set()
     for n in A.body_nodes(d):
-        if n.__class__ is not ast.Assign or len(n.targets) != 1:  # type: ignore[attr-defined]
+        if n.__class__ is not ast.Assign or len(n.targets) != 1:
             continue
-        t, v = n.targets[0], n.value  # type: ignore[attr-defined]
+        t, v = n.targets[0], n.value
         if t.__class__ is ast.Name and t.id in back and v.__class__ is ast.Subscript and v.value.__class__ is ast.Name:
             kin.add(v.value.id)
         elif t.__class__ is ast.Tuple and v.__class__ is ast.Call:
@@ -292,9 +292,9 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
             if stepped:
                 valued.append((STEPS + d.name, (tuple(sorted(stepped)), tuple(sorted(called - local)))))
         if back and returns and all(r.value.__class__ is ast.Name for r in returns):
-            if not all(r.value.id in back for r in returns):  # type: ignore[union-attr]
+            if not all(r.value.id in back for r in returns):
                 back = back | _loss_kin(d, back)
-            if all(r.value.id in back for r in returns):  # type: ignore[union-attr]
+            if all(r.value.id in back for r in returns):
                 facts.add(RETLOSS + d.name)
     facts.update(KEEP + name for name in keep)
     flags: "List[Tuple[str, object]]" = [(f, True) for f in sorted(facts)]
