@@ -101,6 +101,17 @@ def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.e
     return tuple(names), defaults
 
 
+def _hands_to_a_parameter(body, names) -> bool:
+    """``meter.update(losses)``: a statement calling a method of a parameter with arguments
+    (what another parameter brings may reach it: ``FnFacts.calls``' ``"@#i"``)."""
+    for s in body:
+        v = s.value if isinstance(s, ast.Expr) else None
+        if isinstance(v, ast.Call) and v.args and isinstance(v.func, ast.Attribute) \
+                and isinstance(v.func.value, ast.Name) and v.func.value.id in names:
+            return True
+    return False
+
+
 def _needs_interpretation(body) -> bool:
     """A statement-level scan (no expression walk): a ``return <value>``, a
     ``yield``, a statement whose call back-propagates, or one calling a
@@ -410,7 +421,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     names, defaults = _params(fn, method and not is_static)
     steps, edits = S.def_step_facts(fn)
     if not own_calls and not _needs_interpretation(fn.body) and not (  # type: ignore[attr-defined]
-            method and getattr(fn, "name", "") != "__init__" and _empties_own_container(fn)):
+            method and getattr(fn, "name", "") != "__init__" and _empties_own_container(fn)) \
+            and not _hands_to_a_parameter(fn.body, names):  # type: ignore[attr-defined]
         # returns nothing and back-propagates nothing: nothing to learn (most defs)
         return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn), steps=steps, param_edits=edits)
     env = {}
