@@ -1052,3 +1052,51 @@ def test_a_helper_handing_the_loss_dict_to_a_meter_is_reported_without_a_fix():
 ])
 def test_a_helper_handing_numbers_to_a_meter_is_silent(fill):
     assert not gg201(_HELPER.replace("FILL", fill))
+
+
+def test_a_rollout_memory_read_back_and_cleared_is_silent():
+    # the rescan's ICM worker (philtabor/Youtube-Code-Repository): remember() appends to two
+    # lists of the memory, sample_memory() hands them back for the loss every T_MAX steps
+    text = """\
+import torch
+import torch.nn as nn
+
+
+class Memory:
+    def __init__(self):
+        self.values = []
+        self.log_probs = []
+
+    def remember(self, value, log_p):
+        self.values.append(value)
+        self.log_probs.append(log_p)
+
+    def clear_memory(self):
+        self.values = []
+        self.log_probs = []
+
+    def sample_memory(self):
+        return self.values, self.log_probs
+
+
+def worker(agent, optimizer, steps):
+    memory = Memory()
+    t = 0
+    while t < steps:
+        state = torch.randn(1, 4)
+        out = agent(state)
+        memory.remember(out[:, 0], out[:, 1])
+        t += 1
+        if t % 5 == 0:
+            values, log_probs = memory.sample_memory()
+            loss = torch.cat(values).sum() + torch.cat(log_probs).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            memory.clear_memory()
+
+
+agent = nn.Linear(4, 2)
+worker(agent, torch.optim.SGD(agent.parameters(), lr=0.1), 10)
+"""
+    assert not gg201(text)

@@ -770,14 +770,16 @@ def _escaping_marks(flow: HistoryFlow) -> Tuple[set, set]:
     used: set = set()
     for ev in flow.events:
         used |= ev.loss.taints
-    # (a meter's object, by the mark of its statement: ``stats[k]`` of ``stats[k].sum``)
-    own = {("H", k): site.name.rpartition(".")[0] for k, site in flow.sites.items() if "." in site.name}
+    own = {("H", k): site.name for k, site in flow.sites.items() if "." in site.name}
     for key, v in (getattr(flow, "final", None) or {}).items():
         if "." in key:
-            # (a meter's own attributes are where its accumulation lives, not where it escapes
-            # to: ``self.sum += val; self.sq_sum += val ** 2`` fill two of them in one call)
+            # (a meter's own attribute is where its accumulation lives, not where it escapes to;
+            # so are its other attributes when it is one of a dict of meters, ``stats[k].sum`` and
+            # ``stats[k].sq_sum``; an object's other lists may be read back by another method
+            # of it, a rollout memory's ``sample_memory()``, and count as escaping)
             base = key.rpartition(".")[0]
-            used |= {t for t in v.taints if own.get(t) != base}
+            used |= {t for t in v.taints if own.get(t) != key
+                     and not ("[" in base and own.get(t, "").rpartition(".")[0] == base)}
     returned: set = set(flow.handed)
     for r in flow.returns:
         returned |= r.taints
