@@ -854,3 +854,249 @@ def test_a_meter_keeping_numbers_or_the_last_value_is_silent(kind, old, new):
     klass = _METERS[kind][0]
     assert old in klass
     assert not gg201(_meter(kind, cls=klass.replace(old, new)))
+
+
+# ---------------------------------------------------------------------------
+# the seventh blind quiet corpus's kept graphs (docs/quiet-rules-scan.md): meters in a dict
+# (a defaultdict of a meter class, a dict display, under a key the loop iterates over), a
+# meter filling two attributes, the loss parts a training step returns after its backward, a
+# module's loss method, a helper handing a model's loss dict to a meter
+
+_METER_CLASS = """\
+from collections import defaultdict
+
+
+class AverageMeter:
+    def __init__(self):
+        self.sum = 0.0
+        self.sq_sum = 0.0
+        self.count = 0
+
+    def update(self, val, n=1):
+        CUT
+        self.sum += val * n
+        self.sq_sum += val ** 2 * n
+        self.count += n
+
+"""
+
+
+@pytest.mark.parametrize("setup", ["stats = defaultdict(AverageMeter)",
+                                   "stats = {'loss': AverageMeter(), 'aux': AverageMeter()}"])
+@pytest.mark.parametrize("call, fixed_arg", [
+    ("stats['loss'].update(ARG)", "loss.detach()"),
+    ("for k, v in {'loss': ARG, 'aux': ARG * 2}.items():\n        stats[k].update(v)", "v.detach()"),
+])
+def test_a_dict_of_meters_filled_by_key_is_reported(setup, call, fixed_arg):
+    text = _METER_CLASS.replace("CUT", "pass") + _METER_LOOP.replace("SETUP", setup).replace(
+        "CALL", call.replace("ARG", "loss"))
+    [f] = gg201(text)
+    assert f.range.start.line + 1 == next(i for i, t in enumerate(text.splitlines(), 1) if "# 记录" in t)
+    out = fixed(text)
+    assert fixed_arg in out and not gg201(out)
+
+
+@pytest.mark.parametrize("cut, arg", [
+    ("pass", "loss.item()"),
+    ("if torch.is_tensor(val):\n            val = val.detach()", "loss"),
+    ("val = val.item() if torch.is_tensor(val) else val", "loss"),
+    ("val = float(val)", "loss"),
+])
+def test_a_dict_of_meters_keeping_numbers_is_silent(cut, arg):
+    call = "for k, v in {'loss': ARG}.items():\n        stats[k].update(v)".replace("ARG", arg)
+    text = _METER_CLASS.replace("CUT", cut) + _METER_LOOP.replace(
+        "SETUP", "stats = defaultdict(AverageMeter)").replace("CALL", call)
+    assert not gg201(text)
+
+
+_STEP = HEAD + """\
+from collections import defaultdict
+
+
+def criterion(out, y):
+    mse = ((out - y) ** 2).mean()
+    l1 = (out - y).abs().mean()
+    return mse + l1, {"mse": mse, "l1": l1}
+
+
+def train_step(x, y):
+    opt.zero_grad()
+    BODY
+    opt.step()
+    return RET
+
+
+totals = defaultdict(float)
+for x, y in data:
+    for name, value in train_step(x, y).items():
+        totals[name] += value  # 记录
+print({k: float(v) for k, v in totals.items()})
+"""
+
+
+@pytest.mark.parametrize("body, ret", [
+    ("loss, parts = criterion(model(x), y)\n    loss.backward()", "parts"),
+    ("info = {'loss': criterion(model(x), y)[0]}\n    loss = info['loss']\n    loss.backward()", "info"),
+])
+def test_loss_parts_a_training_step_returns_after_its_backward_are_reported(body, ret):
+    text = _STEP.replace("BODY", body).replace("RET", ret)
+    [f] = gg201(text)
+    assert f.range.start.line + 1 == next(i for i, t in enumerate(text.splitlines(), 1) if "# 记录" in t)
+
+
+@pytest.mark.parametrize("body, ret", [
+    # numbers returned
+    ("loss, parts = criterion(model(x), y)\n    loss.backward()", "{k: v.item() for k, v in parts.items()}"),
+    # the parts came with a loss the step never back-propagates (a caller may)
+    ("loss, parts = criterion(model(x), y)\n    other = loss * 1\n    other.backward(retain_graph=True)", "parts"),
+])
+def test_loss_parts_returned_as_numbers_or_not_back_propagated_are_silent(body, ret):
+    assert not gg201(_STEP.replace("BODY", body).replace("RET", ret))
+
+
+_AGENT = """\
+import torch
+import torch.nn as nn
+
+
+class Agent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.policy = nn.Linear(4, 1)
+
+    def loss(self, batch):
+        return (self.policy(batch) ** 2).mean()
+
+
+agent = Agent()
+opt = torch.optim.SGD(agent.parameters(), lr=0.1)
+data = [torch.randn(2, 4) for _ in range(3)]
+LOOP
+"""
+
+
+def test_a_module_loss_method_summed_after_its_backward_is_reported():
+    text = _AGENT.replace("LOOP", """\
+total_loss = 0
+for mb in data:
+    loss = agent.loss(mb)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    total_loss += loss
+print(float(total_loss))""")
+    [f] = gg201(text)
+    assert f.range.start.line + 1 == len(text.splitlines()) - 1
+    assert "total_loss += loss.item()" in fixed(text)
+
+
+@pytest.mark.parametrize("loop", [
+    # numbers summed
+    "total = 0\nfor mb in data:\n    loss = agent.loss(mb)\n    opt.zero_grad()\n    loss.backward()\n"
+    "    opt.step()\n    total += float(loss)\nprint(total)",
+    # the sum is the loss: back-propagated once after the loop
+    "total = 0\nfor mb in data:\n    total = total + agent.loss(mb)\nopt.zero_grad()\ntotal.backward()\nopt.step()",
+])
+def test_a_module_loss_method_summed_as_numbers_or_as_the_loss_is_silent(loop):
+    assert not gg201(_AGENT.replace("LOOP", loop))
+
+
+_HELPER = HEAD + """\
+from collections import defaultdict
+
+
+class Smoothed:
+    def __init__(self):
+        self.total = 0.0
+
+    def update(self, value):
+        self.total += value
+
+
+class Meter:
+    def __init__(self):
+        self.meters = defaultdict(Smoothed)
+
+    def update(self, update_dict):
+        for k, v in update_dict.items():
+            self.meters[k].update(v)
+
+
+def update_meter(report, meter):
+    update_dict = {}
+    FILL
+    meter.update(update_dict)
+
+
+meter = Meter()
+for x, y in data:
+    report = {"losses": {"mse": ((model(x) - y) ** 2).mean()}}
+    opt.zero_grad()
+    report["losses"]["mse"].backward()
+    opt.step()
+    update_meter(report, meter)  # 记录
+"""
+
+
+def test_a_helper_handing_the_loss_dict_to_a_meter_is_reported_without_a_fix():
+    text = _HELPER.replace("FILL", 'update_dict.update(report["losses"])')
+    [f] = gg201(text)
+    assert f.range.start.line + 1 == next(i for i, t in enumerate(text.splitlines(), 1) if "# 记录" in t)
+    assert "`meter.meters`" in f.message_in("en") and f.preferred_fix is None
+
+
+@pytest.mark.parametrize("fill", [
+    'for k, v in report["losses"].items():\n        update_dict[k] = v.item()',
+    'update_dict.update({k: v.detach() for k, v in report["losses"].items()})',
+    'update_dict["n"] = 1',
+])
+def test_a_helper_handing_numbers_to_a_meter_is_silent(fill):
+    assert not gg201(_HELPER.replace("FILL", fill))
+
+
+def test_a_rollout_memory_read_back_and_cleared_is_silent():
+    # the rescan's ICM worker (philtabor/Youtube-Code-Repository): remember() appends to two
+    # lists of the memory, sample_memory() hands them back for the loss every T_MAX steps
+    text = """\
+import torch
+import torch.nn as nn
+
+
+class Memory:
+    def __init__(self):
+        self.values = []
+        self.log_probs = []
+
+    def remember(self, value, log_p):
+        self.values.append(value)
+        self.log_probs.append(log_p)
+
+    def clear_memory(self):
+        self.values = []
+        self.log_probs = []
+
+    def sample_memory(self):
+        return self.values, self.log_probs
+
+
+def worker(agent, optimizer, steps):
+    memory = Memory()
+    t = 0
+    while t < steps:
+        state = torch.randn(1, 4)
+        out = agent(state)
+        memory.remember(out[:, 0], out[:, 1])
+        t += 1
+        if t % 5 == 0:
+            values, log_probs = memory.sample_memory()
+            loss = torch.cat(values).sum() + torch.cat(log_probs).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            memory.clear_memory()
+
+
+agent = nn.Linear(4, 2)
+worker(agent, torch.optim.SGD(agent.parameters(), lr=0.1), 10)
+"""
+    assert not gg201(text)

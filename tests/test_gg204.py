@@ -102,3 +102,45 @@ def test_a_loop_that_trains_no_parameters_needs_the_flag():
         out.backward(torch.ones(10))
     """)
     assert not gg204(src)
+
+
+_MOVED = """\
+import torch
+import torch.nn as nn
+
+device = torch.device("cpu")
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+batches = [{"image": torch.randn(4, 3), "gt": torch.randn(4, 1)} for _ in range(3)]
+for batch in batches:
+    inputs, gts = batch["image"], batch["gt"]
+    inputs.requires_grad_()
+    MOVE
+    loss = ((model(inputs) - gts) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    AFTER
+"""
+
+
+@pytest.mark.parametrize("move", ["inputs, gts = inputs.to(device), gts.to(device)",
+                                  "inputs = inputs.to(device)", "inputs = inputs.float()"])
+def test_a_flagged_input_moved_to_a_device_is_still_only_data(move):
+    # quietheld7 rg01 (OSVOS-PyTorch#22): requires_grad_() on a batch's image, then .to(device)
+    src = _MOVED.replace("MOVE", move).replace("AFTER", "pass")
+    [f] = gg204(src)
+    assert f.range.start.line + 1 == 10
+    out = apply_text_edits(src, list(f.preferred_fix.edits))
+    assert "requires_grad_" not in out and not gg204(out)
+
+
+@pytest.mark.parametrize("move, after", [
+    ("inputs = inputs.to(device)", "print(inputs.grad)"),  # its gradient is read
+    ("inputs = inputs * 2", "pass"),  # another value
+    ("inputs = other.to(device)", "pass"),  # another tensor moved
+])
+def test_a_flagged_input_moved_and_read_or_rebound_is_silent(move, after):
+    src = _MOVED.replace("MOVE", move).replace("AFTER", after).replace(
+        "device = torch.device", "other = torch.zeros(4, 3)\ndevice = torch.device")
+    assert not gg204(src)

@@ -101,6 +101,17 @@ def _params(fn: ast.AST, method: bool) -> Tuple[Tuple[str, ...], Dict[str, ast.e
     return tuple(names), defaults
 
 
+def _hands_to_a_parameter(body, names) -> bool:
+    """``meter.update(losses)``: a statement calling a method of a parameter with arguments
+    (what another parameter brings may reach it: ``FnFacts.calls``' ``"@#i"``)."""
+    for s in body:
+        v = s.value if isinstance(s, ast.Expr) else None
+        if isinstance(v, ast.Call) and v.args and isinstance(v.func, ast.Attribute) \
+                and isinstance(v.func.value, ast.Name) and v.func.value.id in names:
+            return True
+    return False
+
+
 def _needs_interpretation(body) -> bool:
     """A statement-level scan (no expression walk): a ``return <value>``, a
     ``yield``, a statement whose call back-propagates, or one calling a
@@ -128,6 +139,8 @@ def _needs_interpretation(body) -> bool:
             if name in _FILLS and (isinstance(f.value, ast.Attribute) or (  # type: ignore[attr-defined]
                     isinstance(f.value, ast.Subscript) and isinstance(f.value.value, ast.Attribute))):  # type: ignore[attr-defined]
                 return True  # policy.saved_log_probs.append(...), self.scalars[tag].append(...): a container kept outside
+            if name == "update" and isinstance(f.value, ast.Subscript) and value.args:  # type: ignore[attr-defined]
+                return True  # self.meters[k].update(v): one of a dict of meters kept outside (_outside_containers)
             if name in _FILLS and isinstance(f.value, ast.Name) and isinstance(s, ast.Expr):  # type: ignore[attr-defined]
                 filled.append(f.value.id)  # type: ignore[attr-defined]
         if isinstance(s, ast.Delete):
@@ -274,6 +287,13 @@ def _outside_containers(fn: ast.AST, names: Tuple[str, ...], me: Optional[str] =
                         changed.add(id(f.value.value))  # self.scalars[tag].append(v): a dict of lists filled
                     if f.value.__class__ is ast.Name and f.attr != "clear":
                         filled.append(f.value.id)  # fmaps.append(output): a module-level list, maybe
+                elif f.attr == "update" and f.value.__class__ is ast.Subscript:
+                    # self.stats[phase][name].update(v): a meter of a dict of dicts of meters,
+                    # filled (what its update() keeps: GraphFlow._method_call)
+                    inner: ast.expr = f.value
+                    while inner.__class__ is ast.Subscript:
+                        inner = inner.value
+                    changed.add(id(inner))
                 elif f.attr in K.BACKWARD_METHODS or f.attr == "grad":
                     backprop = True
         elif cls is ast.Delete:
@@ -401,7 +421,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     names, defaults = _params(fn, method and not is_static)
     steps, edits = S.def_step_facts(fn)
     if not own_calls and not _needs_interpretation(fn.body) and not (  # type: ignore[attr-defined]
-            method and getattr(fn, "name", "") != "__init__" and _empties_own_container(fn)):
+            method and getattr(fn, "name", "") != "__init__" and _empties_own_container(fn)) \
+            and not _hands_to_a_parameter(fn.body, names):  # type: ignore[attr-defined]
         # returns nothing and back-propagates nothing: nothing to learn (most defs)
         return V.FnFacts(params=names, no_grad=A.is_no_grad_function(fn), steps=steps, param_edits=edits)
     env = {}
@@ -421,8 +442,8 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         head, _, attr = key.partition(".")
         before = g.eval(ast.Attribute(ast.Name(head, ast.Load()), attr, ast.Load()) if attr else ast.Name(head, ast.Load()), env)
         if path.startswith("#self."):
-            if before.obj is not None and before.obj != "inst:?":
-                continue  # self.policy: a module of its own, not a container
+            if before.obj is not None and before.obj != "inst:?" and not before.obj.startswith("dict:user:"):
+                continue  # self.policy: a module of its own, not a container (a dict of meters is one)
             before = V._with(before, obj=None)
         seeded[key] = env[key] = V._with(before, taints=before.taints | {("N", path)}, elems=None, kind="list")
     try:
@@ -2847,8 +2868,10 @@ def _unnamed_receivers(value: object) -> object:
     if isinstance(value, V.ClassFacts):
         methods = tuple((n, _unnamed_receivers(m)) for n, m in value.methods)
         return value if all(a is b for (_, a), (_, b) in zip(methods, value.methods)) else replace(value, methods=methods)
-    if isinstance(value, V.FnFacts) and any(c[0].startswith("@") for c in value.calls):
-        return replace(value, calls=tuple(("@", *c[1:]) if c[0].startswith("@") else c for c in value.calls))
+    if isinstance(value, V.FnFacts) and any(c[0].startswith("@") and not c[0].startswith("@#") for c in value.calls):
+        # (a parameter's, ``"@#1"``, is the caller's argument wherever the def is called: kept)
+        return replace(value, calls=tuple(("@", *c[1:]) if c[0].startswith("@") and not c[0].startswith("@#") else c
+                                          for c in value.calls))
     return value
 
 

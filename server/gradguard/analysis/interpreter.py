@@ -322,6 +322,17 @@ SAVES = ("K", None)
 _CALL_WORDS = "<the call>"
 _MODULE_WORDS = "<the module>"
 # an operator's symbol, for GG102's words about it (``_saves``)
+def _tensor_test(test: ast.expr) -> bool:
+    """``isinstance(h, torch.Tensor)`` or ``torch.is_tensor(h)``."""
+    if test.__class__ is not ast.Call:
+        return False
+    f = test.func
+    args = test.args
+    if f.__class__ is ast.Name and f.id == "isinstance":
+        return len(args) == 2 and (dotted(args[1]) or "").rsplit(".", 1)[-1] == "Tensor"
+    return len(args) == 1 and (dotted(f) or "").endswith("torch.is_tensor")
+
+
 _OPS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "Pow": "**", "MatMult": "@", "FloorDiv": "//", "Mod": "%"}
 # the legacy typed tensor constructors: torch.FloatTensor, torch.cuda.LongTensor, torch.Tensor
 _LEGACY_TENSOR_TYPE = re.compile(
@@ -1157,19 +1168,12 @@ class GraphFlow:
     def _narrow(test: ast.expr, yes: Dict[str, Val], no: Dict[str, Val], body: _Opt[list] = None) -> None:
         """``if h is not None:`` → on the other path h is None (carries nothing);
         ``if hasattr(h, "detach"):`` → on the other path h is not a tensor; so with
-        ``if isinstance(h, torch.Tensor):`` whose body binds ``h`` to a cut of it (a reporter's
+        ``if isinstance(h, torch.Tensor):`` (``torch.is_tensor(h)``) whose body binds ``h`` to a cut of it (a reporter's
         ``value = value.detach()``: what it keeps is meant to hold no graph; a helper whose
         tensor branch returns, and whose other branch handles a tuple of states, is left as it is);
         ``if x.requires_grad:`` → on the other path x has no graph."""
-        if (
-            body
-            and isinstance(test, ast.Call)
-            and isinstance(test.func, ast.Name)
-            and test.func.id == "isinstance"
-            and len(test.args) == 2
-            and (dotted(test.args[1]) or "").rsplit(".", 1)[-1] == "Tensor"
-        ):
-            name = dotted(test.args[0])
+        if body and _tensor_test(test):
+            name = dotted(test.args[0])  # type: ignore[attr-defined]
             if name is not None and any(
                     isinstance(b, ast.Assign) and len(b.targets) == 1 and dotted(b.targets[0]) == name
                     and is_graph_cut(b.value) for b in body):
@@ -2017,6 +2021,11 @@ class GraphFlow:
             self.eval(e.test, env)
             yes, no = dict(env), dict(env)
             self._narrow(e.test, yes, no)
+            if _tensor_test(e.test) and is_graph_cut(e.body):
+                # ``v.item() if torch.is_tensor(v) else v``: on the other branch v is no tensor
+                name = dotted(e.test.args[0])  # type: ignore[attr-defined]
+                if name is not None and any(dotted(n) == name for n in walk_all(e.body) if n.__class__ in (ast.Name, ast.Attribute)):
+                    no[name] = CONST
             return join(self.eval(e.body, yes), self.eval(e.orelse, no))
         if isinstance(e, ast.ListComp):
             v = _with(plain(self._comp(e, [e.elt], env)), kind="list")
@@ -2428,6 +2437,15 @@ class GraphFlow:
             if key is not None:
                 env[key] = _with(env.get(key, CLEAN), taints=env.get(key, CLEAN).taints | {("L", call)})
             return plain(recv.taints | {("L", call)})
+        if self.r.ctx is None and key is not None and "." not in key and recv.param and recv.obj is None \
+                and not self.no_grad and m not in _MODULE_METHODS and m not in _SELF_METHODS:
+            who = _param_set(recv)
+            if len(who) == 1 and any(t[0] == "P" and t[1] not in who for t in _union(pos, kws)):
+                # while summarising: ``meter.update(losses)`` on a parameter, handed what another
+                # parameter brings (FnFacts.calls, receiver "@#i"): what the object's method keeps
+                # of it is its class's answer where the def is called (GG201's meter helpers)
+                self.calls.append((f"@#{next(iter(who))}", m, tuple(_param_set(v) for v in pos),
+                                   tuple((kw, _param_set(v)) for kw, v in kws.items() if kw != "**")))
         if m == "append" and self.track_self_state and key is not None and key.startswith("self.") and key.count(".") == 1:
             # self.log_probs.append(x): handed to the caller through the object's own list,
             # as a return would (self_states reads it)
@@ -2500,8 +2518,12 @@ class GraphFlow:
             self._threaded_by_unknown(call, None, t)
             return plain(t | {("G", call)})
         if m in ("append", "extend", "insert", "add", "update") and key is None and func.value.__class__ is ast.Subscript:
-            # self.scalars[tag].append(v): a dict (or list) of lists now holds v's graph
-            base = dotted(func.value.value)
+            # self.scalars[tag].append(v): a dict (or list) of lists now holds v's graph (and
+            # self.stats[phase][name].update(v), a dict of dicts of meters, the outer dict)
+            inner = func.value.value
+            while inner.__class__ is ast.Subscript and m == "update":
+                inner = inner.value
+            base = dotted(inner)
             if base is not None and base in env:
                 added = _union(pos, kws)
                 if added:
@@ -2575,6 +2597,9 @@ class GraphFlow:
 
     def _apply(self, call, callee: Val, q: _Opt[str], pos, kws, args_taints, env) -> Val:
         obj = callee.obj
+        if q == "collections.defaultdict" and obj is None and len(pos) == 1 and (pos[0].obj or "").startswith("ucls:"):
+            # defaultdict(AverageMeter): each value it hands out is an object of that class
+            return Val(obj="dict:user:" + pos[0].obj[5:], kind="dict")
         if q is not None and obj is None:
             if q in _CLEAN_BUILTINS or ("." in q and _non_graph_library(q)):
                 return CLEAN
@@ -3337,6 +3362,8 @@ class GraphFlow:
                 continue
             cls, method, argsets, kwsets = facts.calls[k]
             recv_key = None
+            if cls.startswith("@#"):
+                continue  # a parameter's method (GG201 reads those), never returned through
             if cls.startswith("@"):
                 # a method of a module-level object (``model.scheduler``): its class, seen from here
                 recv_key = cls[1:]

@@ -15,8 +15,9 @@ statement; a plain assignment or call at module level cannot), giving:
   of a loop or comprehension that zeroes no gradient itself: a trainer's
   ``train_step()`` that back-propagates and steps runs once per iteration of it (GG205);
 * ``gg2:retloss:<def>`` — a def every ``return`` of which returns a name it calls
-  ``.backward()`` on (without ``retain_graph``): a training step handing back the loss
-  it back-propagated, a graph no one can differentiate again (GG201);
+  ``.backward()`` on (without ``retain_graph``), or the name that loss was taken from or
+  came with (``loss = info["loss"]``, ``loss, parts = criterion(...)``): a training step
+  handing back the loss it back-propagated, a graph no one can differentiate again (GG201);
 * ``gg2:loopin:<name>:<def>`` — a function or method named for evaluation (``evaluate``,
   ``_eval_step``, ``predict``) called in the body of a loop of ``<def>`` (empty at module
   level), and ``gg2:evalloop:<name>:<def>`` when that loop comes after a ``<module>.eval()``
@@ -160,6 +161,24 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tu
     return zeroing
 
 
+def _loss_kin(d: ast.AST, back: Set[str]) -> Set[str]:
+    """The names a def's back-propagated ``loss`` was taken from or came with (``loss =
+    loss_info["loss"]``; ``loss, parts = criterion(out, y)``): what they hold is part of
+    the graph its backward went through (``RETLOSS``)."""
+    kin: Set[str] = set()
+    for n in A.body_nodes(d):
+        if n.__class__ is not ast.Assign or len(n.targets) != 1:
+            continue
+        t, v = n.targets[0], n.value
+        if t.__class__ is ast.Name and t.id in back and v.__class__ is ast.Subscript and v.value.__class__ is ast.Name:
+            kin.add(v.value.id)
+        elif t.__class__ is ast.Tuple and v.__class__ is ast.Call:
+            names = [e.id for e in t.elts if e.__class__ is ast.Name]
+            if len(names) == len(t.elts) and any(x in back for x in names):
+                kin.update(x for x in names if x not in back)
+    return kin
+
+
 _LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp})
 
 
@@ -272,8 +291,11 @@ def summarize_quiet_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
             stepped -= local
             if stepped:
                 valued.append((STEPS + d.name, (tuple(sorted(stepped)), tuple(sorted(called - local)))))
-        if back and returns and all(r.value.__class__ is ast.Name and r.value.id in back for r in returns):
-            facts.add(RETLOSS + d.name)
+        if back and returns and all(r.value.__class__ is ast.Name for r in returns):
+            if not all(r.value.id in back for r in returns):
+                back = back | _loss_kin(d, back)
+            if all(r.value.id in back for r in returns):
+                facts.add(RETLOSS + d.name)
     facts.update(KEEP + name for name in keep)
     flags: "List[Tuple[str, object]]" = [(f, True) for f in sorted(facts)]
     return flags + valued

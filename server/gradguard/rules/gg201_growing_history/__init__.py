@@ -142,7 +142,8 @@ class HistoryFlow(interp.GraphFlow):
     def _module_method(self, call, func, env) -> None:
         """``model.infer(x)``: a method (not ``forward``) of a module class of the file, on a
         name holding one (or a parameter every call site passes one), that returns its
-        layers' graph: an evaluation loop's forward (for :func:`_evaluation_hints` only)."""
+        layers' graph: an evaluation loop's forward (for :func:`_evaluation_hints`), and a
+        module's output an accumulation may keep (``total_loss += agent.loss(mb)``)."""
         recv = env.get(func.value.id)
         obj = getattr(recv, "obj", None) or self.bound.get(func.value.id, "")
         if not obj.startswith("user:") or not self.r.is_module_class(obj[5:]):
@@ -151,6 +152,9 @@ class HistoryFlow(interp.GraphFlow):
         if facts is None or not facts.ret.graph or facts.no_grad or facts.calls_backward:
             return
         (self.quiet_call_lines if self.no_grad else self.method_call_lines).append(call.lineno)
+        if not self.no_grad:
+            # loss = agent.loss(batch): what it returns is the module's graph, as its call's is
+            self.model_calls.add(id(call))
 
     def _apply(self, call, callee, q, pos, kws, args_taints, env):
         obj = callee.obj or ""
@@ -216,7 +220,48 @@ class HistoryFlow(interp.GraphFlow):
                     fills.append((key, env.get(key) or V.CLEAN, args))
                     if args and eff.appends_params and self._plain_store(call, env):
                         self.store_keys.add(key)
+        if fills is not None and self._fill_call is not None and call is self._fill_call and facts.calls \
+                and call.func.__class__ is ast.Name and not facts.no_grad:
+            self._param_meters(call, facts, pos, kws, env, fills)
         return super()._apply_facts(call, facts, pos, kws, env, fname, graph_node, recv_key)
+
+    def _param_meters(self, call, facts, pos, kws, env, fills: list) -> None:
+        """``update_meter(report, meter)``: a function of the project that hands what one
+        parameter brings to a method of another (``meter.update(losses)``, ``FnFacts.calls``
+        with receiver ``"@#i"``); the object passed there keeps it when its class's method
+        keeps its argument on it (``Meter.update``: ``self.meters[k].update(v)``). (No fix:
+        the values travel through the helper, a dict of losses maybe: _cut_edits.)"""
+        for recv, method, argsets, kwsets in facts.calls:
+            if not recv.startswith("@#"):
+                continue
+            i = int(recv[2:])
+            if i >= len(call.args) or any(a.__class__ is ast.Starred for a in call.args[:i + 1]):
+                continue
+            name = A.dotted(call.args[i])
+            held = env.get(name) if name is not None else None
+            obj = getattr(held, "obj", None) or ""
+            inner = self.r.method_facts(obj, method) if obj.startswith("user:") else None
+            if inner is None or inner.no_grad or not inner.containers:
+                continue
+            named = {k.arg: k.value for k in call.keywords if k.arg}
+
+            def brought(ps, _named=named) -> frozenset:
+                return frozenset().union(*(facts.argument(j, pos, kws, V.CLEAN).taints for j in ps)) if ps else frozenset()
+
+            ivals = [V.plain(brought(ps)) for ps in argsets]
+            ikws = {kw: V.plain(brought(ps)) for kw, ps in kwsets}
+            for eff in inner.containers:
+                if not eff.appends_params or not eff.path.startswith("#self."):
+                    continue
+                added = frozenset().union(*(inner.argument(j, ivals, ikws, V.CLEAN).taints for j in eff.appends_params))
+                if not any(t[0] == "G" for t in added):
+                    continue
+                key = f"{name}.{eff.path[6:]}"
+                old = env.get(key) or V.CLEAN
+                handed = [a for j, a in enumerate(call.args) if j != i and a.__class__ is not ast.Starred
+                          and j < len(pos) and pos[j].graph_tokens()]
+                fills.append((key, old, handed))
+                env[key] = V._with(old, taints=old.taints | added)
 
     def _plain_store(self, call, env) -> bool:
         """Is the receiver of ``call`` an object of a same-file class that is not a module
@@ -245,8 +290,9 @@ class HistoryFlow(interp.GraphFlow):
                 env[n] = V.Val(kind="list")  # (so that the append is followed: the list it fills)
         meter = (self.frames and not self.no_grad and s.__class__ in (ast.Expr, ast.Assign)
                  and s.value.__class__ is ast.Call
-                 and isinstance(s.value.func, ast.Attribute) and s.value.func.attr not in _ACC_METHODS
-                 and dotted_receiver(s.value.func.value))
+                 and ((isinstance(s.value.func, ast.Attribute) and s.value.func.attr not in _ACC_METHODS
+                       and dotted_receiver(s.value.func.value))
+                      or s.value.func.__class__ is ast.Name))  # (a helper handed a meter: _param_meters)
         outer = (self._fill_call, self._fills)
         if meter:
             self._fill_call, self._fills = s.value, []
@@ -662,6 +708,12 @@ def _meter_methods(ctx) -> frozenset:
                 if any((e.appends_params or e.appends) and e.path.startswith("#self.")
                        for e in getattr(fn, "containers", ())):
                     names.add(name)
+        # a function handing what a parameter brings to such a method of another parameter
+        # (``update_meter(report, meter)``: ``meter.update(losses)``, HistoryFlow._param_meters)
+        for key, facts in ctx.summary.items():
+            calls = getattr(facts, "calls", None) if key.startswith("fn:") else None
+            if calls and any(c[0].startswith("@#") and c[1] in names for c in calls):
+                names.add(key[3:])
         _METERS[:] = [ctx, frozenset(names)]
     return _METERS[1]
 
@@ -698,6 +750,8 @@ def _accumulation_shaped(t, says_eval, meters: frozenset = frozenset()) -> bool:
         # arithmetic (a running sum, an EMA); a state threaded through a call only
         # matters in an evaluation loop, and such code says "eval" somewhere
         return any(_graph_leaves(t.value, n) for n in names) or says_eval()
+    if isinstance(t, ast.Expr) and isinstance(t.value, ast.Call) and isinstance(t.value.func, ast.Name):
+        return t.value.func.id in meters and len(t.value.args) > 1  # update_meter(report, meter)
     if isinstance(t, ast.Expr) and isinstance(t.value, ast.Call) and isinstance(t.value.func, ast.Attribute):
         if t.value.func.attr in meters and (t.value.args or t.value.keywords):
             return True  # meter.update(loss): a method keeping its argument on its object
@@ -719,8 +773,13 @@ def _escaping_marks(flow: HistoryFlow) -> Tuple[set, set]:
     own = {("H", k): site.name for k, site in flow.sites.items() if "." in site.name}
     for key, v in (getattr(flow, "final", None) or {}).items():
         if "." in key:
-            # (a meter's own attribute is where its accumulation lives, not where it escapes to)
-            used |= {t for t in v.taints if own.get(t) != key}
+            # (a meter's own attribute is where its accumulation lives, not where it escapes to;
+            # so are its other attributes when it is one of a dict of meters, ``stats[k].sum`` and
+            # ``stats[k].sq_sum``; an object's other lists may be read back by another method
+            # of it, a rollout memory's ``sample_memory()``, and count as escaping)
+            base = key.rpartition(".")[0]
+            used |= {t for t in v.taints if own.get(t) != key
+                     and not ("[" in base and own.get(t, "").rpartition(".")[0] == base)}
     returned: set = set(flow.handed)
     for r in flow.returns:
         returned |= r.taints
@@ -738,9 +797,11 @@ def dotted_receiver(e: ast.expr) -> bool:
 
 
 def _keyed_receiver(e: ast.expr) -> bool:
-    """``stats["loss"]``: a name subscripted by a string constant."""
+    """``stats["loss"]``: a name subscripted by a string constant; or by a name (``stats[k]``
+    in a loop over the keys of a dict of losses: one meter per key)."""
     return (e.__class__ is ast.Subscript and e.value.__class__ is ast.Name
-            and e.slice.__class__ is ast.Constant and isinstance(e.slice.value, str))
+            and ((e.slice.__class__ is ast.Constant and isinstance(e.slice.value, str))
+                 or e.slice.__class__ is ast.Name))
 
 
 def _backpropagated(site: _Site, flow: HistoryFlow) -> bool:
@@ -1062,6 +1123,12 @@ def _cut_edits(site: _Site, unit, ctx) -> Optional[Tuple[str, List[TextEdit]]]:
     if site.kind == "meter":
         if not site.value or _built_inside(site):
             return None  # the graph is built inside the method: the fix belongs there
+        call = site.stmt.value if isinstance(site.stmt, (ast.Expr, ast.Assign)) else None
+        if isinstance(call, ast.Call) and (isinstance(call.func, ast.Name) or (
+                isinstance(call.func, ast.Attribute) and A.dotted(call.func.value) == "self")):
+            # self._update_stats(stats, n), update_meter(report, meter): a helper that files what
+            # it is handed (a dict of losses, each into its meter): no .detach() of what it takes
+            return None
         if any(isinstance(e, (ast.Dict, ast.List, ast.Tuple, ast.Set)) for e in site.value):
             return None  # metric.update((y_pred, y)): no .detach() of a tuple
         # (the meter may do tensor arithmetic with what it is handed: a tensor it stays)

@@ -93,8 +93,13 @@ graph, and it is reported even when returned (`return total / len(loader)` from 
 When the meter's method adds what it is handed to an attribute of its object (`self.sum += val * n`,
 the usual `AverageMeter`; `self.totals[name] += val`; `self.avg = b * self.avg + (1 - b) * val`;
 `self.preds = torch.cat([self.preds, preds])`), the attribute keeps every iteration's graph:
-reported on the call (`meter.update(loss)`, or `stats["loss"].update(loss)` on a dict of meters),
+reported on the call (`meter.update(loss)`, or `stats["loss"].update(loss)` on a dict of meters,
+a `defaultdict(AverageMeter)` too, and `stats[k].update(v)` in a loop over a dict of losses),
 with `.detach()` on the argument that carries the graph. `meter.update(loss.item())` is silent.
+So is a helper that files what it is handed in its meters (`self._update_stats(stats, n)`,
+`self.stats[phase][name].update(val)`; a function `update_meter(report, meter)` calling
+`meter.update(...)` with the report's losses): reported on the helper's call, with no fix
+(the `.item()` belongs in the helper, which may be handed a dict of losses).
 
 **I keep a nested dict of outputs through my own `detach_tree(out)` helper.**
 A function of the file that returns for every tensor (`x.detach()`) and every dict, list or tuple
@@ -184,8 +189,12 @@ with torch.no_grad():
 如果计量器的方法把传入的值累加到对象的属性上（`self.sum += val * n`，常见的 `AverageMeter`；
 `self.totals[name] += val`；`self.avg = b * self.avg + (1 - b) * val`；
 `self.preds = torch.cat([self.preds, preds])`），这个属性就会保留每一轮的计算图：在这次调用处报告
-（`meter.update(loss)`，或计量器字典上的 `stats["loss"].update(loss)`），并对携带计算图的参数加上
-`.detach()`。`meter.update(loss.item())` 不会被报告。
+（`meter.update(loss)`，或计量器字典上的 `stats["loss"].update(loss)`，包括
+`defaultdict(AverageMeter)`，以及在损失字典的循环里调用的 `stats[k].update(v)`），并对携带计算图的参数加上
+`.detach()`。`meter.update(loss.item())` 不会被报告。把传入的值交给自己的计量器的辅助函数也一样
+（`self._update_stats(stats, n)` 里的 `self.stats[phase][name].update(val)`；以报告中的损失调用
+`meter.update(...)` 的函数 `update_meter(report, meter)`）：在辅助函数的调用处报告，不提供快速修复
+（`.item()` 应写在辅助函数里，它拿到的可能是一个损失字典）。
 
 **我用自己写的 `detach_tree(out)` 辅助函数保存嵌套的输出字典。**
 文件中的函数若对每个张量返回 `x.detach()`、对每个字典、列表或元组逐元素调用自身，其余的原样返回，

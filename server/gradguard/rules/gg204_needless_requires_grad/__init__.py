@@ -145,12 +145,15 @@ def _only_training_input(body, name: str, site: ast.stmt, ctx, function: bool = 
     if not loops:
         return False
     parents = scan.parents()
+    moved = _moves(body, name)
     used = False
     for n in A.block_nodes(body):
         if not (isinstance(n, ast.Name) and n.id == name):
             continue
         if n.lineno <= (site.end_lineno or site.lineno):
             continue  # the creation, the flagging, and what came before them
+        if id(n) in moved:
+            continue  # ``inputs = inputs.to(device)``: the same tensor, moved
         if not isinstance(n.ctx, ast.Load):
             return False  # rebound: another value
         p = parents.get(id(n))
@@ -178,6 +181,27 @@ def _only_training_input(body, name: str, site: ast.stmt, ctx, function: bool = 
             continue
         return False
     return used
+
+
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "type"})
+
+
+def _moves(body, name: str) -> Set[int]:
+    """The name's nodes (target and receiver) of each statement rebinding it to itself
+    moved to a device or a dtype (``x = x.to(device)``; ``x, y = x.to(d), y.to(d)``)."""
+    out: Set[int] = set()
+    for s in A.iter_statements(body):
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+            continue
+        t, v = s.targets[0], s.value
+        pairs = list(zip(t.elts, v.elts)) if (isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple)
+                                              and len(t.elts) == len(v.elts)) else [(t, v)]
+        for target, val in pairs:
+            if (isinstance(target, ast.Name) and target.id == name and isinstance(val, ast.Call)
+                    and isinstance(val.func, ast.Attribute) and val.func.attr in _MOVES
+                    and isinstance(val.func.value, ast.Name) and val.func.value.id == name):
+                out.update((id(target), id(val.func.value)))
+    return out
 
 
 class _Span:

@@ -24,7 +24,8 @@ also as one element of `inputs, labels = Variable(inputs, requires_grad=True), V
 that is only ever fed into
 the model inside the training loop, or inside a training-step function that back-propagates and
 steps once per call: its `.grad` is never read, and no optimizer and no `torch.autograd.grad` call
-takes it.
+takes it. Moving it to a device or a dtype under its own name (`inputs = inputs.to(device)`,
+`inputs, gts = inputs.to(device), gts.to(device)`) keeps it the same data.
 
 ## Why is this bad?
 A tensor that requires grad makes autograd record every operation on it, keep what it needs for
@@ -73,7 +74,8 @@ The rule only sees this file; add `# noqa: GG204` on the line if the flag is nee
 `Variable(data, requires_grad=True)`，包括元组赋值中的一项
 `inputs, labels = Variable(inputs, requires_grad=True), Variable(labels)`）的数据张量（输入、特征），它只在训练循环里、或在每次调用
 都反向传播并 step 一次的训练步函数里被送进模型：从没读取过它的 `.grad`，也没有优化器或
-`torch.autograd.grad` 用到它。
+`torch.autograd.grad` 用到它。以原名把它移到设备上或换类型（`inputs = inputs.to(device)`、
+`inputs, gts = inputs.to(device), gts.to(device)`）仍算同一份数据。
 
 ## 为什么这是个问题
 需要梯度的张量会让 autograd 记录它参与的每一个操作，保存反向传播需要的东西，并在每次
