@@ -59,6 +59,8 @@ _MODULE_METHODS = frozenset({
     "max", "min", "eq", "squeeze", "unsqueeze", "permute", "transpose", "contiguous", "clone", "long",
     "set_postfix", "set_description", "get", "items", "keys", "values", "scale", "unscale_", "flush",
 })
+# a helper that runs an evaluation by its name: ``validate``, ``_eval_epoch``, ``run_test``
+_EVALUATING = re.compile(r"(^|_)(val|valid|validate|validation|eval|evaluate|evaluation|test)(_|$)", re.IGNORECASE)
 _NOT_TRAINED = re.compile(r"ema|teacher|target|swa|averag|momentum|shadow|frozen|(^|_)old", re.IGNORECASE)
 
 
@@ -87,7 +89,7 @@ class StuckInEval(Rule):
         own_calls = _own_callables(unit.class_node)
         for loop in loops:
             events = _events(loop, ctx, own_modes, own_calls)
-            for target, last_e, first_t in _stuck(events):
+            for target, last_e, first_t in _stuck(events, loop):
                 if _left_in_eval_before(unit, loop, target, ctx) or _leaves_the_loop_after(loop, last_e.node):
                     continue
                 key = id(last_e.node)
@@ -249,7 +251,17 @@ def _related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def _stuck(events: "List[_Event]") -> "List[Tuple[str, _Event, _Event]]":
+def _evaluates_now_and_then(e: "_Event", loop: "Optional[ast.stmt]") -> bool:
+    """Is ``e`` the switch of a helper named for evaluation (``self.validate()``) called under an
+    ``if`` of the loop's body (every ``interval_validate`` iterations)? Not a deliberate
+    frozen-mode training step, though it comes before the iteration's training."""
+    if e.helper is None or loop is None or not _EVALUATING.search(e.helper):
+        return False
+    return any(s.__class__ is ast.If and any(A.within(e.node, b) for b in s.body)
+               for s in A.iter_statements(loop.body))  # type: ignore[attr-defined]
+
+
+def _stuck(events: "List[_Event]", loop: "Optional[ast.stmt]" = None) -> "List[Tuple[str, _Event, _Event]]":
     """(module, the last event that switches it to evaluation mode, the first training event)."""
     first_t = next((i for i, e in enumerate(events) if e.kind == "T"), None)
     if first_t is None:
@@ -266,7 +278,7 @@ def _stuck(events: "List[_Event]") -> "List[Tuple[str, _Event, _Event]]":
         rel = [i for i, ev in enumerate(events)
                if (ev.kind == "E" and ev.recv == x) or (ev.kind in ("R", "U") and restores(ev.recv, x))
                or (ev.kind == "P" and x.startswith(ev.recv + "."))]
-        if not rel or rel[0] < first_t:
+        if not rel or rel[0] < first_t and not _evaluates_now_and_then(events[rel[0]], loop):
             continue  # switched before the training step of the same iteration: deliberate
         last = events[rel[-1]]
         if last.kind != "E":
@@ -321,13 +333,24 @@ def _statement_at(loop: ast.stmt, node: ast.AST) -> ast.AST:
 
 def _finding(rule, loop, e: "_Event", t: "_Event", target: str, ctx, others: "Tuple[str, ...]" = ()) -> Finding:
     train_line = t.node.lineno  # type: ignore[attr-defined]
-    msg = M.left_in_eval(target, e.helper, train_line, others)
+    before = e.helper is not None and e.node.lineno < train_line  # type: ignore[attr-defined]
+    msg = M.left_in_eval(target, e.helper, train_line, others, before)
     stmt = _statement_at(loop, e.node)
     related = (Related(ctx.line_range(_statement_at(loop, t.node)), M.trained_here()),
                Related(ctx.line_range(loop), M.the_loop()))
     fixes = []
     first = loop.body[0]
-    if first.lineno != loop.lineno:
+    if before:
+        # an evaluation now and then before the iteration's training: restore right after it
+        st: "ast.stmt" = stmt  # type: ignore[assignment]
+        end = st.end_lineno or st.lineno
+        line = ctx.index.line(end - 1)
+        if st.lineno == end and end < len(ctx.index.lines) and st.end_col_offset == len(line.rstrip().encode()):
+            indent = ctx.indent_of(st.lineno)
+            pos = Position(end, 0)
+            edit = TextEdit(Range(pos, pos), "".join(f"{indent}{m}.train()\n" for m in (target, *others)))
+            fixes.append(Fix(M.fix_train_after(target, e.helper, others), (edit,), preferred=True))
+    elif first.lineno != loop.lineno:
         indent = ctx.indent_of(first.lineno)
         pos = Position(first.lineno - 1, 0)
         edit = TextEdit(Range(pos, pos), "".join(f"{indent}{m}.train()\n" for m in (target, *others)))

@@ -143,9 +143,11 @@ for epoch in range(epochs):
 }
 
 
-def left_in_eval(module: str, helper: "Optional[str]", train_line: int, others: "Sequence[str]" = ()) -> "Dict[str, str]":
+def left_in_eval(module: str, helper: "Optional[str]", train_line: int, others: "Sequence[str]" = (),
+                 before: bool = False) -> "Dict[str, str]":
     """``module`` (and ``others``) switched to evaluation mode (directly, or by the same-file function
-    ``helper``), trained again on ``train_line`` in the next iteration."""
+    ``helper``), trained again on ``train_line`` in the next iteration (``before``: the evaluation
+    helper runs now and then before the iteration's training, which it leaves in evaluation mode)."""
     names = [module, *others]
     what = " and ".join(f"`{m}`" for m in names)
     what_zh = "、".join(f"`{m}`" for m in names)
@@ -158,6 +160,15 @@ def left_in_eval(module: str, helper: "Optional[str]", train_line: int, others: 
     else:
         how_en = f"this switches {what} to evaluation mode"
         how_zh = f"这里把 {what_zh} 切换到评估模式"
+    if before and helper:
+        return {
+            "en": f"{how_en}, and nothing switches {it} back before the training that follows (line {train_line}): "
+                  f"from the first evaluation on, dropout is off and batch norm uses frozen running statistics "
+                  f"while training; call {calls} right after `{helper}(...)` (or at its end).",
+            "zh": f"{how_zh}，而之后的训练（第 {train_line} 行）之前没有把{it_zh}切换回来：从第一次评估起，训练时"
+                  f" dropout 被关闭，batch norm 使用冻结的滑动统计量；请在 `{helper}(...)` 之后（或在它的末尾）调用 "
+                  f"{calls_zh}。",
+        }
     return {
         "en": f"{how_en}, and nothing in the loop switches {it} back before the next iteration trains {it} "
               f"(line {train_line}): from the second iteration on, dropout is off and batch norm uses frozen "
@@ -180,3 +191,9 @@ def fix_train_at_top(module: str, others: "Sequence[str]" = ()) -> "Dict[str, st
     calls = ", ".join(f"`{m}.train()`" for m in [module, *others])
     return {"en": f"Switch back to training mode at the top of the iteration: {calls}",
             "zh": f"在每轮迭代开头切换回训练模式：{calls}"}
+
+
+def fix_train_after(module: str, helper: str, others: "Sequence[str]" = ()) -> "Dict[str, str]":
+    calls = ", ".join(f"`{m}.train()`" for m in [module, *others])
+    return {"en": f"Switch back to training mode right after `{helper}(...)`: {calls}",
+            "zh": f"在 `{helper}(...)` 之后立即切换回训练模式：{calls}"}

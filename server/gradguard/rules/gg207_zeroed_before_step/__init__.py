@@ -85,8 +85,28 @@ class ZeroedBeforeStep(Rule):
                         found = _zeroed_every_iteration_stepped_every_k(self, st, ctx)
                     if found is not None:
                         out.append(found)
+        if unit.node is not None and _steps_every_kth_call(unit.node):
+            # the def is the iteration: zeroed per call, stepped every k calls (a Lightning-style training_step)
+            found = _zeroed_every_iteration_stepped_every_k(self, unit.node, ctx)
+            if found is not None:
+                out.append(found)
         out.extend(_helper_findings(self, unit, ctx))
         return out
+
+
+def _steps_every_kth_call(fn) -> bool:
+    """Does a statement of ``fn``'s own body step under a modulo test of one of its parameters
+    (``if (batch_idx + 1) % self.accumulate_grad_batches == 0: opt.step()``): a def called once
+    per batch, whose every call is one iteration of its caller's loop?"""
+    args = fn.args
+    params = {a.arg for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)}
+    for st in A.with_bodies_inline(fn.body):
+        if st.__class__ is ast.If and any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod
+                                          and any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(n.left))
+                                          for n in ast.walk(st.test)) \
+                and any(S.stepped(n, scaler=True, closure=False) is not None for n in A.iter_nodes(st.body)):
+            return True
+    return False
 
 
 def _helper_findings(rule, unit, ctx) -> "list":
@@ -102,8 +122,12 @@ def _helper_findings(rule, unit, ctx) -> "list":
         for j, st in enumerate(block):
             if isinstance(st, (ast.For, ast.While)):
                 found = _zeroed_by_a_helper(rule, st, block[j + 1:], ctx)
-                if found is not None:
-                    out.append(found)
+            elif st.__class__ is ast.Assign or st.__class__ is ast.Expr:
+                found = _zeroed_by_a_helper_comprehension(rule, st, block[j + 1:], ctx)
+            else:
+                continue
+            if found is not None:
+                out.append(found)
     return out
 
 
@@ -185,11 +209,35 @@ def _zeroed_by_a_helper(rule, loop, after, ctx) -> "Optional[Finding]":
                 return None
     if step is None:
         return None
+    return _helper_finding(rule, body[k], call, opt, step, test, ctx)
+
+
+def _zeroed_by_a_helper_comprehension(rule, st, after, ctx) -> "Optional[Finding]":
+    """The same as :func:`_zeroed_by_a_helper`, the loop a list comprehension:
+    ``losses = [trainer.fwd_bwd(mb) for mb in microbatches]`` then ``trainer.optim_step()``
+    (torchtitan's RL trainer): each call erases what the earlier ones accumulated."""
+    comp = st.value
+    if comp.__class__ is not ast.ListComp or len(comp.generators) != 1 or comp.generators[0].ifs:
+        return None
+    summary = ctx.summary
+    got = _helper_call(ast.Expr(value=comp.elt), summary, ZERO_BACK)
+    if got is None:
+        return None
+    call, _, opt = got
+    for nxt in after:
+        if nxt.__class__ is ast.Expr and _steps_named(nxt.value, opt, summary) is not None:
+            return _helper_finding(rule, st, call, opt, nxt, None, ctx)
+        if not _harmless(nxt, ctx):
+            return None
+    return None
+
+
+def _helper_finding(rule, st, call, opt: str, step, test: "Optional[str]", ctx) -> Finding:
     text = ast.unparse(step.value)
     label = ast.unparse(call.func)
     msg = M.zeroed_by_a_helper(label, opt, text, step.lineno, test)
     related = (Related(ctx.line_range(step), M.stepped_every_k() if test else M.stepped_once(text)),)
-    return Finding(rule.code, ctx.line_range(body[k]), msg, rule.default_severity, related, (),
+    return Finding(rule.code, ctx.line_range(st), msg, rule.default_severity, related, (),
                    {"optimizer": opt, "shape": "helper"})
 
 
@@ -235,7 +283,7 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
     if step is None:
         return None
     msg = M.zeroed_every_iteration(opt, back.lineno, ast.unparse(step.value), step.lineno,
-                                   ast.unparse(cond.test))
+                                   ast.unparse(cond.test), loop.name if isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
     related = (Related(ctx.line_range(back), M.accumulated_here()), Related(ctx.line_range(step), M.stepped_every_k()))
     fixes = []
     if _own_lines(zst, ctx) and zst.end_lineno == zst.lineno and _own_lines(step, ctx):

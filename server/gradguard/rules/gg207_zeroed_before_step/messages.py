@@ -191,15 +191,21 @@ def fix_move_before_loop(opt: str) -> "Dict[str, str]":
     return {"en": f"Move `{opt}.zero_grad()` before the loop", "zh": f"把 `{opt}.zero_grad()` 移到循环之前"}
 
 
-def zeroed_every_iteration(opt: str, backward_line: int, step: str, step_line: int, test: str) -> "Dict[str, str]":
-    """``opt.zero_grad()`` in every iteration while ``step`` runs only under ``if test:``."""
+def zeroed_every_iteration(opt: str, backward_line: int, step: str, step_line: int, test: str,
+                           per_call: "str | None" = None) -> "Dict[str, str]":
+    """``opt.zero_grad()`` in every iteration while ``step`` runs only under ``if test:``
+    (``per_call``: the def whose every call zeroes, ``training_step``, called once per batch)."""
+    every_en = f"every call of `{per_call}()`" if per_call else "every iteration"
+    every_zh = f"每次调用 `{per_call}()` 时" if per_call else "每一轮"
+    rounds_en = "calls" if per_call else "iterations"
+    rounds_zh = "那些次调用" if per_call else "那些轮"
     return {
-        "en": f"`{opt}.zero_grad()` runs in every iteration, but `{step}` (line {step_line}) only when `{test}`: "
-              f"the gradients `backward()` (line {backward_line}) accumulates in the iterations that do not "
+        "en": f"`{opt}.zero_grad()` runs in {every_en}, but `{step}` (line {step_line}) only when `{test}`: "
+              f"the gradients `backward()` (line {backward_line}) accumulates in the {rounds_en} that do not "
               f"step are erased by the next zeroing, so each step applies one batch's gradient; zero the "
               f"gradients after the step instead.",
-        "zh": f"`{opt}.zero_grad()` 每一轮都会运行，但 `{step}`（第 {step_line} 行）只在 `{test}` 时运行："
-              f"不执行 step 的那些轮里 `backward()`（第 {backward_line} 行）累积的梯度被下一次清零抹掉，"
+        "zh": f"`{opt}.zero_grad()` {every_zh}都会运行，但 `{step}`（第 {step_line} 行）只在 `{test}` 时运行："
+              f"不执行 step 的{rounds_zh}里 `backward()`（第 {backward_line} 行）累积的梯度被下一次清零抹掉，"
               f"每次 step 只应用一个批次的梯度；请改为在 step 之后清零。",
     }
 
