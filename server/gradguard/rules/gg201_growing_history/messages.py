@@ -322,3 +322,21 @@ def step_called_in_a_loop(method: str) -> Dict[str, str]:
     """Related: the step method, called once per iteration of a loop of the file."""
     return {"en": f"`{method}()` is called once per iteration of a loop: each call appends one more graph",
             "zh": f"`{method}()` 在循环的每一轮迭代中被调用一次：每次调用都会再追加一个计算图"}
+
+
+def flag_guarded_evaluation(fn: str, param: str, guard: str) -> Dict[str, str]:
+    """A loop of ``fn`` back-propagates only ``if guard:`` and the file calls ``fn`` for evaluation with
+    ``param`` left out or ``None``/``False``: this forward records a graph for nothing there."""
+    return {
+        "en": f"`{fn}()` back-propagates only when `{guard}`, and the file also calls it for evaluation without "
+              f"`{param}` (or with `{param}` None/False): there this forward runs with graph recording on and "
+              f"builds an autograd graph (and keeps activations) for nothing; run it under "
+              f"`torch.set_grad_enabled({guard})` or call `{fn}()` under `torch.no_grad()` for evaluation.",
+        "zh": f"`{fn}()` 只在 `{guard}` 时做反向传播，而文件中还以评估为目的调用它，且未传 `{param}`（或传入 "
+              f"None/False）：此时这次前向传播在记录计算图的状态下运行，白白构建计算图（并保存激活值）；请把它放在 "
+              f"`torch.set_grad_enabled({guard})` 下运行，或在评估时于 `torch.no_grad()` 下调用 `{fn}()`。",
+    }
+
+
+def backpropagates_only_here() -> Dict[str, str]:
+    return {"en": "the only backward, under this condition", "zh": "唯一的反向传播，只在这个条件下运行"}

@@ -340,7 +340,7 @@ def _finding(rule, loop, e: "_Event", t: "_Event", target: str, ctx, others: "Tu
                Related(ctx.line_range(loop), M.the_loop()))
     fixes = []
     first = loop.body[0]
-    if before:
+    if before and e.helper is not None:
         # an evaluation now and then before the iteration's training: restore right after it
         st: "ast.stmt" = stmt  # type: ignore[assignment]
         end = st.end_lineno or st.lineno
