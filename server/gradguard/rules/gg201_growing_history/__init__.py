@@ -658,9 +658,22 @@ def _flag_guarded_hints(rule, flow, flagged, unit, ctx, already: List[Finding]) 
                      and not A.child_blocks(s)), None)
         if stmt is None:
             continue
-        msg = M.flag_guarded_evaluation(unit.node.name, param, ast.unparse(guard.test))
+        test = ast.unparse(guard.test)
+        msg = M.flag_guarded_evaluation(unit.node.name, param, test)
+        fixes: Tuple[Fix, ...] = ()
+        torch_name = _torch_alias(ctx)
+        line = ctx.index.line(stmt.lineno - 1)
+        indent = ctx.indent_of(stmt.lineno)
+        if (torch_name and stmt.lineno == stmt.end_lineno and line[:len(indent)] == indent
+                and stmt.col_offset == len(indent.encode()) and stmt.end_col_offset == len(line.rstrip().encode())):
+            from gradguard.model.findings import Position, Range
+
+            step = "    " if "\t" not in indent else "\t"
+            text = f"{indent}with {torch_name}.set_grad_enabled({test}):\n{indent}{step}{line.strip()}\n"
+            edit = TextEdit(Range(Position(stmt.lineno - 1, 0), Position(stmt.lineno, 0)), text)
+            fixes = (Fix(M.fix_set_grad_enabled(test), (edit,), preferred=True),)
         out.append(Finding(rule.code, ctx.line_range(stmt), msg, Severity.HINT,
-                           (Related(ctx.line_range(guard), M.backpropagates_only_here()),), (),
+                           (Related(ctx.line_range(guard), M.backpropagates_only_here()),), fixes,
                            {"variable": "", "evaluation": True}))
     return out
 

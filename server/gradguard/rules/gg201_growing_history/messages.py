@@ -340,3 +340,8 @@ def flag_guarded_evaluation(fn: str, param: str, guard: str) -> Dict[str, str]:
 
 def backpropagates_only_here() -> Dict[str, str]:
     return {"en": "the only backward, under this condition", "zh": "唯一的反向传播，只在这个条件下运行"}
+
+
+def fix_set_grad_enabled(test: str) -> Dict[str, str]:
+    return {"en": f"Record this forward's graph only when `{test}`: `torch.set_grad_enabled({test})`",
+            "zh": f"只在 `{test}` 时记录这次前向传播的计算图：`torch.set_grad_enabled({test})`"}

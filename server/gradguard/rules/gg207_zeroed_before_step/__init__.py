@@ -87,9 +87,7 @@ class ZeroedBeforeStep(Rule):
                         out.append(found)
         if unit.node is not None and _steps_every_kth_call(unit.node):
             # the def is the iteration: zeroed per call, stepped every k calls (a Lightning-style training_step)
-            found = _zeroed_every_iteration_stepped_every_k(self, unit.node, ctx)
-            if found is not None:
-                out.append(found)
+            out.extend(_zeroed_every_k_all(self, unit.node, ctx))
         out.extend(_helper_findings(self, unit, ctx))
         return out
 
@@ -248,22 +246,40 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
     zeroing of the next iteration erases what the iterations that did not step accumulated,
     so each step applies one batch's gradient (accelerate's demo, Opacus' virtual steps,
     openWakeWord's sample count). The fix moves the zeroing to just after the step."""
+    found = _zeroed_every_k_all(rule, loop, ctx)
+    return found[0] if found else None
+
+
+def _zeroed_every_k_all(rule, loop, ctx) -> "list":
+    """:func:`_zeroed_every_iteration_stepped_every_k` for each optimizer the loop (or the def
+    called once per batch) zeroes that way: a GAN's two (PreDiff's autoencoder and discriminator)."""
     if isinstance(loop, ast.While) and loop.orelse:
-        return None
+        return []
     # statements typed loosely: the fast `__class__ is` tests below do not narrow for mypy
     body: "list" = A.with_bodies_inline(loop.body)
-    zero = back = cond = None
+    zeros: "list" = []
     for st in body:
         opt = _zeroing(st)
-        if opt is not None:
-            zero = (st, opt)
-            break
-    if zero is None:
-        return None
+        if opt is not None and all(opt != o for _, o in zeros):
+            zeros.append((st, opt))
+    if not zeros:
+        return []
     # (cheap first: most loops that zero every iteration also step every iteration)
     if not any(st.__class__ is ast.If and _accumulation_test(st, body) for st in body):
-        return None
+        return []
+    out = []
+    for k, zero in enumerate(zeros):
+        found = _zeroed_every_k(rule, body, zero, k > 0, loop, ctx)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _zeroed_every_k(rule, body: "list", zero, after_zero: bool, loop, ctx) -> "Optional[Finding]":
+    """One zeroing ``zero`` (statement, optimizer) of :func:`_zeroed_every_k_all` (``after_zero``:
+    the backward it names is the first after it, not the body's first)."""
     zst, opt = zero
+    back = cond = None
     for st in body:
         cls = st.__class__
         simple = cls is ast.Expr or cls is ast.Assign
@@ -273,7 +289,7 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
             if cls is not ast.If or cond is not None:
                 return None  # a step under some other statement, or under two conditions
             cond = st
-        elif back is None and simple:
+        elif back is None and simple and not (after_zero and st.lineno <= zst.lineno):
             back = next((n for n in A.iter_nodes(st) if n.__class__ is ast.Call and A.is_backward_call(n, ctx)
                          and not A.has_create_graph(n)
                          and (A.qualify(n.func, ctx) or "") != "torch.autograd.grad"), None)
