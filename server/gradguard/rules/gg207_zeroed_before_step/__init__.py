@@ -85,19 +85,22 @@ class ZeroedBeforeStep(Rule):
                         found = _zeroed_every_iteration_stepped_every_k(self, st, ctx)
                     if found is not None:
                         out.append(found)
-        if unit.node is not None and _steps_every_kth_call(unit.node):
+        if unit.node is not None and _steps_every_kth_call(unit.node, unit.class_node is not None):
             # the def is the iteration: zeroed per call, stepped every k calls (a Lightning-style training_step)
             out.extend(_zeroed_every_k_all(self, unit.node, ctx))
         out.extend(_helper_findings(self, unit, ctx))
         return out
 
 
-def _steps_every_kth_call(fn) -> bool:
+def _steps_every_kth_call(fn, method: bool) -> bool:
     """Does a statement of ``fn``'s own body step under a modulo test of one of its parameters
-    (``if (batch_idx + 1) % self.accumulate_grad_batches == 0: opt.step()``): a def called once
-    per batch, whose every call is one iteration of its caller's loop?"""
+    (``if (batch_idx + 1) % self.accumulate_grad_batches == 0: opt.step()``; a method's ``self``
+    is none): a def called once per batch, whose every call is one iteration of its caller's loop?"""
     args = fn.args
-    params = {a.arg for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)}
+    positional = list(args.posonlyargs) + list(args.args)
+    if method and positional:
+        positional = positional[1:]
+    params = {a.arg for a in positional + list(args.kwonlyargs)}
     for st in A.with_bodies_inline(fn.body):
         if st.__class__ is ast.If and any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod
                                           and any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(n.left))
