@@ -75,8 +75,16 @@ Reported when a loop calls it in every iteration while the same optimizer steps 
 (directly, or through a helper that only steps it: `trainer.optim_step()`) or under an accumulation
 condition: each call erases what the calls before it accumulated. Reported at the call, without a
 quick fix (the zeroing lives in the helper, which other callers may rely on): zero the gradients
-after the step, or once before the micro-batches. A helper that also steps, or zeroes only under a
-condition, is not reported.
+after the step, or once before the micro-batches. The loop may be a list comprehension
+(`losses = [trainer.fwd_bwd(mb) for mb in microbatches]`, then `trainer.optim_step()`). A helper
+that also steps, or zeroes only under a condition, is not reported.
+
+**My `training_step(batch, batch_idx)` zeroes, back-propagates, and steps every k batches.**
+A function called once per batch is an iteration of its caller's loop: when its own statements zero
+an optimizer and back-propagate in every call while the step runs only under a modulo of one of its
+parameters (`if (batch_idx + 1) % self.accumulate_grad_batches == 0: opt.step()`), each call erases
+what the calls before it accumulated. Reported for each optimizer so zeroed, with the fix that moves
+the zeroing to just after its step.
 
 **The zeroing is for another optimizer (`opt_g.zero_grad()` before `opt_d.step()`).**
 Not reported: only the zeroing of the optimizer that steps counts.
@@ -135,7 +143,13 @@ for x, y in loader:
 当循环每一轮都调用它，而同一个优化器只在循环之后（直接调用，或通过只执行 step 的辅助函数，如
 `trainer.optim_step()`）或在累积条件下 step 时，会被报告：每次调用都会抹掉之前各次调用累积的梯度。
 在调用处报告，没有快速修复（清零位于辅助函数中，其他调用者可能依赖它）：请在 step 之后清零，
-或在 micro-batch 开始前清零一次。同时执行 step、或只在某个条件下清零的辅助函数不会被报告。
+或在 micro-batch 开始前清零一次。循环也可以是列表推导式（`losses = [trainer.fwd_bwd(mb) for mb in microbatches]`，
+然后 `trainer.optim_step()`）。同时执行 step、或只在某个条件下清零的辅助函数不会被报告。
+
+**我的 `training_step(batch, batch_idx)` 先清零、再反向传播，每 k 个 batch 才 step 一次。**
+每个 batch 调用一次的函数就是其调用方循环的一轮：如果它自己的语句在每次调用时都清零某个优化器并反向传播，
+而 step 只在对其某个参数取模的条件下运行（`if (batch_idx + 1) % self.accumulate_grad_batches == 0: opt.step()`），
+每次调用都会抹掉之前各次调用累积的梯度。对每个这样清零的优化器分别报告，修复是把清零移到它的 step 之后。
 
 **清零的是另一个优化器（在 `opt_d.step()` 之前调用 `opt_g.zero_grad()`）。**
 不会被报告：只有执行 step 的那个优化器的清零才算数。
