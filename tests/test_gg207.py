@@ -361,6 +361,10 @@ def test_a_def_zeroing_every_call_and_stepping_every_kth_call_of_its_parameter_i
     ("        if (batch_idx + 1) % self.k == 0:\n", "        if (self.k + 1) % 2 == 0:\n"),  # no parameter
     ("        opt.zero_grad()\n        loss.backward()\n", "        loss.backward()\n"),  # never zeroed here
     ("        if (batch_idx + 1) % self.k == 0:\n            opt.step()\n", "        opt.step()\n"),  # every call
+    # its own backward only under the step's test; the backward after it is another loss's (clustergan)
+    ("        loss.backward()\n        if (batch_idx + 1) % self.k == 0:\n            opt.step()\n",
+     "        if (batch_idx + 1) % self.k == 0:\n            loss.backward()\n            opt.step()\n"
+     "        (loss * 0).backward()\n"),
 ])
 def test_defs_that_step_every_call_or_not_by_their_parameter_are_silent(edit):
     src = TRAINING_STEP.replace(*edit)

@@ -87,7 +87,7 @@ class ZeroedBeforeStep(Rule):
                         out.append(found)
         if unit.node is not None and _steps_every_kth_call(unit.node, unit.class_node is not None):
             # the def is the iteration: zeroed per call, stepped every k calls (a Lightning-style training_step)
-            out.extend(_zeroed_every_k_all(self, unit.node, ctx))
+            out.extend(_zeroed_every_k_all(self, unit.node, ctx, every=True))
         out.extend(_helper_findings(self, unit, ctx))
         return out
 
@@ -253,9 +253,12 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
     return found[0] if found else None
 
 
-def _zeroed_every_k_all(rule, loop, ctx) -> "list":
-    """:func:`_zeroed_every_iteration_stepped_every_k` for each optimizer the loop (or the def
-    called once per batch) zeroes that way: a GAN's two (PreDiff's autoencoder and discriminator)."""
+def _zeroed_every_k_all(rule, loop, ctx, every: bool = False) -> "list":
+    """:func:`_zeroed_every_iteration_stepped_every_k` for the first zeroing of the loop, or (``every``:
+    a def called once per batch) for each optimizer it zeroes that way, a GAN's two (PreDiff's
+    autoencoder and discriminator), each with its own backward between its zeroing and its step's
+    ``if`` (a backward after that ``if`` is another network's loss: clustergan's discriminator
+    loss reaching the generator in the iterations that skip its step)."""
     if isinstance(loop, ast.While) and loop.orelse:
         return []
     # statements typed loosely: the fast `__class__ is` tests below do not narrow for mypy
@@ -265,14 +268,16 @@ def _zeroed_every_k_all(rule, loop, ctx) -> "list":
         opt = _zeroing(st)
         if opt is not None and all(opt != o for _, o in zeros):
             zeros.append((st, opt))
+            if not every:
+                break
     if not zeros:
         return []
     # (cheap first: most loops that zero every iteration also step every iteration)
     if not any(st.__class__ is ast.If and _accumulation_test(st, body) for st in body):
         return []
     out = []
-    for k, zero in enumerate(zeros):
-        found = _zeroed_every_k(rule, body, zero, k > 0, loop, ctx)
+    for zero in zeros:
+        found = _zeroed_every_k(rule, body, zero, every, loop, ctx)
         if found is not None:
             out.append(found)
     return out
@@ -280,7 +285,7 @@ def _zeroed_every_k_all(rule, loop, ctx) -> "list":
 
 def _zeroed_every_k(rule, body: "list", zero, after_zero: bool, loop, ctx) -> "Optional[Finding]":
     """One zeroing ``zero`` (statement, optimizer) of :func:`_zeroed_every_k_all` (``after_zero``:
-    the backward it names is the first after it, not the body's first)."""
+    the backward is the first after it, and comes before the step's ``if``)."""
     zst, opt = zero
     back = cond = None
     for st in body:
@@ -297,6 +302,8 @@ def _zeroed_every_k(rule, body: "list", zero, after_zero: bool, loop, ctx) -> "O
                          and not A.has_create_graph(n)
                          and (A.qualify(n.func, ctx) or "") != "torch.autograd.grad"), None)
     if cond is None or back is None or not _accumulation_test(cond, body):
+        return None
+    if after_zero and back.lineno > cond.lineno:
         return None
     step = next((st for st in cond.body if isinstance(st, ast.Expr) and _steps(st.value, opt)), None)
     if step is None:
