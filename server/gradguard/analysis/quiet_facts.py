@@ -178,10 +178,11 @@ def _falsy(e: ast.expr) -> bool:
 
 def _flag_call(call: ast.Call, evaled: bool, facts: Set[str]) -> None:
     """``FLAGCALL``: a call after ``.eval()`` or handing ``None``/``False``, by its shape."""
+    if not evaled and not any(a.__class__ is ast.Constant and _falsy(a) for a in call.args) and not any(
+            k.value.__class__ is ast.Constant and _falsy(k.value) for k in call.keywords):
+        return  # (cheap first: this runs on every call with arguments)
     falsy_pos = [i for i, a in enumerate(call.args) if _falsy(a)]
     falsy_kw = [k.arg or "" for k in call.keywords if _falsy(k.value)]
-    if not evaled and not falsy_pos and not falsy_kw:
-        return
     f = call.func
     if f.__class__ is ast.Name:
         name: "Optional[str]" = None if f.id in _BUILTINS else f.id

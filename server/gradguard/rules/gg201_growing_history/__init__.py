@@ -551,7 +551,7 @@ def _flag_guarded_loops(unit, ctx) -> Tuple[Tuple[ast.stmt, ast.If, str], ...]:
     def names a grad mode itself (``torch.set_grad_enabled(is_train)``, ``torch.no_grad()``)
     (cheap first: its statements, then the ``FLAGCALL`` facts)."""
     node = unit.node
-    if unit.kind != "function" or node is None:
+    if unit.kind != "function" or node is None or node.name not in query(ctx.summary, _flag_call_names):
         return ()
     text = unit_text(unit, ctx.index.lines)
     if any(w in text for w in _GRAD_MODE_WORDS):
@@ -627,6 +627,12 @@ def _evaluated_without(ctx, node, param: str, positional: List[str], defaults: D
                 continue
         return True
     return False
+
+
+def _flag_call_names(summary) -> frozenset:
+    """The names the ``FLAGCALL`` facts record calls of (a summary query: one scan per file)."""
+    n = len(FLAGCALL)
+    return frozenset(k[n:].partition("|")[0] for k in summary if k.startswith(FLAGCALL))
 
 
 def _flag_calls(summary, name: str) -> Tuple[Tuple[int, Tuple[int, ...], Tuple[str, ...], Tuple[str, ...], bool], ...]:

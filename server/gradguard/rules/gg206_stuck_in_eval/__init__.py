@@ -157,6 +157,10 @@ def _hook_dispatchers(cls: "Optional[ast.ClassDef]") -> "Dict[str, Tuple[int, Tu
     out: "Dict[str, Tuple[int, Tuple[Optional[str], ...]]]" = {}
     if cls is None:
         return out
+    known = cls.__dict__.get("_gg206_hooks")
+    if known is not None:
+        return known  # (asked by every method of the class: answered once per parsed class)
+    cls._gg206_hooks = out  # type: ignore[attr-defined]
     for d in cls.body:
         if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(d.args.args) < 2:
             continue
