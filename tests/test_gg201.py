@@ -740,3 +740,123 @@ for step in range(3):
     opt.step()
 """
     assert [f.code for f in cs(src, "t.py").findings if f.code == "GG101"] == ["GG101"]
+
+
+# --- a train-or-evaluate def run for evaluation; an evaluation step's outputs kept ---
+
+RUN_EPOCH = HEAD + """\
+def run_epoch(loader, net, optimizer=None):
+    total = 0.0
+    for x, y in loader:
+        out = net(x)
+        loss = ((out - y) ** 2).mean()
+        if optimizer is not None:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        total += loss.item()
+    return total
+
+
+for epoch in range(2):
+    model.train()
+    run_epoch(data, model, opt)
+    model.eval()
+    run_epoch(data, model)
+"""
+
+
+def test_a_train_or_evaluate_def_called_without_its_optimizer_after_eval_is_a_hint_at_its_forward():
+    (f,) = gg201(RUN_EPOCH)
+    assert f.severity.name == "HINT"
+    assert f.range.start.line + 1 == RUN_EPOCH.splitlines().index("        out = net(x)") + 1
+    assert "optimizer is not None" in f.message["en"]
+    out = fixed(RUN_EPOCH)
+    assert "        with torch.set_grad_enabled(optimizer is not None):\n            out = net(x)\n" in out
+    assert gg201(out) == []
+
+
+@pytest.mark.parametrize("edit", [
+    # the evaluation call hands the optimizer too (it trains)
+    ("    run_epoch(data, model)\n", "    run_epoch(data, model, opt)\n"),
+    # the evaluation call runs under no_grad
+    ("    run_epoch(data, model)\n", "    with torch.no_grad():\n        run_epoch(data, model)\n"),
+    # no .eval() before the call, and none in the def: not said to evaluate
+    ("    model.eval()\n", ""),
+    # the def sets the grad mode itself
+    ("        out = net(x)\n", "        with torch.set_grad_enabled(optimizer is not None):\n            out = net(x)\n"),
+    # a backward in every iteration too
+    ("        total += loss.item()\n", "        total += loss.item()\n        loss.backward()\n"),
+    # the guard's default is not falsy: left out, it trains
+    ("def run_epoch(loader, net, optimizer=None)", "def run_epoch(loader, net, optimizer=opt)"),
+])
+def test_train_or_evaluate_defs_that_train_or_do_not_record_are_silent(edit):
+    src = RUN_EPOCH.replace(*edit)
+    assert src != RUN_EPOCH
+    assert gg201(src) == []
+
+
+def test_a_flag_handed_false_to_a_def_that_switches_to_eval_itself_is_reported():
+    src = HEAD + """\
+def train_and_valid(net, loader, is_train=True):
+    if is_train:
+        net.train()
+    else:
+        net.eval()
+    for x, y in loader:
+        pred = net(x)
+        loss = ((pred - y) ** 2).mean()
+        if is_train:
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+for epoch in range(2):
+    train_and_valid(model, data, is_train=True)
+    train_and_valid(model, data, is_train=False)
+"""
+    (f,) = gg201(src)
+    assert f.range.start.line + 1 == src.splitlines().index("        pred = net(x)") + 1
+    assert gg201(src.replace("is_train=False)", "is_train=True)")) == []
+
+
+VALIDATION_STEP = HEAD + """\
+class Wrapper:
+    def __init__(self, module):
+        self.module_ = module
+
+    def validation_step(self, x):
+        self.module_.eval()
+        return {"y_pred": self.module_(x)}
+
+    def fit(self, valid_batches):
+        y_preds = []
+        for x, _ in valid_batches:
+            out = self.validation_step(x)
+            y_preds.append(out["y_pred"])
+        return torch.cat(y_preds).shape
+
+
+for x, y in data:
+    opt.zero_grad()
+    ((model(x) - y) ** 2).mean().backward()
+    opt.step()
+print(Wrapper(model).fit(data))
+"""
+
+
+def test_the_outputs_of_an_evaluation_step_method_kept_in_a_list_are_reported():
+    (f,) = gg201(VALIDATION_STEP)
+    assert f.range.start.line + 1 == VALIDATION_STEP.splitlines().index('            y_preds.append(out["y_pred"])') + 1
+
+
+@pytest.mark.parametrize("edit", [
+    ('        return {"y_pred": self.module_(x)}', '        with torch.no_grad():\n            return {"y_pred": self.module_(x)}'),
+    ('            y_preds.append(out["y_pred"])', '            y_preds.append(out["y_pred"].detach())'),
+    ("validation_step", "forward_step"),  # not named for evaluation: a helper's value of unknown kind
+])
+def test_evaluation_step_outputs_without_a_graph_or_from_other_helpers_are_silent(edit):
+    src = VALIDATION_STEP.replace(*edit)
+    assert src != VALIDATION_STEP
+    assert gg201(src) == []

@@ -408,3 +408,33 @@ def test_accumulation_gated_by_a_counting_helper_without_dividing_gets_a_hint():
 ])
 def test_a_counting_helper_with_a_divided_loss_or_no_accumulation_is_silent(src):
     assert not [f for f in check_source(src, "t.py").findings if f.code == "GG205"]
+
+
+FLAG_GATED = HEAD + """\
+k = 2
+for i, (x, y) in enumerate(data):
+    is_grad_step = (i + 1) % k == 0
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    if is_grad_step:
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_a_step_gated_by_a_modulo_flag_without_dividing_the_loss_is_a_hint():
+    (f,) = gg205(FLAG_GATED)
+    assert f.severity.name == "HINT"
+    assert f.range.start.line + 1 == FLAG_GATED.splitlines().index("    loss.backward()") + 1
+    assert "`k`" in f.message["en"]
+
+
+@pytest.mark.parametrize("edit", [
+    ("    loss.backward()\n", "    (loss / k).backward()\n"),  # divided
+    ("    is_grad_step = (i + 1) % k == 0\n", "    is_grad_step = i > 0\n"),  # no modulo: no count to name
+    ("    loss.backward()\n", "    loss.backward()\n    is_grad_step = True\n"),  # set twice
+])
+def test_flag_gated_steps_that_divide_or_are_no_modulo_test_are_silent(edit):
+    src = FLAG_GATED.replace(*edit)
+    assert src != FLAG_GATED
+    assert gg205(src) == []

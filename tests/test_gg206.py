@@ -335,3 +335,111 @@ def test_a_helper_calling_a_wrappers_evaluation_method_on_its_argument_is_report
 ])
 def test_a_helper_calling_a_restoring_or_unknown_method_is_silent(method, after):
     assert not gg206(WRAPPER.format(method=method, after=after))
+
+
+# --- an evaluation helper called now and then before the iteration's training; hooks ---
+
+VALIDATE_IN_LOOP = HEAD + """\
+class Trainer:
+    def __init__(self):
+        self.model = model
+        self.step = 0
+
+    def validate(self):
+        self.model.eval()
+        with torch.no_grad():
+            print(float(self.model(data[0][0]).sum()))
+
+    def train_epoch(self):
+        self.model.train()
+        for x, y in data:
+            self.step += 1
+            if self.step % 2 == 0:
+                self.validate()
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+
+def test_an_evaluation_helper_called_under_an_if_before_the_training_step_is_reported():
+    (f,) = gg206(VALIDATE_IN_LOOP)
+    assert f.range.start.line + 1 == VALIDATE_IN_LOOP.splitlines().index("                self.validate()") + 1
+    assert "right after" in f.message["en"]
+    out = fixed(VALIDATE_IN_LOOP)
+    assert "                self.validate()\n                self.model.train()\n" in out
+    assert gg206(out) == []
+
+
+@pytest.mark.parametrize("edit", [
+    # called in every iteration before training: a deliberate mode (frozen batch norm), as a direct .eval()
+    ("            if self.step % 2 == 0:\n                self.validate()\n", "            self.validate()\n"),
+    # a helper not named for evaluation (freeze_bn), under an if
+    ("def validate(self)", "def freeze(self)"),
+    # the helper switches the model back
+    ("            print(float(self.model(data[0][0]).sum()))\n",
+     "            print(float(self.model(data[0][0]).sum()))\n        self.model.train()\n"),
+])
+def test_evaluation_helpers_before_training_that_are_deliberate_or_restore_are_silent(edit):
+    src = VALIDATE_IN_LOOP.replace(*edit)
+    if edit[1] == "def freeze(self)":
+        src = src.replace("self.validate()", "self.freeze()")
+    assert src != VALIDATE_IN_LOOP
+    assert gg206(src) == []
+
+
+HOOKS = HEAD + """\
+def run_test(net, loader):
+    net.eval()
+    with torch.no_grad():
+        return [net(x) for x, _ in loader]
+
+
+class EvalHook:
+    def after_train_iter(self, runner):
+        run_test(runner.model, data[:1])
+
+
+class Runner:
+    def __init__(self, hooks):
+        self.model = model
+        self.hooks = hooks
+
+    def call_hook(self, fn_name):
+        for hook in self.hooks:
+            getattr(hook, fn_name)(self)
+
+    def train(self):
+        self.model.train()
+        for x, y in data:
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            self.call_hook("after_train_iter")
+
+
+Runner([EvalHook()]).train()
+"""
+
+
+def test_a_hook_run_by_name_that_leaves_the_runners_model_in_eval_is_reported():
+    (f,) = gg206(HOOKS)
+    assert f.range.start.line + 1 == HOOKS.splitlines().index('            self.call_hook("after_train_iter")') + 1
+    assert "after_train_iter" in f.message["en"] and "self.model" in f.message["en"]
+    assert gg206(fixed(HOOKS)) == []
+
+
+@pytest.mark.parametrize("edit", [
+    ("        run_test(runner.model, data[:1])\n", "        run_test(runner.model, data[:1])\n        runner.model.train()\n"),
+    ('self.call_hook("after_train_iter")', 'self.call_hook("before_train_iter")'),  # no such hook
+    ("        run_test(runner.model, data[:1])\n", "        run_test(runner.other, data[:1])\n"),
+    ("def after_train_iter(self, runner)", "def log_iter(self, runner)"),  # not a hook's name: not read
+])
+def test_hooks_that_restore_or_touch_another_module_are_silent(edit):
+    src = HOOKS.replace(*edit)
+    if edit[1] == "def log_iter(self, runner)":
+        src = src.replace('"after_train_iter"', '"log_iter"')
+    assert src != HOOKS
+    assert gg206(src) == []

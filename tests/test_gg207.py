@@ -324,3 +324,86 @@ def test_a_method_zeroing_per_micro_batch_and_a_step_method_after_the_loop_are_r
 ])
 def test_helpers_that_leave_accumulation_alone_are_silent(src):
     assert not [f for f in gg207(src) if f.data.get("shape") == "helper"]
+
+
+# --- the def is the iteration (training_step), and a comprehension of a zeroing helper ---
+
+TRAINING_STEP = HEAD + """\
+class Module:
+    def __init__(self, k=2):
+        self.k = k
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = ((model(x) - y) ** 2).mean() / self.k
+        opt.zero_grad()
+        loss.backward()
+        if (batch_idx + 1) % self.k == 0:
+            opt.step()
+
+
+m = Module()
+for i, batch in enumerate(data):
+    m.training_step(batch, i)
+"""
+
+
+def test_a_def_zeroing_every_call_and_stepping_every_kth_call_of_its_parameter_is_reported():
+    (f,) = gg207(TRAINING_STEP)
+    assert f.range.start.line + 1 == TRAINING_STEP.splitlines().index("        opt.zero_grad()") + 1
+    assert "every call of `training_step()`" in f.message["en"]
+    out = fixed(TRAINING_STEP)
+    assert "            opt.step()\n            opt.zero_grad()\n" in out
+    assert gg207(out) == []
+
+
+@pytest.mark.parametrize("edit", [
+    ("        if (batch_idx + 1) % self.k == 0:\n", "        if (self.k + 1) % 2 == 0:\n"),  # no parameter
+    ("        opt.zero_grad()\n        loss.backward()\n", "        loss.backward()\n"),  # never zeroed here
+    ("        if (batch_idx + 1) % self.k == 0:\n            opt.step()\n", "        opt.step()\n"),  # every call
+    # its own backward only under the step's test; the backward after it is another loss's (clustergan)
+    ("        loss.backward()\n        if (batch_idx + 1) % self.k == 0:\n            opt.step()\n",
+     "        if (batch_idx + 1) % self.k == 0:\n            loss.backward()\n            opt.step()\n"
+     "        (loss * 0).backward()\n"),
+])
+def test_defs_that_step_every_call_or_not_by_their_parameter_are_silent(edit):
+    src = TRAINING_STEP.replace(*edit)
+    assert src != TRAINING_STEP
+    assert gg207(src) == []
+
+
+COMPREHENSION = HEAD + """\
+class Trainer:
+    def fwd_bwd(self, mb):
+        opt.zero_grad()
+        loss = ((model(mb[0]) - mb[1]) ** 2).mean() / len(data)
+        loss.backward()
+        return loss.item()
+
+    def optim_step(self):
+        opt.step()
+
+
+trainer = Trainer()
+for step in range(2):
+    losses = [trainer.fwd_bwd(mb) for mb in data]
+    trainer.optim_step()
+"""
+
+
+def test_a_zeroing_helper_run_by_a_comprehension_before_one_step_is_reported_at_it():
+    (f,) = gg207(COMPREHENSION)
+    assert f.range.start.line + 1 == COMPREHENSION.splitlines().index(
+        "    losses = [trainer.fwd_bwd(mb) for mb in data]") + 1
+    assert f.preferred_fix is None
+
+
+@pytest.mark.parametrize("edit", [
+    ("        opt.zero_grad()\n        loss =", "        loss ="),  # the helper does not zero
+    ("    trainer.optim_step()\n", ""),  # no step after it
+    ("for mb in data]", "for mb in data if mb]"),  # a filtered comprehension: not read
+])
+def test_comprehensions_that_do_not_erase_what_a_step_needs_are_silent(edit):
+    src = COMPREHENSION.replace(*edit)
+    assert src != COMPREHENSION
+    assert gg207(src) == []

@@ -26,6 +26,13 @@ statement; a plain assignment or call at module level cannot), giving:
 * ``gg2:steps:<def>`` — a module-level def that back-propagates and calls ``X.step()`` on
   names it neither binds nor takes as parameters: ``((X, ...), (the global names it calls,
   ...))`` (GG208: a training function stepping the module's optimizer on the module's model);
+* ``gg2:flagcall:<name>|<n>|<falsy positions>|<keywords>|<falsy keywords>|<evaled>`` — a call of
+  the function or method ``<name>`` (by its last name) after a ``<module>.eval()`` of the same
+  def (``evaled`` 1), or handing it ``None``/``False`` (a position, a keyword): its ``n``
+  positional arguments, which of them are ``None``/``False``, the other keywords it names, and
+  those it hands ``None``/``False`` (GG201: ``run_epoch(valid_data, model, loss_compute)`` with
+  no optimizer, ``train_and_valid(..., is_train=False)``: the def's backward, guarded by that
+  parameter, does not run);
 * ``gg2:counter:<method>`` — a short method of a class that adds to a count on its object,
   compares it with a threshold, sets it back to 0 and returns True or False (fastai's
   ``GradientAccumulation``): the threshold, ``("attr", name, per)`` of the object or ``("const",
@@ -36,6 +43,7 @@ statement; a plain assignment or call at module level cannot), giving:
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 
 from gradguard.analysis import ast_util as A
@@ -54,10 +62,12 @@ LOOPIN = "gg2:loopin:"
 EVALLOOP = "gg2:evalloop:"
 STEPS = "gg2:steps:"
 COUNTER = "gg2:counter:"
+FLAGCALL = "gg2:flagcall:"
 # a name that says it evaluates (GG201's evaluation functions)
 EVAL_NAME = re.compile(r"^_*(eval|evaluate|evaluation|validate|validation|val|predict|inference|infer|test)"
                        r"(_|$)", re.IGNORECASE)
 
+_BUILTINS = frozenset(dir(builtins))
 _HOLDERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith, ast.If, ast.For,
             ast.AsyncFor, ast.While, ast.Try)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -134,6 +144,8 @@ def _scan(nodes, facts: Set[str], keep: Optional[Set[str]], losses: "Optional[Tu
                 zeroing = True
             if not evaled and f.__class__ is Attribute and f.attr == "eval" and not n.args and not n.keywords:
                 evaled = True
+            elif n.args or n.keywords:
+                _flag_call(n, evaled, facts)
             if keep is not None:
                 asks_gradient_of(n, keep)
             if (losses is not None and f.__class__ is Attribute and f.attr == "backward"
@@ -177,6 +189,31 @@ def _loss_kin(d: ast.AST, back: Set[str]) -> Set[str]:
             if len(names) == len(t.elts) and any(x in back for x in names):
                 kin.update(x for x in names if x not in back)
     return kin
+
+
+def _falsy(e: ast.expr) -> bool:
+    return e.__class__ is ast.Constant and (e.value is None or e.value is False)
+
+
+def _flag_call(call: ast.Call, evaled: bool, facts: Set[str]) -> None:
+    """``FLAGCALL``: a call after ``.eval()`` or handing ``None``/``False``, by its shape."""
+    if not evaled and not any(a.__class__ is ast.Constant and _falsy(a) for a in call.args) and not any(
+            k.value.__class__ is ast.Constant and _falsy(k.value) for k in call.keywords):
+        return  # (cheap first: this runs on every call with arguments)
+    falsy_pos = [i for i, a in enumerate(call.args) if _falsy(a)]
+    falsy_kw = [k.arg or "" for k in call.keywords if _falsy(k.value)]
+    f = call.func
+    if f.__class__ is ast.Name:
+        name: "Optional[str]" = None if f.id in _BUILTINS else f.id
+    elif f.__class__ is ast.Attribute and f.value.__class__ is ast.Name and f.value.id == "self":
+        name = f.attr
+    else:
+        return  # (a library's function: torch.cat(...), np.mean(...))
+    if name is None or any(a.__class__ is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
+        return
+    named = ",".join(k.arg for k in call.keywords if k.arg and not _falsy(k.value))
+    facts.add(f"{FLAGCALL}{name}|{len(call.args)}|{','.join(map(str, falsy_pos))}|{named}|{','.join(falsy_kw)}"
+              f"|{int(evaled)}")
 
 
 _LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp})

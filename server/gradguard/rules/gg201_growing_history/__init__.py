@@ -26,14 +26,14 @@ import ast
 import os
 import re
 
-from gradguard.analysis.context import unit_name_says, unit_words
+from gradguard.analysis.context import unit_name_says, unit_text, unit_words
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
 from gradguard.analysis import interpreter as interp
 from gradguard.analysis import values as V
 from gradguard.model.findings import Finding, Fix, Related, Severity, TextEdit
 from gradguard.analysis.facts import GRAPH_FACTS
-from gradguard.analysis.quiet_facts import EVAL_NAME, EVALLOOP, LOOPCALL, LOOPIN, NOGRAD, QUIET_FACTS, RETLOSS
+from gradguard.analysis.quiet_facts import EVAL_NAME, EVALLOOP, FLAGCALL, LOOPCALL, LOOPIN, NOGRAD, QUIET_FACTS, RETLOSS
 from gradguard.analysis.summary import query
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.catalog import EVAL_CALL_TEXT
@@ -194,6 +194,11 @@ class HistoryFlow(interp.GraphFlow):
             node = graph_node or call
             self.model_calls.add(id(node))
             self.backprop_calls.add(id(node))
+        elif (not self.no_grad and facts.ret.graph and not facts.calls_backward and not facts.no_grad
+              and _EVAL_FUNCTION.match(fname.rsplit(".", 1)[-1])):
+            # an evaluation step of the project that runs the model with graph recording on and
+            # returns its outputs (skorch's ``validation_step(Xi, yi)``): a module's output
+            self.model_calls.add(id(graph_node or call))
         for v in list(pos) + list(kws.values()):
             self.handed.update(t for t in v.taints if t[0] == "H")
         fills = self._fills
@@ -428,7 +433,8 @@ class GrowingHistory(Rule):
         else:
             accumulates = evaluates = once = False
         step_appends = _step_method_appends(unit, ctx) if not accumulates else ()
-        if not accumulates and not evaluates and not once and not step_appends:
+        flagged = _flag_guarded_loops(unit, ctx) if "backward" in words and ("for" in words or "while" in words) else ()
+        if not accumulates and not evaluates and not once and not step_appends and not flagged:
             return ()
         if unit.kind == "function" and A.is_no_grad_function(unit.node, ctx):
             return ()
@@ -471,6 +477,8 @@ class GrowingHistory(Rule):
             out.extend(_evaluation_hints(self, flow, unit, ctx, out))
         if once and not out:
             out.extend(_evaluation_call_hint(self, flow, unit, ctx))
+        if flagged:
+            out.extend(_flag_guarded_hints(self, flow, flagged, unit, ctx, out))
         return out
 
 
@@ -575,6 +583,151 @@ def _loopless_evaluation(unit, ctx) -> bool:
     if said:
         return _file_backprops(ctx) or bool(callers)
     return any(evaluates for _, evaluates in callers)
+
+
+_GRAD_MODE_WORDS = ("no_grad", "set_grad_enabled", "inference_mode", "enable_grad")
+
+
+def _flag_guarded_loops(unit, ctx) -> Tuple[Tuple[ast.stmt, ast.If, str], ...]:
+    """The loops of a def whose every backward sits under ``if P:`` (or ``if P is not None:``),
+    ``P`` a parameter of the def, while the file calls the def with ``P`` left out (its default
+    ``None``/``False``) or handed ``None``/``False``, after a ``.eval()`` or when the def itself calls
+    ``.eval()``: a train-or-evaluate function (``run_epoch(data, model, loss, optimizer=None)``,
+    ``train_and_valid(..., is_train)``) run for evaluation with graph recording on. Nothing when the
+    def names a grad mode itself (``torch.set_grad_enabled(is_train)``, ``torch.no_grad()``)
+    (cheap first: its statements, then the ``FLAGCALL`` facts)."""
+    node = unit.node
+    if unit.kind != "function" or node is None or node.name not in query(ctx.summary, _flag_call_names):
+        return ()
+    text = unit_text(unit, ctx.index.lines)
+    if any(w in text for w in _GRAD_MODE_WORDS):
+        return ()
+    args = node.args
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    if unit.class_node is not None and positional and not any(
+            A.dotted(d) == "staticmethod" for d in node.decorator_list):
+        positional = positional[1:]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    params = set(positional) | {a.arg for a in args.kwonlyargs}
+    out = []
+    for loop in A.iter_statements(node.body):
+        if not isinstance(loop, A.LOOPS):
+            continue
+        guards: List[ast.If] = []
+        if _guarded_backwards(loop.body, guards, ctx) and guards:
+            names = {_guard_parameter(g.test) for g in guards}
+            param = names.pop() if len(names) == 1 else None
+            if param is not None and param in params and _evaluated_without(ctx, node, param, positional, defaults):
+                out.append((loop, guards[0], param))
+    return tuple(out)
+
+
+def _guarded_backwards(block, guards: List[ast.If], ctx) -> bool:
+    """Does every backward of ``block`` sit in the body of an ``if`` of :func:`_guard_parameter`
+    (collected in ``guards``), with none in its ``else``? (nested loops and defs: not read)"""
+    for s in block:
+        if not any(isinstance(n, ast.Call) and A.is_backward_call(n, ctx) for n in A.iter_nodes(s)):
+            continue
+        if isinstance(s, ast.If) and _guard_parameter(s.test) is not None:
+            if any(isinstance(n, ast.Call) and A.is_backward_call(n, ctx) for n in A.iter_nodes(s.orelse)):
+                return False
+            guards.append(s)
+            continue
+        if isinstance(s, (ast.With, ast.AsyncWith, ast.Try)):
+            if not all(_guarded_backwards(b, guards, ctx) for b in A.child_blocks(s)):
+                return False
+            continue
+        return False  # a backward that runs in every iteration, or under some other condition
+    return True
+
+
+def _guard_parameter(test: ast.expr) -> Optional[str]:
+    """``P`` of ``if P:`` or ``if P is not None:``."""
+    if isinstance(test, ast.Name):
+        return test.id
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None):
+        return test.left.id
+    return None
+
+
+def _evaluated_without(ctx, node, param: str, positional: List[str], defaults: Dict[str, ast.expr]) -> bool:
+    """Does a call of the def in the file leave ``param`` out (its default ``None``/``False``) or
+    hand it ``None``/``False``, after a ``.eval()`` of its caller or when the def calls ``.eval()``?"""
+    default = defaults.get(param)
+    falsy_default = isinstance(default, ast.Constant) and (default.value is None or default.value is False)
+    index = positional.index(param) if param in positional else None
+    evals = None
+    for npos, falsy_pos, named, falsy_kw, evaled in query(ctx.summary, _flag_calls, node.name):
+        if param in falsy_kw or (index is not None and index in falsy_pos):
+            pass
+        elif not (falsy_default and (index is None or index >= npos) and param not in named):
+            continue
+        if not evaled:
+            if evals is None:
+                evals = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "eval"
+                            and not n.args and not n.keywords for n in A.body_nodes(node))
+            if not evals:
+                continue
+        return True
+    return False
+
+
+def _flag_call_names(summary) -> frozenset:
+    """The names the ``FLAGCALL`` facts record calls of (a summary query: one scan per file)."""
+    n = len(FLAGCALL)
+    return frozenset(k[n:].partition("|")[0] for k in summary if k.startswith(FLAGCALL))
+
+
+def _flag_calls(summary, name: str) -> Tuple[Tuple[int, Tuple[int, ...], Tuple[str, ...], Tuple[str, ...], bool], ...]:
+    """The shapes of the calls of ``name`` the ``FLAGCALL`` facts record (a summary query)."""
+    prefix = f"{FLAGCALL}{name}|"
+    out = []
+    for k in summary:
+        if k.startswith(prefix):
+            npos, pos, named, kw, evaled = k[len(prefix):].split("|")
+            out.append((int(npos), tuple(int(i) for i in pos.split(",") if i), tuple(x for x in named.split(",") if x),
+                        tuple(x for x in kw.split(",") if x), evaled == "1"))
+    return tuple(sorted(out))
+
+
+def _flag_guarded_hints(rule, flow, flagged, unit, ctx, already: List[Finding]) -> List[Finding]:
+    """A hint on the first forward of each loop of :func:`_flag_guarded_loops` made with graph
+    recording on outside the backward's guard (no fix: the grad mode to set is the caller's choice)."""
+    reported = {f.range.start.line for f in already}
+    quiet = set(flow.quiet_call_lines) | set(flow.graph_free_lines)
+    out: List[Finding] = []
+    for loop, guard, param in flagged:
+        lo, hi = loop.lineno, loop.end_lineno or loop.lineno
+        glo, ghi = guard.lineno, guard.end_lineno or guard.lineno
+        lines = sorted(ln for ln in flow.model_call_lines + flow.method_call_lines
+                       if lo <= ln <= hi and not glo <= ln <= ghi and ln not in quiet)
+        if not lines or any(lo - 1 <= line <= hi - 1 for line in reported):
+            continue
+        stmt = next((s for s in A.iter_statements(loop.body) if s.lineno <= lines[0] <= (s.end_lineno or s.lineno)
+                     and not A.child_blocks(s)), None)
+        if stmt is None:
+            continue
+        test = ast.unparse(guard.test)
+        msg = M.flag_guarded_evaluation(unit.node.name, param, test)
+        fixes: Tuple[Fix, ...] = ()
+        torch_name = _torch_alias(ctx)
+        line = ctx.index.line(stmt.lineno - 1)
+        indent = ctx.indent_of(stmt.lineno)
+        if (torch_name and stmt.lineno == stmt.end_lineno and line[:len(indent)] == indent
+                and stmt.col_offset == len(indent.encode()) and stmt.end_col_offset == len(line.rstrip().encode())):
+            from gradguard.model.findings import Position, Range
+
+            step = "    " if "\t" not in indent else "\t"
+            text = f"{indent}with {torch_name}.set_grad_enabled({test}):\n{indent}{step}{line.strip()}\n"
+            edit = TextEdit(Range(Position(stmt.lineno - 1, 0), Position(stmt.lineno, 0)), text)
+            fixes = (Fix(M.fix_set_grad_enabled(test), (edit,), preferred=True),)
+        out.append(Finding(rule.code, ctx.line_range(stmt), msg, Severity.HINT,
+                           (Related(ctx.line_range(guard), M.backpropagates_only_here()),), fixes,
+                           {"variable": "", "evaluation": True}))
+    return out
 
 
 def _loop_callers(summary, name: str) -> Tuple[Tuple[str, bool], ...]:

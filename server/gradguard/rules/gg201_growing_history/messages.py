@@ -65,7 +65,15 @@ nothing: that one gets a hint with the same fix. So does an evaluation reached t
 loop after `model.eval()` that runs the model through one of its methods (`model.infer(x)`), a
 helper named for evaluation (`_eval_step(x, y)`) run once per batch by such a loop, or a
 `predict()` that calls `.eval()` itself and is run per batch by a loop of the file (the hint is on
-the helper's forward, with `@torch.no_grad()` as the fix). A helper whose caller runs under
+the helper's forward, with `@torch.no_grad()` as the fix). So does a function that both trains and
+evaluates, back-propagating only under one of its parameters (`if optimizer is not None:`,
+`if is_train:`), when the file calls it with that parameter left out (its default `None` or
+`False`) or handed `None`/`False`, after `model.eval()` or where the function switches to
+evaluation mode itself (`run_epoch(valid_data, model, loss_compute)`,
+`train_and_valid(..., is_train=False)`): the hint is on its forward, and the fix records the graph
+only when it trains, `with torch.set_grad_enabled(optimizer is not None):` around it. The outputs
+of an evaluation step of the project (`validation_step(x, y)`, run with graph recording on) kept in
+a list across the batches count as a model's outputs. A helper whose caller runs under
 `torch.no_grad()` (at its call site, or as a decorated function) is left alone; so is a file named
 like a test suite (`test_*.py`) that holds tests, but not a script that runs the test set.
 
@@ -163,7 +171,12 @@ print(total_loss / len(loader))
 但每个 batch 仍然白白构建计算图：对它给出一个提示（hint），修复方法相同。通过调用进行的评估也一样：
 `model.eval()` 之后的循环通过模型的某个方法运行模型（`model.infer(x)`），或者这样的循环对每个 batch
 调用一个以评估命名的辅助函数（`_eval_step(x, y)`），或者一个自己调用 `.eval()` 的 `predict()` 被文件中的
-循环逐 batch 调用（提示位于辅助函数的前向计算处，修复是 `@torch.no_grad()`）。调用方在 `torch.no_grad()`
+循环逐 batch 调用（提示位于辅助函数的前向计算处，修复是 `@torch.no_grad()`）。既训练又评估、只在某个参数下
+做反向传播（`if optimizer is not None:`、`if is_train:`）的函数也是如此：当文件在 `model.eval()` 之后、或在
+函数自己切换到评估模式时，调用它而不传该参数（其默认值为 `None` 或 `False`）或传入 `None`/`False`
+（`run_epoch(valid_data, model, loss_compute)`、`train_and_valid(..., is_train=False)`）：提示位于它的前向计算处，
+修复是只在训练时记录计算图，在其外面加上 `with torch.set_grad_enabled(optimizer is not None):`。项目中的评估步骤
+（`validation_step(x, y)`，在记录计算图的状态下运行）的输出若被跨 batch 保存在列表中，也算作模型的输出。调用方在 `torch.no_grad()`
 下运行（在调用处，或作为被装饰的函数）的辅助函数不会被报告；以测试套件命名（`test_*.py`）且包含测试的
 文件也不会，但运行测试集的脚本会。
 
@@ -331,3 +344,26 @@ def step_called_in_a_loop(method: str) -> Dict[str, str]:
     """Related: the step method, called once per iteration of a loop of the file."""
     return {"en": f"`{method}()` is called once per iteration of a loop: each call appends one more graph",
             "zh": f"`{method}()` 在循环的每一轮迭代中被调用一次：每次调用都会再追加一个计算图"}
+
+
+def flag_guarded_evaluation(fn: str, param: str, guard: str) -> Dict[str, str]:
+    """A loop of ``fn`` back-propagates only ``if guard:`` and the file calls ``fn`` for evaluation with
+    ``param`` left out or ``None``/``False``: this forward records a graph for nothing there."""
+    return {
+        "en": f"`{fn}()` back-propagates only when `{guard}`, and the file also calls it for evaluation without "
+              f"`{param}` (or with `{param}` None/False): there this forward runs with graph recording on and "
+              f"builds an autograd graph (and keeps activations) for nothing; run it under "
+              f"`torch.set_grad_enabled({guard})` or call `{fn}()` under `torch.no_grad()` for evaluation.",
+        "zh": f"`{fn}()` 只在 `{guard}` 时做反向传播，而文件中还以评估为目的调用它，且未传 `{param}`（或传入 "
+              f"None/False）：此时这次前向传播在记录计算图的状态下运行，白白构建计算图（并保存激活值）；请把它放在 "
+              f"`torch.set_grad_enabled({guard})` 下运行，或在评估时于 `torch.no_grad()` 下调用 `{fn}()`。",
+    }
+
+
+def backpropagates_only_here() -> Dict[str, str]:
+    return {"en": "the only backward, under this condition", "zh": "唯一的反向传播，只在这个条件下运行"}
+
+
+def fix_set_grad_enabled(test: str) -> Dict[str, str]:
+    return {"en": f"Record this forward's graph only when `{test}`: `torch.set_grad_enabled({test})`",
+            "zh": f"只在 `{test}` 时记录这次前向传播的计算图：`torch.set_grad_enabled({test})`"}

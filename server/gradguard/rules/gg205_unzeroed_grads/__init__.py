@@ -600,6 +600,24 @@ def _helper_divisor(guard: ast.If, ctx) -> Optional[ast.expr]:
     return ast.copy_location(node, t)
 
 
+def _flag_divisor(guard: ast.If, loop) -> Optional[ast.expr]:
+    """``K`` of a step gated by a flag the iteration computes with a modulo:
+    ``is_grad_step = (batch_idx + 1) % K == 0`` assigned once in the loop's body, then
+    ``if is_grad_step:`` (e2e_sae's trainer)."""
+    t = guard.test
+    if not isinstance(t, ast.Name):
+        return None
+    found = None
+    for n in A.block_nodes(loop.body):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(isinstance(x, ast.Name) and x.id == t.id for x in targets):
+                if found is not None or not isinstance(n, ast.Assign):
+                    return None  # set twice, or updated: not one modulo test
+                found = n
+    return _modulo_divisor(found.value) if found is not None else None
+
+
 def _same(a: ast.expr, b: ast.expr) -> bool:
     if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
         return a.value == b.value
@@ -623,6 +641,8 @@ def _undivided_accumulation(rule, loop, steps, ctx, text: str, unit=None) -> Opt
                 divisor = _counter_divisor(s, loop)
             if divisor is None:
                 divisor = _helper_divisor(s, ctx)
+            if divisor is None:
+                divisor = _flag_divisor(s, loop)
             if divisor is not None:
                 guard = s
                 break

@@ -59,7 +59,8 @@ No, as long as the loop zeroes them somewhere: every `k` steps under an `if`, or
 divide each loss by the number of accumulated batches so that the step sees their mean: where the
 step sits under `if (i + 1) % k == 0:` (or under `if n >= k:` with a counter `n += 1` set back to
 0 there, or under `if acc.ready(len(xb)):` where a method of a same-file helper counts batches or
-samples, compares the count with `self.n_acc`, and sets it back to 0) and no loss is divided by `k`,
+samples, compares the count with `self.n_acc`, and sets it back to 0, or under a flag the iteration
+computes once with a modulo, `is_grad_step = (i + 1) % k == 0`) and no loss is divided by `k`,
 a hint (without a quick fix,
 since dividing changes the scale of every gradient) says so. The same hint is given for the
 nanoGPT form, `for micro_step in range(gradient_accumulation_steps): ... loss.backward()` with the
@@ -126,7 +127,8 @@ for x, y in loader:
 不会，只要循环在某处清零：在 `if` 里每 `k` 步清零一次，或者只在循环之后清零（这时循环里只做
 反向传播，step 在循环外）。有意累积时，请把每个损失除以累积的 batch 数，让 step 看到的是平均值：
 如果 step 在 `if (i + 1) % k == 0:` 之下（或在 `if n >= k:` 之下，计数器 `n += 1` 并在那里重置为 0；或在
-`if acc.ready(len(xb)):` 之下，其中同一文件中辅助类的方法对 batch 或样本计数、与 `self.n_acc` 比较并重置为 0），
+`if acc.ready(len(xb)):` 之下，其中同一文件中辅助类的方法对 batch 或样本计数、与 `self.n_acc` 比较并重置为 0；
+或在每轮用取模算出一次的标志之下，`is_grad_step = (i + 1) % k == 0`），
 而没有任何损失除以 `k`，会给出一个提示（没有快速修复，
 因为除法会改变所有梯度的大小）。nanoGPT 的写法也会得到同样的提示：
 `for micro_step in range(gradient_accumulation_steps): ... loss.backward()`，step 在内层循环之后，

@@ -59,6 +59,8 @@ _MODULE_METHODS = frozenset({
     "max", "min", "eq", "squeeze", "unsqueeze", "permute", "transpose", "contiguous", "clone", "long",
     "set_postfix", "set_description", "get", "items", "keys", "values", "scale", "unscale_", "flush",
 })
+# a helper that runs an evaluation by its name: ``validate``, ``_eval_epoch``, ``run_test``
+_EVALUATING = re.compile(r"(^|_)(val|valid|validate|validation|eval|evaluate|evaluation|test)(_|$)", re.IGNORECASE)
 _NOT_TRAINED = re.compile(r"ema|teacher|target|swa|averag|momentum|shadow|frozen|(^|_)old", re.IGNORECASE)
 
 
@@ -85,9 +87,10 @@ class StuckInEval(Rule):
         hits: "Dict[int, Tuple[ast.stmt, _Event, _Event, str, Tuple[str, ...]]]" = {}
         own_modes = defines_mode_methods(unit.class_node)
         own_calls = _own_callables(unit.class_node)
+        dispatch = _hook_dispatchers(unit.class_node)
         for loop in loops:
-            events = _events(loop, ctx, own_modes, own_calls)
-            for target, last_e, first_t in _stuck(events):
+            events = _events(loop, ctx, own_modes, own_calls, dispatch)
+            for target, last_e, first_t in _stuck(events, loop):
                 if _left_in_eval_before(unit, loop, target, ctx) or _leaves_the_loop_after(loop, last_e.node):
                     continue
                 key = id(last_e.node)
@@ -147,7 +150,38 @@ def _own_callables(cls: "Optional[ast.ClassDef]") -> "frozenset":
     return frozenset(out)
 
 
-def _events(loop: ast.stmt, ctx, own_modes: bool = False, own_calls: "frozenset" = frozenset()) -> "List[_Event]":
+def _hook_dispatchers(cls: "Optional[ast.ClassDef]") -> "Dict[str, Tuple[int, Tuple[Optional[str], ...]]]":
+    """The methods of ``cls`` that run a hook by its name (mmcv's runner: ``def call_hook(self, fn_name):
+    for hook in self.hooks: getattr(hook, fn_name)(self)``): name -> (the position of the name among
+    the call's arguments, what the hook's parameters are handed: ``self`` or ``self.<attr>``, else None)."""
+    out: "Dict[str, Tuple[int, Tuple[Optional[str], ...]]]" = {}
+    if cls is None:
+        return out
+    known = cls.__dict__.get("_gg206_hooks")
+    if known is not None:
+        return known  # (asked by every method of the class: answered once per parsed class)
+    cls._gg206_hooks = out  # type: ignore[attr-defined]
+    for d in cls.body:
+        if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(d.args.args) < 2:
+            continue
+        names = [a.arg for a in d.args.args]
+        for n in A.body_nodes(d):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Call) and A.dotted(n.func.func) == "getattr"
+                    and len(n.func.args) >= 2 and isinstance(n.func.args[1], ast.Name)
+                    and n.func.args[1].id in names[1:]):
+                continue
+            handed = []
+            for a in n.args:
+                dn = A.dotted(a)
+                handed.append(dn if dn is not None and dn.partition(".")[0] == names[0] else None)
+            out[d.name] = (names.index(n.func.args[1].id) - 1,
+                           tuple(("self" + h[len(names[0]):]) if h is not None else None for h in handed))
+            break
+    return out
+
+
+def _events(loop: ast.stmt, ctx, own_modes: bool = False, own_calls: "frozenset" = frozenset(),
+            dispatch: "Optional[Dict[str, Tuple[int, Tuple[Optional[str], ...]]]]" = None) -> "List[_Event]":
     nodes = A.block_nodes(loop.body)  # type: ignore[attr-defined]
     quiet: "Set[int]" = set()
     for n in nodes:
@@ -155,6 +189,7 @@ def _events(loop: ast.stmt, ctx, own_modes: bool = False, own_calls: "frozenset"
             quiet.update(id(m) for m in A.iter_nodes(n.body))
     out: "List[_Event]" = []
     summary = ctx.summary
+    dispatch = dispatch or {}
     for n in nodes:
         cls = n.__class__
         if cls is not ast.Call and cls is not ast.Assign:
@@ -177,6 +212,15 @@ def _events(loop: ast.stmt, ctx, own_modes: bool = False, own_calls: "frozenset"
         if name and isinstance(fact, tuple) and fact[0] == isinstance(func, ast.Attribute):
             _expand(n, name, fact[1], out, summary)  # type: ignore[arg-type]
             continue
+        if name in dispatch and isinstance(func, ast.Attribute) and A.dotted(func.value) == "self":
+            at, handed = dispatch[name]
+            hook = n.args[at] if at < len(n.args) else None  # type: ignore[attr-defined]
+            hook_name = hook.value if isinstance(hook, ast.Constant) and isinstance(hook.value, str) else None
+            fact = summary.get(MODE + hook_name) if hook_name else None
+            if isinstance(fact, tuple) and fact[0]:
+                # self.call_hook("after_train_iter"): each hook's method, handed this object
+                _expand(n, hook_name, fact[1], out, summary, None, 1, list(handed))  # type: ignore[arg-type]
+                continue
         q = A.qualify(func, ctx) or ""
         if q.startswith("torch.") or (isinstance(func, ast.Name) and func.id in _BUILTINS):
             continue
@@ -194,13 +238,17 @@ def _events(loop: ast.stmt, ctx, own_modes: bool = False, own_calls: "frozenset"
 
 
 def _expand(call: ast.Call, name: str, events, out: "List[_Event]", summary=None, recv: "Optional[str]" = None,
-            depth: int = 0) -> None:
+            depth: int = 0, args: "Optional[List[Optional[str]]]" = None) -> None:
     """The events of a same-file function's body, at its call, on the call's names
     (with the modules it calls, ``C``, when it back-propagates). ``M`` (a method called on
     a parameter: ``model.val_start()``) expands into that method's events on the argument
-    (``recv``: the object a nested method's ``self`` stands for; its parameters are unknown)."""
+    (``recv``: the object a nested method's ``self`` stands for; its parameters are unknown).
+    ``args``: the names the def's parameters stand for, when not ``call``'s own arguments (a hook
+    run by a dispatcher, a function a hook calls); ``F`` expands that function's events on them."""
     if recv is None and depth == 0:
         recv = A.dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    if args is None:
+        args = [None if isinstance(a, ast.Starred) else A.dotted(a) for a in call.args] if depth == 0 else []
     trains = any(k == "T" for k, _ in events)
     for kind, rc in events:
         if kind == "C" and not trains:
@@ -208,48 +256,63 @@ def _expand(call: ast.Call, name: str, events, out: "List[_Event]", summary=None
         if kind == "T":
             out.append(_Event("T", "", call, name))
             continue
+        if kind == "F":
+            fname, _, rest_f = rc.partition("#")
+            idx_f, _, on_f = rest_f.partition("#")
+            fact = summary.get(MODE + fname) if summary is not None and depth < 3 else None
+            obj = _mapped(on_f, args, recv)
+            if isinstance(fact, tuple) and not fact[0] and obj is not None:
+                handed: "List[Optional[str]]" = [None] * int(idx_f) + [obj]
+                _expand(call, name, fact[1], out, summary, None, depth + 1, handed)
+            continue
         if kind == "M":
             on, _, meth = rc.rpartition("#")
             fact = summary.get(MODE + meth) if summary is not None and depth < 2 else None
-            where, _, rest = on.partition(":")
-            obj = None
-            if where == "p" and depth == 0:
-                idx, _, suffix = rest.partition(":")
-                i = int(idx)
-                if i < len(call.args) and not isinstance(call.args[i], ast.Starred):
-                    base = A.dotted(call.args[i])
-                    obj = base + suffix if base is not None else None
+            obj = _mapped(on, args, recv) if on.startswith("p:") else None
             if isinstance(fact, tuple) and fact[0] and obj is not None:
                 _expand(call, name, fact[1], out, summary, obj, depth + 1)
             elif obj is not None:
                 out.append(_Event("U", obj, call, name))  # an unknown method of the object: it may restore
             continue
-        where, _, rest = rc.partition(":")
-        if depth > 0 and where == "p":
-            continue  # a nested method's parameter: not the call's
-        target: "Optional[str]" = None
-        if where == "p":
-            idx, _, suffix = rest.partition(":")
-            i = int(idx)
-            if i < len(call.args) and not isinstance(call.args[i], ast.Starred):
-                base = A.dotted(call.args[i])
-                target = base + suffix if base is not None else None
-        elif where == "s":
-            target = recv + rest if recv is not None else None
-        else:
-            target = rest
+        target = _mapped(rc, args, recv)
         if target is None:
+            if depth > 0 and rc.startswith("p:"):
+                continue  # a nested def's parameter the call does not name
             if kind == "R":
                 out.append(_Event("R", "*", call, name))
             continue
         out.append(_Event(kind, target, call, name))
 
 
+def _mapped(rc: str, args: "List[Optional[str]]", recv: "Optional[str]") -> "Optional[str]":
+    """The name at the call site of a fact's receiver ``rc`` (``p:<i>:<suffix>``: the ``i``-th of
+    ``args``; ``s:<suffix>``: ``recv``'s; ``g:<dotted>``: itself)."""
+    where, _, rest = rc.partition(":")
+    if where == "p":
+        idx, _, suffix = rest.partition(":")
+        i = int(idx)
+        base = args[i] if i < len(args) else None
+        return base + suffix if base is not None else None
+    if where == "s":
+        return recv + rest if recv is not None else None
+    return rest
+
+
 def _related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def _stuck(events: "List[_Event]") -> "List[Tuple[str, _Event, _Event]]":
+def _evaluates_now_and_then(e: "_Event", loop: "Optional[ast.stmt]") -> bool:
+    """Is ``e`` the switch of a helper named for evaluation (``self.validate()``) called under an
+    ``if`` of the loop's body (every ``interval_validate`` iterations)? Not a deliberate
+    frozen-mode training step, though it comes before the iteration's training."""
+    if e.helper is None or loop is None or not _EVALUATING.search(e.helper):
+        return False
+    return any(s.__class__ is ast.If and any(A.within(e.node, b) for b in s.body)
+               for s in A.iter_statements(loop.body))  # type: ignore[attr-defined]
+
+
+def _stuck(events: "List[_Event]", loop: "Optional[ast.stmt]" = None) -> "List[Tuple[str, _Event, _Event]]":
     """(module, the last event that switches it to evaluation mode, the first training event)."""
     first_t = next((i for i, e in enumerate(events) if e.kind == "T"), None)
     if first_t is None:
@@ -266,7 +329,7 @@ def _stuck(events: "List[_Event]") -> "List[Tuple[str, _Event, _Event]]":
         rel = [i for i, ev in enumerate(events)
                if (ev.kind == "E" and ev.recv == x) or (ev.kind in ("R", "U") and restores(ev.recv, x))
                or (ev.kind == "P" and x.startswith(ev.recv + "."))]
-        if not rel or rel[0] < first_t:
+        if not rel or rel[0] < first_t and not _evaluates_now_and_then(events[rel[0]], loop):
             continue  # switched before the training step of the same iteration: deliberate
         last = events[rel[-1]]
         if last.kind != "E":
@@ -321,13 +384,24 @@ def _statement_at(loop: ast.stmt, node: ast.AST) -> ast.AST:
 
 def _finding(rule, loop, e: "_Event", t: "_Event", target: str, ctx, others: "Tuple[str, ...]" = ()) -> Finding:
     train_line = t.node.lineno  # type: ignore[attr-defined]
-    msg = M.left_in_eval(target, e.helper, train_line, others)
+    before = e.helper is not None and e.node.lineno < train_line  # type: ignore[attr-defined]
+    msg = M.left_in_eval(target, e.helper, train_line, others, before)
     stmt = _statement_at(loop, e.node)
     related = (Related(ctx.line_range(_statement_at(loop, t.node)), M.trained_here()),
                Related(ctx.line_range(loop), M.the_loop()))
     fixes = []
     first = loop.body[0]
-    if first.lineno != loop.lineno:
+    if before and e.helper is not None:
+        # an evaluation now and then before the iteration's training: restore right after it
+        st: "ast.stmt" = stmt  # type: ignore[assignment]
+        end = st.end_lineno or st.lineno
+        line = ctx.index.line(end - 1)
+        if st.lineno == end and end < len(ctx.index.lines) and st.end_col_offset == len(line.rstrip().encode()):
+            indent = ctx.indent_of(st.lineno)
+            pos = Position(end, 0)
+            edit = TextEdit(Range(pos, pos), "".join(f"{indent}{m}.train()\n" for m in (target, *others)))
+            fixes.append(Fix(M.fix_train_after(target, e.helper, others), (edit,), preferred=True))
+    elif first.lineno != loop.lineno:
         indent = ctx.indent_of(first.lineno)
         pos = Position(first.lineno - 1, 0)
         edit = TextEdit(Range(pos, pos), "".join(f"{indent}{m}.train()\n" for m in (target, *others)))

@@ -9,7 +9,9 @@ file can name):
   ``"p:<i>:<suffix>"`` -- the ``i``-th parameter after ``self`` (``suffix``:
   ``""`` or ``".backbone"``), ``"s:<suffix>"`` -- ``self`` or an attribute of it,
   ``"g:<dotted>"`` -- any other name (a module-level model). Written only for a
-  def with at least one event; a def that back-propagates also lists, as ``("C", receiver)``
+  def with at least one event; ``("F", "<function>#<i>#<receiver>")`` -- a hook method (``after_*``,
+  ``before_*``, ``on_*``) hands ``receiver`` as the ``i``-th argument of the same-file function
+  ``<function>`` (its events are read where the hook is called); a def that back-propagates also lists, as ``("C", receiver)``
   after its events, what it calls (the modules it trains). (A method named ``train`` or ``eval`` is never read:
   ``x.train()`` is a mode switch wherever it is called; a function ``train(...)`` is.)
 """
@@ -17,6 +19,7 @@ file can name):
 from __future__ import annotations
 
 import ast
+import re
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis.summary import FactSource
@@ -27,6 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import List, Optional, Tuple
 
 MODE = "gg206:mode:"
+# a hook's name (mmcv's ``after_train_iter``, a callback's ``on_train_batch_end``, fastai's ``before_epoch``)
+_HOOK = re.compile(r"(after|before|on)_")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -54,11 +59,18 @@ def def_events(d: ast.AST, is_method: bool, own_modes: bool = False) -> "Tuple[T
     params = params + [a.arg for a in args.kwonlyargs]
     out: "List[Tuple[str, str]]" = []
     called: "List[str]" = []
+    hook = is_method and bool(_HOOK.match(d.name))  # type: ignore[attr-defined]
     for n in A.body_nodes(d):
         cls = n.__class__
         if cls is not ast.Call and cls is not ast.Assign:
             continue
         ev = mode_event(n)
+        if ev is None and hook and cls is ast.Call and n.func.__class__ is ast.Name:  # type: ignore[attr-defined]
+            # a hook handing its runner's model to a function: single_gpu_test(runner.model, loader)
+            for i, a in enumerate(n.args):  # type: ignore[attr-defined]
+                recv = A.dotted(a)
+                if recv is not None and (recv.partition(".")[0] in params or recv.partition(".")[0] == selfname):
+                    out.append(("F", f"{n.func.id}#{i}#{_receiver(recv, params, selfname)}"))  # type: ignore[attr-defined]
         if ev is None:
             callee = A.dotted(n.func) if cls is ast.Call else None  # type: ignore[attr-defined]
             if callee is not None and callee not in called:

@@ -66,7 +66,17 @@ No. A function defined in the same file is read: a `model.train()` in it counts 
 A function imported from another file is not read; when the model is handed to one, the rule assumes
 it may switch the mode and stays silent. The same holds for methods: a trainer's own
 `self.evaluate()` calling `self.model.eval()`, or a helper `validate(model)` calling a wrapper's
-`model.val_start()` that switches its encoders, counts where it is called.
+`model.val_start()` that switches its encoders, counts where it is called. So do hooks: a hook
+method (`after_train_iter(self, runner)`, `on_train_batch_end`) that hands `runner.model` to a
+same-file function calling `.eval()`, called directly or by a runner method that runs hooks by their
+name (`self.call_hook("after_train_iter")` doing `getattr(hook, fn_name)(self)`).
+
+**I validate every few iterations from inside the batch loop, before the training step.**
+A helper named for evaluation (`self.validate()`, `evaluate(model)`) called under an `if` of the
+loop before the iteration trains is read as evaluation, not as a deliberate frozen mode: when it
+leaves the model in evaluation mode it is reported, with the fix `model.train()` right after the
+call (from that iteration on, training runs in evaluation mode). An unconditional switch before the
+training step is still read as deliberate.
 
 **I freeze batch norm on purpose (`model.eval()` before training, or `model.backbone.eval()`).**
 Not reported: the rule needs the first iteration to train in training mode and a later one to train
@@ -127,7 +137,14 @@ for epoch in range(epochs):
 不会。同一文件中定义的函数会被读取：其中的 `model.train()` 在调用处同样算数。从其他文件导入的函数
 不会被读取；当模型被传给这样的函数时，本规则假定它可能切换模式，保持沉默。方法也是如此：训练器自己的
 `self.evaluate()` 调用 `self.model.eval()`，或辅助函数 `validate(model)` 调用包装对象的
-`model.val_start()` 去切换它的编码器，都在调用处算数。
+`model.val_start()` 去切换它的编码器，都在调用处算数。钩子也是如此：钩子方法（`after_train_iter(self, runner)`、
+`on_train_batch_end`）把 `runner.model` 传给同一文件中调用 `.eval()` 的函数，无论它是被直接调用，还是被按名字
+运行钩子的 runner 方法调用（`self.call_hook("after_train_iter")`，其中执行 `getattr(hook, fn_name)(self)`）。
+
+**我在 batch 循环内部每隔几轮验证一次，位于训练步骤之前。**
+在循环的某个 `if` 下、于本轮训练之前调用的以评估命名的辅助函数（`self.validate()`、`evaluate(model)`）被视为
+评估，而不是有意冻结的模式：如果它让模型停留在评估模式，就会被报告，修复是在调用之后立即执行
+`model.train()`（从那一轮起，训练都在评估模式下进行）。训练步骤之前无条件的切换仍被视为有意为之。
 
 **我是有意冻结 batch norm（训练前 `model.eval()`，或 `model.backbone.eval()`）。**
 不会被报告：本规则要求第一轮在训练模式下训练，而之后某一轮因为循环自己的 `eval()` 在评估模式下训练。
@@ -143,9 +160,11 @@ for epoch in range(epochs):
 }
 
 
-def left_in_eval(module: str, helper: "Optional[str]", train_line: int, others: "Sequence[str]" = ()) -> "Dict[str, str]":
+def left_in_eval(module: str, helper: "Optional[str]", train_line: int, others: "Sequence[str]" = (),
+                 before: bool = False) -> "Dict[str, str]":
     """``module`` (and ``others``) switched to evaluation mode (directly, or by the same-file function
-    ``helper``), trained again on ``train_line`` in the next iteration."""
+    ``helper``), trained again on ``train_line`` in the next iteration (``before``: the evaluation
+    helper runs now and then before the iteration's training, which it leaves in evaluation mode)."""
     names = [module, *others]
     what = " and ".join(f"`{m}`" for m in names)
     what_zh = "、".join(f"`{m}`" for m in names)
@@ -158,6 +177,15 @@ def left_in_eval(module: str, helper: "Optional[str]", train_line: int, others: 
     else:
         how_en = f"this switches {what} to evaluation mode"
         how_zh = f"这里把 {what_zh} 切换到评估模式"
+    if before and helper:
+        return {
+            "en": f"{how_en}, and nothing switches {it} back before the training that follows (line {train_line}): "
+                  f"from the first evaluation on, dropout is off and batch norm uses frozen running statistics "
+                  f"while training; call {calls} right after `{helper}(...)` (or at its end).",
+            "zh": f"{how_zh}，而之后的训练（第 {train_line} 行）之前没有把{it_zh}切换回来：从第一次评估起，训练时"
+                  f" dropout 被关闭，batch norm 使用冻结的滑动统计量；请在 `{helper}(...)` 之后（或在它的末尾）调用 "
+                  f"{calls_zh}。",
+        }
     return {
         "en": f"{how_en}, and nothing in the loop switches {it} back before the next iteration trains {it} "
               f"(line {train_line}): from the second iteration on, dropout is off and batch norm uses frozen "
@@ -180,3 +208,9 @@ def fix_train_at_top(module: str, others: "Sequence[str]" = ()) -> "Dict[str, st
     calls = ", ".join(f"`{m}.train()`" for m in [module, *others])
     return {"en": f"Switch back to training mode at the top of the iteration: {calls}",
             "zh": f"在每轮迭代开头切换回训练模式：{calls}"}
+
+
+def fix_train_after(module: str, helper: str, others: "Sequence[str]" = ()) -> "Dict[str, str]":
+    calls = ", ".join(f"`{m}.train()`" for m in [module, *others])
+    return {"en": f"Switch back to training mode right after `{helper}(...)`: {calls}",
+            "zh": f"在 `{helper}(...)` 之后立即切换回训练模式：{calls}"}

@@ -85,8 +85,29 @@ class ZeroedBeforeStep(Rule):
                         found = _zeroed_every_iteration_stepped_every_k(self, st, ctx)
                     if found is not None:
                         out.append(found)
+        if unit.node is not None and _steps_every_kth_call(unit.node, unit.class_node is not None):
+            # the def is the iteration: zeroed per call, stepped every k calls (a Lightning-style training_step)
+            out.extend(_zeroed_every_k_all(self, unit.node, ctx, every=True))
         out.extend(_helper_findings(self, unit, ctx))
         return out
+
+
+def _steps_every_kth_call(fn, method: bool) -> bool:
+    """Does a statement of ``fn``'s own body step under a modulo test of one of its parameters
+    (``if (batch_idx + 1) % self.accumulate_grad_batches == 0: opt.step()``; a method's ``self``
+    is none): a def called once per batch, whose every call is one iteration of its caller's loop?"""
+    args = fn.args
+    positional = list(args.posonlyargs) + list(args.args)
+    if method and positional:
+        positional = positional[1:]
+    params = {a.arg for a in positional + list(args.kwonlyargs)}
+    for st in A.with_bodies_inline(fn.body):
+        if st.__class__ is ast.If and any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod
+                                          and any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(n.left))
+                                          for n in ast.walk(st.test)) \
+                and any(S.stepped(n, scaler=True, closure=False) is not None for n in A.iter_nodes(st.body)):
+            return True
+    return False
 
 
 def _helper_findings(rule, unit, ctx) -> "list":
@@ -102,8 +123,12 @@ def _helper_findings(rule, unit, ctx) -> "list":
         for j, st in enumerate(block):
             if isinstance(st, (ast.For, ast.While)):
                 found = _zeroed_by_a_helper(rule, st, block[j + 1:], ctx)
-                if found is not None:
-                    out.append(found)
+            elif st.__class__ is ast.Assign or st.__class__ is ast.Expr:
+                found = _zeroed_by_a_helper_comprehension(rule, st, block[j + 1:], ctx)
+            else:
+                continue
+            if found is not None:
+                out.append(found)
     return out
 
 
@@ -185,11 +210,35 @@ def _zeroed_by_a_helper(rule, loop, after, ctx) -> "Optional[Finding]":
                 return None
     if step is None:
         return None
+    return _helper_finding(rule, body[k], call, opt, step, test, ctx)
+
+
+def _zeroed_by_a_helper_comprehension(rule, st, after, ctx) -> "Optional[Finding]":
+    """The same as :func:`_zeroed_by_a_helper`, the loop a list comprehension:
+    ``losses = [trainer.fwd_bwd(mb) for mb in microbatches]`` then ``trainer.optim_step()``
+    (torchtitan's RL trainer): each call erases what the earlier ones accumulated."""
+    comp = st.value
+    if comp.__class__ is not ast.ListComp or len(comp.generators) != 1 or comp.generators[0].ifs:
+        return None
+    summary = ctx.summary
+    got = _helper_call(ast.Expr(value=comp.elt), summary, ZERO_BACK)
+    if got is None:
+        return None
+    call, _, opt = got
+    for nxt in after:
+        if nxt.__class__ is ast.Expr and _steps_named(nxt.value, opt, summary) is not None:
+            return _helper_finding(rule, st, call, opt, nxt, None, ctx)
+        if not _harmless(nxt, ctx):
+            return None
+    return None
+
+
+def _helper_finding(rule, st, call, opt: str, step, test: "Optional[str]", ctx) -> Finding:
     text = ast.unparse(step.value)
     label = ast.unparse(call.func)
     msg = M.zeroed_by_a_helper(label, opt, text, step.lineno, test)
     related = (Related(ctx.line_range(step), M.stepped_every_k() if test else M.stepped_once(text)),)
-    return Finding(rule.code, ctx.line_range(body[k]), msg, rule.default_severity, related, (),
+    return Finding(rule.code, ctx.line_range(st), msg, rule.default_severity, related, (),
                    {"optimizer": opt, "shape": "helper"})
 
 
@@ -200,22 +249,45 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
     zeroing of the next iteration erases what the iterations that did not step accumulated,
     so each step applies one batch's gradient (accelerate's demo, Opacus' virtual steps,
     openWakeWord's sample count). The fix moves the zeroing to just after the step."""
+    found = _zeroed_every_k_all(rule, loop, ctx)
+    return found[0] if found else None
+
+
+def _zeroed_every_k_all(rule, loop, ctx, every: bool = False) -> "list":
+    """:func:`_zeroed_every_iteration_stepped_every_k` for the first zeroing of the loop, or (``every``:
+    a def called once per batch) for each optimizer it zeroes that way, a GAN's two (PreDiff's
+    autoencoder and discriminator), each with its own backward between its zeroing and its step's
+    ``if`` (a backward after that ``if`` is another network's loss: clustergan's discriminator
+    loss reaching the generator in the iterations that skip its step)."""
     if isinstance(loop, ast.While) and loop.orelse:
-        return None
+        return []
     # statements typed loosely: the fast `__class__ is` tests below do not narrow for mypy
     body: "list" = A.with_bodies_inline(loop.body)
-    zero = back = cond = None
+    zeros: "list" = []
     for st in body:
         opt = _zeroing(st)
-        if opt is not None:
-            zero = (st, opt)
-            break
-    if zero is None:
-        return None
+        if opt is not None and all(opt != o for _, o in zeros):
+            zeros.append((st, opt))
+            if not every:
+                break
+    if not zeros:
+        return []
     # (cheap first: most loops that zero every iteration also step every iteration)
     if not any(st.__class__ is ast.If and _accumulation_test(st, body) for st in body):
-        return None
+        return []
+    out = []
+    for zero in zeros:
+        found = _zeroed_every_k(rule, body, zero, every, loop, ctx)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _zeroed_every_k(rule, body: "list", zero, after_zero: bool, loop, ctx) -> "Optional[Finding]":
+    """One zeroing ``zero`` (statement, optimizer) of :func:`_zeroed_every_k_all` (``after_zero``:
+    the backward is the first after it, and comes before the step's ``if``)."""
     zst, opt = zero
+    back = cond = None
     for st in body:
         cls = st.__class__
         simple = cls is ast.Expr or cls is ast.Assign
@@ -225,17 +297,19 @@ def _zeroed_every_iteration_stepped_every_k(rule, loop, ctx) -> "Optional[Findin
             if cls is not ast.If or cond is not None:
                 return None  # a step under some other statement, or under two conditions
             cond = st
-        elif back is None and simple:
+        elif back is None and simple and not (after_zero and st.lineno <= zst.lineno):
             back = next((n for n in A.iter_nodes(st) if n.__class__ is ast.Call and A.is_backward_call(n, ctx)
                          and not A.has_create_graph(n)
                          and (A.qualify(n.func, ctx) or "") != "torch.autograd.grad"), None)
     if cond is None or back is None or not _accumulation_test(cond, body):
         return None
+    if after_zero and back.lineno > cond.lineno:
+        return None
     step = next((st for st in cond.body if isinstance(st, ast.Expr) and _steps(st.value, opt)), None)
     if step is None:
         return None
     msg = M.zeroed_every_iteration(opt, back.lineno, ast.unparse(step.value), step.lineno,
-                                   ast.unparse(cond.test))
+                                   ast.unparse(cond.test), loop.name if isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
     related = (Related(ctx.line_range(back), M.accumulated_here()), Related(ctx.line_range(step), M.stepped_every_k()))
     fixes = []
     if _own_lines(zst, ctx) and zst.end_lineno == zst.lineno and _own_lines(step, ctx):

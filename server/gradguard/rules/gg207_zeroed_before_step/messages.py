@@ -75,8 +75,16 @@ Reported when a loop calls it in every iteration while the same optimizer steps 
 (directly, or through a helper that only steps it: `trainer.optim_step()`) or under an accumulation
 condition: each call erases what the calls before it accumulated. Reported at the call, without a
 quick fix (the zeroing lives in the helper, which other callers may rely on): zero the gradients
-after the step, or once before the micro-batches. A helper that also steps, or zeroes only under a
-condition, is not reported.
+after the step, or once before the micro-batches. The loop may be a list comprehension
+(`losses = [trainer.fwd_bwd(mb) for mb in microbatches]`, then `trainer.optim_step()`). A helper
+that also steps, or zeroes only under a condition, is not reported.
+
+**My `training_step(batch, batch_idx)` zeroes, back-propagates, and steps every k batches.**
+A function called once per batch is an iteration of its caller's loop: when its own statements zero
+an optimizer and back-propagate in every call while the step runs only under a modulo of one of its
+parameters (`if (batch_idx + 1) % self.accumulate_grad_batches == 0: opt.step()`), each call erases
+what the calls before it accumulated. Reported for each optimizer so zeroed, with the fix that moves
+the zeroing to just after its step.
 
 **The zeroing is for another optimizer (`opt_g.zero_grad()` before `opt_d.step()`).**
 Not reported: only the zeroing of the optimizer that steps counts.
@@ -135,7 +143,13 @@ for x, y in loader:
 当循环每一轮都调用它，而同一个优化器只在循环之后（直接调用，或通过只执行 step 的辅助函数，如
 `trainer.optim_step()`）或在累积条件下 step 时，会被报告：每次调用都会抹掉之前各次调用累积的梯度。
 在调用处报告，没有快速修复（清零位于辅助函数中，其他调用者可能依赖它）：请在 step 之后清零，
-或在 micro-batch 开始前清零一次。同时执行 step、或只在某个条件下清零的辅助函数不会被报告。
+或在 micro-batch 开始前清零一次。循环也可以是列表推导式（`losses = [trainer.fwd_bwd(mb) for mb in microbatches]`，
+然后 `trainer.optim_step()`）。同时执行 step、或只在某个条件下清零的辅助函数不会被报告。
+
+**我的 `training_step(batch, batch_idx)` 先清零、再反向传播，每 k 个 batch 才 step 一次。**
+每个 batch 调用一次的函数就是其调用方循环的一轮：如果它自己的语句在每次调用时都清零某个优化器并反向传播，
+而 step 只在对其某个参数取模的条件下运行（`if (batch_idx + 1) % self.accumulate_grad_batches == 0: opt.step()`），
+每次调用都会抹掉之前各次调用累积的梯度。对每个这样清零的优化器分别报告，修复是把清零移到它的 step 之后。
 
 **清零的是另一个优化器（在 `opt_d.step()` 之前调用 `opt_g.zero_grad()`）。**
 不会被报告：只有执行 step 的那个优化器的清零才算数。
@@ -191,15 +205,21 @@ def fix_move_before_loop(opt: str) -> "Dict[str, str]":
     return {"en": f"Move `{opt}.zero_grad()` before the loop", "zh": f"把 `{opt}.zero_grad()` 移到循环之前"}
 
 
-def zeroed_every_iteration(opt: str, backward_line: int, step: str, step_line: int, test: str) -> "Dict[str, str]":
-    """``opt.zero_grad()`` in every iteration while ``step`` runs only under ``if test:``."""
+def zeroed_every_iteration(opt: str, backward_line: int, step: str, step_line: int, test: str,
+                           per_call: "str | None" = None) -> "Dict[str, str]":
+    """``opt.zero_grad()`` in every iteration while ``step`` runs only under ``if test:``
+    (``per_call``: the def whose every call zeroes, ``training_step``, called once per batch)."""
+    every_en = f"every call of `{per_call}()`" if per_call else "every iteration"
+    every_zh = f"每次调用 `{per_call}()` 时" if per_call else "每一轮"
+    rounds_en = "calls" if per_call else "iterations"
+    rounds_zh = "那些次调用" if per_call else "那些轮"
     return {
-        "en": f"`{opt}.zero_grad()` runs in every iteration, but `{step}` (line {step_line}) only when `{test}`: "
-              f"the gradients `backward()` (line {backward_line}) accumulates in the iterations that do not "
+        "en": f"`{opt}.zero_grad()` runs in {every_en}, but `{step}` (line {step_line}) only when `{test}`: "
+              f"the gradients `backward()` (line {backward_line}) accumulates in the {rounds_en} that do not "
               f"step are erased by the next zeroing, so each step applies one batch's gradient; zero the "
               f"gradients after the step instead.",
-        "zh": f"`{opt}.zero_grad()` 每一轮都会运行，但 `{step}`（第 {step_line} 行）只在 `{test}` 时运行："
-              f"不执行 step 的那些轮里 `backward()`（第 {backward_line} 行）累积的梯度被下一次清零抹掉，"
+        "zh": f"`{opt}.zero_grad()` {every_zh}都会运行，但 `{step}`（第 {step_line} 行）只在 `{test}` 时运行："
+              f"不执行 step 的{rounds_zh}里 `backward()`（第 {backward_line} 行）累积的梯度被下一次清零抹掉，"
               f"每次 step 只应用一个批次的梯度；请改为在 step 之后清零。",
     }
 
