@@ -46,14 +46,14 @@ from gradguard.model.findings import Finding, Fix, Position, Range, Related, Sev
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg208_unoptimized_params import messages as M
 from gradguard.rules.gg208_unoptimized_params.facts import (
-    ALONE, CLASS, MADE, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS,
+    ALONE, CLASS, FED, MADE, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS,
     SUBMODULES, fills_of,
     is_optimizer_call, parameter_owners,
     layer_with_parameters)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, List, Optional, Set, Tuple
+    from typing import Dict, List, Optional, Set, Tuple, Union
 
 # methods whose result carries no gradient back into what they are called on
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train"})
@@ -961,6 +961,7 @@ def _plain_containers(rule, unit, ctx) -> "List[Finding]":
                 "requires_grad", "requires_grad_", "no_grad", "inference_mode"):
             return []  # the class freezes something, or runs some of it without a graph: maybe these layers
     bound: "Dict[str, int]" = {}
+    nested: "Dict[str, List[Union[ast.List, ast.Tuple]]]" = {}
     for n in A.walk_all(cls):
         if isinstance(n, ast.Call):
             name = _callee_name(n)
@@ -970,7 +971,10 @@ def _plain_containers(rule, unit, ctx) -> "List[Finding]":
             if isinstance(f, ast.Attribute) and A.dotted(f.value) in {"self." + a for a in candidates}:
                 attr = f.value.attr  # type: ignore[attr-defined]
                 if f.attr == "append" and candidates[attr][2] != "dict" and A.within(n, init) and len(n.args) == 1:
-                    kind = _plain_item(n.args[0], ctx)
+                    kind = _plain_item(n.args[0], ctx) or _appended_item(n.args[0], init, cls.name, ctx)
+                    if isinstance(n.args[0], (ast.List, ast.Tuple)) and kind is not None:
+                        # (``nn.ModuleList().append([...])`` fails: the pair is wrapped too)
+                        nested.setdefault(attr, []).append(n.args[0])
                     if kind is None or candidates[attr][2] not in ("", kind):
                         bound[attr] = 99  # something else goes into it
                     else:
@@ -984,6 +988,8 @@ def _plain_containers(rule, unit, ctx) -> "List[Finding]":
                     bound[d[5:]] = 99  # handed to a call (nn.ModuleList(self.X), nn.Sequential(*self.X))
         elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None:
+                continue  # (``self._layers = None`` before ``self._layers = []``: not a second binding)
             for t in targets:
                 for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
                     base = e.value if isinstance(e, ast.Subscript) else e
@@ -1002,15 +1008,52 @@ def _plain_containers(rule, unit, ctx) -> "List[Finding]":
                      ("list", "parameter"): "ParameterList", ("dict", "parameter"): "ParameterDict"}[(shape, kind)]
         fixes: "Tuple[Fix, ...]" = ()
         v = s.value
-        if prefix is not None and (shape == "list" or (isinstance(v, ast.Dict) and all(
+        if prefix is not None and all(_torch_module(x, ctx) for e in nested.get(a, ()) for x in e.elts) and (
+                shape == "list" or (isinstance(v, ast.Dict) and all(
                 isinstance(k, ast.Constant) and isinstance(k.value, str) for k in v.keys))):
             r = ctx.range(v)
             empty = isinstance(v, (ast.List, ast.Dict)) and not (v.elts if isinstance(v, ast.List) else v.keys)
             text = f"{prefix}{container}()" if empty else f"{prefix}{container}({_raw(v, ctx)})"
-            fixes = (Fix(M.fix_register(prefix + container), (TextEdit(r, text),), preferred=True),)
+            edits = [TextEdit(r, text)] + [TextEdit(ctx.range(e), f"{prefix}ModuleList({_raw(e, ctx)})")
+                                           for e in nested.get(a, ())]
+            fixes = (Fix(M.fix_register(prefix + container), tuple(edits), preferred=True),)
         out.append(Finding(rule.code, ctx.line_range(s), M.plain_container(a, shape, kind, prefix or "nn.", container),
                            rule.default_severity, (), fixes, {"module": "self." + a, "shape": "plain-" + shape}))
     return out
+
+
+def _torch_module(v: ast.AST, ctx) -> bool:
+    """A construction an ``nn.ModuleList`` can hold: a torch layer (``nn.Tanh()``) or a module
+    with parameters (a same-file class's); not a call that may return a function."""
+    if not isinstance(v, ast.Call):
+        return False
+    q = A.qualify(v.func, ctx) or ""
+    return (q.startswith("torch.nn.") and not q.startswith("torch.nn.functional.")
+            and q.rsplit(".", 1)[-1][:1].isupper()) or _plain_item(v, ctx) == "module"
+
+
+def _appended_item(v: ast.AST, init: ast.AST, cls: str, ctx) -> "Optional[str]":
+    """``"module"`` for an item appended to a plain container that is a layer with parameters
+    by its construction or its caller's: a list or tuple of calls, one of them such a layer
+    (``[nn.Linear(h, h), nn.ReLU()]``, pytorch#715's pairs), or the loop variable of ``for
+    layer in layers`` over a parameter of ``__init__`` that a construction of the class in
+    the file fills with a list of layers (``Merge([nn.Linear(8, 4), ...])``, texar#72)."""
+    if isinstance(v, (ast.List, ast.Tuple)):
+        if not v.elts or not all(isinstance(e, ast.Call) for e in v.elts):
+            return None
+        kinds = [_plain_item(e, ctx) for e in v.elts]
+        return "module" if "module" in kinds and "parameter" not in kinds else None
+    if not isinstance(v, ast.Name) or not isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in init.args.args]
+    for loop in A.walk_all(init):
+        if (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == v.id
+                and isinstance(loop.iter, ast.Name) and loop.iter.id in params[1:]):
+            p = loop.iter.id
+            slot = str(params.index(p) - 1)
+            if ctx.summary.get(FED + cls + ":" + slot) or ctx.summary.get(FED + cls + ":" + p):
+                return "module"
+    return None
 
 
 def _nn_prefix(cls: ast.ClassDef) -> "Optional[str]":
