@@ -334,3 +334,37 @@ def plain_container(attr: str, shape: str, kind: str, nn: str, container: str) -
 
 def fix_register(container: str) -> "Dict[str, str]":
     return {"en": f"Wrap it in `{container}`", "zh": f"用 `{container}` 包装它"}
+
+
+def copy_given_the_optimizer(copy: str, opt: str) -> "Dict[str, str]":
+    return {
+        "en": f"`{copy}`, a deep copy of the model, is handed on with `{opt}`, the optimizer built from the "
+              f"original's parameters: it holds none of the copy's, so training the copy steps the original's "
+              f"parameters (with no gradients) and the copy never changes; build a new optimizer from "
+              f"`{copy}.parameters()`",
+        "zh": f"`{copy}` 是模型的深拷贝，却与 `{opt}` 一起交出，而该优化器是由原模型的参数构建的：它不包含拷贝的任何参数，"
+              f"训练拷贝时只会对原模型的参数（没有梯度）执行 step，拷贝永远不会改变；请用 `{copy}.parameters()` 构建新的优化器",
+    }
+
+
+def copy_made_here(copy: str) -> "Dict[str, str]":
+    return {"en": f"`{copy}` is copied here: its parameters are new tensors",
+            "zh": f"`{copy}` 在这里被拷贝：它的参数是新的张量"}
+
+
+def dropped_group(groups: str, line: int) -> "Dict[str, str]":
+    return {
+        "en": f"The parameter group made on line {line} is filled and never added to `{groups}`: the optimizer "
+              f"built from `{groups}` holds none of its parameters, so they get gradients and never change",
+        "zh": f"第 {line} 行创建的参数组被填充后从未加入 `{groups}`：由 `{groups}` 构建的优化器不包含其中任何参数，"
+              f"它们得到梯度却永远不会改变",
+    }
+
+
+def group_made_here() -> "Dict[str, str]":
+    return {"en": "the group is made here", "zh": "参数组在这里创建"}
+
+
+def fix_append_group(name: str, groups: str) -> "Dict[str, str]":
+    return {"en": f"Append `{name}` to `{groups}` before the optimizer is built",
+            "zh": f"在构建优化器之前把 `{name}` 加入 `{groups}`"}
