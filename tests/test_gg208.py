@@ -728,3 +728,205 @@ def test_a_loss_with_weights_owned_frozen_or_not_against_labels_is_silent(old, n
     if "Centers(" in new:
         src = src.replace("CenterLoss()", "Centers()")
     assert src != CENTER and not gg208(src)
+
+
+# --------------------------------------------------------------------------
+# eleventh pass: pairs, a lower-case class, layers handed in, a dropped group, a copy
+# --------------------------------------------------------------------------
+
+PAIRS = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hids = []
+        for _ in range(2):
+            self.hids.append([nn.Linear(4, 4), {act}])
+
+    def forward(self, x):
+        for lin, act in self.hids:
+            x = act(lin(x))
+        return x
+
+
+net = Net()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    net(torch.randn(2, 4)).sum().backward()
+    opt.step()
+"""
+
+
+def test_linear_activation_pairs_in_a_plain_list_wrap_the_pairs_too():
+    [f] = gg208(PAIRS.format(act="nn.ReLU()"))
+    assert f.range.start.line + 1 == 8
+    out = fixed(PAIRS.format(act="nn.ReLU()"))
+    assert "self.hids = nn.ModuleList()" in out and "nn.ModuleList([nn.Linear(4, 4), nn.ReLU()])" in out
+    assert not gg208(out)
+
+
+def test_a_pair_whose_other_item_may_be_a_function_is_reported_without_a_fix():
+    [f] = gg208(PAIRS.format(act="get_act()"))  # (may return F.relu: nn.ModuleList would refuse it)
+    assert f.preferred_fix is None
+
+
+def test_pairs_of_layers_registered_elsewhere_are_silent():
+    src = PAIRS.format(act="nn.ReLU()").replace("[nn.Linear(4, 4), nn.ReLU()]", "[self.lins[0], nn.ReLU()]")
+    src = src.replace("        self.hids = []\n", "        self.lins = nn.ModuleList([nn.Linear(4, 4)])\n        self.hids = []\n")
+    assert not gg208(src)
+
+
+LOWER = """\
+import torch
+import torch.nn as nn
+
+
+class net(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = [nn.Linear(1, 1) for _ in range(n)]
+
+    def forward(self, x):
+        for l in self.layers:
+            x = l(x)
+        return x
+
+
+{make}
+opt = torch.optim.SGD(n.parameters(), lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    n(torch.randn(2, 1)).sum().backward()
+    opt.step()
+"""
+
+
+def test_a_lower_case_module_class_made_by_the_script_is_an_instance():
+    [f] = gg208(LOWER.format(make="n = net(3)"))
+    assert f.range.start.line + 1 == 8
+    # a builtin's name is never taken for a class of the file
+    assert not gg208(LOWER.replace("class net(", "class Net(").format(make="n = list(3)"))
+
+
+MERGE = """\
+import torch
+import torch.nn as nn
+
+
+class Merge(nn.Module):
+    def __init__(self, layers=None):
+        super().__init__()
+        self._layers = None
+        if layers is not None:
+            self._layers = []
+            for layer in layers:
+                self._layers.append(layer)
+
+    def forward(self, x):
+        return torch.cat([layer(x) for layer in self._layers], 1)
+
+
+model = nn.Sequential(Merge({given}), nn.Linear(4, 2))
+opt = torch.optim.Adam(model.parameters(), lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    model(torch.randn(3, 4)).sum().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("given,reported", [
+    ("[nn.Linear(4, 2), nn.Linear(4, 2)]", True),
+    ("layers=[nn.Linear(4, 2), nn.Linear(4, 2)]", True),
+    ("[nn.Tanh(), nn.Sigmoid()]", False),   # no parameters in the plain list
+    ("branches", False),                     # what the list holds is not known here
+])
+def test_layers_handed_to_the_constructor_and_copied_into_a_plain_list(given, reported):
+    found = gg208(MERGE.format(given=given))
+    assert [f.range.start.line + 1 for f in found] == ([10] if reported else [])
+
+
+GROUPS = """\
+import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def build(self):
+        groups = []
+        group = {{"lr": 0.1}}
+        group["params"] = []
+        for name, p in self.model.named_parameters():
+            if name.startswith("0"):
+                group["params"].append(p)
+        groups.append(group)
+        group = {{"lr": 0.01}}
+        group["params"] = []
+        for name, p in self.model.named_parameters():
+            if name.startswith("1"):
+                group["params"].append(p)
+{tail}
+
+    def train(self, x):
+        self.build()
+        self.opt.zero_grad()
+        self.model(x).sum().backward()
+        self.opt.step()
+"""
+
+
+@pytest.mark.parametrize("tail,reported", [
+    ("        self.opt = torch.optim.SGD(groups)", True),
+    ("        groups.append(group)\n        self.opt = torch.optim.SGD(groups)", False),
+    ("        self.opt = torch.optim.SGD(groups)\n        self.opt.add_param_group(group)", False),
+    ("        self.opt = torch.optim.SGD(groups)\n        self.head_opt = torch.optim.SGD([group])", False),
+])
+def test_a_parameter_group_filled_and_never_added(tail, reported):
+    src = GROUPS.format(tail=tail)
+    found = gg208(src)
+    assert [f.range.start.line + 1 for f in found] == ([22] if reported else [])
+    if reported:
+        assert "line 17" in found[0].message_in("en")
+        out = fixed(src)
+        assert "        groups.append(group)\n        self.opt = torch.optim.SGD(groups)" in out and not gg208(out)
+
+
+CLONE = """\
+import copy
+import torch
+
+
+class Wrapper:
+    def __init__(self, model, optimizer):
+        self._model = model
+        self._optimizer = optimizer
+
+    def fit(self, x):
+        self._optimizer.zero_grad()
+        self._model(x).sum().backward()
+        self._optimizer.step()
+
+    def clone(self):
+        model = copy.deepcopy(self._model)
+{body}
+"""
+
+
+@pytest.mark.parametrize("body,reported", [
+    ("        return type(self)(model, self._optimizer)", True),
+    ("        return Wrapper(model, optimizer=self._optimizer)", True),
+    ("        opt = torch.optim.SGD(model.parameters(), lr=0.1)\n        return type(self)(model, opt)", False),
+    ("        return type(self)(model, type(self._optimizer)(model.parameters(), **self._optimizer.defaults))", False),
+    ("        return type(self)(model, None)", False),
+    ("        return Other(model, self._optimizer)", False),
+])
+def test_a_deep_copy_handed_on_with_the_original_optimizer(body, reported):
+    found = gg208(CLONE.format(body=body))
+    assert [f.range.start.line + 1 for f in found] == ([17] if reported else [])

@@ -376,6 +376,14 @@ class _Recorder:
             rec.modules.append(self)
             return orig_init(self, *args, **kwargs)
 
+        orig_setstate = nn.Module.__setstate__
+
+        def module_setstate(self, state):
+            # a module made by copy.deepcopy (or unpickled) runs no __init__: a copy trained with
+            # the original's optimizer (GG208) is a module of the program too
+            rec.modules.append(self)
+            return orig_setstate(self, state)
+
         def optimizer_init(self, *args, **kwargs):
             rec.optimizers.append(self)
             return orig_opt_init(self, *args, **kwargs)
@@ -451,6 +459,7 @@ class _Recorder:
 
         hook = register_optimizer_step_pre_hook(step_pre_hook)
         nn.Module.__init__ = module_init
+        nn.Module.__setstate__ = module_setstate
         torch.optim.Optimizer.__init__ = optimizer_init
         torch.optim.Optimizer.zero_grad = zero_grad
         torch.Tensor.backward = wrap(orig_tensor_backward)
@@ -461,6 +470,7 @@ class _Recorder:
         finally:
             hook.remove()
             nn.Module.__init__ = orig_init
+            nn.Module.__setstate__ = orig_setstate
             torch.optim.Optimizer.__init__ = orig_opt_init
             torch.optim.Optimizer.zero_grad = orig_zero_grad
             torch.Tensor.backward = orig_tensor_backward

@@ -216,6 +216,21 @@ def _continued(text: str) -> bool:
     return "\\\n" in text or text.endswith("\\")
 
 
+def _continued_past_its_code(text: str) -> bool:
+    """Can a backslash of ``text`` (a chunk's) join a line below it to its last statement?
+    Only one on its last code line, or on a blank or comment line after it (``x = 1``,
+    a line ``\\``, a blank line: the text alone ends in a continued line and does not
+    parse). A backslash further up joins lines of the chunk itself, which it parsed with:
+    a chunk cut where a fresh reading cuts parses alone as it did in the whole text."""
+    for ln in reversed(text.split("\n")):
+        if ln.endswith("\\"):
+            return True
+        s = ln.strip()
+        if s and not s.startswith("#"):
+            return False
+    return False
+
+
 # How many pieces a piece that does not parse may be merged with, looking for
 # the end of its statement (a bound on the parses one broken line can cost).
 _MAX_MERGE = 12
@@ -360,15 +375,17 @@ class Document:
         them should the rest not parse (:func:`_heuristic_chunks`): ``rs`` and
         every kept chunk's first line are places it cuts; none of the kept
         statements spans so many of its cuts (a long string with lines at
-        column 0) that it would be given up on as broken; and no line above
-        ``rs`` is continued by a backslash, which can tie a statement to the
-        next one's line so that it no longer parses on its own."""
+        column 0) that it would be given up on as broken; and no kept chunk ends
+        in a line continued by a backslash, which can tie its statement to the
+        next one's line so that it no longer parses on its own (a backslash
+        inside a function's body joins two of its own lines: center-loss's
+        ``distmat = ... + \\``, which made an error below it read the whole file)."""
         if not kept or kept[-1].end != rs or not _may_start_statement(lines, rs):
             return False
         for c in kept:
             if c.kind == "broken" or (c.start and not _may_start_statement(lines, c.start)):
                 return False
-            if _continued(c.text):
+            if _continued_past_its_code(c.text):
                 return False
             if c.nlines > 1 and sum(1 for i in range(c.start + 1, c.end)
                                     if _may_start_statement(lines, i)) >= _MAX_MERGE - 2:

@@ -46,14 +46,14 @@ from gradguard.model.findings import Finding, Fix, Position, Range, Related, Sev
 from gradguard.rules.base import Rule, Trigger
 from gradguard.rules.gg208_unoptimized_params import messages as M
 from gradguard.rules.gg208_unoptimized_params.facts import (
-    ALONE, CLASS, MADE, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS,
+    ALONE, CLASS, FED, MADE, OWNED, OWNED_BARE, OWNED_CLASS, OWNED_OPAQUE, OWNER_FACTS, REPLACES, STEPPED, GROUPS,
     SUBMODULES, fills_of,
     is_optimizer_call, parameter_owners,
     layer_with_parameters)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Dict, List, Optional, Set, Tuple
+    from typing import Dict, List, Optional, Set, Tuple, Union
 
 # methods whose result carries no gradient back into what they are called on
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "train"})
@@ -68,7 +68,8 @@ class UnoptimizedParams(Rule):
     names_lines = True  # the message names the optimizer's line
     fact_sources = (OWNER_FACTS, QUIET_FACTS)  # (gg2:steps: a training function of the module)
     # ("= [" / "= {": a constructor that keeps layers in a plain list or dict, shape 4)
-    trigger = Trigger(torch=True, text=(("backward", "step", "= [", "= {"),))
+    # ("deepcopy": a copy of the model handed on with the original's optimizer, shape 5)
+    trigger = Trigger(torch=True, text=(("backward", "step", "= [", "= {", "deepcopy"),))
     title = M.TITLE
     explanation = M.EXPLANATION
 
@@ -77,6 +78,10 @@ class UnoptimizedParams(Rule):
         if unit.class_node is not None and unit.kind == "function" and getattr(unit.node, "name", "") == "__init__":
             out.extend(_plain_containers(self, unit, ctx))
         text = unit_text(unit, ctx.index.lines)
+        if unit.class_node is not None and unit.kind == "function" and "deepcopy" in text:
+            out.extend(_copy_given_the_optimizer(self, unit, ctx))
+        if unit.kind == "function" and '"params"' in text:
+            out.extend(_dropped_group(self, unit, ctx))
         if "backward" not in text and "step" not in text:
             return out  # (met the trigger by its "= [" / "= {" alone)
         if unit.kind == "function" and unit.class_node is not None:
@@ -961,6 +966,7 @@ def _plain_containers(rule, unit, ctx) -> "List[Finding]":
                 "requires_grad", "requires_grad_", "no_grad", "inference_mode"):
             return []  # the class freezes something, or runs some of it without a graph: maybe these layers
     bound: "Dict[str, int]" = {}
+    nested: "Dict[str, List[Union[ast.List, ast.Tuple]]]" = {}
     for n in A.walk_all(cls):
         if isinstance(n, ast.Call):
             name = _callee_name(n)
@@ -970,7 +976,10 @@ def _plain_containers(rule, unit, ctx) -> "List[Finding]":
             if isinstance(f, ast.Attribute) and A.dotted(f.value) in {"self." + a for a in candidates}:
                 attr = f.value.attr  # type: ignore[attr-defined]
                 if f.attr == "append" and candidates[attr][2] != "dict" and A.within(n, init) and len(n.args) == 1:
-                    kind = _plain_item(n.args[0], ctx)
+                    kind = _plain_item(n.args[0], ctx) or _appended_item(n.args[0], init, cls.name, ctx)
+                    if isinstance(n.args[0], (ast.List, ast.Tuple)) and kind is not None:
+                        # (``nn.ModuleList().append([...])`` fails: the pair is wrapped too)
+                        nested.setdefault(attr, []).append(n.args[0])
                     if kind is None or candidates[attr][2] not in ("", kind):
                         bound[attr] = 99  # something else goes into it
                     else:
@@ -984,6 +993,8 @@ def _plain_containers(rule, unit, ctx) -> "List[Finding]":
                     bound[d[5:]] = 99  # handed to a call (nn.ModuleList(self.X), nn.Sequential(*self.X))
         elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None:
+                continue  # (``self._layers = None`` before ``self._layers = []``: not a second binding)
             for t in targets:
                 for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
                     base = e.value if isinstance(e, ast.Subscript) else e
@@ -1002,14 +1013,166 @@ def _plain_containers(rule, unit, ctx) -> "List[Finding]":
                      ("list", "parameter"): "ParameterList", ("dict", "parameter"): "ParameterDict"}[(shape, kind)]
         fixes: "Tuple[Fix, ...]" = ()
         v = s.value
-        if prefix is not None and (shape == "list" or (isinstance(v, ast.Dict) and all(
+        if prefix is not None and all(_torch_module(x, ctx) for e in nested.get(a, ()) for x in e.elts) and (
+                shape == "list" or (isinstance(v, ast.Dict) and all(
                 isinstance(k, ast.Constant) and isinstance(k.value, str) for k in v.keys))):
             r = ctx.range(v)
             empty = isinstance(v, (ast.List, ast.Dict)) and not (v.elts if isinstance(v, ast.List) else v.keys)
             text = f"{prefix}{container}()" if empty else f"{prefix}{container}({_raw(v, ctx)})"
-            fixes = (Fix(M.fix_register(prefix + container), (TextEdit(r, text),), preferred=True),)
+            edits = [TextEdit(r, text)] + [TextEdit(ctx.range(e), f"{prefix}ModuleList({_raw(e, ctx)})")
+                                           for e in nested.get(a, ())]
+            fixes = (Fix(M.fix_register(prefix + container), tuple(edits), preferred=True),)
         out.append(Finding(rule.code, ctx.line_range(s), M.plain_container(a, shape, kind, prefix or "nn.", container),
                            rule.default_severity, (), fixes, {"module": "self." + a, "shape": "plain-" + shape}))
+    return out
+
+
+def _torch_module(v: ast.AST, ctx) -> bool:
+    """A construction an ``nn.ModuleList`` can hold: a torch layer (``nn.Tanh()``) or a module
+    with parameters (a same-file class's); not a call that may return a function."""
+    if not isinstance(v, ast.Call):
+        return False
+    q = A.qualify(v.func, ctx) or ""
+    return (q.startswith("torch.nn.") and not q.startswith("torch.nn.functional.")
+            and q.rsplit(".", 1)[-1][:1].isupper()) or _plain_item(v, ctx) == "module"
+
+
+def _appended_item(v: ast.AST, init: ast.AST, cls: str, ctx) -> "Optional[str]":
+    """``"module"`` for an item appended to a plain container that is a layer with parameters
+    by its construction or its caller's: a list or tuple of calls, one of them such a layer
+    (``[nn.Linear(h, h), nn.ReLU()]``, pytorch#715's pairs), or the loop variable of ``for
+    layer in layers`` over a parameter of ``__init__`` that a construction of the class in
+    the file fills with a list of layers (``Merge([nn.Linear(8, 4), ...])``, texar#72)."""
+    if isinstance(v, (ast.List, ast.Tuple)):
+        if not v.elts or not all(isinstance(e, ast.Call) for e in v.elts):
+            return None
+        kinds = [_plain_item(e, ctx) for e in v.elts]
+        return "module" if "module" in kinds and "parameter" not in kinds else None
+    if not isinstance(v, ast.Name) or not isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in init.args.args]
+    for loop in A.walk_all(init):
+        if (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == v.id
+                and isinstance(loop.iter, ast.Name) and loop.iter.id in params[1:]):
+            p = loop.iter.id
+            slot = str(params.index(p) - 1)
+            if ctx.summary.get(FED + cls + ":" + slot) or ctx.summary.get(FED + cls + ":" + p):
+                return "module"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# a parameter group filled and never added to the optimizer's list
+# ---------------------------------------------------------------------------
+def _params_of(n: ast.AST, group: str) -> bool:
+    """``group["params"]``."""
+    return (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == group
+            and isinstance(n.slice, ast.Constant) and n.slice.value == "params")
+
+
+def _dropped_group(rule, unit, ctx) -> "List[Finding]":
+    """HVPNeT#5: ``params = {"lr": ...}``, ``params["params"] = []`` filled by
+    ``params["params"].append(p)`` and then never read -- not appended to the list of
+    groups, rebound to the next group or left at the function's end -- while the function
+    builds an optimizer from a list of groups that other groups went into
+    (``parameters.append(params)``): those parameters are in no group. Reported at the
+    optimizer; statements of the function's own body only (no branch)."""
+    body = unit.node.body
+    opts = [s for s in body if isinstance(s, (ast.Assign, ast.Expr)) and isinstance(s.value, ast.Call)
+            and is_optimizer_call(s.value, ctx) and s.value.args and isinstance(s.value.args[0], ast.Name)]
+    if len(opts) != 1:
+        return []
+    opt_stmt = opts[0]
+    groups = opt_stmt.value.args[0].id  # type: ignore[attr-defined]
+    dropped: "List[Tuple[ast.stmt, str]]" = []
+    handed = False  # some group went into the optimizer's list
+    group: "Optional[str]" = None  # the name of the group being filled
+    made: "Optional[ast.stmt]" = None
+    last: "Optional[ast.stmt]" = None  # the last group made before the optimizer
+    filled = used = False
+    end = ast.Pass()  # (the end of the body: the last group is closed there)
+    for s in list(body) + [end]:
+        if s is end or (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+                        and isinstance(s.value, ast.Dict)):
+            if group is not None and made is not None and filled and not used and made.lineno < opt_stmt.lineno:
+                dropped.append((made, group))
+            if s is end:
+                break
+            group, made, filled, used = s.targets[0].id, s, False, False  # type: ignore[union-attr]
+            if s.lineno < opt_stmt.lineno:
+                last = s
+            continue
+        if group is None:
+            continue
+        nodes = list(A.walk_all(s))
+        inside = {id(n.value) for n in nodes if isinstance(n, ast.Subscript) and _params_of(n, group)}
+        for n in nodes:
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "extend")
+                    and _params_of(n.func.value, group)):
+                filled = True
+            elif isinstance(n, ast.AugAssign) and _params_of(n.target, group):
+                filled = True
+            elif isinstance(n, ast.Name) and n.id == group and id(n) not in inside:
+                used = True
+                if any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "append"
+                       and A.dotted(c.func.value) == groups for c in nodes):
+                    handed = True
+    if not handed:
+        return []
+    out = []
+    for m, name in dropped:
+        fixes: "Tuple[Fix, ...]" = ()
+        if m is last:  # (the name still holds it at the optimizer: append it there)
+            at = ctx.range(opt_stmt).start
+            text = f"{groups}.append({name})\n" + " " * at.character
+            fixes = (Fix(M.fix_append_group(name, groups), (TextEdit(Range(at, at), text),), preferred=True),)
+        out.append(Finding(rule.code, ctx.line_range(opt_stmt), M.dropped_group(groups, m.lineno), rule.default_severity,
+                           (Related(ctx.line_range(m), M.group_made_here()),), fixes, {"shape": "dropped-group"}))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# shape 5: a deep copy of the model handed on with the original's optimizer
+# ---------------------------------------------------------------------------
+def _copy_given_the_optimizer(rule, unit, ctx) -> "List[Finding]":
+    """``model = copy.deepcopy(self.model)`` then ``type(self)(model, ..., self._optimizer)``
+    in a method of a class that steps ``self._optimizer`` (ART#1580's
+    ``clone_for_refitting``): the new object trains the copy with the optimizer built from
+    the original's parameters, which holds none of the copy's, so the copy never changes.
+    Silent when the method builds an optimizer or reads the copy's ``.parameters()``."""
+    cls = unit.class_node
+    body = list(A.iter_statements(unit.node.body))
+    copies: "Dict[str, ast.stmt]" = {}
+    for s in body:
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+                and isinstance(s.value, ast.Call) and (A.dotted(s.value.func) or "").endswith("deepcopy")
+                and len(s.value.args) == 1):
+            copies[s.targets[0].id] = s
+    if not copies:
+        return []
+    calls = [n for n in A.unit_nodes(unit) if isinstance(n, ast.Call)]
+    for n in calls:
+        f = n.func
+        if is_optimizer_call(n, ctx) or (isinstance(f, ast.Attribute) and f.attr in ("parameters", "named_parameters")
+                                         and A.dotted(f.value) in copies):
+            return []  # an optimizer of its own for the copy (or its parameters read)
+    stepped = {A.dotted(n.func.value) for n in A.walk_all(cls) if isinstance(n, ast.Call)
+               and isinstance(n.func, ast.Attribute) and n.func.attr == "step"}
+    out = []
+    for n in calls:
+        f = n.func
+        if not ((isinstance(f, ast.Call) and A.dotted(f.func) == "type" and len(f.args) == 1 and A.dotted(f.args[0]) == "self")
+                or A.dotted(f) in ("self.__class__", cls.name)):
+            continue
+        args = list(n.args) + [k.value for k in n.keywords]
+        copy = next((a.id for a in args if isinstance(a, ast.Name) and a.id in copies), None)
+        opt = next((d for d in map(A.dotted, args) if d is not None and d.startswith("self.") and d.count(".") == 1
+                    and "optim" in d.lower() and d in stepped), None)
+        if copy is None or opt is None:
+            continue
+        related = (Related(ctx.line_range(copies[copy]), M.copy_made_here(copy)),)
+        out.append(Finding(rule.code, ctx.line_range(n), M.copy_given_the_optimizer(copy, opt), rule.default_severity,
+                           related, (), {"module": copy, "optimizer": opt, "shape": "copy-with-optimizer"}))
     return out
 
 

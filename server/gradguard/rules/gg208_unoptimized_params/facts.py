@@ -39,12 +39,17 @@ whole file, so that a method can ask about an optimizer built elsewhere):
 * ``gg208:made:<Class>:<last>`` -- the class the binding sits in (``""`` outside a class):
   ``X = Class(...)`` binds an instance of a capitalised name to ``X`` (``<last>`` its last
   part: ``model = MyNet(3)`` -> ``model``, ``self.net = MyNet(3)`` in ``Agent`` -> ``net``,
-  ``Agent``), so that a class can ask whether an optimizer owns one of its instances.
+  ``Agent``), so that a class can ask whether an optimizer owns one of its instances; also
+  an instance made inside ``nn.Sequential(...)`` / ``nn.ModuleList(...)`` bound to ``X``, and
+  in a script's own statements a lower-case class (``n = net(4)``);
+* ``gg208:fed:<Class>:<slot>`` -- ``Class(...)`` is given a list or tuple of layers with
+  parameters in that argument (``"0"`` for the first positional one, or the keyword).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 
 from gradguard.analysis import ast_util as A
 from gradguard.analysis import knowledge as K
@@ -65,8 +70,10 @@ STEPPED = "gg208:stepped:"
 SUBMODULES = "gg208:submodules:"
 GROUPS = "gg208:groups:"
 MADE = "gg208:made:"
+FED = "gg208:fed:"
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BUILTINS = frozenset(dir(builtins))
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Module"})
 _PARAM_METHODS = frozenset({"parameters", "named_parameters"})
 _ADDERS = frozenset({"append", "extend", "add_module", "register_module", "insert", "update", "__setitem__"})
@@ -470,17 +477,42 @@ def _groups(node: ast.ClassDef, out: "Dict[str, object]") -> None:
 
 def _made_facts(stmt: ast.stmt, scan: _Scan, out: "Dict[str, object]") -> None:
     where = stmt.name if isinstance(stmt, ast.ClassDef) else ""
+    # a script's own statement may make an instance of a lower-case class (``n = net(4)``,
+    # pytorch#666); in a def or class only a capitalised name is read as one
+    script = not isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
     for asg in scan.assigns:
         v = asg.value
-        if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
+        if not isinstance(v, ast.Call):
             continue
-        cls = v.func.id
-        if not cls[:1].isupper():
+        made = [v]
+        if isinstance(v.func, ast.Attribute) and v.func.attr in ("Sequential", "ModuleList"):
+            # ``nn.Sequential(MergeLayer([...]), nn.ReLU(), ...)``: the model holds an instance
+            made = [a for a in v.args if isinstance(a, ast.Call) and isinstance(a.func, ast.Name)
+                    and a.func.id[:1].isupper()]
+        for m in made:
+            if not isinstance(m.func, ast.Name):
+                continue
+            cls = m.func.id
+            if not (cls[:1].isupper() or (script and cls[:1].islower() and m is v and cls not in _BUILTINS)):
+                continue
+            for t in asg.targets:
+                d = A.dotted(t)
+                if d is not None:
+                    out[MADE + cls + ":" + _last(d)] = where if d.startswith("self.") else ""
+
+
+def _fed_facts(scan: _Scan, out: "Dict[str, object]") -> None:
+    """``Merge([nn.Linear(8, 4), nn.Linear(8, 4)], ...)``: the argument slots of a same-file
+    class's construction that receive a list or tuple of layers with parameters."""
+    for c in scan.calls:
+        f = c.func
+        if not (isinstance(f, ast.Name) and f.id[:1].isupper()):
             continue
-        for t in asg.targets:
-            d = A.dotted(t)
-            if d is not None:
-                out[MADE + cls + ":" + _last(d)] = where if d.startswith("self.") else ""
+        slots = [(str(i), a) for i, a in enumerate(c.args)] + [(k.arg, k.value) for k in c.keywords if k.arg]
+        for slot, a in slots:
+            if (isinstance(a, (ast.List, ast.Tuple)) and a.elts
+                    and all(layer_with_parameters(e) for e in a.elts)):
+                out[FED + f.id + ":" + slot] = True
 
 
 def summarize_owner_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tuple[str, object]]":
@@ -491,6 +523,7 @@ def summarize_owner_facts(stmt: ast.stmt, referenced: bool = True) -> "List[Tupl
     _alone_facts(scan, out)
     _stepped_facts(scan, out)
     _made_facts(stmt, scan, out)
+    _fed_facts(scan, out)
     if isinstance(stmt, ast.ClassDef):
         out[CLASS + stmt.name] = _class_facts(stmt, scan)
         subs = _submodules(stmt, scan)

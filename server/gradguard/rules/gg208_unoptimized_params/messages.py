@@ -36,7 +36,17 @@ shapes:
   `self.convs.append(...)`) and that its `forward` reads, while an optimizer is built from an
   instance's `.parameters()`: `nn.Module` registers no layer held in a plain container, so the
   optimizer never holds them (nor does `.to(device)` move them). Reported at the binding, with a fix
-  that wraps it in `nn.ModuleList` (`nn.ModuleDict`, `nn.ParameterList`).
+  that wraps it in `nn.ModuleList` (`nn.ModuleDict`, `nn.ParameterList`). The list may also be filled
+  with `[layer, activation]` pairs (the fix wraps each pair in `nn.ModuleList` too), or with the
+  layers the constructor is given (`for layer in layers: self.layers.append(layer)`, when the file
+  builds the module with a list of layers, as inside `nn.Sequential(Merge([nn.Linear(...), ...]))`).
+
+Two more shapes need no backward of their own: a parameter group filled by name
+(`group["params"].append(p)`) and never appended to the list of groups the optimizer is built from
+(reported at the optimizer, with a fix that appends it), and a deep copy of the model handed to a
+new object of the same class together with the original's optimizer
+(`type(self)(copy.deepcopy(self.model), ..., self._optimizer)` in a class that steps that
+optimizer), which trains the copy with an optimizer that holds none of its parameters.
 
 In a script's own loop, the first shape also covers a module made at module level that no optimizer
 owns: run on the optimized model's output and compared with labels by a loss
@@ -142,7 +152,14 @@ Not reported: that network has its own optimizer, which zeroes its gradients bef
   （`self.convs = [nn.Conv1d(...), ...]`，或先 `self.convs = []` 再 `self.convs.append(...)`），
   `forward` 又读取它们，而优化器由该模块实例的 `.parameters()` 构建：`nn.Module` 不会注册放在普通容器里的层，
   优化器因此从不持有它们（`.to(device)` 也不会移动它们）。在绑定处报告，修复把它包进 `nn.ModuleList`
-  （`nn.ModuleDict`、`nn.ParameterList`）。
+  （`nn.ModuleDict`、`nn.ParameterList`）。列表里也可以是 `[层, 激活函数]` 这样的成对元素（修复同样把每一对包进
+  `nn.ModuleList`），或是构造函数收到的层（`for layer in layers: self.layers.append(layer)`，而文件用一个层列表
+  创建该模块，例如 `nn.Sequential(Merge([nn.Linear(...), ...]))`）。
+
+另有两种形态本身不需要 `backward`：按名字填充的参数组（`group["params"].append(p)`）从未加入构建优化器的
+参数组列表（在优化器处报告，修复把它加入列表）；以及把模型的深拷贝连同原模型的优化器一起交给同一个类的新对象
+（`type(self)(copy.deepcopy(self.model), ..., self._optimizer)`，且该类会对这个优化器执行 step），于是拷贝由一个
+不包含它任何参数的优化器训练。
 
 在脚本自己的循环中，第一种形态也包括在模块级创建、却没有优化器拥有的模块：如果它作用在被优化模型的输出上，
 并由损失函数与标签比较（`criterion(head(model(x)), y)`），它就是被漏掉的分类头（在优化器处报告，修复会加入
@@ -334,3 +351,37 @@ def plain_container(attr: str, shape: str, kind: str, nn: str, container: str) -
 
 def fix_register(container: str) -> "Dict[str, str]":
     return {"en": f"Wrap it in `{container}`", "zh": f"用 `{container}` 包装它"}
+
+
+def copy_given_the_optimizer(copy: str, opt: str) -> "Dict[str, str]":
+    return {
+        "en": f"`{copy}`, a deep copy of the model, is handed on with `{opt}`, the optimizer built from the "
+              f"original's parameters: it holds none of the copy's, so training the copy steps the original's "
+              f"parameters (with no gradients) and the copy never changes; build a new optimizer from "
+              f"`{copy}.parameters()`",
+        "zh": f"`{copy}` 是模型的深拷贝，却与 `{opt}` 一起交出，而该优化器是由原模型的参数构建的：它不包含拷贝的任何参数，"
+              f"训练拷贝时只会对原模型的参数（没有梯度）执行 step，拷贝永远不会改变；请用 `{copy}.parameters()` 构建新的优化器",
+    }
+
+
+def copy_made_here(copy: str) -> "Dict[str, str]":
+    return {"en": f"`{copy}` is copied here: its parameters are new tensors",
+            "zh": f"`{copy}` 在这里被拷贝：它的参数是新的张量"}
+
+
+def dropped_group(groups: str, line: int) -> "Dict[str, str]":
+    return {
+        "en": f"The parameter group made on line {line} is filled and never added to `{groups}`: the optimizer "
+              f"built from `{groups}` holds none of its parameters, so they get gradients and never change",
+        "zh": f"第 {line} 行创建的参数组被填充后从未加入 `{groups}`：由 `{groups}` 构建的优化器不包含其中任何参数，"
+              f"它们得到梯度却永远不会改变",
+    }
+
+
+def group_made_here() -> "Dict[str, str]":
+    return {"en": "the group is made here", "zh": "参数组在这里创建"}
+
+
+def fix_append_group(name: str, groups: str) -> "Dict[str, str]":
+    return {"en": f"Append `{name}` to `{groups}` before the optimizer is built",
+            "zh": f"在构建优化器之前把 `{name}` 加入 `{groups}`"}
