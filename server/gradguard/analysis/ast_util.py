@@ -663,7 +663,7 @@ def untensored_returns(fn: ast.AST) -> "Set[int]":
     body = getattr(fn, "body", ())
     if any(isinstance(st, ast.If) for st in body):
         walk(body)
-    del walk  # (a closure that calls itself is a reference cycle: freed by counting only without it)
+    walk = None  # type: ignore[assignment]  # (a closure that calls itself is a reference cycle: freed by counting only without it)
     return out
 
 

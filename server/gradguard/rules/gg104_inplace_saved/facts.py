@@ -471,7 +471,7 @@ def _conditions(cls: ast.ClassDef, fn: ast.FunctionDef, stmt: ast.stmt) -> tuple
         return False
 
     find(fn.body, [])
-    del find  # (a closure that calls itself is a reference cycle holding ``stmt``)
+    find = None  # type: ignore[assignment]  # (a closure that calls itself is a reference cycle holding ``stmt``)
     conds = []
     for test, want in out:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):

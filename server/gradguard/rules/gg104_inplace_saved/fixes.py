@@ -110,7 +110,7 @@ def _enclosing_loops(body, stmt) -> "List[ast.stmt]":
         return False
 
     walk(body, [])
-    del walk  # (a closure that calls itself is a reference cycle holding ``stmt``)
+    walk = None  # type: ignore[assignment]  # (a closure that calls itself is a reference cycle holding ``stmt``)
     return out
 
 
