@@ -3766,6 +3766,12 @@ class GraphFlow:
 SUMMARISE_DEF: _Opt[Callable[[ast.AST, Resolver], FnFacts]] = None
 
 
+# (a framework's hook, Lightning's ``training_step``, is back-propagated by the framework: GG103
+# reports a backward inside it at its return, and a loop of the file standing in for the
+# framework's is none of the user's second backward)
+_FRAMEWORK_HOOKS = frozenset().union(*K.FRAMEWORK_LOOP_METHODS.values())
+
+
 def returned_freers(summary) -> Dict[str, str]:
     """{method name: class} for the methods (not ``forward``, nor a name two classes of
     the file define) that surely back-propagate a loss they return, through a part that
@@ -3776,7 +3782,7 @@ def returned_freers(summary) -> Dict[str, str]:
             for name, m in v.methods:
                 if name in seen:
                     seen[name] = None  # two classes define it: the receiver's class is not known
-                elif name != "forward" and not name.startswith("__"):
+                elif name != "forward" and not name.startswith("__") and name not in _FRAMEWORK_HOOKS:
                     seen[name] = k[6:] if m.frees_returned_saving else None
     return {n: c for n, c in seen.items() if c is not None}
 
