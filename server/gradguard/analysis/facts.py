@@ -526,9 +526,9 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
     if not method and not no_grad and rets:
         ret, returns = _returned_globals(fn, resolver, env, names, ret, returns)
     share, share_via = _returns_share(tuples, returns, g) if returns is not None and not no_grad else (False, ())
-    frees = _frees_returned(fn, g, whole, [_join_all([r.elems[i] for r in tuples])  # type: ignore[index]
-                                           for i in range(len(returns))] if returns is not None else ()) \
-        if g.events and not no_grad else None
+    sure_bw = _sure_backwards(fn, g) if g.events and not no_grad else []
+    frees = _frees_returned(whole, sure_bw, [_join_all([r.elems[i] for r in tuples])  # type: ignore[index]
+                                             for i in range(len(returns))] if returns is not None else ())
     bparams: set = set()
     for ev in g.events:
         bparams.update(t[1] for t in ev.loss.taints if t[0] == "P")
@@ -571,19 +571,23 @@ def function_facts(fn: ast.AST, resolver: interp.Resolver, method: bool = False,
         returns_sites=_returns_sites(fn, tuples, returns) if returns is not None and not no_grad else (),
         frees_returned=frees == (),
         frees_positions=frees or (),
-        frees_returned_saving=frees == () and _frees_returned_saving(fn, g, whole),
+        frees_returned_saving=frees == () and _frees_returned_saving(g, whole, sure_bw),
     )
 
 
-def _frees_returned_saving(fn: ast.AST, g: interp.GraphFlow, whole: V.Val) -> bool:
-    """``FnFacts.frees_returned_saving``: of a def whose backward frees every graph it
-    returns, does that backward reach a part of it a call of the def's own saved tensors
-    in? (a second backward of the returned value then surely fails)"""
-    returned = whole.graph_tokens()
+def _sure_backwards(fn: ast.AST, g: interp.GraphFlow) -> list:
+    """The backward events of the def's trace that run whenever it runs and keep no graph."""
     sure = interp._unconditional_calls(fn.body)  # type: ignore[attr-defined]
-    for ev in g.events:
-        if ev.retain or id(ev.call) not in sure or not A.is_backward_call(ev.call):
-            continue
+    return [ev for ev in g.events if not ev.retain and id(ev.call) in sure and A.is_backward_call(ev.call)]
+
+
+def _frees_returned_saving(g: interp.GraphFlow, whole: V.Val, sure_bw: Sequence) -> bool:
+    """``FnFacts.frees_returned_saving``: of a def whose backward frees every graph it
+    returns, does that backward (one of ``sure_bw``, :func:`_sure_backwards`) reach a part of
+    it a call of the def's own saved tensors in? (a second backward of the returned value
+    then surely fails)"""
+    returned = whole.graph_tokens()
+    for ev in sure_bw:
         both = returned & ev.loss.graph_tokens()
         if both and (any(id(t[1]) in g.saving_calls for t in both)
                      or any(t[0] == "QS" for t in whole.taints & ev.loss.taints)):
@@ -591,22 +595,20 @@ def _frees_returned_saving(fn: ast.AST, g: interp.GraphFlow, whole: V.Val) -> bo
     return False
 
 
-def _frees_returned(fn: ast.AST, g: interp.GraphFlow, whole: V.Val,
+def _frees_returned(whole: V.Val, sure_bw: Sequence,
                     parts: Sequence[V.Val] = ()) -> Optional[Tuple[int, ...]]:
-    """Does a backward the def makes whenever it runs, keeping no graph, reach a graph
-    built inside that the def returns? None if not; ``()`` if it reaches every returned
-    graph (``FnFacts.frees_returned``); with a tuple returned (``parts``, position by
-    position) of which only some positions share a graph with such a backward, those
-    positions (``FnFacts.frees_positions``): RN's ``process()`` back-propagating the
-    discriminator's loss it returns beside the generator's, built on a detached input,
-    hands back a generator's loss nothing freed (the caller's ``gen_loss.backward()``
-    is its first)."""
+    """Does a backward the def makes whenever it runs, keeping no graph (``sure_bw``,
+    :func:`_sure_backwards`), reach a graph built inside that the def returns? None if not;
+    ``()`` if it reaches every returned graph (``FnFacts.frees_returned``); with a tuple
+    returned (``parts``, position by position) of which only some positions share a graph
+    with such a backward, those positions (``FnFacts.frees_positions``): RN's ``process()``
+    back-propagating the discriminator's loss it returns beside the generator's, built on a
+    detached input, hands back a generator's loss nothing freed (the caller's
+    ``gen_loss.backward()`` is its first)."""
     returned = whole.graph_tokens()
     if not returned:
         return None
-    sure = interp._unconditional_calls(fn.body)  # type: ignore[attr-defined]
-    freed = [ev.loss.graph_tokens() for ev in g.events
-             if not ev.retain and id(ev.call) in sure and A.is_backward_call(ev.call)]
+    freed = [ev.loss.graph_tokens() for ev in sure_bw]
     if not any(not returned.isdisjoint(f) for f in freed):
         return None
     hit = [k for k, p in enumerate(parts) if any(not p.graph_tokens().isdisjoint(f) for f in freed)]
